@@ -1,0 +1,108 @@
+"""Write-then-rename, so that a crash or a full disk never leaves half a file."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.errors import UserError
+
+
+def _check_parent(path: Path) -> None:
+    parent = path.parent
+    if parent.exists() and not parent.is_dir():
+        raise UserError(f"cannot write {path}: {parent} is not a directory")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if not os.access(parent, os.W_OK):
+        raise UserError(f"cannot write {path}: {parent} is not writable")
+
+
+def check_can_create(path: str | os.PathLike) -> Path:
+    """Fail early if ``path`` could not be written, and leave the disk as it was.
+
+    Permission bits are not enough (root passes every ``os.access`` check, and
+    /proc or a read-only mount refuse anyway), so this really creates the
+    missing parent directories and a probe file, then removes what it made.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"cannot write {path}: it is a directory")
+    created: list[Path] = []
+    parent = path.parent
+    missing = []
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    try:
+        if not parent.is_dir():
+            raise UserError(f"cannot write {path}: {parent} is not a directory")
+        for d in reversed(missing):
+            d.mkdir()
+            created.append(d)
+        fd, probe = tempfile.mkstemp(prefix=".dlbench-probe-", dir=path.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        for d in reversed(created):
+            shutil.rmtree(d, ignore_errors=True)
+    return path
+
+
+def ensure_writable(path: str | os.PathLike) -> Path:
+    """Fail early (before any expensive work) if ``path`` could not be written."""
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"cannot write {path}: it is a directory")
+    _check_parent(path)
+    return path
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    path = ensure_writable(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json(path: str | os.PathLike, obj) -> Path:
+    return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+@contextmanager
+def staged_directory(final: str | os.PathLike):
+    """Yield a temporary sibling directory that becomes ``final`` only on success.
+
+    An existing ``final`` is replaced only after the new one is complete.
+    """
+    final = Path(final)
+    if final.exists() and not final.is_dir():
+        raise UserError(f"cannot write {final}: it exists and is not a directory")
+    _check_parent(final)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if final.exists():
+        old = final.with_name(f".{final.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, final)

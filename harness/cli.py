@@ -1,0 +1,70 @@
+"""``dlbench``: a thin argparse layer over the Python API.
+
+Each subcommand is a module in ``harness.commands`` with ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``; adding a command is adding
+a file and its name below.  Nothing here imports a framework: commands import
+what they need inside ``run``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import signal
+import sys
+import traceback
+
+from harness import __version__
+from harness.errors import UserError
+
+COMMANDS = ("env", "models", "backends", "train")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr (and exit 2), like every other."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="dlbench",
+        description="Train a network briefly in PyTorch, TensorFlow and MindSpore, convert it, "
+                    "and measure it on every inference backend, with the context that makes "
+                    "each number true.")
+    parser.add_argument("--version", action="version", version=f"dlbench {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module = importlib.import_module(f"harness.commands.{name.replace('-', '_')}")
+        p = sub.add_parser(name, help=module.HELP, description=module.__doc__)
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show tracebacks for errors")
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def _terminate(signum, frame):
+    """SIGTERM unwinds like Ctrl-C, so staged outputs are removed on the way out."""
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return int(args._run(args) or 0)
+    except UserError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"dlbench {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"dlbench {args.command}: interrupted", file=sys.stderr)
+        return 130

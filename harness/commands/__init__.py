@@ -1,0 +1,1 @@
+"""One module per subcommand; see harness.cli."""

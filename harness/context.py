@@ -1,0 +1,29 @@
+"""Identity and context shared by every kind of record (train, bench, convert)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import sys
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+
+def new_run_id() -> str:
+    """One id per CLI invocation: sortable by time, unique across machines."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    return shlex.join(["dlbench", *(sys.argv[1:] if argv is None else argv)])
+
+
+def cell_key(kind: str, identity: dict[str, Any]) -> str:
+    """Two cells with the same key measure the same thing on the same machine."""
+    blob = json.dumps({"kind": kind, **identity}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]

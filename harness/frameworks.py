@@ -1,0 +1,71 @@
+"""What we know about each native framework without importing it.
+
+Availability is decided with ``importlib.util.find_spec`` and versions with
+``importlib.metadata``, both of which read the installation on disk: the CLI
+can say "not installed, install dlbench[mindspore]" in milliseconds instead of
+paying several seconds of framework import.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+from dataclasses import dataclass
+
+from harness.errors import UserError
+
+
+@dataclass(frozen=True)
+class Framework:
+    name: str           # the name users type (--framework)
+    module: str         # the top-level import name
+    distribution: str   # the PyPI distribution that carries it
+    extra: str          # the dlbench extra that installs it
+    display: str        # how tables name it
+
+
+FRAMEWORKS: dict[str, Framework] = {
+    f.name: f
+    for f in (
+        Framework("pytorch", "torch", "torch", "pytorch", "PyTorch"),
+        Framework("tensorflow", "tensorflow", "tensorflow", "tensorflow", "TensorFlow"),
+        Framework("mindspore", "mindspore", "mindspore", "mindspore", "MindSpore"),
+    )
+}
+
+# Other packages whose versions belong in a machine's fingerprint.
+OTHER_PACKAGES = ("numpy", "keras", "onnx", "onnxruntime", "onnxruntime-gpu", "tf2onnx",
+                  "tensorrt", "cuda-python")
+
+
+def get_framework(name: str) -> Framework:
+    try:
+        return FRAMEWORKS[name]
+    except KeyError:
+        raise UserError(
+            f"unknown framework {name!r}; choose from: {', '.join(FRAMEWORKS)}") from None
+
+
+def is_installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def distribution_version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def require(name: str) -> Framework:
+    """The framework, or a UserError that says which extra installs it."""
+    fw = get_framework(name)
+    if not is_installed(fw.module):
+        raise UserError(f"{fw.display} is not installed: pip install 'dlbench[{fw.extra}]'")
+    return fw
+
+
+def version_of(name: str) -> str | None:
+    return distribution_version(get_framework(name).distribution)

@@ -1,0 +1,117 @@
+"""Run one cell (a training run, a benchmark cell) in its own process.
+
+Frameworks never share a process: their thread pools and OpenMP runtimes
+would fight, a segfault or an out-of-memory kill would take the whole sweep
+down, and peak memory could not be attributed.  The child is
+``python -m harness.cell KIND IN.json OUT.json``; it writes its result (or
+its exception and traceback) to OUT.json.  The parent enforces the timeout
+on the whole process group and reads the child's peak resident memory from
+``wait4``'s rusage, which the kernel keeps exact.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.atomic import write_json
+
+STDERR_TAIL = 4000
+
+
+@dataclass
+class CellOutcome:
+    status: str                       # ok | failed | usage_error | timeout
+    result: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    traceback: str | None = None
+    peak_rss_mb: float | None = None
+    wall_s: float = 0.0
+    returncode: int | None = None
+    log_tail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def _signal_reason(sig: int) -> str:
+    name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+    if sig == signal.SIGKILL:
+        return f"killed by {name} (the kernel's out-of-memory killer sends this when memory runs out)"
+    if sig == signal.SIGSEGV:
+        return f"crashed with {name} (segmentation fault inside native code)"
+    return f"killed by signal {name}"
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None = None,
+             timeout: float | None = None, poll_s: float = 0.05) -> CellOutcome:
+    """Run one cell to completion or timeout.
+
+    The child's working directory is a scratch directory removed afterwards:
+    frameworks that drop files into the current directory (MindSpore writes
+    rank_0/ and rewritten_network/) leave nothing behind; paths in ``payload``
+    must therefore be absolute.
+    """
+    with tempfile.TemporaryDirectory(prefix="dlbench-cell-") as tmp:
+        inp, out, log = Path(tmp, "in.json"), Path(tmp, "out.json"), Path(tmp, "log.txt")
+        write_json(inp, payload)
+        start = time.perf_counter()
+        with open(log, "wb") as log_fh:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "harness.cell", kind, str(inp), str(out)],
+                stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
+                env=env, cwd=tmp, start_new_session=True)
+            timed_out, status, rusage = False, None, None
+            while True:
+                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if timeout is not None and time.perf_counter() - start > timeout:
+                    timed_out = True
+                    _kill_group(proc.pid)
+                    _, status, rusage = os.wait4(proc.pid, 0)
+                    break
+                time.sleep(poll_s)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - start
+        peak = rusage.ru_maxrss / 1024 if rusage else None      # KiB on Linux
+        tail = log.read_text(errors="replace")[-STDERR_TAIL:]
+        outcome = CellOutcome(status="failed", peak_rss_mb=peak, wall_s=wall,
+                              returncode=proc.returncode, log_tail=tail)
+        if timed_out:
+            outcome.status = "timeout"
+            outcome.error = f"timed out after {timeout:g} s (the cell was killed)"
+            return outcome
+        if out.exists():
+            reply = json.loads(out.read_text())
+            outcome.status = reply["status"]
+            outcome.result = reply.get("result") or {}
+            outcome.error = reply.get("error")
+            outcome.traceback = reply.get("traceback")
+            return outcome
+        if proc.returncode is not None and proc.returncode < 0:
+            outcome.error = _signal_reason(-proc.returncode)
+        else:
+            outcome.error = (f"exited with status {proc.returncode} without a result"
+                             + (f": {_last_line(tail)}" if _last_line(tail) else ""))
+        return outcome
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

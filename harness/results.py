@@ -1,0 +1,140 @@
+"""The results database: every measurement with the context that makes it mean something.
+
+SQLite, because a single file is easy to ship next to a report and the stdlib
+writes it atomically (one transaction per record).  The schema is the
+project's contract with its users; it is documented in docs/results-schema.md
+and versioned with ``PRAGMA user_version``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any, Iterable
+
+from harness.atomic import check_can_create
+from harness.errors import UserError
+
+SCHEMA_VERSION = 1
+DEFAULT_DB = Path("results") / "dlbench.sqlite"
+
+# Columns a record carries at top level, in addition to id, context and metrics.
+COLUMNS = (
+    "run_id", "kind", "cell_key", "status", "error", "started_at", "duration_s",
+    "model", "framework", "framework_version", "backend", "backend_version",
+    "device", "precision", "batch_size", "scenario",
+    "intra_op_threads", "inter_op_threads", "iterations", "warmup_iterations",
+    "throughput_sps", "peak_rss_mb", "machine_id", "dlbench_version", "git_commit",
+    "command_line",
+)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS machines (
+    machine_id   TEXT PRIMARY KEY,
+    fingerprint  TEXT NOT NULL,
+    first_seen   TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS records (
+    id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id             TEXT NOT NULL,
+    kind               TEXT NOT NULL,
+    cell_key           TEXT NOT NULL,
+    status             TEXT NOT NULL,
+    error              TEXT,
+    started_at         TEXT NOT NULL,
+    duration_s         REAL,
+    model              TEXT,
+    framework          TEXT,
+    framework_version  TEXT,
+    backend            TEXT,
+    backend_version    TEXT,
+    device             TEXT,
+    precision          TEXT,
+    batch_size         INTEGER,
+    scenario           TEXT,
+    intra_op_threads   INTEGER,
+    inter_op_threads   INTEGER,
+    iterations         INTEGER,
+    warmup_iterations  INTEGER,
+    throughput_sps     REAL,
+    peak_rss_mb        REAL,
+    machine_id         TEXT NOT NULL REFERENCES machines(machine_id),
+    dlbench_version    TEXT,
+    git_commit         TEXT,
+    command_line       TEXT,
+    context            TEXT NOT NULL,
+    metrics            TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_run ON records(run_id);
+CREATE INDEX IF NOT EXISTS records_cell ON records(cell_key, status);
+"""
+
+
+def default_path() -> Path:
+    return Path(os.environ.get("DLBENCH_DB") or DEFAULT_DB)
+
+
+class ResultStore:
+    def __init__(self, path: str | os.PathLike | None = None):
+        self.path = Path(path) if path else default_path()
+
+    def check_writable(self) -> None:
+        """Fail before a long run, not after it: open (or create) the database."""
+        self._connect().close()
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.path.is_dir():
+            raise UserError(f"cannot use {self.path} as the results database: it is a directory")
+        if not self.path.exists():
+            check_can_create(self.path)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            con = sqlite3.connect(self.path, timeout=60)
+            con.row_factory = sqlite3.Row
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise UserError(f"{self.path} has results schema {version}; this dlbench "
+                                f"reads up to {SCHEMA_VERSION}: upgrade dlbench")
+            con.executescript(SCHEMA)
+            con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except sqlite3.OperationalError as exc:
+            raise UserError(f"cannot write results database {self.path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise UserError(f"{self.path} is not a dlbench results database ({exc})") from None
+        return con
+
+    def add(self, record: dict[str, Any], machine: dict[str, Any]) -> int:
+        """Store one record (and its machine, once); return its id."""
+        row = {c: record.get(c) for c in COLUMNS}
+        row["machine_id"] = machine["machine_id"]
+        row["context"] = json.dumps(record.get("context", {}), sort_keys=True, default=str)
+        row["metrics"] = json.dumps(record.get("metrics", {}), sort_keys=True, default=str)
+        names = list(row)
+        with closing(self._connect()) as con, con:
+            con.execute("INSERT OR IGNORE INTO machines VALUES (?, ?, datetime('now'))",
+                        (machine["machine_id"], json.dumps(machine, sort_keys=True)))
+            cur = con.execute(
+                f"INSERT INTO records ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                [row[n] for n in names])
+            return int(cur.lastrowid)
+
+    def records(self, where: str = "1=1", params: Iterable[Any] = ()) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        with closing(self._connect()) as con:
+            rows = con.execute(f"SELECT * FROM records WHERE {where} ORDER BY id", tuple(params))
+            return [_decode(dict(r)) for r in rows]
+
+    def machine(self, machine_id: str) -> dict[str, Any] | None:
+        with closing(self._connect()) as con:
+            row = con.execute("SELECT fingerprint FROM machines WHERE machine_id = ?",
+                              (machine_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+
+def _decode(row: dict[str, Any]) -> dict[str, Any]:
+    row["context"] = json.loads(row["context"])
+    row["metrics"] = json.loads(row["metrics"])
+    return row

@@ -1,0 +1,1 @@
+"""Native training: one session module per framework behind ``base.TrainSession``."""

@@ -1,0 +1,80 @@
+"""The training axis: what every framework's training session must provide.
+
+A framework module (``harness/training/<framework>.py``) exposes a class
+``Session(TrainSession)``.  The shared loop in ``harness.training.loop`` owns
+the clock; sessions own only the framework: build the model, place the
+pre-generated batches on the device, and run one synchronous optimizer step.
+Keeping the clock out of the sessions is what makes the three frameworks'
+numbers comparable.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from models.registry import ModelSpec
+
+DEVICES = ("cpu", "gpu", "ascend")
+PRECISIONS = ("fp32", "amp")
+
+
+@dataclass
+class TrainConfig:
+    model: str
+    framework: str
+    batch_size: int
+    steps: int
+    warmup_steps: int = 2
+    device: str = "cpu"
+    precision: str = "fp32"
+    intra_op_threads: int = 1
+    inter_op_threads: int = 1
+    data: str = "synthetic"
+    seed: int = 0
+    learning_rate: float = 0.05
+    momentum: float = 0.9
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class TrainSession(ABC):
+    """A model, its optimizer and its data, resident on the device, ready to step.
+
+    ``batches`` are numpy (inputs, int32 labels) pairs already in the layout
+    ``layout`` asks for; the constructor must move them to the device so that
+    ``step`` measures the framework and not the host.
+    """
+
+    framework: str = ""
+    layout: str = "NCHW"            # the image layout this framework's model takes
+    checkpoint_suffix: str = ""
+
+    def __init__(self, spec: ModelSpec, cfg: TrainConfig,
+                 batches: list[tuple[np.ndarray, np.ndarray]]):
+        self.spec, self.cfg = spec, cfg
+
+    @staticmethod
+    @abstractmethod
+    def version() -> str:
+        """The framework's version string."""
+
+    @abstractmethod
+    def step(self, index: int) -> float:
+        """One optimizer step on batch ``index % len(batches)``; return its loss.
+
+        Must not return before the step's work is finished on the device (reading
+        the loss as a Python float does that), or the loop would time launches.
+        """
+
+    @abstractmethod
+    def save(self, directory: Path) -> str:
+        """Write the native checkpoint into ``directory``; return its file name."""
+
+    def runtime(self) -> dict[str, Any]:
+        """What actually ran: device the framework used, threads it reports."""
+        return {}

@@ -1,0 +1,226 @@
+"""``dlbench train`` as a Python API: validate, run each framework in its own
+process, store the record, write checkpoint + manifest atomically."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from harness import __version__
+from harness.atomic import check_can_create, staged_directory, write_json
+from harness.context import cell_key, command_line, new_run_id, now_iso
+from harness.errors import UserError
+from harness.fingerprint import fingerprint, resource_label
+from harness.frameworks import require
+from harness.launcher import run_cell
+from harness.results import ResultStore
+from harness.threads import ThreadConfig, in_force
+from harness.training.base import DEVICES, PRECISIONS, TrainConfig
+from models.registry import get_model
+
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class TrainRequest:
+    model: str
+    frameworks: list[str]
+    batch_size: int | None = None
+    steps: int = 10
+    warmup_steps: int = 2
+    device: str = "cpu"
+    precision: str = "fp32"
+    threads: int | None = None
+    inter_op_threads: int | None = None
+    data: str = "synthetic"
+    seed: int = 0
+    learning_rate: float = 0.05
+    out: str = "runs"
+    db: str | None = None
+    json_path: str | None = None
+    timeout: float | None = None
+    argv: list[str] | None = None
+    extra_context: dict[str, Any] = field(default_factory=dict)
+
+
+def validate(req: TrainRequest) -> None:
+    spec = get_model(req.model)
+    if not req.frameworks:
+        raise UserError("no framework given")
+    for name in req.frameworks:
+        require(name)
+        if name not in spec.builders:
+            raise UserError(f"model {spec.name!r} has no {name} implementation")
+    for flag, value, low in (("--batch-size", req.batch_size, 1), ("--steps", req.steps, 1),
+                             ("--warmup-steps", req.warmup_steps, 0), ("--threads", req.threads, 1),
+                             ("--inter-op-threads", req.inter_op_threads, 1)):
+        if value is not None and value < low:
+            raise UserError(f"{flag} must be at least {low}, got {value}")
+    if req.device not in DEVICES:
+        raise UserError(f"--device must be one of {', '.join(DEVICES)}, got {req.device!r}")
+    if req.precision not in PRECISIONS:
+        raise UserError(f"--precision must be one of {', '.join(PRECISIONS)}, got {req.precision!r}")
+    fp = fingerprint()
+    if req.device == "gpu" and not fp["gpus"]:
+        raise UserError("--device gpu: no NVIDIA GPU on this machine (nvidia-smi found none)")
+    if req.device == "ascend" and not fp["ascend"]:
+        raise UserError("--device ascend: no Ascend NPU on this machine (no /dev/davinci*)")
+    if req.data != "synthetic" and not Path(req.data).is_file():
+        raise UserError(f"--data {req.data}: no such file (use 'synthetic' or an .npz file)")
+    if req.timeout is not None and req.timeout <= 0:
+        raise UserError("--timeout must be positive")
+    for name in req.frameworks:
+        check_can_create(Path(req.out) / spec.name / name / MANIFEST)
+    if req.json_path:
+        check_can_create(req.json_path)
+    ResultStore(req.db).check_writable()      # last: it creates the database
+
+
+def child(payload: dict[str, Any]) -> dict[str, Any]:
+    """Runs inside the cell process: only here is a framework imported."""
+    from harness.training.loop import run
+
+    return run(TrainConfig(**payload["config"]), Path(payload["out_dir"]))
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> list[dict[str, Any]]:
+    """Train ``req.model`` in each framework; return one record per framework.
+
+    Raises UserError (exit 2) for bad input, including a child that found the
+    request unsatisfiable (e.g. amp where the framework has none); runtime
+    failures are returned as records with status "failed".
+    """
+    validate(req)
+    spec = get_model(req.model)
+    threads = ThreadConfig.default(req.threads, req.inter_op_threads)
+    env = threads.environment()
+    store = ResultStore(req.db)
+    fp = fingerprint()
+    run_id = new_run_id()
+    batch = req.batch_size or spec.default_batch_size
+    records, usage_errors = [], []
+    for i, name in enumerate(req.frameworks, 1):
+        cfg = TrainConfig(model=spec.name, framework=name, batch_size=batch, steps=req.steps,
+                          warmup_steps=req.warmup_steps, device=req.device,
+                          precision=req.precision, intra_op_threads=threads.intra_op,
+                          inter_op_threads=threads.inter_op, seed=req.seed,
+                          data=req.data if req.data == "synthetic" else str(Path(req.data).resolve()),
+                          learning_rate=req.learning_rate)
+        progress(f"[{i}/{len(req.frameworks)}] training {spec.name} in {name}: batch {batch}, "
+                 f"{req.warmup_steps} warm-up + {req.steps} measured steps on {req.device}")
+        final_dir = Path(req.out) / spec.name / name
+        started = now_iso()
+        try:
+            with staged_directory(final_dir) as stage:
+                outcome = run_cell("train", {"config": cfg.to_dict(),
+                                             "out_dir": str(stage.resolve())},
+                                   env=env, timeout=req.timeout)
+                if outcome.status == "usage_error":
+                    raise UserError(outcome.error)
+                record = _record(req, cfg, spec, outcome, fp, run_id, started, env)
+                if outcome.ok:
+                    record["context"]["checkpoint"] = str(final_dir / outcome.result["checkpoint"])
+                record["id"] = store.add(record, fp)
+                if not outcome.ok:
+                    raise _Failed()
+                write_json(stage / MANIFEST, _manifest(spec, cfg, outcome.result, record))
+        except UserError as exc:
+            usage_errors.append(f"{name}: {exc}")
+            progress(f"    {name}: {exc}")
+            continue
+        except _Failed:
+            progress(f"    {name} FAILED: {record['error']}")
+        else:
+            progress(f"    {record['throughput_sps']:.2f} images/s, checkpoint in {final_dir}")
+        records.append(record)
+    if req.json_path:
+        write_json(req.json_path, records)
+    if usage_errors:
+        raise UserError("; ".join(usage_errors))
+    return records
+
+
+class _Failed(Exception):
+    """A cell failed at run time: its record is stored, its directory discarded."""
+
+
+def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, started,
+            env) -> dict[str, Any]:
+    result = dict(outcome.result)
+    runtime = result.pop("runtime", {})
+    identity = {"model": spec.name, "framework": cfg.framework, "device": cfg.device,
+                "precision": cfg.precision, "batch_size": cfg.batch_size, "steps": cfg.steps,
+                "warmup_steps": cfg.warmup_steps, "threads": [cfg.intra_op_threads,
+                                                              cfg.inter_op_threads],
+                "data": cfg.data, "seed": cfg.seed, "machine_id": fp["machine_id"]}
+    metrics = {k: v for k, v in result.items() if k not in ("framework_version", "layout",
+                                                             "checkpoint")}
+    metrics["peak_rss_mb"] = outcome.peak_rss_mb
+    metrics["cell_wall_s"] = outcome.wall_s
+    return {
+        "run_id": run_id,
+        "kind": "train",
+        "cell_key": cell_key("train", identity),
+        "status": "ok" if outcome.ok else "failed",
+        "error": outcome.error,
+        "started_at": started,
+        "duration_s": outcome.wall_s,
+        "model": spec.name,
+        "framework": cfg.framework,
+        "framework_version": result.get("framework_version") or fp["versions"].get(
+            {"pytorch": "torch"}.get(cfg.framework, cfg.framework)),
+        "device": cfg.device,
+        "precision": cfg.precision,
+        "batch_size": cfg.batch_size,
+        "intra_op_threads": cfg.intra_op_threads,
+        "inter_op_threads": cfg.inter_op_threads,
+        "iterations": cfg.steps,
+        "warmup_iterations": cfg.warmup_steps,
+        "throughput_sps": result.get("throughput_sps"),
+        "peak_rss_mb": outcome.peak_rss_mb,
+        "machine_id": fp["machine_id"],
+        "dlbench_version": __version__,
+        "git_commit": fp["git_commit"],
+        "command_line": command_line(req.argv),
+        "context": {
+            "config": cfg.to_dict(),
+            "thread_environment": in_force(env),
+            "runtime": runtime,
+            "layout": result.get("layout"),
+            "resource": resource_label(fp, cfg.device),
+            "traceback": outcome.traceback,
+            "log_tail": None if outcome.ok else outcome.log_tail,
+            **req.extra_context,
+        },
+        "metrics": metrics,
+    }
+
+
+def _manifest(spec, cfg: TrainConfig, result: dict[str, Any], record: dict[str, Any]) -> dict:
+    """What later stages (export, bench) need to rebuild and feed the network."""
+    return {
+        "format": "dlbench-checkpoint/1",
+        "model": spec.name,
+        "framework": cfg.framework,
+        "framework_version": result["framework_version"],
+        "checkpoint": result["checkpoint"],
+        "layout": result["layout"],
+        "inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype} for i in spec.inputs],
+        "num_classes": spec.num_classes,
+        "model_config": dict(spec.config),
+        "batch_size": cfg.batch_size,
+        "steps": cfg.steps,
+        "warmup_steps": cfg.warmup_steps,
+        "precision": cfg.precision,
+        "seed": cfg.seed,
+        "data": cfg.data,
+        "record_id": record.get("id"),
+        "run_id": record["run_id"],
+        "dlbench_version": __version__,
+        "created_at": record["started_at"],
+    }

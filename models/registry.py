@@ -1,0 +1,125 @@
+"""The model zoo: one registry, thin registered entry points (timm's idea).
+
+A ``ModelSpec`` describes a network independently of any framework: its input,
+its classes, how to build it in each framework (as ``"module:function"``
+strings, so nothing is imported until a framework actually builds it), and its
+analytic cost.  Registering a model is adding a file under ``models/`` that
+calls ``register_model``; tests are parametrized over ``list_models()``.
+"""
+from __future__ import annotations
+
+import fnmatch
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from harness.errors import UserError
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    shape: tuple[int, ...]        # per sample, channels-first for images
+    dtype: str = "float32"
+    # Largest integer value + 1 for token inputs (an embedding's table size).
+    int_range: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    display_name: str
+    family: str
+    task: str
+    network_type: str             # the seeds' "Network Type" column: CNN, RNN, Attention
+    dataset: str                  # what the real network trains on (synthetic stands in)
+    inputs: tuple[InputSpec, ...]
+    num_classes: int
+    default_batch_size: int
+    builders: dict[str, str]      # framework -> "module:function"
+    config: dict[str, Any] = field(default_factory=dict)
+    macs_fn: Callable[["ModelSpec"], int] | None = None
+    params_fn: Callable[["ModelSpec"], int] | None = None
+
+    @property
+    def frameworks(self) -> tuple[str, ...]:
+        return tuple(self.builders)
+
+    @property
+    def macs_per_sample(self) -> int | None:
+        return self.macs_fn(self) if self.macs_fn else None
+
+    @property
+    def gflops_per_sample(self) -> float | None:
+        """Forward FLOPs per sample, counting one multiply-add as two FLOPs."""
+        macs = self.macs_per_sample
+        return None if macs is None else 2 * macs / 1e9
+
+    @property
+    def parameter_count(self) -> int | None:
+        return self.params_fn(self) if self.params_fn else None
+
+    def builder(self, framework: str) -> Callable[..., Any]:
+        try:
+            target = self.builders[framework]
+        except KeyError:
+            raise UserError(
+                f"model {self.name!r} has no {framework} implementation; it has: "
+                f"{', '.join(self.builders)}") from None
+        module, _, func = target.partition(":")
+        return getattr(importlib.import_module(module), func)
+
+    def build(self, framework: str, **overrides):
+        """Build the native network for ``framework`` (imports that framework)."""
+        return self.builder(framework)(self, **overrides)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "display_name": self.display_name,
+            "task": self.task,
+            "network_type": self.network_type,
+            "inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype} for i in self.inputs],
+            "num_classes": self.num_classes,
+            "default_batch_size": self.default_batch_size,
+            "frameworks": list(self.frameworks),
+            "parameters": self.parameter_count,
+            "gflops_per_sample": self.gflops_per_sample,
+            "config": dict(self.config),
+        }
+
+
+_REGISTRY: dict[str, ModelSpec] = {}
+_LOADED = False
+
+# Modules whose import registers models.  Adding a family = adding it here.
+_FAMILIES = ("models.resnet",)
+
+
+def register_model(spec: ModelSpec) -> ModelSpec:
+    if spec.name in _REGISTRY:
+        raise ValueError(f"model {spec.name!r} registered twice")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def _load() -> None:
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        for mod in _FAMILIES:
+            importlib.import_module(mod)
+
+
+def list_models(pattern: str = "*") -> list[str]:
+    _load()
+    return sorted(n for n in _REGISTRY if fnmatch.fnmatch(n, pattern))
+
+
+def get_model(name: str) -> ModelSpec:
+    _load()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UserError(
+            f"unknown model {name!r}; known models: {', '.join(list_models())}") from None

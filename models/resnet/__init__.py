@@ -1,0 +1,105 @@
+"""ResNet v1.5 (the stride sits on the bottleneck's 3x3 conv, as in NVIDIA's and
+MindSpore's ResNet-50 v1.5), written once per framework in this folder.
+
+The architecture is described here by plain numbers so that parameter and
+multiply-add counts are computed without any framework; the per-framework tests
+check that every implementation matches these counts, which is how we know the
+three networks are the same network.
+"""
+from __future__ import annotations
+
+from models.registry import InputSpec, ModelSpec, register_model
+
+BUILDERS = {
+    "pytorch": "models.resnet.torch:build",
+    "tensorflow": "models.resnet.keras:build",
+    "mindspore": "models.resnet.mindspore:build",
+}
+EXPANSION = 4
+
+
+def _conv_out(size: int, kernel: int, stride: int, pad: int) -> int:
+    return (size + 2 * pad - kernel) // stride + 1
+
+
+def walk(cfg: dict):
+    """Yield ("conv", cin, cout, k, stride, out_hw) / ("bn", c) / ("fc", cin, cout)
+    in network order; counts below are sums over this walk."""
+    width, size = cfg["width"], cfg["image_size"]
+    size = _conv_out(size, 7, 2, 3)
+    yield ("conv", 3, width, 7, 2, size)
+    yield ("bn", width)
+    size = _conv_out(size, 3, 2, 1)            # max pool
+    cin = width
+    for stage, blocks in enumerate(cfg["layers"]):
+        planes = width * 2 ** stage
+        for b in range(blocks):
+            stride = 2 if (stage > 0 and b == 0) else 1
+            out = _conv_out(size, 3, stride, 1)
+            yield ("conv", cin, planes, 1, 1, size)
+            yield ("bn", planes)
+            yield ("conv", planes, planes, 3, stride, out)
+            yield ("bn", planes)
+            yield ("conv", planes, planes * EXPANSION, 1, 1, out)
+            yield ("bn", planes * EXPANSION)
+            if b == 0:
+                yield ("conv", cin, planes * EXPANSION, 1, stride, out)
+                yield ("bn", planes * EXPANSION)
+            cin, size = planes * EXPANSION, out
+    yield ("fc", cin, cfg["num_classes"])
+
+
+def parameter_count(spec: ModelSpec) -> int:
+    total = 0
+    for op in walk(spec.config):
+        if op[0] == "conv":
+            _, cin, cout, k, _, _ = op
+            total += cin * cout * k * k          # no conv bias: BN follows every conv
+        elif op[0] == "bn":
+            total += 2 * op[1]                   # gamma and beta; moving stats are not trained
+        else:
+            total += op[1] * op[2] + op[2]
+    return total
+
+
+def multiply_adds(spec: ModelSpec) -> int:
+    """Multiply-adds of convolutions and the classifier for one sample.
+
+    Batch norm, ReLU, pooling and residual additions are element-wise and left
+    out, as every published ResNet-50 FLOP figure does (about 4.1 G MACs).
+    """
+    total = 0
+    for op in walk(spec.config):
+        if op[0] == "conv":
+            _, cin, cout, k, _, hw = op
+            total += hw * hw * k * k * cin * cout
+        elif op[0] == "fc":
+            total += op[1] * op[2]
+    return total
+
+
+def _resnet(name: str, display: str, *, layers, width: int, image_size: int,
+            num_classes: int, batch: int, dataset: str) -> ModelSpec:
+    return register_model(ModelSpec(
+        name=name,
+        display_name=display,
+        family="resnet",
+        task="image-classification",
+        network_type="CNN",
+        dataset=dataset,
+        inputs=(InputSpec("input", (3, image_size, image_size)),),
+        num_classes=num_classes,
+        default_batch_size=batch,
+        builders=dict(BUILDERS),
+        config={"layers": tuple(layers), "width": width, "image_size": image_size,
+                "num_classes": num_classes},
+        macs_fn=multiply_adds,
+        params_fn=parameter_count,
+    ))
+
+
+RESNET50 = _resnet("resnet50", "ResNet-50 v1.5", layers=(3, 4, 6, 3), width=64,
+                   image_size=224, num_classes=1000, batch=32, dataset="ImageNet2012")
+# Same topology at 1/8 width and 64x64 input: the network tests and quick demos train.
+_resnet("resnet50-mini", "ResNet-50 v1.5 (1/8 width, 64px)", layers=(3, 4, 6, 3), width=8,
+        image_size=64, num_classes=10, batch=16, dataset="synthetic")

@@ -1,0 +1,55 @@
+"""Shared fixtures and the hardware/framework markers.
+
+``gpu`` and ``ascend`` tests skip with the reason where the hardware is
+absent.  ``pytorch``/``tensorflow``/``mindspore`` mark tests that import that
+framework into the test process; tests/suites.py runs each group in its own
+process, and the core group fails if anything imported a framework.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness.fingerprint import fingerprint
+
+HEAVY = ("torch", "tensorflow", "mindspore", "tensorrt")
+
+
+def pytest_collection_modifyitems(config, items):
+    fp = fingerprint()
+    no_gpu = pytest.mark.skip(reason="no NVIDIA GPU on this machine (nvidia-smi found none)")
+    no_npu = pytest.mark.skip(reason="no Ascend NPU on this machine (no /dev/davinci*)")
+    for item in items:
+        if "gpu" in item.keywords and not fp["gpus"]:
+            item.add_marker(no_gpu)
+        if "ascend" in item.keywords and not fp["ascend"]:
+            item.add_marker(no_npu)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if os.environ.get("DLBENCH_TEST_GROUP") == "core":
+        leaked = [m for m in HEAVY if m in sys.modules]
+        if leaked:
+            print(f"\ncore test group imported {', '.join(leaked)} in-process: mark those "
+                  f"tests with the framework's marker", file=sys.stderr)
+            session.exitstatus = 1
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """Run in a scratch directory with a private results database."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DLBENCH_DB", str(tmp_path / "results.sqlite"))
+    return tmp_path
+
+
+@pytest.fixture
+def cli():
+    """The real CLI in a subprocess, as a user runs it."""
+    def run(*args: str, env: dict | None = None, timeout: float = 900):
+        return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                              text=True, env=dict(os.environ, **(env or {})), timeout=timeout)
+    return run

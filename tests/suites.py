@@ -1,0 +1,46 @@
+"""Run the test suite as separate pytest processes, one per framework.
+
+TensorFlow and MindSpore cannot share a process (their bundled protobuf
+runtimes clash: MindSpore fails to import after TensorFlow, and the process
+aborts at exit), which is also why dlbench runs every cell in its own
+process.  Tests that import a framework in-process carry that framework's
+marker; everything else runs in the "core" group, which conftest.py checks
+never imports a framework.  Extra arguments are passed to every pytest run.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
+GROUPS = [("core", "not (" + " or ".join(FRAMEWORKS) + ")")] + [(f, f) for f in FRAMEWORKS]
+COUNT = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected|xfailed|xpassed)")
+
+
+def main(argv: list[str]) -> int:
+    totals: dict[str, int] = {}
+    worst = 0
+    for group, expr in GROUPS:
+        print(f"\n===== dlbench tests: {group} =====", flush=True)
+        env = dict(os.environ, DLBENCH_TEST_GROUP=group)
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-m", expr, *argv], env=env,
+                              stdout=subprocess.PIPE, text=True)
+        sys.stdout.write(proc.stdout)
+        summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+        for n, kind in COUNT.findall(summary):
+            kind = "error" if kind == "errors" else kind
+            totals[kind] = totals.get(kind, 0) + int(n)
+        if proc.returncode not in (0, 5):          # 5: no test selected in this group
+            worst = max(worst, proc.returncode)
+    failed = totals.get("failed", 0) + totals.get("error", 0)
+    line = f"{totals.get('passed', 0)} passed, {failed} failed, {totals.get('skipped', 0)} skipped"
+    print(f"\ndlbench: {line}")
+    if totals.get("passed", 0) == 0:
+        return worst or 1
+    return worst
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

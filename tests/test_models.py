@@ -1,0 +1,51 @@
+"""Every zoo model is the same network in every framework.
+
+Parametrized over the registry and each model's frameworks, so a new model
+or framework is tested without new test code.  Each case runs in its
+framework's test group (see tests/suites.py).
+"""
+import importlib
+
+import numpy as np
+import pytest
+
+from models.registry import get_model, list_models
+
+CASES = [pytest.param(m, fw, marks=getattr(pytest.mark, fw), id=f"{m}-{fw}")
+         for m in list_models() for fw in get_model(m).frameworks]
+
+
+def _forward(framework, model, x):
+    if framework == "pytorch":
+        import torch
+        model.eval()
+        with torch.no_grad():
+            return model(torch.from_numpy(x)).numpy()
+    if framework == "tensorflow":
+        return np.asarray(model(x, training=False))
+    import mindspore as ms
+    model.set_train(False)
+    return model(ms.Tensor(x)).asnumpy()
+
+
+@pytest.mark.parametrize("name,framework", CASES)
+def test_same_parameters_flops_and_output_shape(name, framework):
+    spec = get_model(name)
+    counting = importlib.import_module(f"models.counting.{framework}")
+    layout = importlib.import_module(f"harness.training.{framework}").Session.layout
+    model = spec.build(framework)
+    assert counting.trainable_parameters(model) == spec.parameter_count
+    assert counting.forward_macs(model, spec) == spec.macs_per_sample
+    c, h, w = spec.inputs[0].shape
+    x = np.random.default_rng(0).standard_normal((2, c, h, w)).astype(np.float32)
+    if layout == "NHWC":
+        x = x.transpose(0, 2, 3, 1).copy()
+    y = _forward(framework, model, x)
+    assert y.shape == (2, spec.num_classes)
+    assert np.isfinite(y).all()
+
+
+def test_resnet50_is_the_published_size():
+    spec = get_model("resnet50")
+    assert spec.parameter_count == 25_557_032
+    assert spec.macs_per_sample == 4_089_184_256
