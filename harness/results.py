@@ -127,6 +127,24 @@ class ResultStore:
             rows = con.execute(f"SELECT * FROM records WHERE {where} ORDER BY id", tuple(params))
             return [_decode(dict(r)) for r in rows]
 
+    def finished_cell_keys(self, keys: Iterable[str]) -> set[str]:
+        """Which of ``keys`` already have a stored record that is not a failure.
+
+        A resumed sweep skips these; failed cells are tried again.
+        """
+        keys = list(keys)
+        if not keys or not self.path.exists():
+            return set()
+        with closing(self._connect()) as con:
+            found = set()
+            for i in range(0, len(keys), 500):
+                chunk = keys[i:i + 500]
+                rows = con.execute(
+                    f"SELECT DISTINCT cell_key FROM records WHERE status != 'failed' AND "
+                    f"cell_key IN ({', '.join('?' * len(chunk))})", chunk)
+                found.update(r[0] for r in rows)
+        return found
+
     def machine(self, machine_id: str) -> dict[str, Any] | None:
         with closing(self._connect()) as con:
             row = con.execute("SELECT fingerprint FROM machines WHERE machine_id = ?",

@@ -23,9 +23,9 @@ def pytest_collection_modifyitems(config, items):
     no_gpu = pytest.mark.skip(reason="no NVIDIA GPU on this machine (nvidia-smi found none)")
     no_npu = pytest.mark.skip(reason="no Ascend NPU on this machine (no /dev/davinci*)")
     for item in items:
-        if "gpu" in item.keywords and not fp["gpus"]:
+        if item.get_closest_marker("gpu") and not fp["gpus"]:
             item.add_marker(no_gpu)
-        if "ascend" in item.keywords and not fp["ascend"]:
+        if item.get_closest_marker("ascend") and not fp["ascend"]:
             item.add_marker(no_npu)
 
 

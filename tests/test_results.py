@@ -42,3 +42,12 @@ def test_schema_is_documented():
     doc = (Path(__file__).parents[1] / "docs" / "results-schema.md").read_text()
     for col in COLUMNS:
         assert f"`{col}`" in doc, f"column {col} is not documented"
+
+
+def test_finished_cell_keys_ignores_failures(tmp_path):
+    store = ResultStore(tmp_path / "r.sqlite")
+    assert store.finished_cell_keys(["a"]) == set()
+    for key, status in (("a", "ok"), ("b", "failed"), ("c", "unstable")):
+        store.add({"run_id": "r", "kind": "bench", "cell_key": key, "status": status,
+                   "started_at": "t"}, MACHINE)
+    assert store.finished_cell_keys(["a", "b", "c", "d"]) == {"a", "c"}

@@ -18,12 +18,12 @@ def load_batches(spec: ModelSpec, data: str, batch_size: int, wanted: int, seed:
     return npz_batches(spec, Path(data), batch_size, wanted, layout)
 
 
-def npz_batches(spec: ModelSpec, path: Path, batch_size: int, wanted: int,
-                layout: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Batches from an ``.npz`` with ``x`` (N, C, H, W float) and ``y`` (N,) labels.
+def read_npz(spec: ModelSpec, path: Path, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` (N, C, H, W) and ``y`` (N,) from an ``.npz``, checked against ``spec``.
 
     Folder formats (ImageNet JPEG folders, CIFAR binaries, aclImdb) get their own
     readers; a pre-decoded array file is what a user most often has at hand.
+    The parent calls this too, so a wrong file is refused before any run starts.
     """
     if not path.is_file():
         raise UserError(f"--data {path}: no such file (use 'synthetic' or an .npz file)")
@@ -42,6 +42,12 @@ def npz_batches(spec: ModelSpec, path: Path, batch_size: int, wanted: int,
         raise UserError(f"--data {path}: y must be {len(x)} labels in [0, {spec.num_classes})")
     if len(x) < batch_size:
         raise UserError(f"--data {path}: {len(x)} samples, fewer than one batch of {batch_size}")
+    return x, y
+
+
+def npz_batches(spec: ModelSpec, path: Path, batch_size: int, wanted: int,
+                layout: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    x, y = read_npz(spec, path, batch_size)
     x = x.astype(np.float32)
     if layout == "NHWC":
         x = x.transpose(0, 2, 3, 1)

@@ -66,8 +66,9 @@ def validate(req: TrainRequest) -> None:
         raise UserError("--device gpu: no NVIDIA GPU on this machine (nvidia-smi found none)")
     if req.device == "ascend" and not fp["ascend"]:
         raise UserError("--device ascend: no Ascend NPU on this machine (no /dev/davinci*)")
-    if req.data != "synthetic" and not Path(req.data).is_file():
-        raise UserError(f"--data {req.data}: no such file (use 'synthetic' or an .npz file)")
+    if req.data != "synthetic":
+        from harness.training.data import read_npz
+        read_npz(spec, Path(req.data), req.batch_size or spec.default_batch_size)
     if req.timeout is not None and req.timeout <= 0:
         raise UserError("--timeout must be positive")
     for name in req.frameworks:

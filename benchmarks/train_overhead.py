@@ -1,0 +1,84 @@
+"""Does the harness cost throughput?  dlbench train against a plain loop.
+
+For each framework, alternately runs the plain hand-written training loop
+(benchmarks/plain_train_<framework>.py, no harness code) and ``dlbench
+train`` with the same model, batch, steps, threads and seed, each in a fresh
+process, ``--repeats`` times, and compares median throughputs.  The harness
+must reach at least 0.97 of the plain loop.
+
+    .venv/bin/python benchmarks/train_overhead.py --model resnet50 --batch-size 16
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from harness.tables import markdown  # noqa: E402
+from harness.threads import physical_cores  # noqa: E402
+from harness.training.runner import TrainRequest, train  # noqa: E402
+
+TARGET = 0.97
+
+
+def plain(framework: str, a) -> float:
+    out = subprocess.run(
+        [sys.executable, str(HERE / f"plain_train_{framework}.py"), "--model", a.model,
+         "--batch-size", str(a.batch_size), "--steps", str(a.steps),
+         "--warmup-steps", str(a.warmup_steps), "--threads", str(a.threads), "--seed", "0"],
+        capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["throughput_sps"]
+
+
+def harness(framework: str, a, tmp: Path) -> float:
+    [rec] = train(TrainRequest(model=a.model, frameworks=[framework], batch_size=a.batch_size,
+                               steps=a.steps, warmup_steps=a.warmup_steps, threads=a.threads,
+                               out=str(tmp / "runs"), db=str(tmp / "r.sqlite")),
+                  progress=lambda _m: None)
+    if rec["status"] != "ok":
+        raise SystemExit(f"{framework}: harness run failed: {rec['error']}")
+    return rec["throughput_sps"]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="resnet50")
+    p.add_argument("--frameworks", default="pytorch,tensorflow,mindspore")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--warmup-steps", type=int, default=2)
+    p.add_argument("--threads", type=int, default=physical_cores())
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--json", default=None)
+    a = p.parse_args()
+    rows, results, ok = [], [], True
+    with tempfile.TemporaryDirectory() as tmp:
+        for fw in a.frameworks.split(","):
+            pl, hs = [], []
+            for _ in range(a.repeats):           # interleaved, so drift hits both alike
+                pl.append(plain(fw, a))
+                hs.append(harness(fw, a, Path(tmp)))
+                print(f"{fw}: plain {pl[-1]:.2f}  harness {hs[-1]:.2f} images/s", file=sys.stderr)
+            ratio = statistics.median(hs) / statistics.median(pl)
+            ok &= ratio >= TARGET
+            results.append({"framework": fw, "plain_sps": pl, "harness_sps": hs, "ratio": ratio})
+            rows.append([fw, f"{statistics.median(pl):.2f}", f"{statistics.median(hs):.2f}",
+                         f"{ratio:.3f}", "ok" if ratio >= TARGET else f"BELOW {TARGET}"])
+    print(f"{a.model}, batch {a.batch_size}, {a.warmup_steps} warm-up + {a.steps} steps, "
+          f"{a.threads} threads, median of {a.repeats} interleaved runs each")
+    print(markdown(("Framework", "Plain loop (images/s)", "dlbench train (images/s)",
+                    "Ratio", "Verdict"), rows))
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=2))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""TensorFlow 2 / Keras 3 training session.
+
+The step is a custom loop (GradientTape + ``optimizer.apply``) inside one
+``tf.function``: that is the idiomatic Keras 3 loop for TensorFlow, and unlike
+``model.train_on_batch`` it reads no metrics and converts no numpy per step,
+so the harness times the framework's graph and not Keras' bookkeeping.  XLA
+stays off (TensorFlow's own default on CPU-only machines, where oneDNN kernels
+beat XLA's convolutions).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+# TensorFlow reads its C++ log level once, at import: only worth setting if it
+# is not imported yet, and a user's own setting wins.  oneDNN stays as shipped.
+if "tensorflow" not in sys.modules:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from harness.errors import UserError  # noqa: E402
+from harness.training.base import TrainConfig, TrainSession  # noqa: E402
+from models.registry import ModelSpec  # noqa: E402
+
+CHECKPOINT = "model.keras"
+
+
+def _apply_threads(intra: int, inter: int) -> bool:
+    """Set TF's thread pools; False if the runtime already runs with others.
+
+    TensorFlow fixes its pools when its runtime starts (the first op or
+    device query that creates the eager context), so this must come before
+    anything else touches TensorFlow.  A harness run gets a fresh process and
+    always succeeds; a process that already ran TensorFlow (a test session)
+    keeps its pools, and ``runtime()`` reports those rather than the request.
+    """
+    threading = tf.config.threading
+    try:
+        # Compare first: TF refuses even a same-value set once it has started.
+        if threading.get_intra_op_parallelism_threads() != intra:
+            threading.set_intra_op_parallelism_threads(intra)
+        if threading.get_inter_op_parallelism_threads() != inter:
+            threading.set_inter_op_parallelism_threads(inter)
+        return True
+    except RuntimeError:
+        warnings.warn(
+            f"TensorFlow's runtime was already initialized with intra_op="
+            f"{threading.get_intra_op_parallelism_threads()}, inter_op="
+            f"{threading.get_inter_op_parallelism_threads()}; cannot apply "
+            f"intra_op={intra}, inter_op={inter} in this process", RuntimeWarning, stacklevel=3)
+        return False
+
+
+def _device(device: str) -> str:
+    if device == "cpu":
+        return "/CPU:0"
+    if device == "gpu":
+        if not tf.config.list_physical_devices("GPU"):
+            built = "built with CUDA" if tf.test.is_built_with_cuda() else "a CPU-only build"
+            raise UserError(f"--device gpu: TensorFlow ({built}) sees no GPU")
+        return "/GPU:0"
+    if device == "ascend":
+        raise UserError("--device ascend: TensorFlow has no Ascend NPU support (use --framework mindspore)")
+    raise UserError(f"--device {device}: unknown device (choose cpu, gpu or ascend)")
+
+
+def _dtype_policy(precision: str, device: str) -> str:
+    """bf16 on CPU (oneDNN has bf16 kernels, no loss scaling needed), fp16 on GPU."""
+    if precision == "fp32":
+        return "float32"
+    if precision == "amp":
+        return "mixed_float16" if device == "gpu" else "mixed_bfloat16"
+    raise UserError(f"--precision {precision}: unknown precision (choose fp32 or amp)")
+
+
+class Session(TrainSession):
+    framework = "tensorflow"
+    layout = "NHWC"
+    checkpoint_suffix = ".keras"
+
+    def __init__(self, spec: ModelSpec, cfg: TrainConfig,
+                 batches: list[tuple[Any, Any]]):
+        super().__init__(spec, cfg, batches)
+        self._threads_applied = _apply_threads(cfg.intra_op_threads, cfg.inter_op_threads)
+        self._device = _device(cfg.device)
+        self._policy = _dtype_policy(cfg.precision, cfg.device)
+        keras.utils.set_random_seed(cfg.seed)
+        with tf.device(self._device):
+            self.model = self._build(spec)
+            optimizer = keras.optimizers.SGD(learning_rate=cfg.learning_rate,
+                                             momentum=cfg.momentum)
+            if self._policy == "mixed_float16":
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+            optimizer.build(self.model.trainable_variables)
+            self.optimizer = optimizer
+            # tf.identity under the device scope copies host arrays to the
+            # device once, here, instead of on every step.
+            self.batches = [(tf.identity(tf.constant(x)), tf.identity(tf.constant(y)))
+                            for x, y in batches]
+        self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        self._train_step = tf.function(self._step_graph, jit_compile=False)
+
+    def _build(self, spec: ModelSpec) -> keras.Model:
+        # Keras picks the compute dtype from the global policy at layer
+        # creation; restore it after so the process-wide default is untouched.
+        previous = keras.mixed_precision.global_policy()
+        keras.mixed_precision.set_global_policy(self._policy)
+        try:
+            return spec.build(self.framework)
+        finally:
+            keras.mixed_precision.set_global_policy(previous)
+
+    def _step_graph(self, images, labels):
+        with tf.device(self._device):
+            with tf.GradientTape() as tape:
+                logits = self.model(images, training=True)
+                loss = self._loss(labels, logits)
+                scaled = self.optimizer.scale_loss(loss)     # identity unless fp16
+            grads = tape.gradient(scaled, self.model.trainable_variables)
+            self.optimizer.apply(grads, self.model.trainable_variables)
+        return loss
+
+    @staticmethod
+    def version() -> str:
+        return tf.__version__
+
+    def step(self, index: int) -> float:
+        images, labels = self.batches[index % len(self.batches)]
+        return float(self._train_step(images, labels))
+
+    def save(self, directory: Path) -> str:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.model.save(directory / CHECKPOINT)
+        return CHECKPOINT
+
+    def runtime(self) -> dict[str, Any]:
+        threading = tf.config.threading
+        info = {
+            "device": self.model.trainable_variables[0].value.device,
+            "data_device": self.batches[0][0].device,
+            # 0 means TensorFlow chose the pool size (one thread per core).
+            "intra_op_threads": threading.get_intra_op_parallelism_threads(),
+            "inter_op_threads": threading.get_inter_op_parallelism_threads(),
+            "threads_applied": self._threads_applied,
+            "precision": self.cfg.precision,
+            "dtype_policy": self._policy,
+            "loss_scaling": isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer),
+            "xla": False,
+            "keras_version": keras.__version__,
+        }
+        if self._device.startswith("/GPU"):
+            gpu = tf.config.list_physical_devices("GPU")[0]
+            info["gpu_name"] = tf.config.experimental.get_device_details(gpu).get("device_name")
+        return info

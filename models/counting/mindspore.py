@@ -1,0 +1,65 @@
+"""Parameter and multiply-add counts read off a built MindSpore network.
+
+These deliberately measure the network as built (its Cells and the shapes its
+layers actually produce) rather than re-reading the spec, so a test comparing
+them with ``models.resnet.multiply_adds`` catches a wrong stride, padding or
+width in the MindSpore implementation.
+"""
+from __future__ import annotations
+
+import os
+
+# Quiets MindSpore's INFO/WARNING logs; it reads GLOG_v once, at import.
+os.environ.setdefault("GLOG_v", "3")
+
+import numpy as np  # noqa: E402
+
+import mindspore as ms  # noqa: E402
+from mindspore import nn  # noqa: E402
+
+from models.registry import ModelSpec  # noqa: E402
+
+
+def trainable_parameters(model: nn.Cell) -> int:
+    return int(sum(int(np.prod(p.shape)) for p in model.trainable_params()))
+
+
+def _pair(v) -> tuple[int, int]:
+    return (v, v) if isinstance(v, int) else (int(v[0]), int(v[1]))
+
+
+def forward_macs(model: nn.Cell, spec: ModelSpec) -> int:
+    """Conv and dense multiply-adds of one sample, from a traced batch-1 forward.
+
+    Forward hooks only fire in PyNative mode, so the mode is switched for the
+    trace and restored after; the network runs in inference mode so that the
+    trace does not move batch-norm statistics.
+    """
+    macs = []
+
+    def conv_hook(cell, _args, out):
+        kh, kw = _pair(cell.kernel_size)
+        oh, ow = out.shape[2], out.shape[3]
+        macs.append(oh * ow * kh * kw * (cell.in_channels // cell.group) * cell.out_channels)
+
+    def dense_hook(cell, _args, _out):
+        macs.append(cell.in_channels * cell.out_channels)
+
+    handles = []
+    for _, cell in model.cells_and_names():
+        if isinstance(cell, nn.Conv2d):
+            handles.append(cell.register_forward_hook(conv_hook))
+        elif isinstance(cell, nn.Dense):
+            handles.append(cell.register_forward_hook(dense_hook))
+    mode, was_training = ms.get_context("mode"), model.training
+    try:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+        model.set_train(False)
+        x = ms.Tensor(np.zeros((1,) + tuple(spec.inputs[0].shape), np.float32))
+        model(x)
+    finally:
+        for h in handles:
+            h.remove()
+        model.set_train(was_training)
+        ms.set_context(mode=mode)
+    return int(sum(macs))

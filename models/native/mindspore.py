@@ -1,0 +1,36 @@
+"""MindSpore inference on a trained ``.ckpt`` checkpoint."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("GLOG_v", "3")
+import mindspore as ms  # noqa: E402
+
+from harness.errors import UserError  # noqa: E402
+from models.registry import ModelSpec  # noqa: E402
+
+
+def load(spec: ModelSpec, checkpoint: str | Path):
+    model = spec.build("mindspore")
+    try:
+        params = ms.load_checkpoint(str(checkpoint))
+        missing, _unexpected = ms.load_param_into_net(model, params, strict_load=True)
+    except (ValueError, RuntimeError, OSError, TypeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{checkpoint}: does not match {spec.name} in MindSpore ({first})") from None
+    if missing:
+        raise UserError(f"{checkpoint}: does not match {spec.name} in MindSpore "
+                        f"(missing {len(missing)} parameters, e.g. {missing[0]})")
+    model.set_train(False)
+    return model
+
+
+def to_device(model, device: str):
+    return model          # MindSpore's device is process-wide (ms.set_device)
+
+
+def predict(model, x: np.ndarray) -> np.ndarray:
+    return model(ms.Tensor(np.ascontiguousarray(x, dtype=np.float32))).asnumpy()
