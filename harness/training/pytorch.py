@@ -1,0 +1,112 @@
+"""PyTorch eager training session: SGD + cross-entropy, one synchronous step per call."""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from harness.errors import UserError
+from harness.training.base import TrainConfig, TrainSession
+from models.registry import ModelSpec
+
+
+def apply_threads(intra: int, inter: int) -> None:
+    """Apply thread counts through torch's own API.
+
+    The inter-op pool can be sized only once per process, before any inter-op
+    work; a second session in the same process (tests, sweeps) keeps whatever
+    is in force, and ``runtime()`` reports that instead of failing the run.
+    """
+    torch.set_num_threads(intra)
+    if torch.get_num_interop_threads() != inter:
+        with contextlib.suppress(RuntimeError):
+            torch.set_num_interop_threads(inter)
+
+
+def resolve_device(device: str) -> torch.device:
+    """The torch device for ``--device``; never falls back to another one."""
+    if device == "cpu":
+        return torch.device("cpu")
+    if device == "gpu":
+        if not torch.cuda.is_available():
+            raise UserError("--device gpu: PyTorch sees no CUDA device")
+        return torch.device("cuda")
+    if device == "ascend":
+        raise UserError("--device ascend: dlbench's PyTorch backend does not support Ascend "
+                        "(torch_npu); use --framework mindspore")
+    raise UserError(f"--device {device}: unknown device (choose cpu, gpu or ascend)")
+
+
+class Session(TrainSession):
+    framework = "pytorch"
+    layout = "NCHW"
+    checkpoint_suffix = ".pt"
+    checkpoint_name = "model.pt"
+
+    def __init__(self, spec: ModelSpec, cfg: TrainConfig,
+                 batches: list[tuple[np.ndarray, np.ndarray]]):
+        super().__init__(spec, cfg, batches)
+        if cfg.precision not in ("fp32", "amp"):
+            raise UserError(f"--precision {cfg.precision}: PyTorch supports fp32 and amp")
+        self.device = resolve_device(cfg.device)
+        apply_threads(cfg.intra_op_threads, cfg.inter_op_threads)
+        # CPU autocast supports bf16 only; fp16 on CUDA needs loss scaling to not underflow.
+        self.amp_dtype = ({"cpu": torch.bfloat16, "cuda": torch.float16}[self.device.type]
+                          if cfg.precision == "amp" else None)
+        self.scaler = torch.amp.GradScaler("cuda") if self.amp_dtype == torch.float16 else None
+
+        torch.manual_seed(cfg.seed)         # seeds CUDA generators too
+        self.model = spec.build("pytorch").to(self.device).train()
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=cfg.learning_rate,
+                                         momentum=cfg.momentum)
+        # cross_entropy wants int64 class indices; convert once, outside the clock.
+        self.batches = [(torch.from_numpy(x).to(self.device),
+                         torch.from_numpy(y).to(self.device, torch.int64)) for x, y in batches]
+
+    @staticmethod
+    def version() -> str:
+        return torch.__version__
+
+    def _autocast(self):
+        if self.amp_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.amp_dtype)
+
+    def step(self, index: int) -> float:
+        x, y = self.batches[index % len(self.batches)]
+        self.optimizer.zero_grad(set_to_none=True)
+        with self._autocast():
+            logits = self.model(x)
+        loss = F.cross_entropy(logits.float(), y)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
+        return loss.item()          # blocks until the device has finished the step
+
+    def save(self, directory: Path) -> str:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        torch.save(self.model.state_dict(), directory / self.checkpoint_name)
+        return self.checkpoint_name
+
+    def runtime(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "device": str(self.device),
+            "intra_op_threads": torch.get_num_threads(),
+            "inter_op_threads": torch.get_num_interop_threads(),
+            "precision": self.cfg.precision,
+            "autocast_dtype": str(self.amp_dtype).removeprefix("torch.") if self.amp_dtype else None,
+        }
+        if self.device.type == "cuda":
+            info["device_name"] = torch.cuda.get_device_name(self.device)
+            info["cuda"] = torch.version.cuda
+            info["cudnn"] = torch.backends.cudnn.version()
+        return info
