@@ -37,8 +37,27 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # noqa: BLE001 - the parent decides what a failure means
         reply = {"status": "failed", "error": f"{type(exc).__name__}: {exc}",
                  "traceback": traceback.format_exc()}
+    reply["peak_rss_mb"] = own_peak_rss_mb()
     write_json(out, reply)
     return 0
+
+
+def own_peak_rss_mb() -> float | None:
+    """This process's resident high-water mark since exec (VmHWM).
+
+    The parent cannot use ``wait4``'s ``ru_maxrss`` alone: on Linux it also
+    counts what the child inherited from the parent at fork, so a child of a
+    1 GB parent would report at least 1 GB.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
 
 
 if __name__ == "__main__":

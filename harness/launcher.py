@@ -4,9 +4,10 @@ Frameworks never share a process: their thread pools and OpenMP runtimes
 would fight, a segfault or an out-of-memory kill would take the whole sweep
 down, and peak memory could not be attributed.  The child is
 ``python -m harness.cell KIND IN.json OUT.json``; it writes its result (or
-its exception and traceback) to OUT.json.  The parent enforces the timeout
-on the whole process group and reads the child's peak resident memory from
-``wait4``'s rusage, which the kernel keeps exact.
+its exception and traceback) and its own resident high-water mark to
+OUT.json.  The parent enforces the timeout on the whole process group and
+polls the group's resident memory, the only figure left when a child is
+killed (out of memory, timeout) before it can report.
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from harness.atomic import write_json
 
@@ -74,20 +77,21 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
                 [sys.executable, "-m", "harness.cell", kind, str(inp), str(out)],
                 stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
                 env=env, cwd=tmp, start_new_session=True)
-            timed_out, status, rusage = False, None, None
+            timed_out, status, polled = False, None, 0.0
             while True:
-                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+                pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
                 if pid:
                     break
+                polled = max(polled, _group_rss_mb(proc.pid))
                 if timeout is not None and time.perf_counter() - start > timeout:
                     timed_out = True
                     _kill_group(proc.pid)
-                    _, status, rusage = os.wait4(proc.pid, 0)
+                    os.wait4(proc.pid, 0)
                     break
                 time.sleep(poll_s)
-            proc.returncode = os.waitstatus_to_exitcode(status)
+            proc.returncode = os.waitstatus_to_exitcode(status) if status is not None else None
         wall = time.perf_counter() - start
-        peak = rusage.ru_maxrss / 1024 if rusage else None      # KiB on Linux
+        peak = polled or None
         tail = log.read_text(errors="replace")[-STDERR_TAIL:]
         outcome = CellOutcome(status="failed", peak_rss_mb=peak, wall_s=wall,
                               returncode=proc.returncode, log_tail=tail)
@@ -97,6 +101,8 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
             return outcome
         if out.exists():
             reply = json.loads(out.read_text())
+            # The child's own high-water mark is exact; polling can miss a spike.
+            outcome.peak_rss_mb = max(reply.get("peak_rss_mb") or 0.0, polled) or None
             outcome.status = reply["status"]
             outcome.result = reply.get("result") or {}
             outcome.error = reply.get("error")
@@ -108,6 +114,22 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
             outcome.error = (f"exited with status {proc.returncode} without a result"
                              + (f": {_last_line(tail)}" if _last_line(tail) else ""))
         return outcome
+
+
+def _group_rss_mb(pid: int) -> float:
+    """Resident memory of the child and its descendants now (0 if it is gone)."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total / 2**20
 
 
 def _kill_group(pid: int) -> None:

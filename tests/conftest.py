@@ -16,6 +16,24 @@ import pytest
 from harness.fingerprint import fingerprint
 
 HEAVY = ("torch", "tensorflow", "mindspore", "tensorrt")
+FRAMEWORK_GROUPS = ("pytorch", "tensorflow", "mindspore")
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under tests/suites.py, ``test_*_<framework>.py`` files are collected only in
+    their framework's group: collecting imports the module, and with it the framework."""
+    group = os.environ.get("DLBENCH_TEST_GROUP")
+    owner = _owner(collection_path.stem)
+    if group and owner and owner != group:
+        return True
+    return None
+
+
+def _owner(stem: str) -> str | None:
+    """The framework group a test file belongs to by its name (and gets the marker of)."""
+    if stem.startswith("test_"):
+        return next((fw for fw in FRAMEWORK_GROUPS if stem.endswith("_" + fw)), None)
+    return None
 
 
 def pytest_collection_modifyitems(config, items):
@@ -23,6 +41,9 @@ def pytest_collection_modifyitems(config, items):
     no_gpu = pytest.mark.skip(reason="no NVIDIA GPU on this machine (nvidia-smi found none)")
     no_npu = pytest.mark.skip(reason="no Ascend NPU on this machine (no /dev/davinci*)")
     for item in items:
+        owner = _owner(item.path.stem)
+        if owner:
+            item.add_marker(getattr(pytest.mark, owner))
         if item.get_closest_marker("gpu") and not fp["gpus"]:
             item.add_marker(no_gpu)
         if item.get_closest_marker("ascend") and not fp["ascend"]:
