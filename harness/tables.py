@@ -21,7 +21,7 @@ TRAIN_HEADERS = ("Network", "Framework", "Resource", "Precision", "Batch size",
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.2f} s"
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
 def train_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
