@@ -1,0 +1,42 @@
+"""Conversion hops — native checkpoint -> ONNX / MindIR, ONNX -> INT8 / FP16 ONNX or a
+TensorRT engine — each checked against its source by one verifier.
+
+The Python API behind ``dlbench export / build / verify``::
+
+    import converters
+    records = converters.export_checkpoints(converters.ExportRequest(["runs/resnet50/pytorch"]))
+    record = converters.build_model(
+        converters.BuildRequest("runs/resnet50/pytorch/model.onnx", to="int8"))
+    record = converters.verify_files(
+        converters.VerifyRequest("runs/resnet50/pytorch", "runs/resnet50/pytorch/model.onnx"))
+
+Each returns the record(s) stored in the results database (``status`` ok,
+unverified or failed) and raises ``harness.errors.UserError`` for bad input.
+(The functions are not called ``export``/``build``/``verify`` because those
+are this package's modules, and importing a submodule rebinds its name.)
+Importing this package imports no framework and not even onnx: the names
+below load their modules on first use.
+"""
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {
+    "export_checkpoints": ("converters.export", "export"),
+    "ExportRequest": ("converters.export", "ExportRequest"),
+    "build_model": ("converters.build", "build"),
+    "BuildRequest": ("converters.build", "BuildRequest"),
+    "verify_files": ("converters.verify", "verify_files"),
+    "VerifyRequest": ("converters.verify", "VerifyRequest"),
+    "ExportOptions": ("converters.base", "ExportOptions"),
+    "BuildOptions": ("converters.base", "BuildOptions"),
+}
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str):
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'converters' has no attribute {name!r}") from None
+    return getattr(importlib.import_module(module), attr)

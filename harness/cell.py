@@ -16,6 +16,13 @@ from harness.errors import UserError
 
 KINDS = {
     "train": "harness.training.runner:child",
+    # converters/: native reference outputs + ONNX/MindIR export (one framework per process),
+    # TensorRT engine build + run, and running an existing engine (dlbench verify).
+    "export": "converters.native:child",
+    "tensorrt": "converters.onnx_to_tensorrt:child",
+    "tensorrt-run": "converters.onnx_to_tensorrt:run_child",
+    "bench": "harness.bench.child:run",
+    "peak": "harness.bench.peak:child",
     # Used by the tests to exercise crash, hang and memory paths for real.
     "selftest": "harness.selftest:child",
 }
@@ -57,7 +64,6 @@ def own_peak_rss_mb() -> float | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
-
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import traceback
 from harness import __version__
 from harness.errors import UserError
 
-COMMANDS = ("env", "models", "backends", "train")
+COMMANDS = ("env", "models", "backends", "train", "bench", "export", "build", "verify")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -69,7 +69,31 @@ CREATE TABLE IF NOT EXISTS records (
 );
 CREATE INDEX IF NOT EXISTS records_run ON records(run_id);
 CREATE INDEX IF NOT EXISTS records_cell ON records(cell_key, status);
+CREATE TABLE IF NOT EXISTS artifacts (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    path           TEXT NOT NULL,
+    sha256         TEXT NOT NULL,
+    format         TEXT NOT NULL,
+    precision      TEXT,
+    model          TEXT,
+    framework      TEXT,
+    hop            TEXT,
+    size_bytes     INTEGER,
+    source_path    TEXT,
+    source_sha256  TEXT,
+    verified       INTEGER NOT NULL,
+    verdict        TEXT NOT NULL,
+    created_at     TEXT NOT NULL,
+    record_id      INTEGER REFERENCES records(id)
+);
+CREATE INDEX IF NOT EXISTS artifacts_sha ON artifacts(sha256);
 """
+
+# Columns of an ``artifacts`` row (a converted file and its verification verdict).
+ARTIFACT_COLUMNS = (
+    "path", "sha256", "format", "precision", "model", "framework", "hop", "size_bytes",
+    "source_path", "source_sha256", "verified", "verdict", "created_at", "record_id",
+)
 
 
 def default_path() -> Path:
@@ -145,6 +169,38 @@ class ResultStore:
                 found.update(r[0] for r in rows)
         return found
 
+    def add_artifact(self, artifact: dict[str, Any]) -> int:
+        """Store one converted file with its verdict; return its row id.
+
+        Rows are never updated: verifying a file again adds a row, and the
+        newest row for a sha256 is what ``artifact`` returns.
+        """
+        row = {c: artifact.get(c) for c in ARTIFACT_COLUMNS}
+        row["verified"] = 1 if artifact.get("verified") else 0
+        row["verdict"] = json.dumps(artifact.get("verdict") or {}, sort_keys=True, default=str)
+        names = list(row)
+        with closing(self._connect()) as con, con:
+            cur = con.execute(
+                f"INSERT INTO artifacts ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                [row[n] for n in names])
+            return int(cur.lastrowid)
+
+    def artifacts(self, where: str = "1=1", params: Iterable[Any] = ()) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        with closing(self._connect()) as con:
+            rows = con.execute(f"SELECT * FROM artifacts WHERE {where} ORDER BY id", tuple(params))
+            return [_decode_artifact(dict(r)) for r in rows]
+
+    def artifact(self, sha256: str) -> dict[str, Any] | None:
+        """The newest verdict on the file with this content, or None if never converted here."""
+        if not self.path.exists():
+            return None
+        with closing(self._connect()) as con:
+            row = con.execute("SELECT * FROM artifacts WHERE sha256 = ? ORDER BY id DESC LIMIT 1",
+                              (sha256,)).fetchone()
+        return _decode_artifact(dict(row)) if row else None
+
     def machine(self, machine_id: str) -> dict[str, Any] | None:
         with closing(self._connect()) as con:
             row = con.execute("SELECT fingerprint FROM machines WHERE machine_id = ?",
@@ -155,4 +211,10 @@ class ResultStore:
 def _decode(row: dict[str, Any]) -> dict[str, Any]:
     row["context"] = json.loads(row["context"])
     row["metrics"] = json.loads(row["metrics"])
+    return row
+
+
+def _decode_artifact(row: dict[str, Any]) -> dict[str, Any]:
+    row["verified"] = bool(row["verified"])
+    row["verdict"] = json.loads(row["verdict"])
     return row

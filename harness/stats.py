@@ -47,3 +47,48 @@ def summarize(samples: Sequence[float]) -> dict[str, float]:
         "iqr": p75 - p25,
         "iqr_over_median": (p75 - p25) / median if median else 0.0,
     }
+
+
+def median(samples: Sequence[float]) -> float:
+    return percentile(samples, 50)
+
+
+def mad(samples: Sequence[float]) -> float:
+    """Median absolute deviation from the median (unscaled): robust spread of repeats."""
+    m = median(samples)
+    return median([abs(x - m) for x in samples])
+
+
+def relative_mad(samples: Sequence[float]) -> float:
+    """MAD / median: how far repeats of one measurement typically land from each other."""
+    m = median(samples)
+    return mad(samples) / m if m else 0.0
+
+
+# Confidence that the largest of n samples lies above the true q-quantile
+# (1 - q**n).  At 99.9 % this asks for 66 samples for p90 and 688 for p99,
+# close to MLPerf LoadGen's early-stopping minimums (64 and 662).
+PERCENTILE_CONFIDENCE = 0.999
+
+
+def min_samples_for(q: float, confidence: float = PERCENTILE_CONFIDENCE) -> int:
+    """Fewest samples for which the q-th percentile (0-100) is more than a guess."""
+    if not 0 < q < 100:
+        raise ValueError("q must be in (0, 100)")
+    return math.ceil(math.log(1 - confidence) / math.log(q / 100))
+
+
+def percentile_support(n: int, qs: Sequence[float] = (50, 90, 95, 99)) -> dict[str, bool]:
+    """Which percentiles ``n`` samples can honestly claim (see ``min_samples_for``)."""
+    return {f"p{q:g}": n >= min_samples_for(q) for q in qs}
+
+
+def window_throughput(items: int, window_s: float) -> float:
+    """Items processed in a measured window over the window's wall time.
+
+    Not 1 / mean latency: gaps between iterations (Python, host work) count,
+    as they do for a user who runs the loop.
+    """
+    if window_s <= 0:
+        raise ValueError("window must be longer than zero seconds")
+    return items / window_s

@@ -12,10 +12,12 @@ from harness.errors import UserError
 
 # Order is the order `dlbench backends` prints: engines first, then native frameworks.
 BACKENDS = ("tensorrt", "onnxruntime", "ascend", "cpu-mkl", "pytorch", "tensorflow", "mindspore")
+# Test doubles: accepted by name, never listed (see harness/backends/selftest.py).
+HIDDEN = ("selftest",)
 
 
 def get_backend(name: str) -> Backend:
-    if name not in BACKENDS:
+    if name not in BACKENDS + HIDDEN:
         raise UserError(f"unknown backend {name!r}; choose from: {', '.join(BACKENDS)}")
     module = importlib.import_module(f"harness.backends.{name.replace('-', '_')}")
     return module.BACKEND

@@ -1,15 +1,44 @@
-"""What every inference backend declares about itself.
+"""What every inference backend declares about itself, and the runner it provides.
 
-Availability is decided from what is installed and what hardware exists,
-without importing the engine, so ``dlbench backends`` is fast and can explain
-itself: "package missing, install dlbench[onnx]", "no NVIDIA GPU".
+Two halves, both importable without any engine:
+
+* ``Backend`` is what the parent process knows: whether the backend can run
+  here (decided from installed packages and hardware, so ``dlbench backends``
+  is fast and says why not: "package missing, install dlbench[onnx]", "no
+  NVIDIA GPU"), which artifact formats, devices, precisions and options it
+  takes, and the environment its child process must start with.
+* ``Runner`` is what the cell's child process drives (Polygraphy's runner
+  idea, with the clock kept outside): ``load`` the artifact for a device and
+  precision, ``prepare`` a batch of inputs on the device, then ``run`` one
+  batch and ``sync`` until the device is done.  The measurement loop times
+  exactly ``run`` + ``sync``; each runner states what that region contains in
+  ``timed_region()``, which is stored with every record, so "latency" means
+  the same thing on every backend or says how it differs.
+
+A runner also reports what actually ran (``runtime``) and ``verify``
+refuses a silent fallback: ONNX Runtime that quietly put the graph on the
+CPU, a tensor that stayed on the host.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
+from harness.errors import UserError
 from harness.fingerprint import fingerprint
 from harness.frameworks import distribution_version, is_installed
+
+# Artifact formats (see harness.bench.artifacts).
+ONNX = "onnx"
+TRT_ENGINE = "tensorrt-engine"
+MINDIR = "mindir"
+ZOO = "zoo"                       # a zoo model name: the native network, random weights
+CHECKPOINT = "{}-checkpoint"      # a `dlbench train` output, per framework
+
+
+def checkpoint_format(framework: str) -> str:
+    return CHECKPOINT.format(framework)
 
 
 @dataclass
@@ -22,12 +51,42 @@ class Availability:
 
 
 @dataclass(frozen=True)
+class Option:
+    """A backend-specific setting (``--backend-option NAME=VALUE`` or a named flag)."""
+    name: str
+    default: Any
+    choices: tuple[Any, ...] | None = None
+    kind: type = str
+    help: str = ""
+
+    def parse(self, backend: str, raw: Any) -> Any:
+        try:
+            value = self.kind(raw)
+        except (TypeError, ValueError):
+            raise UserError(f"{backend} option {self.name}: {raw!r} is not a "
+                            f"{self.kind.__name__}") from None
+        if self.choices is not None and value not in self.choices:
+            raise UserError(f"{backend} option {self.name}: {raw!r} is not one of "
+                            f"{', '.join(map(str, self.choices))}")
+        return value
+
+
+ON_OFF = ("on", "off")
+
+
+@dataclass(frozen=True)
 class Backend:
     name: str
     description: str
     module: str            # the import the backend needs
     distribution: str      # the package that provides it
     extra: str             # the dlbench extra that installs it
+
+    # What the backend takes; subclasses override.
+    formats: ClassVar[tuple[str, ...]] = ()
+    options: ClassVar[tuple[Option, ...]] = ()
+    # The native framework whose version a record carries (native backends).
+    framework: ClassVar[str | None] = None
 
     def missing(self) -> str | None:
         if not is_installed(self.module):
@@ -39,7 +98,7 @@ class Backend:
         return ["cpu"]
 
     def availability(self) -> Availability:
-        version = distribution_version(self.distribution)
+        version = self.version()
         why = self.missing()
         if why:
             return Availability(self.name, False, [], why, version)
@@ -51,6 +110,141 @@ class Backend:
     def no_device_reason(self) -> str:
         return "no usable device on this machine"
 
+    def version(self) -> str | None:
+        return distribution_version(self.distribution)
+
+    # --- what a sweep asks of the backend, in the parent (no engine import) ---
+
+    def precisions(self, device: str) -> tuple[str, ...]:
+        """Precisions this backend can run on ``device``; "auto" is the artifact's own."""
+        return ("fp32",)
+
+    def default_device(self) -> str:
+        devices = self.devices()
+        return devices[0] if devices else "cpu"
+
+    def option(self, name: str) -> Option | None:
+        return next((o for o in self.options if o.name == name), None)
+
+    def resolve_options(self, given: dict[str, Any]) -> dict[str, Any]:
+        """This backend's options: defaults, overridden by the ones it declares in ``given``."""
+        return {o.name: o.parse(self.name, given[o.name]) if o.name in given else o.default
+                for o in self.options}
+
+    def environment(self, options: dict[str, Any], intra_op: int, inter_op: int) -> dict[str, str]:
+        """Variables the child needs before its engine loads (read once, at import)."""
+        return {}
+
+    def runner(self, artifact: "ArtifactRef", cfg: "RunConfig") -> "Runner":
+        raise UserError(f"backend {self.name} cannot run models in this version of dlbench")
+
+
+@dataclass
+class ArtifactRef:
+    """What the child needs to find and describe the model it loads."""
+    path: str | None          # absolute path, None for a zoo model
+    format: str
+    model: str                # zoo name, or the file's stem
+    framework: str | None = None
+    checkpoint: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)   # sidecar / manifest contents
+
+
+@dataclass
+class RunConfig:
+    device: str               # cpu | cuda | ascend
+    precision: str            # fp32 | fp16 | bf16 | int8
+    intra_op_threads: int
+    inter_op_threads: int
+    device_id: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    # Batch range this runner will be asked for (engines build profiles for it).
+    max_batch: int = 1
+    min_batch: int = 1
+    # Fixed non-batch input shapes the user gave (--shape), for engine builders.
+    shapes: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """An input or output as the model declares it.
+
+    ``shape`` holds ints for fixed dimensions and a string (the symbolic
+    name) or None for dynamic ones.
+    """
+    name: str
+    dtype: str                # numpy dtype name
+    shape: tuple[Any, ...]
+
+
+class FellBack(RuntimeError):
+    """The engine ran somewhere other than asked; the cell fails with this message."""
+
+
+class Runner(ABC):
+    """One model loaded on one device.  The measurement loop owns the clock.
+
+    ``prepare`` returns an opaque handle for one batch of inputs, resident
+    on the device; ``run(handle)`` must not copy inputs unless the timed
+    region says so, and ``sync`` must not return before the device finished
+    the work ``run`` queued.
+    """
+
+    def __init__(self, artifact: ArtifactRef, cfg: RunConfig):
+        self.artifact, self.cfg = artifact, cfg
+
+    @abstractmethod
+    def load(self) -> None:
+        """Load or build the model on the device (timed as cold start, apart)."""
+
+    @abstractmethod
+    def inputs(self) -> list[TensorInfo]:
+        """The model's inputs, channels-first for zoo images."""
+
+    @abstractmethod
+    def prepare(self, feeds: dict[str, Any]) -> Any:
+        """Place one batch (numpy arrays by input name) on the device."""
+
+    @abstractmethod
+    def run(self, handle: Any) -> None:
+        """Queue (or run) one batch."""
+
+    def sync(self) -> None:
+        """Wait until the device has finished; a no-op where ``run`` blocks."""
+
+    def outputs(self) -> dict[str, Any]:
+        """The last run's outputs as numpy arrays (for checks, never timed)."""
+        return {}
+
+    @abstractmethod
+    def timed_region(self) -> dict[str, Any]:
+        """What the timed ``run`` + ``sync`` contains, in words and flags."""
+
+    @abstractmethod
+    def runtime(self) -> dict[str, Any]:
+        """What actually ran: device, providers, threads, versions."""
+
+    def verify(self, runtime: dict[str, Any]) -> None:
+        """Raise FellBack if ``runtime`` shows the work ran elsewhere than asked."""
+        ran = str(runtime.get("device_kind", "")).lower()
+        if ran and ran != self.cfg.device:
+            raise FellBack(f"asked for {self.cfg.device}, the backend ran on {ran}")
+
+    def device_times(self) -> dict[str, list[float]]:
+        """Per-iteration device-side times in ms (CUDA events), where the backend has them."""
+        return {}
+
+    def reset_device_times(self) -> None:
+        """Forget device times recorded so far (warm-up)."""
+
+    def device_memory_mb(self) -> float | None:
+        """Peak device memory this process used, where the backend can tell."""
+        return None
+
+    def close(self) -> None:
+        """Release the engine (the process ends right after; override if it matters)."""
+
 
 def has_nvidia_gpu() -> bool:
     return bool(fingerprint()["gpus"])
@@ -58,3 +252,13 @@ def has_nvidia_gpu() -> bool:
 
 def has_ascend() -> bool:
     return bool(fingerprint()["ascend"])
+
+
+# The timed region every backend starts from; runners state where they differ.
+STANDARD_REGION = ("from the start of the backend's run call, inputs already resident on the "
+                   "device, until the outputs are complete on the device (device synchronized); "
+                   "outputs stay where the engine put them")
+
+
+def region(summary: str, **flags: Any) -> dict[str, Any]:
+    return {"definition": STANDARD_REGION, "summary": summary, **flags}

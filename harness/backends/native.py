@@ -1,7 +1,16 @@
-"""The native frameworks as inference backends (eager/graph execution, no engine)."""
+"""The native frameworks as inference backends (eager/graph execution, no engine).
+
+They run a zoo network: a ``dlbench train`` checkpoint (its manifest names
+the model) or, given a zoo name, the network with seeded random weights.
+Inputs are the spec's, channels-first; a framework whose network is
+channels-last converts while preparing, outside the timed region.
+"""
 from __future__ import annotations
 
-from harness.backends.base import Backend, has_ascend, has_nvidia_gpu
+from typing import Any
+
+from harness.backends.base import (ZOO, Backend, Runner, TensorInfo, checkpoint_format,
+                                   has_ascend, has_nvidia_gpu)
 from harness.frameworks import distribution_version
 
 
@@ -15,3 +24,28 @@ class NativeFramework(Backend):
         if self.name == "mindspore" and has_ascend():
             devices.append("ascend")
         return devices
+
+
+def native_formats(framework: str) -> tuple[str, ...]:
+    return (checkpoint_format(framework), ZOO)
+
+
+class NativeRunner(Runner):
+    """Shared by the framework runners: the zoo spec and its input signature."""
+
+    framework = ""
+
+    @property
+    def spec(self):
+        from models.registry import get_model
+
+        return get_model(self.artifact.model)
+
+    def inputs(self) -> list[TensorInfo]:
+        return [TensorInfo(i.name, i.dtype, (None, *i.shape)) for i in self.spec.inputs]
+
+    def weights(self) -> str:
+        return self.artifact.checkpoint or f"random (seed {self.cfg.seed})"
+
+    def describe(self) -> dict[str, Any]:
+        return {"model": self.spec.name, "weights": self.weights()}

@@ -1,4 +1,118 @@
-"""PyTorch itself as an inference backend."""
-from harness.backends.native import NativeFramework
+"""PyTorch itself as an inference backend: eager, or ``torch.compile``d.
 
-BACKEND = NativeFramework("pytorch", "PyTorch native inference", "torch", "torch", "pytorch")
+The model runs under ``torch.inference_mode``; fp16 (CUDA) and bf16 cast
+the weights and inputs before timing.  On CUDA, ``sync`` is
+``torch.cuda.synchronize`` so latencies are device time, not launch time, and
+peak device memory is ``torch.cuda.max_memory_allocated``.  A model or an
+output that is not on the device asked for fails the cell.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from harness.backends.base import ArtifactRef, FellBack, Option, RunConfig, Runner, region
+from harness.backends.native import NativeFramework, NativeRunner, native_formats
+from harness.errors import UserError
+
+DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+class TorchRunner(NativeRunner):
+    framework = "pytorch"
+
+    def load(self) -> None:
+        import torch
+
+        self.torch = torch
+        torch.set_num_threads(self.cfg.intra_op_threads)
+        if torch.get_num_interop_threads() != self.cfg.inter_op_threads:
+            with contextlib.suppress(RuntimeError):       # settable once per process
+                torch.set_num_interop_threads(self.cfg.inter_op_threads)
+        if self.cfg.device == "cuda":
+            if not torch.cuda.is_available():
+                raise UserError("--device cuda: PyTorch sees no CUDA device")
+            self.device = torch.device("cuda", self.cfg.device_id)
+            torch.cuda.set_device(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+        else:
+            self.device = torch.device("cpu")
+        if self.cfg.precision == "fp16" and self.device.type != "cuda":
+            raise UserError("--precision fp16: PyTorch runs fp16 on CUDA only (use bf16 on the CPU)")
+        self.dtype = getattr(torch, DTYPES[self.cfg.precision])
+        spec = self.spec
+        if self.artifact.checkpoint:
+            from models.native import pytorch as native
+            model = native.load(spec, self.artifact.checkpoint)
+        else:
+            model = spec.build("pytorch", seed=self.cfg.seed)
+        self.model = model.eval().to(self.device, self.dtype)
+        self.compiled = self.cfg.options["compile"] != "off"
+        if self.compiled:
+            mode = None if self.cfg.options["compile"] == "default" else self.cfg.options["compile"]
+            self.model = torch.compile(self.model, mode=mode)
+
+    def prepare(self, feeds: dict[str, Any]) -> Any:
+        [x] = feeds.values()
+        return self.torch.from_numpy(x).to(self.device, self.dtype)
+
+    def run(self, x: Any) -> None:
+        with self.torch.inference_mode():
+            self._out = self.model(x)
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(self.device)
+
+    def outputs(self) -> dict[str, Any]:
+        return {"logits": self._out.float().cpu().numpy()}
+
+    def timed_region(self) -> dict[str, Any]:
+        how = "torch.compile'd module" if self.compiled else "eager module"
+        sync = "torch.cuda.synchronize" if self.device.type == "cuda" else \
+            "none needed: CPU ops return when done"
+        return region(f"model(x) under torch.inference_mode ({how}), input tensor already on "
+                      f"{self.device.type}; {sync}", host_device_copies=False, io_binding=False,
+                      cuda_graph=False, sync=sync)
+
+    def runtime(self) -> dict[str, Any]:
+        torch = self.torch
+        param = next(self.model.parameters())
+        out_device = self._out.device.type if hasattr(self, "_out") else None
+        info = {"device_kind": param.device.type, "output_device": out_device,
+                "dtype": str(param.dtype).removeprefix("torch."), "torch": torch.__version__,
+                "intra_op_threads": torch.get_num_threads(),
+                "inter_op_threads": torch.get_num_interop_threads(),
+                "compile": self.cfg.options["compile"], **self.describe()}
+        if self.device.type == "cuda":
+            info["device_name"] = torch.cuda.get_device_name(self.device)
+            info["cuda"] = torch.version.cuda
+        return info
+
+    def verify(self, runtime: dict[str, Any]) -> None:
+        super().verify(runtime)
+        if runtime["output_device"] not in (None, self.device.type):
+            raise FellBack(f"outputs came back on {runtime['output_device']}, asked for "
+                           f"{self.device.type}")
+
+    def device_memory_mb(self) -> float | None:
+        if self.device.type != "cuda":
+            return None
+        return self.torch.cuda.max_memory_allocated(self.device) / 2**20
+
+
+class PyTorch(NativeFramework):
+    framework = "pytorch"
+    formats = native_formats("pytorch")
+    options = (Option("compile", "off", ("off", "default", "reduce-overhead", "max-autotune"),
+                      help="torch.compile mode (off: eager)"),)
+
+    def precisions(self, device):
+        return ("fp32", "fp16", "bf16") if device == "cuda" else ("fp32", "bf16")
+
+    def runner(self, artifact: ArtifactRef, cfg: RunConfig) -> Runner:
+        return TorchRunner(artifact, cfg)
+
+
+BACKEND = PyTorch("pytorch", "PyTorch native inference (eager or torch.compile)", "torch", "torch",
+                  "pytorch")

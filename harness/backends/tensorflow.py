@@ -1,4 +1,124 @@
-"""TensorFlow itself as an inference backend."""
-from harness.backends.native import NativeFramework
+"""TensorFlow itself as an inference backend: the Keras network in a ``tf.function``.
 
-BACKEND = NativeFramework("tensorflow", "TensorFlow native inference", "tensorflow", "tensorflow", "tensorflow")
+The network is channels-last (TensorFlow's CPU convolutions want NHWC), so
+inputs are transposed while preparing and copied to the device with
+``tf.identity`` under the device scope, outside the timed region.  On a GPU
+``sync`` is ``tf.test.experimental.sync_devices``; on the CPU the call
+returns when the outputs exist.  bf16/fp16 use Keras mixed-precision
+policies (weights stay fp32, compute in the lower type).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from harness.backends.base import ON_OFF, ArtifactRef, Option, RunConfig, Runner, region
+from harness.backends.native import NativeFramework, NativeRunner, native_formats
+from harness.errors import UserError
+
+POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+
+class TfRunner(NativeRunner):
+    framework = "tensorflow"
+
+    def load(self) -> None:
+        if "tensorflow" not in sys.modules:
+            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        import keras
+        import tensorflow as tf
+
+        self.tf, self.keras = tf, keras
+        threading = tf.config.threading
+        if threading.get_intra_op_parallelism_threads() != self.cfg.intra_op_threads:
+            threading.set_intra_op_parallelism_threads(self.cfg.intra_op_threads)
+        if threading.get_inter_op_parallelism_threads() != self.cfg.inter_op_threads:
+            threading.set_inter_op_parallelism_threads(self.cfg.inter_op_threads)
+        if self.cfg.device == "cuda":
+            gpus = tf.config.list_physical_devices("GPU")
+            if not gpus:
+                raise UserError("--device cuda: TensorFlow sees no GPU "
+                                f"({'built with CUDA' if tf.test.is_built_with_cuda() else 'a CPU-only build'})")
+            self.tf_device = f"/GPU:{self.cfg.device_id}"
+        else:
+            self.tf_device = "/CPU:0"
+        if self.cfg.precision == "fp16" and self.cfg.device != "cuda":
+            raise UserError("--precision fp16: TensorFlow runs fp16 on a GPU only (use bf16 on the CPU)")
+        policy = POLICIES[self.cfg.precision]
+        previous = keras.mixed_precision.global_policy()
+        keras.mixed_precision.set_global_policy(policy)
+        try:
+            with tf.device(self.tf_device):
+                spec = self.spec
+                if self.artifact.checkpoint:
+                    from models.native import tensorflow as native
+                    self.model = native.load(spec, self.artifact.checkpoint)
+                else:
+                    self.model = spec.build("tensorflow", seed=self.cfg.seed)
+        finally:
+            keras.mixed_precision.set_global_policy(previous)
+        self.policy = policy
+        model, device = self.model, self.tf_device
+
+        def forward(x):
+            with tf.device(device):
+                return model(x, training=False)
+
+        self.xla = self.cfg.options["xla"] == "on"
+        self.fn = tf.function(forward, jit_compile=self.xla)
+
+    def prepare(self, feeds: dict[str, Any]) -> Any:
+        from models.native.tensorflow import nhwc
+
+        [x] = feeds.values()
+        with self.tf.device(self.tf_device):
+            return self.tf.identity(self.tf.constant(nhwc(x)))
+
+    def run(self, x: Any) -> None:
+        self._out = self.fn(x)
+
+    def sync(self) -> None:
+        if self.cfg.device == "cuda":
+            self.tf.test.experimental.sync_devices()
+
+    def outputs(self) -> dict[str, Any]:
+        return {"logits": self._out.numpy()}
+
+    def timed_region(self) -> dict[str, Any]:
+        sync = ("tf.test.experimental.sync_devices" if self.cfg.device == "cuda"
+                else "none needed: the CPU call returns when the outputs exist")
+        return region(f"a tf.function around model(x, training=False){' with XLA' if self.xla else ''}"
+                      f", NHWC input already on {self.tf_device}; {sync}",
+                      host_device_copies=False, io_binding=False, cuda_graph=False, sync=sync,
+                      layout="NHWC")
+
+    def runtime(self) -> dict[str, Any]:
+        from tensorflow.python.util import _pywrap_util_port
+
+        tf = self.tf
+        out_device = self._out.device if hasattr(self, "_out") else ""
+        kind = "cuda" if "GPU" in out_device else ("cpu" if "CPU" in out_device else "")
+        threading = tf.config.threading
+        return {"device_kind": kind, "output_device": out_device, "tensorflow": tf.__version__,
+                "keras": self.keras.__version__, "dtype_policy": self.policy, "xla": self.xla,
+                "onednn_enabled": bool(_pywrap_util_port.IsMklEnabled()),
+                "intra_op_threads": threading.get_intra_op_parallelism_threads(),
+                "inter_op_threads": threading.get_inter_op_parallelism_threads(),
+                "layout": "NHWC", **self.describe()}
+
+
+class TensorFlow(NativeFramework):
+    framework = "tensorflow"
+    formats = native_formats("tensorflow")
+    options = (Option("xla", "off", ON_OFF, help="compile the tf.function with XLA"),)
+
+    def precisions(self, device):
+        return ("fp32", "fp16", "bf16") if device == "cuda" else ("fp32", "bf16")
+
+    def runner(self, artifact: ArtifactRef, cfg: RunConfig) -> Runner:
+        return TfRunner(artifact, cfg)
+
+
+BACKEND = TensorFlow("tensorflow", "TensorFlow native inference (tf.function, CPU or GPU)",
+                     "tensorflow", "tensorflow", "tensorflow")

@@ -1,11 +1,290 @@
-"""NVIDIA TensorRT engines: needs the tensorrt package, cuda-python and an NVIDIA GPU."""
+"""NVIDIA TensorRT engines: needs the tensorrt package, cuda-python and an NVIDIA GPU.
+
+Takes a serialized engine (``dlbench build``'s ``.plan`` with its JSON
+sidecar) or an ONNX file, which is built into an engine in the cell (the
+build time is the cell's load time, reported apart).  Builds are strongly
+typed — the precision is the ONNX graph's own, as TensorRT 11 requires and
+TensorRT 10 allows (``STRONGLY_TYPED``); an fp16 or int8 engine comes from an
+fp16 or Q/DQ ONNX made by ``dlbench build``.
+
+Measured like trtexec: device buffers are allocated once per input shape,
+inputs are copied to the device before timing unless ``with_transfers`` is
+on; every iteration records CUDA events around the host-to-device copies,
+the enqueue and the device-to-host copies, so H2D, compute and D2H are
+reported apart (``device_times``); ``cuda_graph`` captures the enqueue once
+and replays it.  Memory, streams and events come from cuda-python.
+
+Everything here imports TensorRT and CUDA lazily: the module loads on a
+machine without either, where ``dlbench backends`` says why.
+"""
 from __future__ import annotations
 
-from harness.backends.base import Backend, has_nvidia_gpu
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.backends.base import (ON_OFF, ONNX, TRT_ENGINE, ArtifactRef, Backend, FellBack,
+                                   Option, RunConfig, Runner, TensorInfo, has_nvidia_gpu, region)
+from harness.errors import UserError
 from harness.frameworks import is_installed
 
 
+# The engine sidecar contract (ENGINE.json: TensorRT version, GPU, precision, profile,
+# source ONNX) and the cuda-python helpers are shared with converters/ (dlbench build).
+from converters.tensorrt_runtime import (  # noqa: E402
+    check, check_sidecar, cudart, device_properties, tensorrt_version_here)
+
+
+@dataclass
+class _Buffers:
+    shapes: dict[str, tuple[int, ...]]
+    device: dict[str, int] = field(default_factory=dict)
+    host: dict[str, Any] = field(default_factory=dict)      # pinned numpy views
+    nbytes: dict[str, int] = field(default_factory=dict)
+    graph_exec: Any = None
+
+
+class TrtRunner(Runner):
+    def load(self) -> None:
+        import tensorrt as trt
+
+        self.trt, self.rt = trt, cudart()
+        check(self.rt.cudaSetDevice(self.cfg.device_id))
+        self._free_at_start = check(self.rt.cudaMemGetInfo())[0]
+        self._min_free = self._free_at_start
+        self.logger = trt.Logger(trt.Logger.WARNING)
+        runtime = trt.Runtime(self.logger)
+        if self.artifact.format == TRT_ENGINE:
+            # The parent checked the sidecar against the fingerprint; check again against what
+            # TensorRT and CUDA report in this process.
+            gpu = device_properties(self.cfg.device_id)
+            check_sidecar(self.artifact.path, self.artifact.meta, trt_version=trt.__version__,
+                          gpu_name=gpu["name"], compute_capability=gpu["compute_capability"])
+            serialized = Path(self.artifact.path).read_bytes()
+            self.built_here = False
+        else:
+            serialized = self._build(trt)
+            self.built_here = True
+        self.engine = runtime.deserialize_cuda_engine(serialized)
+        if self.engine is None:
+            raise UserError(f"{self.artifact.path}: TensorRT {trt.__version__} cannot deserialize "
+                            f"this engine (built by another version or for another GPU?)")
+        self.context = self.engine.create_execution_context()
+        self.stream = check(self.rt.cudaStreamCreate())
+        self.events = {k: check(self.rt.cudaEventCreate()) for k in
+                       ("start", "h2d", "compute", "d2h")}
+        self.names = [self.engine.get_tensor_name(i) for i in range(self.engine.num_io_tensors)]
+        self.input_names = [n for n in self.names
+                            if self.engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
+        self.output_names = [n for n in self.names if n not in self.input_names]
+        self.with_transfers = self.cfg.options["with_transfers"] == "on"
+        self.use_graph = self.cfg.options["cuda_graph"] == "on"
+        self._current: _Buffers | None = None
+        self._times: dict[str, list[float]] = {"h2d_ms": [], "compute_ms": [], "d2h_ms": []}
+        self._note_memory()
+
+    def _build(self, trt) -> bytes:
+        """Build an engine from the ONNX file, strongly typed, with one optimization profile."""
+        builder = trt.Builder(self.logger)
+        flags = 0
+        if hasattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED"):
+            flags |= 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+        network = builder.create_network(flags)
+        parser = trt.OnnxParser(network, self.logger)
+        if not parser.parse_from_file(str(self.artifact.path)):
+            errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
+            raise UserError(f"TensorRT's ONNX parser rejects {self.artifact.path}: "
+                            f"{errors[0].splitlines()[0] if errors else 'unknown error'}")
+        config = builder.create_builder_config()
+        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE,
+                                     int(self.cfg.options["workspace_mb"]) << 20)
+        if hasattr(trt.BuilderFlag, "TF32"):
+            config.clear_flag(trt.BuilderFlag.TF32)      # "fp32" means IEEE float32, as in build
+        profile = builder.create_optimization_profile()
+        dynamic = False
+        for i in range(network.num_inputs):
+            tensor = network.get_input(i)
+            shape = list(tensor.shape)
+            if all(d >= 0 for d in shape):
+                continue
+            dynamic = True
+            full = self.cfg.shapes.get(tensor.name)
+            if full is None:
+                raise UserError(f"input {tensor.name!r} has dynamic dimensions {shape}: give "
+                                f"them with --shape")
+            rest = [int(d) for d in full[1:]]
+            lo = [self.cfg.min_batch] + rest
+            hi = [self.cfg.max_batch] + rest
+            profile.set_shape(tensor.name, lo, hi, hi)
+        if dynamic:
+            config.add_optimization_profile(profile)
+        serialized = builder.build_serialized_network(network, config)
+        if serialized is None:
+            raise RuntimeError(f"TensorRT failed to build an engine from {self.artifact.path} "
+                               f"(see the log above)")
+        return bytes(serialized)
+
+    def inputs(self) -> list[TensorInfo]:
+        out = []
+        for name in self.input_names:
+            dims = tuple(None if d < 0 else int(d) for d in self.engine.get_tensor_shape(name))
+            out.append(TensorInfo(name, self._np_dtype(name), dims))
+        return out
+
+    def _np_dtype(self, name: str) -> str:
+        import numpy as np
+
+        dtype = self.engine.get_tensor_dtype(name)
+        try:
+            return np.dtype(self.trt.nptype(dtype)).name
+        except TypeError:
+            raise UserError(f"tensor {name!r} is {dtype}, which has no numpy type") from None
+
+    def prepare(self, feeds: dict[str, Any]) -> _Buffers:
+        import numpy as np
+
+        rt = self.rt
+        buf = _Buffers({n: tuple(a.shape) for n, a in feeds.items()})
+        for name in self.input_names:
+            array = np.ascontiguousarray(feeds[name], dtype=self._np_dtype(name))
+            if not self.context.set_input_shape(name, array.shape):
+                lo, _, hi = self.engine.get_tensor_profile_shape(name, 0)
+                raise UserError(f"input {name!r} shape {array.shape} is outside the engine's "
+                                f"profile {tuple(lo)}..{tuple(hi)}")
+            self._allocate(buf, name, array.shape, array.dtype)
+            np.copyto(buf.host[name], array)
+            check(rt.cudaMemcpy(buf.device[name], buf.host[name].ctypes.data, buf.nbytes[name],
+                                rt.cudaMemcpyKind.cudaMemcpyHostToDevice))
+        for name in self.output_names:
+            shape = tuple(self.context.get_tensor_shape(name))
+            buf.shapes[name] = shape
+            self._allocate(buf, name, shape, np.dtype(self._np_dtype(name)))
+        self._bind(buf)
+        if self.use_graph:
+            # An enqueue before capture lets TensorRT finish lazy setup outside the graph.
+            if not self.context.execute_async_v3(int(self.stream)):
+                raise RuntimeError("execute_async_v3 failed before graph capture")
+            check(rt.cudaStreamSynchronize(self.stream))
+            check(rt.cudaStreamBeginCapture(
+                self.stream, rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal))
+            ok = self.context.execute_async_v3(int(self.stream))
+            graph = check(rt.cudaStreamEndCapture(self.stream))
+            if not ok:
+                raise RuntimeError("execute_async_v3 failed during CUDA graph capture")
+            try:
+                buf.graph_exec = check(rt.cudaGraphInstantiate(graph, 0))
+            except TypeError:           # CUDA 11 bindings: (graph, error node buffer, size)
+                buf.graph_exec = check(rt.cudaGraphInstantiate(graph, b"", 0))[0]
+            check(rt.cudaGraphDestroy(graph))
+        self._note_memory()
+        return buf
+
+    def _allocate(self, buf: _Buffers, name: str, shape, dtype) -> None:
+        import ctypes
+
+        import numpy as np
+
+        rt = self.rt
+        count = int(np.prod(shape)) if len(shape) else 1
+        nbytes = max(1, count * np.dtype(dtype).itemsize)
+        buf.device[name] = int(check(rt.cudaMalloc(nbytes)))
+        host_ptr = int(check(rt.cudaMallocHost(nbytes)))
+        raw = (ctypes.c_byte * nbytes).from_address(host_ptr)
+        buf.host[name] = np.frombuffer(raw, dtype=dtype, count=count).reshape(shape)
+        buf.nbytes[name] = nbytes
+
+    def _bind(self, buf: _Buffers) -> None:
+        for name in self.input_names:
+            self.context.set_input_shape(name, buf.shapes[name])
+        for name in self.names:
+            self.context.set_tensor_address(name, buf.device[name])
+        self._current = buf
+
+    def run(self, buf: _Buffers) -> None:
+        rt, stream, ev = self.rt, self.stream, self.events
+        if buf is not self._current:
+            self._bind(buf)
+        rt.cudaEventRecord(ev["start"], stream)
+        if self.with_transfers:
+            for name in self.input_names:
+                rt.cudaMemcpyAsync(buf.device[name], buf.host[name].ctypes.data, buf.nbytes[name],
+                                   rt.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
+        rt.cudaEventRecord(ev["h2d"], stream)
+        if buf.graph_exec is not None:
+            rt.cudaGraphLaunch(buf.graph_exec, stream)
+        elif not self.context.execute_async_v3(int(stream)):
+            raise RuntimeError("TensorRT execute_async_v3 failed")
+        rt.cudaEventRecord(ev["compute"], stream)
+        if self.with_transfers:
+            for name in self.output_names:
+                rt.cudaMemcpyAsync(buf.host[name].ctypes.data, buf.device[name], buf.nbytes[name],
+                                   rt.cudaMemcpyKind.cudaMemcpyDeviceToHost, stream)
+        rt.cudaEventRecord(ev["d2h"], stream)
+
+    def sync(self) -> None:
+        rt, ev = self.rt, self.events
+        check(rt.cudaStreamSynchronize(self.stream))
+        t = self._times
+        t["h2d_ms"].append(check(rt.cudaEventElapsedTime(ev["start"], ev["h2d"])))
+        t["compute_ms"].append(check(rt.cudaEventElapsedTime(ev["h2d"], ev["compute"])))
+        t["d2h_ms"].append(check(rt.cudaEventElapsedTime(ev["compute"], ev["d2h"])))
+
+    def outputs(self) -> dict[str, Any]:
+        rt, buf = self.rt, self._current
+        out = {}
+        for name in self.output_names:
+            check(rt.cudaMemcpy(buf.host[name].ctypes.data, buf.device[name], buf.nbytes[name],
+                                rt.cudaMemcpyKind.cudaMemcpyDeviceToHost))
+            out[name] = buf.host[name].copy()
+        return out
+
+    def device_times(self) -> dict[str, list[float]]:
+        return {k: list(v) for k, v in self._times.items()}
+
+    def reset_device_times(self) -> None:
+        for v in self._times.values():
+            v.clear()
+
+    def _note_memory(self) -> None:
+        free = check(self.rt.cudaMemGetInfo())[0]
+        self._min_free = min(self._min_free, free)
+
+    def device_memory_mb(self) -> float | None:
+        self._note_memory()
+        return (self._free_at_start - self._min_free) / 2**20
+
+    def timed_region(self) -> dict[str, Any]:
+        parts = ["execute_async_v3" if not self.use_graph else "cudaGraphLaunch of the captured "
+                 "enqueue", "cudaStreamSynchronize"]
+        if self.with_transfers:
+            parts = ["H2D copies from pinned host buffers"] + parts[:1] + \
+                    ["D2H copies to pinned host buffers"] + parts[1:]
+        return region(", ".join(parts) + "; CUDA events split H2D / compute / D2H",
+                      host_device_copies=self.with_transfers, io_binding=True,
+                      cuda_graph=self.use_graph, sync="cudaStreamSynchronize (blocking)")
+
+    def runtime(self) -> dict[str, Any]:
+        props = check(self.rt.cudaGetDeviceProperties(self.cfg.device_id))
+        name = props.name.decode() if isinstance(props.name, bytes) else str(props.name)
+        return {"device_kind": "cuda", "device_name": name.strip("\x00"),
+                "tensorrt": self.trt.__version__, "engine_built_in_cell": self.built_here,
+                "io_tensors": self.names,
+                "device_memory_bytes": getattr(self.engine, "device_memory_size_v2", None)}
+
+    def verify(self, runtime: dict[str, Any]) -> None:
+        if runtime["device_kind"] != "cuda":
+            raise FellBack("TensorRT runs on CUDA devices only")
+
+
 class TensorRT(Backend):
+    formats = (TRT_ENGINE, ONNX)
+    options = (
+        Option("with_transfers", "off", ON_OFF,
+               help="include host-to-device and device-to-host copies in the timed region"),
+        Option("cuda_graph", "off", ON_OFF, help="capture the enqueue as a CUDA graph"),
+        Option("workspace_mb", 4096, kind=int, help="builder workspace for ONNX builds"),
+    )
+
     def missing(self):
         why = super().missing()
         if why is None and not is_installed("cuda"):
@@ -17,6 +296,15 @@ class TensorRT(Backend):
 
     def no_device_reason(self):
         return "no NVIDIA GPU on this machine (nvidia-smi found none)"
+
+    def version(self):
+        return tensorrt_version_here()
+
+    def precisions(self, device):
+        return ("auto", "fp32", "fp16", "bf16", "int8", "best")
+
+    def runner(self, artifact: ArtifactRef, cfg: RunConfig) -> Runner:
+        return TrtRunner(artifact, cfg)
 
 
 BACKEND = TensorRT("tensorrt", "TensorRT engines (fp32/fp16/int8) on an NVIDIA GPU",

@@ -1,7 +1,9 @@
 """Print the machine fingerprint that every dlbench record carries.
 
 Reads the hardware from /proc, psutil, nvidia-smi and npu-smi, and versions
-from package metadata: no framework is imported.
+from package metadata: no framework is imported.  ``--peak`` also measures
+this machine's GEMM peak on each device (in a separate process) and stores
+it, so that ``dlbench bench`` can report each cell's share of it.
 """
 from __future__ import annotations
 
@@ -12,15 +14,26 @@ HELP = "show this machine's fingerprint (CPU, memory, GPUs, Ascend, library vers
 
 def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--peak", action="store_true",
+                   help="also measure the GEMM peak (GFLOP/s) of each device and store it")
+    p.add_argument("--peak-seconds", type=float, default=2.0,
+                   help="seconds per device and precision for --peak (default 2)")
+    p.add_argument("--db", default=None, help="results database for --peak (default $DLBENCH_DB "
+                                              "or results/dlbench.sqlite)")
 
 
 def run(args) -> int:
     from harness.fingerprint import fingerprint
 
     fp = fingerprint()
+    peaks = _peaks(args) if args.peak else None
     if args.json:
+        if peaks is not None:
+            fp = dict(fp, peak=[{"device": r["device"], "precision": r["precision"],
+                                 "status": r["status"], "error": r["error"], **r["metrics"],
+                                 "library": r["context"]["library"]} for r in peaks])
         print(json.dumps(fp, indent=2, sort_keys=True))
-        return 0
+        return 0 if not peaks or all(r["status"] == "ok" for r in peaks) else 1
     c = fp["cpu"]
     lines = [
         f"machine id      {fp['machine_id']}",
@@ -36,5 +49,21 @@ def run(args) -> int:
         f"dlbench         {fp['dlbench']}" + (f" ({fp['git_commit']})" if fp["git_commit"] else ""),
     ]
     lines += [f"{name:<15} {ver}" for name, ver in sorted(fp["versions"].items())]
+    for r in peaks or []:
+        if r["status"] == "ok":
+            lines.append(f"peak GEMM       {r['device']} {r['precision']}: "
+                         f"{r['metrics']['gflops']:.1f} GFLOP/s ({r['context']['library']}, "
+                         f"n={r['metrics']['n']}, {r['intra_op_threads']} threads)")
+        else:
+            lines.append(f"peak GEMM       {r['device']}: FAILED: {r['error']}")
     print("\n".join(lines))
-    return 0
+    return 0 if not peaks or all(r["status"] == "ok" for r in peaks) else 1
+
+
+def _peaks(args):
+    from harness.bench.peak import measure_peaks
+    from harness.errors import UserError
+
+    if args.peak_seconds <= 0:
+        raise UserError("--peak-seconds must be positive")
+    return measure_peaks(args.db, args.peak_seconds)

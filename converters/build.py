@@ -1,0 +1,226 @@
+"""``dlbench build`` as a Python API: fp32 ONNX -> INT8 / FP16 ONNX or a TensorRT engine, verified.
+
+The source model is checked first (a corrupt file, an operator ONNX Runtime
+lacks: exit 2 before any work), its outputs on the fixed verification inputs
+are computed with ONNX Runtime (the fp32 reference), the hop writes the
+artifact into a staging directory, the artifact runs on the same inputs (ONNX
+Runtime for ONNX, the TensorRT cell for engines), and the verifier judges it
+with the tolerance of the artifact's precision.  Then the file is renamed into
+place and stored as verified or unverified.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from converters import onnx_io, records, verify
+from converters.base import BuildOptions, build_hop
+from harness import __version__
+from harness.atomic import check_can_create, write_json
+from harness.context import new_run_id, now_iso
+from harness.errors import UserError
+from harness.results import ResultStore
+from harness.threads import ThreadConfig, in_force
+
+
+@dataclass
+class BuildRequest:
+    source: str
+    to: str
+    out: str | None = None
+    options: BuildOptions = field(default_factory=BuildOptions)
+    precision: str | None = None          # tensorrt only; None: the model's own or fp32
+    verify_batch_sizes: tuple[int, ...] | None = None
+    seed: int = verify.VERIFY_SEED
+    threads: int | None = None
+    db: str | None = None
+    json_path: str | None = None
+    timeout: float | None = None
+    argv: list[str] | None = None
+
+
+@dataclass
+class _Plan:
+    hop: Any
+    source: Path
+    summary: Any
+    out: Path
+    options: BuildOptions
+    batch_sizes: tuple[int, ...]
+    precision: str
+
+
+def plan(req: BuildRequest) -> _Plan:
+    hop = build_hop(req.to)
+    opts = req.options
+    if req.to == "tensorrt":
+        opts.precision = req.precision or opts.precision
+    elif req.precision not in (None, hop.precision):
+        raise UserError(f"--precision {req.precision}: --to {req.to} makes {hop.precision} models")
+    opts.batch_sizes = verify.parse_batch_sizes(opts.batch_sizes)
+    for flag, value in (("--workspace-mb", opts.workspace_mb), ("--calib-size", opts.calib_size),
+                        ("--calib-batch", opts.calib_batch)):
+        if value < 1:
+            raise UserError(f"{flag} must be at least 1, got {value}")
+    if req.threads is not None and req.threads < 1:
+        raise UserError(f"--threads must be at least 1, got {req.threads}")
+    if req.timeout is not None and req.timeout <= 0:
+        raise UserError("--timeout must be positive")
+    # A machine that cannot run the hop at all says so first (no GPU, no TensorRT).
+    hop.check_available(opts)
+    source = Path(req.source)
+    model = onnx_io.load(source)
+    summary = onnx_io.summarize(model)
+    onnx_io.session(source)
+    if req.to != "tensorrt" and summary.precision != "fp32":
+        raise UserError(f"{source}: is already a {summary.precision} model; build from the "
+                        f"fp32 ONNX file")
+    precision = hop.output_precision(opts)
+    if req.to == "tensorrt" and summary.precision != "fp32":
+        if req.precision not in (None, summary.precision):
+            raise UserError(f"--precision {req.precision}: {source} is a {summary.precision} "
+                            f"model, and TensorRT builds it in its own precision")
+        opts.precision = precision = summary.precision
+    chw, _ = verify.image_shape_of(summary, str(source))
+    if opts.calib_data:
+        from converters.onnx_to_int8 import read_calibration_file
+
+        read_calibration_file(opts.calib_data, chw)
+    batch_sizes = verify.parse_batch_sizes(req.verify_batch_sizes)
+    if req.to == "tensorrt":
+        from converters.onnx_to_tensorrt import profile_of
+
+        lo, _, hi = profile_of(opts.batch_sizes)
+        inside = tuple(b for b in batch_sizes if lo <= b <= hi)
+        batch_sizes = inside if len(inside) >= 2 else tuple(dict.fromkeys((lo, hi)))
+    out = Path(req.out) if req.out else hop.default_out(source, opts)
+    if out.resolve() == source.resolve():
+        raise UserError(f"--out {out}: would overwrite the source model")
+    check_can_create(out)
+    for extra in (opts.timing_cache, opts.calib_cache, req.json_path):
+        if extra:
+            check_can_create(extra)
+    # The TensorRT cell runs in a scratch directory: it needs absolute paths.
+    for name in ("timing_cache", "calib_cache", "calib_data"):
+        if getattr(opts, name):
+            setattr(opts, name, str(Path(getattr(opts, name)).resolve()))
+    ResultStore(req.db).check_writable()
+    return _Plan(hop, source, summary, out, opts, batch_sizes, precision)
+
+
+def build(req: BuildRequest) -> dict[str, Any]:
+    """Build and verify one artifact; return its ``convert`` record."""
+    p = plan(req)
+    threads = ThreadConfig.default(req.threads)
+    env = threads.environment()
+    source_sha = onnx_io.sha256(p.source)
+    meta = p.summary.metadata
+    identity = {"hop": p.hop.name, "source_sha256": source_sha, "options": p.options.to_dict(),
+                "batch_sizes": list(p.batch_sizes), "seed": req.seed}
+    device = "gpu" if req.to == "tensorrt" else "cpu"
+    record = records.new_record("convert", run_id=new_run_id(), identity=identity,
+                                started=now_iso(), argv=req.argv, device=device)
+    fmt = "tensorrt" if req.to == "tensorrt" else "onnx"
+    record.update({"model": meta.get("model"), "framework": meta.get("framework"),
+                   "backend": fmt, "precision": p.precision,
+                   "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
+    record["context"].update({
+        "hop": p.hop.name, "options": p.options.to_dict(), "thread_environment": in_force(env),
+        "source": {"path": str(p.source.resolve()), "sha256": source_sha,
+                   "precision": p.summary.precision, "node_count": p.summary.node_count},
+        "artifact": {"path": str(p.out.resolve()), "format": fmt}})
+    start = time.perf_counter()
+    verify_start = time.perf_counter()
+    inputs = verify.inputs_for_onnx(p.summary, p.batch_sizes, req.seed, str(p.source))
+    reference = verify.onnx_outputs(p.source, inputs, threads=threads.intra_op)
+    reference_s = time.perf_counter() - verify_start
+    p.out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{p.out.name}.", suffix=".partial",
+                                  dir=p.out.parent)).resolve()
+    try:
+        staged = stage / p.out.name
+        convert_start = time.perf_counter()
+        candidate = None
+        if req.to == "tensorrt":
+            from converters.onnx_to_tensorrt import BuildFailed
+
+            try:
+                info = p.hop.build(p.source, staged, p.options, batches=inputs,
+                                   model_precision=p.summary.precision, timeout=req.timeout,
+                                   env=env)
+            except BuildFailed as exc:
+                record["context"].update(traceback=exc.outcome.traceback,
+                                         log_tail=exc.outcome.log_tail)
+                return _stored(req, records.finish(record, None, error=str(exc)), None, start)
+            candidate = info.pop("outputs")
+            sidecar = {**info["sidecar"], "model": meta.get("model"),
+                       "framework": meta.get("framework"),
+                       "source": {"path": str(p.source.resolve()), "sha256": source_sha},
+                       "dlbench_version": __version__, "created_at": now_iso()}
+            record["backend_version"] = f"tensorrt {sidecar['tensorrt_version']}"
+            record["context"]["build"] = sidecar
+            convert_s = info["build_s"]
+        else:
+            info = p.hop.build(p.source, staged, p.options)
+            convert_s = time.perf_counter() - convert_start
+            try:
+                summary = _finish_onnx(staged, p, source_sha)
+            except UserError as exc:
+                return _stored(req, records.finish(record, None, error=str(exc)), None, start)
+            record["context"]["onnx"] = summary.to_dict()
+            record["metrics"].update(node_count=summary.node_count, op_counts=summary.op_counts)
+            import onnxruntime
+            record["backend_version"] = f"onnxruntime {onnxruntime.__version__}"
+        record["context"]["build_info"] = {k: v for k, v in info.items() if k != "sidecar"}
+        verify_start = time.perf_counter()
+        if candidate is None:
+            try:
+                candidate = verify.onnx_outputs(staged, inputs, threads=threads.intra_op)
+            except UserError as exc:
+                return _stored(req, records.finish(record, None, error=str(exc)), None, start)
+        verdict = verify.compare(reference, candidate, verify.tolerance(p.precision),
+                                 p.batch_sizes, req.seed)
+        verify_s = reference_s + time.perf_counter() - verify_start + info.get("candidate_s", 0.0)
+        onnx_io.publish_mode(staged)
+        staged.replace(p.out)
+        sha = onnx_io.sha256(p.out)
+        if req.to == "tensorrt":
+            from converters.tensorrt_runtime import sidecar_path
+
+            sidecar["sha256"] = sha
+            sidecar["verified"] = verdict.ok
+            write_json(sidecar_path(p.out), sidecar)
+        record["context"]["artifact"]["sha256"] = sha
+        record["metrics"].update({"convert_s": convert_s, "verify_s": verify_s,
+                                  "file_size_bytes": p.out.stat().st_size})
+        artifact = records.artifact_row(p.out, sha, fmt, p.precision, model=meta.get("model"),
+                                        framework=meta.get("framework"), hop=p.hop.name,
+                                        source_path=p.source, source_sha256=source_sha)
+        return _stored(req, records.finish(record, verdict), artifact, start)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _stored(req: BuildRequest, record, artifact, start) -> dict[str, Any]:
+    record["duration_s"] = time.perf_counter() - start
+    records.store(req.db, record, artifact)
+    if req.json_path:
+        write_json(req.json_path, [record])
+    return record
+
+
+def _finish_onnx(path: Path, p: _Plan, source_sha: str):
+    """Check the hop's ONNX output, make ONNX Runtime able to read it, label it."""
+    m = onnx_io.load(path, label=p.out)
+    onnx_io.lower_ir_version(m, p.out)
+    meta = dict(p.summary.metadata)
+    meta.update({"hop": p.hop.name, "precision": p.precision, "source": p.source.name,
+                 "source_sha256": source_sha, "dlbench_version": __version__})
+    onnx_io.set_metadata(m, meta)
+    onnx_io.check_model(m, p.out)
+    onnx_io.save(m, path)
+    return onnx_io.summarize(m)

@@ -1,0 +1,480 @@
+"""Reading, checking, normalizing and writing ONNX files.
+
+Every hop that reads or writes ONNX goes through here, so a bad file is
+refused the same way everywhere: missing, empty, a text file, a truncated or
+corrupt protobuf, a graph the checker rejects, an operator no runtime knows —
+each is one ``UserError`` line naming the file and the reason.
+
+Two things here exist because of the installed versions, not taste:
+
+* onnx >= 1.23 stamps IR version 14 on every model it builds, and ONNX
+  Runtime 1.31 refuses anything above 13.  ``lower_ir_version`` lowers the IR
+  version to what the installed ONNX Runtime reads (asked of ONNX Runtime
+  itself, once per process), but only when nothing in the file needs the
+  newer IR: the opsets' minimum IR and the element types (IR 9 added float8,
+  10 int4, 11 float4, 12 float8e8m0, 13 int2, 14 float6) are checked first,
+  and a file that cannot be lowered is refused with that reason.
+* The exporters disagree on names and on the batch dimension (MindSpore
+  ignores ``dynamic_axes``; tf2onnx calls the batch ``unk__401``).
+  ``normalize_io`` makes every exported file look the same: one input
+  ``input`` (NCHW float32), one output ``logits``, batch dimension ``batch``.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserError
+
+INPUT_NAME = "input"
+OUTPUT_NAME = "logits"
+BATCH_DIM = "batch"
+# Keys dlbench writes into an ONNX file's metadata_props (they change nothing it computes).
+META_PREFIX = "dlbench."
+
+# IR version that introduced each element type (onnx.proto's IR_VERSION history).
+_TYPE_IR = {17: 9, 18: 9, 19: 9, 20: 9, 21: 10, 22: 10, 23: 11, 24: 12, 25: 13, 26: 13,
+            27: 14, 28: 14}
+# Ops whose presence means the graph computes in int8 (static QDQ, QOperator, dynamic).
+INT8_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv",
+            "QLinearMatMul", "QLinearAdd", "QLinearMul", "ConvInteger", "MatMulInteger",
+            "DynamicQuantizeMatMul", "DynamicQuantizeLSTM", "QAttention", "QGemm"}
+
+
+def onnx():
+    """The onnx module, or a UserError saying how to install it."""
+    try:
+        import onnx as mod
+    except ImportError:
+        raise UserError("onnx is not installed: pip install 'dlbench[onnx]'") from None
+    return mod
+
+
+def ort():
+    try:
+        import onnxruntime as mod
+    except ImportError:
+        raise UserError("onnxruntime is not installed: pip install 'dlbench[onnx]'") from None
+    return mod
+
+
+def sha256(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _looks_like_text(head: bytes) -> bool:
+    """A serialized ModelProto is binary; a text file is printable UTF-8 without NULs."""
+    if not head or b"\x00" in head:
+        return False
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    printable = sum(ch.isprintable() or ch in "\r\n\t" for ch in text)
+    return printable >= 0.95 * len(text)
+
+
+def check_readable(path: str | os.PathLike, what: str = "ONNX model") -> Path:
+    """The file exists, is a file, is not empty and is not a text file."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, not an {what}")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if not head:
+        raise UserError(f"{path}: the file is empty, not an {what}")
+    if _looks_like_text(head):
+        raise UserError(f"{path}: is a text file, not an {what} (a binary protobuf)")
+    return path
+
+
+def load(path: str | os.PathLike, *, check: bool = True, label: str | os.PathLike | None = None):
+    """Load and (by default) check an ONNX file; every failure is one UserError line.
+
+    ``label`` is the name errors use (a staged file's final name).
+    """
+    name = label or path
+    path = check_readable(path)
+    onnx_mod = onnx()
+    try:
+        model = onnx_mod.load(str(path))
+    except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError, RuntimeError, ...
+        raise UserError(f"{name}: not a readable ONNX model, the file is corrupt or truncated "
+                        f"({_first_line(exc)})") from None
+    if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
+        raise UserError(f"{name}: not an ONNX model (no graph in it; corrupt or truncated?)")
+    if check:
+        check_model(model, name)
+    return model
+
+
+def _subgraph_inputs(node) -> set[str]:
+    """Outer-scope names a node's subgraphs (If/Loop/Scan bodies) read."""
+    names: set[str] = set()
+    for attr in node.attribute:
+        graphs = ([attr.g] if attr.HasField("g") else []) + list(attr.graphs)
+        for g in graphs:
+            local = {i.name for i in g.input} | {t.name for t in g.initializer}
+            for n in g.node:
+                local.update(n.output)
+            for n in g.node:
+                names.update(i for i in n.input if i and i not in local)
+                names.update(_subgraph_inputs(n) - local)
+    return names
+
+
+def toposort(model) -> None:
+    """Sort ``model.graph.node`` so every node follows its producers (Kahn's algorithm).
+
+    Some converters append the nodes they insert (float16 casts) at the end;
+    ONNX Runtime sorts on load, but the checker rightly refuses such a graph.
+    """
+    g = model.graph
+    nodes = list(g.node)
+    producer = {out: i for i, n in enumerate(nodes) for out in n.output if out}
+    deps = []
+    for n in nodes:
+        wanted = {i for i in n.input if i} | _subgraph_inputs(n)
+        deps.append({producer[i] for i in wanted if i in producer})
+    users: dict[int, list[int]] = {i: [] for i in range(len(nodes))}
+    for i, d in enumerate(deps):
+        for j in d:
+            users[j].append(i)
+    remaining = [len(d) for d in deps]
+    ready = [i for i, r in enumerate(remaining) if r == 0]
+    order = []
+    while ready:
+        i = ready.pop(0)
+        order.append(i)
+        for u in users[i]:
+            remaining[u] -= 1
+            if remaining[u] == 0:
+                ready.append(u)
+    if len(order) != len(nodes):
+        raise UserError("the graph has a cycle; it is not a valid ONNX model")
+    del g.node[:]
+    g.node.extend(nodes[i] for i in order)
+
+
+def check_model(model, path: str | os.PathLike) -> None:
+    """``onnx.checker`` with strict shape inference, errors turned into one line."""
+    onnx_mod = onnx()
+    try:
+        onnx_mod.checker.check_model(model, full_check=True)
+    except Exception as exc:  # noqa: BLE001 - ValidationError, InferenceError
+        msg = _first_line(exc)
+        unknown = re.search(r"No (?:Op|Schema) registered for (\w+) with domain_version of (\d+)",
+                            str(exc))
+        if unknown:
+            raise UserError(f"{path}: uses operator {unknown.group(1)}, which no ONNX opset "
+                            f"defines (opset {unknown.group(2)}): no runtime can run it") from None
+        raise UserError(f"{path}: not a valid ONNX model ({msg})") from None
+
+
+@functools.lru_cache(maxsize=1)
+def ort_max_ir_version() -> int:
+    """The highest IR version the installed ONNX Runtime loads, asked of ONNX Runtime.
+
+    It has no API for this, so a one-node model is offered at decreasing IR
+    versions (a few milliseconds, once per process); its refusal message,
+    when it names the maximum, short-cuts the search.
+    """
+    onnx_mod, rt = onnx(), ort()
+    helper = onnx_mod.helper
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
+                              [helper.make_tensor_value_info("x", onnx_mod.TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", onnx_mod.TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    version = onnx_mod.IR_VERSION
+    while version >= 7:
+        model.ir_version = version
+        try:
+            rt.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+            return version
+        except Exception as exc:  # noqa: BLE001
+            said = re.search(r"max supported IR version:\s*(\d+)", str(exc))
+            version = int(said.group(1)) if said and int(said.group(1)) < version else version - 1
+    return 7
+
+
+def _element_types(model) -> set[int]:
+    types: set[int] = set()
+    g = model.graph
+    for t in g.initializer:
+        types.add(t.data_type)
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        if vi.type.HasField("tensor_type"):
+            types.add(vi.type.tensor_type.elem_type)
+    for node in g.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                types.add(attr.t.data_type)
+            if attr.name == "to":
+                types.add(attr.i)
+    return types
+
+
+def required_ir_version(model) -> tuple[int, str]:
+    """(minimum IR version the model's content needs, what needs it)."""
+    onnx_mod = onnx()
+    need, why = 3, "the format"
+    opset_ir = onnx_mod.helper.find_min_ir_version_for(list(model.opset_import),
+                                                       ignore_unknown=True)
+    if opset_ir > need:
+        opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
+        need, why = opset_ir, f"opset {opsets}"
+    for t in _element_types(model):
+        if _TYPE_IR.get(t, 0) > need:
+            need = _TYPE_IR[t]
+            why = f"element type {onnx_mod.TensorProto.DataType.Name(t)}"
+    if model.functions and need < 8:
+        need, why = 8, "model-local functions"
+    return need, why
+
+
+def lower_ir_version(model, path: str | os.PathLike = "model") -> tuple[int, int]:
+    """Lower ``model.ir_version`` to what ONNX Runtime reads; return (before, after).
+
+    Raises UserError when the content needs a newer IR than ONNX Runtime
+    reads: such a file cannot run here, and pretending otherwise would only
+    move the failure into the benchmark.
+    """
+    before = model.ir_version
+    limit = ort_max_ir_version()
+    if before <= limit:
+        return before, before
+    need, why = required_ir_version(model)
+    if need > limit:
+        raise UserError(f"{path}: needs ONNX IR version {need} ({why}), and the installed "
+                        f"onnxruntime reads at most IR {limit}: upgrade onnxruntime")
+    model.ir_version = max(need, min(before, limit))
+    return before, model.ir_version
+
+
+def normalize_io(model, *, input_name: str = INPUT_NAME, output_name: str = OUTPUT_NAME,
+                 dynamic_batch: bool = True) -> dict[str, str]:
+    """One input and one output, renamed and with a named (or fixed) batch dimension.
+
+    Returns the renames applied.  Stale intermediate shapes are dropped and
+    inferred again by the caller (``infer_shapes``), since a batch that was
+    fixed at 1 in the exporter's trace may be baked into them.
+    """
+    g = model.graph
+    inits = {t.name for t in g.initializer}
+    inputs = [i for i in g.input if i.name not in inits]
+    if len(inputs) != 1 or len(g.output) != 1:
+        raise UserError(f"expected one input and one output, the exporter wrote "
+                        f"{len(inputs)} inputs and {len(g.output)} outputs")
+    renames = {}
+    for vi, new in ((inputs[0], input_name), (g.output[0], output_name)):
+        old = vi.name
+        if old != new:
+            renames[old] = new
+            vi.name = new
+    for node in g.node:
+        node.input[:] = [renames.get(n, n) for n in node.input]
+        node.output[:] = [renames.get(n, n) for n in node.output]
+    for vi in (inputs[0], g.output[0]):
+        dims = vi.type.tensor_type.shape.dim
+        if len(dims):
+            if dynamic_batch:
+                dims[0].Clear()
+                dims[0].dim_param = BATCH_DIM
+            elif not dims[0].HasField("dim_value"):
+                raise UserError(f"{vi.name}: static batch asked, but the exporter left the "
+                                f"batch dimension symbolic")
+    del g.value_info[:]
+    return renames
+
+
+def infer_shapes(model, path: str | os.PathLike = "model"):
+    onnx_mod = onnx()
+    try:
+        return onnx_mod.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+    except Exception as exc:  # noqa: BLE001
+        raise UserError(f"{path}: shape inference fails ({_first_line(exc)})") from None
+
+
+def set_metadata(model, meta: dict[str, Any]) -> None:
+    """Write ``dlbench.*`` metadata_props (replacing earlier values of the same keys)."""
+    keep = [p for p in model.metadata_props if not any(p.key == META_PREFIX + k for k in meta)]
+    del model.metadata_props[:]
+    model.metadata_props.extend(keep)
+    for key, value in meta.items():
+        if value is None:
+            continue
+        prop = model.metadata_props.add()
+        prop.key, prop.value = META_PREFIX + key, str(value)
+
+
+def metadata(model) -> dict[str, str]:
+    return {p.key[len(META_PREFIX):]: p.value for p in model.metadata_props
+            if p.key.startswith(META_PREFIX)}
+
+
+def publish_mode(path: str | os.PathLike) -> None:
+    """Give a finished artifact the permissions a normally created file gets.
+
+    Temporary files are created 0600 and MindSpore writes its files 0400; an
+    artifact is meant to be read by whoever benchmarks it.
+    """
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, 0o666 & ~mask)
+
+
+def save(model, path: str | os.PathLike) -> Path:
+    """Write atomically (temp file, then rename): a crash never leaves half a model."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        onnx().save(model, tmp)
+        publish_mode(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+@dataclass
+class TensorDesc:
+    name: str
+    dtype: str               # numpy dtype name
+    shape: list[Any]         # ints, or the symbolic name of a dynamic dimension
+
+    @property
+    def batch_dynamic(self) -> bool:
+        return bool(self.shape) and not isinstance(self.shape[0], int)
+
+
+@dataclass
+class Summary:
+    """What a report, a record and the verifier need to know about an ONNX file."""
+    inputs: list[TensorDesc]
+    outputs: list[TensorDesc]
+    node_count: int
+    op_counts: dict[str, int]
+    opsets: dict[str, int]
+    ir_version: int
+    precision: str
+    producer: str
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"inputs": [vars(t) for t in self.inputs], "outputs": [vars(t) for t in self.outputs],
+                "node_count": self.node_count, "op_counts": self.op_counts, "opsets": self.opsets,
+                "ir_version": self.ir_version, "precision": self.precision,
+                "producer": self.producer, "metadata": self.metadata}
+
+
+def _desc(vi) -> TensorDesc:
+    onnx_mod = onnx()
+    tt = vi.type.tensor_type
+    try:
+        dtype = onnx_mod.helper.tensor_dtype_to_np_dtype(tt.elem_type).name
+    except Exception:  # noqa: BLE001 - types numpy lacks
+        dtype = onnx_mod.TensorProto.DataType.Name(tt.elem_type).lower()
+    shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim]
+    return TensorDesc(vi.name, dtype, shape)
+
+
+def precision_of(model) -> str:
+    """The graph's own precision: int8 if it quantizes, else the float type that holds
+    most weight elements (fp16, bf16, fp64), else the inputs' float type, else fp32."""
+    onnx_mod = onnx()
+    ops = {n.op_type for n in model.graph.node}
+    if ops & INT8_OPS:
+        return "int8"
+    floats = {onnx_mod.TensorProto.FLOAT: "fp32", onnx_mod.TensorProto.FLOAT16: "fp16",
+              onnx_mod.TensorProto.BFLOAT16: "bf16", onnx_mod.TensorProto.DOUBLE: "fp64"}
+    weighted: dict[str, int] = {}
+    for init in model.graph.initializer:
+        if init.data_type in floats:
+            n = 1
+            for d in init.dims:
+                n *= d
+            weighted[floats[init.data_type]] = weighted.get(floats[init.data_type], 0) + n
+    if weighted:
+        return max(weighted, key=weighted.get)
+    inits = {t.name for t in model.graph.initializer}
+    for vi in model.graph.input:
+        if vi.name not in inits and vi.type.tensor_type.elem_type in (
+                onnx_mod.TensorProto.FLOAT16, onnx_mod.TensorProto.BFLOAT16):
+            return floats[vi.type.tensor_type.elem_type]
+    return "fp32"
+
+
+def summarize(model) -> Summary:
+    g = model.graph
+    inits = {t.name for t in g.initializer}
+    counts: dict[str, int] = {}
+    for n in g.node:
+        counts[n.op_type] = counts.get(n.op_type, 0) + 1
+    producer = f"{model.producer_name} {model.producer_version}".strip()
+    return Summary(
+        inputs=[_desc(i) for i in g.input if i.name not in inits],
+        outputs=[_desc(o) for o in g.output],
+        node_count=len(g.node), op_counts=dict(sorted(counts.items())),
+        opsets={o.domain or "ai.onnx": o.version for o in model.opset_import},
+        ir_version=model.ir_version, precision=precision_of(model), producer=producer,
+        metadata=metadata(model))
+
+
+def session(path: str | os.PathLike, *, threads: int | None = None):
+    """An ONNX Runtime CPU session; a graph it cannot run is one UserError line.
+
+    Logging is kept to errors: ORT warns on every run when an exporter wrote a
+    fixed output shape that a dynamic batch overrides.
+    """
+    rt = ort()
+    opts = rt.SessionOptions()
+    opts.log_severity_level = 3
+    if threads:
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+    try:
+        sess = rt.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001 - Fail, InvalidGraph, NotImplemented, ...
+        text = str(exc)
+        op = (re.search(r"Could not find an implementation for (\S+?)\(\d+\)", text)
+              or re.search(r"(\S+) is not a registered function/op", text)
+              or re.search(r"No opset import for domain '([^']+)'", text))
+        if op:
+            name = re.sub(r"\(-?\d+\)$", "", op.group(1))
+            raise UserError(f"{path}: operator {name} has no implementation in "
+                            f"onnxruntime {rt.__version__} (CPU): no runtime here can run it") from None
+        ir = re.search(r"Unsupported model IR version: (\d+), max supported IR version: (\d+)", text)
+        if ir:
+            raise UserError(f"{path}: has ONNX IR version {ir.group(1)}, and onnxruntime "
+                            f"{rt.__version__} reads at most {ir.group(2)} (onnx >= 1.23 writes 14 "
+                            f"by default): re-save it with ir_version {ir.group(2)} or lower") from None
+        said = text.split(":", 3)[-1].strip() if "ONNXRuntimeError" in text else _first_line(exc)
+        raise UserError(f"{path}: onnxruntime {rt.__version__} cannot load it "
+                        f"({said.splitlines()[0][:300]})") from None
+    if "CPUExecutionProvider" not in sess.get_providers():
+        raise UserError(f"{path}: onnxruntime ran it on {sess.get_providers()}, not the CPU")
+    return sess

@@ -1,0 +1,155 @@
+"""ONNX (fp32) -> INT8 ONNX with ONNX Runtime's quantization tools.
+
+Static quantization (the default) is the recipe for CNNs:
+
+1. ``quant_pre_process`` — symbolic shape inference and ONNX Runtime's graph
+   optimizations (BatchNorm folded into Conv, constants folded), so that
+   quantization sees the graph the runtime will run;
+2. calibration over a representative set — ``--calib-data FILE.npz`` (array
+   ``x``, N×C×H×W float32) or synthetic class-pattern images from
+   ``CALIB_SEED``, a seed the verifier never uses, so the verdict is on inputs
+   calibration never saw; MinMax ranges;
+3. ``quantize_static`` to QDQ format, weights int8 per output channel.
+
+Two flavours of Q/DQ, because two consumers want different ones
+(``--target``):
+
+* ``cpu`` (default): activations uint8 (asymmetric), weights int8
+  (symmetric).  ONNX Runtime's CPU kernels fuse each DequantizeLinear →
+  Conv → QuantizeLinear into a u8×s8 QLinearConv, the combination x86's
+  VNNI instructions (vpdpbusd) multiply natively;
+* ``tensorrt``: activations and weights both int8 and symmetric (zero point
+  0), the only Q/DQ TensorRT accepts (used by the TensorRT hop's strongly
+  typed path).
+
+Dynamic quantization (``--dynamic``) quantizes weights ahead of time and
+activations per batch at run time (no calibration): the usual choice for
+LSTM and Transformer models, whose activation ranges vary by input.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from converters import onnx_io, verify
+from converters.base import BuildHop, BuildOptions
+from harness.errors import UserError
+
+TARGETS = ("cpu", "tensorrt")
+
+
+def _quantization():
+    try:
+        from onnxruntime import quantization
+        from onnxruntime.quantization.shape_inference import quant_pre_process
+    except ImportError:
+        raise UserError("onnxruntime is not installed: pip install 'dlbench[onnx]'") from None
+    return quantization, quant_pre_process
+
+
+def read_calibration_file(path: str | Path, chw: tuple[int, ...]) -> np.ndarray:
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"--calib-data {path}: no such file")
+    try:
+        with np.load(path) as data:
+            if "x" not in data.files:
+                raise UserError(f"--calib-data {path}: no array 'x' in it (has "
+                                f"{', '.join(data.files) or 'nothing'})")
+            x = np.asarray(data["x"], dtype=np.float32)
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - zipfile/pickle errors of a bad file
+        raise UserError(f"--calib-data {path}: not a readable .npz file ({exc})") from None
+    if x.ndim != 4 or tuple(x.shape[1:]) != tuple(chw):
+        raise UserError(f"--calib-data {path}: x is {list(x.shape)}, the model takes "
+                        f"N×{'×'.join(map(str, chw))}")
+    if len(x) == 0:
+        raise UserError(f"--calib-data {path}: x holds no samples")
+    return x
+
+
+def calibration_batches(source: str | Path, options: BuildOptions) -> list[np.ndarray]:
+    """The calibration set in batches of ``calib_batch``: from the file, or synthetic."""
+    summary = onnx_io.summarize(onnx_io.load(source, check=False))
+    chw, classes = verify.image_shape_of(summary, str(source))
+    batch = max(1, int(options.calib_batch))
+    if options.calib_data:
+        x = read_calibration_file(options.calib_data, chw)
+        return [x[i:i + batch] for i in range(0, len(x), batch)]
+    if options.calib_size < 1:
+        raise UserError(f"--calib-size must be at least 1, got {options.calib_size}")
+    n = -(-int(options.calib_size) // batch)
+    return verify.image_stream(chw, classes, batch, n, seed=verify.CALIB_SEED)
+
+
+class _Reader:
+    """ONNX Runtime's CalibrationDataReader protocol over prepared batches."""
+
+    def __init__(self, name: str, batches: list[np.ndarray]):
+        self.name, self.batches, self.index = name, batches, 0
+
+    def get_next(self):
+        if self.index >= len(self.batches):
+            return None
+        self.index += 1
+        return {self.name: self.batches[self.index - 1]}
+
+    def rewind(self):
+        self.index = 0
+
+
+class OnnxToInt8(BuildHop):
+    name = "onnx->int8"
+    targets = ("int8",)
+    precision = "int8"
+    suffix = ".int8.onnx"
+
+    def check_available(self, options: BuildOptions) -> None:
+        _quantization()
+        if options.target not in TARGETS:
+            raise UserError(f"--target {options.target}: choose from {', '.join(TARGETS)}")
+
+    def build(self, source: Path, out: Path, options: BuildOptions, **_: Any) -> dict[str, Any]:
+        quant, pre_process = _quantization()
+        import onnxruntime
+
+        info: dict[str, Any] = {"tool": f"onnxruntime {onnxruntime.__version__} quantization"}
+        with tempfile.TemporaryDirectory(prefix="dlbench-int8-") as tmp:
+            pre = Path(tmp, "pre.onnx")
+            pre_process(str(source), str(pre))
+            info["quant_pre_process"] = True
+            if options.dynamic:
+                quant.quantize_dynamic(str(pre), str(out), per_channel=options.per_channel,
+                                       weight_type=quant.QuantType.QInt8)
+                info["recipe"] = {"mode": "dynamic", "weights": "int8",
+                                  "per_channel": options.per_channel,
+                                  "activations": "uint8, quantized per batch at run time"}
+                return info
+            batches = calibration_batches(source, options)
+            name = onnx_io.summarize(onnx_io.load(pre, check=False)).inputs[0].name
+            symmetric = options.target == "tensorrt"
+            activation = quant.QuantType.QInt8 if symmetric else quant.QuantType.QUInt8
+            extra = {"ActivationSymmetric": symmetric, "WeightSymmetric": True}
+            quant.quantize_static(str(pre), str(out), _Reader(name, batches),
+                                  quant_format=quant.QuantFormat.QDQ,
+                                  per_channel=options.per_channel, reduce_range=False,
+                                  activation_type=activation, weight_type=quant.QuantType.QInt8,
+                                  calibrate_method=quant.CalibrationMethod.MinMax,
+                                  extra_options=extra)
+            info["recipe"] = {
+                "mode": "static", "format": "QDQ", "target": options.target,
+                "activations": "int8 symmetric" if symmetric else "uint8 asymmetric",
+                "weights": "int8 symmetric", "per_channel": options.per_channel,
+                "calibration_method": "MinMax", "reduce_range": False}
+            info["calibration"] = {
+                "source": str(options.calib_data) if options.calib_data
+                else f"synthetic (models.synthetic, seed {verify.CALIB_SEED})",
+                "samples": int(sum(len(b) for b in batches)), "batch": int(batches[0].shape[0])}
+        return info
+
+
+HOP = OnnxToInt8()

@@ -1,0 +1,358 @@
+"""ONNX -> serialized TensorRT engine, through the TensorRT Python API.
+
+The build runs in its own process (``harness.cell`` kind ``tensorrt``): a
+builder crash or a CUDA fault is that build's recorded failure, and the
+parent never imports TensorRT.  The same process then runs the new engine on
+the fixed verification batches, so the verifier compares it with the fp32
+ONNX model through ONNX Runtime.
+
+What a build uses, all recorded in the sidecar ``ENGINE.json``:
+
+* one optimization profile, min/opt/max batch from ``--batch-sizes`` (the
+  smallest, the middle and the largest given; the other dimensions are the
+  ONNX input's own, which must be fixed);
+* a workspace limit (``--workspace-mb``);
+* a timing cache file, loaded before and saved (merged) after each build, so
+  a second build of a similar network skips most tactic timing;
+* the precision, by one of two paths chosen from the installed TensorRT
+  (recorded as ``build_path``):
+
+  - ``weakly-typed-flags`` (TensorRT 10 with an fp32 ONNX model): builder
+    flags FP16 / INT8 / both for ``best``; INT8 calibrates with an
+    ``IInt8EntropyCalibrator2`` over the calibration set (``--calib-data`` or
+    synthetic images from a seed the verifier never uses), reading and
+    writing a calibration cache file so a rebuild skips calibration;
+  - ``strongly-typed`` (TensorRT 11, which removed those flags and the
+    calibrator, or any ONNX model that already carries its precision): the
+    network is created strongly typed and computes in the types of the ONNX
+    graph, so the build cell first converts an fp32 model with the ``fp16``
+    hop (float16 weights and compute, float32 I/O) or the ``int8`` hop in its
+    TensorRT flavour (symmetric signed int8 Q/DQ, the only kind TensorRT
+    accepts), and records which (``prepared_onnx``).  ``best`` needs weak
+    typing and is refused on TensorRT 11.
+
+The cell decides the path from ``tensorrt.__version__``, which only it can
+know for certain.
+
+fp32 engines clear the TF32 flag, so "fp32" means IEEE float32 and the fp32
+tolerance applies.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from converters import tensorrt_runtime as trt_rt
+from converters import verify
+from converters.base import BuildHop, BuildOptions
+from harness.errors import UserError
+
+PRECISIONS = ("fp32", "fp16", "int8", "best")
+
+
+def trt_major(version: str | None) -> int | None:
+    try:
+        return int(str(version).split(".")[0])
+    except (TypeError, ValueError):
+        return None
+
+
+def availability_problems() -> list[str]:
+    """Why TensorRT engines cannot be built here (empty: they can), without importing it."""
+    from harness.fingerprint import fingerprint
+    from harness.frameworks import is_installed
+
+    problems = []
+    if not fingerprint()["gpus"]:
+        problems.append("no NVIDIA GPU on this machine (nvidia-smi found none)")
+    if not is_installed("tensorrt"):
+        problems.append("tensorrt is not installed (pip install 'dlbench[tensorrt]')")
+    if not is_installed("cuda"):
+        problems.append("cuda-python is not installed (pip install 'dlbench[tensorrt]')")
+    return problems
+
+
+def profile_of(batch_sizes) -> tuple[int, int, int]:
+    sizes = sorted(set(int(b) for b in batch_sizes))
+    return sizes[0], sizes[len(sizes) // 2], sizes[-1]
+
+
+class OnnxToTensorRT(BuildHop):
+    name = "onnx->tensorrt"
+    targets = ("tensorrt",)
+
+    def check_available(self, options: BuildOptions) -> None:
+        if options.precision not in PRECISIONS:
+            raise UserError(f"--precision {options.precision}: choose from {', '.join(PRECISIONS)}")
+        problems = availability_problems()
+        if problems:
+            raise UserError("cannot build a TensorRT engine here: " + "; ".join(problems))
+        major = trt_major(trt_rt.tensorrt_version_here())
+        if major is not None and major >= 11 and options.precision == "best":
+            raise UserError("--precision best: TensorRT 11 builds strongly typed networks only "
+                            "and dropped the 'best' (weakly typed) mode; choose fp16 or int8")
+
+    def default_out(self, source: Path, options: BuildOptions) -> Path:
+        stem = source.name[:-5] if source.name.endswith(".onnx") else source.stem
+        return source.with_name(f"{stem}.{options.precision}.plan")
+
+    def output_precision(self, options: BuildOptions) -> str:
+        return options.precision
+
+    def build(self, source: Path, out: Path, options: BuildOptions, *, batches=None,
+              model_precision: str = "fp32", timeout: float | None = None,
+              env: dict[str, str] | None = None) -> dict[str, Any]:
+        """Build in a cell; returns the child's info with ``outputs`` (one dict per batch).
+
+        The child decides the build path: only it knows the TensorRT version
+        for certain (package metadata can be missing or name another wheel).
+        """
+        from harness.launcher import run_cell
+
+        with tempfile.TemporaryDirectory(prefix="dlbench-trt-") as tmp:
+            inputs = Path(tmp, "inputs.npz")
+            verify.save_batches(inputs, batches or [])
+            payload = {"onnx": str(Path(source).resolve()), "out": str(Path(out).resolve()),
+                       "options": options.to_dict(), "model_precision": model_precision,
+                       "inputs": str(inputs), "outputs": str(Path(tmp, "outputs.npz")),
+                       "scratch": str(Path(tmp).resolve())}
+            outcome = run_cell("tensorrt", payload, env=env, timeout=timeout)
+            if outcome.status == "usage_error":
+                raise UserError(outcome.error)
+            if not outcome.ok:
+                raise BuildFailed(outcome)
+            info = dict(outcome.result)
+            info["outputs"] = verify.load_outputs(payload["outputs"]) if batches else None
+            info["cell"] = {"wall_s": outcome.wall_s, "peak_rss_mb": outcome.peak_rss_mb}
+            return info
+
+
+def strongly_typed(trt_version: str, model_precision: str) -> bool:
+    """TensorRT 11 knows no other way; any version builds a typed model in its own types."""
+    major = trt_major(trt_version)
+    return model_precision != "fp32" or (major is not None and major >= 11)
+
+
+def prepare_typed_onnx(source: Path, scratch: Path, options: BuildOptions) -> tuple[Path, str]:
+    """For a strongly typed build of an fp32 model: the fp16 / int8 ONNX to build from."""
+    from converters import onnx_io
+
+    if options.precision == "fp16":
+        from converters.onnx_to_fp16 import HOP as fp16
+
+        out = scratch / "model.fp16.onnx"
+        fp16.build(source, out, BuildOptions(keep_io_types=True))
+        how = "float16 ONNX from the fp16 hop (float32 I/O)"
+    else:
+        from converters.onnx_to_int8 import HOP as int8
+
+        out = scratch / "model.int8.onnx"
+        int8.build(source, out, BuildOptions(**{**options.to_dict(), "target": "tensorrt",
+                                                "batch_sizes": tuple(options.batch_sizes)}))
+        how = "symmetric int8 Q/DQ ONNX from the int8 hop (target tensorrt)"
+    onnx_io.load(out)                # the intermediate must itself be a valid model
+    return out, how
+
+
+class BuildFailed(Exception):
+    """The build cell failed at run time; carries the launcher's outcome."""
+
+    def __init__(self, outcome):
+        super().__init__(outcome.error)
+        self.outcome = outcome
+
+
+# --- child side ---------------------------------------------------------------------------
+
+def _calibrator(trt, batches, cache_path: str | None, log: dict[str, Any]):
+    """An IInt8EntropyCalibrator2 feeding ``batches`` from one device buffer."""
+
+    class EntropyCalibrator(trt.IInt8EntropyCalibrator2):
+        def __init__(self):
+            trt.IInt8EntropyCalibrator2.__init__(self)
+            self.batches = batches
+            self.index = 0
+            self.buffer = trt_rt.DeviceBuffer(batches[0].nbytes) if batches else None
+
+        def get_batch_size(self):
+            return int(self.batches[0].shape[0]) if self.batches else 1
+
+        def get_batch(self, names):
+            if self.index >= len(self.batches):
+                return None
+            self.buffer.upload(self.batches[self.index])
+            self.index += 1
+            log["calibration_batches"] = self.index
+            return [self.buffer.ptr]
+
+        def read_calibration_cache(self):
+            if cache_path and os.path.isfile(cache_path):
+                log["calibration_cache"] = "reused"
+                with open(cache_path, "rb") as fh:
+                    return fh.read()
+            return None
+
+        def write_calibration_cache(self, cache):
+            if cache_path:
+                _write_bytes(cache_path, bytes(cache))
+                log["calibration_cache"] = log.get("calibration_cache") or "written"
+
+    return EntropyCalibrator()
+
+
+def _write_bytes(path: str | Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+def _parse(trt, network, logger, onnx_path: str):
+    parser = trt.OnnxParser(network, logger)
+    if not parser.parse_from_file(onnx_path):
+        errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
+        first = errors[0].strip().splitlines()[0] if errors else "unknown error"
+        raise UserError(f"TensorRT's ONNX parser rejects {onnx_path}: {first}")
+    return parser
+
+
+def build_engine(payload: dict[str, Any]) -> dict[str, Any]:
+    import tensorrt as trt
+
+    options = BuildOptions(**{**payload["options"],
+                              "batch_sizes": tuple(payload["options"]["batch_sizes"])})
+    strongly = strongly_typed(trt.__version__, payload["model_precision"])
+    if strongly and options.precision == "best":
+        raise UserError(f"--precision best: TensorRT {trt.__version__} builds this model strongly "
+                        f"typed, where 'best' (let the builder pick fp16/int8) does not exist; "
+                        f"choose fp16 or int8")
+    onnx_path, prepared = Path(payload["onnx"]), None
+    if strongly and payload["model_precision"] == "fp32" and options.precision != "fp32":
+        onnx_path, prepared = prepare_typed_onnx(onnx_path, Path(payload["scratch"]), options)
+    log: dict[str, Any] = {}
+    logger = trt.Logger(trt.Logger.WARNING)
+    builder = trt.Builder(logger)
+    flags = 0
+    if strongly:
+        flag = getattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
+        if flag is not None:            # TensorRT 11: always strongly typed, flag accepted
+            flags |= 1 << int(flag)
+    network = builder.create_network(flags)
+    # The parser owns the weights the network points to: it must outlive the build.
+    parser = _parse(trt, network, logger, str(onnx_path))
+    config = builder.create_builder_config()
+    config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(options.workspace_mb) << 20)
+
+    lo, opt, hi = profile_of(options.batch_sizes)
+    profile = builder.create_optimization_profile()
+    shapes = {}
+    for i in range(network.num_inputs):
+        tensor = network.get_input(i)
+        rest = list(tensor.shape)[1:]
+        if any(d < 0 for d in rest):
+            raise UserError(f"input {tensor.name!r} has dynamic non-batch dimensions "
+                            f"{list(tensor.shape)}; TensorRT needs them fixed")
+        shapes[tensor.name] = {"min": [lo, *rest], "opt": [opt, *rest], "max": [hi, *rest]}
+        profile.set_shape(tensor.name, shapes[tensor.name]["min"], shapes[tensor.name]["opt"],
+                          shapes[tensor.name]["max"])
+    config.add_optimization_profile(profile)
+
+    cache_path = options.timing_cache
+    cache_data = Path(cache_path).read_bytes() if cache_path and Path(cache_path).is_file() else b""
+    log["timing_cache"] = ("reused" if cache_data else "new") if cache_path else None
+    timing_cache = config.create_timing_cache(cache_data)
+    config.set_timing_cache(timing_cache, ignore_mismatch=False)
+
+    if options.precision == "fp32" and hasattr(trt.BuilderFlag, "TF32"):
+        config.clear_flag(trt.BuilderFlag.TF32)
+    if not strongly:
+        if options.precision in ("fp16", "best"):
+            config.set_flag(trt.BuilderFlag.FP16)
+        if options.precision in ("int8", "best"):
+            config.set_flag(trt.BuilderFlag.INT8)
+            from converters.onnx_to_int8 import calibration_batches
+
+            calib = calibration_batches(onnx_path, options)
+            # TensorRT's calibrator takes one batch size: a short last batch is dropped.
+            calib = [b for b in calib if b.shape[0] == calib[0].shape[0]]
+            log["calibration_samples"] = int(sum(b.shape[0] for b in calib))
+            config.int8_calibrator = _calibrator(trt, calib, options.calib_cache, log)
+            calib_profile = builder.create_optimization_profile()
+            for name, s in shapes.items():
+                fixed = [int(calib[0].shape[0]), *s["opt"][1:]]
+                calib_profile.set_shape(name, fixed, fixed, fixed)
+            config.set_calibration_profile(calib_profile)
+
+    start = time.perf_counter()
+    serialized = builder.build_serialized_network(network, config)
+    build_s = time.perf_counter() - start
+    del parser
+    if serialized is None:
+        raise RuntimeError("TensorRT could not build an engine (its log above says why)")
+    _write_bytes(payload["out"], bytes(serialized))
+    if cache_path:
+        _write_bytes(cache_path, bytes(memoryview(config.get_timing_cache().serialize())))
+
+    gpu = trt_rt.device_properties(0)
+    sidecar = {
+        "format": trt_rt.SIDECAR_FORMAT,
+        "tensorrt_version": trt.__version__,
+        "gpu": gpu,
+        "precision": options.precision,
+        "model_precision": payload["model_precision"],
+        "build_path": "strongly-typed" if strongly else "weakly-typed-flags",
+        "prepared_onnx": prepared,
+        "profile": shapes,
+        "workspace_mb": options.workspace_mb,
+        "timing_cache": cache_path,
+        "calibration_cache": options.calib_cache if not strongly and
+        options.precision in ("int8", "best") else None,
+        "build_log": log,
+        "build_s": build_s,
+    }
+    return {"sidecar": sidecar, "build_s": build_s}
+
+
+def child(payload: dict[str, Any]) -> dict[str, Any]:
+    """Build the engine, then run the fixed verification batches through it."""
+    result = build_engine(payload)
+    batches = verify.load_batches(payload["inputs"])
+    if batches:
+        engine = trt_rt.Engine(payload["out"])
+        try:
+            if len(engine.inputs) != 1:
+                raise UserError(f"the engine has {len(engine.inputs)} inputs; dlbench verifies "
+                                f"single-input models")
+            start = time.perf_counter()
+            outputs = [engine.infer({engine.inputs[0]: x}) for x in batches]
+            result["candidate_s"] = time.perf_counter() - start
+        finally:
+            engine.close()
+        verify.save_outputs(payload["outputs"], outputs)
+    return result
+
+
+def run_child(payload: dict[str, Any]) -> dict[str, Any]:
+    """Only run an existing engine (``dlbench verify``): check it belongs here first."""
+    import tensorrt as trt
+
+    meta = trt_rt.read_sidecar(payload["engine"])
+    gpu = trt_rt.device_properties(0)
+    trt_rt.check_sidecar(payload["engine"], meta, trt_version=trt.__version__,
+                         gpu_name=gpu["name"], compute_capability=gpu["compute_capability"])
+    engine = trt_rt.Engine(payload["engine"])
+    try:
+        batches = verify.load_batches(payload["inputs"])
+        outputs = [engine.infer({engine.inputs[0]: x}) for x in batches]
+    finally:
+        engine.close()
+    verify.save_outputs(payload["outputs"], outputs)
+    return {"tensorrt_version": trt.__version__, "gpu": gpu}
+
+
+HOP = OnnxToTensorRT()

@@ -1,0 +1,76 @@
+"""Conversion and verification records, and the artifacts table, in the results database.
+
+Every export and build stores one ``convert`` record, every ``dlbench
+verify`` one ``verify`` record, with status:
+
+* ``ok`` — converted (or compared) and within tolerance;
+* ``unverified`` — the file exists, but it does not compute what its source
+  computes within tolerance (the verdict says where);
+* ``failed`` — the conversion or a runner crashed, timed out or was refused
+  at run time; no artifact.
+
+Each produced file also gets an ``artifacts`` row (path, sha256, format,
+precision, source and its sha256, verified flag, verdict), so a later
+benchmark can look a file up by content: ``ResultStore.artifact(sha256)``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.context import cell_key, command_line, now_iso
+from harness.fingerprint import fingerprint, resource_label
+from harness.results import ResultStore
+
+
+def new_record(kind: str, *, run_id: str, identity: dict[str, Any], started: str,
+               argv: list[str] | None, device: str = "cpu") -> dict[str, Any]:
+    fp = fingerprint()
+    return {
+        "run_id": run_id, "kind": kind,
+        "cell_key": cell_key(kind, {**identity, "machine_id": fp["machine_id"]}),
+        "status": "failed", "error": None, "started_at": started, "duration_s": None,
+        "device": device, "machine_id": fp["machine_id"], "dlbench_version": __version__,
+        "git_commit": fp["git_commit"], "command_line": command_line(argv),
+        "context": {"identity": identity, "resource": resource_label(fp, device)},
+        "metrics": {},
+    }
+
+
+def finish(record: dict[str, Any], verdict, *, error: str | None = None) -> dict[str, Any]:
+    """Status and error from the verdict (or the failure)."""
+    if error is not None:
+        record["status"], record["error"] = "failed", error
+    elif verdict is not None:
+        record["status"] = "ok" if verdict.ok else "unverified"
+        record["error"] = None if verdict.ok else verdict.message
+        record["metrics"]["verdict"] = verdict.to_dict()
+        record["metrics"]["outputs"] = {o.name: {k: getattr(o, k) for k in (
+            "max_abs", "max_rel", "mean_abs", "cosine", "top1")} for o in verdict.outputs}
+        record["metrics"]["batch_sizes"] = verdict.batch_sizes
+    return record
+
+
+def store(db: str | None, record: dict[str, Any], artifact: dict[str, Any] | None) -> int:
+    """Add the record (and the artifact row pointing at it); return the record id."""
+    rs = ResultStore(db)
+    fp = fingerprint()
+    record["id"] = rs.add(record, fp)
+    if artifact is not None:
+        artifact = {**artifact, "record_id": record["id"], "created_at": now_iso()}
+        artifact["verified"] = record["status"] == "ok"
+        artifact["verdict"] = record["metrics"].get("verdict") or {"ok": False,
+                                                                    "message": record.get("error")}
+        record["artifact_id"] = rs.add_artifact(artifact)
+    return record["id"]
+
+
+def artifact_row(path: Path, sha: str, fmt: str, precision: str, *, model: str | None,
+                 framework: str | None, hop: str, source_path: Path | None,
+                 source_sha256: str | None) -> dict[str, Any]:
+    return {"path": str(Path(path).resolve()), "sha256": sha, "format": fmt,
+            "precision": precision, "model": model, "framework": framework, "hop": hop,
+            "size_bytes": Path(path).stat().st_size,
+            "source_path": str(Path(source_path).resolve()) if source_path else None,
+            "source_sha256": source_sha256}

@@ -1,0 +1,99 @@
+"""A backend that misbehaves on request, so the sweep's failure paths run for real.
+
+Not listed by ``dlbench backends``; tests reach it with ``--backend
+selftest``.  It takes an ONNX file (for its input signature), "runs" a batch
+by sleeping ``service_ms + per_sample_ms * batch`` (optionally jittered) —
+a model with a known service time — and on request raises, hangs, crashes
+or pretends to have run on another device, only in cells whose batch is
+``fail_batch`` (0: every cell), so one sweep mixes good and bad cells.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+from harness.backends.base import (ONNX, ArtifactRef, Backend, Option, RunConfig, Runner,
+                                   TensorInfo, region)
+
+
+class SelftestRunner(Runner):
+    def load(self) -> None:
+        import numpy as np
+
+        from harness.bench import onnxinfo
+
+        self._inputs, _ = onnxinfo.signature(onnxinfo.load(self.artifact.path))
+        self.rng = np.random.default_rng(self.cfg.seed)
+        self.batch = 0
+
+    def inputs(self) -> list[TensorInfo]:
+        return self._inputs
+
+    def prepare(self, feeds: dict[str, Any]) -> Any:
+        first = next(iter(feeds.values()))
+        return int(first.shape[0]) if first.ndim else 1
+
+    def _misbehave(self, batch: int) -> None:
+        o = self.cfg.options
+        if o["fail"] == "none" or o["fail_batch"] not in (0, batch):
+            return
+        if o["fail"] == "raise":
+            raise RuntimeError(f"selftest: raised inside run at batch {batch}")
+        if o["fail"] == "hang":
+            time.sleep(3600)
+        if o["fail"] == "segfault":
+            os.kill(os.getpid(), signal.SIGSEGV)
+
+    def run(self, batch: int) -> None:
+        self.batch = batch
+        self._misbehave(batch)
+        o = self.cfg.options
+        t = (o["service_ms"] + o["per_sample_ms"] * batch) / 1000
+        if o["jitter"]:
+            t *= 1 + o["jitter"] * float(self.rng.uniform(-1, 1))
+        end = time.perf_counter() + t
+        if t > 0.002:
+            time.sleep(t - 0.001)
+        while time.perf_counter() < end:
+            pass
+
+    def timed_region(self) -> dict[str, Any]:
+        return region("a sleep of service_ms + per_sample_ms x batch (selftest)",
+                      host_device_copies=False, io_binding=False, cuda_graph=False,
+                      sync="none")
+
+    def runtime(self) -> dict[str, Any]:
+        fell_back = self.cfg.options["fail"] == "fallback" and \
+            self.cfg.options["fail_batch"] in (0, self.batch)
+        return {"device_kind": "elsewhere" if fell_back else self.cfg.device,
+                "options": dict(self.cfg.options)}
+
+
+class Selftest(Backend):
+    formats = (ONNX,)
+    options = (
+        Option("service_ms", 1.0, kind=float, help="time per batch"),
+        Option("per_sample_ms", 0.0, kind=float, help="extra time per sample"),
+        Option("jitter", 0.0, kind=float, help="relative random spread of the service time"),
+        Option("fail", "none", ("none", "raise", "hang", "segfault", "fallback")),
+        Option("fail_batch", 0, kind=int, help="misbehave only at this batch (0: always)"),
+    )
+
+    def missing(self):
+        return None
+
+    def version(self):
+        from harness import __version__
+        return __version__
+
+    def precisions(self, device):
+        return ("fp32",)
+
+    def runner(self, artifact: ArtifactRef, cfg: RunConfig) -> Runner:
+        return SelftestRunner(artifact, cfg)
+
+
+BACKEND = Selftest("selftest", "test double: sleeps for a known service time, fails on request",
+                   "harness", "dlbench", "test")

@@ -1,0 +1,174 @@
+"""What ``dlbench bench ARTIFACT`` names, resolved in the parent before any cell runs.
+
+* ``model.onnx`` — any ONNX model (validated here with the ``onnx``
+  package: parse, known operators, input signature);
+* ``model.plan`` / ``.engine`` / ``.trt`` — a TensorRT engine, with the JSON
+  sidecar ``dlbench build`` writes next to it (``model.plan.json``: TensorRT
+  version, GPU, precision, profile, source ONNX; see
+  ``converters.tensorrt_runtime``);
+* ``model.mindir`` — a MindSpore graph (sidecar ``model.mindir.json`` with
+  ``inputs``);
+* a ``dlbench train`` output directory, its ``manifest.json``, or a bare
+  checkpoint (``.pt``, ``.keras``, ``.ckpt``, with ``--model``) — the native
+  network in its framework;
+* a zoo model name (``resnet50``) — the native network with seeded random
+  weights.
+
+The model's name in records is the zoo name when known (a manifest next to
+the file, or the ONNX metadata key ``dlbench.model``), else the file's stem.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.backends.base import (MINDIR, ONNX, TRT_ENGINE, ZOO, ArtifactRef, TensorInfo,
+                                   checkpoint_format)
+from harness.errors import UserError
+
+ENGINE_SUFFIXES = (".plan", ".engine", ".trt")
+CHECKPOINT_SUFFIXES = (".pt", ".pth", ".keras", ".ckpt")
+
+
+@dataclass
+class Artifact:
+    ref: ArtifactRef
+    label: str                                  # as the user typed it
+    sha256: str | None = None
+    signature: list[TensorInfo] | None = None   # None: only the engine knows (TensorRT plans)
+    precision: str | None = None                # the artifact's own, where it has one
+    graph_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    onnx_model: Any = None                      # the parsed ModelProto, for FLOP counting
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def format(self) -> str:
+        return self.ref.format
+
+    def identity(self) -> dict[str, Any]:
+        return {"format": self.ref.format, "path": self.ref.path, "model": self.ref.model,
+                "sha256": self.sha256}
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _neighbour_manifest(path: Path) -> dict[str, Any]:
+    manifest = path.parent / "manifest.json"
+    if manifest.is_file():
+        try:
+            return json.loads(manifest.read_text())
+        except ValueError:
+            return {}
+    return {}
+
+
+def resolve(arg: str, model: str | None = None) -> Artifact:
+    path = Path(arg)
+    if not path.exists():
+        from models.registry import list_models
+        if arg in list_models():
+            return _zoo(arg)
+        raise UserError(f"{arg}: no such file or directory, and not a zoo model "
+                        f"(known: {', '.join(list_models())})")
+    if path.is_file() and path.suffix == ".onnx":
+        return _onnx(path, arg)
+    if path.is_file() and path.suffix in ENGINE_SUFFIXES:
+        return _engine(path, arg)
+    if path.is_file() and path.suffix == ".mindir":
+        return _mindir(path, arg)
+    if path.is_dir() or path.suffix in CHECKPOINT_SUFFIXES + (".json",):
+        return _checkpoint(path, arg, model)
+    raise UserError(f"{arg}: cannot tell what this is from '{path.suffix}' (give an .onnx, a "
+                    f"TensorRT .plan, a .mindir, a 'dlbench train' output or a zoo model name)")
+
+
+def _zoo(name: str) -> Artifact:
+    from models.registry import get_model
+
+    spec = get_model(name)
+    sig = [TensorInfo(i.name, i.dtype, (None, *i.shape)) for i in spec.inputs]
+    return Artifact(ArtifactRef(None, ZOO, spec.name), name, None, sig, None)
+
+
+def _onnx(path: Path, arg: str) -> Artifact:
+    from harness.bench import onnxinfo
+
+    model = onnxinfo.load(path)
+    inputs, _ = onnxinfo.signature(model)
+    meta = onnxinfo.metadata(model)
+    manifest = _neighbour_manifest(path)
+    name = meta.get("dlbench.model") or manifest.get("model") or path.stem
+    framework = meta.get("dlbench.framework") or manifest.get("framework")
+    ref = ArtifactRef(str(path.resolve()), ONNX, name, framework, None,
+                      {"opset": [{"domain": o.domain, "version": o.version}
+                                 for o in model.opset_import],
+                       "ir_version": model.ir_version, "producer": model.producer_name})
+    return Artifact(ref, arg, sha256_of(path), inputs, onnxinfo.precision(model),
+                    onnxinfo.embedding_ranges(model), model)
+
+
+def _engine(path: Path, arg: str) -> Artifact:
+    """A TensorRT engine and the sidecar ``dlbench build`` wrote next to it (required: it is
+    what says which TensorRT and GPU the engine belongs to)."""
+    from converters.tensorrt_runtime import read_sidecar
+
+    sidecar = read_sidecar(path)
+    source = (sidecar.get("source") or {}).get("path") or sidecar.get("prepared_onnx")
+    ref = ArtifactRef(str(path.resolve()), TRT_ENGINE, sidecar.get("model") or path.stem,
+                      sidecar.get("framework"), None, sidecar)
+    art = Artifact(ref, arg, sha256_of(path), None, sidecar.get("precision"))
+    if source and Path(source).is_file():
+        # The engine's inputs are its ONNX source's; the graph also gives FLOPs and tables.
+        from harness.bench import onnxinfo
+        model = onnxinfo.load(source)
+        art.signature = onnxinfo.signature(model)[0]
+        art.graph_ranges = onnxinfo.embedding_ranges(model)
+        art.onnx_model = model
+    return art
+
+
+def _mindir(path: Path, arg: str) -> Artifact:
+    sidecar: dict[str, Any] = {}
+    for candidate in (path.with_name(path.name + ".json"), path.with_suffix(".json")):
+        if candidate.is_file():
+            sidecar = json.loads(candidate.read_text())
+            break
+    manifest = _neighbour_manifest(path)
+    name = sidecar.get("model") or manifest.get("model") or path.stem
+    if sidecar.get("inputs"):
+        sig = [TensorInfo(i["name"], i.get("dtype", "float32"), tuple(i["shape"]))
+               for i in sidecar["inputs"]]
+    else:
+        from models.registry import list_models
+        if name not in list_models():
+            raise UserError(f"{arg}: cannot tell this MindIR graph's inputs: put it next to its "
+                            f"'dlbench train' manifest.json, or a {path.name}.json with 'inputs'")
+        sig = _zoo(name).signature                # dlbench export writes a dynamic batch
+        sidecar = dict(sidecar, inputs=[{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
+                                        for t in sig])
+    ref = ArtifactRef(str(path.resolve()), MINDIR, name, "mindspore", None, sidecar)
+    return Artifact(ref, arg, sha256_of(path), sig, sidecar.get("precision", "fp32"))
+
+
+def _checkpoint(path: Path, arg: str, model: str | None) -> Artifact:
+    from models.native import checkpoint_manifest
+    from models.registry import get_model
+
+    checkpoint, manifest = checkpoint_manifest(path, model=model)
+    spec = get_model(manifest["model"])
+    framework = manifest["framework"]
+    sig = [TensorInfo(i.name, i.dtype, (None, *i.shape)) for i in spec.inputs]
+    ref = ArtifactRef(str(checkpoint.resolve()), checkpoint_format(framework), spec.name,
+                      framework, str(checkpoint.resolve()),
+                      {k: manifest.get(k) for k in ("run_id", "steps", "framework_version",
+                                                    "precision", "created_at") if k in manifest})
+    return Artifact(ref, arg, sha256_of(checkpoint), sig, None)

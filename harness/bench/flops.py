@@ -1,0 +1,145 @@
+"""FLOPs per sample, counted from an ONNX graph with its shapes inferred.
+
+Convention, the same as the zoo's analytic counts (``dlbench models``): one
+multiply-add is two FLOPs, and the headline figure counts the matrix work
+only —
+
+* Conv / ConvInteger / QLinearConv: output elements x (input channels /
+  group) x kernel area;
+* ConvTranspose: input elements x (output channels / group) x kernel area;
+* Gemm, MatMul, MatMulInteger, QLinearMatMul, QGemm: output elements x the
+  contracted dimension (numpy broadcasting for batched MatMul);
+
+bias additions are not counted.  Everything else is counted apart as
+``other_gflops_per_sample`` with one FLOP per output element for element-wise
+and activation ops, two for BatchNormalization and LayerNormalization-like
+ops (scale and shift), kernel area per output for pooling, input elements
+for reductions and global pooling, five per element for Softmax/LogSoftmax;
+data movement (Reshape, Transpose, Gather, Concat, ...) counts nothing.
+Nodes whose shapes cannot be inferred are listed in ``uncounted``.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+CONV = {"Conv", "ConvInteger", "QLinearConv"}
+MATMUL = {"MatMul", "MatMulInteger", "QLinearMatMul"}
+GEMM = {"Gemm", "QGemm"}
+ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "PRelu", "Sigmoid", "Tanh",
+               "Clip", "Exp", "Log", "Sqrt", "Pow", "Erf", "Gelu", "HardSigmoid", "HardSwish",
+               "Elu", "Selu", "Softplus", "Neg", "Abs", "Reciprocal", "Max", "Min", "Sum",
+               "Mean", "Where", "Mish", "Swish", "Celu"}
+AFFINE = {"BatchNormalization", "InstanceNormalization", "LayerNormalization",
+          "GroupNormalization", "SkipLayerNormalization"}
+POOL = {"MaxPool", "AveragePool", "LpPool"}
+REDUCE = {"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum", "ReduceMax",
+          "ReduceMin", "ReduceL2"}
+SOFTMAX = {"Softmax", "LogSoftmax"}
+
+
+def _prod(xs: Sequence[int]) -> int:
+    n = 1
+    for x in xs:
+        n *= int(x)
+    return n
+
+
+def _attr(node, name: str, default: Any = None) -> Any:
+    import onnx
+
+    for a in node.attribute:
+        if a.name == name:
+            return onnx.helper.get_attribute_value(a)
+    return default
+
+
+def with_input_shapes(model, shapes: dict[str, Sequence[int]]):
+    """A copy of ``model`` whose graph inputs have the concrete ``shapes``, shapes inferred."""
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for vi in m.graph.input:
+        if vi.name in shapes:
+            dims = vi.type.tensor_type.shape.dim
+            del dims[:]
+            for d in shapes[vi.name]:
+                dims.add().dim_value = int(d)
+    del m.graph.value_info[:]
+    return onnx.shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
+
+
+def _shape_table(model) -> dict[str, list[int]]:
+    table: dict[str, list[int]] = {}
+    for vi in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
+        t = vi.type.tensor_type
+        if t.HasField("shape") and all(d.HasField("dim_value") for d in t.shape.dim):
+            table[vi.name] = [d.dim_value for d in t.shape.dim]
+    for init in model.graph.initializer:
+        table[init.name] = list(init.dims)
+    return table
+
+
+def count(model, shapes: dict[str, Sequence[int]], batch_size: int) -> dict[str, Any]:
+    """GFLOPs per sample for ``model`` run with input ``shapes`` at ``batch_size``."""
+    inferred = with_input_shapes(model, shapes)
+    table = _shape_table(inferred)
+    macs, other, uncounted = 0, 0, []
+
+    def shape(name: str) -> list[int] | None:
+        return table.get(name) if name else None
+
+    for node in inferred.graph.node:
+        op = node.op_type
+        out = shape(node.output[0]) if node.output else None
+        try:
+            if op in CONV:
+                w = shape(node.input[3] if op == "QLinearConv" else node.input[1])
+                if out is None or w is None:
+                    raise KeyError
+                macs += _prod(out) * _prod(w[1:])            # w: [Cout, Cin/group, *k]
+            elif op == "ConvTranspose":
+                x, w = shape(node.input[0]), shape(node.input[1])
+                if x is None or w is None:
+                    raise KeyError
+                macs += _prod(x) * _prod(w[1:])              # w: [Cin, Cout/group, *k]
+            elif op in MATMUL:
+                a = shape(node.input[0])
+                if out is None or a is None:
+                    raise KeyError
+                macs += _prod(out) * (a[-1] if len(a) > 1 else a[0])
+            elif op in GEMM:
+                a = shape(node.input[0])
+                if out is None or a is None:
+                    raise KeyError
+                k = a[0] if _attr(node, "transA", 0) else a[-1]
+                macs += _prod(out) * k
+            elif op in ELEMENTWISE:
+                if out is None:
+                    raise KeyError
+                other += _prod(out)
+            elif op in AFFINE:
+                if out is None:
+                    raise KeyError
+                other += 2 * _prod(out)
+            elif op in POOL:
+                if out is None:
+                    raise KeyError
+                other += _prod(out) * _prod(_attr(node, "kernel_shape", [1]))
+            elif op in REDUCE:
+                x = shape(node.input[0])
+                if x is None:
+                    raise KeyError
+                other += _prod(x)
+            elif op in SOFTMAX:
+                if out is None:
+                    raise KeyError
+                other += 5 * _prod(out)
+        except (KeyError, IndexError):
+            uncounted.append(node.name or op)
+    return {
+        "gflops_per_sample": 2 * macs / batch_size / 1e9,
+        "other_gflops_per_sample": other / batch_size / 1e9,
+        "macs_per_sample": macs / batch_size,
+        "uncounted": uncounted,
+    }

@@ -1,0 +1,145 @@
+"""Measure inference latency and throughput of a model on one or more backends.
+
+ARTIFACT is an ONNX file, a TensorRT engine (.plan with its sidecar), a
+MindIR file, a 'dlbench train' output (directory, manifest.json or
+checkpoint) or a zoo model name (random weights).  Every combination of
+backend, device, precision, batch size, threads and scenario is one cell,
+run in its own process: a crash, an out-of-memory kill or a hang (--timeout)
+is recorded as that cell's failure and the sweep goes on.  Each cell warms
+up (a fixed count, then until the time per iteration stops falling), then
+measures for at least --min-iterations AND --min-duration seconds (or
+exactly --iterations).  Exit status: 0 every cell ran (ok or unstable), 1 a
+cell failed, 2 bad input.
+"""
+from __future__ import annotations
+
+HELP = "measure inference latency/throughput across backends, batch sizes and scenarios"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("artifacts", nargs="+", metavar="ARTIFACT",
+                   help="model.onnx, model.plan, model.mindir, a train output or a zoo name")
+    p.add_argument("--backend", "-b", action="append", required=True,
+                   help="backend name(s), repeat or comma-separate; 'all' = every available "
+                        "backend that takes the artifacts (see 'dlbench backends')")
+    p.add_argument("--device", action="append", default=None,
+                   help="cpu, cuda or ascend (default: the backend's first device)")
+    p.add_argument("--device-id", type=int, default=0, help="GPU / NPU index (default 0)")
+    p.add_argument("--precision", action="append", default=None,
+                   help="fp32, fp16, bf16, int8 (default: the artifact's own; fp32 for native)")
+    p.add_argument("--batch-sizes", default="1", help="comma-separated, e.g. 1,8,32 (default 1)")
+    p.add_argument("--threads", default=None,
+                   help="intra-op threads, comma-separated to sweep (default: physical cores)")
+    p.add_argument("--inter-op-threads", type=int, default=None, help="default 1")
+    p.add_argument("--scenario", action="append", default=None,
+                   help="offline (default), single-stream, server; repeat or comma-separate")
+    g = p.add_argument_group("measurement")
+    g.add_argument("--warmup", type=int, default=5,
+                   help="warm-up iterations at least (more while the time still falls; default 5)")
+    g.add_argument("--max-warmup", type=int, default=100,
+                   help="warm-up iterations at most (default 100)")
+    g.add_argument("--min-iterations", type=int, default=10, help="default 10")
+    g.add_argument("--min-duration", type=float, default=2.0,
+                   help="seconds measured at least (default 2)")
+    g.add_argument("--iterations", type=int, default=None,
+                   help="measure exactly this many iterations instead")
+    g.add_argument("--repeats", type=int, default=1,
+                   help="run each cell N times (each in a fresh process); report the median and "
+                        "the spread")
+    g.add_argument("--cv-threshold", type=float, default=0.10,
+                   help="a cell whose latency coefficient of variation exceeds this is flagged "
+                        "unstable (default 0.10)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the synthesized inputs")
+    i = p.add_argument_group("inputs (any ONNX model)")
+    i.add_argument("--shape", action="append", default=[], metavar="NAME=AxBxC",
+                   help="full shape of an input with dynamic dimensions (trtexec-style; the "
+                        "batch dimension follows --batch-sizes); repeat per input")
+    i.add_argument("--int-range", action="append", default=[], metavar="NAME=LOW:HIGH",
+                   help="integer input values drawn from [LOW, HIGH)")
+    i.add_argument("--model", default=None,
+                   help="zoo architecture of a bare checkpoint without a manifest")
+    s = p.add_argument_group("server scenario")
+    s.add_argument("--qps", default=None, help="target rates, comma-separated (default: a ladder "
+                                               "of fractions of the measured capacity)")
+    s.add_argument("--max-wait-ms", type=float, default=2.0,
+                   help="longest a query waits for a batch to fill (default 2)")
+    s.add_argument("--latency-bound-ms", type=float, default=None,
+                   help="search for the highest rate whose p99 latency stays within this bound")
+    b = p.add_argument_group("backend options")
+    b.add_argument("--with-transfers", action="store_true",
+                   help="tensorrt: include host<->device copies in the timed region")
+    b.add_argument("--cuda-graph", action="store_true",
+                   help="tensorrt, onnxruntime (cuda): capture the run as a CUDA graph")
+    b.add_argument("--io-binding", choices=("auto", "on", "off"), default=None,
+                   help="onnxruntime: bind inputs/outputs (auto: on a GPU)")
+    b.add_argument("--graph-optimization", choices=("all", "extended", "basic", "disable"),
+                   default=None, help="onnxruntime: graph optimization level (default all)")
+    b.add_argument("--onednn", choices=("on", "off"), default=None,
+                   help="cpu-mkl: oneDNN on (default) or off (the seed's unoptimized row)")
+    b.add_argument("--compile", default=None, nargs="?", const="default",
+                   choices=("default", "reduce-overhead", "max-autotune"),
+                   help="pytorch: torch.compile, optionally with a mode")
+    b.add_argument("--backend-option", "-O", action="append", default=[], metavar="KEY=VALUE",
+                   help="any backend option (listed in README 'Benchmark'); repeat")
+    o = p.add_argument_group("output")
+    o.add_argument("--timeout", type=float, default=None, help="seconds per cell (default none)")
+    o.add_argument("--resume", action="store_true",
+                   help="skip cells already in the database with the same identity")
+    o.add_argument("--db", default=None, help="results database (default $DLBENCH_DB or "
+                                              "results/dlbench.sqlite)")
+    o.add_argument("--json", dest="json_path", default=None,
+                   help="also write one record per cell here")
+    o.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+
+
+def _options(args) -> dict:
+    from harness.errors import UserError
+
+    opts = {}
+    for kv in args.backend_option:
+        key, sep, value = kv.partition("=")
+        if not sep or not key:
+            raise UserError(f"--backend-option {kv!r}: expected KEY=VALUE")
+        opts[key.strip().replace("-", "_")] = value.strip()
+    named = {"with_transfers": "on" if args.with_transfers else None,
+             "cuda_graph": "on" if args.cuda_graph else None,
+             "io_binding": args.io_binding, "graph_optimization": args.graph_optimization,
+             "onednn": args.onednn, "compile": args.compile}
+    opts.update({k: v for k, v in named.items() if v is not None})
+    return opts
+
+
+def request_from(args, argv=None):
+    from harness.bench.inputs import parse_int_range, parse_shape
+    from harness.bench.measure import StopRule
+    from harness.bench.sweep import BenchRequest, _split
+
+    return BenchRequest(
+        artifacts=args.artifacts, backends=args.backend, devices=args.device,
+        precisions=args.precision, batch_sizes=_split([args.batch_sizes], int),
+        threads=_split([args.threads], int) if args.threads else None,
+        inter_op_threads=args.inter_op_threads, scenarios=_split(args.scenario) or ["offline"],
+        rule=StopRule(warmup=args.warmup, max_warmup=args.max_warmup,
+                      min_iterations=args.min_iterations, min_duration_s=args.min_duration,
+                      iterations=args.iterations),
+        repeats=args.repeats, cv_threshold=args.cv_threshold,
+        shapes=dict(parse_shape(s) for s in args.shape),
+        int_ranges=dict(parse_int_range(r) for r in args.int_range),
+        options=_options(args), device_id=args.device_id, seed=args.seed,
+        qps=_split([args.qps], float) if args.qps else None, max_wait_ms=args.max_wait_ms,
+        latency_bound_ms=args.latency_bound_ms, model=args.model, timeout=args.timeout,
+        resume=args.resume, db=args.db, json_path=args.json_path, argv=argv)
+
+
+def run(args) -> int:
+    from harness.bench.sweep import run_bench
+    from harness.bench.table import bench_table, server_points_table
+
+    records = run_bench(request_from(args), show_progress=not args.no_progress)
+    print(bench_table(records))
+    for r in records:
+        if r.get("scenario") == "server" and r["status"] != "failed":
+            print(f"\nServer scenario, {r['model']} on {r['backend']} {r['device']}, max batch "
+                  f"{r['batch_size']}: latency-throughput points")
+            print(server_points_table(r))
+    return 0 if all(r["status"] != "failed" for r in records) else 1

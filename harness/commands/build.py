@@ -1,0 +1,81 @@
+"""Build an fp32 ONNX model into a TensorRT engine, an INT8 ONNX or an FP16 ONNX, and verify it.
+
+--to tensorrt: a serialized engine (needs an NVIDIA GPU, tensorrt and
+  cuda-python; elsewhere exit 2 with the reason), with an optimization
+  profile over --batch-sizes, a workspace limit, a reusable timing cache and,
+  for INT8 on TensorRT 10, entropy calibration with a reusable cache.  A JSON
+  sidecar next to the engine records the TensorRT version and GPU it belongs to.
+--to int8: ONNX Runtime static quantization (QDQ, per-channel weights,
+  calibration from --calib-data or synthetic images), or --dynamic.
+--to fp16: float16 weights and compute, float32 I/O unless --no-keep-io-types.
+
+The result runs on the same fixed inputs as the fp32 model and is judged with
+its precision's tolerance.  Exit status: 0 verified, 1 failed or over
+tolerance (kept, stored as unverified), 2 bad input or a machine that cannot build it.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "build TensorRT engines or INT8/FP16 ONNX models from fp32 ONNX, verified"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("model", metavar="MODEL.onnx", help="fp32 ONNX model (dlbench export's output)")
+    p.add_argument("--to", required=True, choices=("tensorrt", "int8", "fp16"))
+    p.add_argument("--out", "-o", default=None,
+                   help="output file (default: MODEL.int8.onnx, MODEL.fp16.onnx, "
+                        "MODEL.PRECISION.plan)")
+    p.add_argument("--precision", default=None, choices=("fp32", "fp16", "int8", "best"),
+                   help="tensorrt: engine precision (default fp32, or the model's own)")
+    p.add_argument("--batch-sizes", default="1,8,32",
+                   help="tensorrt: profile min,opt,max batch (default 1,8,32)")
+    p.add_argument("--workspace-mb", type=int, default=4096, help="tensorrt: builder workspace")
+    p.add_argument("--timing-cache", default=None,
+                   help="tensorrt: timing cache file, read if present and written after")
+    p.add_argument("--calib-data", default=None,
+                   help="int8: .npz with array x (N,C,H,W) (default: synthetic images)")
+    p.add_argument("--calib-size", type=int, default=64,
+                   help="int8: synthetic calibration samples (default 64)")
+    p.add_argument("--calib-batch", type=int, default=8, help="int8: calibration batch size")
+    p.add_argument("--calib-cache", default=None,
+                   help="tensorrt int8: calibration cache file, read if present and written after")
+    p.add_argument("--dynamic", action="store_true",
+                   help="int8: dynamic quantization (LSTM/Transformer models), no calibration")
+    p.add_argument("--per-tensor", action="store_true", help="int8: per-tensor weight scales")
+    p.add_argument("--target", default="cpu", choices=("cpu", "tensorrt"),
+                   help="int8 Q/DQ flavour: cpu (u8 activations, s8 weights; default) or "
+                        "tensorrt (symmetric s8)")
+    p.add_argument("--keep-io-types", action=argparse.BooleanOptionalAction, default=True,
+                   help="fp16: keep float32 inputs and outputs (default yes)")
+    p.add_argument("--verify-batch-sizes", default="1,8",
+                   help="batch sizes the verifier runs (default 1,8)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the verification inputs")
+    p.add_argument("--threads", type=int, default=None, help="intra-op threads")
+    p.add_argument("--db", default=None, help="results database")
+    p.add_argument("--json", dest="json_path", default=None, help="also write the record here")
+    p.add_argument("--timeout", type=float, default=None, help="seconds for a TensorRT build cell")
+
+
+def run(args: argparse.Namespace) -> int:
+    from converters import verify
+    from converters.base import BuildOptions
+    from converters.build import BuildRequest, build
+    from converters.table import verification_table
+
+    opts = BuildOptions(
+        batch_sizes=verify.parse_batch_sizes(args.batch_sizes), workspace_mb=args.workspace_mb,
+        timing_cache=args.timing_cache, calib_data=args.calib_data, calib_size=args.calib_size,
+        calib_batch=args.calib_batch, calib_cache=args.calib_cache, dynamic=args.dynamic,
+        per_channel=not args.per_tensor, target=args.target, keep_io_types=args.keep_io_types)
+    req = BuildRequest(
+        source=args.model, to=args.to, out=args.out, options=opts, precision=args.precision,
+        verify_batch_sizes=verify.parse_batch_sizes(args.verify_batch_sizes),
+        seed=verify.VERIFY_SEED if args.seed is None else args.seed, threads=args.threads,
+        db=args.db, json_path=args.json_path, timeout=args.timeout)
+    record = build(req)
+    print(verification_table([record]))
+    if record["status"] != "ok":
+        print(f"dlbench build: {record['status']}: {record.get('error')}", file=sys.stderr)
+    return 0 if record["status"] == "ok" else 1

@@ -1,0 +1,65 @@
+"""Export native checkpoints to ONNX (or MindIR) and verify each against its own framework.
+
+A checkpoint is a `dlbench train` output directory, its manifest.json, or a
+bare .pt/.keras/.ckpt with --model (and --framework if the suffix does not
+say).  The framework runs in its own process: it computes the reference
+outputs on fixed inputs (batch 1 and 8 by default) and writes the file;
+ONNX Runtime then runs the file on the same inputs and the verifier judges.
+Every exported ONNX file takes one input "input" (N×C×H×W float32, dynamic
+batch) and returns "logits".  Exit status: 0 all verified, 1 an export
+failed or is over tolerance (stored as unverified), 2 bad input.
+"""
+from __future__ import annotations
+
+import argparse
+
+HELP = "export native checkpoints to ONNX/MindIR and verify them against the framework"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT_OR_MANIFEST",
+                   help="dlbench train output directory, manifest.json, or a bare checkpoint")
+    p.add_argument("--framework", "-f", default=None,
+                   help="framework of a bare checkpoint (default: from its suffix)")
+    p.add_argument("--model", "-m", default=None, help="zoo model of a bare checkpoint")
+    p.add_argument("--out", "-o", default=None,
+                   help="output file (one checkpoint only; default: model.onnx next to it)")
+    p.add_argument("--format", default="onnx", choices=("onnx", "mindir"),
+                   help="onnx (default) or mindir (MindSpore only: what Ascend loads)")
+    p.add_argument("--opset", type=int, default=17, help="ONNX opset (default 17)")
+    batch = p.add_mutually_exclusive_group()
+    batch.add_argument("--dynamic-batch", dest="dynamic_batch", action="store_true", default=True,
+                       help="symbolic batch dimension (default)")
+    batch.add_argument("--static-batch", dest="dynamic_batch", action="store_false",
+                       help="fixed batch dimension of --batch-size")
+    p.add_argument("--batch-size", type=int, default=1,
+                   help="the fixed batch with --static-batch (default 1)")
+    p.add_argument("--exporter", default="torchscript", choices=("torchscript", "dynamo"),
+                   help="PyTorch exporter (dynamo needs onnxscript)")
+    p.add_argument("--verify-batch-sizes", default="1,8",
+                   help="batch sizes the verifier runs (default 1,8)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the verification inputs (default: the verifier's own)")
+    p.add_argument("--threads", type=int, default=None, help="intra-op threads")
+    p.add_argument("--db", default=None, help="results database")
+    p.add_argument("--json", dest="json_path", default=None, help="also write the records here")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per export cell")
+
+
+def run(args: argparse.Namespace) -> int:
+    from converters import verify
+    from converters.base import ExportOptions
+    from converters.export import ExportRequest, export
+    from converters.table import verification_table
+
+    req = ExportRequest(
+        sources=args.checkpoints, framework=args.framework, model=args.model, out=args.out,
+        options=ExportOptions(format=args.format, opset=args.opset,
+                              dynamic_batch=args.dynamic_batch, batch_size=args.batch_size,
+                              exporter=args.exporter),
+        batch_sizes=verify.parse_batch_sizes(args.verify_batch_sizes),
+        seed=verify.VERIFY_SEED if args.seed is None else args.seed, threads=args.threads,
+        db=args.db, json_path=args.json_path, timeout=args.timeout)
+    records = export(req)
+    print(verification_table(records))
+    return 0 if all(r["status"] == "ok" for r in records) else 1

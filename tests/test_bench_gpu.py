@@ -1,0 +1,79 @@
+"""GPU and Ascend cells (skipped with the reason where the hardware is absent), and the
+TensorRT engine sidecar check, which needs neither."""
+import json
+
+import pytest
+
+import benchmodels
+from harness.frameworks import distribution_version
+
+FAST = ("--min-duration", "0.3", "--min-iterations", "5", "--warmup", "2")
+
+
+def test_an_engine_without_its_sidecar_is_refused(cli, workdir):
+    (workdir / "model.plan").write_bytes(b"not really an engine")
+    out = cli("bench", "model.plan", "-b", "tensorrt")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert "no model.plan.json next to it" in out.stderr
+
+
+@pytest.mark.gpu
+def test_an_engine_built_for_another_gpu_is_refused(cli, workdir):
+    if not distribution_version("tensorrt"):
+        pytest.skip("tensorrt is not installed: pip install 'dlbench[tensorrt]'")
+    (workdir / "model.plan").write_bytes(b"not really an engine")
+    (workdir / "model.plan.json").write_text(json.dumps({
+        "format": "dlbench-tensorrt-engine/1", "tensorrt_version": distribution_version("tensorrt"),
+        "gpu": {"name": "NVIDIA GeForce 256", "compute_capability": "1.0"}, "precision": "fp32"}))
+    out = cli("bench", "model.plan", "-b", "tensorrt")
+    assert out.returncode == 2 and "built for NVIDIA GeForce 256" in out.stderr
+
+
+@pytest.mark.gpu
+def test_tensorrt_builds_an_onnx_and_splits_transfers_from_compute(cli, workdir):
+    if not distribution_version("tensorrt"):
+        pytest.skip("tensorrt is not installed: pip install 'dlbench[tensorrt]'")
+    mlp = benchmodels.mlp(workdir / "mlp.onnx")
+    out = cli("bench", str(mlp), "-b", "tensorrt", "--batch-sizes", "1,8", "--with-transfers",
+              *FAST, "--json", "t.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    for r in json.loads((workdir / "t.json").read_text()):
+        assert r["status"] != "failed", r["error"]
+        assert r["device"] == "cuda" and r["context"]["runtime"]["device_kind"] == "cuda"
+        times = r["metrics"]["device_times_ms"]
+        assert set(times) == {"h2d_ms", "compute_ms", "d2h_ms"} and times["h2d_ms"]["p50"] > 0
+        assert r["context"]["timed_region"]["host_device_copies"] is True
+    out = cli("bench", str(mlp), "-b", "tensorrt", "--cuda-graph", *FAST, "--json", "g.json")
+    [r] = json.loads((workdir / "g.json").read_text())
+    assert r["status"] != "failed" and r["context"]["timed_region"]["cuda_graph"] is True
+
+
+@pytest.mark.gpu
+def test_onnxruntime_cuda_runs_on_the_gpu_or_fails_the_cell(cli, workdir):
+    if not distribution_version("onnxruntime-gpu"):
+        pytest.skip("onnxruntime-gpu is not installed (the CPU build has no CUDA provider)")
+    mlp = benchmodels.mlp(workdir / "mlp.onnx")
+    out = cli("bench", str(mlp), "-b", "onnxruntime", "--device", "cuda", *FAST, "--json", "o.json")
+    [r] = json.loads((workdir / "o.json").read_text())
+    assert out.returncode == 0 and r["context"]["runtime"]["providers"][0] == "CUDAExecutionProvider"
+    assert r["context"]["timed_region"]["io_binding"] is True
+
+
+@pytest.mark.gpu
+def test_pytorch_cuda_reports_device_time_and_memory(cli, workdir):
+    out = cli("bench", "resnet50-mini", "-b", "pytorch", "--device", "cuda", "--precision", "fp16",
+              "--batch-sizes", "8", *FAST, "--json", "p.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    [r] = json.loads((workdir / "p.json").read_text())
+    assert r["context"]["runtime"]["device_kind"] == "cuda"
+    assert r["metrics"]["device_memory_mb"] > 0
+    assert r["context"]["timed_region"]["sync"] == "torch.cuda.synchronize"
+
+
+@pytest.mark.ascend
+def test_mindspore_on_ascend(cli, workdir):
+    out = cli("bench", "resnet50-mini", "-b", "ascend", "--batch-sizes", "8", *FAST,
+              "--json", "a.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    [r] = json.loads((workdir / "a.json").read_text())
+    assert r["device"] == "ascend" and r["context"]["runtime"]["device_kind"] == "ascend"

@@ -1,0 +1,97 @@
+"""Small hand-made ONNX models for the converter tests (onnx only, no framework).
+
+``classifier`` is a real little CNN classifier (Conv, Relu, global pool, Gemm)
+with seeded weights, NCHW float32 input ``input`` with a symbolic batch and
+output ``logits``: everything the verifier and the INT8/FP16 hops need,
+at a size that runs in milliseconds.  ``mlp`` is a MatMul network for
+dynamic quantization.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+CLASSES = 5
+CHW = (3, 16, 16)
+
+
+def _init(name: str, array: np.ndarray):
+    return numpy_helper.from_array(np.ascontiguousarray(array), name)
+
+
+def classifier(seed: int = 0, ir_version: int = 8, opset: int = 17,
+               metadata: dict | None = None) -> onnx.ModelProto:
+    rng = np.random.default_rng(seed)
+    c = CHW[0]
+    w1 = rng.normal(0, 0.4, (8, c, 3, 3)).astype(np.float32)
+    b1 = rng.normal(0, 0.1, 8).astype(np.float32)
+    w2 = rng.normal(0, 0.3, (16, 8, 3, 3)).astype(np.float32)
+    b2 = rng.normal(0, 0.1, 16).astype(np.float32)
+    fc = rng.normal(0, 0.5, (CLASSES, 16)).astype(np.float32)
+    fcb = rng.normal(0, 0.1, CLASSES).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["input", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("GlobalAveragePool", ["r2"], ["gap"]),
+        helper.make_node("Flatten", ["gap"], ["flat"]),
+        helper.make_node("Gemm", ["flat", "fc", "fcb"], ["logits"], transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "tiny_classifier",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", *CHW])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", CLASSES])],
+        [_init("w1", w1), _init("b1", b1), _init("w2", w2), _init("b2", b2), _init("fc", fc),
+         _init("fcb", fcb)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="dlbench-tests")
+    model.ir_version = ir_version
+    for key, value in (metadata or {}).items():
+        prop = model.metadata_props.add()
+        prop.key, prop.value = key, value
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def mlp(seed: int = 0, hidden: int = 64) -> onnx.ModelProto:
+    """Flatten + MatMul/Add/Relu + MatMul/Add: what dynamic quantization is for."""
+    rng = np.random.default_rng(seed)
+    d = int(np.prod(CHW))
+    w1 = rng.normal(0, 1 / np.sqrt(d), (d, hidden)).astype(np.float32)
+    w2 = rng.normal(0, 1 / np.sqrt(hidden), (hidden, CLASSES)).astype(np.float32)
+    nodes = [
+        helper.make_node("Flatten", ["input"], ["flat"]),
+        helper.make_node("MatMul", ["flat", "w1"], ["h"]),
+        helper.make_node("Add", ["h", "b1"], ["hb"]),
+        helper.make_node("Relu", ["hb"], ["hr"]),
+        helper.make_node("MatMul", ["hr", "w2"], ["o"]),
+        helper.make_node("Add", ["o", "b2"], ["logits"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "tiny_mlp",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", *CHW])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", CLASSES])],
+        [_init("w1", w1), _init("b1", rng.normal(0, 0.1, hidden).astype(np.float32)),
+         _init("w2", w2), _init("b2", rng.normal(0, 0.1, CLASSES).astype(np.float32))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def save(model: onnx.ModelProto, path) -> str:
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def scale_initializer(model: onnx.ModelProto, name: str, factor: float) -> onnx.ModelProto:
+    """A copy of ``model`` with one weight changed: a deliberately broken conversion."""
+    broken = onnx.ModelProto()
+    broken.CopyFrom(model)
+    for i, t in enumerate(broken.graph.initializer):
+        if t.name == name:
+            broken.graph.initializer[i].CopyFrom(
+                numpy_helper.from_array(numpy_helper.to_array(t) * np.float32(factor), name))
+            return broken
+    raise KeyError(name)
