@@ -31,7 +31,8 @@ def main(argv=None) -> None:
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup-steps", type=int, default=2)
-    p.add_argument("--threads", type=int, default=1, help="intra-op and inter-op threads")
+    p.add_argument("--threads", type=int, default=1,
+                   help="intra-op threads (inter-op is 1, dlbench's default)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--momentum", type=float, default=0.9)
@@ -40,7 +41,7 @@ def main(argv=None) -> None:
         p.error("--steps must be >= 1 and --warmup-steps >= 0")
 
     torch.set_num_threads(args.threads)
-    torch.set_num_interop_threads(args.threads)
+    torch.set_num_interop_threads(1)
     torch.manual_seed(args.seed)
 
     spec = get_model(args.model)

@@ -6,8 +6,8 @@ down, and peak memory could not be attributed.  The child is
 ``python -m harness.cell KIND IN.json OUT.json``; it writes its result (or
 its exception and traceback) and its own resident high-water mark to
 OUT.json.  The parent enforces the timeout on the whole process group and
-polls the group's resident memory, the only figure left when a child is
-killed (out of memory, timeout) before it can report.
+samples the child's resident memory once a second, the only figure left when
+a child is killed (out of memory, timeout) before it can report.
 """
 from __future__ import annotations
 
@@ -22,11 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from harness.atomic import write_json
 
 STDERR_TAIL = 4000
+# The parent shares the cores with the cell it measures: it sleeps between
+# checks and samples the child's memory rarely (the child reports its exact
+# high-water mark itself unless it is killed).
+RSS_POLL_S = 1.0
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 @dataclass
@@ -77,12 +80,14 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
                 [sys.executable, "-m", "harness.cell", kind, str(inp), str(out)],
                 stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
                 env=env, cwd=tmp, start_new_session=True)
-            timed_out, status, polled = False, None, 0.0
+            timed_out, status, polled, next_poll = False, None, 0.0, 0.0
             while True:
                 pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
                 if pid:
                     break
-                polled = max(polled, _group_rss_mb(proc.pid))
+                if time.perf_counter() >= next_poll:
+                    polled = max(polled, _rss_mb(proc.pid))
+                    next_poll = time.perf_counter() + RSS_POLL_S
                 if timeout is not None and time.perf_counter() - start > timeout:
                     timed_out = True
                     _kill_group(proc.pid)
@@ -116,20 +121,17 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
         return outcome
 
 
-def _group_rss_mb(pid: int) -> float:
-    """Resident memory of the child and its descendants now (0 if it is gone)."""
+def _rss_mb(pid: int) -> float:
+    """The child's resident memory now (0 if it is gone).
+
+    Read from /proc/PID/statm: one small file, because this runs while the
+    cell is being measured, on the same cores.
+    """
     try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * PAGE / 2**20
+    except (OSError, ValueError, IndexError):
         return 0.0
-    total = 0
-    for p in procs:
-        try:
-            total += p.memory_info().rss
-        except psutil.Error:
-            pass
-    return total / 2**20
 
 
 def _kill_group(pid: int) -> None:
