@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,7 +64,7 @@ def _last_line(text: str) -> str:
 
 
 def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None = None,
-             timeout: float | None = None, poll_s: float = 0.05) -> CellOutcome:
+             timeout: float | None = None) -> CellOutcome:
     """Run one cell to completion or timeout.
 
     The child's working directory is a scratch directory removed afterwards:
@@ -80,20 +81,7 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
                 [sys.executable, "-m", "harness.cell", kind, str(inp), str(out)],
                 stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
                 env=env, cwd=tmp, start_new_session=True)
-            timed_out, status, polled, next_poll = False, None, 0.0, 0.0
-            while True:
-                pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    break
-                if time.perf_counter() >= next_poll:
-                    polled = max(polled, _rss_mb(proc.pid))
-                    next_poll = time.perf_counter() + RSS_POLL_S
-                if timeout is not None and time.perf_counter() - start > timeout:
-                    timed_out = True
-                    _kill_group(proc.pid)
-                    os.wait4(proc.pid, 0)
-                    break
-                time.sleep(poll_s)
+            status, polled, timed_out = _wait(proc.pid, start, timeout)
             proc.returncode = os.waitstatus_to_exitcode(status) if status is not None else None
         wall = time.perf_counter() - start
         peak = polled or None
@@ -119,6 +107,30 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
             outcome.error = (f"exited with status {proc.returncode} without a result"
                              + (f": {_last_line(tail)}" if _last_line(tail) else ""))
         return outcome
+
+
+def _wait(pid: int, start: float, timeout: float | None) -> tuple[int | None, float, bool]:
+    """(wait status, largest sampled RSS in MB, timed out) once the child has ended.
+
+    A helper thread blocks in ``waitpid``; this thread wakes once per
+    ``RSS_POLL_S`` to sample memory and check the timeout, so the parent
+    barely touches the cores the cell is being measured on.
+    """
+    box: dict[str, int] = {}
+    waiter = threading.Thread(target=lambda: box.update(status=os.waitpid(pid, 0)[1]),
+                              daemon=True)
+    waiter.start()
+    polled = 0.0
+    while True:
+        polled = max(polled, _rss_mb(pid))
+        left = None if timeout is None else timeout - (time.perf_counter() - start)
+        if left is not None and left <= 0:
+            _kill_group(pid)
+            waiter.join()
+            return box.get("status"), polled, True
+        waiter.join(RSS_POLL_S if left is None else min(RSS_POLL_S, left))
+        if not waiter.is_alive():
+            return box["status"], polled, False
 
 
 def _rss_mb(pid: int) -> float:
