@@ -11,6 +11,7 @@ import time
 import pytest
 
 import benchmodels
+from clitools import assert_usage_error as _one_line_error
 
 FAST = ("--min-duration", "0.2", "--min-iterations", "5", "--warmup", "2", "--max-warmup", "10")
 KEYS = {"backend", "device", "precision", "batch_size", "scenario", "status", "error",
@@ -238,13 +239,6 @@ def test_a_model_the_engine_refuses_is_bad_input_too(cli, workdir, mlp):
     assert not (workdir / "x.json").exists()
 
 
-def _one_line_error(out, *needles):
-    assert out.returncode == 2, (out.returncode, out.stderr[-2000:])
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1, out.stderr
-    assert "Traceback" not in out.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 @pytest.mark.parametrize("args,needles", [

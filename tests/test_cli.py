@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from clitools import assert_usage_error as _one_line_error
 from harness.cli import COMMANDS
 
 HEAVY = ("torch", "tensorflow", "mindspore", "tensorrt")
@@ -63,13 +64,6 @@ def test_backends_lists_every_named_backend_with_reasons(cli):
     assert not rows["ascend"]["available"] and "Ascend" in rows["ascend"]["reason"]
 
 
-def _one_line_error(out, *needles):
-    assert out.returncode == 2, out.stderr
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1, out.stderr
-    assert "Traceback" not in out.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 @pytest.mark.parametrize("args,needles", [

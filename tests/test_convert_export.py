@@ -21,6 +21,7 @@ import pytest
 import tiny_onnx
 from converters import onnx_io
 from harness.results import ResultStore
+from clitools import assert_usage_error as _one_line
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
@@ -174,12 +175,6 @@ def test_a_broken_export_is_caught_by_verify(cli, workdir, minis):
     assert art["verified"] is False and art["source_sha256"] == onnx_io.sha256(ck / "model.pt")
 
 
-def _one_line(out, *needles):
-    assert out.returncode == 2, (out.returncode, out.stderr[-2000:])
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 def test_bad_checkpoints_are_one_line_and_exit_2(cli, workdir, minis):

@@ -15,6 +15,7 @@ import tiny_onnx
 from converters import onnx_io, verify
 from harness.errors import UserError
 from harness.results import ARTIFACT_COLUMNS, ResultStore
+from clitools import assert_usage_error as _one_line_error
 
 SIZES = (1, 8)
 
@@ -196,13 +197,6 @@ def test_artifacts_table_keeps_every_verdict_and_answers_by_content(tmp_path):
 
 # --- the CLI: verify, and bad input -------------------------------------------------------
 
-def _one_line_error(out, *needles):
-    assert out.returncode == 2, (out.returncode, out.stderr[-2000:])
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1, out.stderr
-    assert "Traceback" not in out.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 @pytest.fixture
