@@ -35,7 +35,7 @@ from mindspore import nn, ops  # noqa: E402
 
 from converters.base import ExportHop, ExportOptions  # noqa: E402
 from converters.onnx_io import BATCH_DIM, INPUT_NAME, OUTPUT_NAME  # noqa: E402
-from harness.errors import UserError  # noqa: E402
+from harness.errors import UserError, first_line  # noqa: E402
 
 
 class ZeroPadMaxPool(nn.Cell):
@@ -124,7 +124,7 @@ def run_mindir(path: str | Path, batches: Sequence[np.ndarray]) -> list[dict[str
     try:
         graph = ms.load(str(path))
     except (RuntimeError, ValueError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise UserError(f"{path}: MindSpore {ms.__version__} cannot load this MindIR ({first})") from None
     cell = nn.GraphCell(graph)
     return [{OUTPUT_NAME: cell(ms.Tensor(np.ascontiguousarray(x))).asnumpy()} for x in batches]

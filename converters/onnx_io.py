@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError
+from harness.errors import UserError, first_line
 
 INPUT_NAME = "input"
 OUTPUT_NAME = "logits"
@@ -70,12 +70,6 @@ def sha256(path: str | os.PathLike) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[0] if lines else type(exc).__name__
 
 
 def _looks_like_text(head: bytes) -> bool:
@@ -121,7 +115,7 @@ def load(path: str | os.PathLike, *, check: bool = True, label: str | os.PathLik
         model = onnx_mod.load(str(path))
     except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError, RuntimeError, ...
         raise UserError(f"{name}: not a readable ONNX model, the file is corrupt or truncated "
-                        f"({_first_line(exc)})") from None
+                        f"({first_line(exc)})") from None
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
         raise UserError(f"{name}: not an ONNX model (no graph in it; corrupt or truncated?)")
     if check:
@@ -183,7 +177,7 @@ def check_model(model, path: str | os.PathLike) -> None:
     try:
         onnx_mod.checker.check_model(model, full_check=True)
     except Exception as exc:  # noqa: BLE001 - ValidationError, InferenceError
-        msg = _first_line(exc)
+        msg = first_line(exc)
         unknown = re.search(r"No (?:Op|Schema) registered for (\w+) with domain_version of (\d+)",
                             str(exc))
         if unknown:
@@ -313,7 +307,7 @@ def infer_shapes(model, path: str | os.PathLike = "model"):
     try:
         return onnx_mod.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
     except Exception as exc:  # noqa: BLE001
-        raise UserError(f"{path}: shape inference fails ({_first_line(exc)})") from None
+        raise UserError(f"{path}: shape inference fails ({first_line(exc)})") from None
 
 
 def set_metadata(model, meta: dict[str, Any]) -> None:
@@ -472,7 +466,7 @@ def session(path: str | os.PathLike, *, threads: int | None = None):
             raise UserError(f"{path}: has ONNX IR version {ir.group(1)}, and onnxruntime "
                             f"{rt.__version__} reads at most {ir.group(2)} (onnx >= 1.23 writes 14 "
                             f"by default): re-save it with ir_version {ir.group(2)} or lower") from None
-        said = text.split(":", 3)[-1].strip() if "ONNXRuntimeError" in text else _first_line(exc)
+        said = text.split(":", 3)[-1].strip() if "ONNXRuntimeError" in text else first_line(exc)
         raise UserError(f"{path}: onnxruntime {rt.__version__} cannot load it "
                         f"({said.splitlines()[0][:300]})") from None
     if "CPUExecutionProvider" not in sess.get_providers():

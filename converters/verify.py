@@ -56,7 +56,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.errors import UserError
+from harness.errors import UserError, first_line
 
 VERIFY_SEED = 20_240_917
 CALIB_SEED = 31_337
@@ -360,7 +360,7 @@ def onnx_outputs(path, batches: Sequence[np.ndarray], threads: int | None = None
         try:
             values = sess.run(names, {name: x if dtype is None else x.astype(dtype)})
         except Exception as exc:  # noqa: BLE001 - a shape the graph cannot take, ...
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = first_line(exc)
             raise UserError(f"{path}: onnxruntime cannot run it on a batch of "
                             f"{x.shape[0]} ({first[:300]})") from None
         out.append(dict(zip(names, values)))

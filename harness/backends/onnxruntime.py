@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.backends.base import (ON_OFF, ONNX, ArtifactRef, Backend, FellBack, Option,
                                    RunConfig, Runner, TensorInfo, has_nvidia_gpu, region)
-from harness.errors import UserError
+from harness.errors import UserError, first_line
 from harness.frameworks import distribution_version
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider",
@@ -147,7 +147,7 @@ class OrtRunner(Runner):
 def _load_error(path: str | None, exc: Exception) -> Exception:
     """ORT's errors about the model itself are the user's to fix: one line, exit 2."""
     text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
+    first = first_line(exc)
     if "onnxruntime::" in first and ") " in first:
         first = first.rsplit(") ", 1)[1]          # drop ORT's C++ source location and signature
     user = ("INVALID_GRAPH", "INVALID_PROTOBUF", "NOT_IMPLEMENTED", "IR version", "Could not find",

@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 import mindspore as ms  # noqa: E402
 from mindspore import nn, ops  # noqa: E402
 
-from harness.errors import UserError  # noqa: E402
+from harness.errors import UserError, first_line  # noqa: E402
 from harness.training.base import TrainConfig, TrainSession  # noqa: E402
 from models.registry import ModelSpec  # noqa: E402
 
@@ -60,7 +60,7 @@ def select_device(device: str) -> str:
         current = ms.get_current_device().device_target
         if current != target:
             raise UserError(f"--device {device}: this process already runs MindSpore on "
-                            f"{current} ({str(exc).splitlines()[0]})") from None
+                            f"{current} ({first_line(exc)})") from None
     return target
 
 

@@ -9,7 +9,7 @@ import numpy as np
 os.environ.setdefault("GLOG_v", "3")
 import mindspore as ms  # noqa: E402
 
-from harness.errors import UserError  # noqa: E402
+from harness.errors import UserError, first_line  # noqa: E402
 from models.registry import ModelSpec  # noqa: E402
 
 
@@ -19,7 +19,7 @@ def load(spec: ModelSpec, checkpoint: str | Path):
         params = ms.load_checkpoint(str(checkpoint))
         missing, _unexpected = ms.load_param_into_net(model, params, strict_load=True)
     except (ValueError, RuntimeError, OSError, TypeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise UserError(f"{checkpoint}: does not match {spec.name} in MindSpore ({first})") from None
     if missing:
         raise UserError(f"{checkpoint}: does not match {spec.name} in MindSpore "

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from harness.errors import UserError
+from harness.errors import UserError, first_line
 from models.registry import ModelSpec
 
 
@@ -16,7 +16,7 @@ def load(spec: ModelSpec, checkpoint: str | Path) -> torch.nn.Module:
         state = torch.load(str(checkpoint), map_location="cpu", weights_only=True)
         model.load_state_dict(state)
     except (RuntimeError, KeyError, ValueError, OSError, EOFError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise UserError(f"{checkpoint}: does not match {spec.name} in PyTorch ({first})") from None
     return model.eval()
 

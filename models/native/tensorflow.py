@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import UserError
+from harness.errors import UserError, first_line
 from models.registry import ModelSpec
 
 
@@ -19,7 +19,7 @@ def load(spec: ModelSpec, checkpoint: str | Path):
     try:
         model.load_weights(str(checkpoint))
     except (ValueError, OSError, KeyError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise UserError(f"{checkpoint}: does not match {spec.name} in Keras ({first})") from None
     return model
 
