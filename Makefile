@@ -12,12 +12,12 @@ STAMP  := $(VENV)/.dlbench-installed
 TORCH  := torch==2.13.0
 
 DEMO      ?= runs/demo
-TRAIN_ARGS ?= --batch-size 16 --warmup-steps 2 --steps 6
-BENCH_ARGS ?= --batch-sizes 1,8,32 --warmup 2 --max-warmup 10 --min-iterations 5 \
-              --min-duration 2 --timeout 900
-R50       := $(DEMO)/resnet50
+# Extra `dlbench run` options, e.g. RUN_ARGS="--frameworks pytorch --batch-sizes 1,8".
+RUN_ARGS  ?=
+# Root installs Debian packages directly; anyone else through sudo.
+SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install demo test clean
+.PHONY: install demo test browser clean
 
 install: $(STAMP)
 
@@ -27,19 +27,22 @@ $(STAMP): setup.py pyproject.toml Makefile
 	$(PY) -m pip install --quiet -e '.[cpu,test]'
 	@touch $(STAMP)
 
-# Train ResNet-50 in the three frameworks, export each checkpoint to verified
-# ONNX, then benchmark the ONNX model and the native checkpoints on every
-# backend this machine has.  Each step prints its table.
+# The whole chain for ResNet-50 (dlbench run): train in the three frameworks,
+# export each checkpoint to verified ONNX, build INT8/FP16, benchmark every
+# backend this machine has, and print the tables.  --resume: a second
+# `make demo` (or one after Ctrl-C) continues the run in $(DEMO) instead of
+# starting over; remove $(DEMO) for fresh figures.
 demo: install
-	$(VENV)/bin/dlbench env
-	$(VENV)/bin/dlbench train resnet50 $(TRAIN_ARGS) --out $(DEMO) --json $(DEMO)/train.json
-	$(VENV)/bin/dlbench export $(R50)/pytorch $(R50)/tensorflow $(R50)/mindspore \
-	    --json $(DEMO)/export.json
-	$(VENV)/bin/dlbench bench $(R50)/pytorch/model.onnx $(R50)/pytorch $(R50)/tensorflow \
-	    $(R50)/mindspore --backend all $(BENCH_ARGS) --json $(DEMO)/bench.json
+	$(VENV)/bin/dlbench env --peak
+	$(VENV)/bin/dlbench run resnet50 --workdir $(DEMO) --resume $(RUN_ARGS)
 
-test: install
+test: install browser
 	$(PY) tests/suites.py $(PYTEST_ARGS)
+
+# Debian's Chromium, for the test that opens the HTML report in a headless browser.
+browser:
+	@command -v chromium >/dev/null || $(SUDO) apt-get install -y -q chromium >/dev/null \
+	    || { $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q chromium >/dev/null; }
 
 clean:
 	rm -rf runs results .pytest_cache

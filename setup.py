@@ -22,6 +22,10 @@ TENSORFLOW = ["tensorflow>=2.21.0", "tf2onnx>=1.17.0"]
 MINDSPORE = ["mindspore>=2.8.0,<2.9"]
 ONNX = ["onnx>=1.23.0", "onnxruntime>=1.31.0"]
 TENSORRT = ["tensorrt>=10.0", "cuda-python>=12.0"]
+# Reports draw their plots with matplotlib; the digits accuracy check reads
+# scikit-learn's bundled data set (no download).
+REPORT = ["matplotlib>=3.8"]
+DATA = ["scikit-learn>=1.4", "pillow>=10.0"]
 TEST = ["pytest>=8.0"]
 
 setup(
@@ -38,7 +42,9 @@ setup(
         "mindspore": MINDSPORE,
         "onnx": ONNX,
         "tensorrt": TENSORRT,
-        "cpu": PYTORCH + TENSORFLOW + MINDSPORE + ONNX,
+        "report": REPORT,
+        "data": DATA,
+        "cpu": PYTORCH + TENSORFLOW + MINDSPORE + ONNX + REPORT + DATA,
         "test": TEST,
     },
     entry_points={"console_scripts": ["dlbench = harness.cli:main"]},

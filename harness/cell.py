@@ -6,8 +6,11 @@ thread environment.
 """
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
+import os
+import signal
 import sys
 import traceback
 
@@ -33,8 +36,27 @@ def resolve(kind: str):
     return getattr(importlib.import_module(module), func)
 
 
+def die_with_parent() -> None:
+    """End this cell when the process that launched it dies.
+
+    Cells run in their own session (so a timeout can kill their whole group),
+    which also shields them from a signal to the parent's group: a ``dlbench``
+    killed with SIGKILL would otherwise leave its cell measuring, and loading
+    the machine, for nobody.  Linux only; elsewhere a no-op.
+    """
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)          # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent == 1 or os.getppid() != parent:           # the parent died before prctl
+        os._exit(1)
+
+
 def main(argv: list[str]) -> int:
     kind, inp, out = argv
+    die_with_parent()
     with open(inp, encoding="utf-8") as fh:
         payload = json.load(fh)
     try:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 import sys
 import uuid
@@ -10,8 +11,17 @@ from datetime import datetime, timezone
 from typing import Any
 
 
+# A run id set here is used by every command: `dlbench run` sets it so that the
+# records of all its stages (and of all its resumptions) form one run, and a
+# shell script can export it so that its steps report as one run too.
+RUN_ID_ENV = "DLBENCH_RUN_ID"
+
+
 def new_run_id() -> str:
-    """One id per CLI invocation: sortable by time, unique across machines."""
+    """One id per CLI invocation (or per $DLBENCH_RUN_ID): sortable by time, unique across machines."""
+    fixed = os.environ.get(RUN_ID_ENV, "").strip()
+    if fixed:
+        return fixed
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
 
 

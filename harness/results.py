@@ -151,21 +151,25 @@ class ResultStore:
             rows = con.execute(f"SELECT * FROM records WHERE {where} ORDER BY id", tuple(params))
             return [_decode(dict(r)) for r in rows]
 
-    def finished_cell_keys(self, keys: Iterable[str]) -> set[str]:
+    def finished_cell_keys(self, keys: Iterable[str], run_id: str | None = None) -> set[str]:
         """Which of ``keys`` already have a stored record that is not a failure.
 
-        A resumed sweep skips these; failed cells are tried again.
+        A resumed sweep skips these; failed cells are tried again.  Within one
+        ``run_id`` (a resumed ``dlbench run``) every stored outcome counts, a
+        failure included: the run already measured that cell, and measuring it
+        again would give the run two records for one cell.
         """
         keys = list(keys)
         if not keys or not self.path.exists():
             return set()
+        scope, extra = ("run_id = ?", [run_id]) if run_id else ("status != 'failed'", [])
         with closing(self._connect()) as con:
             found = set()
             for i in range(0, len(keys), 500):
                 chunk = keys[i:i + 500]
                 rows = con.execute(
-                    f"SELECT DISTINCT cell_key FROM records WHERE status != 'failed' AND "
-                    f"cell_key IN ({', '.join('?' * len(chunk))})", chunk)
+                    f"SELECT DISTINCT cell_key FROM records WHERE {scope} AND "
+                    f"cell_key IN ({', '.join('?' * len(chunk))})", extra + chunk)
                 found.update(r[0] for r in rows)
         return found
 

@@ -25,6 +25,7 @@ if os.environ.get("DLBENCH_TEST_GROUP") == "mindspore":
 
 HEAVY = ("torch", "tensorflow", "mindspore", "tensorrt")
 FRAMEWORK_GROUPS = ("pytorch", "tensorflow", "mindspore")
+CHROMIUM = "/usr/bin/chromium"     # what `browser`-marked tests drive (headless)
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -48,6 +49,8 @@ def pytest_collection_modifyitems(config, items):
     fp = fingerprint()
     no_gpu = pytest.mark.skip(reason="no NVIDIA GPU on this machine (nvidia-smi found none)")
     no_npu = pytest.mark.skip(reason="no Ascend NPU on this machine (no /dev/davinci*)")
+    no_browser = pytest.mark.skip(reason=f"headless Chromium not installed ({CHROMIUM} missing; "
+                                         f"make test installs it)")
     for item in items:
         owner = _owner(item.path.stem)
         if owner:
@@ -56,6 +59,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(no_gpu)
         if item.get_closest_marker("ascend") and not fp["ascend"]:
             item.add_marker(no_npu)
+        if item.get_closest_marker("browser") and not os.access(CHROMIUM, os.X_OK):
+            item.add_marker(no_browser)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -71,6 +71,9 @@ class BenchRequest:
     model: str | None = None
     timeout: float | None = None
     resume: bool = False
+    # Resume within one run only (``dlbench run --resume``): skip the cells this run
+    # id already stored, whatever their outcome, and nothing measured by other runs.
+    resume_run: str | None = None
     db: str | None = None
     json_path: str | None = None
     argv: list[str] | None = None
@@ -410,7 +413,12 @@ def run_bench(req: BenchRequest, show_progress: bool = True,
     fp = fingerprint()
     run_id = new_run_id()
     keys = [cell_key("bench", identity(c, req, fp["machine_id"])) for c in cells]
-    done = store.finished_cell_keys(keys) if req.resume else set()
+    if req.resume_run:
+        done = store.finished_cell_keys(keys, run_id=req.resume_run)
+        scope, scope_params = "run_id = ?", [req.resume_run]
+    else:
+        done = store.finished_cell_keys(keys) if req.resume else set()
+        scope, scope_params = "status != 'failed'", []
     bar = Progress(len(cells) - len(done), enabled=show_progress)
     for n in notes:
         bar.note(f"note: {n}")
@@ -418,8 +426,8 @@ def run_bench(req: BenchRequest, show_progress: bool = True,
     if done:
         bar.note(f"resuming: {len(done)} of {len(cells)} cells already in {store.path}, skipped")
         previous = {}
-        for r in store.records(f"kind = 'bench' AND status != 'failed' AND cell_key IN "
-                               f"({', '.join('?' * len(done))})", list(done)):
+        for r in store.records(f"kind = 'bench' AND {scope} AND cell_key IN "
+                               f"({', '.join('?' * len(done))})", scope_params + list(done)):
             previous[r["cell_key"]] = r
         records += [dict(previous[k], resumed=True) for k in keys if k in previous]
     with tempfile.TemporaryDirectory(prefix="dlbench-bench-") as tmp:

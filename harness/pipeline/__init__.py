@@ -1,0 +1,1 @@
+"""The whole chain in one command (``dlbench run``): stages, their work directory, resume."""

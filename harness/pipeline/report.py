@@ -1,0 +1,50 @@
+"""What ``dlbench run`` prints at its end, and the reports it leaves in its work
+directory: its stages, then the training, conversion and inference tables of
+every record the run stored (resumptions included), read back from the
+database, so the printout is what ``dlbench report --run ID`` shows."""
+from __future__ import annotations
+
+from typing import Any
+
+from harness.tables import markdown
+
+STAGE_HEADERS = ("Stage", "Status", "Time", "Artifact", "Reason")
+
+
+def stage_table(results: dict[str, dict[str, Any]]) -> str:
+    rows = []
+    for name, r in results.items():
+        seconds = r.get("seconds")
+        artifact = (r.get("artifacts") or {})
+        rows.append([name, r["status"], "" if seconds is None else f"{seconds:.1f} s",
+                     artifact.get("path") or artifact.get("checkpoint_dir")
+                     or (f"{artifact['cells']} cells" if "cells" in artifact else ""),
+                     r.get("reason") or ""])
+    return markdown(STAGE_HEADERS, rows)
+
+
+def run_tables(req, workdir, run_id: str, results: dict[str, dict[str, Any]]
+               ) -> tuple[str, bool]:
+    """The printout, and whether anything that could run here failed.
+
+    Also writes ``report.md`` and ``report.html`` (charts) into the work directory.
+    """
+    from harness.atomic import write_text
+    from harness.frameworks import is_installed
+    from harness.report import render
+    from harness.results import ResultStore
+
+    store = ResultStore(req.db)
+    report = render(store, run_ids=[run_id], title=f"dlbench run {req.model}: run {run_id}")
+    text = "\n".join([report.rstrip(), "", "## Stages", "", stage_table(results), ""])
+    write_text(workdir.root / "report.md", text)
+    notes = [f"report: {workdir.root / 'report.md'}"]
+    if is_installed("matplotlib"):
+        write_text(workdir.root / "report.html", render(store, run_ids=[run_id], fmt="html"))
+        notes.append(f"charts: {workdir.root / 'report.html'}")
+    else:
+        notes.append("no HTML report: matplotlib is not installed (pip install 'dlbench[report]')")
+    bench = store.records("run_id = ? AND kind = 'bench'", [run_id])
+    failed = any(r["status"] == "failed" for r in results.values())
+    failed = failed or any(r["status"] == "failed" for r in bench)
+    return text + "\n" + "\n".join(notes), failed

@@ -1,0 +1,235 @@
+"""The stages of ``dlbench run``, one class per kind, each a thin call into the API
+the matching CLI command wraps (train, export, build, bench).
+
+A stage turns what it stored into a *result*: ``status`` (``ok``; ``unverified``
+when a converted file exists but does not compute what its source computes;
+``failed`` when it ran and failed; ``unavailable`` when this machine cannot run
+it at all: a framework not installed, no GPU for TensorRT), ``reason``,
+``artifacts`` and ``records`` (database ids).  Stages never raise for a
+failure of their own: the run reports it and goes on with the stages that do
+not need it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.errors import UserError, first_line
+
+OK_STATUSES = ("ok", "unverified")
+
+
+@dataclass
+class Context:
+    """What every stage needs: the request, the work directory, the run so far."""
+    req: Any                                   # harness.pipeline.runner.RunRequest
+    workdir: Any                               # harness.pipeline.workdir.Workdir
+    run_id: str
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    progress: Callable[[str], None] = print
+
+    def ok(self, stage: str) -> bool:
+        return self.results.get(stage, {}).get("status") in OK_STATUSES
+
+    def artifact(self, stage: str, key: str) -> str | None:
+        return self.results.get(stage, {}).get("artifacts", {}).get(key)
+
+
+def _result(status: str, reason: str | None = None, artifacts: dict | None = None,
+            records: list | None = None) -> dict[str, Any]:
+    return {"status": status, "reason": reason, "artifacts": artifacts or {},
+            "records": [r["id"] for r in records or [] if r.get("id") is not None]}
+
+
+def unavailable(reason: str) -> dict[str, Any]:
+    return _result("unavailable", reason)
+
+
+def _needs(ctx: Context, stage: str) -> dict[str, Any] | None:
+    """A failed result when ``stage`` (an input of this one) did not produce its artifact."""
+    if ctx.ok(stage):
+        return None
+    prev = ctx.results.get(stage, {})
+    status = "unavailable" if prev.get("status") == "unavailable" else "failed"
+    return _result(status, f"needs {stage}, which is {prev.get('status', 'not run')}"
+                           + (f" ({prev['reason']})" if prev.get("reason") else ""))
+
+
+def _convert_result(record: dict[str, Any]) -> dict[str, Any]:
+    path = (record.get("context", {}).get("artifact") or {}).get("path")
+    status = record["status"] if record["status"] in ("ok", "unverified") else "failed"
+    return _result(status, record.get("error"), {"path": path} if status != "failed" else {},
+                   [record])
+
+
+class Stage:
+    kind = ""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def matches(self, record: dict[str, Any]) -> bool:
+        """Whether ``record`` (of this run) is this stage's own: the stage finished."""
+        return False
+
+    def from_records(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def run(self, ctx: Context) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class TrainStage(Stage):
+    kind = "train"
+
+    def __init__(self, framework: str):
+        super().__init__(f"train:{framework}")
+        self.framework = framework
+
+    def matches(self, record):
+        return record["kind"] == "train" and record["framework"] == self.framework
+
+    def from_records(self, records):
+        r = records[-1]
+        if r["status"] != "ok":
+            return _result("failed", r.get("error"), records=[r])
+        checkpoint = r.get("context", {}).get("checkpoint")
+        return _result("ok", artifacts={"checkpoint_dir": str(Path(checkpoint).parent)},
+                       records=[r])
+
+    def run(self, ctx):
+        from harness.frameworks import FRAMEWORKS, is_installed
+        from harness.training.runner import TrainRequest, train
+
+        fw = FRAMEWORKS[self.framework]
+        if not is_installed(fw.module):
+            return unavailable(f"{fw.display} is not installed: pip install 'dlbench[{fw.extra}]'")
+        req = ctx.req
+        records = train(TrainRequest(
+            model=req.model, frameworks=[self.framework], batch_size=req.train_batch_size,
+            steps=req.train_steps, warmup_steps=req.warmup_steps, device=req.device,
+            threads=req.threads, seed=req.seed, out=str(ctx.workdir.train_dir), db=req.db,
+            timeout=req.timeout, argv=req.argv,
+            extra_context={"pipeline": {"run_id": ctx.run_id, "stage": self.name}}),
+            progress=ctx.progress)
+        return self.from_records(records)
+
+
+class ExportStage(Stage):
+    kind = "export"
+
+    def __init__(self, framework: str):
+        super().__init__(f"export:{framework}")
+        self.framework = framework
+
+    def matches(self, record):
+        return (record["kind"] == "convert" and record["framework"] == self.framework
+                and record.get("context", {}).get("hop") == f"{self.framework}->onnx")
+
+    def from_records(self, records):
+        return _convert_result(records[-1])
+
+    def run(self, ctx):
+        from converters.export import ExportRequest, export
+
+        missing = _needs(ctx, f"train:{self.framework}")
+        if missing:
+            return missing
+        req = ctx.req
+        records = export(ExportRequest(
+            sources=[ctx.artifact(f"train:{self.framework}", "checkpoint_dir")],
+            threads=req.threads, db=req.db, timeout=req.timeout, argv=req.argv),
+            progress=ctx.progress)
+        return self.from_records(records)
+
+
+class BuildStage(Stage):
+    """INT8 or FP16 ONNX, or a TensorRT engine, from the primary fp32 ONNX file."""
+    kind = "build"
+
+    def __init__(self, target: str, precision: str | None = None):
+        super().__init__(f"build:{target}" + (f"-{precision}" if precision else ""))
+        self.target, self.precision = target, precision
+
+    def matches(self, record):
+        return (record["kind"] == "convert"
+                and record.get("context", {}).get("hop") == f"onnx->{self.target}"
+                and (self.precision is None or record.get("precision") == self.precision))
+
+    def from_records(self, records):
+        return _convert_result(records[-1])
+
+    def run(self, ctx):
+        from converters.build import BuildRequest, build
+
+        source = primary_export(ctx)
+        if source is None:
+            return _result("failed", "no verified fp32 ONNX export to build from")
+        if self.target == "tensorrt":
+            from harness.backends import get_backend
+
+            avail = get_backend("tensorrt").availability()
+            if not avail.available:
+                return unavailable(avail.reason)
+        req = ctx.req
+        ctx.progress(f"    building {self.target}{' ' + self.precision if self.precision else ''} "
+                     f"from {source}")
+        try:
+            record = build(BuildRequest(source=source, to=self.target, precision=self.precision,
+                                        threads=req.threads, db=req.db, timeout=req.timeout,
+                                        argv=req.argv))
+        except UserError as exc:      # the hop refused this model: the run goes on without it
+            return _result("failed", first_line(exc))
+        return self.from_records([record])
+
+
+def primary_export(ctx: Context) -> str | None:
+    """The fp32 ONNX file the builds start from: the first framework's verified export."""
+    for fw in ctx.req.frameworks:
+        if ctx.results.get(f"export:{fw}", {}).get("status") == "ok":
+            return ctx.artifact(f"export:{fw}", "path")
+    return None
+
+
+class BenchStage(Stage):
+    """Every backend on the primary export, its builds and the native checkpoints.
+
+    Resumes cell by cell: cells this run already stored are not measured again.
+    """
+    kind = "bench"
+
+    def __init__(self):
+        super().__init__("bench")
+
+    def artifacts(self, ctx: Context) -> list[str]:
+        paths = []
+        primary = primary_export(ctx)
+        if primary:
+            paths.append(primary)
+        for name, result in ctx.results.items():
+            if name.startswith("build:") and result["status"] in OK_STATUSES:
+                paths.append(result["artifacts"]["path"])
+        for fw in ctx.req.frameworks:
+            if ctx.ok(f"train:{fw}"):
+                paths.append(ctx.artifact(f"train:{fw}", "checkpoint_dir"))
+        return paths
+
+    def run(self, ctx):
+        from harness.bench.sweep import BenchRequest, run_bench
+
+        paths = self.artifacts(ctx)
+        if not paths:
+            return _result("failed", "nothing to benchmark: no stage produced an artifact")
+        req = ctx.req
+        try:
+            records = run_bench(BenchRequest(
+                artifacts=paths, backends=req.backends, devices=req.bench_devices,
+                batch_sizes=req.batch_sizes, threads=[req.threads] if req.threads else None,
+                rule=req.rule, timeout=req.timeout, resume_run=ctx.run_id, db=req.db,
+                argv=req.argv), show_progress=req.show_progress)
+        except UserError as exc:
+            return _result("failed", first_line(exc))
+        failed = [r for r in records if r["status"] == "failed"]
+        reason = f"{len(failed)} of {len(records)} cells failed" if failed else None
+        return _result("ok", reason, {"cells": len(records)}, records)

@@ -1,0 +1,60 @@
+"""Stored records as the tables and charts people publish.
+
+``render`` is what `dlbench report` wraps; the three table functions and
+``markdown_report`` are what `dlbench run` prints at its end.  Nothing here
+imports a framework, and matplotlib only when a chart is drawn.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from harness.errors import UserError
+from harness.report import tables
+from harness.report.markdown import markdown_report
+from harness.results import ResultStore
+
+FORMATS = ("md", "html", "csv", "json")
+
+__all__ = ["FORMATS", "render", "markdown_report", "training_table", "inference_table",
+           "conversion_table"]
+
+
+def training_table(records: Sequence[dict[str, Any]],
+                   machines: dict[str, dict[str, Any]] | None = None) -> str:
+    """Markdown, in the MindSpore benchmark page's layout, with the machine line under it.
+    Without ``machines`` the fingerprint is this machine's own (records just measured)."""
+    return tables.to_markdown(tables.training(records), tables.machines_for(records, machines))
+
+
+def inference_table(records: Sequence[dict[str, Any]],
+                    machines: dict[str, dict[str, Any]] | None = None) -> str:
+    return tables.to_markdown(tables.inference(records), tables.machines_for(records, machines))
+
+
+def conversion_table(records: Sequence[dict[str, Any]],
+                     machines: dict[str, dict[str, Any]] | None = None) -> str:
+    return tables.to_markdown(tables.conversion(records), tables.machines_for(records, machines))
+
+
+def check_format(fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise UserError(f"unknown report format {fmt!r}; choose from: {', '.join(FORMATS)}")
+    return fmt
+
+
+def render(store: ResultStore, run_ids: Sequence[str] | None = None, model: str | None = None,
+           fmt: str = "md", latest: bool = False, title: str | None = None) -> str:
+    """The report over the selected records, as text in ``fmt`` (md, html, csv, json)."""
+    from harness.report.select import select
+
+    check_format(fmt)
+    records, machines = select(store, run_ids, model, latest)
+    if fmt == "md":
+        return markdown_report(records, machines, **({"title": title} if title else {}))
+    if fmt == "html":
+        from harness.report.html import html_report
+
+        return html_report(records, machines)
+    from harness.report import export
+
+    return export.csv_text(records) if fmt == "csv" else export.json_text(records)

@@ -1,0 +1,44 @@
+"""The whole report as Markdown: what `dlbench report` prints and `dlbench run` ends with."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from harness.bench.table import server_points_table
+from harness.report import tables
+
+
+def _section(table: tables.Table, machines) -> list[str]:
+    return [f"## {table.title}", "", tables.to_markdown(table, machines), ""]
+
+
+def runs_line(records: Sequence[dict[str, Any]]) -> str:
+    runs = list(dict.fromkeys(r["run_id"] for r in records))
+    shown = ", ".join(runs) if len(runs) <= 6 else f"{', '.join(runs[:3])}, ..., {runs[-1]}"
+    return f"{len(records)} records from {len(runs)} run(s): {shown}"
+
+
+def server_sections(records: Sequence[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(heading, record) for every server-scenario cell that stored latency-throughput points."""
+    out = []
+    for r in records:
+        if r["kind"] == "bench" and r["status"] != "failed" and \
+                ((r.get("metrics") or {}).get("server") or {}).get("points"):
+            out.append((f"Server scenario: {tables._network(r.get('model'))} on {r.get('backend')} "
+                        f"{r.get('device')} {r.get('precision')}, max batch {r.get('batch_size')} "
+                        f"(run {r['run_id']})", r))
+    return out
+
+
+def markdown_report(records: Sequence[dict[str, Any]],
+                    machines: dict[str, dict[str, Any]] | None = None,
+                    title: str = "dlbench report") -> str:
+    machines = tables.machines_for(records, machines)
+    lines = [f"# {title}", "", runs_line(records), ""]
+    for build in (tables.training, tables.inference, tables.conversion):
+        table = build(records)
+        if table.rows:
+            lines += _section(table, machines)
+        if build is tables.inference:
+            for heading, r in server_sections(records):
+                lines += [f"### {heading}", "", server_points_table(r), ""]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,313 @@
+"""The published tables (training, inference, conversion) built from stored records.
+
+A table is kept as headers + rows + notes so that Markdown and HTML render the
+same cells; every table names the machines its numbers came from, and a table
+over several machines gets a Machine column rather than silently mixing them.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from harness.bench.table import _artifact, _ms, _network
+from harness.frameworks import FRAMEWORKS
+from harness.tables import markdown
+
+UNSUPPORTED_P99 = ("* p99 from fewer samples than it needs (688 for 99.9 % confidence that the "
+                   "largest sample lies above the true p99): a rough figure.")
+
+
+@dataclass
+class Table:
+    title: str
+    headers: list[str]
+    rows: list[list[Any]]
+    machine_ids: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- formatting
+
+def num(x: float | None) -> str:
+    """Four significant digits without an exponent (13689, 251.5, 5.393), as the seeds print."""
+    if x is None:
+        return "-"
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    decimals = max(0, 3 - math.floor(math.log10(abs(x))))
+    return f"{x:.{decimals}f}"
+
+
+def _spec(model: str | None):
+    from models.registry import get_model
+
+    try:
+        return get_model(model)
+    except Exception:  # noqa: BLE001 - any ONNX model is welcome; its name stays
+        return None
+
+
+def unit(record: dict[str, Any]) -> str:
+    """What one sample is: an image for image models, a sentence for token models."""
+    spec = _spec(record.get("model"))
+    if spec is not None:
+        if spec.task.startswith("image") or any(len(i.shape) == 3 and i.dtype.startswith("float")
+                                                for i in spec.inputs):
+            return "images/sec"
+        if any(i.dtype.startswith("int") for i in spec.inputs):
+            return "sentences/sec"
+        return "samples/sec"
+    inputs = (record.get("context") or {}).get("inputs") or []
+    if any(len(i.get("shape") or ()) == 4 and str(i.get("dtype", "")).startswith("float")
+           for i in inputs):
+        return "images/sec"
+    if inputs and all(str(i.get("dtype", "")).startswith(("int", "bool")) for i in inputs):
+        return "sentences/sec"
+    return "samples/sec"
+
+
+def devices(record: dict[str, Any]) -> int:
+    cfg = (record.get("context") or {}).get("config") or {}
+    try:
+        return max(1, int(cfg.get("devices") or 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+def _framework(record: dict[str, Any]) -> str:
+    fw = FRAMEWORKS.get(record.get("framework") or "")
+    name = fw.display if fw else (record.get("framework") or "")
+    return f"{name} {record.get('framework_version') or ''}".strip()
+
+
+def _failed(record: dict[str, Any]) -> str:
+    return f"FAILED: {record.get('error') or 'no reason recorded'}"
+
+
+def _with_machine(table: Table, records: Sequence[dict[str, Any]]) -> Table:
+    """Records from several machines share a table only with a Machine column."""
+    if len(table.machine_ids) > 1:
+        table.headers.insert(0, "Machine")
+        for row, r in zip(table.rows, records):
+            row.insert(0, r["machine_id"])
+    return table
+
+
+def _machine_ids(records: Sequence[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(r["machine_id"] for r in records))
+
+
+# ---------------------------------------------------------------- training
+
+def _speedups(records: Sequence[dict[str, Any]]) -> dict[int, float | None]:
+    """Scaling efficiency, as the seed: throughput(N) / (N x throughput(1)) of the same
+    model, framework, device kind, precision and batch size (the newest 1-device run)."""
+    base: dict[tuple, float] = {}
+    key = lambda r: (r.get("model"), r.get("framework"), r.get("device"),  # noqa: E731
+                     r.get("precision"), r.get("batch_size"))
+    for r in records:
+        if r["status"] == "ok" and devices(r) == 1 and r.get("throughput_sps"):
+            base[key(r)] = r["throughput_sps"]
+    out: dict[int, float | None] = {}
+    for r in records:
+        n = devices(r)
+        if n > 1 and r["status"] == "ok" and r.get("throughput_sps") is not None:
+            one = base.get(key(r))
+            out[r["id"]] = r["throughput_sps"] / (n * one) if one else None
+    return out
+
+
+def training(records: Sequence[dict[str, Any]]) -> Table:
+    records = sorted((r for r in records if r["kind"] == "train"),
+                     key=lambda r: (r.get("model") or "", r.get("framework") or "",
+                                    r.get("device") or "", r.get("precision") or "",
+                                    r.get("batch_size") or 0, devices(r), r["id"]))
+    with_eval = any((r.get("metrics") or {}).get("eval") for r in records)
+    headers = ["Network", "Network type", "Dataset", "Framework version", "Resource", "Precision",
+               "Batch size", "Throughput", "Speedup"] + (["Loss", "Acc"] if with_eval else [])
+    speedups = _speedups(records)
+    rows = []
+    for r in records:
+        spec = _spec(r.get("model"))
+        m, c = r.get("metrics") or {}, r.get("context") or {}
+        head = [spec.display_name if spec else r.get("model"),
+                spec.network_type if spec else "", spec.dataset if spec else "",
+                _framework(r), c.get("resource") or r.get("device"),
+                "Mixed" if r.get("precision") == "amp" else r.get("precision"), r.get("batch_size")]
+        if r["status"] != "ok":
+            rows.append(head + [_failed(r), ""] + (["", ""] if with_eval else []))
+            continue
+        n = devices(r)
+        sp = speedups.get(r["id"])
+        speedup = "-" if n == 1 else ("n/a (no 1-device run)" if sp is None else f"{sp:.2f}")
+        row = head + [f"{num(r.get('throughput_sps'))} {unit(r)}", speedup]
+        if with_eval:
+            ev = m.get("eval") or {}
+            acc = ev.get("accuracy")
+            row += [num(ev.get("loss")) if ev.get("loss") is not None else "",
+                    "" if acc is None else (f"{acc:.1%}" if acc <= 1 else f"{acc:.1f}%")]
+        rows.append(row)
+    table = _with_machine(Table("Training", headers, rows, _machine_ids(records)), records)
+    _blank_repeats(table, 4 + (len(table.machine_ids) > 1))
+    if any(devices(r) > 1 for r in records):
+        table.notes.append("Speedup: throughput on N devices / (N x throughput on 1 device), "
+                           "same network, framework, precision and batch size.")
+    return table
+
+
+def _blank_repeats(table: Table, width: int) -> None:
+    """The seed prints a network's name, type, dataset and version once per group."""
+    previous = None
+    for row in table.rows:
+        prefix = row[:width]
+        if prefix == previous:
+            row[:width] = [""] * width
+        previous = prefix
+
+
+# ---------------------------------------------------------------- inference
+
+def inference(records: Sequence[dict[str, Any]]) -> Table:
+    records = sorted((r for r in records if r["kind"] == "bench"),
+                     key=lambda r: (r.get("model") or "", _artifact(r), r.get("backend") or "",
+                                    r.get("device") or "", r.get("precision") or "",
+                                    r.get("scenario") or "", r.get("batch_size") or 0, r["id"]))
+    headers = ["Model", "Artifact", "Backend", "Device", "Precision", "Batch", "Scenario",
+               "Throughput", "p50 / p99 latency", "% of peak"]
+    rows, rough = [], False
+    for r in records:
+        m, c = r.get("metrics") or {}, r.get("context") or {}
+        head = [_network(r.get("model")), _artifact(r),
+                f"{r.get('backend')} {r.get('backend_version') or ''}".strip(),
+                c.get("resource") or r.get("device"), r.get("precision"), r.get("batch_size"),
+                r.get("scenario")]
+        if r["status"] == "failed":
+            rows.append(head + [_failed(r), "", ""])
+            continue
+        thr = f"{num(r.get('throughput_sps'))} {unit(r)}"
+        if r["status"] == "unstable":
+            cv, limit = m.get("cv"), m.get("cv_threshold")
+            why = ("noisy" if cv is None or limit is None
+                   else f"CV {cv * 100:.3g}% > {limit * 100:.3g}%")
+            thr += f" (UNSTABLE: {why})"
+        bound = (m.get("server") or {}).get("latency_bound_ms")
+        if r.get("scenario") == "server" and bound:
+            thr += f" at p99 <= {bound:g} ms"
+        lat = m.get("latency_ms") or {}
+        p99 = ""
+        if lat:
+            supported = (m.get("percentile_support") or {}).get("p99", True)
+            rough = rough or not supported
+            p99 = f"{_ms(lat.get('p50'))} / {_ms(lat.get('p99'))}{'' if supported else '*'}"
+        pct = m.get("percent_of_peak")
+        rows.append(head + [thr, p99, "" if pct is None else f"{pct:.1f}%"])
+    table = _with_machine(Table("Inference", headers, rows, _machine_ids(records)), records)
+    if rough:
+        table.notes.append(UNSUPPORTED_P99)
+    if any(r["status"] == "unstable" for r in records):
+        table.notes.append("UNSTABLE: the latency coefficient of variation exceeded the run's "
+                           "--cv-threshold; the figure is stored, not trusted.")
+    return table
+
+
+# ---------------------------------------------------------------- conversion
+
+def outputs_of(metrics: dict[str, Any]) -> dict[str, Any]:
+    return metrics.get("outputs") or (metrics.get("verdict") or {}).get("outputs") or {}
+
+
+def hop_of(record: dict[str, Any]) -> str:
+    c = record.get("context") or {}
+    if c.get("hop"):
+        return c["hop"]
+    ref, cand = (c.get("reference") or {}).get("kind"), (c.get("candidate") or {}).get("kind")
+    return f"verify {ref} -> {cand}" if ref and cand else record["kind"]
+
+
+def _file(record: dict[str, Any]) -> str:
+    c = record.get("context") or {}
+    path = (c.get("artifact") or c.get("candidate") or {}).get("path") or ""
+    return os.path.basename(path.rstrip("/"))
+
+
+def worst(outputs: Sequence[dict[str, Any]], key: str, pick) -> float | None:
+    values = [o[key] for o in outputs if o.get(key) is not None]
+    return pick(values) if values else None
+
+
+def conversion(records: Sequence[dict[str, Any]]) -> Table:
+    records = [r for r in records if r["kind"] in ("convert", "verify")]
+    headers = ["Model", "Hop", "Artifact", "Precision", "Max abs diff", "Cosine",
+               "Top-1 agreement", "Verdict"]
+    rows = []
+    for r in records:
+        outs = list(outputs_of(r.get("metrics") or {}).values())
+        head = [_network(r.get("model")), hop_of(r), _file(r), r.get("precision") or ""]
+        if r["status"] == "failed" or not outs:
+            rows.append(head + ["", "", "", _failed(r)])
+            continue
+        max_abs = worst(outs, "max_abs", max)
+        cosine = worst(outs, "cosine", min)
+        top1 = worst(outs, "top1", min)
+        verdict = "ok" if r["status"] == "ok" else f"{r['status'].upper()}: {r.get('error') or ''}"
+        rows.append(head + ["" if max_abs is None else f"{max_abs:.3g}",
+                            "" if cosine is None else f"{cosine:.6f}",
+                            "" if top1 is None else f"{top1:.1%}", verdict.strip()])
+    table = _with_machine(Table("Conversion", headers, rows, _machine_ids(records)), records)
+    if any(len(outputs_of(r.get("metrics") or {})) > 1 for r in records):
+        table.notes.append("Several outputs: the worst of them (largest difference, lowest "
+                           "cosine and top-1).")
+    return table
+
+
+# ---------------------------------------------------------------- machines
+
+def machine_line(machine_id: str, fp: dict[str, Any] | None) -> str:
+    """One line: the hardware and the library versions a table's numbers were measured with."""
+    if not fp or "cpu" not in fp:
+        return f"machine {machine_id} (fingerprint not stored)"
+    c = fp["cpu"]
+    isa = f", {' '.join(c['isa'])}" if c.get("isa") else ""
+    gpus = fp.get("gpus") or []
+    if gpus:
+        g = gpus[0]
+        gpu = f"{len(gpus)} x {g['name']} ({g.get('memory', '')}, driver {g.get('driver', '?')})"
+    else:
+        gpu = "none"
+    npus = fp.get("ascend") or []
+    npu = f"; NPU: {len(npus)} x {npus[0]['name']}" if npus else ""
+    libs = ", ".join(f"{k} {v}" for k, v in sorted((fp.get("versions") or {}).items()))
+    commit = f" ({fp['git_commit']})" if fp.get("git_commit") else ""
+    return (f"machine {machine_id}: CPU {c.get('model')} ({c.get('architecture', '')}{isa}), "
+            f"{c.get('physical_cores')} physical / {c.get('logical_cores')} logical cores, "
+            f"{fp.get('memory_gib')} GiB memory, GPU: {gpu}{npu}; {fp.get('os', '')}, "
+            f"Python {fp.get('python', '?')}; libraries: {libs or 'none recorded'}; "
+            f"dlbench {fp.get('dlbench', '?')}{commit}.")
+
+
+def machines_for(records: Sequence[dict[str, Any]],
+                 machines: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Any] | None]:
+    """Fingerprints by id; without them, this machine's own (what `dlbench run` just measured)."""
+    if machines is None:
+        from harness.fingerprint import fingerprint
+
+        here = fingerprint()
+        machines = {here["machine_id"]: here}
+    return {mid: machines.get(mid) for mid in _machine_ids(records)}
+
+
+# ---------------------------------------------------------------- Markdown
+
+def _md_cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("\n", " ").replace("|", "\\|")
+
+
+def to_markdown(table: Table, machines: dict[str, dict[str, Any]] | None) -> str:
+    body = markdown(table.headers, [[_md_cell(c) for c in row] for row in table.rows])
+    fps = machines or {}
+    paragraphs = [body, *table.notes,
+                  *("Measured on " + machine_line(mid, fps.get(mid)) for mid in table.machine_ids)]
+    return "\n\n".join(paragraphs)

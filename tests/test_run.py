@@ -1,0 +1,141 @@
+"""``dlbench run``: every stage on a small model, killed in the middle of its
+benchmark sweep and resumed, with no record lost and none duplicated."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import psutil
+import pytest
+
+from harness.results import ResultStore
+from clitools import assert_usage_error
+
+MODEL = "resnet50-mini"
+BATCHES = (1, 2, 4)
+RUN = ["run", MODEL, "--frameworks", "pytorch", "--train-steps", "2", "--warmup-steps", "1",
+       "--train-batch-size", "4", "--batch-sizes", ",".join(map(str, BATCHES)),
+       "--iterations", "30", "--warmup", "1", "--max-warmup", "2", "--timeout", "300"]
+# On a CPU machine with ONNX Runtime: the fp32 export and its INT8 and FP16 builds
+# on onnxruntime, the PyTorch checkpoint on the pytorch backend.
+EXPECTED_CELLS = {(backend, precision, b) for b in BATCHES
+                  for backend, precision in (("onnxruntime", "fp32"), ("onnxruntime", "int8"),
+                                             ("onnxruntime", "fp16"), ("pytorch", "fp32"))}
+
+
+def dlbench(args, env, **kw):
+    return subprocess.run([sys.executable, "-m", "harness", *args], env=env, text=True,
+                          capture_output=True, **kw)
+
+
+@pytest.fixture(scope="module")
+def interrupted_then_resumed(tmp_path_factory):
+    """Start a run, kill it (SIGKILL, children too) once its sweep has stored two
+    cells, resume it; return what each part left behind."""
+    tmp = tmp_path_factory.mktemp("run")
+    env = dict(os.environ, DLBENCH_DB=str(tmp / "db.sqlite"))
+    env.pop("DLBENCH_RUN_ID", None)
+    workdir = tmp / "work"
+    args = RUN + ["--workdir", str(workdir)]
+    store = ResultStore(tmp / "db.sqlite")
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    deadline = time.monotonic() + 600
+    bench_before = []
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            bench_before = store.records("kind = 'bench'")
+            if len(bench_before) >= 2:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, "the run ended before it could be interrupted:\n" + \
+            proc.stdout.read()
+        family = [proc.pid] + [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    time.sleep(1.0)
+    survivors = [pid for pid in family if psutil.pid_exists(pid)
+                 and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    bench_at_kill = store.records("kind = 'bench'")
+    resumed = dlbench(args + ["--resume"], env, timeout=900)
+    return {"store": store, "workdir": workdir, "env": env, "args": args,
+            "bench_at_kill": bench_at_kill, "resumed": resumed, "survivors": survivors}
+
+
+def test_kill_leaves_no_cell_running(interrupted_then_resumed):
+    """A cell runs in its own session; it must still die with its parent."""
+    assert interrupted_then_resumed["survivors"] == []
+
+
+def test_resume_finishes_the_sweep_without_duplicates_or_losses(interrupted_then_resumed):
+    r = interrupted_then_resumed
+    assert r["resumed"].returncode == 0, r["resumed"].stderr[-3000:]
+    at_kill = r["bench_at_kill"]
+    assert 2 <= len(at_kill) < len(EXPECTED_CELLS), "the kill did not land mid-sweep"
+    records = r["store"].records()
+    assert len({x["run_id"] for x in records}) == 1, "a resumed run keeps its run id"
+    bench = [x for x in records if x["kind"] == "bench"]
+    assert all(x["status"] != "failed" for x in bench), [x["error"] for x in bench]
+    keys = Counter(x["cell_key"] for x in bench)
+    assert max(keys.values()) == 1, "a cell was measured twice"
+    assert {(x["backend"], x["precision"], x["batch_size"]) for x in bench} == EXPECTED_CELLS
+    # The records stored before the kill are kept as they were, not measured again.
+    assert {x["id"] for x in at_kill} <= {x["id"] for x in bench}
+    kinds = Counter((x["kind"], (x["context"].get("hop") or "")) for x in records
+                    if x["kind"] != "bench")
+    assert kinds == {("train", ""): 1, ("convert", "pytorch->onnx"): 1,
+                     ("convert", "onnx->int8"): 1, ("convert", "onnx->fp16"): 1}
+
+
+def test_resume_reports_finished_stages_and_prints_every_table(interrupted_then_resumed):
+    r = interrupted_then_resumed
+    err, out = r["resumed"].stderr, r["resumed"].stdout
+    for stage in ("train:pytorch", "export:pytorch", "build:int8", "build:fp16"):
+        assert f"{stage}: " in err and "finished earlier, not redone" in err
+    for title in ("## Stages", "## Training", "## Conversion", "## Inference"):
+        assert title in out
+    assert (r["workdir"] / "report.md").read_text() in out
+    assert (r["workdir"] / "report.html").read_text().count('src="data:image/png;base64,') >= 2
+    stages = {p.stem: json.loads(p.read_text()) for p in (r["workdir"] / "stages").glob("*.json")}
+    assert stages["bench"]["artifacts"]["cells"] == len(EXPECTED_CELLS)
+    assert stages["train-pytorch"]["status"] == "ok"
+    # No GPU in CI: TensorRT stages are reported unavailable with the reason, not failed.
+    trt = [s for name, s in stages.items() if name.startswith("build-tensorrt")]
+    assert trt and all(s["status"] == "unavailable" and s["reason"] for s in trt)
+
+
+def test_a_second_resume_redoes_nothing(interrupted_then_resumed):
+    r = interrupted_then_resumed
+    before = len(r["store"].records())
+    again = dlbench(r["args"] + ["--resume", "--no-progress"], r["env"], timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert len(r["store"].records()) == before
+
+
+def test_bad_input(tmp_path, interrupted_then_resumed):
+    r = interrupted_then_resumed
+    env = dict(r["env"], DLBENCH_DB=str(tmp_path / "db.sqlite"))
+    used = ["--workdir", str(r["workdir"])]
+    cases = [
+        (["run", "no-such-model"], "unknown model"),
+        (["run", MODEL, "--frameworks", "caffe"], "unknown framework"),
+        (["run", MODEL, "--backends", "nope"], "unknown backend"),
+        (["run", MODEL, "--precisions", "int4"], "--precisions int4"),
+        (["run", MODEL, "--train-steps", "0"], "--steps must be at least 1"),
+        (["run", MODEL, "--device", "gpu", "--frameworks", "pytorch"], "gpu"),
+        (["run", "bert", "--size", "resnet50-mini"], "--size"),
+        (RUN + used, "pass --resume"),
+        (["run", "resnet50", "--resume"] + used, "resnet50"),
+        (["run", MODEL, "--workdir", "/proc/dlbench"], "/proc/dlbench"),
+    ]
+    for args, needle in cases:
+        assert_usage_error(dlbench(args, env), needle)
