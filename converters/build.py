@@ -22,7 +22,7 @@ from converters.base import BuildOptions, build_hop
 from harness import __version__
 from harness.atomic import check_can_create, write_json
 from harness.context import new_run_id, now_iso
-from harness.errors import UserError
+from harness.errors import UserError, first_line
 from harness.results import ResultStore
 from harness.threads import ThreadConfig, in_force
 
@@ -105,8 +105,11 @@ def plan(req: BuildRequest) -> _Plan:
         if extra:
             check_can_create(extra)
     # The TensorRT cell runs in a scratch directory: it needs absolute paths.
+    from harness.evaluate.data import is_calibration_set
+
+    named_set = is_calibration_set(opts.calib_data)          # --calib-data digits: not a path
     for name in ("timing_cache", "calib_cache", "calib_data"):
-        if getattr(opts, name):
+        if getattr(opts, name) and not (name == "calib_data" and named_set):
             setattr(opts, name, str(Path(getattr(opts, name)).resolve()))
     ResultStore(req.db).check_writable()
     return _Plan(hop, source, summary, out, opts, batch_sizes, precision)
@@ -114,6 +117,8 @@ def plan(req: BuildRequest) -> _Plan:
 
 def build(req: BuildRequest) -> dict[str, Any]:
     """Build and verify one artifact; return its ``convert`` record."""
+    from harness.evaluate.data import heldout_images, is_calibration_set
+
     p = plan(req)
     threads = ThreadConfig.default(req.threads)
     env = threads.environment()
@@ -135,7 +140,14 @@ def build(req: BuildRequest) -> dict[str, Any]:
         "artifact": {"path": str(p.out.resolve()), "format": fmt}})
     start = time.perf_counter()
     verify_start = time.perf_counter()
-    inputs = verify.inputs_for_onnx(p.summary, p.batch_sizes, req.seed, str(p.source))
+    if is_calibration_set(p.options.calib_data):
+        # Calibrated on a data set's training split: judged on its held-out images,
+        # which calibration never saw (synthetic images fall outside the calibrated ranges).
+        inputs = heldout_images(p.options.calib_data,
+                                verify.image_shape_of(p.summary, str(p.source))[0], p.batch_sizes)
+        record["context"]["verify_inputs"] = f"{p.options.calib_data}: held-out split, in order"
+    else:
+        inputs = verify.inputs_for_onnx(p.summary, p.batch_sizes, req.seed, str(p.source))
     reference = verify.onnx_outputs(p.source, inputs, threads=threads.intra_op)
     reference_s = time.perf_counter() - verify_start
     p.out.parent.mkdir(parents=True, exist_ok=True)
@@ -165,7 +177,16 @@ def build(req: BuildRequest) -> dict[str, Any]:
             record["context"]["build"] = sidecar
             convert_s = info["build_s"]
         else:
-            info = p.hop.build(p.source, staged, p.options)
+            try:
+                info = p.hop.build(p.source, staged, p.options)
+            except UserError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a quantizer crash: the record's failure
+                import traceback
+
+                record["context"]["traceback"] = traceback.format_exc()
+                return _stored(req, records.finish(record, None, error=f"{p.hop.name} failed: "
+                                                   f"{first_line(exc)}"), None, start)
             convert_s = time.perf_counter() - convert_start
             try:
                 summary = _finish_onnx(staged, p, source_sha)

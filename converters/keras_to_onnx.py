@@ -27,7 +27,7 @@ if "tensorflow" not in sys.modules:
 import tensorflow as tf  # noqa: E402
 
 from converters.base import ExportHop, ExportOptions  # noqa: E402
-from converters.onnx_io import INPUT_NAME, OUTPUT_NAME  # noqa: E402
+from converters.onnx_io import OUTPUT_NAME, input_names  # noqa: E402
 from harness.errors import UserError  # noqa: E402
 
 
@@ -87,11 +87,17 @@ class KerasToOnnx(ExportHop):
             raise UserError(f"--format {options.format}: TensorFlow exports ONNX only")
         tf2onnx = _tf2onnx()
         batch = None if options.dynamic_batch else options.batch_size
-        signature = [tf.TensorSpec((batch, *spec.inputs[0].shape), tf.float32, name=INPUT_NAME)]
+        images = [len(i.shape) == 3 and not i.dtype.startswith("int") for i in spec.inputs]
+        # Token inputs: any sequence length (tf2onnx names the dimension; normalize_io
+        # renames it "sequence").  Images: NCHW, as the other frameworks' exports.
+        signature = [tf.TensorSpec((batch, None) if i.dtype.startswith("int") and len(i.shape) == 1
+                                   else (batch, *i.shape), tf.as_dtype(i.dtype), name=name)
+                     for i, name in zip(spec.inputs, input_names(spec))]
 
         @tf.function(input_signature=signature)
-        def nchw_model(x):
-            return {OUTPUT_NAME: model(tf.transpose(x, (0, 2, 3, 1)), training=False)}
+        def nchw_model(*xs):
+            args = [tf.transpose(x, (0, 2, 3, 1)) if image else x for x, image in zip(xs, images)]
+            return {OUTPUT_NAME: model(args[0] if len(args) == 1 else args, training=False)}
 
         proto, storage = tf2onnx.convert.from_function(nchw_model, input_signature=signature,
                                                        opset=options.opset, large_model=True)
@@ -100,8 +106,9 @@ class KerasToOnnx(ExportHop):
 
         onnx.save(proto, str(out))
         left = sum(1 for n in proto.graph.node if n.op_type == "Transpose")
+        how = "NCHW input transposed to NHWC" if any(images) else "token inputs as they are"
         return {"exporter": f"tf2onnx {tf2onnx.__version__} convert.from_function "
-                            f"(tf.function, NCHW input transposed to NHWC)",
+                            f"(tf.function, {how})",
                 "opset_requested": options.opset, "transposes_left": left, "rewrites": []}
 
 

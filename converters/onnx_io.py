@@ -17,7 +17,9 @@ Two things here exist because of the installed versions, not taste:
 * The exporters disagree on names and on the batch dimension (MindSpore
   ignores ``dynamic_axes``; tf2onnx calls the batch ``unk__401``).
   ``normalize_io`` makes every exported file look the same: one input
-  ``input`` (NCHW float32), one output ``logits``, batch dimension ``batch``.
+  ``input`` (NCHW float32 images, or token ids), or the spec's names for
+  several inputs, one output ``logits``, batch dimension ``batch`` and, for
+  token inputs left dynamic, sequence dimension ``sequence``.
 """
 from __future__ import annotations
 
@@ -35,6 +37,8 @@ from harness.errors import UserError, first_line
 INPUT_NAME = "input"
 OUTPUT_NAME = "logits"
 BATCH_DIM = "batch"
+# Dimension 1 of integer (token) inputs, where the exporter leaves it dynamic.
+SEQUENCE_DIM = "sequence"
 # Keys dlbench writes into an ONNX file's metadata_props (they change nothing it computes).
 META_PREFIX = "dlbench."
 
@@ -266,22 +270,34 @@ def lower_ir_version(model, path: str | os.PathLike = "model") -> tuple[int, int
     return before, model.ir_version
 
 
+def input_names(spec) -> list[str]:
+    """What an exported file's inputs are called: ``input`` for a one-input model (the
+    convention every image export follows), the spec's names for several (token
+    models: ``input_ids``, ``token_type_ids``, ``attention_mask``)."""
+    return [INPUT_NAME] if len(spec.inputs) == 1 else [i.name for i in spec.inputs]
+
+
 def normalize_io(model, *, input_name: str = INPUT_NAME, output_name: str = OUTPUT_NAME,
                  dynamic_batch: bool = True) -> dict[str, str]:
-    """One input and one output, renamed and with a named (or fixed) batch dimension.
+    """Inputs and the one output renamed, with a named (or fixed) batch dimension.
 
-    Returns the renames applied.  Stale intermediate shapes are dropped and
-    inferred again by the caller (``infer_shapes``), since a batch that was
-    fixed at 1 in the exporter's trace may be baked into them.
+    A one-input model's input becomes ``input_name``; several inputs keep the
+    names the exporter was given (the spec's).  A dynamic dimension 1 of an
+    integer input (token ids) is named ``sequence`` whatever the exporter
+    called it.  Returns the renames applied.  Stale intermediate shapes are
+    dropped and inferred again by the caller (``infer_shapes``), since a batch
+    that was fixed in the exporter's trace may be baked into them.
     """
+    onnx_mod = onnx()
     g = model.graph
     inits = {t.name for t in g.initializer}
     inputs = [i for i in g.input if i.name not in inits]
-    if len(inputs) != 1 or len(g.output) != 1:
-        raise UserError(f"expected one input and one output, the exporter wrote "
+    if not inputs or len(g.output) != 1:
+        raise UserError(f"expected inputs and one output, the exporter wrote "
                         f"{len(inputs)} inputs and {len(g.output)} outputs")
     renames = {}
-    for vi, new in ((inputs[0], input_name), (g.output[0], output_name)):
+    pairs = [(g.output[0], output_name)] + ([(inputs[0], input_name)] if len(inputs) == 1 else [])
+    for vi, new in pairs:
         old = vi.name
         if old != new:
             renames[old] = new
@@ -289,7 +305,8 @@ def normalize_io(model, *, input_name: str = INPUT_NAME, output_name: str = OUTP
     for node in g.node:
         node.input[:] = [renames.get(n, n) for n in node.input]
         node.output[:] = [renames.get(n, n) for n in node.output]
-    for vi in (inputs[0], g.output[0]):
+    ints = (onnx_mod.TensorProto.INT32, onnx_mod.TensorProto.INT64)
+    for vi in (*inputs, g.output[0]):
         dims = vi.type.tensor_type.shape.dim
         if len(dims):
             if dynamic_batch:
@@ -298,6 +315,10 @@ def normalize_io(model, *, input_name: str = INPUT_NAME, output_name: str = OUTP
             elif not dims[0].HasField("dim_value"):
                 raise UserError(f"{vi.name}: static batch asked, but the exporter left the "
                                 f"batch dimension symbolic")
+        if (vi is not g.output[0] and vi.type.tensor_type.elem_type in ints and len(dims) >= 2
+                and not dims[1].HasField("dim_value")):
+            dims[1].Clear()
+            dims[1].dim_param = SEQUENCE_DIM
     del g.value_info[:]
     return renames
 

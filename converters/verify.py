@@ -5,7 +5,8 @@ the model computes, so every export and build ends here, and so does
 ``dlbench verify REFERENCE CANDIDATE``.
 
 Inputs are fixed: ``models.synthetic`` images (class patterns plus noise, so
-a trained classifier's top-1 means something) from ``VERIFY_SEED``, at two
+a trained classifier's top-1 means something) or, for token models, token ids
+(class words among random ones), from ``VERIFY_SEED``, at two
 or more batch sizes (1 and 8 by default), each size its own batch.  The seed
 is distinct from the training seed (0 by default) and from the INT8
 calibration seed, so an INT8 model is judged on inputs its calibration never
@@ -143,11 +144,47 @@ def image_stream(chw: Sequence[int], num_classes: int, batch: int, n_batches: in
 
 
 def inputs_for_model(model_name: str, batch_sizes: Sequence[int],
-                     seed: int = VERIFY_SEED) -> list[np.ndarray]:
+                     seed: int = VERIFY_SEED) -> list[Any]:
+    """One batch per size: an NCHW float32 array for image models; for token models
+    a tuple of int arrays in ``spec.inputs`` order (``models.synthetic`` class words,
+    so a trained classifier's top-1 means something)."""
     from models.registry import get_model
 
     spec = get_model(model_name)
+    if spec.token_inputs:
+        return token_stream(spec, batch_sizes, seed)
     return image_inputs(spec.inputs[0].shape, spec.num_classes, batch_sizes, seed)
+
+
+def token_stream(spec, batch_sizes: Sequence[int], seed: int) -> list[tuple[np.ndarray, ...]]:
+    """Token-model batches of the given sizes from one generator (distinct batches)."""
+    from models import synthetic
+
+    return [synthetic.sample_inputs(spec, b, seed=seed + i) for i, b in enumerate(batch_sizes)]
+
+
+def calibration_stream(summary, batch: int, n_batches: int, seed: int = CALIB_SEED,
+                       path: str = "model") -> list[Any]:
+    """INT8 calibration batches for an ONNX file: its zoo model's token inputs when it
+    is a dlbench token model, else class-pattern images of its input shape."""
+    spec = _zoo_spec(summary)
+    if spec is not None and spec.token_inputs:
+        return token_stream(spec, [batch] * n_batches, seed)
+    chw, classes = image_shape_of(summary, path)
+    return image_stream(chw, classes, batch, n_batches, seed)
+
+
+def _zoo_spec(summary):
+    """The zoo spec an ONNX file names in its metadata, or None."""
+    name = summary.metadata.get("model")
+    if not name:
+        return None
+    from models.registry import get_model
+
+    try:
+        return get_model(name)
+    except UserError:
+        return None
 
 
 def image_shape_of(summary, path: str = "model") -> tuple[tuple[int, ...], int]:
@@ -178,8 +215,11 @@ def image_shape_of(summary, path: str = "model") -> tuple[tuple[int, ...], int]:
 
 
 def inputs_for_onnx(summary, batch_sizes: Sequence[int], seed: int = VERIFY_SEED,
-                    path: str = "model") -> list[np.ndarray]:
+                    path: str = "model") -> list[Any]:
     """Inputs for an ONNX file: its zoo model's if dlbench exported it, else from its shape."""
+    spec = _zoo_spec(summary)
+    if spec is not None and spec.token_inputs:
+        return token_stream(spec, batch_sizes, seed)
     chw, classes = image_shape_of(summary, path)
     return image_inputs(chw, classes, batch_sizes, seed)
 
@@ -343,37 +383,58 @@ def _message(v: Verdict) -> str:
 
 # --- outputs through ONNX Runtime (the parent may import it; frameworks run in cells) ----
 
-def onnx_outputs(path, batches: Sequence[np.ndarray], threads: int | None = None,
+def onnx_outputs(path, batches: Sequence[Any], threads: int | None = None,
                  input_name: str | None = None) -> list[dict[str, np.ndarray]]:
+    """Outputs per batch; a batch is one array or a tuple in the graph's input order."""
     from converters import onnx_io
 
     sess = onnx_io.session(path, threads=threads)
     inputs = sess.get_inputs()
-    if len(inputs) != 1:
-        raise UserError(f"{path}: has {len(inputs)} inputs; dlbench verifies single-input models")
-    name = input_name or inputs[0].name
+    arity = len(batches[0]) if batches and isinstance(batches[0], (tuple, list)) else 1
+    if len(inputs) != arity:
+        raise UserError(f"{path}: has {len(inputs)} inputs, the verification inputs are "
+                        f"{arity} ({', '.join(i.name for i in inputs)})")
+    in_names = [input_name] if input_name and arity == 1 else [i.name for i in inputs]
     # A float16-I/O model (fp16 without keep_io_types) gets the same values, as float16.
-    dtype = np.float16 if inputs[0].type == "tensor(float16)" else None
+    casts = [np.float16 if i.type == "tensor(float16)" else None for i in inputs]
     names = [o.name for o in sess.get_outputs()]
     out = []
     for x in batches:
+        xs = x if isinstance(x, (tuple, list)) else (x,)
+        feed = {n: a if c is None else a.astype(c) for n, a, c in zip(in_names, xs, casts)}
         try:
-            values = sess.run(names, {name: x if dtype is None else x.astype(dtype)})
+            values = sess.run(names, feed)
         except Exception as exc:  # noqa: BLE001 - a shape the graph cannot take, ...
             first = first_line(exc)
             raise UserError(f"{path}: onnxruntime cannot run it on a batch of "
-                            f"{x.shape[0]} ({first[:300]})") from None
+                            f"{xs[0].shape[0]} ({first[:300]})") from None
         out.append(dict(zip(names, values)))
     return out
 
 
-def save_batches(path, batches: Sequence[np.ndarray]) -> None:
-    np.savez(path, **{f"b{i}": x for i, x in enumerate(batches)})
+def save_batches(path, batches: Sequence[Any]) -> None:
+    """Batches as one .npz: ``b{i}`` for one array, ``b{i}/{j}`` for a tuple of inputs."""
+    arrays = {}
+    for i, x in enumerate(batches):
+        if isinstance(x, (tuple, list)):
+            arrays.update({f"b{i}/{j}": a for j, a in enumerate(x)})
+        else:
+            arrays[f"b{i}"] = x
+    np.savez(path, **arrays)
 
 
-def load_batches(path) -> list[np.ndarray]:
+def load_batches(path) -> list[Any]:
     with np.load(path) as data:
-        return [data[f"b{i}"] for i in range(len(data.files))]
+        parts: dict[int, dict[int, np.ndarray]] = {}
+        single: dict[int, np.ndarray] = {}
+        for key in data.files:
+            head, _, j = key[1:].partition("/")
+            if j:
+                parts.setdefault(int(head), {})[int(j)] = data[key]
+            else:
+                single[int(head)] = data[key]
+    batches = {**single, **{i: tuple(p[j] for j in sorted(p)) for i, p in parts.items()}}
+    return [batches[i] for i in sorted(batches)]
 
 
 def save_outputs(path, outputs: Sequence[dict[str, np.ndarray]]) -> None:

@@ -26,6 +26,7 @@ KINDS = {
     "tensorrt-run": "converters.onnx_to_tensorrt:run_child",
     "bench": "harness.bench.child:run",
     "peak": "harness.bench.peak:child",
+    "eval": "harness.evaluate.child:run",        # dlbench eval: accuracy on a held-out split
     # Used by the tests to exercise crash, hang and memory paths for real.
     "selftest": "harness.selftest:child",
 }

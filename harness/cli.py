@@ -16,8 +16,8 @@ import traceback
 from harness import __version__
 from harness.errors import UserError
 
-COMMANDS = ("env", "models", "backends", "train", "export", "build", "verify", "bench", "run",
-            "report", "compare")
+COMMANDS = ("env", "models", "backends", "train", "export", "build", "verify", "bench", "eval",
+            "run", "report", "compare")
 
 
 class _Parser(argparse.ArgumentParser):

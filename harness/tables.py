@@ -18,6 +18,35 @@ def markdown(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 TRAIN_HEADERS = ("Network", "Framework", "Resource", "Precision", "Batch size",
                  "Throughput (images/sec)", "Step time median (p90)", "Warm-up",
                  "Loss first → last", "Peak RSS")
+THROUGHPUT_COLUMN = 5
+
+
+def spec_unit(spec) -> str:
+    """What one sample of a zoo model is, as a throughput unit: an image for image
+    models, a sentence for token (text) models."""
+    if spec.task.startswith("image") or any(len(i.shape) == 3 and i.dtype.startswith("float")
+                                            for i in spec.inputs):
+        return "images/sec"
+    if any(i.dtype.startswith("int") for i in spec.inputs):
+        return "sentences/sec"
+    return "samples/sec"
+
+
+def model_unit(model: str | None) -> str | None:
+    """``spec_unit`` of a zoo model by name; None when the name is not a zoo model."""
+    try:
+        return spec_unit(get_model(model))
+    except Exception:  # noqa: BLE001 - a record may outlive its model
+        return None
+
+
+def train_headers(records: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """The training headers with the records' own throughput unit (samples/sec if mixed)."""
+    units = {model_unit(r.get("model")) or "samples/sec" for r in records}
+    unit = units.pop() if len(units) == 1 else "samples/sec"
+    headers = list(TRAIN_HEADERS)
+    headers[THROUGHPUT_COLUMN] = f"Throughput ({unit})"
+    return tuple(headers)
 
 
 def _ms(seconds: float) -> str:
@@ -52,5 +81,30 @@ def train_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
     return rows
 
 
+def _extra_columns(records: Sequence[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """Columns shown only when some record has them: real-data reading time per
+    step (and throughput with it) and held-out loss/accuracy from ``--eval``."""
+    def data_cell(m):
+        dt = m.get("data_time")
+        if not dt or not dt.get("total"):
+            return ""
+        return f"{_ms(dt['p50'])} ({m['throughput_with_data_sps']:.2f}/s)"
+
+    def eval_cell(m):
+        ev = m.get("eval")
+        return f"{ev['loss']:.3f} / {ev['accuracy'] * 100:.1f} % ({ev['samples']})" if ev else ""
+
+    cols = []
+    if any(data_cell(r.get("metrics") or {}) for r in records):
+        cols.append(("Data time median (throughput with data)", data_cell))
+    if any((r.get("metrics") or {}).get("eval") for r in records):
+        cols.append(("Eval loss / acc (samples)", eval_cell))
+    return cols
+
+
 def train_table(records: Sequence[dict[str, Any]]) -> str:
-    return markdown(TRAIN_HEADERS, train_rows(records))
+    extra = _extra_columns(records)
+    rows = [row + [cell(r.get("metrics") or {}) if r["status"] == "ok" else ""
+                   for _, cell in extra]
+            for r, row in zip(records, train_rows(records))]
+    return markdown(train_headers(records) + tuple(h for h, _ in extra), rows)

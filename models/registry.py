@@ -25,6 +25,22 @@ class InputSpec:
     int_range: tuple[int, int] | None = None
 
 
+# Training objective -> the ``head`` its builder is called with (None: the
+# default classification network).  Each framework computes the objective's
+# loss with the function ``harness.training.objectives`` names for it.
+OBJECTIVES: dict[str, str | None] = {
+    "classification": None,             # cross-entropy on the logits
+    "bert-pretraining": "pretraining",  # masked-LM (labels != -100) + next-sentence
+}
+# Objective -> "module:function(framework, spec, trained)" that turns the
+# trained network into the inference (classification) one.  A checkpoint holds
+# what training built, while export and bench run the builder's default
+# network; objectives whose head is the default need no entry.
+INFERENCE_FROM_TRAINING: dict[str, str] = {
+    "bert-pretraining": "models.bert:classification_from_pretraining",
+}
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
@@ -40,10 +56,45 @@ class ModelSpec:
     config: dict[str, Any] = field(default_factory=dict)
     macs_fn: Callable[["ModelSpec"], int] | None = None
     params_fn: Callable[["ModelSpec"], int] | None = None
+    # What training minimizes (see OBJECTIVES); export and bench always use the
+    # builder's default (classification) network.
+    objective: str = "classification"
+
+    @property
+    def token_inputs(self) -> bool:
+        """True when the inputs are integer ids (text), not float tensors (images)."""
+        return any(i.dtype.startswith("int") for i in self.inputs)
+
+    def build_for_training(self, framework: str, **overrides):
+        """The network the objective trains: the builder with the objective's head."""
+        head = OBJECTIVES[self.objective]
+        return self.build(framework, **({"head": head} if head else {}), **overrides)
+
+    def inference_from_training(self, framework: str, trained):
+        """The inference network carrying ``trained``'s weights (``trained`` itself
+        when the objective trains the inference network)."""
+        target = INFERENCE_FROM_TRAINING.get(self.objective)
+        if target is None:
+            return trained
+        module, _, func = target.partition(":")
+        return getattr(importlib.import_module(module), func)(framework, self, trained)
 
     @property
     def frameworks(self) -> tuple[str, ...]:
         return tuple(self.builders)
+
+    @property
+    def default_lr(self) -> float:
+        """SGD learning rate when none is given: one rate cannot show every network
+        learning in a few steps (an LSTM stays flat at the CNNs' 0.05)."""
+        return float(self.config.get("learning_rate", 0.05))
+
+    @property
+    def int8_mode(self) -> str:
+        """How ``dlbench run`` quantizes to INT8: "static" (calibrated QDQ) or
+        "dynamic" (weights only, activations scaled at run time), for networks whose
+        static QDQ cannot be built or calibrated meaningfully (recurrent, token input)."""
+        return str(self.config.get("int8", "static"))
 
     @property
     def macs_per_sample(self) -> int | None:
@@ -81,6 +132,7 @@ class ModelSpec:
             "network_type": self.network_type,
             "inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype} for i in self.inputs],
             "num_classes": self.num_classes,
+            "objective": self.objective,
             "default_batch_size": self.default_batch_size,
             "frameworks": list(self.frameworks),
             "parameters": self.parameter_count,
@@ -93,7 +145,7 @@ _REGISTRY: dict[str, ModelSpec] = {}
 _LOADED = False
 
 # Modules whose import registers models.  Adding a family = adding it here.
-_FAMILIES = ("models.resnet",)
+_FAMILIES = ("models.resnet", "models.googlenet", "models.lstm", "models.bert", "models.lenet")
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:

@@ -10,8 +10,15 @@ class about once in a short run and cannot show learning, while with a few
 active classes its loss falls from ln(classes) within a handful of steps.
 Label values cost nothing at run time, so the timings are unaffected.  One
 seed drives everything; the same seed gives the same bytes.
+
+Token models get the same treatment (``token_batches``: each class has its
+own words); BERT pre-training batches come from
+``models.bert.data.bert_pretraining_batches`` (a Zipf-weighted Markov corpus,
+masked as BERT does); ``batches`` picks by objective and input type.
 """
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -52,3 +59,111 @@ def image_batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 
             images = images.transpose(0, 2, 3, 1)
         out.append((np.ascontiguousarray(images, dtype=np.float32), labels))
     return out
+
+
+# --- token inputs ---------------------------------------------------------------------------
+#
+# A batch is ``(inputs, labels)`` with ``inputs`` a tuple of arrays in
+# ``spec.inputs`` order (one array per input, even for one input) and
+# ``labels`` one int32 array (classification) or a tuple (multi-objective).
+# Special ids follow ``harness.data``'s vocabulary: [PAD] 0, [UNK] 1, [CLS] 2,
+# [SEP] 3, [MASK] 4 (a spec may override them in ``config``: pad_id, cls_id,
+# sep_id, mask_id); synthetic words use the ids above them.
+
+SIGNAL = 0.8          # share of a sample's tokens drawn from its class's own words
+CLASS_WORDS = 8       # words per class
+SPECIAL_IDS = {"pad_id": 0, "unk_id": 1, "cls_id": 2, "sep_id": 3, "mask_id": 4}
+
+
+def specials(spec: ModelSpec) -> dict[str, int]:
+    return {k: int(spec.config.get(k, v)) for k, v in SPECIAL_IDS.items()}
+
+
+def _role(inp) -> str:
+    """What a token model's input carries: ids, segment (token type) ids or a mask."""
+    name = inp.name.lower()
+    if "mask" in name:
+        return "mask"
+    if "type" in name or "segment" in name or tuple(inp.int_range or ()) == (0, 2):
+        return "segment"
+    return "ids"
+
+
+def _vocab(spec: ModelSpec) -> tuple[int, int]:
+    """[first word id, vocabulary size) of the ids input."""
+    ids = next(i for i in spec.inputs if _role(i) == "ids")
+    if ids.int_range is None:
+        raise ValueError(f"{spec.name}: token input {ids.name!r} has no int_range")
+    first = max(specials(spec).values()) + 1
+    lo, hi = ids.int_range
+    first = max(first, lo)
+    if hi - first < 2:
+        raise ValueError(f"{spec.name}: vocabulary {ids.int_range} is too small")
+    return first, hi
+
+
+def _pack(spec: ModelSpec, ids: np.ndarray, segments: np.ndarray | None = None,
+          mask: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """The arrays in ``spec.inputs`` order, each in its input's dtype."""
+    out = []
+    for inp in spec.inputs:
+        role = _role(inp)
+        value = {"ids": ids,
+                 "segment": segments if segments is not None else np.zeros_like(ids),
+                 "mask": mask if mask is not None else np.ones_like(ids)}[role]
+        out.append(np.ascontiguousarray(value, dtype=inp.dtype))
+    return tuple(out)
+
+
+def token_batches(spec: ModelSpec, batch_size: int, n_batches: int,
+                  seed: int = 0) -> list[tuple[tuple[np.ndarray, ...], np.ndarray]]:
+    """Text classification: each class has its own few words, and ``SIGNAL`` of a
+    sample's tokens are its class's words (the rest uniform over the vocabulary),
+    spread over every position, so any sequence model can learn the label; with
+    at most ``ACTIVE_CLASSES`` classes, as for images."""
+    seq = spec.inputs[0].shape[0]
+    first, vocab = _vocab(spec)
+    rng = np.random.default_rng(seed)
+    classes = min(spec.num_classes, ACTIVE_CLASSES)
+    per_class = max(1, min(CLASS_WORDS, (vocab - first) // classes))
+    if classes * per_class <= vocab - first:        # disjoint word sets
+        words = first + rng.permutation(vocab - first)[:classes * per_class]
+    else:
+        words = rng.integers(first, vocab, size=classes * per_class)
+    words = words.reshape(classes, per_class)
+    out = []
+    for _ in range(n_batches):
+        labels = rng.integers(0, classes, size=batch_size).astype(np.int32)
+        ids = rng.integers(first, vocab, size=(batch_size, seq))
+        signal = rng.random((batch_size, seq)) < SIGNAL
+        picks = words[labels[:, None], rng.integers(0, words.shape[1], size=(batch_size, seq))]
+        ids = np.where(signal, picks, ids)
+        out.append((_pack(spec, ids), labels))
+    return out
+
+
+def batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0,
+            layout: str = "NCHW") -> list[tuple[Any, Any]]:
+    """Training batches for any zoo model: by objective, then by input type.
+
+    Images keep ``image_batches``' (array, labels) pairs (``layout`` applies to
+    them only); token models get a tuple of input arrays.
+    """
+    if spec.objective == "bert-pretraining":
+        # Imported here: models.bert.data imports this module (``specials``).
+        from models.bert.data import bert_pretraining_batches
+        return bert_pretraining_batches(spec, batch_size, n_batches, seed)
+    if spec.objective != "classification":
+        raise ValueError(f"{spec.name}: no synthetic data for objective {spec.objective!r}")
+    if spec.token_inputs:
+        return token_batches(spec, batch_size, n_batches, seed)
+    return image_batches(spec, batch_size, n_batches, seed, layout)
+
+
+def sample_inputs(spec: ModelSpec, batch_size: int, seed: int = 0,
+                  layout: str = "NCHW") -> tuple[np.ndarray, ...]:
+    """One batch of the classification network's inputs, as a tuple in
+    ``spec.inputs`` order (for tests, verification and probes)."""
+    if spec.token_inputs:
+        return token_batches(spec, batch_size, 1, seed)[0][0]
+    return (image_batches(spec, batch_size, 1, seed, layout)[0][0],)

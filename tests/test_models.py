@@ -16,31 +16,28 @@ CASES = [pytest.param(m, fw, marks=getattr(pytest.mark, fw), id=f"{m}-{fw}")
 
 
 def _forward(framework, model, x):
+    """Eval-mode logits; ``x`` is the spec's inputs, as models.native takes them."""
     if framework == "pytorch":
-        import torch
         model.eval()
-        with torch.no_grad():
-            return model(torch.from_numpy(x)).numpy()
-    if framework == "tensorflow":
-        return np.asarray(model(x, training=False))
-    import mindspore as ms
-    model.set_train(False)
-    return model(ms.Tensor(x)).asnumpy()
+    elif framework == "mindspore":
+        model.set_train(False)
+    return importlib.import_module(f"models.native.{framework}").predict(model, x)
 
 
 @pytest.mark.parametrize("name,framework", CASES)
 def test_same_parameters_flops_and_output_shape(name, framework):
     spec = get_model(name)
     counting = importlib.import_module(f"models.counting.{framework}")
-    layout = importlib.import_module(f"harness.training.{framework}").Session.layout
     model = spec.build(framework)
     assert counting.trainable_parameters(model) == spec.parameter_count
     assert counting.forward_macs(model, spec) == spec.macs_per_sample
-    c, h, w = spec.inputs[0].shape
-    x = np.random.default_rng(0).standard_normal((2, c, h, w)).astype(np.float32)
-    if layout == "NHWC":
-        x = x.transpose(0, 2, 3, 1).copy()
-    y = _forward(framework, model, x)
+    if spec.token_inputs:
+        from models import synthetic
+        x = synthetic.sample_inputs(spec, 2)
+    else:
+        c, h, w = spec.inputs[0].shape
+        x = np.random.default_rng(0).standard_normal((2, c, h, w)).astype(np.float32)
+    y = _forward(framework, model, x)        # predict takes NCHW and converts itself
     assert y.shape == (2, spec.num_classes)
     assert np.isfinite(y).all()
 

@@ -139,3 +139,52 @@ def test_bad_input(tmp_path, interrupted_then_resumed):
     ]
     for args, needle in cases:
         assert_usage_error(dlbench(args, env), needle)
+
+
+def test_lstm_tiny_runs_every_stage_in_every_framework(tmp_path):
+    """A token model through the whole chain: trained with the model's own learning
+    rate (the loss falls), exported from all three frameworks, quantized
+    dynamically, and benchmarked at the sequence length the zoo gives."""
+    from models.registry import get_model
+
+    spec = get_model("lstm-tiny")
+    frameworks = ("pytorch", "tensorflow", "mindspore")
+    env = dict(os.environ, DLBENCH_DB=str(tmp_path / "db.sqlite"))
+    env.pop("DLBENCH_RUN_ID", None)
+    done = dlbench(["run", "lstm-tiny", "--frameworks", ",".join(frameworks),
+                    "--train-steps", "2", "--warmup-steps", "1", "--train-batch-size", "4",
+                    "--batch-sizes", "1,2", "--iterations", "5", "--warmup", "1",
+                    "--max-warmup", "2", "--no-progress", "--timeout", "300",
+                    "--workdir", str(tmp_path / "work")], env, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    stages = {p.stem: json.loads(p.read_text())
+              for p in (tmp_path / "work" / "stages").glob("*.json")}
+    assert {f"{kind}-{fw}" for kind in ("train", "export") for fw in frameworks} <= set(stages)
+    assert {"build-int8", "build-fp16", "bench"} <= set(stages)
+    for name, s in stages.items():
+        assert s["status"] in ("ok", "unverified", "unavailable"), (name, s)
+        if s["status"] == "unavailable":
+            assert s["reason"], name
+
+    store = ResultStore(tmp_path / "db.sqlite")
+    train = {r["framework"]: r for r in store.records("kind = 'train'")}
+    assert sorted(train) == sorted(frameworks)
+    for fw, r in train.items():
+        assert r["status"] == "ok", r["error"]
+        assert r["context"]["config"]["learning_rate"] == spec.default_lr != 0.05
+        m = r["metrics"]
+        assert m["loss_end"] < m["loss_start"], (fw, m["losses"])
+    exports = [r for r in store.records("kind = 'convert'")
+               if r["context"]["hop"].endswith("->onnx")]
+    assert sorted(r["framework"] for r in exports) == sorted(frameworks)
+    (int8,) = [r for r in store.records("kind = 'convert'") if r["context"]["hop"] == "onnx->int8"]
+    assert int8["context"]["options"]["dynamic"] is True
+
+    bench = store.records("kind = 'bench'")
+    assert {r["backend"] for r in bench} >= {"onnxruntime", *frameworks}
+    for r in bench:
+        assert r["status"] != "failed", (r["backend"], r["error"])
+    onnx_cells = [r for r in bench if r["backend"] == "onnxruntime"]
+    assert {r["precision"] for r in onnx_cells} == {"fp32", "fp16", "int8"}
+    for r in onnx_cells:        # the graph count sees the LSTMs, quantized ones included
+        assert r["metrics"]["flops"]["macs_per_sample"] == spec.macs_per_sample

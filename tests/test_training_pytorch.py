@@ -98,7 +98,7 @@ def test_checkpoint_reloads_into_fresh_model(tmp_path):
     assert name.endswith(Session.checkpoint_suffix)
     fresh = get_model(MINI).build("pytorch", seed=99)
     fresh.load_state_dict(torch.load(tmp_path / name, weights_only=True))
-    x = session.batches[0][0]
+    (x,) = session.batches[0][0]          # inputs: a tuple, one tensor per model input
     session.model.eval()
     fresh.eval()
     with torch.no_grad():

@@ -126,7 +126,7 @@ def test_checkpoint_reloads_into_fresh_model(tmp_path):
         session.step(i)
     name = session.save(tmp_path)
     assert name.endswith(Session.checkpoint_suffix)
-    x = session.batches[0][0]
+    (x,) = session.batches[0][0]          # inputs: a tuple, one tensor per model input
     expected = session.model(x, training=False).numpy()
     loaded = keras.models.load_model(tmp_path / name)
     np.testing.assert_array_equal(loaded(x, training=False).numpy(), expected)
@@ -141,7 +141,7 @@ def test_cpu_amp_uses_bfloat16_with_float32_logits():
     assert math.isfinite(session.step(0))
     assert session.runtime()["dtype_policy"] == "mixed_bfloat16"
     assert session.model.get_layer("stem.conv").compute_dtype == "bfloat16"
-    assert session.model(session.batches[0][0], training=False).dtype == tf.float32
+    assert session.model(session.batches[0][0][0], training=False).dtype == tf.float32
     assert keras.mixed_precision.global_policy().name == "float32"    # restored
 
 

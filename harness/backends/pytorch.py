@@ -53,12 +53,13 @@ class TorchRunner(NativeRunner):
             self.model = torch.compile(self.model, mode=mode)
 
     def prepare(self, feeds: dict[str, Any]) -> Any:
-        [x] = feeds.values()
-        return self.torch.from_numpy(x).to(self.device, self.dtype)
+        # Floats take the run's precision; integer inputs (token ids) keep their dtype.
+        return [self.torch.from_numpy(x).to(self.device, self.dtype if x.dtype.kind == "f"
+                                            else None) for x in feeds.values()]
 
     def run(self, x: Any) -> None:
         with self.torch.inference_mode():
-            self._out = self.model(x)
+            self._out = self.model(*x)
 
     def sync(self) -> None:
         if self.device.type == "cuda":

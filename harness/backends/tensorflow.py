@@ -61,9 +61,9 @@ class TfRunner(NativeRunner):
         self.policy = policy
         model, device = self.model, self.tf_device
 
-        def forward(x):
+        def forward(*xs):
             with tf.device(device):
-                return model(x, training=False)
+                return model(xs[0] if len(xs) == 1 else list(xs), training=False)
 
         self.xla = self.cfg.options["xla"] == "on"
         self.fn = tf.function(forward, jit_compile=self.xla)
@@ -71,12 +71,11 @@ class TfRunner(NativeRunner):
     def prepare(self, feeds: dict[str, Any]) -> Any:
         from models.native.tensorflow import nhwc
 
-        [x] = feeds.values()
         with self.tf.device(self.tf_device):
-            return self.tf.identity(self.tf.constant(nhwc(x)))
+            return [self.tf.identity(self.tf.constant(nhwc(x))) for x in feeds.values()]
 
     def run(self, x: Any) -> None:
-        self._out = self.fn(x)
+        self._out = self.fn(*x)
 
     def sync(self) -> None:
         if self.cfg.device == "cuda":

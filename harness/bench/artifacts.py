@@ -16,6 +16,9 @@
 
 The model's name in records is the zoo name when known (a manifest next to
 the file, or the ONNX metadata key ``dlbench.model``), else the file's stem.
+For a zoo model's ONNX file the spec also sizes the dimensions the graph
+leaves dynamic besides the batch (a token model's sequence length), unless
+the user gives ``--shape``.
 """
 from __future__ import annotations
 
@@ -43,6 +46,10 @@ class Artifact:
     graph_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
     onnx_model: Any = None                      # the parsed ModelProto, for FLOP counting
     notes: list[str] = field(default_factory=list)
+    # --shape values used when the user gives none: a zoo model's own sizes for
+    # the dimensions its graph leaves dynamic (a token model's sequence length).
+    default_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    default_shapes_note: str | None = None      # what the records say when they are used
 
     @property
     def format(self) -> str:
@@ -96,7 +103,14 @@ def _zoo(name: str) -> Artifact:
 
     spec = get_model(name)
     sig = [TensorInfo(i.name, i.dtype, (None, *i.shape)) for i in spec.inputs]
-    return Artifact(ArtifactRef(None, ZOO, spec.name), name, None, sig, None)
+    return Artifact(ArtifactRef(None, ZOO, spec.name), name, None, sig, None,
+                    spec_ranges(spec))
+
+
+def spec_ranges(spec) -> dict[str, tuple[int, int]]:
+    """Token inputs' value ranges from the zoo spec (an embedding's table size), the
+    native backends' counterpart of ``onnxinfo.embedding_ranges``."""
+    return {i.name: tuple(i.int_range) for i in spec.inputs if i.int_range}
 
 
 def _onnx(path: Path, arg: str) -> Artifact:
@@ -106,14 +120,65 @@ def _onnx(path: Path, arg: str) -> Artifact:
     inputs, _ = onnxinfo.signature(model)
     meta = onnxinfo.metadata(model)
     manifest = _neighbour_manifest(path)
-    name = meta.get("dlbench.model") or manifest.get("model") or path.stem
-    framework = meta.get("dlbench.framework") or manifest.get("framework")
+    # onnx_io.metadata strips the "dlbench." prefix of the keys it returns.
+    name = meta.get("model") or manifest.get("model") or path.stem
+    framework = meta.get("framework") or manifest.get("framework")
     ref = ArtifactRef(str(path.resolve()), ONNX, name, framework, None,
                       {"opset": [{"domain": o.domain, "version": o.version}
                                  for o in model.opset_import],
                        "ir_version": model.ir_version, "producer": model.producer_name})
-    return Artifact(ref, arg, sha256_of(path), inputs, onnxinfo.precision(model),
-                    onnxinfo.embedding_ranges(model), model)
+    # The graph's tables first; a dlbench zoo model's spec fills what the graph hides
+    # (Keras' embedding wraps its index in a negative-index select the search stops at).
+    ranges = {**_zoo_ranges(name), **onnxinfo.embedding_ranges(model)}
+    art = Artifact(ref, arg, sha256_of(path), inputs, onnxinfo.precision(model), ranges, model)
+    art.default_shapes = _zoo_shapes(name, inputs)
+    if art.default_shapes:
+        dims = ", ".join(f"{k}=" + "x".join(["N", *map(str, v[1:])])
+                         for k, v in art.default_shapes.items())
+        art.default_shapes_note = (f"dynamic dimensions sized from zoo model {name!r} "
+                                   f"({dims}, N the batch size); --shape overrides")
+        art.notes.append(f"{arg}: {art.default_shapes_note}")
+    return art
+
+
+def _spec_inputs(name: str | None) -> dict[str, Any]:
+    """A zoo model's inputs by the names its ONNX export gives them."""
+    from models.registry import list_models, get_model
+
+    if not name or name not in list_models():
+        return {}
+    spec = get_model(name)
+    # A one-input export names its input "input" (converters.onnx_io.input_names).
+    if len(spec.inputs) == 1:
+        return {"input": spec.inputs[0], spec.inputs[0].name: spec.inputs[0]}
+    return {i.name: i for i in spec.inputs}
+
+
+def _zoo_shapes(name: str | None, signature: list[TensorInfo]) -> dict[str, tuple[int, ...]]:
+    """Full shapes (batch 1) for the inputs whose non-batch dimensions the graph leaves
+    dynamic, from the zoo spec the file was exported from; {} when nothing is dynamic
+    or the file is not a zoo model's."""
+    known = _spec_inputs(name)
+    out = {}
+    for t in signature:
+        i = known.get(t.name)
+        dynamic = any(not isinstance(d, int) or d < 0 for d in t.shape[1:])
+        if i is not None and dynamic and len(t.shape) == len(i.shape) + 1:
+            out[t.name] = (1, *i.shape)
+    return out
+
+
+def _zoo_ranges(name: str | None) -> dict[str, tuple[int, int]]:
+    from models.registry import list_models, get_model
+
+    if not name or name not in list_models():
+        return {}
+    spec = get_model(name)
+    ranges = spec_ranges(spec)
+    # A one-input export names its input "input" (converters.onnx_io.input_names).
+    if len(spec.inputs) == 1 and spec.inputs[0].name in ranges:
+        ranges = {"input": ranges[spec.inputs[0].name]}
+    return ranges
 
 
 def _engine(path: Path, arg: str) -> Artifact:
@@ -171,4 +236,4 @@ def _checkpoint(path: Path, arg: str, model: str | None) -> Artifact:
                       framework, str(checkpoint.resolve()),
                       {k: manifest.get(k) for k in ("run_id", "steps", "framework_version",
                                                     "precision", "created_at") if k in manifest})
-    return Artifact(ref, arg, sha256_of(checkpoint), sig, None)
+    return Artifact(ref, arg, sha256_of(checkpoint), sig, None, spec_ranges(spec))

@@ -10,13 +10,22 @@ only —
 * Gemm, MatMul, MatMulInteger, QLinearMatMul, QGemm: output elements x the
   contracted dimension (numpy broadcasting for batched MatMul);
 
+* LSTM / GRU / RNN (and ONNX Runtime's DynamicQuantizeLSTM): per time step,
+  batch element and direction, gates x hidden x (input + hidden) — the sizes
+  of the W and R weights — times the sequence length;
+
 bias additions are not counted.  Everything else is counted apart as
 ``other_gflops_per_sample`` with one FLOP per output element for element-wise
 and activation ops, two for BatchNormalization and LayerNormalization-like
 ops (scale and shift), kernel area per output for pooling, input elements
-for reductions and global pooling, five per element for Softmax/LogSoftmax;
+for reductions and global pooling, five per element for Softmax/LogSoftmax,
+per recurrent step and hidden unit the gate activations and state updates
+(LSTM 9, GRU 7, RNN 1);
 data movement (Reshape, Transpose, Gather, Concat, ...) counts nothing.
-Nodes whose shapes cannot be inferred are listed in ``uncounted``.
+Nodes whose shapes cannot be inferred are listed in ``uncounted``.  ONNX has
+no shape inference for ONNX Runtime's contrib recurrent ops, which would leave
+everything after a dynamically quantized LSTM unknown: their output shapes are
+filled in from the input and the attributes, and inference runs again.
 """
 from __future__ import annotations
 
@@ -35,6 +44,8 @@ POOL = {"MaxPool", "AveragePool", "LpPool"}
 REDUCE = {"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum", "ReduceMax",
           "ReduceMin", "ReduceL2"}
 SOFTMAX = {"Softmax", "LogSoftmax"}
+# Recurrent op -> (gates, element-wise FLOPs per step and hidden unit).
+RECURRENT = {"LSTM": (4, 9), "GRU": (3, 7), "RNN": (1, 1), "DynamicQuantizeLSTM": (4, 9)}
 
 
 def _prod(xs: Sequence[int]) -> int:
@@ -66,7 +77,47 @@ def with_input_shapes(model, shapes: dict[str, Sequence[int]]):
             for d in shapes[vi.name]:
                 dims.add().dim_value = int(d)
     del m.graph.value_info[:]
-    return onnx.shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
+    inferred = onnx.shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
+    # One more pass per contrib recurrent layer whose outputs become known.
+    for _ in range(sum(n.op_type in RECURRENT for n in inferred.graph.node)):
+        added = _recurrent_output_shapes(inferred)
+        if not added:
+            break
+        inferred.graph.value_info.extend(added)
+        inferred = onnx.shape_inference.infer_shapes(inferred, strict_mode=False,
+                                                     data_prop=True)
+    return inferred
+
+
+def _layout(node) -> tuple[int, int, int]:
+    """(sequence axis, batch axis, directions) of a recurrent node's X and Y."""
+    layout = 0 if node.op_type == "DynamicQuantizeLSTM" else _attr(node, "layout", 0)
+    direction = _attr(node, "direction", b"forward")
+    directions = 2 if direction in (b"bidirectional", "bidirectional") else 1
+    return (1, 0, directions) if layout else (0, 1, directions)
+
+
+def _recurrent_output_shapes(model) -> list:
+    """value_info for the outputs of recurrent nodes that inference left unknown."""
+    import onnx
+
+    table = _shape_table(model)
+    added = []
+    for node in model.graph.node:
+        if node.op_type not in RECURRENT or not node.input:
+            continue
+        x, hidden = table.get(node.input[0]), _attr(node, "hidden_size")
+        if x is None or len(x) != 3 or not hidden:
+            continue
+        seq_axis, _, d = _layout(node)
+        seq, batch = (x[1], x[0]) if seq_axis else (x[0], x[1])
+        y = [batch, seq, d, hidden] if seq_axis else [seq, d, batch, hidden]
+        state = [batch, d, hidden] if seq_axis else [d, batch, hidden]
+        for i, name in enumerate(node.output):
+            if name and name not in table:
+                added.append(onnx.helper.make_tensor_value_info(
+                    name, onnx.TensorProto.FLOAT, y if i == 0 else state))
+    return added
 
 
 def _shape_table(model) -> dict[str, list[int]]:
@@ -135,6 +186,17 @@ def count(model, shapes: dict[str, Sequence[int]], batch_size: int) -> dict[str,
                 if out is None:
                     raise KeyError
                 other += 5 * _prod(out)
+            elif op in RECURRENT:
+                x, w, r = shape(node.input[0]), shape(node.input[1]), shape(node.input[2])
+                if x is None or w is None or r is None:
+                    raise KeyError
+                seq_axis, batch_axis, d = _layout(node)
+                steps = x[seq_axis] * x[batch_axis]
+                # W: [directions, gates*hidden, input], R: [directions, gates*hidden, hidden]
+                # (DynamicQuantizeLSTM transposes both: same sizes).
+                macs += steps * (_prod(w) + _prod(r))
+                hidden = _attr(node, "hidden_size") or r[-1]
+                other += steps * d * hidden * RECURRENT[op][1]
         except (KeyError, IndexError):
             uncounted.append(node.name or op)
     return {

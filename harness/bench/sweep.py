@@ -182,7 +182,7 @@ def _flops(art: Artifact, shapes_for_batch: dict[str, tuple[int, ...]] | None,
         from models.registry import get_model
         spec = get_model(art.ref.model)
         return {"gflops_per_sample": spec.gflops_per_sample, "source": "zoo analytic count "
-                "(convolutions and dense layers)"}
+                "(convolutions, dense layers, recurrent cells, attention products)"}
     return None
 
 
@@ -259,6 +259,9 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
     for art in artifacts:
         names = {t.name for t in art.signature} if art.signature else None
         shapes = {k: v for k, v in req.shapes.items() if names is None or k in names}
+        # The user's --shape, or the zoo model's own sizes (and a note in each record).
+        shape_notes = [art.default_shapes_note] if not shapes and art.default_shapes else []
+        shapes = shapes or dict(art.default_shapes)
         ranges = {k: v for k, v in req.int_ranges.items() if names is None or k in names}
         sizes_by_scenario = {}
         for s in scenarios:
@@ -302,7 +305,8 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
                         for b in sizes_by_scenario[s]:
                             for t in threads:
                                 cells.append(Cell(art, backend, device, precision, b, s, t, inter,
-                                                  options, shapes, ranges, gflops))
+                                                  options, shapes, ranges, gflops,
+                                                  list(shape_notes)))
     if not cells:
         raise UserError("nothing to run: no backend can take these artifacts on these devices")
     unique = {}

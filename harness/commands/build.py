@@ -6,7 +6,8 @@
   for INT8 on TensorRT 10, entropy calibration with a reusable cache.  A JSON
   sidecar next to the engine records the TensorRT version and GPU it belongs to.
 --to int8: ONNX Runtime static quantization (QDQ, per-channel weights,
-  calibration from --calib-data or synthetic images), or --dynamic.
+  calibration from --calib-data FILE.npz, --calib-data digits (the training
+  split) or synthetic images), or --dynamic.
 --to fp16: float16 weights and compute, float32 I/O unless --no-keep-io-types.
 
 The result runs on the same fixed inputs as the fp32 model and is judged with
@@ -35,7 +36,8 @@ def add_arguments(p) -> None:
     p.add_argument("--timing-cache", default=None,
                    help="tensorrt: timing cache file, read if present and written after")
     p.add_argument("--calib-data", default=None,
-                   help="int8: .npz with array x (N,C,H,W) (default: synthetic images)")
+                   help="int8: .npz with array x (N,C,H,W), or 'digits' (its training split; "
+                        "default: synthetic images)")
     p.add_argument("--calib-size", type=int, default=64,
                    help="int8: synthetic calibration samples (default 64)")
     p.add_argument("--calib-batch", type=int, default=8, help="int8: calibration batch size")

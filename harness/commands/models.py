@@ -24,5 +24,6 @@ def run(args) -> int:
              ", ".join(s.frameworks)] for s in specs]
     print(markdown(("Model", "Network", "Task", "Parameters", "GFLOPs/sample", "Input",
                     "Classes", "Batch", "Frameworks"), rows))
-    print("\nGFLOPs count one multiply-add as two FLOPs, over convolutions and dense layers.")
+    print("\nGFLOPs count one multiply-add as two FLOPs, over the matrix work: convolutions, "
+          "dense layers, recurrent cells and attention products.")
     return 0

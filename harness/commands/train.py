@@ -24,10 +24,27 @@ def add_arguments(p) -> None:
     p.add_argument("--threads", type=int, default=None,
                    help="intra-op threads (default: physical cores)")
     p.add_argument("--inter-op-threads", type=int, default=None, help="default 1")
-    p.add_argument("--data", default="synthetic",
-                   help="'synthetic' (default) or an .npz file with arrays x (N,C,H,W) and y (N,)")
+    p.add_argument("--data", default="synthetic", metavar="DATA",
+                   help="synthetic (default; made before the clock); digits (scikit-learn's "
+                        "bundled 8x8 digits, no download); or PATH to data you have, its format "
+                        "detected: FILE.npz (arrays x (N,C,H,W), y (N,), optional x_test/y_test); "
+                        "FILE.txt (BERT pre-training corpus: a sentence per line, blank line "
+                        "between documents); a directory of CIFAR-10 data_batch_*.bin + "
+                        "test_batch.bin; an aclImdb directory (train/{pos,neg}/*.txt, test/); "
+                        "an image-folder directory (ROOT/train/<class>/*.JPEG + optional "
+                        "ROOT/val/, or ROOT/<class>/*.jpg). FORMAT:PATH forces a reader "
+                        "(cifar10, imagefolder, aclimdb, text, npz). Real data is read per "
+                        "step; its time is reported as data time, apart from the step")
+    p.add_argument("--eval", action="store_true",
+                   help="after training, held-out loss and top-1 accuracy in inference mode "
+                        "(the data set's test/val split; synthetic: a fresh seeded split)")
+    p.add_argument("--eval-samples", type=int, default=None,
+                   help="evaluate at most this many held-out samples (default: the whole "
+                        "split; synthetic: 256)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--lr", type=float, default=0.05, help="SGD learning rate (momentum 0.9)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="SGD learning rate, momentum 0.9 (default: the model's own, 0.05 for "
+                        "the CNNs; see 'dlbench models')")
     p.add_argument("--out", default="runs", help="checkpoints go to OUT/MODEL/FRAMEWORK/")
     p.add_argument("--db", default=None, help="results database (default $DLBENCH_DB or "
                                               "results/dlbench.sqlite)")
@@ -52,7 +69,8 @@ def run(args) -> int:
         model=spec.name, frameworks=frameworks_from(args.framework, spec.frameworks),
         batch_size=args.batch_size, steps=args.steps, warmup_steps=args.warmup_steps,
         device=args.device, precision=args.precision, threads=args.threads,
-        inter_op_threads=args.inter_op_threads, data=args.data, seed=args.seed,
+        inter_op_threads=args.inter_op_threads, data=args.data, eval=args.eval,
+        eval_samples=args.eval_samples, seed=args.seed,
         learning_rate=args.lr, out=args.out, db=args.db, json_path=args.json_path,
         timeout=args.timeout)
     records = train(req)

@@ -161,7 +161,9 @@ class BuildStage(Stage):
         return _convert_result(records[-1])
 
     def run(self, ctx):
+        from converters.base import BuildOptions
         from converters.build import BuildRequest, build
+        from models.registry import get_model
 
         source = primary_export(ctx)
         if source is None:
@@ -173,10 +175,14 @@ class BuildStage(Stage):
             if not avail.available:
                 return unavailable(avail.reason)
         req = ctx.req
-        ctx.progress(f"    building {self.target}{' ' + self.precision if self.precision else ''} "
-                     f"from {source}")
+        # The model says how it quantizes: static QDQ of a recurrent or token network
+        # either cannot be built (MindSpore's opset-11 LSTM) or calibrates on ids.
+        dynamic = self.target == "int8" and get_model(req.model).int8_mode == "dynamic"
+        ctx.progress(f"    building {self.target}{' ' + self.precision if self.precision else ''}"
+                     f"{' (dynamic)' if dynamic else ''} from {source}")
         try:
             record = build(BuildRequest(source=source, to=self.target, precision=self.precision,
+                                        options=BuildOptions(dynamic=dynamic),
                                         threads=req.threads, db=req.db, timeout=req.timeout,
                                         argv=req.argv))
         except UserError as exc:      # the hop refused this model: the run goes on without it
@@ -219,13 +225,17 @@ class BenchStage(Stage):
         from harness.bench.sweep import BenchRequest, run_bench
 
         paths = self.artifacts(ctx)
+        if "all" not in ctx.req.backends:       # a checkpoint no chosen backend runs: left out
+            paths = [p for p in paths if _taken(p, ctx.req.backends)]
         if not paths:
             return _result("failed", "nothing to benchmark: no stage produced an artifact")
         req = ctx.req
+        shapes, ranges = model_inputs(req.model)
         try:
             records = run_bench(BenchRequest(
                 artifacts=paths, backends=req.backends, devices=req.bench_devices,
                 batch_sizes=req.batch_sizes, threads=[req.threads] if req.threads else None,
+                shapes=shapes, int_ranges=ranges,
                 rule=req.rule, timeout=req.timeout, resume_run=ctx.run_id, db=req.db,
                 argv=req.argv), show_progress=req.show_progress)
         except UserError as exc:
@@ -233,3 +243,28 @@ class BenchStage(Stage):
         failed = [r for r in records if r["status"] == "failed"]
         reason = f"{len(failed)} of {len(records)} cells failed" if failed else None
         return _result("ok", reason, {"cells": len(records)}, records)
+
+
+def _taken(path: str, backends: list[str]) -> bool:
+    from harness.backends import get_backend
+    from harness.bench.artifacts import resolve
+
+    fmt = resolve(path).format
+    return any(fmt in get_backend(b).formats for b in backends)
+
+
+def model_inputs(model: str) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, int]]]:
+    """The zoo's input shapes and id ranges for a token model's benchmark.
+
+    Exported text models keep the sequence length dynamic, which the benchmark
+    cannot guess; the zoo knows the length and the vocabulary the run trained
+    with.  Image models have fixed shapes in their exports: nothing to add.
+    """
+    from models.registry import get_model
+
+    spec = get_model(model)
+    if not spec.token_inputs:
+        return {}, {}
+    shapes = {i.name: (1, *i.shape) for i in spec.inputs}
+    ranges = {i.name: tuple(i.int_range) for i in spec.inputs if i.int_range}
+    return shapes, ranges

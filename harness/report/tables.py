@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from harness.bench.table import _artifact, _ms, _network
 from harness.frameworks import FRAMEWORKS
-from harness.tables import markdown
+from harness.tables import markdown, spec_unit
 
 UNSUPPORTED_P99 = ("* p99 from fewer samples than it needs (688 for 99.9 % confidence that the "
                    "largest sample lies above the true p99): a rough figure.")
@@ -53,12 +53,7 @@ def unit(record: dict[str, Any]) -> str:
     """What one sample is: an image for image models, a sentence for token models."""
     spec = _spec(record.get("model"))
     if spec is not None:
-        if spec.task.startswith("image") or any(len(i.shape) == 3 and i.dtype.startswith("float")
-                                                for i in spec.inputs):
-            return "images/sec"
-        if any(i.dtype.startswith("int") for i in spec.inputs):
-            return "sentences/sec"
-        return "samples/sec"
+        return spec_unit(spec)
     inputs = (record.get("context") or {}).get("inputs") or []
     if any(len(i.get("shape") or ()) == 4 and str(i.get("dtype", "")).startswith("float")
            for i in inputs):

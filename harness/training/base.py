@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -37,6 +37,8 @@ class TrainConfig:
     seed: int = 0
     learning_rate: float = 0.05
     momentum: float = 0.9
+    eval: bool = False                  # evaluate on the held-out split after training
+    eval_samples: int | None = None     # at most this many held-out samples (None: all)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,3 +80,19 @@ class TrainSession(ABC):
     def runtime(self) -> dict[str, Any]:
         """What actually ran: device the framework used, threads it reports."""
         return {}
+
+    def place(self, batch: tuple[Any, Any]) -> tuple[Any, Any]:
+        """One host batch as the device tensors ``step`` takes (what the constructor does
+        to each batch).  Needed for real data sets, whose batches arrive per step."""
+        raise NotImplementedError(f"the {self.framework} session cannot take batches per step")
+
+    def put(self, index: int, batch: tuple[Any, Any]) -> None:
+        """Make ``batch`` the one ``step(index)`` trains on; the loop calls this outside
+        the timed step and counts it as data time (copying to the device included)."""
+        self.batches[index % len(self.batches)] = self.place(batch)
+
+    def evaluate(self, batches: Iterable[tuple[Any, Any]]) -> tuple[float, int, int]:
+        """Inference mode (batch norm on its running statistics, no dropout, no update)
+        over host ``batches``: (sum of per-sample losses, correct top-1 predictions,
+        samples).  The loop turns these into ``metrics.eval``."""
+        raise NotImplementedError(f"the {self.framework} session cannot evaluate")

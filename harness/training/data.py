@@ -1,56 +1,51 @@
-"""Training inputs, generated or read completely before the clock starts."""
+"""Training inputs: the reader for ``--data`` and the batches a session starts with.
+
+Synthetic data is generated completely before the clock (its data time is
+zero); every real reader (``harness.data``) decodes per step, between steps,
+outside the timed step, and the loop reports that time apart.
+"""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
-from harness.errors import UserError
-from models import synthetic
+from harness.data import open_dataset
+from harness.data.base import Batch, Dataset
+from harness.data.npz import Npz
 from models.registry import ModelSpec
 
 
+def start(spec: ModelSpec, data: str, batch_size: int, wanted: int, seed: int,
+          layout: str) -> tuple[Dataset, list[Batch], Iterator[Batch] | None]:
+    """(reader, the batches to build the session with, per-step stream or None).
+
+    The session is built with one batch from a real reader (its shapes and
+    dtypes); every step then pulls its own.  Synthetic data: the whole pool.
+    """
+    ds = open_dataset(data, spec)
+    ds.prepare()
+    if ds.preloaded:
+        return ds, ds.pool(batch_size, wanted, seed, layout), None
+    stream = ds.train_batches(batch_size, seed, layout)
+    return ds, [next(stream)], stream
+
+
 def load_batches(spec: ModelSpec, data: str, batch_size: int, wanted: int, seed: int,
-                 layout: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    if data == "synthetic":
-        n = synthetic.pool_size(spec, batch_size, wanted)
-        return synthetic.image_batches(spec, batch_size, n, seed=seed, layout=layout)
-    return npz_batches(spec, Path(data), batch_size, wanted, layout)
+                 layout: str) -> list[Batch]:
+    """Up to ``wanted`` batches, all at once (kept for callers that need a fixed list)."""
+    ds, first, stream = start(spec, data, batch_size, wanted, seed, layout)
+    if stream is None:
+        return first
+    return first + [next(stream) for _ in range(wanted - 1)]
 
 
 def read_npz(spec: ModelSpec, path: Path, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """``x`` (N, C, H, W) and ``y`` (N,) from an ``.npz``, checked against ``spec``.
+    """``x`` and ``y`` of an ``.npz``, checked against ``spec`` (see ``harness.data.npz``)."""
+    from harness.data.base import check_batch
 
-    Folder formats (ImageNet JPEG folders, CIFAR binaries, aclImdb) get their own
-    readers; a pre-decoded array file is what a user most often has at hand.
-    The parent calls this too, so a wrong file is refused before any run starts.
-    """
-    if not path.is_file():
-        raise UserError(f"--data {path}: no such file (use 'synthetic' or an .npz file)")
-    try:
-        with np.load(path) as arrays:
-            x, y = arrays["x"], arrays["y"]
-    except KeyError:
-        raise UserError(f"--data {path}: an .npz needs arrays 'x' and 'y'") from None
-    except (OSError, ValueError) as exc:
-        raise UserError(f"--data {path}: not a readable .npz file ({exc})") from None
-    want = (len(x),) + tuple(spec.inputs[0].shape)
-    if x.shape != want:
-        raise UserError(f"--data {path}: x has shape {x.shape}, {spec.name} needs (N, "
-                        f"{', '.join(map(str, spec.inputs[0].shape))})")
-    if y.shape != (len(x),) or y.min() < 0 or y.max() >= spec.num_classes:
-        raise UserError(f"--data {path}: y must be {len(x)} labels in [0, {spec.num_classes})")
-    if len(x) < batch_size:
-        raise UserError(f"--data {path}: {len(x)} samples, fewer than one batch of {batch_size}")
+    ds = Npz(spec, Path(path))
+    x, y = ds.arrays["train"]
+    check_batch(ds, batch_size, len(y))
     return x, y
-
-
-def npz_batches(spec: ModelSpec, path: Path, batch_size: int, wanted: int,
-                layout: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    x, y = read_npz(spec, path, batch_size)
-    x = x.astype(np.float32)
-    if layout == "NHWC":
-        x = x.transpose(0, 2, 3, 1)
-    n = min(wanted, len(x) // batch_size)
-    return [(np.ascontiguousarray(x[i * batch_size:(i + 1) * batch_size]),
-             y[i * batch_size:(i + 1) * batch_size].astype(np.int32)) for i in range(n)]

@@ -22,6 +22,7 @@ from mindspore import nn, ops  # noqa: E402
 
 from harness.errors import UserError, first_line  # noqa: E402
 from harness.training.base import TrainConfig, TrainSession  # noqa: E402
+from harness.training.objectives import inputs_of, labels_of, loss_for  # noqa: E402
 from models.registry import ModelSpec  # noqa: E402
 
 _TARGETS = {"cpu": "CPU", "gpu": "GPU", "ascend": "Ascend"}
@@ -99,8 +100,37 @@ class _LogitsToFloat(nn.Cell):
         super().__init__(auto_prefix=False)
         self.net = net
 
-    def construct(self, x):
-        return ops.cast(self.net(x), ms.float32)
+    def construct(self, *x):
+        out = self.net(*x)
+        if isinstance(out, tuple):
+            return out          # several outputs (pre-training heads): the loss casts
+        return ops.cast(out, ms.float32)
+
+
+class ClassificationLoss(nn.Cell):
+    """Mean sparse softmax cross-entropy on the logits."""
+
+    def __init__(self):
+        super().__init__()
+        self.ce = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+
+    def construct(self, logits, labels):
+        return self.ce(logits, labels)
+
+
+class _WithLoss(nn.Cell):
+    """The network and its objective over flat arguments: ``(*inputs, *labels)``.
+
+    ``nn.WithLossCell`` takes exactly one input and one label; token models
+    have several of either.  ``auto_prefix=False`` keeps parameter names.
+    """
+
+    def __init__(self, net: nn.Cell, loss: nn.Cell, n_inputs: int):
+        super().__init__(auto_prefix=False)
+        self.net, self.loss, self.n_inputs = net, loss, n_inputs
+
+    def construct(self, *args):
+        return self.loss(self.net(*args[:self.n_inputs]), *args[self.n_inputs:])
 
 
 class Session(TrainSession):
@@ -119,20 +149,20 @@ class Session(TrainSession):
         ms.set_context(mode=ms.GRAPH_MODE)
         ms.set_seed(cfg.seed)
 
-        self.model = spec.build("mindspore")
+        self.model = spec.build_for_training("mindspore")
         amp = cfg.precision == "amp"
         net = self.model
         if amp:
             net = _LogitsToFloat(ms.amp.auto_mixed_precision(net, AMP_LEVEL, dtype=AMP_DTYPE))
         scale = LOSS_SCALE if amp else 1.0
-        loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+        loss_fn = loss_for(spec.objective, self.framework)()
         # The optimizer divides gradients by loss_scale; TrainOneStepCell's sens multiplies.
         optimizer = nn.Momentum(self.model.trainable_params(), learning_rate=cfg.learning_rate,
                                 momentum=cfg.momentum, loss_scale=scale)
-        self.train_step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), optimizer,
-                                              sens=LOSS_SCALE if amp else None)
+        self.train_step = nn.TrainOneStepCell(_WithLoss(net, loss_fn, len(spec.inputs)),
+                                              optimizer, sens=LOSS_SCALE if amp else None)
         self.train_step.set_train()
-        self.batches = [(ms.Tensor(x), ms.Tensor(y.astype(np.int32))) for x, y in batches]
+        self.batches = [self.place(b) for b in batches]
 
     @staticmethod
     def version() -> str:
@@ -140,7 +170,34 @@ class Session(TrainSession):
 
     def step(self, index: int) -> float:
         x, y = self.batches[index % len(self.batches)]
-        return float(self.train_step(x, y).asnumpy())   # asnumpy waits for the step
+        return float(self.train_step(*x, *y).asnumpy())   # asnumpy waits for the step
+
+    def place(self, batch):
+        """(tuple of input tensors, tuple of int32 label tensors)."""
+        x, y = batch
+        y = labels_of(self.spec, y)
+        labels = y if isinstance(y, tuple) else (y,)
+        return (tuple(ms.Tensor(a) for a in inputs_of(self.spec, x)),
+                tuple(ms.Tensor(np.asarray(a, np.int32)) for a in labels))
+
+    def evaluate(self, batches) -> tuple[float, int, int]:
+        # Logits come back to the host (batch x classes, small) and the loss and
+        # top-1 are computed there, in float64.
+        net = _LogitsToFloat(self.model)
+        net.set_train(False)
+        loss_sum, correct, n = 0.0, 0, 0
+        try:
+            for x, y in batches:
+                inputs = [ms.Tensor(a) for a in inputs_of(self.spec, x)]
+                logits = net(*inputs).asnumpy().astype(np.float64)
+                top = logits.max(axis=1, keepdims=True)
+                lse = top[:, 0] + np.log(np.exp(logits - top).sum(axis=1))
+                loss_sum += float((lse - logits[np.arange(len(y)), y]).sum())
+                correct += int((logits.argmax(axis=1) == y).sum())
+                n += len(y)
+        finally:
+            self.model.set_train(True)
+        return loss_sum, correct, n
 
     def save(self, directory: Path) -> str:
         directory = Path(directory)

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from harness.errors import UserError
 from harness.training.base import TrainConfig, TrainSession
+from harness.training.objectives import inputs_of, labels_of, loss_for
 from models.registry import ModelSpec
 
 
@@ -41,6 +42,10 @@ def resolve_device(device: str) -> torch.device:
     raise UserError(f"--device {device}: unknown device (choose cpu, gpu or ascend)")
 
 
+def classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.float(), labels)
+
+
 class Session(TrainSession):
     framework = "pytorch"
     layout = "NCHW"
@@ -60,12 +65,12 @@ class Session(TrainSession):
         self.scaler = torch.amp.GradScaler("cuda") if self.amp_dtype == torch.float16 else None
 
         torch.manual_seed(cfg.seed)         # seeds CUDA generators too
-        self.model = spec.build("pytorch").to(self.device).train()
-        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=cfg.learning_rate,
-                                         momentum=cfg.momentum)
-        # cross_entropy wants int64 class indices; convert once, outside the clock.
-        self.batches = [(torch.from_numpy(x).to(self.device),
-                         torch.from_numpy(y).to(self.device, torch.int64)) for x, y in batches]
+        self.model = spec.build_for_training("pytorch").to(self.device).train()
+        self.loss_fn = loss_for(spec.objective, self.framework)
+        # Frozen parameters (the LSTM's b_hh) are not the optimizer's.
+        self.optimizer = torch.optim.SGD([p for p in self.model.parameters() if p.requires_grad],
+                                         lr=cfg.learning_rate, momentum=cfg.momentum)
+        self.batches = [self.place(b) for b in batches]
 
     @staticmethod
     def version() -> str:
@@ -80,8 +85,8 @@ class Session(TrainSession):
         x, y = self.batches[index % len(self.batches)]
         self.optimizer.zero_grad(set_to_none=True)
         with self._autocast():
-            logits = self.model(x)
-        loss = F.cross_entropy(logits.float(), y)
+            outputs = self.model(*x)
+        loss = self.loss_fn(outputs, y)
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
             self.scaler.step(self.optimizer)
@@ -90,6 +95,32 @@ class Session(TrainSession):
             loss.backward()
             self.optimizer.step()
         return loss.item()          # blocks until the device has finished the step
+
+    def place(self, batch):
+        """(tuple of input tensors, label tensor or tuple) on the device; losses take
+        int64 class indices, converted here, outside the clock."""
+        x, y = batch
+        inputs = tuple(torch.from_numpy(a).to(self.device) for a in inputs_of(self.spec, x))
+        y = labels_of(self.spec, y)
+        labels = (tuple(torch.from_numpy(a).to(self.device, torch.int64) for a in y)
+                  if isinstance(y, tuple) else torch.from_numpy(y).to(self.device, torch.int64))
+        return inputs, labels
+
+    def evaluate(self, batches) -> tuple[float, int, int]:
+        loss_sum, correct, n = 0.0, 0, 0
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                for batch in batches:
+                    x, y = self.place(batch)
+                    with self._autocast():
+                        logits = self.model(*x).float()
+                    loss_sum += F.cross_entropy(logits, y, reduction="sum").item()
+                    correct += int((logits.argmax(1) == y).sum())
+                    n += len(y)
+        finally:
+            self.model.train()
+        return loss_sum, correct, n
 
     def save(self, directory: Path) -> str:
         directory = Path(directory)

@@ -10,11 +10,13 @@ from typing import Any, Callable
 from harness import __version__
 from harness.atomic import check_can_create, staged_directory, write_json
 from harness.context import cell_key, command_line, new_run_id, now_iso
+from harness.data import canonical
 from harness.errors import UserError
 from harness.fingerprint import fingerprint, resource_label
 from harness.frameworks import require
 from harness.launcher import run_cell
 from harness.results import ResultStore
+from harness.tables import spec_unit
 from harness.threads import ThreadConfig, in_force
 from harness.training.base import DEVICES, PRECISIONS, TrainConfig
 from models.registry import get_model
@@ -34,8 +36,10 @@ class TrainRequest:
     threads: int | None = None
     inter_op_threads: int | None = None
     data: str = "synthetic"
+    eval: bool = False
+    eval_samples: int | None = None
     seed: int = 0
-    learning_rate: float = 0.05
+    learning_rate: float | None = None     # None: the model's default_lr
     out: str = "runs"
     db: str | None = None
     json_path: str | None = None
@@ -57,6 +61,8 @@ def validate(req: TrainRequest) -> None:
                              ("--inter-op-threads", req.inter_op_threads, 1)):
         if value is not None and value < low:
             raise UserError(f"{flag} must be at least {low}, got {value}")
+    if req.learning_rate is not None and not req.learning_rate > 0:
+        raise UserError(f"--lr must be positive, got {req.learning_rate}")
     if req.device not in DEVICES:
         raise UserError(f"--device must be one of {', '.join(DEVICES)}, got {req.device!r}")
     if req.precision not in PRECISIONS:
@@ -66,9 +72,7 @@ def validate(req: TrainRequest) -> None:
         raise UserError("--device gpu: no NVIDIA GPU on this machine (nvidia-smi found none)")
     if req.device == "ascend" and not fp["ascend"]:
         raise UserError("--device ascend: no Ascend NPU on this machine (no /dev/davinci*)")
-    if req.data != "synthetic":
-        from harness.training.data import read_npz
-        read_npz(spec, Path(req.data), req.batch_size or spec.default_batch_size)
+    _validate_data(req, spec)
     if req.timeout is not None and req.timeout <= 0:
         raise UserError("--timeout must be positive")
     for name in req.frameworks:
@@ -76,6 +80,22 @@ def validate(req: TrainRequest) -> None:
     if req.json_path:
         check_can_create(req.json_path)
     ResultStore(req.db).check_writable()      # last: it creates the database
+
+
+def _validate_data(req: TrainRequest, spec) -> None:
+    """Refuse unreadable or unsuitable data here, before any run starts (the reader's
+    constructor only looks; decoding happens in the run)."""
+    from harness.data import open_dataset
+    from harness.data.base import check_batch
+
+    ds = open_dataset(req.data, spec)
+    train_size = ds.split_sizes().get("train")
+    if train_size is not None:
+        check_batch(ds, req.batch_size or spec.default_batch_size, train_size)
+    if req.eval_samples is not None and req.eval_samples < 1:
+        raise UserError(f"--eval-samples must be at least 1, got {req.eval_samples}")
+    if req.eval and not ds.eval_known_late:
+        ds.require_eval()
 
 
 def child(payload: dict[str, Any]) -> dict[str, Any]:
@@ -104,14 +124,15 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
     fp = fingerprint()
     run_id = new_run_id()
     batch = req.batch_size or spec.default_batch_size
+    lr = spec.default_lr if req.learning_rate is None else req.learning_rate
     records, usage_errors = [], []
     for i, name in enumerate(req.frameworks, 1):
         cfg = TrainConfig(model=spec.name, framework=name, batch_size=batch, steps=req.steps,
                           warmup_steps=req.warmup_steps, device=req.device,
                           precision=req.precision, intra_op_threads=threads.intra_op,
                           inter_op_threads=threads.inter_op, seed=req.seed,
-                          data=req.data if req.data == "synthetic" else str(Path(req.data).resolve()),
-                          learning_rate=req.learning_rate)
+                          data=canonical(req.data), learning_rate=lr,
+                          eval=req.eval, eval_samples=req.eval_samples)
         progress(f"[{i}/{len(req.frameworks)}] training {spec.name} in {name}: batch {batch}, "
                  f"{req.warmup_steps} warm-up + {req.steps} measured steps on {req.device}")
         final_dir = Path(req.out) / spec.name / name
@@ -137,7 +158,8 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
         except _Failed:
             progress(f"    {name} FAILED: {record['error']}")
         else:
-            progress(f"    {record['throughput_sps']:.2f} images/s, checkpoint in {final_dir}")
+            per = spec_unit(spec).replace("/sec", "/s")
+            progress(f"    {record['throughput_sps']:.2f} {per}, checkpoint in {final_dir}")
         records.append(record)
     if req.json_path:
         write_json(req.json_path, records)
@@ -154,11 +176,14 @@ def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, star
             env) -> dict[str, Any]:
     result = dict(outcome.result)
     runtime = result.pop("runtime", {})
+    data = result.pop("data", None)
     identity = {"model": spec.name, "framework": cfg.framework, "device": cfg.device,
                 "precision": cfg.precision, "batch_size": cfg.batch_size, "steps": cfg.steps,
                 "warmup_steps": cfg.warmup_steps, "threads": [cfg.intra_op_threads,
                                                               cfg.inter_op_threads],
                 "data": cfg.data, "seed": cfg.seed, "machine_id": fp["machine_id"]}
+    if cfg.eval:            # only then, so that runs without --eval keep their keys
+        identity["eval"] = [True, cfg.eval_samples]
     metrics = {k: v for k, v in result.items() if k not in ("framework_version", "layout",
                                                              "checkpoint")}
     metrics["peak_rss_mb"] = outcome.peak_rss_mb
@@ -193,6 +218,7 @@ def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, star
             "thread_environment": in_force(env),
             "runtime": runtime,
             "layout": result.get("layout"),
+            "data": data,
             "resource": resource_label(fp, cfg.device),
             "traceback": outcome.traceback,
             "log_tail": None if outcome.ok else outcome.log_tail,

@@ -25,6 +25,7 @@ import tensorflow as tf  # noqa: E402
 
 from harness.errors import UserError  # noqa: E402
 from harness.training.base import TrainConfig, TrainSession  # noqa: E402
+from harness.training.objectives import inputs_of, labels_of, loss_for  # noqa: E402
 from models.registry import ModelSpec  # noqa: E402
 
 CHECKPOINT = "model.keras"
@@ -78,6 +79,17 @@ def _dtype_policy(precision: str, device: str) -> str:
     raise UserError(f"--precision {precision}: unknown precision (choose fp32 or amp)")
 
 
+def classification_loss(logits, labels):
+    """Mean sparse cross-entropy, in float32 whatever the compute dtype."""
+    return tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+        labels, tf.cast(logits, tf.float32), from_logits=True))
+
+
+def model_inputs(x: tuple):
+    """What a Keras functional model is called with: the tensor, or a list for several."""
+    return x[0] if len(x) == 1 else list(x)
+
+
 class Session(TrainSession):
     framework = "tensorflow"
     layout = "NHWC"
@@ -98,11 +110,8 @@ class Session(TrainSession):
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
             optimizer.build(self.model.trainable_variables)
             self.optimizer = optimizer
-            # tf.identity under the device scope copies host arrays to the
-            # device once, here, instead of on every step.
-            self.batches = [(tf.identity(tf.constant(x)), tf.identity(tf.constant(y)))
-                            for x, y in batches]
-        self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            self.batches = [self.place(b) for b in batches]
+        self._loss = loss_for(spec.objective, self.framework)
         self._train_step = tf.function(self._step_graph, jit_compile=False)
 
     def _build(self, spec: ModelSpec) -> keras.Model:
@@ -111,15 +120,15 @@ class Session(TrainSession):
         previous = keras.mixed_precision.global_policy()
         keras.mixed_precision.set_global_policy(self._policy)
         try:
-            return spec.build(self.framework)
+            return spec.build_for_training(self.framework)
         finally:
             keras.mixed_precision.set_global_policy(previous)
 
-    def _step_graph(self, images, labels):
+    def _step_graph(self, inputs, labels):
         with tf.device(self._device):
             with tf.GradientTape() as tape:
-                logits = self.model(images, training=True)
-                loss = self._loss(labels, logits)
+                outputs = self.model(model_inputs(inputs), training=True)
+                loss = self._loss(outputs, labels)
                 scaled = self.optimizer.scale_loss(loss)     # identity unless fp16
             grads = tape.gradient(scaled, self.model.trainable_variables)
             self.optimizer.apply(grads, self.model.trainable_variables)
@@ -130,8 +139,35 @@ class Session(TrainSession):
         return tf.__version__
 
     def step(self, index: int) -> float:
-        images, labels = self.batches[index % len(self.batches)]
-        return float(self._train_step(images, labels))
+        inputs, labels = self.batches[index % len(self.batches)]
+        return float(self._train_step(inputs, labels))
+
+    def place(self, batch):
+        """(tuple of input tensors, labels) on the device: tf.identity under the device
+        scope copies the host arrays once, here, instead of on every step."""
+        x, y = batch
+        y = labels_of(self.spec, y)
+        with tf.device(self._device):
+            inputs = tuple(tf.identity(tf.constant(a)) for a in inputs_of(self.spec, x))
+            labels = (tuple(tf.identity(tf.constant(a)) for a in y) if isinstance(y, tuple)
+                      else tf.identity(tf.constant(y)))
+        return inputs, labels
+
+    def _eval_graph(self, images, labels):
+        with tf.device(self._device):
+            logits = tf.cast(self.model(model_inputs(images), training=False), tf.float32)
+            losses = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+            hits = tf.equal(tf.argmax(logits, -1, output_type=labels.dtype), labels)
+        return tf.reduce_sum(losses), tf.reduce_sum(tf.cast(hits, tf.int32))
+
+    def evaluate(self, batches) -> tuple[float, int, int]:
+        # reduce_retracing: the last, shorter batch reuses a shape-generic graph.
+        graph = tf.function(self._eval_graph, jit_compile=False, reduce_retracing=True)
+        loss_sum, correct, n = 0.0, 0, 0
+        for batch in batches:
+            loss, hits = graph(*self.place(batch))
+            loss_sum, correct, n = loss_sum + float(loss), correct + int(hits), n + len(batch[1])
+        return loss_sum, correct, n
 
     def save(self, directory: Path) -> str:
         directory = Path(directory)
@@ -143,7 +179,7 @@ class Session(TrainSession):
         threading = tf.config.threading
         info = {
             "device": self.model.trainable_variables[0].value.device,
-            "data_device": self.batches[0][0].device,
+            "data_device": self.batches[0][0][0].device,
             # 0 means TensorFlow chose the pool size (one thread per core).
             "intra_op_threads": threading.get_intra_op_parallelism_threads(),
             "inter_op_threads": threading.get_inter_op_parallelism_threads(),

@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 import mindspore as ms  # noqa: E402
 from mindspore import nn  # noqa: E402
 
+from models.counting import family_counter  # noqa: E402
 from models.registry import ModelSpec  # noqa: E402
 
 
@@ -29,12 +30,15 @@ def _pair(v) -> tuple[int, int]:
 
 
 def forward_macs(model: nn.Cell, spec: ModelSpec) -> int:
-    """Conv and dense multiply-adds of one sample, from a traced batch-1 forward.
+    """Conv, dense and LSTM multiply-adds of one sample, from a traced batch-1 forward.
 
     Forward hooks only fire in PyNative mode, so the mode is switched for the
     trace and restored after; the network runs in inference mode so that the
     trace does not move batch-norm statistics.
     """
+    family = family_counter(spec, "mindspore")
+    if family is not None:
+        return int(family(model, spec))
     macs = []
 
     def conv_hook(cell, _args, out):
@@ -45,18 +49,29 @@ def forward_macs(model: nn.Cell, spec: ModelSpec) -> int:
     def dense_hook(cell, _args, _out):
         macs.append(cell.in_channels * cell.out_channels)
 
+    def lstm_hook(cell, _args, out):
+        # 4·hidden·(input + hidden) per time step, layer and direction.
+        output = out[0]
+        steps = output.shape[1] if cell.batch_first else output.shape[0]
+        macs.append(steps * sum(int(np.prod(w.shape)) for w in
+                                (*cell.w_ih_list, *cell.w_hh_list)))
+
     handles = []
     for _, cell in model.cells_and_names():
         if isinstance(cell, nn.Conv2d):
             handles.append(cell.register_forward_hook(conv_hook))
         elif isinstance(cell, nn.Dense):
             handles.append(cell.register_forward_hook(dense_hook))
+        elif isinstance(cell, nn.LSTM):
+            handles.append(cell.register_forward_hook(lstm_hook))
     mode, was_training = ms.get_context("mode"), model.training
     try:
         ms.set_context(mode=ms.PYNATIVE_MODE)
         model.set_train(False)
-        x = ms.Tensor(np.zeros((1,) + tuple(spec.inputs[0].shape), np.float32))
-        model(x)
+        # Zeros of each input's own dtype: a valid token id as well as an image.
+        xs = [ms.Tensor(np.zeros((1,) + tuple(i.shape), i.dtype if i.dtype.startswith("int")
+                                 else np.float32)) for i in spec.inputs]
+        model(*xs)
     finally:
         for h in handles:
             h.remove()

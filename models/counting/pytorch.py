@@ -12,6 +12,7 @@ import math
 import torch
 from torch import nn
 
+from models.counting import family_counter
 from models.registry import ModelSpec
 
 
@@ -19,8 +20,23 @@ def trainable_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
+def _lstm_macs(module: nn.LSTM, output) -> int:
+    """4·hidden·(input + hidden) per time step, layer and direction; the time steps
+    are read off the real output (batch-first or not)."""
+    out = output[0]
+    steps = out.shape[1] if module.batch_first else out.shape[0]
+    dirs = 2 if module.bidirectional else 1
+    hidden, total = module.hidden_size, 0
+    for layer in range(module.num_layers):
+        cin = module.input_size if layer == 0 else hidden * dirs
+        total += dirs * 4 * hidden * (cin + hidden)
+    return steps * total
+
+
 def _layer_macs(module: nn.Module, output: torch.Tensor) -> int:
     """MACs for one sample (the probe batch has size 1)."""
+    if isinstance(module, nn.LSTM):
+        return _lstm_macs(module, output)
     if isinstance(module, nn.Conv2d):
         kh, kw = module.kernel_size
         out_h, out_w = output.shape[-2:]
@@ -32,7 +48,10 @@ def _layer_macs(module: nn.Module, output: torch.Tensor) -> int:
 
 
 def forward_macs(model: nn.Module, spec: ModelSpec) -> int:
-    """Conv and dense multiply-adds of one forward pass on one sample of ``spec``'s input."""
+    """Conv, dense and LSTM multiply-adds of one forward pass on one sample of ``spec``'s inputs."""
+    family = family_counter(spec, "pytorch")
+    if family is not None:
+        return int(family(model, spec))
     total = 0
 
     def hook(module, _inputs, output):
@@ -40,15 +59,18 @@ def forward_macs(model: nn.Module, spec: ModelSpec) -> int:
         total += _layer_macs(module, output)
 
     handles = [m.register_forward_hook(hook) for m in model.modules()
-               if isinstance(m, (nn.Conv2d, nn.Linear))]
+               if isinstance(m, (nn.Conv2d, nn.Linear, nn.LSTM))]
     param = next(model.parameters())
-    x = torch.zeros((1, *spec.inputs[0].shape), dtype=param.dtype, device=param.device)
+    # Zeros of each input's own dtype: a valid token id as well as an image.
+    xs = [torch.zeros((1, *i.shape), device=param.device,
+                      dtype=getattr(torch, i.dtype) if i.dtype.startswith("int") else param.dtype)
+          for i in spec.inputs]
     was_training = model.training
     try:
         # eval + no_grad: a probe must not move BN running statistics.
         model.eval()
         with torch.no_grad():
-            model(x)
+            model(*xs)
     finally:
         model.train(was_training)
         for h in handles:

@@ -6,8 +6,10 @@ verifier (native vs ONNX) and by the native inference backends:
 * ``load(spec, checkpoint) -> model`` — build ``spec`` and load the weights,
   in eval mode (BN uses its moving statistics);
 * ``to_device(model, device) -> model`` and ``predict(model, x) -> np.ndarray``
-  where ``x`` is always channels-first (NCHW) float32 as the spec describes it;
-  a framework whose network is channels-last converts inside.
+  where ``x`` is one array, or a tuple of arrays in ``spec.inputs`` order
+  (token models), always as the spec describes them: images channels-first
+  (NCHW) float32 (a framework whose network is channels-last converts
+  inside), token ids in their integer dtype.
 
 ``checkpoint_manifest`` reads what ``dlbench train`` wrote next to a checkpoint.
 """

@@ -14,7 +14,9 @@ from models.registry import ModelSpec  # noqa: E402
 
 
 def load(spec: ModelSpec, checkpoint: str | Path):
-    model = spec.build("mindspore")
+    # A checkpoint holds the network training built (for BERT the pre-training
+    # one); it is loaded strictly into that, then turned into the inference one.
+    model = spec.build_for_training("mindspore")
     try:
         params = ms.load_checkpoint(str(checkpoint))
         missing, _unexpected = ms.load_param_into_net(model, params, strict_load=True)
@@ -25,6 +27,8 @@ def load(spec: ModelSpec, checkpoint: str | Path):
         raise UserError(f"{checkpoint}: does not match {spec.name} in MindSpore "
                         f"(missing {len(missing)} parameters, e.g. {missing[0]})")
     model.set_train(False)
+    model = spec.inference_from_training("mindspore", model)
+    model.set_train(False)
     return model
 
 
@@ -32,5 +36,10 @@ def to_device(model, device: str):
     return model          # MindSpore's device is process-wide (ms.set_device)
 
 
-def predict(model, x: np.ndarray) -> np.ndarray:
-    return model(ms.Tensor(np.ascontiguousarray(x, dtype=np.float32))).asnumpy()
+def predict(model, x) -> np.ndarray:
+    """Logits for one batch: an array, or a tuple of arrays in ``spec.inputs`` order;
+    images as float32, integer inputs (token ids) in their own dtype."""
+    xs = x if isinstance(x, (tuple, list)) else (x,)
+    tensors = [ms.Tensor(np.ascontiguousarray(a, dtype=None if a.dtype.kind in "iub"
+                                              else np.float32)) for a in xs]
+    return model(*tensors).asnumpy()

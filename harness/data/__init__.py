@@ -1,0 +1,77 @@
+"""Data-set readers for ``dlbench train --data``: one module per format, chosen here.
+
+The rule for ``--data VALUE`` (also in ``dlbench train --help``):
+  * ``synthetic`` (default) -- generated before the clock (``models.synthetic``);
+  * ``digits`` -- scikit-learn's bundled 8x8 digits, no download (``digits``);
+  * ``FORMAT:PATH`` -- force a reader: ``cifar10``, ``imagefolder``, ``aclimdb``,
+    ``text`` or ``npz``;
+  * otherwise PATH, detected in this order: a ``.npz`` file -> npz; a ``.txt``
+    file -> text (BERT pre-training corpus); a directory with
+    ``data_batch_*.bin`` (or ``cifar-10-batches-bin/`` holding them) -> cifar10;
+    one with ``train/pos`` and ``train/neg`` -> aclimdb; one with class
+    sub-folders of images (under ``train/`` or directly) -> imagefolder.
+Nothing is ever downloaded: PATH is data the user already has.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.data import aclimdb, cifar10, imagefolder, npz, textcorpus
+from harness.data.base import Dataset
+from harness.errors import UserError
+from models.registry import ModelSpec
+
+# Formats that take a PATH, in detection order.
+FORMATS = {
+    "npz": (npz.looks_like, npz.Npz),
+    "text": (textcorpus.looks_like, textcorpus.TextCorpus),
+    "cifar10": (cifar10.looks_like, cifar10.Cifar10),
+    "aclimdb": (aclimdb.looks_like, aclimdb.AclImdb),
+    "imagefolder": (imagefolder.looks_like, imagefolder.ImageFolder),
+}
+NAMED = ("synthetic", "digits")
+
+
+def parse(data: str) -> tuple[str, Path | None]:
+    """(format, path) for a ``--data`` value; detection needs the path to exist."""
+    if data in NAMED:
+        return data, None
+    fmt, sep, rest = data.partition(":")
+    if sep and fmt in FORMATS:
+        if not rest:
+            raise UserError(f"--data {data}: no path after '{fmt}:'")
+        return fmt, Path(rest).expanduser()
+    path = Path(data).expanduser()
+    if not path.exists():
+        raise UserError(f"--data {data}: no such file or directory (use synthetic, digits, "
+                        f"a path, or FORMAT:PATH with FORMAT one of {', '.join(FORMATS)})")
+    for fmt, (looks_like, _) in FORMATS.items():
+        if looks_like(path):
+            return fmt, path
+    raise UserError(f"--data {data}: format not recognized (want an .npz, a .txt corpus, a "
+                    "CIFAR-10 binary directory, an aclImdb directory or class folders of "
+                    "images; or say FORMAT:PATH)")
+
+
+def canonical(data: str) -> str:
+    """The ``--data`` value as recorded: named sets as they are, paths made absolute
+    (a plain path stays plain: its format is detected again the same way)."""
+    fmt, path = parse(data)
+    if path is None:
+        return fmt
+    explicit = data.startswith(f"{fmt}:")
+    return f"{fmt}:{path.resolve()}" if explicit else str(path.resolve())
+
+
+def open_dataset(data: str, spec: ModelSpec) -> Dataset:
+    """The reader for ``data``, checked against ``spec`` (cheap: nothing decoded yet)."""
+    fmt, path = parse(data)
+    if fmt == "synthetic":
+        from harness.data.synthetic import Synthetic
+        return Synthetic(spec)
+    if fmt == "digits":
+        from harness.data.digits import Digits
+        return Digits(spec)
+    if not path.exists():
+        raise UserError(f"--data {data}: no such file or directory")
+    return FORMATS[fmt][1](spec, path)

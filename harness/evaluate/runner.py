@@ -1,0 +1,172 @@
+"""``dlbench eval`` as a Python API: check everything, run the eval cell, store an ``eval`` record.
+
+Everything that can be refused is refused before the cell starts (exit 2):
+an artifact that is not there or not readable, a zoo name (random weights
+have no accuracy worth storing), a backend that does not take the artifact or
+is not available here, a data set without a held-out split or that does not
+fit the model.  A cell that crashes or times out is stored as a ``failed``
+record, as every other command does.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from harness.backends import get_backend
+from harness.backends.base import MINDIR, ONNX, TRT_ENGINE, ZOO, RunConfig
+from harness.errors import UserError
+from harness.evaluate import data
+from harness.launcher import run_cell
+from harness.threads import ThreadConfig, in_force
+
+# The backend an artifact runs on when --backend is not given.
+DEFAULT_BACKEND = {ONNX: "onnxruntime", TRT_ENGINE: "tensorrt", MINDIR: "mindspore",
+                   "pytorch-checkpoint": "pytorch", "tensorflow-checkpoint": "tensorflow",
+                   "mindspore-checkpoint": "mindspore"}
+# Formats that carry their own precision (the backend runs the graph as built).
+OWN_PRECISION = (ONNX, TRT_ENGINE, MINDIR)
+
+
+@dataclass
+class EvalRequest:
+    artifact: str
+    data: str = "digits"
+    backend: str | None = None
+    device: str | None = None
+    batch_size: int = 64
+    limit: int | None = None
+    model: str | None = None              # zoo model of a bare checkpoint
+    threads: int | None = None
+    db: str | None = None
+    json_path: str | None = None
+    timeout: float | None = None
+    argv: list[str] | None = None
+
+
+@dataclass
+class _Plan:
+    art: Any                                # harness.bench.artifacts.Artifact
+    backend: Any
+    device: str
+    precision: str
+    spec: Any
+    spec_payload: dict[str, Any]
+    data: str
+    threads: ThreadConfig
+
+
+def _classes_of(art) -> int | None:
+    if art.onnx_model is None:
+        return None
+    from converters.onnx_io import summarize
+
+    outputs = summarize(art.onnx_model).outputs
+    last = outputs[0].shape[-1] if outputs and outputs[0].shape else None
+    return last if isinstance(last, int) else None
+
+
+def plan(req: EvalRequest) -> _Plan:
+    from harness.atomic import check_can_create
+    from harness.bench.artifacts import resolve
+    from harness.data import canonical
+    from harness.results import ResultStore
+
+    for flag, value in (("--batch-size", req.batch_size), ("--threads", req.threads),
+                        ("--limit", req.limit)):
+        if value is not None and value < 1:
+            raise UserError(f"{flag} must be at least 1, got {value}")
+    if req.timeout is not None and req.timeout <= 0:
+        raise UserError("--timeout must be positive")
+    art = resolve(req.artifact, req.model)
+    if art.format == ZOO:
+        raise UserError(f"{req.artifact}: a zoo name is the network with random weights; give a "
+                        f"trained checkpoint (a 'dlbench train' output) or a model file")
+    backend = get_backend(req.backend or DEFAULT_BACKEND[art.format])
+    if art.format not in backend.formats:
+        takers = DEFAULT_BACKEND.get(art.format)
+        raise UserError(f"{art.label} is a {art.format} artifact; backend {backend.name} takes "
+                        f"{', '.join(backend.formats)}" + (f" (try --backend {takers})"
+                                                           if takers else ""))
+    avail = backend.availability()
+    if not avail.available:
+        raise UserError(f"backend {backend.name} is not available here: {avail.reason}")
+    device = {"gpu": "cuda"}.get(req.device or "", req.device) or backend.default_device()
+    if device not in avail.devices:
+        raise UserError(f"--device {device}: {backend.name} runs on {', '.join(avail.devices)} "
+                        f"here")
+    precision = (art.precision or "fp32") if art.format in OWN_PRECISION else "fp32"
+    chw = None
+    if art.signature and len(art.signature) == 1 and len(art.signature[0].shape) == 4:
+        chw = [d for d in art.signature[0].shape[1:]]
+        if not all(isinstance(d, int) and d > 0 for d in chw):
+            chw = None
+    spec_payload = {"model": art.ref.model, "chw": chw, "classes": _classes_of(art)}
+    spec = data.spec_for(**spec_payload)
+    canonical_data = canonical(req.data)
+    data.open_heldout(canonical_data, spec)          # refuses a set without a held-out split
+    if req.json_path:
+        check_can_create(req.json_path)
+    ResultStore(req.db).check_writable()         # last: it creates the database
+    return _Plan(art, backend, device, precision, spec, spec_payload, canonical_data,
+                 ThreadConfig.default(req.threads))
+
+
+def evaluate(req: EvalRequest) -> dict[str, Any]:
+    """Score ``req.artifact`` on the held-out split; return its stored ``eval`` record."""
+    from converters import records
+    from harness.atomic import write_json
+    from harness.context import new_run_id, now_iso
+    from harness.results import ResultStore
+
+    p = plan(req)
+    art, threads = p.art, p.threads
+    options = p.backend.resolve_options({})
+    run = RunConfig(device=p.device, precision=p.precision, intra_op_threads=threads.intra_op,
+                    inter_op_threads=threads.inter_op, options=options,
+                    max_batch=req.batch_size, min_batch=1)
+    env = threads.environment()
+    env.update(p.backend.environment(options, threads.intra_op, threads.inter_op))
+    identity = {"artifact": {k: v for k, v in art.identity().items() if k != "path"},
+                "backend": p.backend.name, "device": p.device, "precision": p.precision,
+                "batch_size": req.batch_size, "data": p.data, "limit": req.limit,
+                "threads": [threads.intra_op, threads.inter_op]}
+    record = records.new_record("eval", run_id=new_run_id(), identity=identity,
+                                started=now_iso(), argv=req.argv, device=p.device)
+    framework = art.ref.framework
+    record.update({
+        "model": art.ref.model, "framework": framework,
+        "framework_version": (art.ref.meta or {}).get("framework_version"),
+        "backend": p.backend.name, "backend_version": p.backend.version(),
+        "precision": p.precision, "batch_size": req.batch_size,
+        "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
+    verification = ResultStore(req.db).artifact(art.sha256) if art.sha256 else None
+    record["context"].update({
+        "artifact": {"format": art.format, "path": art.ref.path, "label": art.label,
+                     "model": art.ref.model, "sha256": art.sha256, "meta": art.ref.meta,
+                     "verification": (verification or {}).get("verdict")},
+        "options": options, "data_arg": p.data, "thread_environment": in_force(env)})
+    payload = {"backend": p.backend.name, "artifact": asdict(art.ref), "run": asdict(run),
+               "spec": p.spec_payload, "data": p.data, "batch_size": req.batch_size,
+               "limit": req.limit}
+    start = time.perf_counter()
+    outcome = run_cell("eval", payload, env=env, timeout=req.timeout)
+    if outcome.status == "usage_error":
+        raise UserError(outcome.error)
+    record["duration_s"] = time.perf_counter() - start
+    record["peak_rss_mb"] = outcome.peak_rss_mb
+    record["metrics"].update({"peak_rss_mb": outcome.peak_rss_mb, "cell_wall_s": outcome.wall_s})
+    if outcome.ok:
+        result = outcome.result
+        record["status"] = "ok"
+        record["iterations"] = result["eval"]["batches"]
+        record["backend_version"] = result.get("backend_version") or record["backend_version"]
+        record["metrics"].update({"eval": result["eval"], "load_s": result["load_s"]})
+        record["context"].update({"runtime": result["runtime"], "data": result["data"]})
+    else:
+        record["status"], record["error"] = "failed", outcome.error
+        record["context"].update({"traceback": outcome.traceback, "log_tail": outcome.log_tail})
+    records.store(req.db, record, None)
+    if req.json_path:
+        write_json(req.json_path, [record])
+    return record

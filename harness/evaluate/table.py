@@ -1,0 +1,32 @@
+"""The table ``dlbench eval`` prints (Markdown)."""
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+from harness.tables import markdown
+
+HEADERS = ("Artifact", "Model", "Source framework", "Backend", "Device", "Precision", "Split",
+           "Samples", "Top-1 accuracy", "Loss", "Time")
+
+
+def _where(path: str | None) -> str:
+    if not path:
+        return ""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def eval_table(records: Sequence[dict[str, Any]]) -> str:
+    rows = []
+    for r in records:
+        art = r.get("context", {}).get("artifact", {})
+        head = [_where(art.get("path")) or art.get("label"), r.get("model"),
+                r.get("framework") or "", r.get("backend"), r.get("device"), r.get("precision")]
+        e = r.get("metrics", {}).get("eval")
+        if r["status"] != "ok" or not e:
+            rows.append(head + ["", "", f"FAILED: {r.get('error')}", "", ""])
+            continue
+        rows.append(head + [e["split"], e["samples"], f"{100 * e['accuracy']:.2f} %",
+                            f"{e['loss']:.4f}", f"{e['time_s']:.2f} s"])
+    return markdown(HEADERS, rows)

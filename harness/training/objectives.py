@@ -1,0 +1,84 @@
+"""What a training step minimizes, by name, with one small loss per framework.
+
+``ModelSpec.objective`` names the objective; this table names, per
+framework, the function that computes its loss (imported only inside the
+training process, where that framework is loaded).  A new objective is one
+row here, one head in the model's builders (``models.registry.OBJECTIVES``)
+and one short function per framework.
+
+The loss contracts:
+
+* PyTorch and TensorFlow: ``loss(outputs, labels) -> scalar tensor`` where
+  ``outputs`` is what the training network returns and ``labels`` one tensor
+  or a tuple of tensors in ``LABELS`` order (PyTorch: int64; TensorFlow: int32);
+* MindSpore: an ``nn.Cell`` class whose ``construct(outputs, *labels)``
+  returns the scalar loss (int32 labels), compiled with the network.
+
+Batches come as ``(inputs, labels)``: inputs one array (images), a tuple in
+``spec.inputs`` order, or a dict by input name (``harness.data`` token
+readers); labels one array, a tuple in ``LABELS`` order, or a dict with those
+names.  ``inputs_of`` and ``labels_of`` turn any of them into tuples.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from harness.errors import UserError
+from models.registry import ModelSpec
+
+LOSSES: dict[str, dict[str, str]] = {
+    "classification": {
+        "pytorch": "harness.training.pytorch:classification_loss",
+        "tensorflow": "harness.training.tensorflow:classification_loss",
+        "mindspore": "harness.training.mindspore:ClassificationLoss",
+    },
+    "bert-pretraining": {
+        "pytorch": "models.bert.torch:pretraining_loss",
+        "tensorflow": "models.bert.keras:pretraining_loss",
+        "mindspore": "models.bert.mindspore:PretrainingLoss",
+    },
+}
+# Names of the label arrays, in the order losses receive them (None: one array).
+LABELS: dict[str, tuple[str, ...] | None] = {
+    "classification": None,
+    "bert-pretraining": ("mlm_labels", "nsp_labels"),
+}
+
+
+def loss_for(objective: str, framework: str) -> Any:
+    """The loss function (or MindSpore Cell class) for ``objective`` in ``framework``."""
+    try:
+        target = LOSSES[objective][framework]
+    except KeyError:
+        raise UserError(f"objective {objective!r} has no {framework} loss") from None
+    module, _, name = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise UserError(f"objective {objective!r}: {target} is missing ({exc})") from None
+
+
+def inputs_of(spec: ModelSpec, inputs: Any) -> tuple:
+    """A batch's inputs as a tuple in ``spec.inputs`` order."""
+    if isinstance(inputs, dict):
+        try:
+            return tuple(inputs[i.name] for i in spec.inputs)
+        except KeyError as exc:
+            raise ValueError(f"{spec.name}: the batch has no input {exc}; it has "
+                             f"{', '.join(inputs)}") from None
+    if isinstance(inputs, (tuple, list)):
+        return tuple(inputs)
+    return (inputs,)
+
+
+def labels_of(spec: ModelSpec, labels: Any) -> Any:
+    """One array, or a tuple in the objective's ``LABELS`` order."""
+    names = LABELS.get(spec.objective)
+    if isinstance(labels, dict):
+        if names is None:
+            raise ValueError(f"{spec.name}: objective {spec.objective!r} takes one label array")
+        return tuple(labels[n] for n in names)
+    if isinstance(labels, list):
+        return tuple(labels)
+    return labels

@@ -1,0 +1,60 @@
+"""LeNet-5 in MindSpore: counts, canonical names, the function it computes, and a
+compiled (GRAPH_MODE) training step."""
+import numpy as np
+import pytest
+import mindspore as ms
+from mindspore import nn
+
+import lenet_reference
+from models.counting.mindspore import forward_macs, trainable_parameters
+from models.lenet import canonical_shapes
+from models.native.mindspore import predict
+from models.registry import get_model
+from models.weights.mindspore import export_weights, import_weights
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return get_model("lenet5")
+
+
+def test_network_matches_the_walk_and_the_canonical_names(spec):
+    net = spec.build("mindspore", seed=0)
+    assert trainable_parameters(net) == spec.parameter_count == 61_706
+    assert forward_macs(net, spec) == spec.macs_per_sample == 416_520
+    w = export_weights(net)
+    assert {k: v.shape for k, v in w.items()} == canonical_shapes(spec.config)
+
+
+def test_logits_are_the_numpy_reference(spec):
+    net = spec.build("mindspore", seed=3)
+    net.set_train(False)
+    x = np.random.default_rng(0).standard_normal((3, 1, 32, 32)).astype(np.float32)
+    got = predict(net, x)
+    want = lenet_reference.logits(export_weights(net), x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+
+
+def test_import_replaces_every_weight(spec):
+    net = spec.build("mindspore", seed=0)
+    w = export_weights(spec.build("mindspore", seed=1))
+    import_weights(net, w)
+    assert all(np.array_equal(export_weights(net)[k], w[k]) for k in w)
+
+
+def test_a_graph_mode_training_step_moves_every_weight(spec):
+    net = spec.build("mindspore", seed=0)
+    before = export_weights(net)
+    mode = ms.get_context("mode")
+    try:
+        ms.set_context(mode=ms.GRAPH_MODE)
+        step = nn.TrainOneStepCell(
+            nn.WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")),
+            nn.Momentum(net.trainable_params(), learning_rate=0.1, momentum=0.9))
+        step.set_train()
+        x = ms.Tensor(np.random.default_rng(0).standard_normal((8, 1, 32, 32)).astype(np.float32))
+        step(x, ms.Tensor((np.arange(8) % 10).astype(np.int32)))
+    finally:
+        ms.set_context(mode=mode)
+    after = export_weights(net)
+    assert {k for k in before if not np.array_equal(before[k], after[k])} == set(before)

@@ -1,0 +1,18 @@
+"""Real data through the shared loop in pytorch: per-step reading, data time, --eval."""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.pytorch
+import torch  # noqa: E402,F401 - CI installs it: a missing one must fail, not skip
+
+from datasets import check_cifar_run_and_eval, check_eval_is_inference_mode  # noqa: E402
+from harness.training.pytorch import Session  # noqa: E402
+
+
+def test_cifar_run_reports_data_time_and_eval(tmp_path):
+    check_cifar_run_and_eval("pytorch", tmp_path, intra_op_threads=2)
+
+
+def test_evaluate_runs_in_inference_mode():
+    check_eval_is_inference_mode(Session, "pytorch", intra_op_threads=2)

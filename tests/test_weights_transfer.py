@@ -1,0 +1,73 @@
+"""Weights move between frameworks and keep computing the same function.
+
+For each model, each framework exports canonical weights (``models.weights``)
+with non-trivial BN statistics and biases, and its eval-mode logits on fixed
+inputs; each of the other two frameworks imports them into its own build of
+the model and must reproduce the logits within fp32 rounding.  Every
+framework runs in its own child process (tests/transfer_child.py): TensorFlow
+and MindSpore cannot share one, and the core group imports no framework.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.registry import get_model
+
+CHILD = Path(__file__).with_name("transfer_child.py")
+FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
+MODELS = ("googlenet-mini", "resnet50-mini", "lenet5")
+# Max |difference| allowed, relative to the logits' largest magnitude: fp32
+# rounding through ~60 layers measured at most ~1e-6 of the scale here.
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def _run_all(role: str, directory: Path) -> None:
+    """One child per framework, run side by side (start-up, not compute, dominates)."""
+    env = dict(os.environ, GLOG_v="3", TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    procs = {fw: subprocess.Popen([sys.executable, str(CHILD), role, fw, str(directory),
+                                   ",".join(MODELS)], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+             for fw in FRAMEWORKS}
+    failed = []
+    for fw, proc in procs.items():
+        out, _ = proc.communicate(timeout=600)
+        if proc.returncode != 0:
+            failed.append(f"{role} {fw} exited {proc.returncode}:\n{out[-3000:]}")
+    assert not failed, "\n".join(failed)
+
+
+@pytest.fixture(scope="module")
+def transferred(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("weights")
+    _run_all("source", directory)
+    _run_all("target", directory)
+    return directory
+
+
+CASES = [pytest.param(m, s, t, id=f"{m}-{s}-to-{t}")
+         for m in MODELS for s in FRAMEWORKS for t in FRAMEWORKS if s != t]
+
+
+@pytest.mark.parametrize("model,source,target", CASES)
+def test_imported_weights_reproduce_the_source_logits(transferred, model, source, target):
+    ref = np.load(transferred / f"{model}.{source}.out.npz")
+    got = np.load(transferred / f"{model}.{source}-{target}.out.npz")
+    logits = ref["logits"]
+    assert logits.shape == got["logits"].shape == (4, get_model(model).num_classes)
+    scale = float(np.abs(logits).max())
+    bound = ATOL + RTOL * scale
+    # The inputs must tell samples apart, or equal logits would prove little.
+    assert float(logits.std(axis=0).mean()) > 1e-3 * scale
+    # The target's own weights computed something else: the import is what matched.
+    assert float(np.abs(got["before"] - logits).max()) > 100 * bound
+    err = float(np.abs(got["logits"] - logits).max())
+    assert err <= bound, f"{source} -> {target}: max |diff| {err:.3g} > {bound:.3g}"
+    # export(import(w)) == w exactly, in the source and in the target.
+    assert float(ref["roundtrip"]) == 0.0
+    assert float(got["roundtrip"]) == 0.0

@@ -1,0 +1,107 @@
+"""One framework's half of the weight-transfer test (tests/test_weights_transfer.py).
+
+Run as ``python tests/transfer_child.py source|target FRAMEWORK DIR MODEL[,MODEL...]``,
+one framework per process: TensorFlow and MindSpore cannot share a process.
+
+* ``source``: build each model with seeded weights, make every batch-norm
+  statistic, gamma, beta and bias non-trivial (a fresh network has BN at the
+  identity and zero biases, which would hide a mixed-up gamma/beta or mean/var),
+  load them back through ``import_weights``, and write the canonical weights
+  (``MODEL.FW.weights.npz``) and the eval-mode logits on fixed inputs
+  (``MODEL.FW.out.npz``, with the export->import->export round-trip error).
+* ``target``: for every other framework's weights file in DIR, build the model
+  with a different seed, record its logits before the import (to show the import
+  changed the function), import, and write the logits (``MODEL.SRC-FW.out.npz``).
+The parent compares; this script only computes.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("GLOG_v", "3")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+
+FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
+INPUT_SEED = 20240917
+BATCH = 4
+
+
+def inputs(spec):
+    if spec.token_inputs:           # token ids (a tuple, one array per input): models.synthetic
+        from models import synthetic
+        return synthetic.sample_inputs(spec, BATCH, seed=INPUT_SEED)
+    shape = (BATCH, *spec.inputs[0].shape)
+    return np.random.default_rng(INPUT_SEED).standard_normal(shape).astype(np.float32)
+
+
+def perturb(weights: dict, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    out = dict(weights)
+    bn = {k[: -len(".running_var")] for k in weights if k.endswith(".running_var")}
+    for key, value in weights.items():
+        layer, _, suffix = key.rpartition(".")
+        if layer in bn:
+            lo, hi = {"weight": (0.5, 1.5), "running_var": (0.5, 2.0)}.get(suffix, (-0.3, 0.3))
+            out[key] = rng.uniform(lo, hi, value.shape).astype(np.float32)
+        elif suffix == "bias":
+            out[key] = rng.uniform(-0.2, 0.2, value.shape).astype(np.float32)
+    return out
+
+
+def max_diff(a: dict, b: dict) -> float:
+    assert list(sorted(a)) == list(sorted(b)), "round trip changed the names"
+    return max(float(np.max(np.abs(a[k] - b[k]))) for k in a)
+
+
+def predict(framework: str, net, x: np.ndarray) -> np.ndarray:
+    if framework == "pytorch":
+        net.eval()
+    elif framework == "mindspore":
+        net.set_train(False)
+    return importlib.import_module(f"models.native.{framework}").predict(net, x)
+
+
+def main(argv: list[str]) -> int:
+    role, framework, directory, models = argv
+    if framework == "mindspore":
+        importlib.import_module("mindspore")     # before anything that loads protobuf
+    from models import weights as canonical
+    from models.registry import get_model
+    tool = canonical.module(framework)
+    directory = Path(directory)
+    for name in models.split(","):
+        spec = get_model(name)
+        x = inputs(spec)
+        if role == "source":
+            net = spec.build(framework, seed=1)
+            w = perturb(tool.export_weights(net), seed=len(name) + FRAMEWORKS.index(framework))
+            tool.import_weights(net, w)
+            back = tool.export_weights(net)
+            canonical.save(directory / f"{name}.{framework}.weights.npz", back, model=name,
+                           framework=framework)
+            np.savez(directory / f"{name}.{framework}.out.npz", logits=predict(framework, net, x),
+                     roundtrip=max_diff(w, back))
+            continue
+        for source in FRAMEWORKS:
+            path = directory / f"{name}.{source}.weights.npz"
+            if source == framework or not path.exists():
+                continue
+            w, meta = canonical.load(path)
+            assert meta["model"] == name, meta
+            net = spec.build(framework, seed=2)
+            before = predict(framework, net, x)
+            tool.import_weights(net, w)
+            after = predict(framework, net, x)
+            np.savez(directory / f"{name}.{source}-{framework}.out.npz", logits=after,
+                     before=before, roundtrip=max_diff(w, tool.export_weights(net)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
