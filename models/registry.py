@@ -110,6 +110,14 @@ class ModelSpec:
     def parameter_count(self) -> int | None:
         return self.params_fn(self) if self.params_fn else None
 
+    def config_with(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        """The spec's config with a builder's overrides; an unknown key is a typo to
+        report, not a new knob to ignore silently."""
+        unknown = set(overrides) - set(self.config)
+        if unknown:
+            raise TypeError(f"unknown {self.family} config keys: {', '.join(sorted(unknown))}")
+        return {**self.config, **overrides}
+
     def builder(self, framework: str) -> Callable[..., Any]:
         try:
             target = self.builders[framework]

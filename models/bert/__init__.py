@@ -65,11 +65,7 @@ def check_head(head: str) -> str:
 
 def config_with(spec: ModelSpec, overrides: dict) -> dict:
     """``spec.config`` with ``overrides`` applied; unknown keys are an error."""
-    cfg = dict(spec.config)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise TypeError(f"unknown BERT config keys: {', '.join(sorted(unknown))}")
-    cfg.update(overrides)
+    cfg = spec.config_with(overrides)
     if cfg["hidden"] % cfg["heads"]:
         raise ValueError(f"hidden {cfg['hidden']} is not a multiple of heads {cfg['heads']}")
     if cfg["seq_len"] > cfg["max_position"]:

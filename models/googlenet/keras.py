@@ -56,11 +56,7 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> keras.M
     computes in float32 so that under a mixed-precision policy the logits and
     the loss stay in full precision; under float32 this changes nothing.
     """
-    cfg = dict(spec.config)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise TypeError(f"unknown GoogLeNet config keys: {', '.join(sorted(unknown))}")
-    cfg.update(overrides)
+    cfg = spec.config_with(overrides)
     if seed is not None:
         keras.utils.set_random_seed(seed)
     size = cfg["image_size"]

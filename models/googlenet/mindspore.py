@@ -120,11 +120,7 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides) -> GoogLeNet:
 
     ``seed`` calls ``mindspore.set_seed`` first for reproducible weights.
     """
-    cfg = dict(spec.config)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise TypeError(f"unknown GoogLeNet config keys: {', '.join(sorted(unknown))}")
-    cfg.update(overrides)
+    cfg = spec.config_with(overrides)
     if seed is not None:
         ms.set_seed(seed)
     return GoogLeNet(cfg)

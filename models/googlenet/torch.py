@@ -94,11 +94,7 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> GoogLeN
     ``seed`` seeds torch's global generator first, so that a builder called on
     its own gets reproducible weights.
     """
-    cfg = dict(spec.config)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise TypeError(f"unknown GoogLeNet config keys: {', '.join(sorted(unknown))}")
-    cfg.update(overrides)
+    cfg = spec.config_with(overrides)
     if seed is not None:
         torch.manual_seed(seed)
     return GoogLeNet(cfg)

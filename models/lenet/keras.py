@@ -34,11 +34,7 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> keras.M
     ``seed`` seeds Keras (and numpy/python) first.  The classifier computes in
     float32 so that under a mixed-precision policy the logits stay full precision.
     """
-    cfg = dict(spec.config)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise TypeError(f"unknown LeNet config keys: {', '.join(sorted(unknown))}")
-    cfg.update(overrides)
+    cfg = spec.config_with(overrides)
     if seed is not None:
         keras.utils.set_random_seed(seed)
     size = cfg["image_size"]

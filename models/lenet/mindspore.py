@@ -62,11 +62,7 @@ _ORDER = ("conv1", "conv2", "fc1", "fc2", "fc3")
 
 def build(spec: ModelSpec, seed: int | None = None, **overrides) -> LeNet5:
     """Logits network for ``spec``; ``seed`` calls ``mindspore.set_seed`` first."""
-    cfg = dict(spec.config)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise TypeError(f"unknown LeNet config keys: {', '.join(sorted(unknown))}")
-    cfg.update(overrides)
+    cfg = spec.config_with(overrides)
     if seed is not None:
         ms.set_seed(seed)
     return LeNet5(cfg)

@@ -42,11 +42,7 @@ class LeNet5(nn.Module):
 def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> LeNet5:
     """The network for ``spec``; ``overrides`` replace ``spec.config`` entries;
     ``seed`` seeds torch's global generator first (reproducible weights)."""
-    cfg = dict(spec.config)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise TypeError(f"unknown LeNet config keys: {', '.join(sorted(unknown))}")
-    cfg.update(overrides)
+    cfg = spec.config_with(overrides)
     if seed is not None:
         torch.manual_seed(seed)
     return LeNet5(cfg)

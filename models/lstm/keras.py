@@ -23,11 +23,7 @@ def _uniform(bound: float):
 
 
 def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> keras.Model:
-    cfg = dict(spec.config)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise TypeError(f"unknown LSTM config keys: {', '.join(sorted(unknown))}")
-    cfg.update(overrides)
+    cfg = spec.config_with(overrides)
     if seed is not None:
         keras.utils.set_random_seed(seed)
     hidden = cfg["hidden_size"]

@@ -79,11 +79,7 @@ class LSTMClassifier(nn.Cell):
 
 
 def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> LSTMClassifier:
-    cfg = dict(spec.config)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise TypeError(f"unknown LSTM config keys: {', '.join(sorted(unknown))}")
-    cfg.update(overrides)
+    cfg = spec.config_with(overrides)
     if seed is not None:
         ms.set_seed(seed)
     return LSTMClassifier(cfg["vocab_size"], cfg["embedding_dim"], cfg["hidden_size"],

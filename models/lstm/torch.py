@@ -49,11 +49,7 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> LSTMCla
     ``seed`` seeds torch's global generator first (reproducible weights when
     the builder is called on its own).
     """
-    cfg = dict(spec.config)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise TypeError(f"unknown LSTM config keys: {', '.join(sorted(unknown))}")
-    cfg.update(overrides)
+    cfg = spec.config_with(overrides)
     if seed is not None:
         torch.manual_seed(seed)
     return LSTMClassifier(cfg["vocab_size"], cfg["embedding_dim"], cfg["hidden_size"],

@@ -76,11 +76,7 @@ def build(spec: ModelSpec, seed: int | None = None, zero_init_residual: bool = T
     under a mixed-precision policy the logits, and therefore the softmax
     cross-entropy, stay in full precision; under float32 this changes nothing.
     """
-    cfg = dict(spec.config)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise TypeError(f"unknown ResNet config keys: {', '.join(sorted(unknown))}")
-    cfg.update(overrides)
+    cfg = spec.config_with(overrides)
     if seed is not None:
         keras.utils.set_random_seed(seed)
     width, size = cfg["width"], cfg["image_size"]

@@ -133,11 +133,7 @@ def build(spec: ModelSpec, seed: int | None = None, zero_init_residual: bool = T
     ``seed`` calls ``mindspore.set_seed`` first, so that a builder called on its
     own (the reference loop, the tests) gets reproducible weights.
     """
-    cfg = dict(spec.config)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise TypeError(f"unknown ResNet config keys: {', '.join(sorted(unknown))}")
-    cfg.update(overrides)
+    cfg = spec.config_with(overrides)
     if len(cfg["layers"]) != 4:
         raise ValueError("the MindSpore ResNet has exactly four stages")
     if seed is not None:

@@ -110,11 +110,7 @@ def build(spec: ModelSpec, seed: int | None = None, zero_init_residual: bool = T
     ``seed`` seeds torch's global generator first, so that a builder called on
     its own (as the reference loop and the tests do) gets reproducible weights.
     """
-    cfg = dict(spec.config)
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise TypeError(f"unknown ResNet config keys: {', '.join(sorted(unknown))}")
-    cfg.update(overrides)
+    cfg = spec.config_with(overrides)
     if seed is not None:
         torch.manual_seed(seed)
     return ResNet(cfg["layers"], cfg["width"], cfg["num_classes"], zero_init_residual)
