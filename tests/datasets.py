@@ -117,6 +117,7 @@ def check_eval_is_inference_mode(session_cls, framework: str, **cfg) -> None:
     whole = session.evaluate([(x, y)])
     halves = session.evaluate([(x[:1], y[:1]), (x[1:], y[1:])])
     again = session.evaluate([(x, y)])
-    assert whole[1:] == halves[1:] == (whole[1], 4) and 0 <= whole[1] <= 4
-    assert abs(whole[0] - halves[0]) < 1e-3 * max(1.0, abs(whole[0]))
-    assert abs(whole[0] - again[0]) < 1e-5 * max(1.0, abs(whole[0]))
+    assert whole["samples"] == halves["samples"] == 4
+    assert whole["correct"] == halves["correct"] and 0 <= whole["correct"] <= 4
+    assert abs(whole["loss"] - halves["loss"]) < 1e-3 * max(1.0, abs(whole["loss"]))
+    assert abs(whole["loss"] - again["loss"]) < 1e-5 * max(1.0, abs(whole["loss"]))

@@ -87,7 +87,7 @@ def run(args) -> int:
         {r.get("machine_id") for r in baseline + candidate}) > 1
     print(comparison_table(result, args.confidence, show_machine))
     print()
-    print(footnote(args.confidence, args.resamples))
+    print(footnote(args.confidence, args.resamples, args.min_effect / 100))
     extra = unmatched(result)
     if extra:
         print()

@@ -86,11 +86,13 @@ def unmatched(c: Comparison) -> str:
     return f"Unmatched cells ({len(lines)}), not compared:\n" + "\n".join(lines)
 
 
-def footnote(confidence: float, resamples: int) -> str:
+def footnote(confidence: float, resamples: int, min_effect: float = 0.0) -> str:
     return (f"Baseline/Candidate: recorded throughput (samples in the measured window / its "
             f"wall time). Ratio: candidate / baseline median per-iteration throughput; "
             f"{confidence * 100:g}% CI: percentile bootstrap of that ratio ({resamples} "
-            f"resamples). Verdict: faster or slower when the interval excludes 1.")
+            f"resamples). Verdict: faster or slower when the interval excludes 1 and the "
+            f"ratio differs from 1 by more than {min_effect * 100:g}% (the noise floor "
+            f"between processes), else within noise.")
 
 
 # --- the paper's Table 2 -------------------------------------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 from harness.backends import get_backend
 from harness.backends.base import ArtifactRef, RunConfig
 from harness.evaluate import data
-from harness.evaluate.scoring import Tally
+from harness.scoring import Tally
 
 
 def _feeds(names: list[str], x: Any, casts: list[str]) -> dict[str, np.ndarray]:

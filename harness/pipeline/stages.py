@@ -95,7 +95,7 @@ class TrainStage(Stage):
         if r["status"] != "ok":
             return _result("failed", r.get("error"), records=[r])
         checkpoint = r.get("context", {}).get("checkpoint")
-        return _result("ok", artifacts={"checkpoint_dir": str(Path(checkpoint).parent)},
+        return _result("ok", artifacts={"checkpoint_dir": str(Path(checkpoint).parent.resolve())},
                        records=[r])
 
     def run(self, ctx):

@@ -91,8 +91,20 @@ class TrainSession(ABC):
         the timed step and counts it as data time (copying to the device included)."""
         self.batches[index % len(self.batches)] = self.place(batch)
 
-    def evaluate(self, batches: Iterable[tuple[Any, Any]]) -> tuple[float, int, int]:
-        """Inference mode (batch norm on its running statistics, no dropout, no update)
-        over host ``batches``: (sum of per-sample losses, correct top-1 predictions,
-        samples).  The loop turns these into ``metrics.eval``."""
+    def evaluate(self, batches: Iterable[tuple[Any, Any]]) -> dict[str, Any]:
+        """Held-out loss and accuracy over host ``batches``, in inference mode (batch
+        norm on its running statistics, no dropout, no update), scored on the host by
+        the objective's tally (``harness.scoring``), the same one ``dlbench eval``
+        uses on exported models."""
+        from harness.scoring import tally_for
+        from harness.training.objectives import labels_of
+
+        tally = tally_for(self.spec.objective)
+        for outputs, labels in self.eval_outputs(batches):
+            tally.add(outputs, labels_of(self.spec, labels))
+        return tally.result()
+
+    def eval_outputs(self, batches: Iterable[tuple[Any, Any]]):
+        """Yield (the network's outputs as a tuple of float numpy arrays, the batch's
+        host labels) per batch, in inference mode; restore training mode at the end."""
         raise NotImplementedError(f"the {self.framework} session cannot evaluate")

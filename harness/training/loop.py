@@ -111,9 +111,5 @@ def evaluate(session: TrainSession, dataset, cfg: TrainConfig, layout: str) -> d
     """Held-out loss and top-1 accuracy, after training (reading the split included
     in ``time_s``; none of it in the training figures)."""
     t0 = time.perf_counter()
-    loss_sum, correct, n = session.evaluate(
-        dataset.eval_batches(cfg.batch_size, layout, cfg.eval_samples))
-    if n == 0:
-        raise RuntimeError("the held-out split gave no samples")
-    return {"loss": float(loss_sum) / n, "accuracy": int(correct) / n, "samples": int(n),
-            "split": dataset.eval_split, "time_s": time.perf_counter() - t0}
+    score = session.evaluate(dataset.eval_batches(cfg.batch_size, layout, cfg.eval_samples))
+    return {**score, "split": dataset.eval_split, "time_s": time.perf_counter() - t0}

@@ -106,21 +106,18 @@ class Session(TrainSession):
                   if isinstance(y, tuple) else torch.from_numpy(y).to(self.device, torch.int64))
         return inputs, labels
 
-    def evaluate(self, batches) -> tuple[float, int, int]:
-        loss_sum, correct, n = 0.0, 0, 0
+    def eval_outputs(self, batches):
         self.model.eval()
         try:
             with torch.no_grad():
                 for batch in batches:
-                    x, y = self.place(batch)
+                    x, _ = self.place(batch)
                     with self._autocast():
-                        logits = self.model(*x).float()
-                    loss_sum += F.cross_entropy(logits, y, reduction="sum").item()
-                    correct += int((logits.argmax(1) == y).sum())
-                    n += len(y)
+                        out = self.model(*x)
+                    out = out if isinstance(out, (tuple, list)) else (out,)
+                    yield tuple(o.float().cpu().numpy() for o in out), batch[1]
         finally:
             self.model.train()
-        return loss_sum, correct, n
 
     def save(self, directory: Path) -> str:
         directory = Path(directory)

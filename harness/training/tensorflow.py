@@ -153,21 +153,18 @@ class Session(TrainSession):
                       else tf.identity(tf.constant(y)))
         return inputs, labels
 
-    def _eval_graph(self, images, labels):
+    def _eval_graph(self, *inputs):
         with tf.device(self._device):
-            logits = tf.cast(self.model(model_inputs(images), training=False), tf.float32)
-            losses = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
-            hits = tf.equal(tf.argmax(logits, -1, output_type=labels.dtype), labels)
-        return tf.reduce_sum(losses), tf.reduce_sum(tf.cast(hits, tf.int32))
+            out = self.model(model_inputs(inputs), training=False)
+        out = out if isinstance(out, (tuple, list)) else (out,)
+        return tuple(tf.cast(o, tf.float32) for o in out)
 
-    def evaluate(self, batches) -> tuple[float, int, int]:
+    def eval_outputs(self, batches):
         # reduce_retracing: the last, shorter batch reuses a shape-generic graph.
         graph = tf.function(self._eval_graph, jit_compile=False, reduce_retracing=True)
-        loss_sum, correct, n = 0.0, 0, 0
         for batch in batches:
-            loss, hits = graph(*self.place(batch))
-            loss_sum, correct, n = loss_sum + float(loss), correct + int(hits), n + len(batch[1])
-        return loss_sum, correct, n
+            inputs, _ = self.place(batch)
+            yield tuple(o.numpy() for o in graph(*inputs)), batch[1]
 
     def save(self, directory: Path) -> str:
         directory = Path(directory)

@@ -1,0 +1,98 @@
+"""Held-out loss and accuracy from a model's outputs, accumulated over batches.
+
+Computed on the host in float64 from whatever the framework or backend
+returned (float16 logits of an FP16 model included), so the figures of
+different frameworks, backends and precisions differ only by what the models
+computed, never by how the score was summed: ``dlbench train --eval`` and
+``dlbench eval`` use the same tallies.  One tally per objective:
+
+* classification: mean cross-entropy per sample (log-sum-exp minus the true
+  class's logit) and the share of samples whose arg-max is the label;
+* bert-pretraining: the training objective over the whole split (masked-LM
+  cross-entropy per masked token + next-sentence cross-entropy per pair) and,
+  as the accuracy, the masked-LM accuracy (share of masked tokens predicted),
+  which is what BERT pre-training reports; next-sentence accuracy beside it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _cross_entropy(z: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per-row cross-entropy of logits ``z`` (rows x classes) against labels ``y``."""
+    top = z.max(axis=1, keepdims=True)
+    lse = top[:, 0] + np.log(np.exp(z - top).sum(axis=1))
+    return lse - z[np.arange(len(y)), y]
+
+
+@dataclass
+class Tally:
+    loss_sum: float = 0.0
+    correct: int = 0
+    samples: int = 0
+
+    def add(self, logits, labels: np.ndarray) -> None:
+        if isinstance(logits, (tuple, list)):        # a session's outputs: (logits,)
+            (logits,) = logits
+        z = np.asarray(logits, dtype=np.float64)
+        y = np.asarray(labels).astype(np.int64).reshape(-1)
+        if z.ndim != 2 or z.shape[0] != y.shape[0]:
+            raise ValueError(f"logits of shape {list(z.shape)} for {y.shape[0]} labels; "
+                             f"expected (batch, classes)")
+        if y.size and (y.min() < 0 or y.max() >= z.shape[1]):
+            raise ValueError(f"label {int(y.max())} outside the model's {z.shape[1]} classes")
+        self.loss_sum += float(_cross_entropy(z, y).sum())
+        self.correct += int((z.argmax(axis=1) == y).sum())
+        self.samples += int(len(y))
+
+    def result(self) -> dict[str, float | int]:
+        if not self.samples:
+            raise RuntimeError("the held-out split gave no samples")
+        return {"loss": self.loss_sum / self.samples, "accuracy": self.correct / self.samples,
+                "correct": self.correct, "samples": self.samples}
+
+
+@dataclass
+class MaskedLMTally:
+    """BERT pre-training: outputs (mlm_logits (B,T,V), nsp_logits (B,2)), labels
+    (mlm_labels (B,T) with -100 where nothing is masked, nsp_labels (B,))."""
+    mlm_loss_sum: float = 0.0
+    mlm_correct: int = 0
+    masked: int = 0
+    nsp_loss_sum: float = 0.0
+    nsp_correct: int = 0
+    samples: int = 0
+
+    def add(self, outputs, labels) -> None:
+        mlm_logits, nsp_logits = (np.asarray(o, dtype=np.float64) for o in outputs)
+        mlm_labels, nsp_labels = (np.asarray(a).astype(np.int64) for a in labels)
+        keep = mlm_labels.reshape(-1) != -100
+        z = mlm_logits.reshape(-1, mlm_logits.shape[-1])[keep]
+        y = mlm_labels.reshape(-1)[keep]
+        self.mlm_loss_sum += float(_cross_entropy(z, y).sum())
+        self.mlm_correct += int((z.argmax(axis=1) == y).sum())
+        self.masked += int(keep.sum())
+        y = nsp_labels.reshape(-1)
+        self.nsp_loss_sum += float(_cross_entropy(nsp_logits, y).sum())
+        self.nsp_correct += int((nsp_logits.argmax(axis=1) == y).sum())
+        self.samples += int(len(y))
+
+    def result(self) -> dict[str, float | int]:
+        if not self.samples or not self.masked:
+            raise RuntimeError("the held-out split gave no samples (or no masked token)")
+        return {"loss": self.mlm_loss_sum / self.masked + self.nsp_loss_sum / self.samples,
+                "accuracy": self.mlm_correct / self.masked, "correct": self.mlm_correct,
+                "samples": self.samples, "masked_tokens": self.masked,
+                "nsp_accuracy": self.nsp_correct / self.samples}
+
+
+TALLIES = {"classification": Tally, "bert-pretraining": MaskedLMTally}
+
+
+def tally_for(objective: str):
+    try:
+        return TALLIES[objective]()
+    except KeyError:
+        raise ValueError(f"no held-out score is defined for objective {objective!r}") from None
