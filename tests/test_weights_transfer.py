@@ -21,9 +21,12 @@ from models.registry import get_model
 
 CHILD = Path(__file__).with_name("transfer_child.py")
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
-MODELS = ("googlenet-mini", "resnet50-mini", "lenet5")
+# lstm-tiny: embedding, two bidirectional LSTM layers (PyTorch's gate order and two
+# biases on one side, Keras' transposed kernels and single bias on the other).
+MODELS = ("googlenet-mini", "resnet50-mini", "lenet5", "lstm-tiny")
 # Max |difference| allowed, relative to the logits' largest magnitude: fp32
-# rounding through ~60 layers measured at most ~1e-6 of the scale here.
+# rounding through ~60 layers measured at most ~1e-6 of the scale here (32
+# recurrent steps of lstm-tiny: ~1e-7).
 RTOL, ATOL = 1e-4, 1e-5
 
 
@@ -71,3 +74,13 @@ def test_imported_weights_reproduce_the_source_logits(transferred, model, source
     # export(import(w)) == w exactly, in the source and in the target.
     assert float(ref["roundtrip"]) == 0.0
     assert float(got["roundtrip"]) == 0.0
+
+
+def test_canonical_lstm_names_are_pytorch_state_dict_keys(transferred):
+    from models import weights
+
+    names = {fw: list(weights.load(transferred / f"lstm-tiny.{fw}.weights.npz")[0])
+             for fw in FRAMEWORKS}
+    assert set(names["tensorflow"]) == set(names["pytorch"]) == set(names["mindspore"])
+    assert {"embedding.weight", "lstm.0.weight_ih_l0", "lstm.1.bias_hh_l0_reverse",
+            "fc.weight"} <= set(names["pytorch"])
