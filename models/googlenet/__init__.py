@@ -31,6 +31,7 @@ check every implementation against them.
 """
 from __future__ import annotations
 
+from models import walkcount
 from models.registry import InputSpec, ModelSpec, register_model
 
 BUILDERS = {
@@ -134,29 +135,12 @@ def canonical_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
 
 
 def parameter_count(spec: ModelSpec) -> int:
-    total = 0
-    for op in walk(spec.config):
-        if op[0] == "conv":
-            _, cin, cout, k, _, _ = op
-            total += cin * cout * k * k          # no conv bias: BN follows every conv
-        elif op[0] == "bn":
-            total += 2 * op[1]                   # gamma and beta; moving stats are not trained
-        else:
-            total += op[1] * op[2] + op[2]
-    return total
+    return walkcount.parameters(walk(spec.config))
 
 
 def multiply_adds(spec: ModelSpec) -> int:
-    """Conv and classifier multiply-adds of one sample (BN, ReLU, pools and concats
-    are element-wise and left out, as published GoogLeNet FLOP figures do)."""
-    total = 0
-    for op in walk(spec.config):
-        if op[0] == "conv":
-            _, cin, cout, k, _, hw = op
-            total += hw * hw * k * k * cin * cout
-        elif op[0] == "fc":
-            total += op[1] * op[2]
-    return total
+    """Conv and classifier multiply-adds of one sample (see models.walkcount)."""
+    return walkcount.multiply_adds(walk(spec.config))
 
 
 def _scaled(divisor: int):

@@ -8,6 +8,7 @@ three networks are the same network.
 """
 from __future__ import annotations
 
+from models import walkcount
 from models.registry import InputSpec, ModelSpec, register_model
 
 BUILDERS = {
@@ -50,32 +51,12 @@ def walk(cfg: dict):
 
 
 def parameter_count(spec: ModelSpec) -> int:
-    total = 0
-    for op in walk(spec.config):
-        if op[0] == "conv":
-            _, cin, cout, k, _, _ = op
-            total += cin * cout * k * k          # no conv bias: BN follows every conv
-        elif op[0] == "bn":
-            total += 2 * op[1]                   # gamma and beta; moving stats are not trained
-        else:
-            total += op[1] * op[2] + op[2]
-    return total
+    return walkcount.parameters(walk(spec.config))
 
 
 def multiply_adds(spec: ModelSpec) -> int:
-    """Multiply-adds of convolutions and the classifier for one sample.
-
-    Batch norm, ReLU, pooling and residual additions are element-wise and left
-    out, as every published ResNet-50 FLOP figure does (about 4.1 G MACs).
-    """
-    total = 0
-    for op in walk(spec.config):
-        if op[0] == "conv":
-            _, cin, cout, k, _, hw = op
-            total += hw * hw * k * k * cin * cout
-        elif op[0] == "fc":
-            total += op[1] * op[2]
-    return total
+    """Conv and classifier multiply-adds of one sample (see models.walkcount)."""
+    return walkcount.multiply_adds(walk(spec.config))
 
 
 def _resnet(name: str, display: str, *, layers, width: int, image_size: int,

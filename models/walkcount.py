@@ -1,0 +1,37 @@
+"""Parameter and multiply-add counts of a CNN described as a walk of plain ops.
+
+A family's ``walk(cfg)`` yields, in network order, ``("conv", cin, cout, k,
+stride, out_hw)``, ``("bn", channels)`` and ``("fc", cin, cout)``; these sums
+are the framework-free reference every framework's real network is tested
+against.  Convolutions carry no bias (batch norm follows every one), batch
+norm trains gamma and beta only, and element-wise work (BN, ReLU, pooling,
+residual additions, concatenation) is left out of the multiply-adds, as
+published FLOP figures for these networks do.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+
+def parameters(ops: Iterable[tuple]) -> int:
+    total = 0
+    for op in ops:
+        if op[0] == "conv":
+            _, cin, cout, k, _, _ = op
+            total += cin * cout * k * k
+        elif op[0] == "bn":
+            total += 2 * op[1]
+        else:
+            total += op[1] * op[2] + op[2]
+    return total
+
+
+def multiply_adds(ops: Iterable[tuple]) -> int:
+    total = 0
+    for op in ops:
+        if op[0] == "conv":
+            _, cin, cout, k, _, hw = op
+            total += hw * hw * k * k * cin * cout
+        elif op[0] == "fc":
+            total += op[1] * op[2]
+    return total
