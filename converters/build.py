@@ -21,14 +21,14 @@ from converters import onnx_io, records, verify
 from converters.base import BuildOptions, build_hop
 from harness import __version__
 from harness.atomic import check_can_create, write_json
-from harness.context import new_run_id, now_iso
+from harness.context import CommandOptions, new_run_id, now_iso
 from harness.errors import UserError, first_line
 from harness.results import ResultStore
 from harness.threads import ThreadConfig, in_force
 
 
 @dataclass
-class BuildRequest:
+class BuildRequest(CommandOptions):
     source: str
     to: str
     out: str | None = None
@@ -36,11 +36,6 @@ class BuildRequest:
     precision: str | None = None          # tensorrt only; None: the model's own or fp32
     verify_batch_sizes: tuple[int, ...] | None = None
     seed: int = verify.VERIFY_SEED
-    threads: int | None = None
-    db: str | None = None
-    json_path: str | None = None
-    timeout: float | None = None
-    argv: list[str] | None = None
 
 
 @dataclass

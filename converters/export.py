@@ -23,7 +23,7 @@ from converters import onnx_io, records, verify
 from converters.base import EXPORT_HOPS, ExportOptions
 from harness import __version__
 from harness.atomic import check_can_create, write_json
-from harness.context import new_run_id, now_iso
+from harness.context import CommandOptions, new_run_id, now_iso
 from harness.errors import UserError
 from harness.results import ResultStore
 from harness.threads import ThreadConfig, in_force
@@ -33,7 +33,7 @@ EXPORTERS = ("torchscript", "dynamo")
 
 
 @dataclass
-class ExportRequest:
+class ExportRequest(CommandOptions):
     sources: list[str]
     framework: str | None = None
     model: str | None = None
@@ -41,11 +41,6 @@ class ExportRequest:
     options: ExportOptions = field(default_factory=ExportOptions)
     batch_sizes: tuple[int, ...] = verify.DEFAULT_BATCH_SIZES
     seed: int = verify.VERIFY_SEED
-    threads: int | None = None
-    db: str | None = None
-    json_path: str | None = None
-    timeout: float | None = None
-    argv: list[str] | None = None
 
 
 @dataclass

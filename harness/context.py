@@ -7,6 +7,7 @@ import os
 import shlex
 import sys
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -37,3 +38,16 @@ def cell_key(kind: str, identity: dict[str, Any]) -> str:
     """Two cells with the same key measure the same thing on the same machine."""
     blob = json.dumps({"kind": kind, **identity}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+@dataclass(kw_only=True)
+class CommandOptions:
+    """What every command that runs cells takes besides its own subject: intra-op
+    threads, the results database, a JSON copy of the records, a per-cell timeout
+    and the command line to record.  Keyword-only, so a request's own fields keep
+    their positions."""
+    threads: int | None = None
+    db: str | None = None
+    json_path: str | None = None
+    timeout: float | None = None
+    argv: list[str] | None = None

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.backends import get_backend
 from harness.backends.base import MINDIR, ONNX, TRT_ENGINE, ZOO, RunConfig
+from harness.context import CommandOptions
 from harness.errors import UserError
 from harness.evaluate import data
 from harness.launcher import run_cell
@@ -29,7 +30,7 @@ OWN_PRECISION = (ONNX, TRT_ENGINE, MINDIR)
 
 
 @dataclass
-class EvalRequest:
+class EvalRequest(CommandOptions):
     artifact: str
     data: str = "digits"
     backend: str | None = None
@@ -37,11 +38,6 @@ class EvalRequest:
     batch_size: int = 64
     limit: int | None = None
     model: str | None = None              # zoo model of a bare checkpoint
-    threads: int | None = None
-    db: str | None = None
-    json_path: str | None = None
-    timeout: float | None = None
-    argv: list[str] | None = None
 
 
 @dataclass

@@ -65,7 +65,7 @@ class RunRequest:
 def validate(req: RunRequest) -> None:
     """Bad input fails here, before any stage runs (exit 2)."""
     from harness.backends import get_backend
-    from harness.frameworks import get_framework
+    from harness.frameworks import FRAMEWORKS, get_framework, is_installed
     from harness.training.runner import TrainRequest, validate as validate_train
     from models.registry import get_model
 
@@ -89,8 +89,6 @@ def validate(req: RunRequest) -> None:
     req.rule.validate()
     # The training checks (steps, batch, device, threads) with the frameworks that
     # are installed; a missing one is a stage reported as unavailable, not bad input.
-    from harness.frameworks import FRAMEWORKS, is_installed
-
     present = [f for f in req.frameworks if is_installed(FRAMEWORKS[f].module)]
     if present:
         validate_train(TrainRequest(model=spec.name, frameworks=present,

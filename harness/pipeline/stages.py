@@ -99,12 +99,13 @@ class TrainStage(Stage):
                        records=[r])
 
     def run(self, ctx):
-        from harness.frameworks import FRAMEWORKS, is_installed
+        from harness.frameworks import require
         from harness.training.runner import TrainRequest, train
 
-        fw = FRAMEWORKS[self.framework]
-        if not is_installed(fw.module):
-            return unavailable(f"{fw.display} is not installed: pip install 'dlbench[{fw.extra}]'")
+        try:
+            require(self.framework)
+        except UserError as exc:            # not installed: says which extra installs it
+            return unavailable(str(exc))
         req = ctx.req
         records = train(TrainRequest(
             model=req.model, frameworks=[self.framework], batch_size=req.train_batch_size,

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from harness import __version__
 from harness.atomic import check_can_create, staged_directory, write_json
-from harness.context import cell_key, command_line, new_run_id, now_iso
+from harness.context import CommandOptions, cell_key, command_line, new_run_id, now_iso
 from harness.data import canonical
 from harness.errors import UserError
 from harness.fingerprint import fingerprint, resource_label
@@ -25,7 +25,7 @@ MANIFEST = "manifest.json"
 
 
 @dataclass
-class TrainRequest:
+class TrainRequest(CommandOptions):
     model: str
     frameworks: list[str]
     batch_size: int | None = None
@@ -33,7 +33,6 @@ class TrainRequest:
     warmup_steps: int = 2
     device: str = "cpu"
     precision: str = "fp32"
-    threads: int | None = None
     inter_op_threads: int | None = None
     data: str = "synthetic"
     eval: bool = False
@@ -41,10 +40,6 @@ class TrainRequest:
     seed: int = 0
     learning_rate: float | None = None     # None: the model's default_lr
     out: str = "runs"
-    db: str | None = None
-    json_path: str | None = None
-    timeout: float | None = None
-    argv: list[str] | None = None
     extra_context: dict[str, Any] = field(default_factory=dict)
 
 
