@@ -10,6 +10,8 @@ STAMP  := $(VENV)/.dlbench-installed
 # installed first, so `dlbench[cpu]`'s torch>=2.13.0 is already satisfied and
 # pip never pulls a multi-GB CUDA build.
 TORCH  := torch==2.13.0
+# The exact CPU stack the suite passed with, applied as pip constraints.
+LOCK   := harness/constraints-cpu.txt
 
 DEMO      ?= runs/demo
 # Extra `dlbench run` options, e.g. RUN_ARGS="--frameworks pytorch --batch-sizes 1,8".
@@ -17,15 +19,22 @@ RUN_ARGS  ?=
 # Root installs Debian packages directly; anyone else through sudo.
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install demo test browser clean
+.PHONY: install lock demo test browser clean
 
 install: $(STAMP)
 
-$(STAMP): setup.py pyproject.toml Makefile
+$(STAMP): setup.py pyproject.toml Makefile $(LOCK)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet $(TORCH)
-	$(PY) -m pip install --quiet -e '.[cpu,test]'
+	$(PY) -m pip install --quiet -c $(LOCK) $(TORCH)
+	$(PY) -m pip install --quiet -c $(LOCK) -e '.[cpu,test]'
 	@touch $(STAMP)
+
+# Re-pin the lock to what is installed now: a deliberate step, followed by `make test`
+# and a commit of its own.  The header lines of the lock are kept.
+lock:
+	@grep '^#' $(LOCK) > $(LOCK).new
+	$(PY) -m pip freeze --exclude-editable | sed 's/+cpu$$//' | grep -v '^#' >> $(LOCK).new
+	@mv $(LOCK).new $(LOCK)
 
 # The whole chain for ResNet-50 (dlbench run): train in the three frameworks,
 # export each checkpoint to verified ONNX, build INT8/FP16, benchmark every

@@ -10,6 +10,10 @@ Why the pins look the way they do:
   16, 64->64 channels, 56x56), which makes ResNet-50 training ~47x slower
   (82 s/step against 1.74 s on 2.8.0).  Catching that kind of regression is
   what dlbench is for; do not lift the pin until a newer release is measured.
+* These are ranges; the exact versions the suite passed with are in
+  harness/constraints-cpu.txt, which ``make install`` applies (pip -c).  A
+  newer onnxruntime (1.32.0) once changed behaviour under a fresh clone, so
+  nothing on the CPU stack floats any more.
 * onnx >= 1.23 writes IR version 14 by default and ONNX Runtime 1.31 reads at
   most 13: converters lower the IR version (see converters/), they do not
   rely on an older onnx.
@@ -35,7 +39,9 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["harness", "harness.*", "models", "models.*",
                                     "converters", "converters.*"]),
-    install_requires=["numpy>=1.26", "psutil>=5.9"],
+    # The lock ships inside the package so `dlbench env` can say where an install differs.
+    package_data={"harness": ["constraints-cpu.txt"]},
+    install_requires=["numpy>=1.26", "psutil>=5.9", "rich>=13"],
     extras_require={
         "pytorch": PYTORCH,
         "tensorflow": TENSORFLOW,

@@ -21,6 +21,7 @@ from typing import Any
 
 import psutil
 
+from harness import lock
 from harness.frameworks import FRAMEWORKS, OTHER_PACKAGES, distribution_version
 from harness.threads import physical_cores
 
@@ -114,6 +115,7 @@ def fingerprint() -> dict[str, Any]:
         "python": platform.python_version(),
         "python_executable": sys.executable,
         "versions": versions(),
+        "lock_drift": lock.drift(),
         "dlbench": __version__,
         "git_commit": _git_commit(),
     }

@@ -49,6 +49,10 @@ def run(args) -> int:
         f"dlbench         {fp['dlbench']}" + (f" ({fp['git_commit']})" if fp["git_commit"] else ""),
     ]
     lines += [f"{name:<15} {ver}" for name, ver in sorted(fp["versions"].items())]
+    if fp["lock_drift"]:
+        lines.append("not as locked   " + ", ".join(
+            f"{d['package']} {d['installed']} (lock {d['lock']})" for d in fp["lock_drift"])
+            + ": the suite passed with the lock's versions (make install applies it)")
     for r in peaks or []:
         if r["status"] == "ok":
             lines.append(f"peak GEMM       {r['device']} {r['precision']}: "
