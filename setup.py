@@ -31,16 +31,21 @@ TENSORRT = ["tensorrt>=10.0", "cuda-python>=12.0"]
 REPORT = ["matplotlib>=3.8"]
 DATA = ["scikit-learn>=1.4", "pillow>=10.0"]
 TEST = ["pytest>=8.0"]
+# Bottom to top: each layer imports only the ones before it (tests/test_layers.py).
+LAYERS = ("models", "converters", "harness")
 
 setup(
     name="dlbench",
     version="0.1.0",
     description="Train, convert and benchmark the same network across frameworks and inference engines",
     python_requires=">=3.10",
-    packages=find_packages(include=["harness", "harness.*", "models", "models.*",
-                                    "converters", "converters.*"]),
+    # The design card's top-level folders install under one namespace, so a bare
+    # `models` or `harness` of another package in the same environment cannot collide.
+    packages=[f"dlbench.{p}" for p in find_packages(include=[f"{t}{s}" for t in LAYERS
+                                                                for s in ("", ".*")])],
+    package_dir={f"dlbench.{t}": t for t in LAYERS},
     # The lock ships inside the package so `dlbench env` can say where an install differs.
-    package_data={"harness": ["constraints-cpu.txt"]},
+    package_data={"dlbench.harness": ["constraints-cpu.txt"]},
     install_requires=["numpy>=1.26", "psutil>=5.9", "rich>=13"],
     extras_require={
         "pytorch": PYTORCH,
@@ -53,5 +58,5 @@ setup(
         "cpu": PYTORCH + TENSORFLOW + MINDSPORE + ONNX + REPORT + DATA,
         "test": TEST,
     },
-    entry_points={"console_scripts": ["dlbench = harness.cli:main"]},
+    entry_points={"console_scripts": ["dlbench = dlbench.harness.cli:main"]},
 )

@@ -38,11 +38,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from harness import stats  # noqa: E402
-from harness.bench.measure import StopRule  # noqa: E402
-from harness.bench.sweep import BenchRequest, run_bench  # noqa: E402
-from harness.tables import markdown  # noqa: E402
-from harness.threads import ThreadConfig, physical_cores  # noqa: E402
+from dlbench.harness import stats  # noqa: E402
+from dlbench.harness.bench.measure import StopRule  # noqa: E402
+from dlbench.harness.bench.sweep import BenchRequest, run_bench  # noqa: E402
+from dlbench.harness.tables import markdown  # noqa: E402
+from dlbench.harness.threads import ThreadConfig, physical_cores  # noqa: E402
 
 RATIO_TARGET = 0.97
 SPREAD_TARGET = 0.03
@@ -54,7 +54,7 @@ def export(model: str, path: Path) -> None:
     import onnx
     import torch
 
-    from models.registry import get_model
+    from dlbench.models.registry import get_model
 
     spec = get_model(model)
     net = spec.build("pytorch", seed=0).eval()

@@ -41,13 +41,13 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from converters import onnx_io, verify  # noqa: E402
-from converters.base import BuildOptions, ExportOptions  # noqa: E402
-from converters.build import BuildRequest, build  # noqa: E402
-from converters.export import ExportRequest, export  # noqa: E402
-from harness.fingerprint import fingerprint  # noqa: E402
-from harness.tables import markdown  # noqa: E402
-from harness.threads import physical_cores  # noqa: E402
+from dlbench.converters import onnx_io, verify  # noqa: E402
+from dlbench.converters.base import BuildOptions, ExportOptions  # noqa: E402
+from dlbench.converters.build import BuildRequest, build  # noqa: E402
+from dlbench.converters.export import ExportRequest, export  # noqa: E402
+from dlbench.harness.fingerprint import fingerprint  # noqa: E402
+from dlbench.harness.tables import markdown  # noqa: E402
+from dlbench.harness.threads import physical_cores  # noqa: E402
 
 TARGET = 3.0
 # Validation inputs: a seed distinct from training (0), calibration and verification.
@@ -60,7 +60,7 @@ def fp32_model(a, tmp: Path) -> Path:
         return Path(a.onnx)
     checkpoint = a.checkpoint
     if checkpoint is None:
-        from harness.training.runner import TrainRequest, train
+        from dlbench.harness.training.runner import TrainRequest, train
 
         print(f"training {a.model} in PyTorch for {a.train_steps} steps (batch "
               f"{a.train_batch}) to get weights that behave like a trained network's",

@@ -29,7 +29,7 @@ DEFAULTS = (("googlenet", 128), ("lstm", 64), ("bert-base", 8))
 
 
 def dlbench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *args], env=env, text=True,
+    return subprocess.run([sys.executable, "-m", "dlbench.harness", *args], env=env, text=True,
                           capture_output=True)
 
 

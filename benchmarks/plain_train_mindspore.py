@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import mindspore as ms  # noqa: E402
 from mindspore import nn  # noqa: E402
 
-from models import synthetic  # noqa: E402
-from models.registry import get_model  # noqa: E402
+from dlbench.models import synthetic  # noqa: E402
+from dlbench.models.registry import get_model  # noqa: E402
 
 
 def main(argv=None) -> None:

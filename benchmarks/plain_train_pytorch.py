@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from models import synthetic  # noqa: E402
-from models.registry import get_model  # noqa: E402
+from dlbench.models import synthetic  # noqa: E402
+from dlbench.models.registry import get_model  # noqa: E402
 
 
 def main(argv=None) -> None:

@@ -36,8 +36,8 @@ def main() -> None:
     tf.config.threading.set_inter_op_parallelism_threads(1)
     import keras
 
-    from models import synthetic
-    from models.registry import get_model
+    from dlbench.models import synthetic
+    from dlbench.models.registry import get_model
 
     spec = get_model(args.model)
     n = synthetic.pool_size(spec, args.batch_size, args.warmup_steps + args.steps)

@@ -31,9 +31,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from harness.tables import markdown  # noqa: E402
-from harness.threads import physical_cores  # noqa: E402
-from harness.training.runner import TrainRequest, train  # noqa: E402
+from dlbench.harness.tables import markdown  # noqa: E402
+from dlbench.harness.threads import physical_cores  # noqa: E402
+from dlbench.harness.training.runner import TrainRequest, train  # noqa: E402
 
 TARGET = 0.97
 TUNED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(2**32), "MALLOC_TRIM_THRESHOLD_": str(2**36),

@@ -3,7 +3,7 @@ TensorRT engine — each checked against its source by one verifier.
 
 The Python API behind ``dlbench export / build / verify``::
 
-    import converters
+    from dlbench import converters
     records = converters.export_checkpoints(converters.ExportRequest(["runs/resnet50/pytorch"]))
     record = converters.build_model(
         converters.BuildRequest("runs/resnet50/pytorch/model.onnx", to="int8"))
@@ -11,7 +11,7 @@ The Python API behind ``dlbench export / build / verify``::
         converters.VerifyRequest("runs/resnet50/pytorch", "runs/resnet50/pytorch/model.onnx"))
 
 Each returns the record(s) stored in the results database (``status`` ok,
-unverified or failed) and raises ``harness.errors.UserError`` for bad input.
+unverified or failed) and raises ``dlbench.models.errors.UserError`` for bad input.
 (The functions are not called ``export``/``build``/``verify`` because those
 are this package's modules, and importing a submodule rebinds its name.)
 Importing this package imports no framework and not even onnx: the names
@@ -22,14 +22,14 @@ from __future__ import annotations
 import importlib
 
 _LAZY = {
-    "export_checkpoints": ("converters.export", "export"),
-    "ExportRequest": ("converters.export", "ExportRequest"),
-    "build_model": ("converters.build", "build"),
-    "BuildRequest": ("converters.build", "BuildRequest"),
-    "verify_files": ("converters.verify", "verify_files"),
-    "VerifyRequest": ("converters.verify", "VerifyRequest"),
-    "ExportOptions": ("converters.base", "ExportOptions"),
-    "BuildOptions": ("converters.base", "BuildOptions"),
+    "export_checkpoints": ("dlbench.converters.export", "export"),
+    "ExportRequest": ("dlbench.converters.export", "ExportRequest"),
+    "build_model": ("dlbench.converters.build", "build"),
+    "BuildRequest": ("dlbench.converters.build", "BuildRequest"),
+    "verify_files": ("dlbench.converters.verify", "verify_files"),
+    "VerifyRequest": ("dlbench.converters.verify", "VerifyRequest"),
+    "ExportOptions": ("dlbench.converters.base", "ExportOptions"),
+    "BuildOptions": ("dlbench.converters.base", "BuildOptions"),
 }
 __all__ = list(_LAZY)
 

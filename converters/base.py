@@ -23,19 +23,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError
+from dlbench.models.errors import UserError
 
 # framework -> module whose HOP exports it (imported only in the export cell)
 EXPORT_HOPS = {
-    "pytorch": "converters.torch_to_onnx",
-    "tensorflow": "converters.keras_to_onnx",
-    "mindspore": "converters.mindspore_to_onnx",
+    "pytorch": "dlbench.converters.torch_to_onnx",
+    "tensorflow": "dlbench.converters.keras_to_onnx",
+    "mindspore": "dlbench.converters.mindspore_to_onnx",
 }
 # --to target -> module whose HOP builds it (importing one imports no framework)
 BUILD_HOPS = {
-    "tensorrt": "converters.onnx_to_tensorrt",
-    "int8": "converters.onnx_to_int8",
-    "fp16": "converters.onnx_to_fp16",
+    "tensorrt": "dlbench.converters.onnx_to_tensorrt",
+    "int8": "dlbench.converters.onnx_to_int8",
+    "fp16": "dlbench.converters.onnx_to_fp16",
 }
 DEFAULT_OPSET = 17
 

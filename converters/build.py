@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from converters import onnx_io, records, verify
-from converters.base import BuildOptions, build_hop
-from harness import __version__
-from harness.atomic import check_can_create, write_json
-from harness.context import CommandOptions, new_run_id, now_iso
-from harness.errors import UserError, first_line
-from harness.results import ResultStore
-from harness.threads import ThreadConfig, in_force
+from dlbench.converters import onnx_io, records, verify
+from dlbench.converters.base import BuildOptions, build_hop
+from dlbench.harness import __version__
+from dlbench.models.atomic import check_can_create, write_json
+from dlbench.harness.context import CommandOptions, new_run_id, now_iso
+from dlbench.models.errors import UserError, first_line
+from dlbench.harness.results import ResultStore
+from dlbench.harness.threads import ThreadConfig, in_force
 
 
 @dataclass
@@ -82,12 +82,12 @@ def plan(req: BuildRequest) -> _Plan:
         opts.precision = precision = summary.precision
     chw, _ = verify.image_shape_of(summary, str(source))
     if opts.calib_data:
-        from converters.onnx_to_int8 import read_calibration_file
+        from dlbench.converters.onnx_to_int8 import read_calibration_file
 
         read_calibration_file(opts.calib_data, chw)
     batch_sizes = verify.parse_batch_sizes(req.verify_batch_sizes)
     if req.to == "tensorrt":
-        from converters.onnx_to_tensorrt import profile_of
+        from dlbench.converters.onnx_to_tensorrt import profile_of
 
         lo, _, hi = profile_of(opts.batch_sizes)
         inside = tuple(b for b in batch_sizes if lo <= b <= hi)
@@ -100,7 +100,7 @@ def plan(req: BuildRequest) -> _Plan:
         if extra:
             check_can_create(extra)
     # The TensorRT cell runs in a scratch directory: it needs absolute paths.
-    from harness.evaluate.data import is_calibration_set
+    from dlbench.harness.evaluate.data import is_calibration_set
 
     named_set = is_calibration_set(opts.calib_data)          # --calib-data digits: not a path
     for name in ("timing_cache", "calib_cache", "calib_data"):
@@ -112,7 +112,7 @@ def plan(req: BuildRequest) -> _Plan:
 
 def build(req: BuildRequest) -> dict[str, Any]:
     """Build and verify one artifact; return its ``convert`` record."""
-    from harness.evaluate.data import heldout_images, is_calibration_set
+    from dlbench.harness.evaluate.data import heldout_images, is_calibration_set
 
     p = plan(req)
     threads = ThreadConfig.default(req.threads)
@@ -153,7 +153,7 @@ def build(req: BuildRequest) -> dict[str, Any]:
         convert_start = time.perf_counter()
         candidate = None
         if req.to == "tensorrt":
-            from converters.onnx_to_tensorrt import BuildFailed
+            from dlbench.converters.onnx_to_tensorrt import BuildFailed
 
             try:
                 info = p.hop.build(p.source, staged, p.options, batches=inputs,
@@ -205,7 +205,7 @@ def build(req: BuildRequest) -> dict[str, Any]:
         staged.replace(p.out)
         sha = onnx_io.sha256(p.out)
         if req.to == "tensorrt":
-            from converters.tensorrt_runtime import sidecar_path
+            from dlbench.converters.tensorrt_runtime import sidecar_path
 
             sidecar["sha256"] = sha
             sidecar["verified"] = verdict.ok

@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from converters import onnx_io, records, verify
-from converters.base import EXPORT_HOPS, ExportOptions
-from harness import __version__
-from harness.atomic import check_can_create, write_json
-from harness.context import CommandOptions, new_run_id, now_iso
-from harness.errors import UserError
-from harness.results import ResultStore
-from harness.threads import ThreadConfig, in_force
+from dlbench.converters import onnx_io, records, verify
+from dlbench.converters.base import EXPORT_HOPS, ExportOptions
+from dlbench.harness import __version__
+from dlbench.models.atomic import check_can_create, write_json
+from dlbench.harness.context import CommandOptions, new_run_id, now_iso
+from dlbench.models.errors import UserError
+from dlbench.harness.results import ResultStore
+from dlbench.harness.threads import ThreadConfig, in_force
 
 FORMATS = ("onnx", "mindir")
 EXPORTERS = ("torchscript", "dynamo")
@@ -57,9 +57,9 @@ def _progress(msg: str) -> None:
 
 def plan(req: ExportRequest) -> list[_Plan]:
     """Validate everything before any work: exit 2 here, never after a long export."""
-    from harness.frameworks import is_installed, require
-    from models.native import checkpoint_manifest
-    from models.registry import get_model
+    from dlbench.harness.frameworks import is_installed, require
+    from dlbench.models.native import checkpoint_manifest
+    from dlbench.models.registry import get_model
 
     opts = req.options
     if not req.sources:
@@ -141,7 +141,7 @@ def _ok_line(record: dict[str, Any]) -> str:
 
 
 def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
-    from harness.launcher import run_cell
+    from dlbench.harness.launcher import run_cell
 
     opts = req.options
     fw, model = p.manifest["framework"], p.manifest["model"]

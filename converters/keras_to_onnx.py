@@ -26,9 +26,9 @@ if "tensorflow" not in sys.modules:
 
 import tensorflow as tf  # noqa: E402
 
-from converters.base import ExportHop, ExportOptions  # noqa: E402
-from converters.onnx_io import OUTPUT_NAME, input_names  # noqa: E402
-from harness.errors import UserError  # noqa: E402
+from dlbench.converters.base import ExportHop, ExportOptions  # noqa: E402
+from dlbench.converters.onnx_io import OUTPUT_NAME, input_names  # noqa: E402
+from dlbench.models.errors import UserError  # noqa: E402
 
 
 def _tf2onnx():

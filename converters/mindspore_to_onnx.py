@@ -40,9 +40,9 @@ import numpy as np  # noqa: E402
 import mindspore as ms  # noqa: E402
 from mindspore import nn, ops  # noqa: E402
 
-from converters.base import ExportHop, ExportOptions  # noqa: E402
-from converters.onnx_io import BATCH_DIM, OUTPUT_NAME, input_names  # noqa: E402
-from harness.errors import UserError, first_line  # noqa: E402
+from dlbench.converters.base import ExportHop, ExportOptions  # noqa: E402
+from dlbench.converters.onnx_io import BATCH_DIM, OUTPUT_NAME, input_names  # noqa: E402
+from dlbench.models.errors import UserError, first_line  # noqa: E402
 
 
 class ZeroPadMaxPool(nn.Cell):

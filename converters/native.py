@@ -17,13 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from converters import verify
-from converters.base import ExportOptions, export_hop
+from dlbench.converters import verify
+from dlbench.converters.base import ExportOptions, export_hop
 
 
 def child(payload: dict[str, Any]) -> dict[str, Any]:
-    from models import native
-    from models.registry import get_model
+    from dlbench.models import native
+    from dlbench.models.registry import get_model
 
     framework = payload["framework"]
     spec = get_model(payload["model"]) if payload.get("model") else None
@@ -53,7 +53,7 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
         result["convert_s"] = time.perf_counter() - start
 
     if payload.get("candidate_out"):
-        from converters.mindspore_to_onnx import run_mindir
+        from dlbench.converters.mindspore_to_onnx import run_mindir
 
         start = time.perf_counter()
         verify.save_outputs(payload["candidate_out"], run_mindir(payload["mindir"], batches))

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError, first_line
+from dlbench.models.errors import UserError, first_line
 
 INPUT_NAME = "input"
 OUTPUT_NAME = "logits"

@@ -18,9 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from converters import onnx_io
-from converters.base import BuildHop, BuildOptions
-from harness.errors import UserError
+from dlbench.converters import onnx_io
+from dlbench.converters.base import BuildHop, BuildOptions
+from dlbench.models.errors import UserError
 
 
 def _converter():

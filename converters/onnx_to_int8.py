@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from converters import onnx_io, verify
-from converters.base import BuildHop, BuildOptions
-from harness.errors import UserError, first_line
+from dlbench.converters import onnx_io, verify
+from dlbench.converters.base import BuildHop, BuildOptions
+from dlbench.models.errors import UserError, first_line
 
 TARGETS = ("cpu", "tensorrt")
 
@@ -55,7 +55,7 @@ def _quantization():
 
 def read_calibration_file(path: str | Path, chw: tuple[int, ...]) -> np.ndarray:
     """``x`` of an .npz, or a bundled data set's training split by name (``digits``)."""
-    from harness.evaluate.data import calibration_images, is_calibration_set
+    from dlbench.harness.evaluate.data import calibration_images, is_calibration_set
 
     if is_calibration_set(str(path)):
         return calibration_images(str(path), chw)

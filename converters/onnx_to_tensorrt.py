@@ -45,10 +45,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from converters import tensorrt_runtime as trt_rt
-from converters import verify
-from converters.base import BuildHop, BuildOptions
-from harness.errors import UserError
+from dlbench.converters import tensorrt_runtime as trt_rt
+from dlbench.converters import verify
+from dlbench.converters.base import BuildHop, BuildOptions
+from dlbench.models.errors import UserError
 
 PRECISIONS = ("fp32", "fp16", "int8", "best")
 
@@ -62,8 +62,8 @@ def trt_major(version: str | None) -> int | None:
 
 def availability_problems() -> list[str]:
     """Why TensorRT engines cannot be built here (empty: they can), without importing it."""
-    from harness.fingerprint import fingerprint
-    from harness.frameworks import is_installed
+    from dlbench.harness.fingerprint import fingerprint
+    from dlbench.harness.frameworks import is_installed
 
     problems = []
     if not fingerprint()["gpus"]:
@@ -110,7 +110,7 @@ class OnnxToTensorRT(BuildHop):
         The child decides the build path: only it knows the TensorRT version
         for certain (package metadata can be missing or name another wheel).
         """
-        from harness.launcher import run_cell
+        from dlbench.harness.launcher import run_cell
 
         with tempfile.TemporaryDirectory(prefix="dlbench-trt-") as tmp:
             inputs = Path(tmp, "inputs.npz")
@@ -138,16 +138,16 @@ def strongly_typed(trt_version: str, model_precision: str) -> bool:
 
 def prepare_typed_onnx(source: Path, scratch: Path, options: BuildOptions) -> tuple[Path, str]:
     """For a strongly typed build of an fp32 model: the fp16 / int8 ONNX to build from."""
-    from converters import onnx_io
+    from dlbench.converters import onnx_io
 
     if options.precision == "fp16":
-        from converters.onnx_to_fp16 import HOP as fp16
+        from dlbench.converters.onnx_to_fp16 import HOP as fp16
 
         out = scratch / "model.fp16.onnx"
         fp16.build(source, out, BuildOptions(keep_io_types=True))
         how = "float16 ONNX from the fp16 hop (float32 I/O)"
     else:
-        from converters.onnx_to_int8 import HOP as int8
+        from dlbench.converters.onnx_to_int8 import HOP as int8
 
         out = scratch / "model.int8.onnx"
         int8.build(source, out, BuildOptions(**{**options.to_dict(), "target": "tensorrt",
@@ -275,7 +275,7 @@ def build_engine(payload: dict[str, Any]) -> dict[str, Any]:
             config.set_flag(trt.BuilderFlag.FP16)
         if options.precision in ("int8", "best"):
             config.set_flag(trt.BuilderFlag.INT8)
-            from converters.onnx_to_int8 import calibration_batches
+            from dlbench.converters.onnx_to_int8 import calibration_batches
 
             calib = calibration_batches(onnx_path, options)
             # TensorRT's calibrator takes one batch size: a short last batch is dropped.

@@ -18,10 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness import __version__
-from harness.context import cell_key, command_line, now_iso
-from harness.fingerprint import fingerprint, resource_label
-from harness.results import ResultStore
+from dlbench.harness import __version__
+from dlbench.harness.context import cell_key, command_line, now_iso
+from dlbench.harness.fingerprint import fingerprint, resource_label
+from dlbench.harness.results import ResultStore
 
 
 def new_record(kind: str, *, run_id: str, identity: dict[str, Any], started: str,

@@ -18,9 +18,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from converters import onnx_io, verify
-from converters.tensorrt_runtime import ENGINE_SUFFIXES
-from harness.errors import UserError
+from dlbench.converters import onnx_io, verify
+from dlbench.converters.tensorrt_runtime import ENGINE_SUFFIXES
+from dlbench.models.errors import UserError
 
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".keras", ".ckpt", ".json")
 
@@ -48,11 +48,11 @@ def identify(path: str | Path, framework: str | None = None, model: str | None =
     if path.is_dir() and path.suffix in (".onnx", ".mindir", *ENGINE_SUFFIXES):
         onnx_io.check_readable(path, "model file")        # "is a directory"
     if path.is_dir() or path.suffix in CHECKPOINT_SUFFIXES:
-        from models.native import checkpoint_manifest
+        from dlbench.models.native import checkpoint_manifest
 
         ckpt, manifest = checkpoint_manifest(path, framework, model)
-        from models.registry import get_model
-        from harness.frameworks import require
+        from dlbench.models.registry import get_model
+        from dlbench.harness.frameworks import require
 
         spec = get_model(manifest["model"])
         require(manifest["framework"])
@@ -64,8 +64,8 @@ def identify(path: str | Path, framework: str | None = None, model: str | None =
         onnx_io.check_readable(path, "MindIR file")
         return Source(path, "mindir", "fp32", model, "mindspore")
     if path.suffix in ENGINE_SUFFIXES:
-        from converters.onnx_to_tensorrt import availability_problems
-        from converters.tensorrt_runtime import check_engine_here
+        from dlbench.converters.onnx_to_tensorrt import availability_problems
+        from dlbench.converters.tensorrt_runtime import check_engine_here
 
         problems = availability_problems()
         if problems:
@@ -104,7 +104,7 @@ def outputs(source: Source, batches: Sequence[np.ndarray], *, env: dict[str, str
 
         return (verify.onnx_outputs(source.path, batches, threads=threads),
                 {"runtime": f"onnxruntime {onnxruntime.__version__} (CPU)"})
-    from harness.launcher import run_cell
+    from dlbench.harness.launcher import run_cell
 
     with tempfile.TemporaryDirectory(prefix="dlbench-verify-") as tmp:
         inputs, out = Path(tmp, "inputs.npz"), Path(tmp, "outputs.npz")

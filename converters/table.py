@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-from harness.tables import markdown
+from dlbench.harness.tables import markdown
 
 HEADERS = ("Artifact", "Hop", "Precision", "Batches", "Output", "Max abs", "Max rel",
            "Mean abs", "Cosine (min)", "Top-1", "Nodes", "Size", "Time", "Verdict")

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError
+from dlbench.models.errors import UserError
 
 SIDECAR_FORMAT = "dlbench-tensorrt-engine/1"
 ENGINE_SUFFIXES = (".plan", ".engine", ".trt")
@@ -46,7 +46,7 @@ def read_sidecar(engine: str | Path) -> dict[str, Any]:
 
 def tensorrt_version_here() -> str | None:
     """The installed TensorRT's version, from package metadata (no import)."""
-    from harness.frameworks import distribution_version
+    from dlbench.harness.frameworks import distribution_version
 
     for dist in ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt_cu13", "tensorrt_cu12",
                  "tensorrt-libs"):
@@ -79,7 +79,7 @@ def check_sidecar(engine: str | Path, meta: dict[str, Any], *, trt_version: str 
 
 def check_engine_here(engine: str | Path) -> dict[str, Any]:
     """Parent-side check from the fingerprint (no TensorRT import); returns the sidecar."""
-    from harness.fingerprint import fingerprint
+    from dlbench.harness.fingerprint import fingerprint
 
     meta = read_sidecar(engine)
     gpus = fingerprint()["gpus"]

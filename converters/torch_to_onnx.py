@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from converters.base import ExportHop, ExportOptions
-from converters.onnx_io import BATCH_DIM, OUTPUT_NAME, SEQUENCE_DIM, input_names
-from harness.errors import UserError
+from dlbench.converters.base import ExportHop, ExportOptions
+from dlbench.converters.onnx_io import BATCH_DIM, OUTPUT_NAME, SEQUENCE_DIM, input_names
+from dlbench.models.errors import UserError
 
 
 class TorchToOnnx(ExportHop):

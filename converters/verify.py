@@ -57,7 +57,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.errors import UserError, first_line
+from dlbench.models.errors import UserError, first_line
 
 VERIFY_SEED = 20_240_917
 CALIB_SEED = 31_337
@@ -128,7 +128,7 @@ def _image_spec(chw: Sequence[int], num_classes: int):
 def image_inputs(chw: Sequence[int], num_classes: int, batch_sizes: Sequence[int],
                  seed: int = VERIFY_SEED) -> list[np.ndarray]:
     """One NCHW float32 batch per size, from ``models.synthetic`` (class patterns + noise)."""
-    from models import synthetic
+    from dlbench.models import synthetic
 
     spec = _image_spec(chw, num_classes)
     return [synthetic.image_batches(spec, b, 1, seed=seed)[0][0] for b in batch_sizes]
@@ -137,7 +137,7 @@ def image_inputs(chw: Sequence[int], num_classes: int, batch_sizes: Sequence[int
 def image_stream(chw: Sequence[int], num_classes: int, batch: int, n_batches: int,
                  seed: int) -> list[np.ndarray]:
     """``n_batches`` distinct batches from one generator (calibration sets)."""
-    from models import synthetic
+    from dlbench.models import synthetic
 
     return [x for x, _ in synthetic.image_batches(_image_spec(chw, num_classes), batch,
                                                   n_batches, seed=seed)]
@@ -148,7 +148,7 @@ def inputs_for_model(model_name: str, batch_sizes: Sequence[int],
     """One batch per size: an NCHW float32 array for image models; for token models
     a tuple of int arrays in ``spec.inputs`` order (``models.synthetic`` class words,
     so a trained classifier's top-1 means something)."""
-    from models.registry import get_model
+    from dlbench.models.registry import get_model
 
     spec = get_model(model_name)
     if spec.token_inputs:
@@ -158,7 +158,7 @@ def inputs_for_model(model_name: str, batch_sizes: Sequence[int],
 
 def token_stream(spec, batch_sizes: Sequence[int], seed: int) -> list[tuple[np.ndarray, ...]]:
     """Token-model batches of the given sizes from one generator (distinct batches)."""
-    from models import synthetic
+    from dlbench.models import synthetic
 
     return [synthetic.sample_inputs(spec, b, seed=seed + i) for i, b in enumerate(batch_sizes)]
 
@@ -179,7 +179,7 @@ def _zoo_spec(summary):
     name = summary.metadata.get("model")
     if not name:
         return None
-    from models.registry import get_model
+    from dlbench.models.registry import get_model
 
     try:
         return get_model(name)
@@ -191,7 +191,7 @@ def image_shape_of(summary, path: str = "model") -> tuple[tuple[int, ...], int]:
     """(C, H, W) and class count of a single-input NCHW float32 ONNX model."""
     model_name = summary.metadata.get("model")
     if model_name:
-        from models.registry import get_model
+        from dlbench.models.registry import get_model
 
         try:
             spec = get_model(model_name)
@@ -386,7 +386,7 @@ def _message(v: Verdict) -> str:
 def onnx_outputs(path, batches: Sequence[Any], threads: int | None = None,
                  input_name: str | None = None) -> list[dict[str, np.ndarray]]:
     """Outputs per batch; a batch is one array or a tuple in the graph's input order."""
-    from converters import onnx_io
+    from dlbench.converters import onnx_io
 
     sess = onnx_io.session(path, threads=threads)
     inputs = sess.get_inputs()
@@ -475,11 +475,11 @@ def verify_files(req: VerifyRequest) -> dict[str, Any]:
     """Run both files on the same fixed inputs and judge the candidate; one ``verify`` record."""
     import time
 
-    from converters import onnx_io, records, sources
-    from harness.atomic import check_can_create, write_json
-    from harness.context import new_run_id, now_iso
-    from harness.results import ResultStore
-    from harness.threads import ThreadConfig, in_force
+    from dlbench.converters import onnx_io, records, sources
+    from dlbench.models.atomic import check_can_create, write_json
+    from dlbench.harness.context import new_run_id, now_iso
+    from dlbench.harness.results import ResultStore
+    from dlbench.harness.threads import ThreadConfig, in_force
 
     batch_sizes = parse_batch_sizes(req.batch_sizes)
     if req.threads is not None and req.threads < 1:
@@ -549,7 +549,7 @@ def verify_files(req: VerifyRequest) -> dict[str, Any]:
 
 
 def _identity_of(source) -> dict[str, Any]:
-    from converters import onnx_io
+    from dlbench.converters import onnx_io
 
     path = source.checkpoint if source.kind == "checkpoint" else source.path
     return {"kind": source.kind, "sha256": onnx_io.sha256(path) if Path(path).is_file() else None}

@@ -14,21 +14,21 @@ import signal
 import sys
 import traceback
 
-from harness.atomic import write_json
-from harness.errors import UserError
+from dlbench.models.atomic import write_json
+from dlbench.models.errors import UserError
 
 KINDS = {
-    "train": "harness.training.runner:child",
+    "train": "dlbench.harness.training.runner:child",
     # converters/: native reference outputs + ONNX/MindIR export (one framework per process),
     # TensorRT engine build + run, and running an existing engine (dlbench verify).
-    "export": "converters.native:child",
-    "tensorrt": "converters.onnx_to_tensorrt:child",
-    "tensorrt-run": "converters.onnx_to_tensorrt:run_child",
-    "bench": "harness.bench.child:run",
-    "peak": "harness.bench.peak:child",
-    "eval": "harness.evaluate.child:run",        # dlbench eval: accuracy on a held-out split
+    "export": "dlbench.converters.native:child",
+    "tensorrt": "dlbench.converters.onnx_to_tensorrt:child",
+    "tensorrt-run": "dlbench.converters.onnx_to_tensorrt:run_child",
+    "bench": "dlbench.harness.bench.child:run",
+    "peak": "dlbench.harness.bench.peak:child",
+    "eval": "dlbench.harness.evaluate.child:run",        # dlbench eval: accuracy on a held-out split
     # Used by the tests to exercise crash, hang and memory paths for real.
-    "selftest": "harness.selftest:child",
+    "selftest": "dlbench.harness.selftest:child",
 }
 
 

@@ -13,8 +13,8 @@ import signal
 import sys
 import traceback
 
-from harness import __version__
-from harness.errors import UserError
+from dlbench.harness import __version__
+from dlbench.models.errors import UserError
 
 COMMANDS = ("env", "models", "backends", "train", "export", "build", "verify", "bench", "eval",
             "run", "report", "compare")
@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        module = importlib.import_module(f"harness.commands.{name.replace('-', '_')}")
+        module = importlib.import_module(f"dlbench.harness.commands.{name.replace('-', '_')}")
         p = sub.add_parser(name, help=module.HELP, description=module.__doc__)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show tracebacks for errors")

@@ -21,9 +21,9 @@ from typing import Any
 
 import psutil
 
-from harness import lock
-from harness.frameworks import FRAMEWORKS, OTHER_PACKAGES, distribution_version
-from harness.threads import physical_cores
+from dlbench.harness import lock
+from dlbench.harness.frameworks import FRAMEWORKS, OTHER_PACKAGES, distribution_version
+from dlbench.harness.threads import physical_cores
 
 
 def _cpuinfo() -> dict[str, str]:
@@ -102,7 +102,7 @@ def _git_commit() -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def fingerprint() -> dict[str, Any]:
-    from harness import __version__
+    from dlbench.harness import __version__
 
     mem = psutil.virtual_memory().total
     fp: dict[str, Any] = {

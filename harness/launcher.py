@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.atomic import write_json
+from dlbench.models.atomic import write_json
 
 STDERR_TAIL = 4000
 # The parent shares the cores with the cell it measures: it sleeps between
@@ -78,7 +78,7 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
         start = time.perf_counter()
         with open(log, "wb") as log_fh:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.cell", kind, str(inp), str(out)],
+                [sys.executable, "-m", "dlbench.harness.cell", kind, str(inp), str(out)],
                 stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
                 env=env, cwd=tmp, start_new_session=True)
             status, polled, timed_out = _wait(proc.pid, start, timeout)

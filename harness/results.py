@@ -14,8 +14,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.atomic import check_can_create
-from harness.errors import UserError
+from dlbench.models.atomic import check_can_create
+from dlbench.models.errors import UserError
 
 SCHEMA_VERSION = 1
 DEFAULT_DB = Path("results") / "dlbench.sqlite"

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from harness.frameworks import FRAMEWORKS
-from models.registry import get_model
+from dlbench.harness.frameworks import FRAMEWORKS
+from dlbench.models.registry import get_model
 
 
 def markdown(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

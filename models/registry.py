@@ -13,7 +13,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.errors import UserError
+from dlbench.models.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ OBJECTIVES: dict[str, str | None] = {
 # what training built, while export and bench run the builder's default
 # network; objectives whose head is the default need no entry.
 INFERENCE_FROM_TRAINING: dict[str, str] = {
-    "bert-pretraining": "models.bert:classification_from_pretraining",
+    "bert-pretraining": "dlbench.models.bert:classification_from_pretraining",
 }
 
 
@@ -153,7 +153,7 @@ _REGISTRY: dict[str, ModelSpec] = {}
 _LOADED = False
 
 # Modules whose import registers models.  Adding a family = adding it here.
-_FAMILIES = ("models.resnet", "models.googlenet", "models.lstm", "models.bert", "models.lenet")
+_FAMILIES = ("dlbench.models.resnet", "dlbench.models.googlenet", "dlbench.models.lstm", "dlbench.models.bert", "dlbench.models.lenet")
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from models.registry import ModelSpec
+from dlbench.models.registry import ModelSpec
 
 PATTERN_RES = 8      # side of the per-class pattern before upsampling
 NOISE = 0.5
@@ -151,7 +151,7 @@ def batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0,
     """
     if spec.objective == "bert-pretraining":
         # Imported here: models.bert.data imports this module (``specials``).
-        from models.bert.data import bert_pretraining_batches
+        from dlbench.models.bert.data import bert_pretraining_batches
         return bert_pretraining_batches(spec, batch_size, n_batches, seed)
     if spec.objective != "classification":
         raise ValueError(f"{spec.name}: no synthetic data for objective {spec.objective!r}")

@@ -82,9 +82,9 @@ def main(argv: list[str]) -> int:
     if framework == "mindspore":
         import mindspore as ms  # before anything that might load protobuf
         ms.set_context(mode=ms.GRAPH_MODE)
-    import models.bert as bert
-    from models import weights as canonical
-    from models.registry import get_model
+    import dlbench.models.bert as bert
+    from dlbench.models import weights as canonical
+    from dlbench.models.registry import get_model
     tool = canonical.module(framework)
     directory = Path(directory)
     spec = get_model(MODEL)

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from harness.fingerprint import fingerprint
+from dlbench.harness.fingerprint import fingerprint
 
 if os.environ.get("DLBENCH_TEST_GROUP") == "mindspore":
     # MindSpore's generated protobuf modules fail to load ("Descriptors cannot be
@@ -84,6 +84,6 @@ def workdir(tmp_path, monkeypatch):
 def cli():
     """The real CLI in a subprocess, as a user runs it."""
     def run(*args: str, env: dict | None = None, timeout: float = 900):
-        return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+        return subprocess.run([sys.executable, "-m", "dlbench.harness", *args], capture_output=True,
                               text=True, env=dict(os.environ, **(env or {})), timeout=timeout)
     return run

@@ -78,8 +78,8 @@ def write_corpus(path: Path, documents: int = 6, sentences: int = 5) -> list[lis
 def check_cifar_run_and_eval(framework: str, tmp_path: Path, **cfg) -> dict:
     """Train resnet50-mini on a tiny CIFAR-10 directory through the shared loop, with
     --eval, and check what a real reader must report.  Imports the framework."""
-    from harness.training import loop
-    from harness.training.base import TrainConfig
+    from dlbench.harness.training import loop
+    from dlbench.harness.training.base import TrainConfig
 
     write_cifar(tmp_path / "cifar", per_file=12, files=2, test=10)
     config = TrainConfig(model="resnet50-mini", framework=framework, batch_size=4, steps=3,
@@ -106,9 +106,9 @@ def check_cifar_run_and_eval(framework: str, tmp_path: Path, **cfg) -> dict:
 def check_eval_is_inference_mode(session_cls, framework: str, **cfg) -> None:
     """Inference mode: a sample's loss does not depend on its batch companions (in
     training mode batch norm would use the batch's statistics) nor on evaluating twice."""
-    from harness.training.base import TrainConfig
-    from models import synthetic
-    from models.registry import get_model
+    from dlbench.harness.training.base import TrainConfig
+    from dlbench.models import synthetic
+    from dlbench.models.registry import get_model
 
     spec = get_model("resnet50-mini")
     config = TrainConfig(model=spec.name, framework=framework, batch_size=4, steps=1, **cfg)

@@ -26,8 +26,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from models import synthetic  # noqa: E402
-from models.registry import get_model  # noqa: E402
+from dlbench.models import synthetic  # noqa: E402
+from dlbench.models.registry import get_model  # noqa: E402
 
 CALIBRATION_BATCH = 8
 
@@ -76,7 +76,7 @@ def mindspore(spec, out: Path, rng, seed) -> str:
     import mindspore as ms
     from mindspore import nn
 
-    import models.resnet.mindspore as ms_resnet
+    import dlbench.models.resnet.mindspore as ms_resnet
 
     ms_resnet.BN_MOMENTUM = 0.0                 # read by the builder; MindSpore keeps `momentum`
     model = spec.build("mindspore", seed=int(rng.integers(1 << 30)), zero_init_residual=False)

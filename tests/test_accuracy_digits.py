@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from clitools import assert_usage_error
-from harness.results import ResultStore
+from dlbench.harness.results import ResultStore
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 STEPS, BATCH, LR = 500, 64, 0.02
@@ -33,7 +33,7 @@ REDUCED_PRECISION_PP = 0.01      # INT8 / FP16 against fp32 ONNX
 
 def _run(tmp: Path, *args: str, timeout: float = 600):
     env = dict(os.environ, DLBENCH_DB=str(tmp / "results.sqlite"))
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=tmp, env=env,
+    return subprocess.run([sys.executable, "-m", "dlbench.harness", *args], cwd=tmp, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 

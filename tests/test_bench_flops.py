@@ -4,7 +4,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import benchmodels
-from harness.bench import flops, onnxinfo
+from dlbench.harness.bench import flops, onnxinfo
 
 
 def _model(nodes, inputs, outputs, inits):
@@ -56,7 +56,7 @@ def test_resnet50_mini_onnx_count_matches_the_zoo(tmp_path):
     """The graph count and the zoo's analytic count are the same convention."""
     import torch
 
-    from models.registry import get_model
+    from dlbench.models.registry import get_model
 
     spec = get_model("resnet50-mini")
     net = spec.build("pytorch", seed=0).eval()
@@ -103,7 +103,7 @@ def _lstm_classifier(cfg):
 @pytest.mark.parametrize("name", ["lstm-tiny", "lstm"])
 def test_lstm_graph_count_matches_the_zoo(name):
     """4 gates x hidden x (input + hidden) per step and direction, x sequence x batch."""
-    from models.registry import get_model
+    from dlbench.models.registry import get_model
 
     spec = get_model(name)
     seq = spec.config["seq_len"]
@@ -121,7 +121,7 @@ def test_dynamically_quantized_lstm_counts_the_same(tmp_path):
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from models.registry import get_model
+    from dlbench.models.registry import get_model
 
     spec = get_model("lstm-tiny")
     src, dst = tmp_path / "fp32.onnx", tmp_path / "int8.onnx"

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import benchmodels
-from harness.frameworks import distribution_version
+from dlbench.harness.frameworks import distribution_version
 
 FAST = ("--min-duration", "0.3", "--min-iterations", "5", "--warmup", "2")
 

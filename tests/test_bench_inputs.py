@@ -4,8 +4,8 @@ import onnxruntime as ort
 import pytest
 
 import benchmodels
-from harness.bench import inputs, onnxinfo
-from harness.errors import UserError
+from dlbench.harness.bench import inputs, onnxinfo
+from dlbench.models.errors import UserError
 
 
 def _run(path, feeds):

@@ -3,9 +3,9 @@ import math
 
 import pytest
 
-from harness import stats
-from harness.bench.measure import StopRule, measure, measure_loop, warm_up
-from harness.errors import UserError
+from dlbench.harness import stats
+from dlbench.harness.bench.measure import StopRule, measure, measure_loop, warm_up
+from dlbench.models.errors import UserError
 
 
 class FakeClock:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from models.registry import get_model
+from dlbench.models.registry import get_model
 
 FAST = ("--iterations", "3", "--warmup", "1", "--max-warmup", "3")
 
@@ -16,7 +16,7 @@ def runs(tmp_path_factory):
     import sys
 
     root = tmp_path_factory.mktemp("native")
-    out = subprocess.run([sys.executable, "-m", "harness", "train", "resnet50-mini", "--steps", "1",
+    out = subprocess.run([sys.executable, "-m", "dlbench.harness", "train", "resnet50-mini", "--steps", "1",
                           "--warmup-steps", "0", "--batch-size", "2", "--out", str(root / "runs"),
                           "--db", str(root / "train.sqlite")], capture_output=True, text=True,
                          timeout=600, env=dict(os.environ))

@@ -7,10 +7,10 @@ Runtime smoke of the same scenario is in test_bench_sweep.py.
 """
 import pytest
 
-from harness.backends.base import Runner
-from harness.bench.measure import StopRule
-from harness.bench.scenarios import ScenarioContext, get_scenario
-from harness.bench.scenarios.server import buckets_for
+from dlbench.harness.backends.base import Runner
+from dlbench.harness.bench.measure import StopRule
+from dlbench.harness.bench.scenarios import ScenarioContext, get_scenario
+from dlbench.harness.bench.scenarios.server import buckets_for
 
 
 class FakeClock:

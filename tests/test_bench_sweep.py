@@ -120,7 +120,7 @@ def test_resume_skips_finished_cells_and_retries_failed_ones(cli, workdir, mlp):
 
 
 def test_an_interrupted_sweep_leaves_complete_records_and_resumes(workdir, mlp):
-    args = [sys.executable, "-m", "harness", "bench", str(mlp), "-b", "selftest",
+    args = [sys.executable, "-m", "dlbench.harness", "bench", str(mlp), "-b", "selftest",
             "-O", "service_ms=20", "--batch-sizes", "1,2,3", "--min-duration", "1.5",
             "--warmup", "1", "--json", "i.json", "--no-progress"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -8,10 +8,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from converters import onnx_io
-from harness.bench import inputs as inputs_mod
-from harness.bench.artifacts import resolve
-from harness.tables import train_headers
+from dlbench.converters import onnx_io
+from dlbench.harness.bench import inputs as inputs_mod
+from dlbench.harness.bench.artifacts import resolve
+from dlbench.harness.tables import train_headers
 
 
 def _token_model(path, names, model=None):
@@ -50,7 +50,7 @@ def test_metadata_names_the_zoo_model_and_sizes_the_sequence(tmp_path):
 
 def test_one_input_token_model_gets_its_spec_length(tmp_path):
     art = resolve(str(_token_model(tmp_path / "m.onnx", ("input",), "lstm-tiny")))
-    from models.registry import get_model
+    from dlbench.models.registry import get_model
     assert art.default_shapes == {"input": (1, *get_model("lstm-tiny").inputs[0].shape)}
 
 

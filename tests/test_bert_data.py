@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-import models.bert as bert
-from models.bert.data import BRANCH, bert_pretraining_batches
-from models.registry import get_model
-from models.synthetic import specials
+import dlbench.models.bert as bert
+from dlbench.models.bert.data import BRANCH, bert_pretraining_batches
+from dlbench.models.registry import get_model
+from dlbench.models.synthetic import specials
 
 
 def test_presets_are_the_published_sizes():
@@ -61,7 +61,7 @@ def test_segments_follow_the_chain():
 def test_training_uses_the_learnable_generator():
     """``dlbench train`` draws BERT batches from ``models.synthetic.batches``: it must
     be the chain generator above (the one whose loss is shown to fall)."""
-    from models.synthetic import batches
+    from dlbench.models.synthetic import batches
 
     spec = get_model("bert-tiny")
     got = batches(spec, 4, 2, seed=3)

@@ -16,11 +16,11 @@ os.environ.setdefault("GLOG_v", "3")
 ms = pytest.importorskip("mindspore")
 from mindspore import nn  # noqa: E402
 
-import models.bert as bert  # noqa: E402
-from models.bert.data import bert_pretraining_batches  # noqa: E402
-from models.bert.mindspore import (PretrainingLoss, WithPretrainingLoss, build,  # noqa: E402
+import dlbench.models.bert as bert  # noqa: E402
+from dlbench.models.bert.data import bert_pretraining_batches  # noqa: E402
+from dlbench.models.bert.mindspore import (PretrainingLoss, WithPretrainingLoss, build,  # noqa: E402
                                    forward_macs)
-from models.registry import get_model  # noqa: E402
+from dlbench.models.registry import get_model  # noqa: E402
 
 TINY = get_model("bert-tiny")
 
@@ -101,8 +101,8 @@ def test_objective_matches_reference():
 
 
 def test_harness_session_trains_and_checkpoint_reloads(tmp_path):
-    from harness.training.base import TrainConfig
-    from harness.training.mindspore import Session
+    from dlbench.harness.training.base import TrainConfig
+    from dlbench.harness.training.mindspore import Session
 
     cfg = TrainConfig(model="bert-tiny", framework="mindspore", batch_size=8, steps=6,
                       warmup_steps=2, intra_op_threads=1, inter_op_threads=1)
@@ -129,7 +129,7 @@ def test_onnx_export_with_exact_gelu_rewrite(tmp_path):
     import onnx
     import onnxruntime as ort
     from mindspore import onnx as ms_onnx
-    from models.bert.mindspore_onnx import rewrite_exact_gelu
+    from dlbench.models.bert.mindspore_onnx import rewrite_exact_gelu
 
     net = build(TINY, seed=4)
     net.set_train(False)

@@ -11,10 +11,10 @@ import pytest
 pytestmark = pytest.mark.pytorch
 torch = pytest.importorskip("torch")
 
-import models.bert as bert  # noqa: E402
-from models.bert.data import bert_pretraining_batches  # noqa: E402
-from models.bert.torch import build, forward_macs, pretraining_loss  # noqa: E402
-from models.registry import get_model  # noqa: E402
+import dlbench.models.bert as bert  # noqa: E402
+from dlbench.models.bert.data import bert_pretraining_batches  # noqa: E402
+from dlbench.models.bert.torch import build, forward_macs, pretraining_loss  # noqa: E402
+from dlbench.models.registry import get_model  # noqa: E402
 
 TINY = get_model("bert-tiny")
 
@@ -106,8 +106,8 @@ def test_objective_matches_reference():
 
 def test_harness_session_trains_pretraining_objective(tmp_path):
     """The training harness's session (objective looked up by name) learns BERT's data."""
-    from harness.training.base import TrainConfig
-    from harness.training.pytorch import Session
+    from dlbench.harness.training.base import TrainConfig
+    from dlbench.harness.training.pytorch import Session
 
     cfg = TrainConfig(model="bert-tiny", framework="pytorch", batch_size=8, steps=6,
                       warmup_steps=2, intra_op_threads=1, inter_op_threads=1)
@@ -129,7 +129,7 @@ def test_native_load_turns_a_pretraining_checkpoint_into_the_classifier(tmp_path
     """``dlbench train`` saves the pre-training network; export loads it strictly and
     runs the classification network carrying its encoder (the shared weights differ
     from a fresh build's, so the encoder really came from the checkpoint)."""
-    from models.native.pytorch import load, predict
+    from dlbench.models.native.pytorch import load, predict
 
     trained = TINY.build_for_training("pytorch", seed=5)
     torch.save(trained.state_dict(), tmp_path / "model.pt")

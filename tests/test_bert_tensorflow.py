@@ -16,10 +16,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-import models.bert as bert  # noqa: E402
-from models.bert.data import bert_pretraining_batches  # noqa: E402
-from models.bert.keras import build, forward_macs, pretraining_loss  # noqa: E402
-from models.registry import get_model  # noqa: E402
+import dlbench.models.bert as bert  # noqa: E402
+from dlbench.models.bert.data import bert_pretraining_batches  # noqa: E402
+from dlbench.models.bert.keras import build, forward_macs, pretraining_loss  # noqa: E402
+from dlbench.models.registry import get_model  # noqa: E402
 
 TINY = get_model("bert-tiny")
 
@@ -92,8 +92,8 @@ def test_objective_matches_reference():
 
 
 def test_harness_session_trains_and_checkpoint_reloads(tmp_path):
-    from harness.training.base import TrainConfig
-    from harness.training.tensorflow import Session
+    from dlbench.harness.training.base import TrainConfig
+    from dlbench.harness.training.tensorflow import Session
 
     cfg = TrainConfig(model="bert-tiny", framework="tensorflow", batch_size=8, steps=6,
                       warmup_steps=2, intra_op_threads=1, inter_op_threads=1)

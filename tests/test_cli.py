@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from clitools import assert_usage_error as _one_line_error
-from harness.cli import COMMANDS
+from dlbench.harness.cli import COMMANDS
 
 HEAVY = ("torch", "tensorflow", "mindspore", "tensorrt")
 PROBE = """

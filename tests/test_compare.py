@@ -9,9 +9,9 @@ import pytest
 
 import benchmodels
 from clitools import assert_usage_error
-from harness.compare import bootstrap_ratio, compare
-from harness.fingerprint import fingerprint
-from harness.results import ResultStore
+from dlbench.harness.compare import bootstrap_ratio, compare
+from dlbench.harness.fingerprint import fingerprint
+from dlbench.harness.results import ResultStore
 
 MACHINE = fingerprint()
 OTHER_MACHINE = dict(MACHINE, machine_id="0123456789abcdef", hostname="elsewhere")

@@ -19,15 +19,15 @@ import pytest
 from onnx import numpy_helper
 
 import tiny_onnx
-from converters import onnx_io
-from converters.onnx_to_tensorrt import availability_problems
-from harness.results import ResultStore
+from dlbench.converters import onnx_io
+from dlbench.converters.onnx_to_tensorrt import availability_problems
+from dlbench.harness.results import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cli(*args, db, cwd=None):
-    return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "dlbench.harness", *map(str, args)], capture_output=True,
                           text=True, env=dict(os.environ, DLBENCH_DB=str(db)), cwd=cwd, timeout=900)
 
 

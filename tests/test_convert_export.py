@@ -19,8 +19,8 @@ import onnx
 import pytest
 
 import tiny_onnx
-from converters import onnx_io
-from harness.results import ResultStore
+from dlbench.converters import onnx_io
+from dlbench.harness.results import ResultStore
 from clitools import assert_usage_error as _one_line
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +51,7 @@ def exported(resnet50, tmp_path_factory):
     """One CLI call exports all three; the records and the database come back."""
     d = tmp_path_factory.mktemp("export")
     env = dict(os.environ, DLBENCH_DB=str(d / "results.sqlite"))
-    out = subprocess.run([sys.executable, "-m", "harness", "export",
+    out = subprocess.run([sys.executable, "-m", "dlbench.harness", "export",
                           *(str(resnet50[fw]) for fw in FRAMEWORKS), "--threads", "2",
                           "--json", str(d / "export.json")],
                          capture_output=True, text=True, env=env, timeout=1800)
@@ -192,7 +192,7 @@ def test_bad_checkpoints_are_one_line_and_exit_2(cli, workdir, minis):
     _one_line(cli("export", "manifest.json"), "not a dlbench checkpoint manifest")
     _one_line(cli("export", str(ck), "--opset", "99"), "--opset 99")
     _one_line(cli("export", str(ck), str(ck), "--out", "x.onnx"), "--out names one file")
-    from harness.frameworks import is_installed
+    from dlbench.harness.frameworks import is_installed
     if not is_installed("onnxscript"):
         _one_line(cli("export", str(ck), "--exporter", "dynamo"), "needs onnxscript")
     assert not list(ck.glob(".*partial"))

@@ -12,9 +12,9 @@ import onnx
 import pytest
 
 import tiny_onnx
-from converters import onnx_io, verify
-from harness.errors import UserError
-from harness.results import ARTIFACT_COLUMNS, ResultStore
+from dlbench.converters import onnx_io, verify
+from dlbench.models.errors import UserError
+from dlbench.harness.results import ARTIFACT_COLUMNS, ResultStore
 from clitools import assert_usage_error as _one_line_error
 
 SIZES = (1, 8)
@@ -243,7 +243,7 @@ def test_bad_onnx_is_one_line_and_exit_2(cli, workdir, tiny, name, needle):
 
 
 def test_tensorrt_build_without_gpu_or_tensorrt_exits_2_with_the_reason(cli, workdir, tiny):
-    from converters.onnx_to_tensorrt import availability_problems
+    from dlbench.converters.onnx_to_tensorrt import availability_problems
 
     problems = availability_problems()
     if not problems:

@@ -6,12 +6,12 @@ import pytest
 
 from datasets import (COLOURS, write_aclimdb, write_cifar, write_corpus,
                       write_imagefolder)
-from harness.data import canonical, imageops, open_dataset, parse
-from harness.data.base import Dataset
-from harness.data.textcorpus import IGNORE, pretraining_dict
-from harness.data.tokenizer import Vocabulary, pad_ids, tokenize
-from harness.errors import UserError
-from models.registry import InputSpec, ModelSpec, get_model
+from dlbench.harness.data import canonical, imageops, open_dataset, parse
+from dlbench.harness.data.base import Dataset
+from dlbench.harness.data.textcorpus import IGNORE, pretraining_dict
+from dlbench.harness.data.tokenizer import Vocabulary, pad_ids, tokenize
+from dlbench.models.errors import UserError
+from dlbench.models.registry import InputSpec, ModelSpec, get_model
 
 MINI = get_model("resnet50-mini")          # 3x64x64, 10 classes
 

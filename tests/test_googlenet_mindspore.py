@@ -7,10 +7,10 @@ import pytest
 import mindspore as ms
 from mindspore import nn
 
-from models.counting.mindspore import forward_macs, trainable_parameters
-from models.googlenet import canonical_shapes
-from models.registry import get_model
-from models.weights.mindspore import export_weights, import_weights
+from dlbench.models.counting.mindspore import forward_macs, trainable_parameters
+from dlbench.models.googlenet import canonical_shapes
+from dlbench.models.registry import get_model
+from dlbench.models.weights.mindspore import export_weights, import_weights
 
 
 def test_full_size_network_matches_the_walk():
@@ -61,8 +61,8 @@ def test_exports_to_onnx(tmp_path):
     """MindSpore's ONNX exporter has no MaxPool3DWithArgmax (what pad_mode="pad"
     pools run on); the converter rewrites the top-level pools, and the branch-4
     pools inside SequentialCells must not need it (they are 'same', stride 1)."""
-    from converters.base import ExportOptions
-    from converters.mindspore_to_onnx import HOP
+    from dlbench.converters.base import ExportOptions
+    from dlbench.converters.mindspore_to_onnx import HOP
     spec = get_model("googlenet-mini")
     out = tmp_path / "model.onnx"
     record = HOP.export(spec.build("mindspore", seed=0), spec, out, ExportOptions())

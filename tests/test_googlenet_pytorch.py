@@ -9,11 +9,11 @@ import pytest
 import torch
 from torch import nn
 
-from models import weights as canonical
-from models.counting.pytorch import forward_macs, trainable_parameters
-from models.googlenet import canonical_shapes
-from models.registry import get_model
-from models.weights.pytorch import export_weights, import_weights
+from dlbench.models import weights as canonical
+from dlbench.models.counting.pytorch import forward_macs, trainable_parameters
+from dlbench.models.googlenet import canonical_shapes
+from dlbench.models.registry import get_model
+from dlbench.models.weights.pytorch import export_weights, import_weights
 
 
 def test_analytic_counts_are_the_cifar_googlenet():

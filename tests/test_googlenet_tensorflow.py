@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from models.counting.tensorflow import forward_macs, trainable_parameters
-from models.googlenet import canonical_shapes
-from models.registry import get_model
-from models.weights.tensorflow import export_weights, import_weights
+from dlbench.models.counting.tensorflow import forward_macs, trainable_parameters
+from dlbench.models.googlenet import canonical_shapes
+from dlbench.models.registry import get_model
+from dlbench.models.weights.tensorflow import export_weights, import_weights
 
 
 def test_full_size_network_matches_the_walk():

@@ -1,5 +1,5 @@
 """The cell launcher with real child processes that raise, crash, hang and allocate."""
-from harness.launcher import run_cell
+from dlbench.harness.launcher import run_cell
 
 
 def test_ok_cell_returns_result_and_sees_environment():

@@ -6,11 +6,11 @@ import mindspore as ms
 from mindspore import nn
 
 import lenet_reference
-from models.counting.mindspore import forward_macs, trainable_parameters
-from models.lenet import canonical_shapes
-from models.native.mindspore import predict
-from models.registry import get_model
-from models.weights.mindspore import export_weights, import_weights
+from dlbench.models.counting.mindspore import forward_macs, trainable_parameters
+from dlbench.models.lenet import canonical_shapes
+from dlbench.models.native.mindspore import predict
+from dlbench.models.registry import get_model
+from dlbench.models.weights.mindspore import export_weights, import_weights
 
 
 @pytest.fixture(scope="module")

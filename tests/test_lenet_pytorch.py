@@ -9,11 +9,11 @@ import pytest
 import torch
 
 import lenet_reference
-from models.counting.pytorch import forward_macs, trainable_parameters
-from models.lenet import canonical_shapes, feature_map
-from models.native.pytorch import predict
-from models.registry import get_model
-from models.weights.pytorch import export_weights, import_weights
+from dlbench.models.counting.pytorch import forward_macs, trainable_parameters
+from dlbench.models.lenet import canonical_shapes, feature_map
+from dlbench.models.native.pytorch import predict
+from dlbench.models.registry import get_model
+from dlbench.models.weights.pytorch import export_weights, import_weights
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,11 @@ import pytest
 import tensorflow as tf
 
 import lenet_reference
-from models.counting.tensorflow import forward_macs, trainable_parameters
-from models.lenet import canonical_shapes
-from models.native.tensorflow import predict
-from models.registry import get_model
-from models.weights.tensorflow import export_weights, import_weights
+from dlbench.models.counting.tensorflow import forward_macs, trainable_parameters
+from dlbench.models.lenet import canonical_shapes
+from dlbench.models.native.tensorflow import predict
+from dlbench.models.registry import get_model
+from dlbench.models.weights.tensorflow import export_weights, import_weights
 
 
 @pytest.fixture(scope="module")

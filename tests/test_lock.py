@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from harness import lock
+from dlbench.harness import lock
 
 
 def test_lock_pins_every_package_the_cpu_extras_require():

@@ -10,12 +10,12 @@ import pytest
 os.environ.setdefault("GLOG_v", "3")
 ms = pytest.importorskip("mindspore")
 
-from harness.training.base import TrainConfig  # noqa: E402
-from harness.training.mindspore import Session  # noqa: E402
-from models import synthetic  # noqa: E402
-from models.counting.mindspore import forward_macs, trainable_parameters  # noqa: E402
-from models.native import mindspore as native  # noqa: E402
-from models.registry import get_model  # noqa: E402
+from dlbench.harness.training.base import TrainConfig  # noqa: E402
+from dlbench.harness.training.mindspore import Session  # noqa: E402
+from dlbench.models import synthetic  # noqa: E402
+from dlbench.models.counting.mindspore import forward_macs, trainable_parameters  # noqa: E402
+from dlbench.models.native import mindspore as native  # noqa: E402
+from dlbench.models.registry import get_model  # noqa: E402
 
 TINY = "lstm-tiny"
 

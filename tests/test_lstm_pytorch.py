@@ -7,12 +7,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.training.base import TrainConfig  # noqa: E402
-from harness.training.pytorch import Session  # noqa: E402
-from models import synthetic  # noqa: E402
-from models.counting.pytorch import forward_macs, trainable_parameters  # noqa: E402
-from models.native import pytorch as native  # noqa: E402
-from models.registry import get_model  # noqa: E402
+from dlbench.harness.training.base import TrainConfig  # noqa: E402
+from dlbench.harness.training.pytorch import Session  # noqa: E402
+from dlbench.models import synthetic  # noqa: E402
+from dlbench.models.counting.pytorch import forward_macs, trainable_parameters  # noqa: E402
+from dlbench.models.native import pytorch as native  # noqa: E402
+from dlbench.models.registry import get_model  # noqa: E402
 
 TINY = "lstm-tiny"
 

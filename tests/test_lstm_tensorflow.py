@@ -8,12 +8,12 @@ import pytest
 pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-from harness.training.base import TrainConfig  # noqa: E402
-from harness.training.tensorflow import Session  # noqa: E402
-from models import synthetic  # noqa: E402
-from models.counting.tensorflow import forward_macs, trainable_parameters  # noqa: E402
-from models.native import tensorflow as native  # noqa: E402
-from models.registry import get_model  # noqa: E402
+from dlbench.harness.training.base import TrainConfig  # noqa: E402
+from dlbench.harness.training.tensorflow import Session  # noqa: E402
+from dlbench.models import synthetic  # noqa: E402
+from dlbench.models.counting.tensorflow import forward_macs, trainable_parameters  # noqa: E402
+from dlbench.models.native import tensorflow as native  # noqa: E402
+from dlbench.models.registry import get_model  # noqa: E402
 
 TINY = "lstm-tiny"
 pytestmark = pytest.mark.filterwarnings("ignore:TensorFlow.s runtime was already initialized")

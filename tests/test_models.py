@@ -9,7 +9,7 @@ import importlib
 import numpy as np
 import pytest
 
-from models.registry import get_model, list_models
+from dlbench.models.registry import get_model, list_models
 
 CASES = [pytest.param(m, fw, marks=getattr(pytest.mark, fw), id=f"{m}-{fw}")
          for m in list_models() for fw in get_model(m).frameworks]
@@ -21,18 +21,18 @@ def _forward(framework, model, x):
         model.eval()
     elif framework == "mindspore":
         model.set_train(False)
-    return importlib.import_module(f"models.native.{framework}").predict(model, x)
+    return importlib.import_module(f"dlbench.models.native.{framework}").predict(model, x)
 
 
 @pytest.mark.parametrize("name,framework", CASES)
 def test_same_parameters_flops_and_output_shape(name, framework):
     spec = get_model(name)
-    counting = importlib.import_module(f"models.counting.{framework}")
+    counting = importlib.import_module(f"dlbench.models.counting.{framework}")
     model = spec.build(framework)
     assert counting.trainable_parameters(model) == spec.parameter_count
     assert counting.forward_macs(model, spec) == spec.macs_per_sample
     if spec.token_inputs:
-        from models import synthetic
+        from dlbench.models import synthetic
         x = synthetic.sample_inputs(spec, 2)
     else:
         c, h, w = spec.inputs[0].shape

@@ -13,9 +13,9 @@ import pytest
 ms = pytest.importorskip("mindspore")
 from mindspore import nn  # noqa: E402
 
-from converters.mindspore_to_onnx import (ZeroPadMaxPool, family_onnx_rewrites,  # noqa: E402
+from dlbench.converters.mindspore_to_onnx import (ZeroPadMaxPool, family_onnx_rewrites,  # noqa: E402
                                           rewrite_padded_pools)
-from models.registry import get_model  # noqa: E402
+from dlbench.models.registry import get_model  # noqa: E402
 
 
 def _padded_pool_net():
@@ -38,8 +38,8 @@ def test_padded_pool_inside_a_sequential_cell_is_replaced_for_real():
 
 
 def test_bert_family_hook_replaces_every_exact_gelu_and_keeps_outputs():
-    from models.bert import example_inputs
-    from models.native.mindspore import predict
+    from dlbench.models.bert import example_inputs
+    from dlbench.models.native.mindspore import predict
 
     spec = get_model("bert-tiny")
     net = spec.build("mindspore", seed=0)

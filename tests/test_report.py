@@ -14,10 +14,10 @@ import sqlite3
 import pytest
 
 from clitools import assert_usage_error
-from harness import report
-from harness.report import tables
-from harness.results import ResultStore
-from models.registry import get_model
+from dlbench.harness import report
+from dlbench.harness.report import tables
+from dlbench.harness.results import ResultStore
+from dlbench.models.registry import get_model
 
 MODEL = "resnet50-mini"
 QUICK = ("--iterations", "5", "--warmup", "1", "--max-warmup", "2", "--no-progress")
@@ -35,7 +35,7 @@ def db(tmp_path_factory):
     onnx = out / MODEL / "pytorch" / "model.onnx"
 
     def cli(*args, ok=(0,)):
-        res = subprocess.run([sys.executable, "-m", "harness", *args, "--db", str(path)],
+        res = subprocess.run([sys.executable, "-m", "dlbench.harness", *args, "--db", str(path)],
                              capture_output=True, text=True, timeout=600,
                              env=dict(os.environ, DLBENCH_DB=str(path)))
         assert res.returncode in ok, (args, res.stderr[-3000:])

@@ -24,7 +24,7 @@ def report_html(tmp_path_factory):
     db, out = tmp / "results.sqlite", tmp / "runs"
 
     def cli(*args):
-        res = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+        res = subprocess.run([sys.executable, "-m", "dlbench.harness", *args], capture_output=True,
                              text=True, timeout=600, env=dict(os.environ, DLBENCH_DB=str(db)))
         assert res.returncode == 0, (args, res.stderr[-3000:])
 

@@ -3,8 +3,8 @@ import sqlite3
 
 import pytest
 
-from harness.errors import UserError
-from harness.results import COLUMNS, SCHEMA_VERSION, ResultStore
+from dlbench.models.errors import UserError
+from dlbench.harness.results import COLUMNS, SCHEMA_VERSION, ResultStore
 
 MACHINE = {"machine_id": "m1", "cpu": {"model": "x"}}
 

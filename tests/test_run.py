@@ -13,7 +13,7 @@ from collections import Counter
 import psutil
 import pytest
 
-from harness.results import ResultStore
+from dlbench.harness.results import ResultStore
 from clitools import assert_usage_error
 
 MODEL = "resnet50-mini"
@@ -29,7 +29,7 @@ EXPECTED_CELLS = {(backend, precision, b) for b in BATCHES
 
 
 def dlbench(args, env, **kw):
-    return subprocess.run([sys.executable, "-m", "harness", *args], env=env, text=True,
+    return subprocess.run([sys.executable, "-m", "dlbench.harness", *args], env=env, text=True,
                           capture_output=True, **kw)
 
 
@@ -43,7 +43,7 @@ def interrupted_then_resumed(tmp_path_factory):
     workdir = tmp / "work"
     args = RUN + ["--workdir", str(workdir)]
     store = ResultStore(tmp / "db.sqlite")
-    proc = subprocess.Popen([sys.executable, "-m", "harness", *args], env=env, text=True,
+    proc = subprocess.Popen([sys.executable, "-m", "dlbench.harness", *args], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     deadline = time.monotonic() + 600
@@ -145,7 +145,7 @@ def test_lstm_tiny_runs_every_stage_in_every_framework(tmp_path):
     """A token model through the whole chain: trained with the model's own learning
     rate (the loss falls), exported from all three frameworks, quantized
     dynamically, and benchmarked at the sequence length the zoo gives."""
-    from models.registry import get_model
+    from dlbench.models.registry import get_model
 
     spec = get_model("lstm-tiny")
     frameworks = ("pytorch", "tensorflow", "mindspore")

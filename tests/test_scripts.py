@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 import tiny_onnx
-from harness.results import ResultStore
-from models.registry import get_model, list_models
+from dlbench.harness.results import ResultStore
+from dlbench.models.registry import get_model, list_models
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from harness import stats
+from dlbench.harness import stats
 
 
 def test_percentiles_match_hand_computation():

@@ -32,7 +32,7 @@ class Chain:
 
     def __call__(self, name: str, *args: str) -> list[dict]:
         out = self.root / f"{name}.json"
-        done = subprocess.run([sys.executable, "-m", "harness", *args, "--json", str(out)],
+        done = subprocess.run([sys.executable, "-m", "dlbench.harness", *args, "--json", str(out)],
                               capture_output=True, text=True, env=self.env, timeout=900,
                               cwd=self.root)
         self.last = done

@@ -7,7 +7,7 @@ pytestmark = pytest.mark.tensorflow
 import tensorflow as tf  # noqa: E402 - CI installs it: a missing one must fail, not skip
 
 from datasets import check_cifar_run_and_eval, check_eval_is_inference_mode  # noqa: E402
-from harness.training.tensorflow import Session  # noqa: E402
+from dlbench.harness.training.tensorflow import Session  # noqa: E402
 
 
 def _threads() -> dict:

@@ -21,14 +21,14 @@ pytestmark = pytest.mark.mindspore
 os.environ.setdefault("GLOG_v", "3")
 import mindspore as ms  # noqa: E402 - CI installs it: a missing one must fail, not skip
 
-from harness.errors import UserError  # noqa: E402
-from harness.training import loop  # noqa: E402
-from harness.training.base import TrainConfig  # noqa: E402
-from harness.training.mindspore import Session  # noqa: E402
-from models import synthetic  # noqa: E402
-from models.counting.mindspore import forward_macs, trainable_parameters  # noqa: E402
-from models.registry import get_model  # noqa: E402
-from models.resnet import multiply_adds, parameter_count  # noqa: E402
+from dlbench.models.errors import UserError  # noqa: E402
+from dlbench.harness.training import loop  # noqa: E402
+from dlbench.harness.training.base import TrainConfig  # noqa: E402
+from dlbench.harness.training.mindspore import Session  # noqa: E402
+from dlbench.models import synthetic  # noqa: E402
+from dlbench.models.counting.mindspore import forward_macs, trainable_parameters  # noqa: E402
+from dlbench.models.registry import get_model  # noqa: E402
+from dlbench.models.resnet import multiply_adds, parameter_count  # noqa: E402
 
 MINI = "resnet50-mini"
 

@@ -17,14 +17,14 @@ import pytest
 pytestmark = pytest.mark.pytorch
 torch = pytest.importorskip("torch")
 
-from harness.errors import UserError  # noqa: E402
-from harness.training import loop  # noqa: E402
-from harness.training.base import TrainConfig  # noqa: E402
-from harness.training.pytorch import Session  # noqa: E402
-from models import synthetic  # noqa: E402
-from models.counting.pytorch import forward_macs, trainable_parameters  # noqa: E402
-from models.registry import get_model  # noqa: E402
-from models.resnet import multiply_adds, parameter_count  # noqa: E402
+from dlbench.models.errors import UserError  # noqa: E402
+from dlbench.harness.training import loop  # noqa: E402
+from dlbench.harness.training.base import TrainConfig  # noqa: E402
+from dlbench.harness.training.pytorch import Session  # noqa: E402
+from dlbench.models import synthetic  # noqa: E402
+from dlbench.models.counting.pytorch import forward_macs, trainable_parameters  # noqa: E402
+from dlbench.models.registry import get_model  # noqa: E402
+from dlbench.models.resnet import multiply_adds, parameter_count  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = "resnet50-mini"

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.registry import get_model
+from dlbench.models.registry import get_model
 
 CHILD = Path(__file__).with_name("transfer_child.py")
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
@@ -77,7 +77,7 @@ def test_imported_weights_reproduce_the_source_logits(transferred, model, source
 
 
 def test_canonical_lstm_names_are_pytorch_state_dict_keys(transferred):
-    from models import weights
+    from dlbench.models import weights
 
     names = {fw: list(weights.load(transferred / f"lstm-tiny.{fw}.weights.npz")[0])
              for fw in FRAMEWORKS}

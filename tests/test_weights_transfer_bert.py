@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import models.bert as bert
-from models.registry import get_model
+import dlbench.models.bert as bert
+from dlbench.models.registry import get_model
 
 CHILD = Path(__file__).with_name("bert_transfer_child.py")
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")

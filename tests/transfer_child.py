@@ -34,7 +34,7 @@ BATCH = 4
 
 def inputs(spec):
     if spec.token_inputs:           # token ids (a tuple, one array per input): models.synthetic
-        from models import synthetic
+        from dlbench.models import synthetic
         return synthetic.sample_inputs(spec, BATCH, seed=INPUT_SEED)
     shape = (BATCH, *spec.inputs[0].shape)
     return np.random.default_rng(INPUT_SEED).standard_normal(shape).astype(np.float32)
@@ -64,15 +64,15 @@ def predict(framework: str, net, x: np.ndarray) -> np.ndarray:
         net.eval()
     elif framework == "mindspore":
         net.set_train(False)
-    return importlib.import_module(f"models.native.{framework}").predict(net, x)
+    return importlib.import_module(f"dlbench.models.native.{framework}").predict(net, x)
 
 
 def main(argv: list[str]) -> int:
     role, framework, directory, models = argv
     if framework == "mindspore":
         importlib.import_module("mindspore")     # before anything that loads protobuf
-    from models import weights as canonical
-    from models.registry import get_model
+    from dlbench.models import weights as canonical
+    from dlbench.models.registry import get_model
     tool = canonical.module(framework)
     directory = Path(directory)
     for name in models.split(","):

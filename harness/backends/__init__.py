@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import importlib
 
-from harness.backends.base import Backend
-from harness.errors import UserError
+from dlbench.harness.backends.base import Backend
+from dlbench.models.errors import UserError
 
 # Order is the order `dlbench backends` prints: engines first, then native frameworks.
 BACKENDS = ("tensorrt", "onnxruntime", "ascend", "cpu-mkl", "pytorch", "tensorflow", "mindspore")
@@ -19,7 +19,7 @@ HIDDEN = ("selftest",)
 def get_backend(name: str) -> Backend:
     if name not in BACKENDS + HIDDEN:
         raise UserError(f"unknown backend {name!r}; choose from: {', '.join(BACKENDS)}")
-    module = importlib.import_module(f"harness.backends.{name.replace('-', '_')}")
+    module = importlib.import_module(f"dlbench.harness.backends.{name.replace('-', '_')}")
     return module.BACKEND
 
 

@@ -6,9 +6,9 @@ why (no /dev/davinci* device).
 """
 from __future__ import annotations
 
-from harness.backends.base import MINDIR, ArtifactRef, Backend, RunConfig, Runner, has_ascend
-from harness.backends.mindspore import MsRunner
-from harness.backends.native import native_formats
+from dlbench.harness.backends.base import MINDIR, ArtifactRef, Backend, RunConfig, Runner, has_ascend
+from dlbench.harness.backends.mindspore import MsRunner
+from dlbench.harness.backends.native import native_formats
 
 
 class Ascend(Backend):

@@ -25,9 +25,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from harness.errors import UserError
-from harness.fingerprint import fingerprint
-from harness.frameworks import distribution_version, is_installed
+from dlbench.models.errors import UserError
+from dlbench.harness.fingerprint import fingerprint
+from dlbench.harness.frameworks import distribution_version, is_installed
 
 # Artifact formats (see harness.bench.artifacts).
 ONNX = "onnx"

@@ -18,10 +18,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from harness.backends.base import (ON_OFF, ArtifactRef, Backend, FellBack, Option, RunConfig,
+from dlbench.harness.backends.base import (ON_OFF, ArtifactRef, Backend, FellBack, Option, RunConfig,
                                    Runner, region)
-from harness.backends.native import native_formats
-from harness.backends.tensorflow import TfRunner
+from dlbench.harness.backends.native import native_formats
+from dlbench.harness.backends.tensorflow import TfRunner
 
 SEED_KMP_BLOCKTIME = "30"
 SEED_KMP_AFFINITY = "granularity=fine,compact,1,0"

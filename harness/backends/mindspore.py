@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from harness.backends.base import (MINDIR, ArtifactRef, Option, RunConfig, Runner, TensorInfo,
+from dlbench.harness.backends.base import (MINDIR, ArtifactRef, Option, RunConfig, Runner, TensorInfo,
                                    region)
-from harness.backends.native import NativeFramework, NativeRunner, native_formats
-from harness.errors import UserError
+from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
+from dlbench.models.errors import UserError
 
 TARGETS = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}
 
@@ -49,7 +49,7 @@ class MsRunner(NativeRunner):
         else:
             spec = self.spec
             if self.artifact.checkpoint:
-                from models.native import mindspore as native
+                from dlbench.models.native import mindspore as native
                 net = native.load(spec, self.artifact.checkpoint)
             else:
                 net = spec.build("mindspore", seed=self.cfg.seed)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.backends.base import (ZOO, Backend, Runner, TensorInfo, checkpoint_format,
+from dlbench.harness.backends.base import (ZOO, Backend, Runner, TensorInfo, checkpoint_format,
                                    has_ascend, has_nvidia_gpu)
-from harness.frameworks import distribution_version
+from dlbench.harness.frameworks import distribution_version
 
 
 class NativeFramework(Backend):
@@ -37,7 +37,7 @@ class NativeRunner(Runner):
 
     @property
     def spec(self):
-        from models.registry import get_model
+        from dlbench.models.registry import get_model
 
         return get_model(self.artifact.model)
 

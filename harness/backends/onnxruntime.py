@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.backends.base import (ON_OFF, ONNX, ArtifactRef, Backend, FellBack, Option,
+from dlbench.harness.backends.base import (ON_OFF, ONNX, ArtifactRef, Backend, FellBack, Option,
                                    RunConfig, Runner, TensorInfo, has_nvidia_gpu, region)
-from harness.errors import UserError, first_line
-from harness.frameworks import distribution_version
+from dlbench.models.errors import UserError, first_line
+from dlbench.harness.frameworks import distribution_version
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider",
              "tensorrt": "TensorrtExecutionProvider"}

@@ -11,9 +11,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from harness.backends.base import ArtifactRef, FellBack, Option, RunConfig, Runner, region
-from harness.backends.native import NativeFramework, NativeRunner, native_formats
-from harness.errors import UserError
+from dlbench.harness.backends.base import ArtifactRef, FellBack, Option, RunConfig, Runner, region
+from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
+from dlbench.models.errors import UserError
 
 DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -42,7 +42,7 @@ class TorchRunner(NativeRunner):
         self.dtype = getattr(torch, DTYPES[self.cfg.precision])
         spec = self.spec
         if self.artifact.checkpoint:
-            from models.native import pytorch as native
+            from dlbench.models.native import pytorch as native
             model = native.load(spec, self.artifact.checkpoint)
         else:
             model = spec.build("pytorch", seed=self.cfg.seed)

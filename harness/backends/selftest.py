@@ -14,7 +14,7 @@ import signal
 import time
 from typing import Any
 
-from harness.backends.base import (ONNX, ArtifactRef, Backend, Option, RunConfig, Runner,
+from dlbench.harness.backends.base import (ONNX, ArtifactRef, Backend, Option, RunConfig, Runner,
                                    TensorInfo, region)
 
 
@@ -22,7 +22,7 @@ class SelftestRunner(Runner):
     def load(self) -> None:
         import numpy as np
 
-        from harness.bench import onnxinfo
+        from dlbench.harness.bench import onnxinfo
 
         self._inputs, _ = onnxinfo.signature(onnxinfo.load(self.artifact.path))
         self.rng = np.random.default_rng(self.cfg.seed)
@@ -85,7 +85,7 @@ class Selftest(Backend):
         return None
 
     def version(self):
-        from harness import __version__
+        from dlbench.harness import __version__
         return __version__
 
     def precisions(self, device):
@@ -96,4 +96,4 @@ class Selftest(Backend):
 
 
 BACKEND = Selftest("selftest", "test double: sleeps for a known service time, fails on request",
-                   "harness", "dlbench", "test")
+                   "dlbench.harness", "dlbench", "test")

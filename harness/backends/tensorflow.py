@@ -13,9 +13,9 @@ import os
 import sys
 from typing import Any
 
-from harness.backends.base import ON_OFF, ArtifactRef, Option, RunConfig, Runner, region
-from harness.backends.native import NativeFramework, NativeRunner, native_formats
-from harness.errors import UserError
+from dlbench.harness.backends.base import ON_OFF, ArtifactRef, Option, RunConfig, Runner, region
+from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
+from dlbench.models.errors import UserError
 
 POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
@@ -52,7 +52,7 @@ class TfRunner(NativeRunner):
             with tf.device(self.tf_device):
                 spec = self.spec
                 if self.artifact.checkpoint:
-                    from models.native import tensorflow as native
+                    from dlbench.models.native import tensorflow as native
                     self.model = native.load(spec, self.artifact.checkpoint)
                 else:
                     self.model = spec.build("tensorflow", seed=self.cfg.seed)
@@ -69,7 +69,7 @@ class TfRunner(NativeRunner):
         self.fn = tf.function(forward, jit_compile=self.xla)
 
     def prepare(self, feeds: dict[str, Any]) -> Any:
-        from models.native.tensorflow import nhwc
+        from dlbench.models.native.tensorflow import nhwc
 
         with self.tf.device(self.tf_device):
             return [self.tf.identity(self.tf.constant(nhwc(x))) for x in feeds.values()]

@@ -23,15 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.backends.base import (ON_OFF, ONNX, TRT_ENGINE, ArtifactRef, Backend, FellBack,
+from dlbench.harness.backends.base import (ON_OFF, ONNX, TRT_ENGINE, ArtifactRef, Backend, FellBack,
                                    Option, RunConfig, Runner, TensorInfo, has_nvidia_gpu, region)
-from harness.errors import UserError
-from harness.frameworks import is_installed
+from dlbench.models.errors import UserError
+from dlbench.harness.frameworks import is_installed
 
 
 # The engine sidecar contract (ENGINE.json: TensorRT version, GPU, precision, profile,
 # source ONNX) and the cuda-python helpers are shared with converters/ (dlbench build).
-from converters.tensorrt_runtime import (  # noqa: E402
+from dlbench.converters.tensorrt_runtime import (  # noqa: E402
     check, check_sidecar, cudart, device_properties, tensorrt_version_here)
 
 

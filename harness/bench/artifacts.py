@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.backends.base import (MINDIR, ONNX, TRT_ENGINE, ZOO, ArtifactRef, TensorInfo,
+from dlbench.harness.backends.base import (MINDIR, ONNX, TRT_ENGINE, ZOO, ArtifactRef, TensorInfo,
                                    checkpoint_format)
-from harness.errors import UserError
+from dlbench.models.errors import UserError
 
 ENGINE_SUFFIXES = (".plan", ".engine", ".trt")
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".keras", ".ckpt")
@@ -81,7 +81,7 @@ def _neighbour_manifest(path: Path) -> dict[str, Any]:
 def resolve(arg: str, model: str | None = None) -> Artifact:
     path = Path(arg)
     if not path.exists():
-        from models.registry import list_models
+        from dlbench.models.registry import list_models
         if arg in list_models():
             return _zoo(arg)
         raise UserError(f"{arg}: no such file or directory, and not a zoo model "
@@ -99,7 +99,7 @@ def resolve(arg: str, model: str | None = None) -> Artifact:
 
 
 def _zoo(name: str) -> Artifact:
-    from models.registry import get_model
+    from dlbench.models.registry import get_model
 
     spec = get_model(name)
     sig = [TensorInfo(i.name, i.dtype, (None, *i.shape)) for i in spec.inputs]
@@ -114,7 +114,7 @@ def spec_ranges(spec) -> dict[str, tuple[int, int]]:
 
 
 def _onnx(path: Path, arg: str) -> Artifact:
-    from harness.bench import onnxinfo
+    from dlbench.harness.bench import onnxinfo
 
     model = onnxinfo.load(path)
     inputs, _ = onnxinfo.signature(model)
@@ -143,7 +143,7 @@ def _onnx(path: Path, arg: str) -> Artifact:
 
 def _spec_inputs(name: str | None) -> dict[str, Any]:
     """A zoo model's inputs by the names its ONNX export gives them."""
-    from models.registry import list_models, get_model
+    from dlbench.models.registry import list_models, get_model
 
     if not name or name not in list_models():
         return {}
@@ -169,7 +169,7 @@ def _zoo_shapes(name: str | None, signature: list[TensorInfo]) -> dict[str, tupl
 
 
 def _zoo_ranges(name: str | None) -> dict[str, tuple[int, int]]:
-    from models.registry import list_models, get_model
+    from dlbench.models.registry import list_models, get_model
 
     if not name or name not in list_models():
         return {}
@@ -184,7 +184,7 @@ def _zoo_ranges(name: str | None) -> dict[str, tuple[int, int]]:
 def _engine(path: Path, arg: str) -> Artifact:
     """A TensorRT engine and the sidecar ``dlbench build`` wrote next to it (required: it is
     what says which TensorRT and GPU the engine belongs to)."""
-    from converters.tensorrt_runtime import read_sidecar
+    from dlbench.converters.tensorrt_runtime import read_sidecar
 
     sidecar = read_sidecar(path)
     source = (sidecar.get("source") or {}).get("path") or sidecar.get("prepared_onnx")
@@ -193,7 +193,7 @@ def _engine(path: Path, arg: str) -> Artifact:
     art = Artifact(ref, arg, sha256_of(path), None, sidecar.get("precision"))
     if source and Path(source).is_file():
         # The engine's inputs are its ONNX source's; the graph also gives FLOPs and tables.
-        from harness.bench import onnxinfo
+        from dlbench.harness.bench import onnxinfo
         model = onnxinfo.load(source)
         art.signature = onnxinfo.signature(model)[0]
         art.graph_ranges = onnxinfo.embedding_ranges(model)
@@ -213,7 +213,7 @@ def _mindir(path: Path, arg: str) -> Artifact:
         sig = [TensorInfo(i["name"], i.get("dtype", "float32"), tuple(i["shape"]))
                for i in sidecar["inputs"]]
     else:
-        from models.registry import list_models
+        from dlbench.models.registry import list_models
         if name not in list_models():
             raise UserError(f"{arg}: cannot tell this MindIR graph's inputs: put it next to its "
                             f"'dlbench train' manifest.json, or a {path.name}.json with 'inputs'")
@@ -225,8 +225,8 @@ def _mindir(path: Path, arg: str) -> Artifact:
 
 
 def _checkpoint(path: Path, arg: str, model: str | None) -> Artifact:
-    from models.native import checkpoint_manifest
-    from models.registry import get_model
+    from dlbench.models.native import checkpoint_manifest
+    from dlbench.models.registry import get_model
 
     checkpoint, manifest = checkpoint_manifest(path, model=model)
     spec = get_model(manifest["model"])

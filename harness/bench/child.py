@@ -14,12 +14,12 @@ import os
 import time
 from typing import Any
 
-from harness import stats
-from harness.backends import get_backend
-from harness.backends.base import ArtifactRef, RunConfig, TensorInfo
-from harness.bench import inputs as inputs_mod
-from harness.bench.measure import Clock, StopRule
-from harness.bench.scenarios import ScenarioContext, get_scenario
+from dlbench.harness import stats
+from dlbench.harness.backends import get_backend
+from dlbench.harness.backends.base import ArtifactRef, RunConfig, TensorInfo
+from dlbench.harness.bench import inputs as inputs_mod
+from dlbench.harness.bench.measure import Clock, StopRule
+from dlbench.harness.bench.scenarios import ScenarioContext, get_scenario
 
 PROGRESS_EVERY_S = 0.5
 

@@ -27,8 +27,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.backends.base import TensorInfo
-from harness.errors import UserError
+from dlbench.harness.backends.base import TensorInfo
+from dlbench.models.errors import UserError
 
 MASK = re.compile(r"mask", re.IGNORECASE)
 

@@ -20,8 +20,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from harness import stats
-from harness.errors import UserError
+from dlbench.harness import stats
+from dlbench.models.errors import UserError
 
 FALLING = 0.05          # a warm-up window this much faster than the one before: still warming
 RAW_SAMPLES_KEPT = 20000

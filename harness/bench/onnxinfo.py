@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from converters import onnx_io
-from harness.backends.base import TensorInfo
-from harness.errors import UserError
+from dlbench.converters import onnx_io
+from dlbench.harness.backends.base import TensorInfo
+from dlbench.models.errors import UserError
 
 # Ops that only pass data through: an index that reaches a Gather through
 # them is still the same index.

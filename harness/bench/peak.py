@@ -93,7 +93,7 @@ def _numpy_gemm(n: int, seconds: float) -> dict[str, Any]:
 
 def _onnxruntime_gemm(n: int, seconds: float, threads: int) -> dict[str, Any] | None:
     """One MatMul node run by ONNX Runtime's CPU provider, or None without onnxruntime."""
-    from harness.frameworks import is_installed
+    from dlbench.harness.frameworks import is_installed
 
     if not (is_installed("onnxruntime") and is_installed("onnx")):
         return None
@@ -140,13 +140,13 @@ def lookup(store, machine_id: str, device: str, precision: str) -> dict[str, Any
 def measure_peaks(db: str | None = None, seconds: float = 2.0,
                   timeout: float | None = 600) -> list[dict[str, Any]]:
     """Run the GEMM cells for every device here; store and return one record per result."""
-    from harness import __version__
-    from harness.context import cell_key, command_line, new_run_id, now_iso
-    from harness.fingerprint import fingerprint
-    from harness.frameworks import distribution_version
-    from harness.launcher import run_cell
-    from harness.results import ResultStore
-    from harness.threads import ThreadConfig, in_force
+    from dlbench.harness import __version__
+    from dlbench.harness.context import cell_key, command_line, new_run_id, now_iso
+    from dlbench.harness.fingerprint import fingerprint
+    from dlbench.harness.frameworks import distribution_version
+    from dlbench.harness.launcher import run_cell
+    from dlbench.harness.results import ResultStore
+    from dlbench.harness.threads import ThreadConfig, in_force
 
     store = ResultStore(db)
     store.check_writable()

@@ -22,23 +22,23 @@ from typing import Any, Callable
 
 import psutil
 
-from harness import __version__, stats
-from harness.atomic import check_can_create, write_json
-from harness.backends import BACKENDS, get_backend
-from harness.backends.base import MINDIR, ONNX, TRT_ENGINE, Backend, RunConfig
-from harness.bench import inputs as inputs_mod
-from harness.bench import peak as peak_mod
-from harness.bench.artifacts import Artifact, resolve
-from harness.bench.measure import StopRule
-from harness.bench.progress import Progress, read_progress
-from harness.bench.scenarios import get_scenario
-from harness.context import cell_key, command_line, new_run_id, now_iso
-from harness.errors import UserError
-from harness.fingerprint import fingerprint, resource_label
-from harness.frameworks import FRAMEWORKS, distribution_version
-from harness.launcher import CellOutcome, run_cell
-from harness.results import ResultStore
-from harness.threads import ThreadConfig, in_force, physical_cores
+from dlbench.harness import __version__, stats
+from dlbench.models.atomic import check_can_create, write_json
+from dlbench.harness.backends import BACKENDS, get_backend
+from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, Backend, RunConfig
+from dlbench.harness.bench import inputs as inputs_mod
+from dlbench.harness.bench import peak as peak_mod
+from dlbench.harness.bench.artifacts import Artifact, resolve
+from dlbench.harness.bench.measure import StopRule
+from dlbench.harness.bench.progress import Progress, read_progress
+from dlbench.harness.bench.scenarios import get_scenario
+from dlbench.harness.context import cell_key, command_line, new_run_id, now_iso
+from dlbench.models.errors import UserError
+from dlbench.harness.fingerprint import fingerprint, resource_label
+from dlbench.harness.frameworks import FRAMEWORKS, distribution_version
+from dlbench.harness.launcher import CellOutcome, run_cell
+from dlbench.harness.results import ResultStore
+from dlbench.harness.threads import ThreadConfig, in_force, physical_cores
 
 DEVICES = ("cpu", "cuda", "ascend")
 DEVICE_ALIASES = {"gpu": "cuda"}
@@ -173,13 +173,13 @@ def _precision(art: Artifact, backend: Backend, device: str, asked: str) -> str:
 def _flops(art: Artifact, shapes_for_batch: dict[str, tuple[int, ...]] | None,
            batch: int) -> dict[str, Any] | None:
     if art.onnx_model is not None and shapes_for_batch is not None:
-        from harness.bench import flops
+        from dlbench.harness.bench import flops
         try:
             return {**flops.count(art.onnx_model, shapes_for_batch, batch), "source": "onnx graph"}
         except Exception as exc:  # noqa: BLE001 - a count we cannot make is a note, not a failure
             return {"gflops_per_sample": None, "error": f"{type(exc).__name__}: {exc}"}
     if art.format not in OWN_PRECISION:
-        from models.registry import get_model
+        from dlbench.models.registry import get_model
         spec = get_model(art.ref.model)
         return {"gflops_per_sample": spec.gflops_per_sample, "source": "zoo analytic count "
                 "(convolutions, dense layers, recurrent cells, attention products)"}
@@ -289,7 +289,7 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
                 continue
             options = backend.resolve_options(req.options)
             if art.format == TRT_ENGINE:
-                from converters.tensorrt_runtime import check_engine_here
+                from dlbench.converters.tensorrt_runtime import check_engine_here
                 check_engine_here(art.ref.path)
             devices = devices_asked or [backend.default_device()]
             for device in devices:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from harness.tables import markdown
+from dlbench.harness.tables import markdown
 
 BENCH_HEADERS = ("Network", "Artifact", "Backend", "Resource", "Precision", "Batch size", "Scenario",
                  "Throughput (samples/sec)", "Latency p50 / p99", "CV", "GFLOP/s (% peak)",
@@ -17,7 +17,7 @@ def _ms(ms: float | None) -> str:
 
 
 def _network(name: str | None) -> str | None:
-    from models.registry import get_model
+    from dlbench.models.registry import get_model
 
     try:
         return get_model(name).display_name

@@ -11,8 +11,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from harness.backends import all_backends
-    from harness.tables import markdown
+    from dlbench.harness.backends import all_backends
+    from dlbench.harness.tables import markdown
 
     rows = [b.availability() for b in all_backends()]
     if args.json:

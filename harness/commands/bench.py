@@ -93,7 +93,7 @@ def add_arguments(p) -> None:
 
 
 def _options(args) -> dict:
-    from harness.errors import UserError
+    from dlbench.models.errors import UserError
 
     opts = {}
     for kv in args.backend_option:
@@ -110,9 +110,9 @@ def _options(args) -> dict:
 
 
 def request_from(args, argv=None):
-    from harness.bench.inputs import parse_int_range, parse_shape
-    from harness.bench.measure import StopRule
-    from harness.bench.sweep import BenchRequest, _split
+    from dlbench.harness.bench.inputs import parse_int_range, parse_shape
+    from dlbench.harness.bench.measure import StopRule
+    from dlbench.harness.bench.sweep import BenchRequest, _split
 
     return BenchRequest(
         artifacts=args.artifacts, backends=args.backend, devices=args.device,
@@ -132,8 +132,8 @@ def request_from(args, argv=None):
 
 
 def run(args) -> int:
-    from harness.bench.sweep import run_bench
-    from harness.bench.table import bench_table, server_points_table
+    from dlbench.harness.bench.sweep import run_bench
+    from dlbench.harness.bench.table import bench_table, server_points_table
 
     records = run_bench(request_from(args), show_progress=not args.no_progress)
     print(bench_table(records))

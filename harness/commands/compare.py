@@ -42,12 +42,12 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from harness.atomic import check_can_create, write_json
-    from harness.compare import compare
-    from harness.compare.sources import Filters, axis_values, load_sides
-    from harness.compare.table import (comparison_table, footnote, paper_table, unmatched)
-    from harness.errors import UserError
-    from harness.results import ResultStore
+    from dlbench.models.atomic import check_can_create, write_json
+    from dlbench.harness.compare import compare
+    from dlbench.harness.compare.sources import Filters, axis_values, load_sides
+    from dlbench.harness.compare.table import (comparison_table, footnote, paper_table, unmatched)
+    from dlbench.models.errors import UserError
+    from dlbench.harness.results import ResultStore
 
     if not 0 < args.confidence < 1:
         raise UserError(f"--confidence must be between 0 and 1, not {args.confidence}")

@@ -23,7 +23,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from harness.fingerprint import fingerprint
+    from dlbench.harness.fingerprint import fingerprint
 
     fp = fingerprint()
     peaks = _peaks(args) if args.peak else None
@@ -65,8 +65,8 @@ def run(args) -> int:
 
 
 def _peaks(args):
-    from harness.bench.peak import measure_peaks
-    from harness.errors import UserError
+    from dlbench.harness.bench.peak import measure_peaks
+    from dlbench.models.errors import UserError
 
     if args.peak_seconds <= 0:
         raise UserError("--peak-seconds must be positive")

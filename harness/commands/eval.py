@@ -38,8 +38,8 @@ def add_arguments(p) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.evaluate.runner import EvalRequest, evaluate
-    from harness.evaluate.table import eval_table
+    from dlbench.harness.evaluate.runner import EvalRequest, evaluate
+    from dlbench.harness.evaluate.table import eval_table
 
     req = EvalRequest(artifact=args.artifact, data=args.data, backend=args.backend,
                       device=args.device, batch_size=args.batch_size, limit=args.limit,

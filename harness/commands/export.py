@@ -47,10 +47,10 @@ def add_arguments(p) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from converters import verify
-    from converters.base import ExportOptions
-    from converters.export import ExportRequest, export
-    from converters.table import verification_table
+    from dlbench.converters import verify
+    from dlbench.converters.base import ExportOptions
+    from dlbench.converters.export import ExportRequest, export
+    from dlbench.converters.table import verification_table
 
     req = ExportRequest(
         sources=args.checkpoints, framework=args.framework, model=args.model, out=args.out,

@@ -12,8 +12,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from harness.tables import markdown
-    from models.registry import get_model, list_models
+    from dlbench.harness.tables import markdown
+    from dlbench.models.registry import get_model, list_models
 
     specs = [get_model(n) for n in list_models(args.pattern)]
     if args.json:

@@ -28,9 +28,9 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from harness.atomic import check_can_create, write_text
-    from harness.report import check_format, render
-    from harness.results import ResultStore
+    from dlbench.models.atomic import check_can_create, write_text
+    from dlbench.harness.report import check_format, render
+    from dlbench.harness.results import ResultStore
 
     fmt = args.fmt or (SUFFIXES.get(Path(args.out).suffix.lower(), "md") if args.out else "md")
     check_format(fmt)

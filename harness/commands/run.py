@@ -57,7 +57,7 @@ def add_arguments(p) -> None:
 
 
 def _split(text: str, kind=str) -> list:
-    from harness.errors import UserError
+    from dlbench.models.errors import UserError
 
     try:
         return [kind(v.strip()) for v in text.split(",") if v.strip()]
@@ -67,8 +67,8 @@ def _split(text: str, kind=str) -> list:
 
 def model_name(model: str, size: str | None) -> str:
     """``bert --size bert-tiny`` names the registered preset ``bert-tiny``."""
-    from harness.errors import UserError
-    from models.registry import get_model, list_models
+    from dlbench.models.errors import UserError
+    from dlbench.models.registry import get_model, list_models
 
     if size is None:
         return get_model(model).name
@@ -81,8 +81,8 @@ def model_name(model: str, size: str | None) -> str:
 
 
 def request_from(args, argv=None):
-    from harness.bench.measure import StopRule
-    from harness.pipeline.runner import RunRequest
+    from dlbench.harness.bench.measure import StopRule
+    from dlbench.harness.pipeline.runner import RunRequest
 
     return RunRequest(
         model=model_name(args.model, args.size),
@@ -99,8 +99,8 @@ def request_from(args, argv=None):
 
 
 def run(args) -> int:
-    from harness.pipeline.report import run_tables
-    from harness.pipeline.runner import run_pipeline
+    from dlbench.harness.pipeline.report import run_tables
+    from dlbench.harness.pipeline.runner import run_pipeline
 
     req = request_from(args)
     workdir, run_id, results = run_pipeline(req)

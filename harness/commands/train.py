@@ -60,9 +60,9 @@ def frameworks_from(values, default) -> list[str]:
 
 
 def run(args) -> int:
-    from harness.tables import train_table
-    from harness.training.runner import TrainRequest, train
-    from models.registry import get_model
+    from dlbench.harness.tables import train_table
+    from dlbench.harness.training.runner import TrainRequest, train
+    from dlbench.models.registry import get_model
 
     spec = get_model(args.model)
     req = TrainRequest(

@@ -4,10 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from harness.compare.match import pair_cells
-from harness.compare.samples import throughput_samples
-from harness.compare.stats import SLOWER, RatioEstimate, bootstrap_ratio
-from harness.errors import UserError
+from dlbench.harness.compare.match import pair_cells
+from dlbench.harness.compare.samples import throughput_samples
+from dlbench.harness.compare.stats import SLOWER, RatioEstimate, bootstrap_ratio
+from dlbench.models.errors import UserError
 
 FAILED, NO_SAMPLES = "failed", "no samples"
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError
-from harness.results import ResultStore
+from dlbench.models.errors import UserError
+from dlbench.harness.results import ResultStore
 
 COMPARABLE_KINDS = ("train", "bench")
 AXES = ("framework", "backend", "run")

@@ -18,7 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from harness import stats
+from dlbench.harness import stats
 
 FASTER, SLOWER, NOISE = "faster", "slower", "within noise"
 # Bounds the memory of one vectorized block of resamples (float64 elements).

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.compare.pairs import Comparison, Pair
-from harness.frameworks import FRAMEWORKS
-from harness.tables import markdown
+from dlbench.harness.compare.pairs import Comparison, Pair
+from dlbench.harness.frameworks import FRAMEWORKS
+from dlbench.harness.tables import markdown
 
 # The paper names rows GoogleNet_MS, GoogleNet_PT.
 SUFFIX = {"pytorch": "PT", "mindspore": "MS", "tensorflow": "TF"}
 
 
 def network(model: str | None) -> str:
-    from models.registry import get_model
+    from dlbench.models.registry import get_model
     try:
         return get_model(model).display_name
     except Exception:  # noqa: BLE001 - a record may name an ONNX file or a retired model

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.data import aclimdb, cifar10, imagefolder, npz, textcorpus
-from harness.data.base import Dataset
-from harness.errors import UserError
-from models.registry import ModelSpec
+from dlbench.harness.data import aclimdb, cifar10, imagefolder, npz, textcorpus
+from dlbench.harness.data.base import Dataset
+from dlbench.models.errors import UserError
+from dlbench.models.registry import ModelSpec
 
 # Formats that take a PATH, in detection order.
 FORMATS = {
@@ -67,10 +67,10 @@ def open_dataset(data: str, spec: ModelSpec) -> Dataset:
     """The reader for ``data``, checked against ``spec`` (cheap: nothing decoded yet)."""
     fmt, path = parse(data)
     if fmt == "synthetic":
-        from harness.data.synthetic import Synthetic
+        from dlbench.harness.data.synthetic import Synthetic
         return Synthetic(spec)
     if fmt == "digits":
-        from harness.data.digits import Digits
+        from dlbench.harness.data.digits import Digits
         return Digits(spec)
     if not path.exists():
         raise UserError(f"--data {data}: no such file or directory")

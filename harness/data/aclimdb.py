@@ -15,11 +15,11 @@ from typing import Iterator
 
 import numpy as np
 
-from harness.data.base import (Batch, Dataset, check_batch, check_classes, epoch_indices,
+from dlbench.harness.data.base import (Batch, Dataset, check_batch, check_classes, epoch_indices,
                                ordered_indices, token_input)
-from harness.data.tokenizer import Vocabulary, pad_ids, tokenize
-from harness.errors import UserError
-from models.registry import ModelSpec
+from dlbench.harness.data.tokenizer import Vocabulary, pad_ids, tokenize
+from dlbench.models.errors import UserError
+from dlbench.models.registry import ModelSpec
 
 LABELS = {"neg": 0, "pos": 1}
 
@@ -68,7 +68,7 @@ class AclImdb(Dataset):
 
     def describe(self) -> dict:
         return {**super().describe(), "vocabulary": len(self.vocab) if self.vocab else None,
-                "sequence_length": self.seq_len, "tokenizer": "harness.data.tokenizer"}
+                "sequence_length": self.seq_len, "tokenizer": "dlbench.harness.data.tokenizer"}
 
     def _batch(self, items) -> Batch:
         ids = [self.vocab.encode(tokenize(_read(f))) for f, _ in items]

@@ -20,8 +20,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from harness.errors import UserError
-from models.registry import ModelSpec
+from dlbench.models.errors import UserError
+from dlbench.models.registry import ModelSpec
 
 Batch = tuple[Any, Any]
 

@@ -18,11 +18,11 @@ from typing import Iterator
 
 import numpy as np
 
-from harness.data import imageops
-from harness.data.base import (Batch, Dataset, check_batch, check_classes, epoch_indices,
+from dlbench.harness.data import imageops
+from dlbench.harness.data.base import (Batch, Dataset, check_batch, check_classes, epoch_indices,
                                image_input, ordered_indices, to_layout)
-from harness.errors import UserError
-from models.registry import ModelSpec
+from dlbench.models.errors import UserError
+from dlbench.models.registry import ModelSpec
 
 RECORD = 1 + 3 * 32 * 32
 CLASSES = 10

@@ -13,10 +13,10 @@ from typing import Iterator
 
 import numpy as np
 
-from harness.data import imageops
-from harness.data.base import (Batch, Dataset, check_batch, check_classes, epoch_indices,
+from dlbench.harness.data import imageops
+from dlbench.harness.data.base import (Batch, Dataset, check_batch, check_classes, epoch_indices,
                                image_input, ordered_indices, to_layout)
-from models.registry import ModelSpec
+from dlbench.models.registry import ModelSpec
 
 CLASSES = 10
 TEST_SHARE = 0.2

@@ -12,10 +12,10 @@ from typing import Iterator
 
 import numpy as np
 
-from harness.data.base import (Batch, Dataset, check_batch, epoch_indices, ordered_indices,
+from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices, ordered_indices,
                                to_layout)
-from harness.errors import UserError
-from models.registry import ModelSpec
+from dlbench.models.errors import UserError
+from dlbench.models.registry import ModelSpec
 
 
 def looks_like(path: Path) -> bool:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from harness.data.base import Batch, Dataset
-from models import synthetic
-from models.registry import ModelSpec
+from dlbench.harness.data.base import Batch, Dataset
+from dlbench.models import synthetic
+from dlbench.models.registry import ModelSpec
 
 EVAL_SAMPLES = 256      # default size of the held-out split
 

@@ -37,10 +37,10 @@ from typing import Iterator
 
 import numpy as np
 
-from harness.data.base import Batch, Dataset, token_input
-from harness.data.tokenizer import PAD, Vocabulary, tokenize
-from harness.errors import UserError
-from models.registry import ModelSpec
+from dlbench.harness.data.base import Batch, Dataset, token_input
+from dlbench.harness.data.tokenizer import PAD, Vocabulary, tokenize
+from dlbench.models.errors import UserError
+from dlbench.models.registry import ModelSpec
 
 CLS, SEP, MASK = "[CLS]", "[SEP]", "[MASK]"
 SPECIALS = (CLS, SEP, MASK)
@@ -123,7 +123,7 @@ class TextCorpus(Dataset):
         return {**super().describe(), "vocabulary": len(self.vocab) if self.vocab else None,
                 "sequence_length": self.seq_len, "documents": {k: len(v) for k, v in
                                                                self.docs.items()},
-                "tokenizer": "harness.data.tokenizer", "mask_prob": MASK_PROB}
+                "tokenizer": "dlbench.harness.data.tokenizer", "mask_prob": MASK_PROB}
 
     # -- building examples -------------------------------------------------
     def _pair(self, docs, d: int, i: int, rng) -> tuple[list[int], list[int], int]:

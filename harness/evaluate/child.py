@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.backends import get_backend
-from harness.backends.base import ArtifactRef, RunConfig
-from harness.evaluate import data
-from harness.scoring import Tally
+from dlbench.harness.backends import get_backend
+from dlbench.harness.backends.base import ArtifactRef, RunConfig
+from dlbench.harness.evaluate import data
+from dlbench.harness.scoring import Tally
 
 
 def _feeds(names: list[str], x: Any, casts: list[str]) -> dict[str, np.ndarray]:

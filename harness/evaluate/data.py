@@ -15,10 +15,10 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from harness.data import open_dataset
-from harness.data.base import Batch, Dataset
-from harness.errors import UserError
-from models.registry import InputSpec, ModelSpec, get_model, list_models
+from dlbench.harness.data import open_dataset
+from dlbench.harness.data.base import Batch, Dataset
+from dlbench.models.errors import UserError
+from dlbench.models.registry import InputSpec, ModelSpec, get_model, list_models
 
 # Names ``--calib-data`` takes instead of a file: the data set's training split.
 CALIBRATION_SETS = ("digits",)

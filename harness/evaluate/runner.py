@@ -13,13 +13,13 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.backends import get_backend
-from harness.backends.base import MINDIR, ONNX, TRT_ENGINE, ZOO, RunConfig
-from harness.context import CommandOptions
-from harness.errors import UserError
-from harness.evaluate import data
-from harness.launcher import run_cell
-from harness.threads import ThreadConfig, in_force
+from dlbench.harness.backends import get_backend
+from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, ZOO, RunConfig
+from dlbench.harness.context import CommandOptions
+from dlbench.models.errors import UserError
+from dlbench.harness.evaluate import data
+from dlbench.harness.launcher import run_cell
+from dlbench.harness.threads import ThreadConfig, in_force
 
 # The backend an artifact runs on when --backend is not given.
 DEFAULT_BACKEND = {ONNX: "onnxruntime", TRT_ENGINE: "tensorrt", MINDIR: "mindspore",
@@ -55,7 +55,7 @@ class _Plan:
 def _classes_of(art) -> int | None:
     if art.onnx_model is None:
         return None
-    from converters.onnx_io import summarize
+    from dlbench.converters.onnx_io import summarize
 
     outputs = summarize(art.onnx_model).outputs
     last = outputs[0].shape[-1] if outputs and outputs[0].shape else None
@@ -63,10 +63,10 @@ def _classes_of(art) -> int | None:
 
 
 def plan(req: EvalRequest) -> _Plan:
-    from harness.atomic import check_can_create
-    from harness.bench.artifacts import resolve
-    from harness.data import canonical
-    from harness.results import ResultStore
+    from dlbench.models.atomic import check_can_create
+    from dlbench.harness.bench.artifacts import resolve
+    from dlbench.harness.data import canonical
+    from dlbench.harness.results import ResultStore
 
     for flag, value in (("--batch-size", req.batch_size), ("--threads", req.threads),
                         ("--limit", req.limit)):
@@ -110,10 +110,10 @@ def plan(req: EvalRequest) -> _Plan:
 
 def evaluate(req: EvalRequest) -> dict[str, Any]:
     """Score ``req.artifact`` on the held-out split; return its stored ``eval`` record."""
-    from converters import records
-    from harness.atomic import write_json
-    from harness.context import new_run_id, now_iso
-    from harness.results import ResultStore
+    from dlbench.converters import records
+    from dlbench.models.atomic import write_json
+    from dlbench.harness.context import new_run_id, now_iso
+    from dlbench.harness.results import ResultStore
 
     p = plan(req)
     art, threads = p.art, p.threads

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-from harness.tables import markdown
+from dlbench.harness.tables import markdown
 
 HEADERS = ("Artifact", "Model", "Source framework", "Backend", "Device", "Precision", "Split",
            "Samples", "Top-1 accuracy", "Loss", "Time")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.tables import markdown
+from dlbench.harness.tables import markdown
 
 STAGE_HEADERS = ("Stage", "Status", "Time", "Artifact", "Reason")
 
@@ -29,10 +29,10 @@ def run_tables(req, workdir, run_id: str, results: dict[str, dict[str, Any]]
 
     Also writes ``report.md`` and ``report.html`` (charts) into the work directory.
     """
-    from harness.atomic import write_text
-    from harness.frameworks import is_installed
-    from harness.report import render
-    from harness.results import ResultStore
+    from dlbench.models.atomic import write_text
+    from dlbench.harness.frameworks import is_installed
+    from dlbench.harness.report import render
+    from dlbench.harness.results import ResultStore
 
     store = ResultStore(req.db)
     report = render(store, run_ids=[run_id], title=f"dlbench run {req.model}: run {run_id}")

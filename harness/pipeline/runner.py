@@ -17,12 +17,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.bench.measure import StopRule
-from harness.context import RUN_ID_ENV, command_line, new_run_id, now_iso
-from harness.errors import UserError
-from harness.pipeline.stages import (BenchStage, BuildStage, Context, ExportStage, Stage,
+from dlbench.harness.bench.measure import StopRule
+from dlbench.harness.context import RUN_ID_ENV, command_line, new_run_id, now_iso
+from dlbench.models.errors import UserError
+from dlbench.harness.pipeline.stages import (BenchStage, BuildStage, Context, ExportStage, Stage,
                                      TrainStage)
-from harness.pipeline.workdir import Workdir
+from dlbench.harness.pipeline.workdir import Workdir
 
 BUILD_PRECISIONS = ("fp32", "fp16", "int8")
 # A CPU run must finish in minutes (make demo: under 15 on 2 cores); a run on a
@@ -64,10 +64,10 @@ class RunRequest:
 
 def validate(req: RunRequest) -> None:
     """Bad input fails here, before any stage runs (exit 2)."""
-    from harness.backends import get_backend
-    from harness.frameworks import FRAMEWORKS, get_framework, is_installed
-    from harness.training.runner import TrainRequest, validate as validate_train
-    from models.registry import get_model
+    from dlbench.harness.backends import get_backend
+    from dlbench.harness.frameworks import FRAMEWORKS, get_framework, is_installed
+    from dlbench.harness.training.runner import TrainRequest, validate as validate_train
+    from dlbench.models.registry import get_model
 
     spec = get_model(req.model)
     req.frameworks = req.frameworks or list(spec.frameworks)
@@ -109,7 +109,7 @@ def plan(req: RunRequest) -> list[Stage]:
 
 def _open_workdir(req: RunRequest) -> tuple[Workdir, str, bool]:
     """The work directory and the run id: a new run, or the one ``--resume`` continues."""
-    from harness.fingerprint import fingerprint
+    from dlbench.harness.fingerprint import fingerprint
 
     wd = Workdir(req.workdir or os.path.join("runs", req.model))
     previous = wd.read_run()
@@ -118,7 +118,7 @@ def _open_workdir(req: RunRequest) -> tuple[Workdir, str, bool]:
         if wd.root.exists() and any(wd.root.iterdir()):
             raise UserError(f"--workdir {wd.root}: exists and is not a dlbench run directory; "
                             f"choose an empty or new one")
-        from harness.atomic import check_can_create
+        from dlbench.models.atomic import check_can_create
 
         check_can_create(wd.run_file)
         run_id = new_run_id()
@@ -166,7 +166,7 @@ def run_pipeline(req: RunRequest, progress: Callable[[str], None] | None = None
     stage's result."""
     validate(req)
     say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    from harness.results import ResultStore
+    from dlbench.harness.results import ResultStore
 
     store = ResultStore(req.db)
     store.check_writable()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.errors import UserError, first_line
+from dlbench.models.errors import UserError, first_line
 
 OK_STATUSES = ("ok", "unverified")
 
@@ -99,8 +99,8 @@ class TrainStage(Stage):
                        records=[r])
 
     def run(self, ctx):
-        from harness.frameworks import require
-        from harness.training.runner import TrainRequest, train
+        from dlbench.harness.frameworks import require
+        from dlbench.harness.training.runner import TrainRequest, train
 
         try:
             require(self.framework)
@@ -132,7 +132,7 @@ class ExportStage(Stage):
         return _convert_result(records[-1])
 
     def run(self, ctx):
-        from converters.export import ExportRequest, export
+        from dlbench.converters.export import ExportRequest, export
 
         missing = _needs(ctx, f"train:{self.framework}")
         if missing:
@@ -162,15 +162,15 @@ class BuildStage(Stage):
         return _convert_result(records[-1])
 
     def run(self, ctx):
-        from converters.base import BuildOptions
-        from converters.build import BuildRequest, build
-        from models.registry import get_model
+        from dlbench.converters.base import BuildOptions
+        from dlbench.converters.build import BuildRequest, build
+        from dlbench.models.registry import get_model
 
         source = primary_export(ctx)
         if source is None:
             return _result("failed", "no verified fp32 ONNX export to build from")
         if self.target == "tensorrt":
-            from harness.backends import get_backend
+            from dlbench.harness.backends import get_backend
 
             avail = get_backend("tensorrt").availability()
             if not avail.available:
@@ -223,7 +223,7 @@ class BenchStage(Stage):
         return paths
 
     def run(self, ctx):
-        from harness.bench.sweep import BenchRequest, run_bench
+        from dlbench.harness.bench.sweep import BenchRequest, run_bench
 
         paths = self.artifacts(ctx)
         if "all" not in ctx.req.backends:       # a checkpoint no chosen backend runs: left out
@@ -247,8 +247,8 @@ class BenchStage(Stage):
 
 
 def _taken(path: str, backends: list[str]) -> bool:
-    from harness.backends import get_backend
-    from harness.bench.artifacts import resolve
+    from dlbench.harness.backends import get_backend
+    from dlbench.harness.bench.artifacts import resolve
 
     fmt = resolve(path).format
     return any(fmt in get_backend(b).formats for b in backends)
@@ -261,7 +261,7 @@ def model_inputs(model: str) -> tuple[dict[str, tuple[int, ...]], dict[str, tupl
     cannot guess; the zoo knows the length and the vocabulary the run trained
     with.  Image models have fixed shapes in their exports: nothing to add.
     """
-    from models.registry import get_model
+    from dlbench.models.registry import get_model
 
     spec = get_model(model)
     if not spec.token_inputs:

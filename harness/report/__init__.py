@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from harness.errors import UserError
-from harness.report import tables
-from harness.report.markdown import markdown_report
-from harness.results import ResultStore
+from dlbench.models.errors import UserError
+from dlbench.harness.report import tables
+from dlbench.harness.report.markdown import markdown_report
+from dlbench.harness.results import ResultStore
 
 FORMATS = ("md", "html", "csv", "json")
 
@@ -45,16 +45,16 @@ def check_format(fmt: str) -> str:
 def render(store: ResultStore, run_ids: Sequence[str] | None = None, model: str | None = None,
            fmt: str = "md", latest: bool = False, title: str | None = None) -> str:
     """The report over the selected records, as text in ``fmt`` (md, html, csv, json)."""
-    from harness.report.select import select
+    from dlbench.harness.report.select import select
 
     check_format(fmt)
     records, machines = select(store, run_ids, model, latest)
     if fmt == "md":
         return markdown_report(records, machines, **({"title": title} if title else {}))
     if fmt == "html":
-        from harness.report.html import html_report
+        from dlbench.harness.report.html import html_report
 
         return html_report(records, machines)
-    from harness.report import export
+    from dlbench.harness.report import export
 
     return export.csv_text(records) if fmt == "csv" else export.json_text(records)

@@ -6,8 +6,8 @@ import io
 import json
 from typing import Any, Sequence
 
-from harness.report.tables import hop_of, outputs_of, worst, devices
-from harness.results import COLUMNS
+from dlbench.harness.report.tables import hop_of, outputs_of, worst, devices
+from dlbench.harness.results import COLUMNS
 
 
 def _key_metrics(r: dict[str, Any]) -> dict[str, Any]:

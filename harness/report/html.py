@@ -9,9 +9,9 @@ import base64
 import html
 from typing import Any, Sequence
 
-from harness.bench.table import server_points_table
-from harness.report import plots, tables
-from harness.report.markdown import runs_line, server_sections
+from dlbench.harness.bench.table import server_points_table
+from dlbench.harness.report import plots, tables
+from dlbench.harness.report.markdown import runs_line, server_sections
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em; color: #222; }

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from harness.bench.table import server_points_table
-from harness.report import tables
+from dlbench.harness.bench.table import server_points_table
+from dlbench.harness.report import tables
 
 
 def _section(table: tables.Table, machines) -> list[str]:

@@ -10,8 +10,8 @@ import io
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from harness.bench.table import _network
-from harness.frameworks import FRAMEWORKS
+from dlbench.harness.bench.table import _network
+from dlbench.harness.frameworks import FRAMEWORKS
 
 
 @dataclass

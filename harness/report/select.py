@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import quote
 
-from harness.errors import UserError
-from harness.results import ResultStore, _decode
+from dlbench.models.errors import UserError
+from dlbench.harness.results import ResultStore, _decode
 
 # Kinds a report has a table for; `peak` records only feed `percent_of_peak`.
 REPORTED_KINDS = ("train", "bench", "convert", "verify")

@@ -11,9 +11,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from harness.bench.table import _artifact, _ms, _network
-from harness.frameworks import FRAMEWORKS
-from harness.tables import markdown, spec_unit
+from dlbench.harness.bench.table import _artifact, _ms, _network
+from dlbench.harness.frameworks import FRAMEWORKS
+from dlbench.harness.tables import markdown, spec_unit
 
 UNSUPPORTED_P99 = ("* p99 from fewer samples than it needs (688 for 99.9 % confidence that the "
                    "largest sample lies above the true p99): a rough figure.")
@@ -41,7 +41,7 @@ def num(x: float | None) -> str:
 
 
 def _spec(model: str | None):
-    from models.registry import get_model
+    from dlbench.models.registry import get_model
 
     try:
         return get_model(model)
@@ -286,7 +286,7 @@ def machines_for(records: Sequence[dict[str, Any]],
                  machines: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Any] | None]:
     """Fingerprints by id; without them, this machine's own (what `dlbench run` just measured)."""
     if machines is None:
-        from harness.fingerprint import fingerprint
+        from dlbench.harness.fingerprint import fingerprint
 
         here = fingerprint()
         machines = {here["machine_id"]: here}

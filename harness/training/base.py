@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from models.registry import ModelSpec
+from dlbench.models.registry import ModelSpec
 
 DEVICES = ("cpu", "gpu", "ascend")
 PRECISIONS = ("fp32", "amp")
@@ -96,8 +96,8 @@ class TrainSession(ABC):
         norm on its running statistics, no dropout, no update), scored on the host by
         the objective's tally (``harness.scoring``), the same one ``dlbench eval``
         uses on exported models."""
-        from harness.scoring import tally_for
-        from harness.training.objectives import labels_of
+        from dlbench.harness.scoring import tally_for
+        from dlbench.harness.training.objectives import labels_of
 
         tally = tally_for(self.spec.objective)
         for outputs, labels in self.eval_outputs(batches):

@@ -11,10 +11,10 @@ from typing import Iterator
 
 import numpy as np
 
-from harness.data import open_dataset
-from harness.data.base import Batch, Dataset
-from harness.data.npz import Npz
-from models.registry import ModelSpec
+from dlbench.harness.data import open_dataset
+from dlbench.harness.data.base import Batch, Dataset
+from dlbench.harness.data.npz import Npz
+from dlbench.models.registry import ModelSpec
 
 
 def start(spec: ModelSpec, data: str, batch_size: int, wanted: int, seed: int,
@@ -43,7 +43,7 @@ def load_batches(spec: ModelSpec, data: str, batch_size: int, wanted: int, seed:
 
 def read_npz(spec: ModelSpec, path: Path, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
     """``x`` and ``y`` of an ``.npz``, checked against ``spec`` (see ``harness.data.npz``)."""
-    from harness.data.base import check_batch
+    from dlbench.harness.data.base import check_batch
 
     ds = Npz(spec, Path(path))
     x, y = ds.arrays["train"]

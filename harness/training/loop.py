@@ -20,14 +20,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import stats
-from harness.training.base import TrainConfig, TrainSession
-from harness.training.data import start
-from models.registry import get_model
+from dlbench.harness import stats
+from dlbench.harness.training.base import TrainConfig, TrainSession
+from dlbench.harness.training.data import start
+from dlbench.models.registry import get_model
 
 
 def session_class(framework: str) -> type[TrainSession]:
-    return importlib.import_module(f"harness.training.{framework}").Session
+    return importlib.import_module(f"dlbench.harness.training.{framework}").Session
 
 
 def _summary(samples: list[float]) -> dict[str, float]:

@@ -20,10 +20,10 @@ import numpy as np  # noqa: E402
 import mindspore as ms  # noqa: E402
 from mindspore import nn, ops  # noqa: E402
 
-from harness.errors import UserError, first_line  # noqa: E402
-from harness.training.base import TrainConfig, TrainSession  # noqa: E402
-from harness.training.objectives import inputs_of, labels_of, loss_for  # noqa: E402
-from models.registry import ModelSpec  # noqa: E402
+from dlbench.models.errors import UserError, first_line  # noqa: E402
+from dlbench.harness.training.base import TrainConfig, TrainSession  # noqa: E402
+from dlbench.harness.training.objectives import inputs_of, labels_of, loss_for  # noqa: E402
+from dlbench.models.registry import ModelSpec  # noqa: E402
 
 _TARGETS = {"cpu": "CPU", "gpu": "GPU", "ascend": "Ascend"}
 # MindSpore 2.8's CPU kernels have no bfloat16 Conv2D/MaxPool (amp with bfloat16

@@ -24,19 +24,19 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from harness.errors import UserError
-from models.registry import ModelSpec
+from dlbench.models.errors import UserError
+from dlbench.models.registry import ModelSpec
 
 LOSSES: dict[str, dict[str, str]] = {
     "classification": {
-        "pytorch": "harness.training.pytorch:classification_loss",
-        "tensorflow": "harness.training.tensorflow:classification_loss",
-        "mindspore": "harness.training.mindspore:ClassificationLoss",
+        "pytorch": "dlbench.harness.training.pytorch:classification_loss",
+        "tensorflow": "dlbench.harness.training.tensorflow:classification_loss",
+        "mindspore": "dlbench.harness.training.mindspore:ClassificationLoss",
     },
     "bert-pretraining": {
-        "pytorch": "models.bert.torch:pretraining_loss",
-        "tensorflow": "models.bert.keras:pretraining_loss",
-        "mindspore": "models.bert.mindspore:PretrainingLoss",
+        "pytorch": "dlbench.models.bert.torch:pretraining_loss",
+        "tensorflow": "dlbench.models.bert.keras:pretraining_loss",
+        "mindspore": "dlbench.models.bert.mindspore:PretrainingLoss",
     },
 }
 # Names of the label arrays, in the order losses receive them (None: one array).

@@ -9,10 +9,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from harness.errors import UserError
-from harness.training.base import TrainConfig, TrainSession
-from harness.training.objectives import inputs_of, labels_of, loss_for
-from models.registry import ModelSpec
+from dlbench.models.errors import UserError
+from dlbench.harness.training.base import TrainConfig, TrainSession
+from dlbench.harness.training.objectives import inputs_of, labels_of, loss_for
+from dlbench.models.registry import ModelSpec
 
 
 def apply_threads(intra: int, inter: int) -> None:

@@ -7,19 +7,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from harness import __version__
-from harness.atomic import check_can_create, staged_directory, write_json
-from harness.context import CommandOptions, cell_key, command_line, new_run_id, now_iso
-from harness.data import canonical
-from harness.errors import UserError
-from harness.fingerprint import fingerprint, resource_label
-from harness.frameworks import require
-from harness.launcher import run_cell
-from harness.results import ResultStore
-from harness.tables import spec_unit
-from harness.threads import ThreadConfig, in_force
-from harness.training.base import DEVICES, PRECISIONS, TrainConfig
-from models.registry import get_model
+from dlbench.harness import __version__
+from dlbench.models.atomic import check_can_create, staged_directory, write_json
+from dlbench.harness.context import CommandOptions, cell_key, command_line, new_run_id, now_iso
+from dlbench.harness.data import canonical
+from dlbench.models.errors import UserError
+from dlbench.harness.fingerprint import fingerprint, resource_label
+from dlbench.harness.frameworks import require
+from dlbench.harness.launcher import run_cell
+from dlbench.harness.results import ResultStore
+from dlbench.harness.tables import spec_unit
+from dlbench.harness.threads import ThreadConfig, in_force
+from dlbench.harness.training.base import DEVICES, PRECISIONS, TrainConfig
+from dlbench.models.registry import get_model
 
 MANIFEST = "manifest.json"
 
@@ -80,8 +80,8 @@ def validate(req: TrainRequest) -> None:
 def _validate_data(req: TrainRequest, spec) -> None:
     """Refuse unreadable or unsuitable data here, before any run starts (the reader's
     constructor only looks; decoding happens in the run)."""
-    from harness.data import open_dataset
-    from harness.data.base import check_batch
+    from dlbench.harness.data import open_dataset
+    from dlbench.harness.data.base import check_batch
 
     ds = open_dataset(req.data, spec)
     train_size = ds.split_sizes().get("train")
@@ -95,7 +95,7 @@ def _validate_data(req: TrainRequest, spec) -> None:
 
 def child(payload: dict[str, Any]) -> dict[str, Any]:
     """Runs inside the cell process: only here is a framework imported."""
-    from harness.training.loop import run
+    from dlbench.harness.training.loop import run
 
     return run(TrainConfig(**payload["config"]), Path(payload["out_dir"]))
 

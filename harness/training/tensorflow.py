@@ -23,10 +23,10 @@ if "tensorflow" not in sys.modules:
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from harness.errors import UserError  # noqa: E402
-from harness.training.base import TrainConfig, TrainSession  # noqa: E402
-from harness.training.objectives import inputs_of, labels_of, loss_for  # noqa: E402
-from models.registry import ModelSpec  # noqa: E402
+from dlbench.models.errors import UserError  # noqa: E402
+from dlbench.harness.training.base import TrainConfig, TrainSession  # noqa: E402
+from dlbench.harness.training.objectives import inputs_of, labels_of, loss_for  # noqa: E402
+from dlbench.models.registry import ModelSpec  # noqa: E402
 
 CHECKPOINT = "model.keras"
 

@@ -39,12 +39,12 @@ from typing import Iterator
 
 import numpy as np
 
-from models.registry import InputSpec, ModelSpec, register_model
+from dlbench.models.registry import InputSpec, ModelSpec, register_model
 
 BUILDERS = {
-    "pytorch": "models.bert.torch:build",
-    "tensorflow": "models.bert.keras:build",
-    "mindspore": "models.bert.mindspore:build",
+    "pytorch": "dlbench.models.bert.torch:build",
+    "tensorflow": "dlbench.models.bert.keras:build",
+    "mindspore": "dlbench.models.bert.mindspore:build",
 }
 HEADS = ("classification", "pretraining")
 LAYER_NORM_EPS = 1e-12
@@ -238,7 +238,7 @@ def classification_from_pretraining(framework: str, spec: ModelSpec, trained, se
     and the classifier keeps its seeded initialization (``seed``), as when
     fine-tuning starts.  The result is in eval mode.
     """
-    from models import weights
+    from dlbench.models import weights
 
     tool = weights.module(framework)
     net = spec.build(framework, seed=seed)

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.bert import IGNORE_INDEX
-from models.registry import ModelSpec
-from models.synthetic import specials
+from dlbench.models.bert import IGNORE_INDEX
+from dlbench.models.registry import ModelSpec
+from dlbench.models.synthetic import specials
 
 BRANCH = 2                  # successors per token in the synthetic chain
 ZIPF = 1.1                  # word frequencies fall off like natural language's

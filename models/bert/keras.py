@@ -27,8 +27,8 @@ from typing import Any
 import keras
 from keras import layers, ops
 
-from models.bert import INIT_STD, LAYER_NORM_EPS, MASK_VALUE, check_head, config_with
-from models.registry import ModelSpec
+from dlbench.models.bert import INIT_STD, LAYER_NORM_EPS, MASK_VALUE, check_head, config_with
+from dlbench.models.registry import ModelSpec
 
 
 @keras.saving.register_keras_serializable(package="dlbench")

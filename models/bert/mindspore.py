@@ -25,9 +25,9 @@ import mindspore as ms  # noqa: E402
 from mindspore import nn, ops  # noqa: E402
 from mindspore.common.initializer import Normal  # noqa: E402
 
-from models.bert import (IGNORE_INDEX, INIT_STD, LAYER_NORM_EPS, MASK_VALUE,  # noqa: E402
+from dlbench.models.bert import (IGNORE_INDEX, INIT_STD, LAYER_NORM_EPS, MASK_VALUE,  # noqa: E402
                          check_head, config_with, example_inputs)
-from models.registry import ModelSpec  # noqa: E402
+from dlbench.models.registry import ModelSpec  # noqa: E402
 
 
 class Dense(nn.Dense):
@@ -351,6 +351,6 @@ def forward_macs(model: nn.Cell, spec: ModelSpec, inputs=None) -> int:
 def onnx_rewrites(net: nn.Cell) -> list[str]:
     """What ``converters.mindspore_to_onnx`` applies before an ONNX export: the
     exporter cannot convert exact GELU's ``Erf`` (see ``models.bert.mindspore_onnx``)."""
-    from models.bert.mindspore_onnx import onnx_rewrites as rewrite
+    from dlbench.models.bert.mindspore_onnx import onnx_rewrites as rewrite
 
     return rewrite(net)

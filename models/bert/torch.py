@@ -14,9 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.bert import (INIT_STD, LAYER_NORM_EPS, MASK_VALUE, check_head, config_with,
+from dlbench.models.bert import (INIT_STD, LAYER_NORM_EPS, MASK_VALUE, check_head, config_with,
                          example_inputs)
-from models.registry import ModelSpec
+from dlbench.models.registry import ModelSpec
 
 
 class Embeddings(nn.Module):

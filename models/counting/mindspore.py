@@ -17,8 +17,8 @@ import numpy as np  # noqa: E402
 import mindspore as ms  # noqa: E402
 from mindspore import nn  # noqa: E402
 
-from models.counting import family_counter  # noqa: E402
-from models.registry import ModelSpec  # noqa: E402
+from dlbench.models.counting import family_counter  # noqa: E402
+from dlbench.models.registry import ModelSpec  # noqa: E402
 
 
 def trainable_parameters(model: nn.Cell) -> int:

@@ -12,8 +12,8 @@ import math
 import torch
 from torch import nn
 
-from models.counting import family_counter
-from models.registry import ModelSpec
+from dlbench.models.counting import family_counter
+from dlbench.models.registry import ModelSpec
 
 
 def trainable_parameters(model: nn.Module) -> int:

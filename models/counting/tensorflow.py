@@ -11,7 +11,7 @@ import math
 
 import keras
 
-from models.counting import family_counter
+from dlbench.models.counting import family_counter
 
 
 def _layers(model: keras.Model):

@@ -31,13 +31,13 @@ check every implementation against them.
 """
 from __future__ import annotations
 
-from models import walkcount
-from models.registry import InputSpec, ModelSpec, register_model
+from dlbench.models import walkcount
+from dlbench.models.registry import InputSpec, ModelSpec, register_model
 
 BUILDERS = {
-    "pytorch": "models.googlenet.torch:build",
-    "tensorflow": "models.googlenet.keras:build",
-    "mindspore": "models.googlenet.mindspore:build",
+    "pytorch": "dlbench.models.googlenet.torch:build",
+    "tensorflow": "dlbench.models.googlenet.keras:build",
+    "mindspore": "dlbench.models.googlenet.mindspore:build",
 }
 
 # (name, 1x1, 3x3 reduce, 3x3, "5x5" reduce, "5x5" (two 3x3), pool projection);

@@ -19,8 +19,8 @@ from typing import Any
 import keras
 from keras import layers
 
-from models.googlenet import blocks
-from models.registry import ModelSpec
+from dlbench.models.googlenet import blocks
+from dlbench.models.registry import ModelSpec
 
 BN_EPSILON = 1e-5
 # Keras' moving average keeps `momentum` of the old value: PyTorch's 0.1.

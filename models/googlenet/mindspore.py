@@ -17,8 +17,8 @@ import mindspore as ms  # noqa: E402
 from mindspore import nn, ops  # noqa: E402
 from mindspore.common.initializer import HeNormal  # noqa: E402
 
-from models.googlenet import blocks  # noqa: E402
-from models.registry import ModelSpec  # noqa: E402
+from dlbench.models.googlenet import blocks  # noqa: E402
+from dlbench.models.registry import ModelSpec  # noqa: E402
 
 BN_EPS = 1e-5
 # MindSpore's moving average keeps `momentum` of the old value: PyTorch's 0.1.

@@ -12,8 +12,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from models.googlenet import blocks
-from models.registry import ModelSpec
+from dlbench.models.googlenet import blocks
+from dlbench.models.registry import ModelSpec
 
 BN_EPS = 1e-5
 BN_MOMENTUM = 0.1      # PyTorch convention; Keras/MindSpore spell this 0.9

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import math
 
-from models.registry import InputSpec, ModelSpec, register_model
+from dlbench.models.registry import InputSpec, ModelSpec, register_model
 
 BUILDERS = {
-    "pytorch": "models.lenet.torch:build",
-    "tensorflow": "models.lenet.keras:build",
-    "mindspore": "models.lenet.mindspore:build",
+    "pytorch": "dlbench.models.lenet.torch:build",
+    "tensorflow": "dlbench.models.lenet.keras:build",
+    "mindspore": "dlbench.models.lenet.mindspore:build",
 }
 
 # (name, input channels, output channels, kernel): "valid" convs, each followed by

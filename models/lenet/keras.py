@@ -17,8 +17,8 @@ from typing import Any
 import keras
 from keras import layers
 
-from models.lenet import POOL, walk
-from models.registry import ModelSpec
+from dlbench.models.lenet import POOL, walk
+from dlbench.models.registry import ModelSpec
 
 
 def _torch_default(fan_in: int) -> dict:

@@ -18,8 +18,8 @@ import mindspore as ms  # noqa: E402
 from mindspore import nn, ops  # noqa: E402
 from mindspore.common.initializer import Uniform  # noqa: E402
 
-from models.lenet import POOL, walk  # noqa: E402
-from models.registry import ModelSpec  # noqa: E402
+from dlbench.models.lenet import POOL, walk  # noqa: E402
+from dlbench.models.registry import ModelSpec  # noqa: E402
 
 
 def _init(fan_in: int) -> dict:

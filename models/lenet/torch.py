@@ -11,8 +11,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from models.lenet import POOL, walk
-from models.registry import ModelSpec
+from dlbench.models.lenet import POOL, walk
+from dlbench.models.registry import ModelSpec
 
 
 class LeNet5(nn.Module):

@@ -42,12 +42,12 @@ out, as the ResNet count leaves out BN and ReLU; the embedding is a lookup.
 """
 from __future__ import annotations
 
-from models.registry import InputSpec, ModelSpec, register_model
+from dlbench.models.registry import InputSpec, ModelSpec, register_model
 
 BUILDERS = {
-    "pytorch": "models.lstm.torch:build",
-    "tensorflow": "models.lstm.keras:build",
-    "mindspore": "models.lstm.mindspore:build",
+    "pytorch": "dlbench.models.lstm.torch:build",
+    "tensorflow": "dlbench.models.lstm.keras:build",
+    "mindspore": "dlbench.models.lstm.mindspore:build",
 }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import keras
 from keras import layers
 
-from models.registry import ModelSpec
+from dlbench.models.registry import ModelSpec
 
 
 def _uniform(bound: float):

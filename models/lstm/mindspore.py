@@ -29,7 +29,7 @@ import mindspore as ms  # noqa: E402
 from mindspore import nn, ops  # noqa: E402
 from mindspore.common.initializer import Normal, Uniform, initializer  # noqa: E402
 
-from models.registry import ModelSpec  # noqa: E402
+from dlbench.models.registry import ModelSpec  # noqa: E402
 
 
 class GatherEmbedding(nn.Embedding):

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from models.registry import ModelSpec
+from dlbench.models.registry import ModelSpec
 
 
 class LSTMClassifier(nn.Module):

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from harness.errors import UserError
+from dlbench.models.errors import UserError
 
 SUFFIXES = {".pt": "pytorch", ".pth": "pytorch", ".keras": "tensorflow", ".ckpt": "mindspore"}
 MANIFEST = "manifest.json"
@@ -30,7 +30,7 @@ MANIFEST = "manifest.json"
 def module(framework: str) -> ModuleType:
     if framework not in ("pytorch", "tensorflow", "mindspore"):
         raise UserError(f"unknown framework {framework!r}")
-    return importlib.import_module(f"models.native.{framework}")
+    return importlib.import_module(f"dlbench.models.native.{framework}")
 
 
 def checkpoint_manifest(path: str | Path, framework: str | None = None,

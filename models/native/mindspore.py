@@ -9,8 +9,8 @@ import numpy as np
 os.environ.setdefault("GLOG_v", "3")
 import mindspore as ms  # noqa: E402
 
-from harness.errors import UserError, first_line  # noqa: E402
-from models.registry import ModelSpec  # noqa: E402
+from dlbench.models.errors import UserError, first_line  # noqa: E402
+from dlbench.models.registry import ModelSpec  # noqa: E402
 
 
 def load(spec: ModelSpec, checkpoint: str | Path):

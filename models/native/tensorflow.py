@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import UserError, first_line
-from models.registry import ModelSpec
+from dlbench.models.errors import UserError, first_line
+from dlbench.models.registry import ModelSpec
 
 
 def load(spec: ModelSpec, checkpoint: str | Path):

@@ -8,13 +8,13 @@ three networks are the same network.
 """
 from __future__ import annotations
 
-from models import walkcount
-from models.registry import InputSpec, ModelSpec, register_model
+from dlbench.models import walkcount
+from dlbench.models.registry import InputSpec, ModelSpec, register_model
 
 BUILDERS = {
-    "pytorch": "models.resnet.torch:build",
-    "tensorflow": "models.resnet.keras:build",
-    "mindspore": "models.resnet.mindspore:build",
+    "pytorch": "dlbench.models.resnet.torch:build",
+    "tensorflow": "dlbench.models.resnet.keras:build",
+    "mindspore": "dlbench.models.resnet.mindspore:build",
 }
 EXPANSION = 4
 

@@ -19,8 +19,8 @@ from typing import Any
 import keras
 from keras import layers
 
-from models.registry import ModelSpec
-from models.resnet import EXPANSION
+from dlbench.models.registry import ModelSpec
+from dlbench.models.resnet import EXPANSION
 
 BN_EPSILON = 1e-5
 # Keras' moving average keeps `momentum` of the old value; PyTorch's momentum

@@ -20,8 +20,8 @@ import mindspore as ms  # noqa: E402
 from mindspore import nn, ops  # noqa: E402
 from mindspore.common.initializer import HeNormal  # noqa: E402
 
-from models.resnet import EXPANSION  # noqa: E402
-from models.registry import ModelSpec  # noqa: E402
+from dlbench.models.resnet import EXPANSION  # noqa: E402
+from dlbench.models.registry import ModelSpec  # noqa: E402
 
 BN_EPS = 1e-5
 # MindSpore's moving average keeps `momentum` of the old value: 0.9 here is

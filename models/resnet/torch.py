@@ -11,8 +11,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from models.registry import ModelSpec
-from models.resnet import EXPANSION
+from dlbench.models.registry import ModelSpec
+from dlbench.models.resnet import EXPANSION
 
 BN_EPS = 1e-5
 BN_MOMENTUM = 0.1      # PyTorch convention; Keras/MindSpore spell this 0.9

@@ -68,8 +68,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.atomic import ensure_writable
-from harness.errors import UserError
+from dlbench.models.atomic import ensure_writable
+from dlbench.models.errors import UserError
 
 FORMAT = "dlbench-weights/1"
 META_KEY = "__meta__"
@@ -87,7 +87,7 @@ def module(framework: str):
     import importlib
     if framework not in FRAMEWORKS:
         raise UserError(f"unknown framework {framework!r}; choose {', '.join(FRAMEWORKS)}")
-    return importlib.import_module(f"models.weights.{framework}")
+    return importlib.import_module(f"dlbench.models.weights.{framework}")
 
 
 def save(path: str | os.PathLike, weights: dict[str, np.ndarray], **meta: Any) -> Path:

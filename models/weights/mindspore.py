@@ -17,8 +17,8 @@ import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
-from models.bert.mindspore import TiedDecoder as BertTiedDecoder  # noqa: E402
-from models.weights.rules import (Param, Rule, export_layers, import_layers,  # noqa: E402
+from dlbench.models.bert.mindspore import TiedDecoder as BertTiedDecoder  # noqa: E402
+from dlbench.models.weights.rules import (Param, Rule, export_layers, import_layers,  # noqa: E402
                                   ruled_layers, simple)
 
 _WEIGHT_BIAS = simple(("weight", "weight"), Param("bias", "bias", optional=True))
@@ -30,7 +30,7 @@ _BN = simple(("weight", "gamma"), ("bias", "beta"), ("running_mean", "moving_mea
 def _lstm_params(lstm) -> list[tuple[str, object]]:
     """(canonical suffix, Parameter) of an ``nn.LSTM``: its lists hold one entry per
     layer and direction, forward first, as PyTorch's names count them."""
-    from models.weights.recurrent import suffixes
+    from dlbench.models.weights.recurrent import suffixes
 
     dirs = 2 if lstm.bidirectional else 1
     out = []
@@ -48,7 +48,7 @@ def _lstm_export(lstm) -> dict[str, np.ndarray]:
 
 
 def _lstm_load(lstm, mine: dict[str, np.ndarray]) -> None:
-    from models.weights.recurrent import take
+    from dlbench.models.weights.recurrent import take
 
     params = _lstm_params(lstm)
     arrays = take(mine, {n: tuple(p.shape) for n, p in params})

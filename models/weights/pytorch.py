@@ -12,8 +12,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from models.bert.torch import TiedDecoder as BertTiedDecoder
-from models.weights.rules import Param, Rule, export_layers, import_layers, ruled_layers, simple
+from dlbench.models.bert.torch import TiedDecoder as BertTiedDecoder
+from dlbench.models.weights.rules import Param, Rule, export_layers, import_layers, ruled_layers, simple
 
 _NOT_WEIGHTS = {"num_batches_tracked"}       # a BN step counter, not part of the function
 
@@ -30,7 +30,7 @@ def _lstm_export(lstm: nn.LSTM) -> dict[str, np.ndarray]:
 
 
 def _lstm_load(lstm: nn.LSTM, mine: dict[str, np.ndarray]) -> None:
-    from models.weights.recurrent import take
+    from dlbench.models.weights.recurrent import take
 
     arrays = take(mine, {n: tuple(p.shape) for n, p in lstm.named_parameters()})
     with torch.no_grad():

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.weights import WeightMismatch
+from dlbench.models.weights import WeightMismatch
 
 
 def suffixes(layer: int = 0, reverse: bool = False) -> tuple[str, str, str, str]:

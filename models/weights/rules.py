@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from models.weights import WeightMismatch
+from dlbench.models.weights import WeightMismatch
 
 Array = np.ndarray
 Reader = Callable[[Any, str], "Array | None"]      # (layer, attribute) -> array, None if absent

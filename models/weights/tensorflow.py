@@ -10,9 +10,9 @@ from collections import OrderedDict
 import keras
 import numpy as np
 
-from models.bert.keras import Bias as BertBias
-from models.weights import WeightMismatch
-from models.weights.rules import (Param, Rule, export_layers, import_layers, ruled_layers,
+from dlbench.models.bert.keras import Bias as BertBias
+from dlbench.models.weights import WeightMismatch
+from dlbench.models.weights.rules import (Param, Rule, export_layers, import_layers, ruled_layers,
                                   simple, transpose as _t)
 
 HWIO_TO_OIHW = (3, 2, 0, 1)
@@ -44,7 +44,7 @@ def _lstm_cells(layer) -> list[tuple[object, bool]]:
 
 
 def _lstm_export(layer) -> dict[str, np.ndarray]:
-    from models.weights.recurrent import keras_to_canonical
+    from dlbench.models.weights.recurrent import keras_to_canonical
 
     out: dict[str, np.ndarray] = {}
     for lstm, reverse in _lstm_cells(layer):
@@ -56,7 +56,7 @@ def _lstm_export(layer) -> dict[str, np.ndarray]:
 
 
 def _lstm_load(layer, mine: dict[str, np.ndarray]) -> None:
-    from models.weights.recurrent import canonical_to_keras, suffixes
+    from dlbench.models.weights.recurrent import canonical_to_keras, suffixes
 
     cells = _lstm_cells(layer)
     known = {k for _, reverse in cells for k in suffixes(0, reverse)}

@@ -4,7 +4,7 @@
 # a benchmark by itself; the scripts read top to bottom as the chain they run.
 #
 # Expects $DLBENCH (the dlbench command, may be several words such as
-# "python -m harness") to be set by the sourcing script.
+# "python -m dlbench.harness") to be set by the sourcing script.
 
 # Every step's records share one run id, so `dlbench report --run` shows this
 # script's run and nothing else (export DLBENCH_RUN_ID yourself to choose it).

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import importlib
 
-from harness.bench.scenarios.base import Scenario, ScenarioContext  # noqa: F401
-from harness.errors import UserError
+from dlbench.harness.bench.scenarios.base import Scenario, ScenarioContext  # noqa: F401
+from dlbench.models.errors import UserError
 
 __all__ = ["SCENARIOS", "Scenario", "ScenarioContext", "get_scenario"]
 SCENARIOS = ("offline", "single-stream", "server")
@@ -16,4 +16,4 @@ SCENARIOS = ("offline", "single-stream", "server")
 def get_scenario(name: str) -> Scenario:
     if name not in SCENARIOS:
         raise UserError(f"unknown scenario {name!r}; choose from: {', '.join(SCENARIOS)}")
-    return importlib.import_module(f"harness.bench.scenarios.{name.replace('-', '_')}").SCENARIO
+    return importlib.import_module(f"dlbench.harness.bench.scenarios.{name.replace('-', '_')}").SCENARIO

@@ -12,8 +12,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.backends.base import Runner
-from harness.bench.measure import Clock, StopRule
+from dlbench.harness.backends.base import Runner
+from dlbench.harness.bench.measure import Clock, StopRule
 
 
 @dataclass

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.bench.measure import measure
-from harness.bench.scenarios.base import Scenario, ScenarioContext, step_for
+from dlbench.harness.bench.measure import measure
+from dlbench.harness.bench.scenarios.base import Scenario, ScenarioContext, step_for
 
 
 class Offline(Scenario):

@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from harness import stats
-from harness.bench.measure import summarize_latency, warm_up
-from harness.bench.scenarios.base import Scenario, ScenarioContext, step_for
+from dlbench.harness import stats
+from dlbench.harness.bench.measure import summarize_latency, warm_up
+from dlbench.harness.bench.scenarios.base import Scenario, ScenarioContext, step_for
 
 DEFAULT_MAX_WAIT_MS = 2.0
 LADDER = (0.25, 0.5, 0.75, 0.9)

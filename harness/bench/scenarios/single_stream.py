@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.bench.scenarios.base import ScenarioContext
-from harness.bench.scenarios.offline import Offline
+from dlbench.harness.bench.scenarios.base import ScenarioContext
+from dlbench.harness.bench.scenarios.offline import Offline
 
 
 class SingleStream(Offline):

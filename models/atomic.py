@@ -8,7 +8,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.errors import UserError
+from dlbench.models.errors import UserError
 
 
 def _check_parent(path: Path) -> None:
