@@ -41,10 +41,11 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from dlbench.converters import onnx_io, verify  # noqa: E402
+from dlbench.converters import onnx_io  # noqa: E402
+from dlbench.harness.verify import inputs as verify  # noqa: E402
 from dlbench.converters.base import BuildOptions, ExportOptions  # noqa: E402
-from dlbench.converters.build import BuildRequest, build  # noqa: E402
-from dlbench.converters.export import ExportRequest, export  # noqa: E402
+from dlbench.harness.convert.build import BuildRequest, build  # noqa: E402
+from dlbench.harness.convert.export import ExportRequest, export  # noqa: E402
 from dlbench.harness.fingerprint import fingerprint  # noqa: E402
 from dlbench.harness.tables import markdown  # noqa: E402
 from dlbench.harness.threads import physical_cores  # noqa: E402

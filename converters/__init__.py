@@ -1,42 +1,11 @@
-"""Conversion hops — native checkpoint -> ONNX / MindIR, ONNX -> INT8 / FP16 ONNX or a
-TensorRT engine — each checked against its source by one verifier.
+"""The middle layer: conversion hops, one module per hop (Polygraphy's loaders).
 
-The Python API behind ``dlbench export / build / verify``::
-
-    from dlbench import converters
-    records = converters.export_checkpoints(converters.ExportRequest(["runs/resnet50/pytorch"]))
-    record = converters.build_model(
-        converters.BuildRequest("runs/resnet50/pytorch/model.onnx", to="int8"))
-    record = converters.verify_files(
-        converters.VerifyRequest("runs/resnet50/pytorch", "runs/resnet50/pytorch/model.onnx"))
-
-Each returns the record(s) stored in the results database (``status`` ok,
-unverified or failed) and raises ``dlbench.models.errors.UserError`` for bad input.
-(The functions are not called ``export``/``build``/``verify`` because those
-are this package's modules, and importing a submodule rebinds its name.)
-Importing this package imports no framework and not even onnx: the names
-below load their modules on first use.
+A hop takes a source and options and writes an artifact, returning an info
+dict of what it used: ``torch_to_onnx``, ``keras_to_onnx``,
+``mindspore_to_onnx`` (export hops, run where the framework is imported) and
+``onnx_to_int8``, ``onnx_to_fp16``, ``onnx_to_tensorrt`` (build hops);
+``onnx_io`` reads, normalizes and describes ONNX files.  Hops know no
+database, launcher, CLI or verifier, take their data (calibration batches)
+as arguments, and refuse bad input with ``base.ConversionError``.  The
+orchestration around them — verify, store, report — is ``dlbench.harness.convert``.
 """
-from __future__ import annotations
-
-import importlib
-
-_LAZY = {
-    "export_checkpoints": ("dlbench.converters.export", "export"),
-    "ExportRequest": ("dlbench.converters.export", "ExportRequest"),
-    "build_model": ("dlbench.converters.build", "build"),
-    "BuildRequest": ("dlbench.converters.build", "BuildRequest"),
-    "verify_files": ("dlbench.converters.verify", "verify_files"),
-    "VerifyRequest": ("dlbench.converters.verify", "VerifyRequest"),
-    "ExportOptions": ("dlbench.converters.base", "ExportOptions"),
-    "BuildOptions": ("dlbench.converters.base", "BuildOptions"),
-}
-__all__ = list(_LAZY)
-
-
-def __getattr__(name: str):
-    try:
-        module, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'converters' has no attribute {name!r}") from None
-    return getattr(importlib.import_module(module), attr)

@@ -10,9 +10,11 @@ Two kinds of hop, because they live in different processes:
   TensorRT engine).  ``build(source, out, options)`` runs in the parent for
   the ONNX Runtime hops and in a cell for TensorRT.
 
-A hop never judges its own output: the caller (``converters.export`` /
-``converters.build``) normalizes the file, runs the verifier and stores the
-verdict, so every hop is checked the same way.  Adding a hop is adding a
+A hop never judges its own output, and knows no database, launcher or CLI:
+the caller (``harness.convert``) normalizes the file, runs reference and
+candidate through the runners, lets the comparator judge and stores the
+verdict, so every hop is checked the same way.  Data a hop needs
+(calibration batches) comes in as an argument.  Adding a hop is adding a
 module and one line to ``EXPORT_HOPS`` or ``BUILD_HOPS``.
 """
 from __future__ import annotations
@@ -24,6 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.models.errors import UserError
+
+
+class ConversionError(UserError):
+    """A hop refused its input (a graph it cannot convert, an option it lacks): bad input,
+    one line, exit 2 at the CLI.  A crash inside a converter stays an ordinary exception,
+    which the caller records as that conversion's failure."""
 
 # framework -> module whose HOP exports it (imported only in the export cell)
 EXPORT_HOPS = {
@@ -117,7 +125,7 @@ def export_hop(framework: str) -> ExportHop:
     try:
         return importlib.import_module(EXPORT_HOPS[framework]).HOP
     except KeyError:
-        raise UserError(f"no ONNX exporter for framework {framework!r}; known: "
+        raise ConversionError(f"no ONNX exporter for framework {framework!r}; known: "
                         f"{', '.join(EXPORT_HOPS)}") from None
 
 
@@ -125,5 +133,5 @@ def build_hop(target: str) -> BuildHop:
     try:
         return importlib.import_module(BUILD_HOPS[target]).HOP
     except KeyError:
-        raise UserError(f"--to {target}: unknown target; choose from "
+        raise ConversionError(f"--to {target}: unknown target; choose from "
                         f"{', '.join(BUILD_HOPS)}") from None

@@ -28,14 +28,14 @@ import tensorflow as tf  # noqa: E402
 
 from dlbench.converters.base import ExportHop, ExportOptions  # noqa: E402
 from dlbench.converters.onnx_io import OUTPUT_NAME, input_names  # noqa: E402
-from dlbench.models.errors import UserError  # noqa: E402
+from dlbench.converters.base import ConversionError  # noqa: E402
 
 
 def _tf2onnx():
     try:
         import tf2onnx
     except ImportError:
-        raise UserError("tf2onnx is not installed: pip install 'dlbench[tensorflow]'") from None
+        raise ConversionError("tf2onnx is not installed: pip install 'dlbench[tensorflow]'") from None
     return tf2onnx
 
 
@@ -84,7 +84,7 @@ class KerasToOnnx(ExportHop):
 
     def export(self, model: Any, spec: Any, out: Path, options: ExportOptions) -> dict[str, Any]:
         if options.format != "onnx":
-            raise UserError(f"--format {options.format}: TensorFlow exports ONNX only")
+            raise ConversionError(f"--format {options.format}: TensorFlow exports ONNX only")
         tf2onnx = _tf2onnx()
         batch = None if options.dynamic_batch else options.batch_size
         images = [len(i.shape) == 3 and not i.dtype.startswith("int") for i in spec.inputs]

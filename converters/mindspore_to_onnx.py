@@ -34,7 +34,7 @@ import os
 os.environ.setdefault("GLOG_v", "3")
 
 from pathlib import Path  # noqa: E402
-from typing import Any, Sequence  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 import mindspore as ms  # noqa: E402
@@ -42,7 +42,8 @@ from mindspore import nn, ops  # noqa: E402
 
 from dlbench.converters.base import ExportHop, ExportOptions  # noqa: E402
 from dlbench.converters.onnx_io import BATCH_DIM, OUTPUT_NAME, input_names  # noqa: E402
-from dlbench.models.errors import UserError, first_line  # noqa: E402
+from dlbench.converters.base import ConversionError  # noqa: E402
+from dlbench.models.errors import first_line  # noqa: E402
 
 
 class ZeroPadMaxPool(nn.Cell):
@@ -228,31 +229,18 @@ class MindSporeToOnnx(ExportHop):
                 rewrites += [f"{r} (batch-independent)" for r in unbake_reshapes(out, batch)]
         elif options.format == "mindir":
             if out.suffix != ".mindir":
-                raise UserError(f"{out}: a MindIR file must end in .mindir")
+                raise ConversionError(f"{out}: a MindIR file must end in .mindir")
             batch = None if options.dynamic_batch else options.batch_size
             examples = [ms.Tensor(shape=[batch, *i.shape], dtype=getattr(ms, dt.name))
                         for i, dt in zip(spec.inputs, dtypes)]
             ms.export(model, *examples, file_name=str(out.with_suffix("")), file_format="MINDIR")
             how = "mindspore.export(file_format='MINDIR')"
         else:
-            raise UserError(f"--format {options.format}: MindSpore exports onnx or mindir")
+            raise ConversionError(f"--format {options.format}: MindSpore exports onnx or mindir")
         if not out.is_file():
             raise RuntimeError(f"{how} reported success but wrote no {out.name}")
         return {"exporter": how, "opset_requested": options.opset if options.format == "onnx"
                 else None, "rewrites": rewrites}
-
-
-def run_mindir(path: str | Path, batches: Sequence[np.ndarray]) -> list[dict[str, np.ndarray]]:
-    """Outputs of a MindIR file (``mindspore.load`` + ``nn.GraphCell``) per batch."""
-    try:
-        graph = ms.load(str(path))
-    except (RuntimeError, ValueError, OSError) as exc:
-        first = first_line(exc)
-        raise UserError(f"{path}: MindSpore {ms.__version__} cannot load this MindIR ({first})") from None
-    cell = nn.GraphCell(graph)
-    return [{OUTPUT_NAME: cell(*[ms.Tensor(np.ascontiguousarray(a)) for a in
-                                 (x if isinstance(x, (tuple, list)) else (x,))]).asnumpy()}
-            for x in batches]
 
 
 HOP = MindSporeToOnnx()

@@ -3,7 +3,7 @@
 Every hop that reads or writes ONNX goes through here, so a bad file is
 refused the same way everywhere: missing, empty, a text file, a truncated or
 corrupt protobuf, a graph the checker rejects, an operator no runtime knows —
-each is one ``UserError`` line naming the file and the reason.
+each is one ``ConversionError`` (a ``UserError``) line naming the file and the reason.
 
 Two things here exist because of the installed versions, not taste:
 
@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.models.errors import UserError, first_line
+from dlbench.converters.base import ConversionError
+from dlbench.models.errors import first_line
+from dlbench.models.tensors import TensorInfo
 
 INPUT_NAME = "input"
 OUTPUT_NAME = "logits"
@@ -52,11 +54,11 @@ INT8_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLin
 
 
 def onnx():
-    """The onnx module, or a UserError saying how to install it."""
+    """The onnx module, or a ConversionError saying how to install it."""
     try:
         import onnx as mod
     except ImportError:
-        raise UserError("onnx is not installed: pip install 'dlbench[onnx]'") from None
+        raise ConversionError("onnx is not installed: pip install 'dlbench[onnx]'") from None
     return mod
 
 
@@ -64,7 +66,7 @@ def ort():
     try:
         import onnxruntime as mod
     except ImportError:
-        raise UserError("onnxruntime is not installed: pip install 'dlbench[onnx]'") from None
+        raise ConversionError("onnxruntime is not installed: pip install 'dlbench[onnx]'") from None
     return mod
 
 
@@ -92,23 +94,23 @@ def check_readable(path: str | os.PathLike, what: str = "ONNX model") -> Path:
     """The file exists, is a file, is not empty and is not a text file."""
     path = Path(path)
     if not path.exists():
-        raise UserError(f"{path}: no such file")
+        raise ConversionError(f"{path}: no such file")
     if path.is_dir():
-        raise UserError(f"{path}: is a directory, not an {what}")
+        raise ConversionError(f"{path}: is a directory, not an {what}")
     try:
         with open(path, "rb") as fh:
             head = fh.read(4096)
     except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        raise ConversionError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     if not head:
-        raise UserError(f"{path}: the file is empty, not an {what}")
+        raise ConversionError(f"{path}: the file is empty, not an {what}")
     if _looks_like_text(head):
-        raise UserError(f"{path}: is a text file, not an {what} (a binary protobuf)")
+        raise ConversionError(f"{path}: is a text file, not an {what} (a binary protobuf)")
     return path
 
 
 def load(path: str | os.PathLike, *, check: bool = True, label: str | os.PathLike | None = None):
-    """Load and (by default) check an ONNX file; every failure is one UserError line.
+    """Load and (by default) check an ONNX file; every failure is one ConversionError line.
 
     ``label`` is the name errors use (a staged file's final name).
     """
@@ -118,10 +120,10 @@ def load(path: str | os.PathLike, *, check: bool = True, label: str | os.PathLik
     try:
         model = onnx_mod.load(str(path))
     except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError, RuntimeError, ...
-        raise UserError(f"{name}: not a readable ONNX model, the file is corrupt or truncated "
+        raise ConversionError(f"{name}: not a readable ONNX model, the file is corrupt or truncated "
                         f"({first_line(exc)})") from None
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
-        raise UserError(f"{name}: not an ONNX model (no graph in it; corrupt or truncated?)")
+        raise ConversionError(f"{name}: not an ONNX model (no graph in it; corrupt or truncated?)")
     if check:
         check_model(model, name)
     return model
@@ -170,7 +172,7 @@ def toposort(model) -> None:
             if remaining[u] == 0:
                 ready.append(u)
     if len(order) != len(nodes):
-        raise UserError("the graph has a cycle; it is not a valid ONNX model")
+        raise ConversionError("the graph has a cycle; it is not a valid ONNX model")
     del g.node[:]
     g.node.extend(nodes[i] for i in order)
 
@@ -185,9 +187,9 @@ def check_model(model, path: str | os.PathLike) -> None:
         unknown = re.search(r"No (?:Op|Schema) registered for (\w+) with domain_version of (\d+)",
                             str(exc))
         if unknown:
-            raise UserError(f"{path}: uses operator {unknown.group(1)}, which no ONNX opset "
+            raise ConversionError(f"{path}: uses operator {unknown.group(1)}, which no ONNX opset "
                             f"defines (opset {unknown.group(2)}): no runtime can run it") from None
-        raise UserError(f"{path}: not a valid ONNX model ({msg})") from None
+        raise ConversionError(f"{path}: not a valid ONNX model ({msg})") from None
 
 
 @functools.lru_cache(maxsize=1)
@@ -254,7 +256,7 @@ def required_ir_version(model) -> tuple[int, str]:
 def lower_ir_version(model, path: str | os.PathLike = "model") -> tuple[int, int]:
     """Lower ``model.ir_version`` to what ONNX Runtime reads; return (before, after).
 
-    Raises UserError when the content needs a newer IR than ONNX Runtime
+    Raises ConversionError when the content needs a newer IR than ONNX Runtime
     reads: such a file cannot run here, and pretending otherwise would only
     move the failure into the benchmark.
     """
@@ -264,7 +266,7 @@ def lower_ir_version(model, path: str | os.PathLike = "model") -> tuple[int, int
         return before, before
     need, why = required_ir_version(model)
     if need > limit:
-        raise UserError(f"{path}: needs ONNX IR version {need} ({why}), and the installed "
+        raise ConversionError(f"{path}: needs ONNX IR version {need} ({why}), and the installed "
                         f"onnxruntime reads at most IR {limit}: upgrade onnxruntime")
     model.ir_version = max(need, min(before, limit))
     return before, model.ir_version
@@ -293,7 +295,7 @@ def normalize_io(model, *, input_name: str = INPUT_NAME, output_name: str = OUTP
     inits = {t.name for t in g.initializer}
     inputs = [i for i in g.input if i.name not in inits]
     if not inputs or len(g.output) != 1:
-        raise UserError(f"expected inputs and one output, the exporter wrote "
+        raise ConversionError(f"expected inputs and one output, the exporter wrote "
                         f"{len(inputs)} inputs and {len(g.output)} outputs")
     renames = {}
     pairs = [(g.output[0], output_name)] + ([(inputs[0], input_name)] if len(inputs) == 1 else [])
@@ -313,7 +315,7 @@ def normalize_io(model, *, input_name: str = INPUT_NAME, output_name: str = OUTP
                 dims[0].Clear()
                 dims[0].dim_param = BATCH_DIM
             elif not dims[0].HasField("dim_value"):
-                raise UserError(f"{vi.name}: static batch asked, but the exporter left the "
+                raise ConversionError(f"{vi.name}: static batch asked, but the exporter left the "
                                 f"batch dimension symbolic")
         if (vi is not g.output[0] and vi.type.tensor_type.elem_type in ints and len(dims) >= 2
                 and not dims[1].HasField("dim_value")):
@@ -328,7 +330,7 @@ def infer_shapes(model, path: str | os.PathLike = "model"):
     try:
         return onnx_mod.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
     except Exception as exc:  # noqa: BLE001
-        raise UserError(f"{path}: shape inference fails ({first_line(exc)})") from None
+        raise ConversionError(f"{path}: shape inference fails ({first_line(exc)})") from None
 
 
 def set_metadata(model, meta: dict[str, Any]) -> None:
@@ -376,21 +378,10 @@ def save(model, path: str | os.PathLike) -> Path:
 
 
 @dataclass
-class TensorDesc:
-    name: str
-    dtype: str               # numpy dtype name
-    shape: list[Any]         # ints, or the symbolic name of a dynamic dimension
-
-    @property
-    def batch_dynamic(self) -> bool:
-        return bool(self.shape) and not isinstance(self.shape[0], int)
-
-
-@dataclass
 class Summary:
     """What a report, a record and the verifier need to know about an ONNX file."""
-    inputs: list[TensorDesc]
-    outputs: list[TensorDesc]
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
     node_count: int
     op_counts: dict[str, int]
     opsets: dict[str, int]
@@ -400,21 +391,44 @@ class Summary:
     metadata: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"inputs": [vars(t) for t in self.inputs], "outputs": [vars(t) for t in self.outputs],
+        return {"inputs": [_as_dict(t) for t in self.inputs],
+                "outputs": [_as_dict(t) for t in self.outputs],
                 "node_count": self.node_count, "op_counts": self.op_counts, "opsets": self.opsets,
                 "ir_version": self.ir_version, "precision": self.precision,
                 "producer": self.producer, "metadata": self.metadata}
 
 
-def _desc(vi) -> TensorDesc:
-    onnx_mod = onnx()
-    tt = vi.type.tensor_type
+def _as_dict(t: TensorInfo) -> dict[str, Any]:
+    return {"name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
+
+
+def _np_dtype(elem_type: int) -> str:
+    helper = onnx().helper
     try:
-        dtype = onnx_mod.helper.tensor_dtype_to_np_dtype(tt.elem_type).name
-    except Exception:  # noqa: BLE001 - types numpy lacks
-        dtype = onnx_mod.TensorProto.DataType.Name(tt.elem_type).lower()
-    shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim]
-    return TensorDesc(vi.name, dtype, shape)
+        return str(helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, ValueError, TypeError):
+        return onnx().TensorProto.DataType.Name(elem_type).lower()
+
+
+def tensor_info(value_info) -> TensorInfo:
+    t = value_info.type.tensor_type
+    dims: list[Any] = []
+    if t.HasField("shape"):
+        for d in t.shape.dim:
+            if d.HasField("dim_value"):
+                dims.append(int(d.dim_value))
+            elif d.HasField("dim_param"):
+                dims.append(d.dim_param)
+            else:
+                dims.append(None)
+    return TensorInfo(value_info.name, _np_dtype(t.elem_type), tuple(dims))
+
+
+def signature(model) -> tuple[list[TensorInfo], list[TensorInfo]]:
+    """(inputs, outputs); graph inputs that are initializers (old IR) are weights, not inputs."""
+    weights = {i.name for i in model.graph.initializer}
+    return ([tensor_info(v) for v in model.graph.input if v.name not in weights],
+            [tensor_info(v) for v in model.graph.output])
 
 
 def precision_of(model) -> str:
@@ -445,14 +459,13 @@ def precision_of(model) -> str:
 
 def summarize(model) -> Summary:
     g = model.graph
-    inits = {t.name for t in g.initializer}
+    inputs, outputs = signature(model)
     counts: dict[str, int] = {}
     for n in g.node:
         counts[n.op_type] = counts.get(n.op_type, 0) + 1
     producer = f"{model.producer_name} {model.producer_version}".strip()
     return Summary(
-        inputs=[_desc(i) for i in g.input if i.name not in inits],
-        outputs=[_desc(o) for o in g.output],
+        inputs=inputs, outputs=outputs,
         node_count=len(g.node), op_counts=dict(sorted(counts.items())),
         opsets={o.domain or "ai.onnx": o.version for o in model.opset_import},
         ir_version=model.ir_version, precision=precision_of(model), producer=producer,
@@ -460,7 +473,7 @@ def summarize(model) -> Summary:
 
 
 def session(path: str | os.PathLike, *, threads: int | None = None):
-    """An ONNX Runtime CPU session; a graph it cannot run is one UserError line.
+    """An ONNX Runtime CPU session; a graph it cannot run is one ConversionError line.
 
     Logging is kept to errors: ORT warns on every run when an exporter wrote a
     fixed output shape that a dynamic batch overrides.
@@ -480,16 +493,16 @@ def session(path: str | os.PathLike, *, threads: int | None = None):
               or re.search(r"No opset import for domain '([^']+)'", text))
         if op:
             name = re.sub(r"\(-?\d+\)$", "", op.group(1))
-            raise UserError(f"{path}: operator {name} has no implementation in "
+            raise ConversionError(f"{path}: operator {name} has no implementation in "
                             f"onnxruntime {rt.__version__} (CPU): no runtime here can run it") from None
         ir = re.search(r"Unsupported model IR version: (\d+), max supported IR version: (\d+)", text)
         if ir:
-            raise UserError(f"{path}: has ONNX IR version {ir.group(1)}, and onnxruntime "
+            raise ConversionError(f"{path}: has ONNX IR version {ir.group(1)}, and onnxruntime "
                             f"{rt.__version__} reads at most {ir.group(2)} (onnx >= 1.23 writes 14 "
                             f"by default): re-save it with ir_version {ir.group(2)} or lower") from None
         said = text.split(":", 3)[-1].strip() if "ONNXRuntimeError" in text else first_line(exc)
-        raise UserError(f"{path}: onnxruntime {rt.__version__} cannot load it "
+        raise ConversionError(f"{path}: onnxruntime {rt.__version__} cannot load it "
                         f"({said.splitlines()[0][:300]})") from None
     if "CPUExecutionProvider" not in sess.get_providers():
-        raise UserError(f"{path}: onnxruntime ran it on {sess.get_providers()}, not the CPU")
+        raise ConversionError(f"{path}: onnxruntime ran it on {sess.get_providers()}, not the CPU")
     return sess

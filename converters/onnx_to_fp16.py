@@ -20,7 +20,7 @@ from typing import Any
 
 from dlbench.converters import onnx_io
 from dlbench.converters.base import BuildHop, BuildOptions
-from dlbench.models.errors import UserError
+from dlbench.converters.base import ConversionError
 
 
 def _converter():
@@ -37,7 +37,7 @@ def _converter():
         import onnxruntime
         return convert_float_to_float16, f"onnxruntime {onnxruntime.__version__} transformers.float16"
     except ImportError:
-        raise UserError("no float16 converter: pip install 'dlbench[onnx]' "
+        raise ConversionError("no float16 converter: pip install 'dlbench[onnx]' "
                         "(onnxruntime ships one) or onnxconverter-common") from None
 
 

@@ -5,12 +5,10 @@ Static quantization (the default) is the recipe for CNNs:
 1. ``quant_pre_process`` — symbolic shape inference and ONNX Runtime's graph
    optimizations (BatchNorm folded into Conv, constants folded), so that
    quantization sees the graph the runtime will run;
-2. calibration over a representative set — ``--calib-data FILE.npz`` (array
-   ``x``, N×C×H×W float32), ``--calib-data digits`` (the whole training split
-   of scikit-learn's digits, preprocessed as ``dlbench train --data digits``
-   feeds it, see ``harness.evaluate.data``) or synthetic class-pattern images from
-   ``CALIB_SEED``, a seed the verifier never uses, so the verdict is on inputs
-   calibration never saw; MinMax ranges;
+2. calibration over a representative set, which the caller hands in as
+   batches (``dlbench build`` reads ``--calib-data FILE.npz``, a bundled data
+   set's training split, or makes synthetic class-pattern images from a seed
+   the verifier never uses: ``harness.convert.calibration``); MinMax ranges;
 3. ``quantize_static`` to QDQ format, weights int8 per output channel.
 
 Two flavours of Q/DQ, because two consumers want different ones
@@ -33,13 +31,13 @@ from __future__ import annotations
 import contextlib
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from dlbench.converters import onnx_io, verify
-from dlbench.converters.base import BuildHop, BuildOptions
-from dlbench.models.errors import UserError, first_line
+from dlbench.converters import onnx_io
+from dlbench.converters.base import BuildHop, BuildOptions, ConversionError
+from dlbench.models.errors import first_line
 
 TARGETS = ("cpu", "tensorrt")
 
@@ -49,50 +47,8 @@ def _quantization():
         from onnxruntime import quantization
         from onnxruntime.quantization.shape_inference import quant_pre_process
     except ImportError:
-        raise UserError("onnxruntime is not installed: pip install 'dlbench[onnx]'") from None
+        raise ConversionError("onnxruntime is not installed: pip install 'dlbench[onnx]'") from None
     return quantization, quant_pre_process
-
-
-def read_calibration_file(path: str | Path, chw: tuple[int, ...]) -> np.ndarray:
-    """``x`` of an .npz, or a bundled data set's training split by name (``digits``)."""
-    from dlbench.harness.evaluate.data import calibration_images, is_calibration_set
-
-    if is_calibration_set(str(path)):
-        return calibration_images(str(path), chw)
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"--calib-data {path}: no such file")
-    try:
-        with np.load(path) as data:
-            if "x" not in data.files:
-                raise UserError(f"--calib-data {path}: no array 'x' in it (has "
-                                f"{', '.join(data.files) or 'nothing'})")
-            x = np.asarray(data["x"], dtype=np.float32)
-    except UserError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - zipfile/pickle errors of a bad file
-        raise UserError(f"--calib-data {path}: not a readable .npz file ({exc})") from None
-    if x.ndim != 4 or tuple(x.shape[1:]) != tuple(chw):
-        raise UserError(f"--calib-data {path}: x is {list(x.shape)}, the model takes "
-                        f"N×{'×'.join(map(str, chw))}")
-    if len(x) == 0:
-        raise UserError(f"--calib-data {path}: x holds no samples")
-    return x
-
-
-def calibration_batches(source: str | Path, options: BuildOptions) -> list[np.ndarray]:
-    """The calibration set in batches of ``calib_batch``: from the file, or synthetic."""
-    summary = onnx_io.summarize(onnx_io.load(source, check=False))
-    chw, classes = verify.image_shape_of(summary, str(source))
-    batch = max(1, int(options.calib_batch))
-    if options.calib_data:
-        x = read_calibration_file(options.calib_data, chw)
-        return [x[i:i + batch] for i in range(0, len(x), batch)]
-    if options.calib_size < 1:
-        raise UserError(f"--calib-size must be at least 1, got {options.calib_size}")
-    n = -(-int(options.calib_size) // batch)
-    # Token models (dlbench's own, by metadata) calibrate on synthetic token ids.
-    return verify.calibration_stream(summary, batch, n, seed=verify.CALIB_SEED, path=str(source))
 
 
 # Per-channel Q/DQ (DequantizeLinear's ``axis``) exists from opset 13 on.
@@ -143,9 +99,15 @@ class OnnxToInt8(BuildHop):
     def check_available(self, options: BuildOptions) -> None:
         _quantization()
         if options.target not in TARGETS:
-            raise UserError(f"--target {options.target}: choose from {', '.join(TARGETS)}")
+            raise ConversionError(f"--target {options.target}: choose from {', '.join(TARGETS)}")
 
-    def build(self, source: Path, out: Path, options: BuildOptions, **_: Any) -> dict[str, Any]:
+    def build(self, source: Path, out: Path, options: BuildOptions, *,
+              calibration: Sequence[Any] | None = None, calibration_source: str = "given",
+              **_: Any) -> dict[str, Any]:
+        """Static quantization calibrates on ``calibration`` (batches: one array, or a tuple
+        in the graph's input order); the caller chooses and describes them."""
+        if not options.dynamic and not calibration:
+            raise ConversionError("static INT8 quantization needs calibration batches")
         quant, pre_process = _quantization()
         import onnxruntime
 
@@ -175,7 +137,7 @@ class OnnxToInt8(BuildHop):
                                   "per_channel": options.per_channel,
                                   "activations": "uint8, quantized per batch at run time"}
                 return info
-            batches = calibration_batches(source, options)
+            batches = list(calibration)
             names = [i.name for i in onnx_io.summarize(onnx_io.load(pre, check=False)).inputs]
             symmetric = options.target == "tensorrt"
             activation = quant.QuantType.QInt8 if symmetric else quant.QuantType.QUInt8
@@ -192,8 +154,7 @@ class OnnxToInt8(BuildHop):
                 "weights": "int8 symmetric", "per_channel": options.per_channel,
                 "calibration_method": "MinMax", "reduce_range": False}
             info["calibration"] = {
-                "source": str(options.calib_data) if options.calib_data
-                else f"synthetic (models.synthetic, seed {verify.CALIB_SEED})",
+                "source": calibration_source,
                 "samples": int(sum(_rows(b) for b in batches)), "batch": _rows(batches[0])}
         return info
 

@@ -1,10 +1,9 @@
 """ONNX -> serialized TensorRT engine, through the TensorRT Python API.
 
-The build runs in its own process (``harness.cell`` kind ``tensorrt``): a
-builder crash or a CUDA fault is that build's recorded failure, and the
-parent never imports TensorRT.  The same process then runs the new engine on
-the fixed verification batches, so the verifier compares it with the fp32
-ONNX model through ONNX Runtime.
+The hop builds in whatever process calls it; ``dlbench build`` calls it in a
+cell of its own (``harness.convert.tensorrt_cell``), so a builder crash or a
+CUDA fault is that build's recorded failure and the parent never imports
+TensorRT.  Calibration batches come in as an argument, like every hop's data.
 
 What a build uses, all recorded in the sidecar ``ENGINE.json``:
 
@@ -19,9 +18,8 @@ What a build uses, all recorded in the sidecar ``ENGINE.json``:
 
   - ``weakly-typed-flags`` (TensorRT 10 with an fp32 ONNX model): builder
     flags FP16 / INT8 / both for ``best``; INT8 calibrates with an
-    ``IInt8EntropyCalibrator2`` over the calibration set (``--calib-data`` or
-    synthetic images from a seed the verifier never uses), reading and
-    writing a calibration cache file so a rebuild skips calibration;
+    ``IInt8EntropyCalibrator2`` over the calibration batches given, reading
+    and writing a calibration cache file so a rebuild skips calibration;
   - ``strongly-typed`` (TensorRT 11, which removed those flags and the
     calibrator, or any ONNX model that already carries its precision): the
     network is created strongly typed and computes in the types of the ONNX
@@ -31,8 +29,8 @@ What a build uses, all recorded in the sidecar ``ENGINE.json``:
     accepts), and records which (``prepared_onnx``).  ``best`` needs weak
     typing and is refused on TensorRT 11.
 
-The cell decides the path from ``tensorrt.__version__``, which only it can
-know for certain.
+The path is decided from ``tensorrt.__version__`` where the build runs, the
+only place that knows it for certain.
 
 fp32 engines clear the TF32 flag, so "fp32" means IEEE float32 and the fp32
 tolerance applies.
@@ -43,12 +41,10 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from dlbench.converters import tensorrt_runtime as trt_rt
-from dlbench.converters import verify
-from dlbench.converters.base import BuildHop, BuildOptions
-from dlbench.models.errors import UserError
+from dlbench.converters.base import BuildHop, BuildOptions, ConversionError
 
 PRECISIONS = ("fp32", "fp16", "int8", "best")
 
@@ -60,19 +56,13 @@ def trt_major(version: str | None) -> int | None:
         return None
 
 
-def availability_problems() -> list[str]:
-    """Why TensorRT engines cannot be built here (empty: they can), without importing it."""
-    from dlbench.harness.fingerprint import fingerprint
-    from dlbench.harness.frameworks import is_installed
+def missing_packages() -> list[str]:
+    """The Python packages a build needs that are not installed (no import)."""
+    import importlib.util
 
-    problems = []
-    if not fingerprint()["gpus"]:
-        problems.append("no NVIDIA GPU on this machine (nvidia-smi found none)")
-    if not is_installed("tensorrt"):
-        problems.append("tensorrt is not installed (pip install 'dlbench[tensorrt]')")
-    if not is_installed("cuda"):
-        problems.append("cuda-python is not installed (pip install 'dlbench[tensorrt]')")
-    return problems
+    return [f"{dist} is not installed (pip install 'dlbench[tensorrt]')"
+            for module, dist in (("tensorrt", "tensorrt"), ("cuda", "cuda-python"))
+            if importlib.util.find_spec(module) is None]
 
 
 def profile_of(batch_sizes) -> tuple[int, int, int]:
@@ -86,13 +76,10 @@ class OnnxToTensorRT(BuildHop):
 
     def check_available(self, options: BuildOptions) -> None:
         if options.precision not in PRECISIONS:
-            raise UserError(f"--precision {options.precision}: choose from {', '.join(PRECISIONS)}")
-        problems = availability_problems()
-        if problems:
-            raise UserError("cannot build a TensorRT engine here: " + "; ".join(problems))
+            raise ConversionError(f"--precision {options.precision}: choose from {', '.join(PRECISIONS)}")
         major = trt_major(trt_rt.tensorrt_version_here())
         if major is not None and major >= 11 and options.precision == "best":
-            raise UserError("--precision best: TensorRT 11 builds strongly typed networks only "
+            raise ConversionError("--precision best: TensorRT 11 builds strongly typed networks only "
                             "and dropped the 'best' (weakly typed) mode; choose fp16 or int8")
 
     def default_out(self, source: Path, options: BuildOptions) -> Path:
@@ -102,32 +89,14 @@ class OnnxToTensorRT(BuildHop):
     def output_precision(self, options: BuildOptions) -> str:
         return options.precision
 
-    def build(self, source: Path, out: Path, options: BuildOptions, *, batches=None,
-              model_precision: str = "fp32", timeout: float | None = None,
-              env: dict[str, str] | None = None) -> dict[str, Any]:
-        """Build in a cell; returns the child's info with ``outputs`` (one dict per batch).
-
-        The child decides the build path: only it knows the TensorRT version
-        for certain (package metadata can be missing or name another wheel).
-        """
-        from dlbench.harness.launcher import run_cell
-
+    def build(self, source: Path, out: Path, options: BuildOptions, *,
+              model_precision: str = "fp32", calibration: Sequence[Any] | None = None,
+              scratch: Path | None = None, **_: Any) -> dict[str, Any]:
+        """Write the serialized engine to ``out``; return the sidecar facts and timings."""
         with tempfile.TemporaryDirectory(prefix="dlbench-trt-") as tmp:
-            inputs = Path(tmp, "inputs.npz")
-            verify.save_batches(inputs, batches or [])
-            payload = {"onnx": str(Path(source).resolve()), "out": str(Path(out).resolve()),
-                       "options": options.to_dict(), "model_precision": model_precision,
-                       "inputs": str(inputs), "outputs": str(Path(tmp, "outputs.npz")),
-                       "scratch": str(Path(tmp).resolve())}
-            outcome = run_cell("tensorrt", payload, env=env, timeout=timeout)
-            if outcome.status == "usage_error":
-                raise UserError(outcome.error)
-            if not outcome.ok:
-                raise BuildFailed(outcome)
-            info = dict(outcome.result)
-            info["outputs"] = verify.load_outputs(payload["outputs"]) if batches else None
-            info["cell"] = {"wall_s": outcome.wall_s, "peak_rss_mb": outcome.peak_rss_mb}
-            return info
+            return build_engine(Path(source), Path(out), options, model_precision=model_precision,
+                                calibration=list(calibration or []),
+                                scratch=Path(scratch or tmp))
 
 
 def strongly_typed(trt_version: str, model_precision: str) -> bool:
@@ -136,7 +105,8 @@ def strongly_typed(trt_version: str, model_precision: str) -> bool:
     return model_precision != "fp32" or (major is not None and major >= 11)
 
 
-def prepare_typed_onnx(source: Path, scratch: Path, options: BuildOptions) -> tuple[Path, str]:
+def prepare_typed_onnx(source: Path, scratch: Path, options: BuildOptions,
+                       calibration: list) -> tuple[Path, str]:
     """For a strongly typed build of an fp32 model: the fp16 / int8 ONNX to build from."""
     from dlbench.converters import onnx_io
 
@@ -151,21 +121,14 @@ def prepare_typed_onnx(source: Path, scratch: Path, options: BuildOptions) -> tu
 
         out = scratch / "model.int8.onnx"
         int8.build(source, out, BuildOptions(**{**options.to_dict(), "target": "tensorrt",
-                                                "batch_sizes": tuple(options.batch_sizes)}))
+                                                "batch_sizes": tuple(options.batch_sizes)}),
+                   calibration=calibration)
         how = "symmetric int8 Q/DQ ONNX from the int8 hop (target tensorrt)"
     onnx_io.load(out)                # the intermediate must itself be a valid model
     return out, how
 
 
-class BuildFailed(Exception):
-    """The build cell failed at run time; carries the launcher's outcome."""
-
-    def __init__(self, outcome):
-        super().__init__(outcome.error)
-        self.outcome = outcome
-
-
-# --- child side ---------------------------------------------------------------------------
+# --- the build itself (imports TensorRT) --------------------------------------------------
 
 def _calibrator(trt, batches, cache_path: str | None, log: dict[str, Any]):
     """An IInt8EntropyCalibrator2 feeding ``batches`` from one device buffer."""
@@ -217,23 +180,22 @@ def _parse(trt, network, logger, onnx_path: str):
     if not parser.parse_from_file(onnx_path):
         errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
         first = errors[0].strip().splitlines()[0] if errors else "unknown error"
-        raise UserError(f"TensorRT's ONNX parser rejects {onnx_path}: {first}")
+        raise ConversionError(f"TensorRT's ONNX parser rejects {onnx_path}: {first}")
     return parser
 
 
-def build_engine(payload: dict[str, Any]) -> dict[str, Any]:
+def build_engine(source: Path, out: Path, options: BuildOptions, *, model_precision: str,
+                 calibration: list, scratch: Path) -> dict[str, Any]:
     import tensorrt as trt
 
-    options = BuildOptions(**{**payload["options"],
-                              "batch_sizes": tuple(payload["options"]["batch_sizes"])})
-    strongly = strongly_typed(trt.__version__, payload["model_precision"])
+    strongly = strongly_typed(trt.__version__, model_precision)
     if strongly and options.precision == "best":
-        raise UserError(f"--precision best: TensorRT {trt.__version__} builds this model strongly "
+        raise ConversionError(f"--precision best: TensorRT {trt.__version__} builds this model strongly "
                         f"typed, where 'best' (let the builder pick fp16/int8) does not exist; "
                         f"choose fp16 or int8")
-    onnx_path, prepared = Path(payload["onnx"]), None
-    if strongly and payload["model_precision"] == "fp32" and options.precision != "fp32":
-        onnx_path, prepared = prepare_typed_onnx(onnx_path, Path(payload["scratch"]), options)
+    onnx_path, prepared = source, None
+    if strongly and model_precision == "fp32" and options.precision != "fp32":
+        onnx_path, prepared = prepare_typed_onnx(onnx_path, scratch, options, calibration)
     log: dict[str, Any] = {}
     logger = trt.Logger(trt.Logger.WARNING)
     builder = trt.Builder(logger)
@@ -255,7 +217,7 @@ def build_engine(payload: dict[str, Any]) -> dict[str, Any]:
         tensor = network.get_input(i)
         rest = list(tensor.shape)[1:]
         if any(d < 0 for d in rest):
-            raise UserError(f"input {tensor.name!r} has dynamic non-batch dimensions "
+            raise ConversionError(f"input {tensor.name!r} has dynamic non-batch dimensions "
                             f"{list(tensor.shape)}; TensorRT needs them fixed")
         shapes[tensor.name] = {"min": [lo, *rest], "opt": [opt, *rest], "max": [hi, *rest]}
         profile.set_shape(tensor.name, shapes[tensor.name]["min"], shapes[tensor.name]["opt"],
@@ -275,11 +237,10 @@ def build_engine(payload: dict[str, Any]) -> dict[str, Any]:
             config.set_flag(trt.BuilderFlag.FP16)
         if options.precision in ("int8", "best"):
             config.set_flag(trt.BuilderFlag.INT8)
-            from dlbench.converters.onnx_to_int8 import calibration_batches
-
-            calib = calibration_batches(onnx_path, options)
+            if not calibration:
+                raise ConversionError("a TensorRT INT8 build needs calibration batches")
             # TensorRT's calibrator takes one batch size: a short last batch is dropped.
-            calib = [b for b in calib if b.shape[0] == calib[0].shape[0]]
+            calib = [b for b in calibration if b.shape[0] == calibration[0].shape[0]]
             log["calibration_samples"] = int(sum(b.shape[0] for b in calib))
             config.int8_calibrator = _calibrator(trt, calib, options.calib_cache, log)
             calib_profile = builder.create_optimization_profile()
@@ -294,7 +255,7 @@ def build_engine(payload: dict[str, Any]) -> dict[str, Any]:
     del parser
     if serialized is None:
         raise RuntimeError("TensorRT could not build an engine (its log above says why)")
-    _write_bytes(payload["out"], bytes(serialized))
+    _write_bytes(out, bytes(serialized))
     if cache_path:
         _write_bytes(cache_path, bytes(memoryview(config.get_timing_cache().serialize())))
 
@@ -304,7 +265,7 @@ def build_engine(payload: dict[str, Any]) -> dict[str, Any]:
         "tensorrt_version": trt.__version__,
         "gpu": gpu,
         "precision": options.precision,
-        "model_precision": payload["model_precision"],
+        "model_precision": model_precision,
         "build_path": "strongly-typed" if strongly else "weakly-typed-flags",
         "prepared_onnx": prepared,
         "profile": shapes,
@@ -316,43 +277,6 @@ def build_engine(payload: dict[str, Any]) -> dict[str, Any]:
         "build_s": build_s,
     }
     return {"sidecar": sidecar, "build_s": build_s}
-
-
-def child(payload: dict[str, Any]) -> dict[str, Any]:
-    """Build the engine, then run the fixed verification batches through it."""
-    result = build_engine(payload)
-    batches = verify.load_batches(payload["inputs"])
-    if batches:
-        engine = trt_rt.Engine(payload["out"])
-        try:
-            if len(engine.inputs) != 1:
-                raise UserError(f"the engine has {len(engine.inputs)} inputs; dlbench verifies "
-                                f"single-input models")
-            start = time.perf_counter()
-            outputs = [engine.infer({engine.inputs[0]: x}) for x in batches]
-            result["candidate_s"] = time.perf_counter() - start
-        finally:
-            engine.close()
-        verify.save_outputs(payload["outputs"], outputs)
-    return result
-
-
-def run_child(payload: dict[str, Any]) -> dict[str, Any]:
-    """Only run an existing engine (``dlbench verify``): check it belongs here first."""
-    import tensorrt as trt
-
-    meta = trt_rt.read_sidecar(payload["engine"])
-    gpu = trt_rt.device_properties(0)
-    trt_rt.check_sidecar(payload["engine"], meta, trt_version=trt.__version__,
-                         gpu_name=gpu["name"], compute_capability=gpu["compute_capability"])
-    engine = trt_rt.Engine(payload["engine"])
-    try:
-        batches = verify.load_batches(payload["inputs"])
-        outputs = [engine.infer({engine.inputs[0]: x}) for x in batches]
-    finally:
-        engine.close()
-    verify.save_outputs(payload["outputs"], outputs)
-    return {"tensorrt_version": trt.__version__, "gpu": gpu}
 
 
 HOP = OnnxToTensorRT()

@@ -19,7 +19,7 @@ import torch
 
 from dlbench.converters.base import ExportHop, ExportOptions
 from dlbench.converters.onnx_io import BATCH_DIM, OUTPUT_NAME, SEQUENCE_DIM, input_names
-from dlbench.models.errors import UserError
+from dlbench.converters.base import ConversionError
 
 
 class TorchToOnnx(ExportHop):
@@ -34,7 +34,7 @@ class TorchToOnnx(ExportHop):
     def export(self, model: torch.nn.Module, spec: Any, out: Path,
                options: ExportOptions) -> dict[str, Any]:
         if options.format != "onnx":
-            raise UserError(f"--format {options.format}: PyTorch exports ONNX only")
+            raise ConversionError(f"--format {options.format}: PyTorch exports ONNX only")
         batch = 1 if options.dynamic_batch else options.batch_size
         # Zeros in each input's dtype: a valid image and a valid token id alike.
         examples = tuple(torch.zeros((batch, *i.shape), dtype=getattr(torch, i.dtype))
@@ -46,7 +46,7 @@ class TorchToOnnx(ExportHop):
                                       opset_version=options.opset)
         if options.exporter == "dynamo":
             if importlib.util.find_spec("onnxscript") is None:
-                raise UserError("--exporter dynamo needs onnxscript: pip install onnxscript "
+                raise ConversionError("--exporter dynamo needs onnxscript: pip install onnxscript "
                                 "(or use the default TorchScript exporter)")
             batch_dim, seq_dim = torch.export.Dim(BATCH_DIM), torch.export.Dim(SEQUENCE_DIM)
             kwargs["dynamic_shapes"] = tuple(
@@ -65,7 +65,7 @@ class TorchToOnnx(ExportHop):
                 axes[OUTPUT_NAME] = {0: BATCH_DIM}
             kwargs["dynamic_axes"] = {k: v for k, v in axes.items() if v}
         else:
-            raise UserError(f"--exporter {options.exporter}: choose torchscript or dynamo")
+            raise ConversionError(f"--exporter {options.exporter}: choose torchscript or dynamo")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")         # "legacy TorchScript-based ONNX export"
             with torch.inference_mode(False), torch.no_grad():

@@ -19,11 +19,11 @@ from dlbench.models.errors import UserError
 
 KINDS = {
     "train": "dlbench.harness.training.runner:child",
-    # converters/: native reference outputs + ONNX/MindIR export (one framework per process),
-    # TensorRT engine build + run, and running an existing engine (dlbench verify).
-    "export": "dlbench.converters.native:child",
-    "tensorrt": "dlbench.converters.onnx_to_tensorrt:child",
-    "tensorrt-run": "dlbench.converters.onnx_to_tensorrt:run_child",
+    # Conversions: native reference outputs + ONNX/MindIR export (one framework per process),
+    # TensorRT engine build + run, and any artifact's outputs through its runner (verify).
+    "export": "dlbench.harness.convert.export_cell:child",
+    "tensorrt": "dlbench.harness.convert.tensorrt_cell:child",
+    "outputs": "dlbench.harness.verify.run:child",
     "bench": "dlbench.harness.bench.child:run",
     "peak": "dlbench.harness.bench.peak:child",
     "eval": "dlbench.harness.evaluate.child:run",        # dlbench eval: accuracy on a held-out split

@@ -39,6 +39,18 @@ OBJECTIVES: dict[str, str | None] = {
 INFERENCE_FROM_TRAINING: dict[str, str] = {
     "bert-pretraining": "dlbench.models.bert:classification_from_pretraining",
 }
+# Objective -> "module:function(spec, batch_size, n_batches, seed)" giving its synthetic
+# training batches, for objectives whose data is not a classifier's (models.synthetic).
+# Named, not imported: the family's data module builds on models.synthetic itself.
+SYNTHETIC_DATA: dict[str, str] = {
+    "bert-pretraining": "dlbench.models.bert.data:bert_pretraining_batches",
+}
+
+
+def resolve_entry(target: str) -> Callable[..., Any]:
+    """A registry entry point ``"module:function"``, imported on first use."""
+    module, _, func = target.partition(":")
+    return getattr(importlib.import_module(module), func)
 
 
 @dataclass(frozen=True)
@@ -76,8 +88,7 @@ class ModelSpec:
         target = INFERENCE_FROM_TRAINING.get(self.objective)
         if target is None:
             return trained
-        module, _, func = target.partition(":")
-        return getattr(importlib.import_module(module), func)(framework, self, trained)
+        return resolve_entry(target)(framework, self, trained)
 
     @property
     def frameworks(self) -> tuple[str, ...]:
@@ -125,8 +136,7 @@ class ModelSpec:
             raise UserError(
                 f"model {self.name!r} has no {framework} implementation; it has: "
                 f"{', '.join(self.builders)}") from None
-        module, _, func = target.partition(":")
-        return getattr(importlib.import_module(module), func)
+        return resolve_entry(target)
 
     def build(self, framework: str, **overrides):
         """Build the native network for ``framework`` (imports that framework)."""

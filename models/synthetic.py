@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.models.registry import ModelSpec
+from dlbench.models.registry import SYNTHETIC_DATA, ModelSpec, resolve_entry
 
 PATTERN_RES = 8      # side of the per-class pattern before upsampling
 NOISE = 0.5
@@ -149,10 +149,8 @@ def batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0,
     Images keep ``image_batches``' (array, labels) pairs (``layout`` applies to
     them only); token models get a tuple of input arrays.
     """
-    if spec.objective == "bert-pretraining":
-        # Imported here: models.bert.data imports this module (``specials``).
-        from dlbench.models.bert.data import bert_pretraining_batches
-        return bert_pretraining_batches(spec, batch_size, n_batches, seed)
+    if spec.objective in SYNTHETIC_DATA:
+        return resolve_entry(SYNTHETIC_DATA[spec.objective])(spec, batch_size, n_batches, seed)
     if spec.objective != "classification":
         raise ValueError(f"{spec.name}: no synthetic data for objective {spec.objective!r}")
     if spec.token_inputs:

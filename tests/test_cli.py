@@ -11,7 +11,7 @@ from dlbench.harness.cli import COMMANDS
 HEAVY = ("torch", "tensorflow", "mindspore", "tensorrt")
 PROBE = """
 import json, sys
-from harness.cli import main
+from dlbench.harness.cli import main
 try:
     main({argv!r})
 except SystemExit:

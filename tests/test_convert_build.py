@@ -20,7 +20,7 @@ from onnx import numpy_helper
 
 import tiny_onnx
 from dlbench.converters import onnx_io
-from dlbench.converters.onnx_to_tensorrt import availability_problems
+from dlbench.harness.backends.tensorrt import availability_problems
 from dlbench.harness.results import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]

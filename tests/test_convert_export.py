@@ -94,8 +94,8 @@ def test_every_exported_file_looks_the_same(exported, resnet50):
         assert model.ir_version <= limit
         s = onnx_io.summarize(model)
         assert [(t.name, t.dtype, t.shape) for t in s.inputs] == \
-            [("input", "float32", ["batch", 3, 224, 224])]
-        assert [(t.name, t.shape) for t in s.outputs] == [("logits", ["batch", 1000])]
+            [("input", "float32", ("batch", 3, 224, 224))]
+        assert [(t.name, t.shape) for t in s.outputs] == [("logits", ("batch", 1000))]
         assert s.metadata["model"] == "resnet50" and s.metadata["framework"] == r["framework"]
         assert s.metadata["source_sha256"] == r["context"]["source"]["sha256"]
         assert s.op_counts["Conv"] == 53
@@ -150,7 +150,7 @@ def test_static_batch_export(cli, workdir, minis):
     assert r["status"] == "ok" and r["batch_size"] == 2
     assert r["metrics"]["verdict"]["batch_sizes"] == [2]
     s = onnx_io.summarize(onnx.load(workdir / "static.onnx"))
-    assert s.inputs[0].shape == [2, 3, 64, 64] and s.outputs[0].shape == [2, 10]
+    assert s.inputs[0].shape == (2, 3, 64, 64) and s.outputs[0].shape == (2, 10)
 
 
 def test_a_broken_export_is_caught_by_verify(cli, workdir, minis):

@@ -12,7 +12,9 @@ import onnx
 import pytest
 
 import tiny_onnx
-from dlbench.converters import onnx_io, verify
+from dlbench.converters import onnx_io
+from dlbench.harness.verify import compare as cmp
+from dlbench.harness.verify import inputs as vin
 from dlbench.models.errors import UserError
 from dlbench.harness.results import ARTIFACT_COLUMNS, ResultStore
 from clitools import assert_usage_error as _one_line_error
@@ -39,7 +41,7 @@ def _copy(outputs):
 
 def test_identical_outputs_pass_with_exact_metrics():
     ref = _logits()
-    v = verify.compare(ref, _copy(ref), verify.tolerance("fp32"), SIZES)
+    v = cmp.compare(ref, _copy(ref), cmp.tolerance("fp32"), SIZES)
     assert v.ok and v.batch_sizes == [1, 8]
     [o] = v.outputs
     assert o.max_abs == 0 and o.mean_abs == 0 and o.top1 == 1.0
@@ -51,7 +53,7 @@ def test_a_planted_error_is_measured_and_located():
     ref = _logits()
     cand = _copy(ref)
     cand[1]["logits"][3, 7] += 0.5                        # batch 8, sample 3, class 7
-    v = verify.compare(ref, cand, verify.tolerance("fp32"), SIZES)
+    v = cmp.compare(ref, cand, cmp.tolerance("fp32"), SIZES)
     [o] = v.outputs
     assert not v.ok and not o.ok
     assert o.max_abs == pytest.approx(0.5, rel=1e-6)
@@ -71,15 +73,15 @@ def test_tolerances_differ_by_precision():
     noisy = [{"logits": r["logits"] + rng.normal(0, 0.02, r["logits"].shape).astype(np.float32)}
              for r in ref]
     # fp32 cannot accept 0.02 of noise; fp16 and int8 can (arg-max and direction hold).
-    assert not verify.compare(ref, noisy, verify.tolerance("fp32"), SIZES).ok
-    assert verify.compare(ref, noisy, verify.tolerance("fp16"), SIZES).ok
-    assert verify.compare(ref, noisy, verify.tolerance("int8"), SIZES).ok
+    assert not cmp.compare(ref, noisy, cmp.tolerance("fp32"), SIZES).ok
+    assert cmp.compare(ref, noisy, cmp.tolerance("fp16"), SIZES).ok
+    assert cmp.compare(ref, noisy, cmp.tolerance("int8"), SIZES).ok
     # int8 is judged by top-1: two of nine samples changing class fails it.
     flipped = _copy(ref)
     for b, s in ((0, 0), (1, 5)):
         row = flipped[b]["logits"][s]
         row[np.argsort(row)[-2]] = row.max() + 1
-    v = verify.compare(ref, flipped, verify.tolerance("int8"), SIZES)
+    v = cmp.compare(ref, flipped, cmp.tolerance("int8"), SIZES)
     assert not v.ok and v.outputs[0].top1 == pytest.approx(7 / 9)
     assert "top-1 agreement 77.8% < 90%" in v.message
 
@@ -88,33 +90,33 @@ def test_nan_and_shape_mismatch_always_fail():
     ref = _logits()
     nan = _copy(ref)
     nan[0]["logits"][0, 0] = np.nan
-    v = verify.compare(ref, nan, verify.tolerance("int8"), SIZES)
+    v = cmp.compare(ref, nan, cmp.tolerance("int8"), SIZES)
     assert not v.ok and "NaN or Inf" in v.message
     short = _copy(ref)
     short[1]["logits"] = short[1]["logits"][:, :9]
-    v = verify.compare(ref, short, verify.tolerance("int8"), SIZES)
+    v = cmp.compare(ref, short, cmp.tolerance("int8"), SIZES)
     assert not v.ok and "shape is [8, 9]" in v.message
 
 
 def test_tolerance_overrides_and_bad_values():
-    assert verify.tolerance("fp32", rtol=0.5).rtol == 0.5
+    assert cmp.tolerance("fp32", rtol=0.5).rtol == 0.5
     with pytest.raises(UserError, match="unknown precision"):
-        verify.tolerance("fp8")
+        cmp.tolerance("fp8")
     with pytest.raises(UserError, match="out of range"):
-        verify.tolerance("int8", min_cosine=2.0)
-    assert verify.parse_batch_sizes("1, 8,8") == (1, 8)
+        cmp.tolerance("int8", min_cosine=2.0)
+    assert vin.parse_batch_sizes("1, 8,8") == (1, 8)
     for bad in ("0,1", "a", ""):
         with pytest.raises(UserError):
-            verify.parse_batch_sizes(bad)
+            vin.parse_batch_sizes(bad)
 
 
 def test_verification_inputs_are_fixed_and_independent_of_calibration():
-    a = verify.image_inputs((3, 16, 16), 5, SIZES)
-    b = verify.image_inputs((3, 16, 16), 5, SIZES)
+    a = vin.image_inputs((3, 16, 16), 5, SIZES)
+    b = vin.image_inputs((3, 16, 16), 5, SIZES)
     assert [x.shape for x in a] == [(1, 3, 16, 16), (8, 3, 16, 16)]
     assert all(np.array_equal(x, y) for x, y in zip(a, b)) and a[0].dtype == np.float32
-    calib = verify.image_stream((3, 16, 16), 5, 8, 2, seed=verify.CALIB_SEED)
-    assert verify.CALIB_SEED != verify.VERIFY_SEED
+    calib = vin.image_stream((3, 16, 16), 5, 8, 2, seed=vin.CALIB_SEED)
+    assert vin.CALIB_SEED != vin.VERIFY_SEED
     assert not np.array_equal(calib[0], a[1])
     assert not np.array_equal(calib[0], calib[1])
 
@@ -159,8 +161,8 @@ def test_normalize_io_and_metadata():
     model = onnx_io.infer_shapes(model)
     onnx_io.check_model(model, "m.onnx")
     s = onnx_io.summarize(model)
-    assert [(t.name, t.shape) for t in s.inputs] == [("input", ["batch", 3, 16, 16])]
-    assert [(t.name, t.shape) for t in s.outputs] == [("logits", ["batch", 5])]
+    assert [(t.name, t.shape) for t in s.inputs] == [("input", ("batch", 3, 16, 16))]
+    assert [(t.name, t.shape) for t in s.outputs] == [("logits", ("batch", 5))]
     assert s.metadata == {"model": "m", "precision": "fp32"} and s.precision == "fp32"
 
 
@@ -243,7 +245,7 @@ def test_bad_onnx_is_one_line_and_exit_2(cli, workdir, tiny, name, needle):
 
 
 def test_tensorrt_build_without_gpu_or_tensorrt_exits_2_with_the_reason(cli, workdir, tiny):
-    from dlbench.converters.onnx_to_tensorrt import availability_problems
+    from dlbench.harness.backends.tensorrt import availability_problems
 
     problems = availability_problems()
     if not problems:

@@ -166,8 +166,8 @@ def test_amp_trains_in_float16_on_cpu_and_saves_plain_names(tmp_path):
 def test_gpu_session_trains(tmp_path):
     # Its own process: MindSpore's device is fixed once per process, and the
     # tests above have already put this one on the CPU.
-    code = ("import json, sys; from pathlib import Path; from harness.training import loop; "
-            "from harness.training.base import TrainConfig; "
+    code = ("import json, sys; from pathlib import Path; from dlbench.harness.training import loop; "
+            "from dlbench.harness.training.base import TrainConfig; "
             f"r = loop.run(TrainConfig(model={MINI!r}, framework='mindspore', batch_size=16, "
             "steps=3, device='gpu'), Path(sys.argv[1])); "
             "print(json.dumps({'device': r['runtime']['device'], 'losses': r['losses']}))")

@@ -175,10 +175,10 @@ def test_gpu_session_trains_on_gpu(tmp_path, precision):
 def test_threads_are_applied_in_a_fresh_process():
     code = (
         "import json\n"
-        "from harness.training.base import TrainConfig\n"
-        "from harness.training.tensorflow import Session\n"
-        "from models import synthetic\n"
-        "from models.registry import get_model\n"
+        "from dlbench.harness.training.base import TrainConfig\n"
+        "from dlbench.harness.training.tensorflow import Session\n"
+        "from dlbench.models import synthetic\n"
+        "from dlbench.models.registry import get_model\n"
         f"spec = get_model({MINI!r})\n"
         f"cfg = TrainConfig(model={MINI!r}, framework='tensorflow', batch_size=2, steps=1,\n"
         "                  intra_op_threads=1, inter_op_threads=2)\n"

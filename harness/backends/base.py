@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from dlbench.models.errors import UserError
+from dlbench.models.tensors import TensorInfo  # noqa: F401 - the backends' import point
 from dlbench.harness.fingerprint import fingerprint
 from dlbench.harness.frameworks import distribution_version, is_installed
 
@@ -164,18 +165,6 @@ class RunConfig:
     min_batch: int = 1
     # Fixed non-batch input shapes the user gave (--shape), for engine builders.
     shapes: dict[str, list[int]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """An input or output as the model declares it.
-
-    ``shape`` holds ints for fixed dimensions and a string (the symbolic
-    name) or None for dynamic ones.
-    """
-    name: str
-    dtype: str                # numpy dtype name
-    shape: tuple[Any, ...]
 
 
 class FellBack(RuntimeError):

@@ -32,7 +32,8 @@ from dlbench.harness.frameworks import is_installed
 # The engine sidecar contract (ENGINE.json: TensorRT version, GPU, precision, profile,
 # source ONNX) and the cuda-python helpers are shared with converters/ (dlbench build).
 from dlbench.converters.tensorrt_runtime import (  # noqa: E402
-    check, check_sidecar, cudart, device_properties, tensorrt_version_here)
+    check, check_sidecar, cudart, device_properties, read_sidecar, tensorrt_version_here)
+from dlbench.harness.fingerprint import fingerprint  # noqa: E402
 
 
 @dataclass
@@ -274,6 +275,25 @@ class TrtRunner(Runner):
     def verify(self, runtime: dict[str, Any]) -> None:
         if runtime["device_kind"] != "cuda":
             raise FellBack("TensorRT runs on CUDA devices only")
+
+
+def availability_problems() -> list[str]:
+    """Why TensorRT engines cannot be built or run here (empty: they can), without importing
+    TensorRT: the machine first, then the packages."""
+    from dlbench.converters.onnx_to_tensorrt import missing_packages
+
+    gpu = [] if has_nvidia_gpu() else ["no NVIDIA GPU on this machine (nvidia-smi found none)"]
+    return gpu + missing_packages()
+
+
+def check_engine_here(engine: str | Path) -> dict[str, Any]:
+    """Parent-side check of an engine's sidecar against the fingerprint (no TensorRT import)."""
+    meta = read_sidecar(engine)
+    gpus = fingerprint()["gpus"]
+    check_sidecar(engine, meta, trt_version=tensorrt_version_here(),
+                  gpu_name=gpus[0]["name"] if gpus else None,
+                  compute_capability=gpus[0].get("compute_capability") or None if gpus else None)
+    return meta
 
 
 class TensorRT(Backend):

@@ -30,10 +30,11 @@ from typing import Any
 
 from dlbench.harness.backends.base import (MINDIR, ONNX, TRT_ENGINE, ZOO, ArtifactRef, TensorInfo,
                                    checkpoint_format)
+from dlbench.converters.tensorrt_runtime import ENGINE_SUFFIXES
 from dlbench.models.errors import UserError
+from dlbench.models.native import SUFFIXES as NATIVE_SUFFIXES
 
-ENGINE_SUFFIXES = (".plan", ".engine", ".trt")
-CHECKPOINT_SUFFIXES = (".pt", ".pth", ".keras", ".ckpt")
+CHECKPOINT_SUFFIXES = tuple(NATIVE_SUFFIXES)
 
 
 @dataclass
@@ -78,7 +79,8 @@ def _neighbour_manifest(path: Path) -> dict[str, Any]:
     return {}
 
 
-def resolve(arg: str, model: str | None = None) -> Artifact:
+def resolve(arg: str, model: str | None = None, framework: str | None = None) -> Artifact:
+    """The one resolver: what a path (or zoo name) given to bench, verify or eval is."""
     path = Path(arg)
     if not path.exists():
         from dlbench.models.registry import list_models
@@ -93,7 +95,7 @@ def resolve(arg: str, model: str | None = None) -> Artifact:
     if path.is_file() and path.suffix == ".mindir":
         return _mindir(path, arg)
     if path.is_dir() or path.suffix in CHECKPOINT_SUFFIXES + (".json",):
-        return _checkpoint(path, arg, model)
+        return _checkpoint(path, arg, model, framework)
     raise UserError(f"{arg}: cannot tell what this is from '{path.suffix}' (give an .onnx, a "
                     f"TensorRT .plan, a .mindir, a 'dlbench train' output or a zoo model name)")
 
@@ -224,11 +226,11 @@ def _mindir(path: Path, arg: str) -> Artifact:
     return Artifact(ref, arg, sha256_of(path), sig, sidecar.get("precision", "fp32"))
 
 
-def _checkpoint(path: Path, arg: str, model: str | None) -> Artifact:
+def _checkpoint(path: Path, arg: str, model: str | None, framework: str | None = None) -> Artifact:
     from dlbench.models.native import checkpoint_manifest
     from dlbench.models.registry import get_model
 
-    checkpoint, manifest = checkpoint_manifest(path, model=model)
+    checkpoint, manifest = checkpoint_manifest(path, framework, model)
     spec = get_model(manifest["model"])
     framework = manifest["framework"]
     sig = [TensorInfo(i.name, i.dtype, (None, *i.shape)) for i in spec.inputs]

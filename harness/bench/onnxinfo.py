@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.converters import onnx_io
-from dlbench.harness.backends.base import TensorInfo
 from dlbench.models.errors import UserError
 
 # Ops that only pass data through: an index that reaches a Gather through
@@ -64,36 +63,8 @@ def _all_nodes(graph):
                 yield from _all_nodes(g)
 
 
-def _np_dtype(elem_type: int) -> str:
-    from onnx import helper
-
-    try:
-        return str(helper.tensor_dtype_to_np_dtype(elem_type))
-    except (KeyError, ValueError, TypeError):
-        import onnx
-        return onnx.TensorProto.DataType.Name(elem_type).lower()
-
-
-def _tensor_info(value_info) -> TensorInfo:
-    t = value_info.type.tensor_type
-    dims: list[Any] = []
-    if t.HasField("shape"):
-        for d in t.shape.dim:
-            if d.HasField("dim_value"):
-                dims.append(int(d.dim_value))
-            elif d.HasField("dim_param"):
-                dims.append(d.dim_param)
-            else:
-                dims.append(None)
-    return TensorInfo(value_info.name, _np_dtype(t.elem_type), tuple(dims))
-
-
-def signature(model) -> tuple[list[TensorInfo], list[TensorInfo]]:
-    """(inputs, outputs); graph inputs that are initializers (old IR) are weights, not inputs."""
-    weights = {i.name for i in model.graph.initializer}
-    inputs = [_tensor_info(v) for v in model.graph.input if v.name not in weights]
-    outputs = [_tensor_info(v) for v in model.graph.output]
-    return inputs, outputs
+# One reading of an ONNX signature for every command: converters.onnx_io's.
+signature = onnx_io.signature
 
 
 def embedding_ranges(model) -> dict[str, tuple[int, int]]:

@@ -289,7 +289,7 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
                 continue
             options = backend.resolve_options(req.options)
             if art.format == TRT_ENGINE:
-                from dlbench.converters.tensorrt_runtime import check_engine_here
+                from dlbench.harness.backends.tensorrt import check_engine_here
                 check_engine_here(art.ref.path)
             devices = devices_asked or [backend.default_device()]
             for device in devices:

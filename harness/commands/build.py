@@ -61,10 +61,10 @@ def add_arguments(p) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlbench.converters import verify
+    from dlbench.harness.verify import inputs as verify
     from dlbench.converters.base import BuildOptions
-    from dlbench.converters.build import BuildRequest, build
-    from dlbench.converters.table import verification_table
+    from dlbench.harness.convert.build import BuildRequest, build
+    from dlbench.harness.convert.table import verification_table
 
     opts = BuildOptions(
         batch_sizes=verify.parse_batch_sizes(args.batch_sizes), workspace_mb=args.workspace_mb,

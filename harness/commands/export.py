@@ -47,10 +47,10 @@ def add_arguments(p) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlbench.converters import verify
+    from dlbench.harness.verify import inputs as verify
     from dlbench.converters.base import ExportOptions
-    from dlbench.converters.export import ExportRequest, export
-    from dlbench.converters.table import verification_table
+    from dlbench.harness.convert.export import ExportRequest, export
+    from dlbench.harness.convert.table import verification_table
 
     req = ExportRequest(
         sources=args.checkpoints, framework=args.framework, model=args.model, out=args.out,

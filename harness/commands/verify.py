@@ -37,8 +37,8 @@ def add_arguments(p) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlbench.converters import verify
-    from dlbench.converters.table import verification_table
+    from dlbench.harness.verify import command as verify
+    from dlbench.harness.convert.table import verification_table
 
     req = verify.VerifyRequest(
         reference=args.reference, candidate=args.candidate, precision=args.precision,

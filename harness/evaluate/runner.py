@@ -110,7 +110,7 @@ def plan(req: EvalRequest) -> _Plan:
 
 def evaluate(req: EvalRequest) -> dict[str, Any]:
     """Score ``req.artifact`` on the held-out split; return its stored ``eval`` record."""
-    from dlbench.converters import records
+    from dlbench.harness import records
     from dlbench.models.atomic import write_json
     from dlbench.harness.context import new_run_id, now_iso
     from dlbench.harness.results import ResultStore

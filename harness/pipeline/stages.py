@@ -132,7 +132,7 @@ class ExportStage(Stage):
         return _convert_result(records[-1])
 
     def run(self, ctx):
-        from dlbench.converters.export import ExportRequest, export
+        from dlbench.harness.convert.export import ExportRequest, export
 
         missing = _needs(ctx, f"train:{self.framework}")
         if missing:
@@ -163,7 +163,7 @@ class BuildStage(Stage):
 
     def run(self, ctx):
         from dlbench.converters.base import BuildOptions
-        from dlbench.converters.build import BuildRequest, build
+        from dlbench.harness.convert.build import BuildRequest, build
         from dlbench.models.registry import get_model
 
         source = primary_export(ctx)

@@ -17,14 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.converters import onnx_io, records, verify
+from dlbench.converters import onnx_io
 from dlbench.converters.base import BuildOptions, build_hop
 from dlbench.harness import __version__
 from dlbench.models.atomic import check_can_create, write_json
 from dlbench.harness.context import CommandOptions, new_run_id, now_iso
 from dlbench.models.errors import UserError, first_line
 from dlbench.harness.results import ResultStore
+from dlbench.harness import records
+from dlbench.harness.backends.base import ONNX, ArtifactRef
+from dlbench.harness.convert import calibration
 from dlbench.harness.threads import ThreadConfig, in_force
+from dlbench.harness.verify import compare as cmp
+from dlbench.harness.verify import inputs as vin
+from dlbench.harness.verify import run as runners
 
 
 @dataclass
@@ -35,7 +41,7 @@ class BuildRequest(CommandOptions):
     options: BuildOptions = field(default_factory=BuildOptions)
     precision: str | None = None          # tensorrt only; None: the model's own or fp32
     verify_batch_sizes: tuple[int, ...] | None = None
-    seed: int = verify.VERIFY_SEED
+    seed: int = vin.VERIFY_SEED
 
 
 @dataclass
@@ -56,7 +62,7 @@ def plan(req: BuildRequest) -> _Plan:
         opts.precision = req.precision or opts.precision
     elif req.precision not in (None, hop.precision):
         raise UserError(f"--precision {req.precision}: --to {req.to} makes {hop.precision} models")
-    opts.batch_sizes = verify.parse_batch_sizes(opts.batch_sizes)
+    opts.batch_sizes = vin.parse_batch_sizes(opts.batch_sizes)
     for flag, value in (("--workspace-mb", opts.workspace_mb), ("--calib-size", opts.calib_size),
                         ("--calib-batch", opts.calib_batch)):
         if value < 1:
@@ -66,6 +72,12 @@ def plan(req: BuildRequest) -> _Plan:
     if req.timeout is not None and req.timeout <= 0:
         raise UserError("--timeout must be positive")
     # A machine that cannot run the hop at all says so first (no GPU, no TensorRT).
+    if req.to == "tensorrt":
+        from dlbench.harness.backends.tensorrt import availability_problems
+
+        problems = availability_problems()
+        if problems:
+            raise UserError("cannot build a TensorRT engine here: " + "; ".join(problems))
     hop.check_available(opts)
     source = Path(req.source)
     model = onnx_io.load(source)
@@ -80,12 +92,10 @@ def plan(req: BuildRequest) -> _Plan:
             raise UserError(f"--precision {req.precision}: {source} is a {summary.precision} "
                             f"model, and TensorRT builds it in its own precision")
         opts.precision = precision = summary.precision
-    chw, _ = verify.image_shape_of(summary, str(source))
+    chw, _ = vin.image_shape_of(summary, str(source))
     if opts.calib_data:
-        from dlbench.converters.onnx_to_int8 import read_calibration_file
-
-        read_calibration_file(opts.calib_data, chw)
-    batch_sizes = verify.parse_batch_sizes(req.verify_batch_sizes)
+        calibration.read_calibration_file(opts.calib_data, chw)
+    batch_sizes = vin.parse_batch_sizes(req.verify_batch_sizes)
     if req.to == "tensorrt":
         from dlbench.converters.onnx_to_tensorrt import profile_of
 
@@ -139,11 +149,11 @@ def build(req: BuildRequest) -> dict[str, Any]:
         # Calibrated on a data set's training split: judged on its held-out images,
         # which calibration never saw (synthetic images fall outside the calibrated ranges).
         inputs = heldout_images(p.options.calib_data,
-                                verify.image_shape_of(p.summary, str(p.source))[0], p.batch_sizes)
+                                vin.image_shape_of(p.summary, str(p.source))[0], p.batch_sizes)
         record["context"]["verify_inputs"] = f"{p.options.calib_data}: held-out split, in order"
     else:
-        inputs = verify.inputs_for_onnx(p.summary, p.batch_sizes, req.seed, str(p.source))
-    reference = verify.onnx_outputs(p.source, inputs, threads=threads.intra_op)
+        inputs = vin.inputs_for_onnx(p.summary, p.batch_sizes, req.seed, str(p.source))
+    reference, _ = runners.outputs(_onnx_ref(p.source, meta), inputs, threads=threads)
     reference_s = time.perf_counter() - verify_start
     p.out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{p.out.name}.", suffix=".partial",
@@ -152,18 +162,13 @@ def build(req: BuildRequest) -> dict[str, Any]:
         staged = stage / p.out.name
         convert_start = time.perf_counter()
         candidate = None
+        calib = (calibration.batches(p.source, p.options)
+                 if calibration.needed(req.to, p.options) else None)
         if req.to == "tensorrt":
-            from dlbench.converters.onnx_to_tensorrt import BuildFailed
-
-            try:
-                info = p.hop.build(p.source, staged, p.options, batches=inputs,
-                                   model_precision=p.summary.precision, timeout=req.timeout,
-                                   env=env)
-            except BuildFailed as exc:
-                record["context"].update(traceback=exc.outcome.traceback,
-                                         log_tail=exc.outcome.log_tail)
-                return _stored(req, records.finish(record, None, error=str(exc)), None, start)
-            candidate = info.pop("outputs")
+            outcome, info, candidate = _tensorrt_cell(p, staged, inputs, calib, meta, req, env)
+            if not outcome.ok:
+                record["context"].update(traceback=outcome.traceback, log_tail=outcome.log_tail)
+                return _stored(req, records.finish(record, None, error=outcome.error), None, start)
             sidecar = {**info["sidecar"], "model": meta.get("model"),
                        "framework": meta.get("framework"),
                        "source": {"path": str(p.source.resolve()), "sha256": source_sha},
@@ -173,7 +178,8 @@ def build(req: BuildRequest) -> dict[str, Any]:
             convert_s = info["build_s"]
         else:
             try:
-                info = p.hop.build(p.source, staged, p.options)
+                info = p.hop.build(p.source, staged, p.options, calibration=calib,
+                                   calibration_source=calibration.describe(p.options))
             except UserError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a quantizer crash: the record's failure
@@ -195,10 +201,10 @@ def build(req: BuildRequest) -> dict[str, Any]:
         verify_start = time.perf_counter()
         if candidate is None:
             try:
-                candidate = verify.onnx_outputs(staged, inputs, threads=threads.intra_op)
+                candidate, _ = runners.outputs(_onnx_ref(staged, meta), inputs, threads=threads)
             except UserError as exc:
                 return _stored(req, records.finish(record, None, error=str(exc)), None, start)
-        verdict = verify.compare(reference, candidate, verify.tolerance(p.precision),
+        verdict = cmp.compare(reference, candidate, cmp.tolerance(p.precision),
                                  p.batch_sizes, req.seed)
         verify_s = reference_s + time.perf_counter() - verify_start + info.get("candidate_s", 0.0)
         onnx_io.publish_mode(staged)
@@ -219,6 +225,34 @@ def build(req: BuildRequest) -> dict[str, Any]:
         return _stored(req, records.finish(record, verdict), artifact, start)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _onnx_ref(path: Path, meta: dict[str, str]) -> ArtifactRef:
+    return ArtifactRef(str(Path(path).resolve()), ONNX, meta.get("model") or Path(path).stem,
+                       meta.get("framework"))
+
+
+def _tensorrt_cell(p: _Plan, staged: Path, inputs, calib, meta, req: BuildRequest, env):
+    """Build and run the engine in its own cell: (outcome, info, candidate outputs)."""
+    from dlbench.harness.launcher import run_cell
+
+    with tempfile.TemporaryDirectory(prefix="dlbench-trt-") as tmp:
+        payload = {"onnx": str(p.source.resolve()), "out": str(staged.resolve()),
+                   "options": p.options.to_dict(), "model_precision": p.summary.precision,
+                   "model": meta.get("model"), "inputs": str(Path(tmp, "inputs.npz")),
+                   "outputs": str(Path(tmp, "outputs.npz")), "scratch": str(Path(tmp).resolve()),
+                   "calibration": str(Path(tmp, "calibration.npz")) if calib else None}
+        vin.save_batches(payload["inputs"], inputs)
+        if calib:
+            vin.save_batches(payload["calibration"], calib)
+        outcome = run_cell("tensorrt", payload, env=env, timeout=req.timeout)
+        if outcome.status == "usage_error":
+            raise UserError(outcome.error)
+        if not outcome.ok:
+            return outcome, None, None
+        info = dict(outcome.result)
+        info["cell"] = {"wall_s": outcome.wall_s, "peak_rss_mb": outcome.peak_rss_mb}
+        return outcome, info, vin.load_outputs(payload["outputs"])
 
 
 def _stored(req: BuildRequest, record, artifact, start) -> dict[str, Any]:

@@ -1,11 +1,12 @@
 """``dlbench export`` as a Python API: native checkpoint -> ONNX (or MindIR), verified.
 
-Per checkpoint: one export cell (the framework's own process) computes the
-native reference outputs on the fixed verification inputs and writes the raw
-file; this process then normalizes the ONNX file (IR version ONNX Runtime
-reads, ``input``/``logits`` names, symbolic batch, dlbench metadata, checker
-and shape inference), runs it through ONNX Runtime on the same inputs, and
-lets the verifier judge.  The file is written to a staging directory and
+Per checkpoint: one export cell (the framework's own process) runs the
+checkpoint through the framework's runner on the fixed verification inputs
+(the reference) and writes the raw file with the framework's hop; this
+process then normalizes the ONNX file (IR version ONNX Runtime reads,
+``input``/``logits`` names, symbolic batch, dlbench metadata, checker and
+shape inference), runs it through the ONNX Runtime runner on the same
+inputs, and lets the comparator judge.  The file is written to a staging directory and
 renamed into place when done; a verdict over tolerance keeps the file but
 stores it as unverified, and the command exits 1.
 """
@@ -19,14 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from dlbench.converters import onnx_io, records, verify
+from dlbench.converters import onnx_io
 from dlbench.converters.base import EXPORT_HOPS, ExportOptions
 from dlbench.harness import __version__
 from dlbench.models.atomic import check_can_create, write_json
 from dlbench.harness.context import CommandOptions, new_run_id, now_iso
 from dlbench.models.errors import UserError
 from dlbench.harness.results import ResultStore
+from dlbench.harness import records
+from dlbench.harness.backends.base import ONNX, ArtifactRef
 from dlbench.harness.threads import ThreadConfig, in_force
+from dlbench.harness.verify import compare as cmp
+from dlbench.harness.verify import inputs as vin
+from dlbench.harness.verify import run as runners
 
 FORMATS = ("onnx", "mindir")
 EXPORTERS = ("torchscript", "dynamo")
@@ -39,8 +45,8 @@ class ExportRequest(CommandOptions):
     model: str | None = None
     out: str | None = None
     options: ExportOptions = field(default_factory=ExportOptions)
-    batch_sizes: tuple[int, ...] = verify.DEFAULT_BATCH_SIZES
-    seed: int = verify.VERIFY_SEED
+    batch_sizes: tuple[int, ...] = vin.DEFAULT_BATCH_SIZES
+    seed: int = vin.VERIFY_SEED
 
 
 @dataclass
@@ -79,7 +85,7 @@ def plan(req: ExportRequest) -> list[_Plan]:
         raise UserError(f"--threads must be at least 1, got {req.threads}")
     if req.timeout is not None and req.timeout <= 0:
         raise UserError("--timeout must be positive")
-    verify.parse_batch_sizes(req.batch_sizes)
+    vin.parse_batch_sizes(req.batch_sizes)
     plans = []
     for src in req.sources:
         ckpt, manifest = checkpoint_manifest(src, req.framework, req.model)
@@ -145,7 +151,7 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
 
     opts = req.options
     fw, model = p.manifest["framework"], p.manifest["model"]
-    batch_sizes = (verify.parse_batch_sizes(req.batch_sizes) if opts.dynamic_batch
+    batch_sizes = (vin.parse_batch_sizes(req.batch_sizes) if opts.dynamic_batch
                    else (opts.batch_size,))
     threads = ThreadConfig.default(req.threads)
     env = threads.environment()
@@ -166,18 +172,19 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
                    "manifest": str(p.source)},
         "artifact": {"path": str(p.out.resolve()), "format": opts.format}})
     start = time.perf_counter()
-    inputs = verify.inputs_for_model(model, batch_sizes, req.seed)
+    inputs = vin.inputs_for_model(model, batch_sizes, req.seed)
     p.out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{p.out.name}.", suffix=".partial",
                                   dir=p.out.parent)).resolve()
     try:
         raw = stage / f"raw.{opts.format}"
         payload = {"framework": fw, "model": model, "checkpoint": str(p.checkpoint.resolve()),
+                   "threads": [threads.intra_op, threads.inter_op],
                    "inputs": str(stage / "inputs.npz"), "reference_out": str(stage / "ref.npz"),
                    "export": {"out": str(raw.resolve()), "options": opts.to_dict()}}
         if opts.format == "mindir":
             payload.update(candidate_out=str(stage / "cand.npz"), mindir=str(raw.resolve()))
-        verify.save_batches(stage / "inputs.npz", inputs)
+        vin.save_batches(stage / "inputs.npz", inputs)
         outcome = run_cell("export", payload, env=env, timeout=req.timeout)
         if outcome.status == "usage_error":
             raise UserError(outcome.error)
@@ -206,13 +213,14 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
             return _stored(req, records.finish(record, None, error=str(exc)), None, start)
         post_s = time.perf_counter() - post_start
         verify_start = time.perf_counter()
-        reference = verify.load_outputs(stage / "ref.npz")
+        reference = vin.load_outputs(stage / "ref.npz")
         try:
-            candidate = (verify.onnx_outputs(final, inputs, threads=threads.intra_op)
-                         if opts.format == "onnx" else verify.load_outputs(stage / "cand.npz"))
+            candidate = (runners.outputs(ArtifactRef(str(final), ONNX, model, fw), inputs,
+                                         threads=threads)[0]
+                         if opts.format == "onnx" else vin.load_outputs(stage / "cand.npz"))
         except UserError as exc:
             return _stored(req, records.finish(record, None, error=str(exc)), None, start)
-        verdict = verify.compare(reference, candidate, verify.tolerance("fp32"), batch_sizes,
+        verdict = cmp.compare(reference, candidate, cmp.tolerance("fp32"), batch_sizes,
                                  req.seed)
         verify_s = time.perf_counter() - verify_start + result.get("reference_s", 0.0) \
             + result.get("candidate_s", 0.0)

@@ -1,0 +1,180 @@
+"""``dlbench verify REFERENCE CANDIDATE`` as a Python API: any two runnable artifacts,
+the same fixed inputs through both, judged by the comparator.
+
+Both sides are resolved by the one resolver (``harness.bench.artifacts``, as
+``dlbench bench`` resolves them) and run by the one runner family
+(``harness.verify.run``): a checkpoint on its framework's runner, an ONNX
+file on ONNX Runtime's, a MindIR on MindSpore's, an engine on TensorRT's.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from dlbench.converters import onnx_io
+from dlbench.converters.tensorrt_runtime import ENGINE_SUFFIXES
+from dlbench.harness import records
+from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, ZOO
+from dlbench.harness.bench.artifacts import Artifact, resolve
+from dlbench.harness.context import new_run_id, now_iso
+from dlbench.harness.results import ResultStore
+from dlbench.harness.threads import ThreadConfig, in_force
+from dlbench.harness.verify import run as runners
+from dlbench.harness.verify.compare import compare, tolerance
+from dlbench.harness.verify.inputs import (DEFAULT_BATCH_SIZES, VERIFY_SEED, inputs_for_model,
+                                           inputs_for_onnx, parse_batch_sizes)
+from dlbench.models.atomic import check_can_create, write_json
+from dlbench.models.errors import UserError
+
+# What records call each side (kept from the first schema: reports and old rows use it).
+KINDS = {ONNX: "onnx", TRT_ENGINE: "tensorrt", MINDIR: "mindir"}
+
+
+def kind_of(art: Artifact) -> str:
+    return KINDS.get(art.format, "checkpoint")
+
+
+def artifact_format(art: Artifact) -> str | None:
+    """The artifacts-table format of a converted file; None for a checkpoint."""
+    return {ONNX: "onnx", TRT_ENGINE: "tensorrt", MINDIR: "mindir"}.get(art.format)
+
+
+def summary_of(art: Artifact):
+    return onnx_io.summarize(art.onnx_model) if art.format == ONNX else None
+
+
+def side(path: str, framework: str | None, model: str | None) -> Artifact:
+    """One side of a verification, resolved and checked runnable here before any work."""
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"{path}: no such file or directory")
+    if p.is_dir() and p.suffix in (".onnx", ".mindir", *ENGINE_SUFFIXES):
+        onnx_io.check_readable(p, "model file")            # "is a directory"
+    if p.suffix == ".onnx":
+        onnx_io.load(p)                       # the converters' checks and messages, as build's
+        onnx_io.session(p)                    # an operator ONNX Runtime lacks: refused now
+    elif p.suffix in ENGINE_SUFFIXES:
+        from dlbench.harness.backends.tensorrt import availability_problems, check_engine_here
+
+        problems = availability_problems()    # the machine is the reason, whatever the file
+        if problems:
+            raise UserError(f"{path}: cannot run a TensorRT engine here: " + "; ".join(problems))
+        check_engine_here(p)
+    art = resolve(path, model, framework)
+    if art.format == ZOO:
+        raise UserError(f"{path}: verify compares files; give a checkpoint or a model file")
+    if art.format not in (ONNX, TRT_ENGINE, MINDIR):
+        from dlbench.harness.frameworks import require
+        from dlbench.models.registry import get_model
+
+        require(art.ref.framework)
+        spec = get_model(art.ref.model)
+        if art.ref.framework not in spec.builders:
+            raise UserError(f"model {spec.name!r} has no {art.ref.framework} implementation")
+    return art
+
+
+def inputs_for(reference: Artifact, candidate: Artifact, batch_sizes: Sequence[int],
+               seed: int) -> list[Any]:
+    """The fixed inputs: the zoo model's when either side names one, else from the ONNX shape."""
+    for s in (reference, candidate):
+        try:
+            return inputs_for_model(s.ref.model, batch_sizes, seed)
+        except UserError:
+            continue
+    for s in (reference, candidate):
+        if s.format == ONNX:
+            return inputs_for_onnx(summary_of(s), batch_sizes, seed, s.ref.path)
+    raise UserError(f"cannot tell what inputs {reference.label} and {candidate.label} take: "
+                    f"give a checkpoint or an ONNX file on one side")
+
+
+@dataclass
+class VerifyRequest:
+    reference: str
+    candidate: str
+    precision: str | None = None           # None: the candidate's own
+    batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
+    seed: int = VERIFY_SEED
+    framework: str | None = None           # for a bare checkpoint
+    model: str | None = None
+    overrides: dict[str, float | None] = field(default_factory=dict)
+    threads: int | None = None
+    db: str | None = None
+    json_path: str | None = None
+    timeout: float | None = None
+    argv: list[str] | None = None
+
+
+def verify_files(req: VerifyRequest) -> dict[str, Any]:
+    """Run both files on the same fixed inputs and judge the candidate; one ``verify`` record."""
+    batch_sizes = parse_batch_sizes(req.batch_sizes)
+    if req.threads is not None and req.threads < 1:
+        raise UserError(f"--threads must be at least 1, got {req.threads}")
+    ref = side(req.reference, req.framework, req.model)
+    cand = side(req.candidate, req.framework, req.model)
+    precision = req.precision or cand.precision or "fp32"
+    tol = tolerance(precision, **req.overrides)
+    if cand.format == TRT_ENGINE:
+        profile = next(iter((cand.ref.meta.get("profile") or {}).values()), None)
+        if profile:
+            lo, hi = profile["min"][0], profile["max"][0]
+            outside = [b for b in batch_sizes if not lo <= b <= hi]
+            if outside:
+                raise UserError(f"--batch-sizes {','.join(map(str, outside))}: outside the "
+                                f"engine's profile, batch {lo} to {hi}")
+    if req.json_path:
+        check_can_create(req.json_path)
+    ResultStore(req.db).check_writable()
+    inputs = inputs_for(ref, cand, batch_sizes, req.seed)
+    threads = ThreadConfig.default(req.threads)
+    env = threads.environment()
+    identity = {"reference": _identity_of(ref), "candidate": _identity_of(cand),
+                "precision": precision, "batch_sizes": list(batch_sizes), "seed": req.seed}
+    record = records.new_record("verify", run_id=new_run_id(), identity=identity,
+                                started=now_iso(), argv=req.argv,
+                                device="gpu" if cand.format == TRT_ENGINE else "cpu")
+    record.update({"model": ref.ref.model or cand.ref.model,
+                   "framework": ref.ref.framework or cand.ref.framework,
+                   "backend": artifact_format(cand) or kind_of(cand), "precision": precision,
+                   "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
+    record["context"].update({"reference": {"path": ref.ref.path, "kind": kind_of(ref)},
+                              "candidate": {"path": cand.ref.path, "kind": kind_of(cand)},
+                              "thread_environment": in_force(env)})
+    start = time.perf_counter()
+    verdict, error = None, None
+    try:
+        ref_out, ref_info = runners.outputs(ref.ref, inputs, env=env, timeout=req.timeout,
+                                            threads=threads)
+        cand_out, cand_info = runners.outputs(cand.ref, inputs, env=env, timeout=req.timeout,
+                                              threads=threads, precision=precision)
+        record["context"].update(reference_run=ref_info, candidate_run=cand_info)
+        verdict = compare(ref_out, cand_out, tol, batch_sizes, req.seed)
+    except runners.RunFailed as exc:
+        error = str(exc)
+        if exc.outcome is not None:
+            record["context"].update(traceback=exc.outcome.traceback, log_tail=exc.outcome.log_tail)
+    record["duration_s"] = time.perf_counter() - start
+    record["metrics"]["verify_s"] = record["duration_s"]
+    records.finish(record, verdict, error=error)
+    artifact = None
+    if artifact_format(cand) and verdict is not None:
+        artifact = records.artifact_row(Path(cand.ref.path), cand.sha256, artifact_format(cand),
+                                        precision, model=record["model"],
+                                        framework=record["framework"], hop="verify",
+                                        source_path=Path(ref.ref.path),
+                                        source_sha256=ref.sha256)
+        record["context"]["candidate"]["sha256"] = cand.sha256
+        if cand.format == ONNX:
+            record["metrics"]["node_count"] = summary_of(cand).node_count
+        record["metrics"]["file_size_bytes"] = Path(cand.ref.path).stat().st_size
+    records.store(req.db, record, artifact)
+    if req.json_path:
+        write_json(req.json_path, [record])
+    return record
+
+
+def _identity_of(art: Artifact) -> dict[str, Any]:
+    return {"kind": kind_of(art), "sha256": art.sha256}

@@ -1,0 +1,140 @@
+"""Outputs of any artifact for verification, through the one runner family.
+
+Verification runs a model exactly as a benchmark does: the backend's
+``Runner`` loads it, ``prepare`` places a batch, ``run`` + ``sync`` compute,
+``outputs`` reads the result; only the clock is missing.  So "verified" and
+"benchmarked" describe the same execution path, and a runner that silently
+falls back to another device fails here too (``Runner.verify``).
+
+ONNX models run in this process on ONNX Runtime's CPU provider (cheap, and
+the parent may import ONNX Runtime); everything else runs in a cell of kind
+``outputs``, in the process its framework or engine needs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, ArtifactRef, RunConfig
+from dlbench.harness.threads import ThreadConfig
+from dlbench.harness.verify.inputs import load_batches, load_outputs, save_batches, save_outputs
+from dlbench.models.errors import UserError, first_line
+
+_BY_FORMAT = {ONNX: "onnxruntime", TRT_ENGINE: "tensorrt", MINDIR: "mindspore"}
+
+
+class RunFailed(Exception):
+    """A runner's cell failed at run time (a crash, a timeout); the record says why."""
+
+    def __init__(self, message: str, outcome=None):
+        super().__init__(message)
+        self.outcome = outcome
+
+
+def backend_for(ref: ArtifactRef) -> str:
+    """The backend that runs an artifact for verification: the engine its format names,
+    or for a native checkpoint its own framework."""
+    if ref.format in _BY_FORMAT:
+        return _BY_FORMAT[ref.format]
+    if ref.framework and ref.format.startswith(ref.framework):
+        return ref.framework
+    raise UserError(f"{ref.path}: dlbench cannot run a {ref.format} artifact to verify it")
+
+
+def run_config(backend: str, threads: ThreadConfig, precision: str = "fp32") -> RunConfig:
+    """The backend's defaults, on the device it must run on: verification asks for nothing
+    a benchmark would not, so its numbers and its outputs come from the same settings."""
+    from dlbench.harness.backends import get_backend
+
+    b = get_backend(backend)
+    device = "cuda" if backend == "tensorrt" else "cpu"
+    return RunConfig(device=device, precision=precision, intra_op_threads=threads.intra_op,
+                     inter_op_threads=threads.inter_op, options=b.resolve_options({}))
+
+
+def run_batches(runner, batches: Sequence[Any], label: str) -> list[dict[str, np.ndarray]]:
+    """One output dict per batch; a batch is one array or a tuple in the model's input order."""
+    infos = runner.inputs()
+    out = []
+    for x in batches:
+        xs = x if isinstance(x, (tuple, list)) else (x,)
+        if len(xs) != len(infos):
+            raise UserError(f"{label}: has {len(infos)} inputs, the verification inputs are "
+                            f"{len(xs)} ({', '.join(t.name for t in infos)})")
+        # A float16-I/O model (fp16 without keep_io_types) gets the same values, as float16.
+        feeds = {t.name: a.astype(np.float16) if t.dtype == "float16" and a.dtype.kind == "f"
+                 else a for t, a in zip(infos, xs)}
+        handle = runner.prepare(feeds)
+        runner.run(handle)
+        runner.sync()
+        out.append({k: np.asarray(v) for k, v in runner.outputs().items()})
+    return out
+
+
+def run_here(ref: ArtifactRef, batches: Sequence[Any], threads: ThreadConfig,
+             precision: str = "fp32", backend: str | None = None) -> tuple[list[dict], dict]:
+    """Load, run and check the runner in this process: (outputs per batch, what ran)."""
+    from dlbench.harness.backends import get_backend
+
+    backend = backend or backend_for(ref)
+    runner = get_backend(backend).runner(ref, run_config(backend, threads, precision))
+    start = time.perf_counter()
+    runner.load()
+    load_s = time.perf_counter() - start
+    try:
+        start = time.perf_counter()
+        outputs = run_batches(runner, batches, ref.path or ref.model)
+        run_s = time.perf_counter() - start
+        runtime = runner.runtime()
+        runner.verify(runtime)
+    finally:
+        runner.close()
+    return outputs, {"backend": backend, "runtime": runtime, "load_s": load_s, "run_s": run_s}
+
+
+def outputs(ref: ArtifactRef, batches: Sequence[Any], *, threads: ThreadConfig,
+            precision: str = "fp32", env: dict[str, str] | None = None,
+            timeout: float | None = None) -> tuple[list[dict], dict]:
+    """(outputs per batch, what ran): ONNX here, anything else in its own cell."""
+    backend = backend_for(ref)
+    if backend == "onnxruntime":
+        try:
+            return run_here(ref, batches, threads, precision, backend)
+        except UserError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a shape the graph cannot take, ...
+            n = batches[0][0].shape[0] if isinstance(batches[0], (tuple, list)) else \
+                batches[0].shape[0]
+            raise UserError(f"{ref.path}: onnxruntime cannot run it on a batch of {n} "
+                            f"({first_line(exc)[:300]})") from None
+    from dlbench.harness.launcher import run_cell
+
+    with tempfile.TemporaryDirectory(prefix="dlbench-verify-") as tmp:
+        inputs, out = Path(tmp, "inputs.npz"), Path(tmp, "outputs.npz")
+        save_batches(inputs, batches)
+        payload = {"backend": backend, "artifact": dataclasses.asdict(ref),
+                   "threads": [threads.intra_op, threads.inter_op], "precision": precision,
+                   "inputs": str(inputs), "outputs": str(out)}
+        outcome = run_cell("outputs", payload, env=env, timeout=timeout)
+        if outcome.status == "usage_error":
+            raise UserError(outcome.error)
+        if not outcome.ok:
+            raise RunFailed(f"{ref.path}: {outcome.error}", outcome)
+        info = dict(outcome.result)
+        info["cell"] = {"wall_s": outcome.wall_s, "peak_rss_mb": outcome.peak_rss_mb}
+        return load_outputs(out), info
+
+
+def child(payload: dict[str, Any]) -> dict[str, Any]:
+    """The ``outputs`` cell: run the saved batches through the backend's runner."""
+    batches = load_batches(payload["inputs"])
+    outs, info = run_here(ArtifactRef(**payload["artifact"]), batches,
+                          ThreadConfig(*payload["threads"]), payload["precision"],
+                          payload["backend"])
+    save_outputs(payload["outputs"], outs)
+    return info
