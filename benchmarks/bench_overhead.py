@@ -12,7 +12,7 @@ In one run:
    with the same session options, batch, threads, inputs, warm-up and
    measured iterations, so drift on the machine hits both alike;
 3. reports the ratio of the medians (target: the harness reaches at least
-   0.97 of the plain loop) and the agreement of the harness's repeats of the
+   0.99 of the plain loop) and the agreement of the harness's repeats of the
    same cell (target: median absolute deviation over median at most 3 %).
 
 Exit status 1 when a target is missed.  The real run (quiet machine):
@@ -40,11 +40,12 @@ sys.path.insert(0, str(HERE.parent))
 
 from dlbench.harness import stats  # noqa: E402
 from dlbench.harness.bench.measure import StopRule  # noqa: E402
-from dlbench.harness.bench.sweep import BenchRequest, run_bench  # noqa: E402
+from dlbench.harness.bench.execute import run_bench  # noqa: E402
+from dlbench.harness.bench.request import BenchRequest  # noqa: E402
 from dlbench.harness.tables import markdown  # noqa: E402
 from dlbench.harness.threads import ThreadConfig, physical_cores  # noqa: E402
 
-RATIO_TARGET = 0.97
+RATIO_TARGET = 0.99          # the issue's bar: the harness costs at most 1 % of the plain loop
 SPREAD_TARGET = 0.03
 MAX_IR_VERSION = 13          # ONNX Runtime 1.31 refuses 14, onnx 1.23's default
 

@@ -14,6 +14,7 @@ import sys
 import traceback
 
 from dlbench.harness import __version__
+from dlbench.harness.config import blame, parse_args
 from dlbench.models.errors import UserError
 
 COMMANDS = ("env", "models", "backends", "train", "export", "build", "verify", "bench", "eval",
@@ -54,7 +55,7 @@ def _terminate(signum, frame):
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"dlbench {args.command}: error: {exc}", file=sys.stderr)
+        print(f"dlbench {args.command}: error: {blame(args, str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"dlbench {args.command}: interrupted", file=sys.stderr)

@@ -149,7 +149,7 @@ class ResultStore:
             return []
         with closing(self._connect()) as con:
             rows = con.execute(f"SELECT * FROM records WHERE {where} ORDER BY id", tuple(params))
-            return [_decode(dict(r)) for r in rows]
+            return [decode_record(dict(r)) for r in rows]
 
     def finished_cell_keys(self, keys: Iterable[str], run_id: str | None = None) -> set[str]:
         """Which of ``keys`` already have a stored record that is not a failure.
@@ -212,7 +212,9 @@ class ResultStore:
         return json.loads(row[0]) if row else None
 
 
-def _decode(row: dict[str, Any]) -> dict[str, Any]:
+def decode_record(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored row as the record dict (JSON columns parsed); readers that open the file
+    themselves (read-only reports) decode rows through this too."""
     row["context"] = json.loads(row["context"])
     row["metrics"] = json.loads(row["metrics"])
     return row

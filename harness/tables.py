@@ -32,12 +32,52 @@ def spec_unit(spec) -> str:
     return "samples/sec"
 
 
+def zoo_spec(model: str | None):
+    """The zoo spec a record names, or None: any ONNX model is welcome, and a record may
+    outlive its model."""
+    try:
+        return get_model(model)
+    except Exception:  # noqa: BLE001 - not a zoo model (any more)
+        return None
+
+
+def network_name(model: str | None) -> str | None:
+    """The published name of a zoo model ("ResNet-50"); any other name stays as it is."""
+    spec = zoo_spec(model)
+    return spec.display_name if spec else model
+
+
+ROUGH_P99 = ("* p99 from fewer samples than it needs (688 for 99.9 % confidence that the "
+             "largest sample lies above the true p99): a rough figure.")
+
+
+def milliseconds(ms: float | None) -> str:
+    """A latency in the unit that keeps it short: "8.31 ms", "1.2 s", "-" when not measured."""
+    if ms is None:
+        return "-"
+    return f"{ms:.3g} ms" if ms < 1000 else f"{ms / 1000:.3g} s"
+
+
+def artifact_label(record: dict[str, Any]) -> str:
+    """What a bench record measured: the file's format and where it came from ("onnx from
+    pytorch"), so an ONNX file from PyTorch and one from TensorFlow are told apart."""
+    art = (record.get("context") or {}).get("artifact") or {}
+    fmt = art.get("format") or ""
+    if fmt == "zoo":
+        return "zoo, random weights"
+    label = fmt.replace("-checkpoint", " checkpoint")
+    framework = record.get("framework")
+    if framework and not fmt.startswith(framework):
+        label += f" from {framework}"
+    path = art.get("path") or ""
+    name = path.rsplit("/", 1)[-1]
+    return f"{label} ({name})" if name and fmt in ("onnx", "tensorrt-engine", "mindir") else label
+
+
 def model_unit(model: str | None) -> str | None:
     """``spec_unit`` of a zoo model by name; None when the name is not a zoo model."""
-    try:
-        return spec_unit(get_model(model))
-    except Exception:  # noqa: BLE001 - a record may outlive its model
-        return None
+    spec = zoo_spec(model)
+    return spec_unit(spec) if spec else None
 
 
 def train_headers(records: Sequence[dict[str, Any]]) -> tuple[str, ...]:
@@ -58,10 +98,7 @@ def train_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
     for r in records:
         fw = FRAMEWORKS.get(r["framework"])
         framework = f"{fw.display if fw else r['framework']} {r.get('framework_version') or ''}"
-        try:
-            network = get_model(r["model"]).display_name
-        except Exception:  # noqa: BLE001 - a record may outlive its model
-            network = r["model"]
+        network = network_name(r["model"])
         m = r.get("metrics", {})
         resource = r.get("context", {}).get("resource") or r.get("device")
         rss = f"{r['peak_rss_mb']:.0f} MB" if r.get("peak_rss_mb") else ""

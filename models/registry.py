@@ -54,6 +54,27 @@ def resolve_entry(target: str) -> Callable[..., Any]:
 
 
 @dataclass(frozen=True)
+class RunDefaults:
+    """What ``dlbench run MODEL`` and ``scripts/<family>.sh`` do when not told
+    otherwise: written once here, so the run, its ``--print-steps`` and the
+    generated scripts cannot disagree.  A brief run by default (minutes on 2 CPU
+    cores); a model whose results need more says so in its spec."""
+    train_steps: int = 6
+    warmup_steps: int = 2
+    batch_sizes: tuple[int, ...] = (1, 8, 32)            # inference
+    precisions: tuple[str, ...] = ("fp32", "fp16", "int8")
+    frameworks: tuple[str, ...] | None = None            # None: every framework it has
+    # "static" (calibrated QDQ) or "dynamic" (weights only, activations scaled at
+    # run time): static QDQ of a recurrent or token network either cannot be built
+    # (MindSpore's opset-11 LSTM) or calibrates on ids.
+    int8_mode: str = "static"
+    calib_data: str | None = None                        # build --calib-data (None: synthetic)
+    train_data: str = "synthetic"                        # train --data
+    eval: bool = False                                   # train --eval (held-out score)
+    learning_rate: float | None = None                   # None: the spec's default_lr
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     name: str
     display_name: str
@@ -71,6 +92,7 @@ class ModelSpec:
     # What training minimizes (see OBJECTIVES); export and bench always use the
     # builder's default (classification) network.
     objective: str = "classification"
+    run: RunDefaults = field(default_factory=RunDefaults)
 
     @property
     def token_inputs(self) -> bool:
@@ -102,10 +124,12 @@ class ModelSpec:
 
     @property
     def int8_mode(self) -> str:
-        """How ``dlbench run`` quantizes to INT8: "static" (calibrated QDQ) or
-        "dynamic" (weights only, activations scaled at run time), for networks whose
-        static QDQ cannot be built or calibrated meaningfully (recurrent, token input)."""
-        return str(self.config.get("int8", "static"))
+        """How ``dlbench run`` quantizes to INT8 (see ``RunDefaults.int8_mode``)."""
+        return self.run.int8_mode
+
+    @property
+    def run_frameworks(self) -> tuple[str, ...]:
+        return self.run.frameworks or self.frameworks
 
     @property
     def macs_per_sample(self) -> int | None:
@@ -148,7 +172,9 @@ class ModelSpec:
             "display_name": self.display_name,
             "task": self.task,
             "network_type": self.network_type,
-            "inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype} for i in self.inputs],
+            "inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype,
+                        **({"int_range": list(i.int_range)} if i.int_range else {})}
+                       for i in self.inputs],
             "num_classes": self.num_classes,
             "objective": self.objective,
             "default_batch_size": self.default_batch_size,

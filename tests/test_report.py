@@ -336,3 +336,30 @@ def test_report_opens_the_database_read_only(db, tmp_path):
 def test_number_format_keeps_four_significant_digits():
     assert [tables.num(x) for x in (13689.4, 1787.0, 251.48, 5.3931, 0.0123456)] == [
         "13689", "1787", "251.5", "5.393", "0.01235"]
+
+
+def test_shared_cell_formats_are_one_helper_each():
+    from dlbench.harness.tables import artifact_label, milliseconds, network_name
+
+    assert network_name(MODEL) == get_model(MODEL).display_name
+    assert network_name("my-model.onnx") == "my-model.onnx" and network_name(None) is None
+    assert [milliseconds(x) for x in (None, 8.314, 1234.0)] == ["-", "8.31 ms", "1.23 s"]
+    rec = {"framework": "pytorch", "context": {"artifact": {"format": "onnx",
+                                                            "path": "/runs/m/model.onnx"}}}
+    assert artifact_label(rec) == "onnx from pytorch (model.onnx)"
+    assert artifact_label({"context": {"artifact": {"format": "zoo"}}}) == "zoo, random weights"
+
+
+def test_report_modules_do_not_import_back_from_their_package():
+    """The package imports its modules; a module that imported names back from the package
+    would close a circle."""
+    import ast
+    from pathlib import Path
+
+    folder = Path(report.__file__).parent
+    for path in folder.glob("*.py"):
+        if path.name == "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert node.module != "dlbench.harness.report", f"{path.name}:{node.lineno}"

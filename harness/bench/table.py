@@ -3,41 +3,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from dlbench.harness.tables import markdown
+from dlbench.harness.tables import (ROUGH_P99, artifact_label, markdown, milliseconds,
+                                     network_name)
 
-BENCH_HEADERS = ("Network", "Artifact", "Backend", "Resource", "Precision", "Batch size", "Scenario",
-                 "Throughput (samples/sec)", "Latency p50 / p99", "CV", "GFLOP/s (% peak)",
-                 "Load / first run", "Peak RSS")
-
-
-def _ms(ms: float | None) -> str:
-    if ms is None:
-        return "-"
-    return f"{ms:.3g} ms" if ms < 1000 else f"{ms / 1000:.3g} s"
-
-
-def _network(name: str | None) -> str | None:
-    from dlbench.models.registry import get_model
-
-    try:
-        return get_model(name).display_name
-    except Exception:  # noqa: BLE001 - any ONNX model is welcome; its name stays
-        return name
-
-
-def _artifact(r: dict[str, Any]) -> str:
-    """What was measured: the file's format and where it came from ("onnx from pytorch")."""
-    art = (r.get("context") or {}).get("artifact") or {}
-    fmt = art.get("format") or ""
-    if fmt == "zoo":
-        return "zoo, random weights"
-    label = fmt.replace("-checkpoint", " checkpoint")
-    framework = r.get("framework")
-    if framework and not fmt.startswith(framework):
-        label += f" from {framework}"
-    path = art.get("path") or ""
-    name = path.rsplit("/", 1)[-1]
-    return f"{label} ({name})" if name and fmt in ("onnx", "tensorrt-engine", "mindir") else label
+BENCH_HEADERS = ("Network", "Artifact", "Backend", "Resource", "Precision", "Batch size",
+                 "Scenario", "Throughput (samples/sec)", "Latency p50 / p99", "CV",
+                 "GFLOP/s (% peak)", "Load / first run", "Peak RSS")
 
 
 def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
@@ -47,14 +18,14 @@ def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         backend = f"{r['backend']} {r.get('backend_version') or ''}".strip()
         resource = c.get("resource") or r.get("device")
         rss = f"{r['peak_rss_mb']:.0f} MB" if r.get("peak_rss_mb") else ""
-        head = [_network(r.get("model")), _artifact(r), backend, resource, r.get("precision"), r.get("batch_size"),
-                r.get("scenario")]
+        head = [network_name(r.get("model")), artifact_label(r), backend, resource,
+                r.get("precision"), r.get("batch_size"), r.get("scenario")]
         if r["status"] == "failed":
             rows.append(head + [f"FAILED: {r.get('error')}", "", "", "", "", rss])
             continue
         lat = m.get("latency_ms") or {}
         support = m.get("percentile_support") or {}
-        p99 = _ms(lat.get("p99")) + ("" if support.get("p99", True) else "*")
+        p99 = milliseconds(lat.get("p99")) + ("" if support.get("p99", True) else "*")
         gflops = ""
         if m.get("achieved_gflops"):
             gflops = f"{m['achieved_gflops']:.4g}"
@@ -67,9 +38,10 @@ def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         if r.get("scenario") == "server" and (m.get("server") or {}).get("latency_bound_ms"):
             thr += f" @ p99 <= {m['server']['latency_bound_ms']:g} ms"
         rows.append(head + [
-            thr, f"{_ms(lat.get('p50'))} / {p99}" if lat else "-",
+            thr, f"{milliseconds(lat.get('p50'))} / {p99}" if lat else "-",
             f"{m['cv']:.1%}" if m.get("cv") is not None else "-", gflops,
-            f"{cold.get('load_s', 0):.2f} s / {_ms(cold.get('first_inference_ms'))}" if cold else "",
+            f"{cold.get('load_s', 0):.2f} s / {milliseconds(cold.get('first_inference_ms'))}"
+            if cold else "",
             rss])
     return rows
 
@@ -78,16 +50,15 @@ def bench_table(records: Sequence[dict[str, Any]]) -> str:
     text = markdown(BENCH_HEADERS, bench_rows(records))
     if any(not ((r.get("metrics") or {}).get("percentile_support") or {}).get("p99", True)
            for r in records if r["status"] != "failed"):
-        text += ("\n\n* p99 from fewer samples than it needs (688 for 99.9 % confidence that "
-                 "the largest sample lies above the true p99): a rough figure.")
+        text += "\n\n" + ROUGH_P99
     return text
 
 
 def server_points_table(record: dict[str, Any]) -> str:
     server = (record.get("metrics") or {}).get("server") or {}
     rows = [[f"{p['target_qps']:.4g}", f"{p['achieved_qps']:.4g}", p["queries"],
-             f"{p['mean_batch']:.2f}", _ms(p["latency_ms"]["p50"]), _ms(p["latency_ms"]["p90"]),
-             _ms(p["latency_ms"]["p99"]),
+             f"{p['mean_batch']:.2f}", *(milliseconds(p["latency_ms"][q])
+                                          for q in ("p50", "p90", "p99")),
              {True: "yes", False: "no"}.get(p.get("meets_bound"), "-")]
             for p in server.get("points", []) if p.get("latency_ms")]
     return markdown(("Target QPS", "Achieved QPS", "Queries", "Mean batch", "p50", "p90", "p99",

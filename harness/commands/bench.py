@@ -17,6 +17,16 @@ HELP = "measure inference latency/throughput across backends, batch sizes and sc
 
 
 def add_arguments(p) -> None:
+    from dlbench.harness.bench.measure import StopRule
+    from dlbench.harness.bench.request import BenchRequest
+    from dlbench.harness.config import add_config_arguments, cli_form, field_default, show
+
+    def req(name):
+        return cli_form(field_default(BenchRequest, name))
+
+    def rule(name):
+        return field_default(StopRule, name)
+
     p.add_argument("artifacts", nargs="+", metavar="ARTIFACT",
                    help="model.onnx, model.plan, model.mindir, a train output or a zoo name")
     p.add_argument("--backend", "-b", action="append", required=True,
@@ -24,46 +34,52 @@ def add_arguments(p) -> None:
                         "backend that takes the artifacts (see 'dlbench backends')")
     p.add_argument("--device", action="append", default=None,
                    help="cpu, cuda or ascend (default: the backend's first device)")
-    p.add_argument("--device-id", type=int, default=0, help="GPU / NPU index (default 0)")
+    p.add_argument("--device-id", type=int, default=req("device_id"),
+                   help="GPU / NPU index (default %(default)s)")
     p.add_argument("--precision", action="append", default=None,
                    help="fp32, fp16, bf16, int8 (default: the artifact's own; fp32 for native)")
-    p.add_argument("--batch-sizes", default="1", help="comma-separated, e.g. 1,8,32 (default 1)")
+    p.add_argument("--batch-sizes", default=req("batch_sizes"),
+                   help="comma-separated, e.g. 1,8,32 (default %(default)s)")
     p.add_argument("--threads", default=None,
                    help="intra-op threads, comma-separated to sweep (default: physical cores)")
     p.add_argument("--inter-op-threads", type=int, default=None, help="default 1")
     p.add_argument("--scenario", action="append", default=None,
-                   help="offline (default), single-stream, server; repeat or comma-separate")
+                   help=f"offline, single-stream, server; repeat or comma-separate (default "
+                        f"{show(field_default(BenchRequest, 'scenarios'))})")
     g = p.add_argument_group("measurement")
-    g.add_argument("--warmup", type=int, default=5,
-                   help="warm-up iterations at least (more while the time still falls; default 5)")
-    g.add_argument("--max-warmup", type=int, default=100,
-                   help="warm-up iterations at most (default 100)")
-    g.add_argument("--min-iterations", type=int, default=10, help="default 10")
-    g.add_argument("--min-duration", type=float, default=2.0,
-                   help="seconds measured at least (default 2)")
-    g.add_argument("--iterations", type=int, default=None,
+    g.add_argument("--warmup", type=int, default=rule("warmup"),
+                   help="warm-up iterations at least (more while the time still falls; "
+                        "default %(default)s)")
+    g.add_argument("--max-warmup", type=int, default=rule("max_warmup"),
+                   help="warm-up iterations at most (default %(default)s)")
+    g.add_argument("--min-iterations", type=int, default=rule("min_iterations"),
+                   help="default %(default)s")
+    g.add_argument("--min-duration", type=float, default=rule("min_duration_s"),
+                   help="seconds measured at least (default %(default)g)")
+    g.add_argument("--iterations", type=int, default=rule("iterations"),
                    help="measure exactly this many iterations instead")
-    g.add_argument("--repeats", type=int, default=1,
+    g.add_argument("--repeats", type=int, default=req("repeats"),
                    help="run each cell N times (each in a fresh process); report the median and "
-                        "the spread")
-    g.add_argument("--cv-threshold", type=float, default=0.10,
+                        "the spread (default %(default)s)")
+    g.add_argument("--cv-threshold", type=float, default=req("cv_threshold"),
                    help="a cell whose latency coefficient of variation exceeds this is flagged "
-                        "unstable (default 0.10)")
-    g.add_argument("--seed", type=int, default=0, help="seed of the synthesized inputs")
+                        "unstable (default %(default)g)")
+    g.add_argument("--seed", type=int, default=req("seed"),
+                   help="seed of the synthesized inputs (default %(default)s)")
     i = p.add_argument_group("inputs (any ONNX model)")
     i.add_argument("--shape", action="append", default=[], metavar="NAME=AxBxC",
                    help="full shape of an input with dynamic dimensions (trtexec-style; the "
                         "batch dimension follows --batch-sizes); repeat per input")
     i.add_argument("--int-range", action="append", default=[], metavar="NAME=LOW:HIGH",
                    help="integer input values drawn from [LOW, HIGH)")
-    i.add_argument("--model", default=None,
+    i.add_argument("--model", default=req("model"),
                    help="zoo architecture of a bare checkpoint without a manifest")
     s = p.add_argument_group("server scenario")
     s.add_argument("--qps", default=None, help="target rates, comma-separated (default: a ladder "
                                                "of fractions of the measured capacity)")
-    s.add_argument("--max-wait-ms", type=float, default=2.0,
-                   help="longest a query waits for a batch to fill (default 2)")
-    s.add_argument("--latency-bound-ms", type=float, default=None,
+    s.add_argument("--max-wait-ms", type=float, default=req("max_wait_ms"),
+                   help="longest a query waits for a batch to fill (default %(default)g)")
+    s.add_argument("--latency-bound-ms", type=float, default=req("latency_bound_ms"),
                    help="search for the highest rate whose p99 latency stays within this bound")
     b = p.add_argument_group("backend options")
     b.add_argument("--with-transfers", action="store_true",
@@ -82,14 +98,17 @@ def add_arguments(p) -> None:
     b.add_argument("--backend-option", "-O", action="append", default=[], metavar="KEY=VALUE",
                    help="any backend option (listed in README 'Benchmark'); repeat")
     o = p.add_argument_group("output")
-    o.add_argument("--timeout", type=float, default=None, help="seconds per cell (default none)")
-    o.add_argument("--resume", action="store_true",
+    o.add_argument("--timeout", type=float, default=req("timeout"),
+                   help="seconds per cell (default none)")
+    o.add_argument("--resume", action="store_true", default=req("resume"),
                    help="skip cells already in the database with the same identity")
-    o.add_argument("--db", default=None, help="results database (default $DLBENCH_DB or "
-                                              "results/dlbench.sqlite)")
-    o.add_argument("--json", dest="json_path", default=None,
+    o.add_argument("--db", default=req("db"), help="results database (default $DLBENCH_DB or "
+                                                   "results/dlbench.sqlite)")
+    o.add_argument("--json", dest="json_path", default=req("json_path"),
                    help="also write one record per cell here")
-    o.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    o.add_argument("--quiet", "-q", "--no-progress", dest="quiet", action="store_true",
+                   help="no progress on stderr (--no-progress is the same)")
+    add_config_arguments(p)
 
 
 def _options(args) -> dict:
@@ -112,13 +131,16 @@ def _options(args) -> dict:
 def request_from(args, argv=None):
     from dlbench.harness.bench.inputs import parse_int_range, parse_shape
     from dlbench.harness.bench.measure import StopRule
-    from dlbench.harness.bench.sweep import BenchRequest, _split
+    from dlbench.harness.bench.request import BenchRequest, split
+    from dlbench.harness.config import resolved
 
+    # An option left unset keeps the request's own default (one place per default).
+    unset = {k: v for k, v in (("scenarios", split(args.scenario) or None),) if v is not None}
     return BenchRequest(
         artifacts=args.artifacts, backends=args.backend, devices=args.device,
-        precisions=args.precision, batch_sizes=_split([args.batch_sizes], int),
-        threads=_split([args.threads], int) if args.threads else None,
-        inter_op_threads=args.inter_op_threads, scenarios=_split(args.scenario) or ["offline"],
+        precisions=args.precision, batch_sizes=split([args.batch_sizes], int),
+        threads=split([args.threads], int) if args.threads else None,
+        inter_op_threads=args.inter_op_threads,
         rule=StopRule(warmup=args.warmup, max_warmup=args.max_warmup,
                       min_iterations=args.min_iterations, min_duration_s=args.min_duration,
                       iterations=args.iterations),
@@ -126,16 +148,25 @@ def request_from(args, argv=None):
         shapes=dict(parse_shape(s) for s in args.shape),
         int_ranges=dict(parse_int_range(r) for r in args.int_range),
         options=_options(args), device_id=args.device_id, seed=args.seed,
-        qps=_split([args.qps], float) if args.qps else None, max_wait_ms=args.max_wait_ms,
+        qps=split([args.qps], float) if args.qps else None, max_wait_ms=args.max_wait_ms,
         latency_bound_ms=args.latency_bound_ms, model=args.model, timeout=args.timeout,
-        resume=args.resume, db=args.db, json_path=args.json_path, argv=argv)
+        resume=args.resume, db=args.db, json_path=args.json_path, argv=argv,
+        config=resolved(args), **unset)
 
 
 def run(args) -> int:
-    from dlbench.harness.bench.sweep import run_bench
+    from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.table import bench_table, server_points_table
 
-    records = run_bench(request_from(args), show_progress=not args.no_progress)
+    req = request_from(args)
+    if args.print_config:
+        from dlbench.harness.bench.plan import validate
+        from dlbench.harness.config import to_toml
+
+        validate(req)
+        print(to_toml(req.config), end="")
+        return 0
+    records = run_bench(req, show_progress=not args.quiet)
     print(bench_table(records))
     for r in records:
         if r.get("scenario") == "server" and r["status"] != "failed":

@@ -58,6 +58,7 @@ def add_arguments(p) -> None:
     p.add_argument("--db", default=None, help="results database")
     p.add_argument("--json", dest="json_path", default=None, help="also write the record here")
     p.add_argument("--timeout", type=float, default=None, help="seconds for a TensorRT build cell")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from dlbench.converters.base import BuildOptions
     from dlbench.harness.convert.build import BuildRequest, build
     from dlbench.harness.convert.table import verification_table
+    from dlbench.harness.progress import with_progress
 
     opts = BuildOptions(
         batch_sizes=verify.parse_batch_sizes(args.batch_sizes), workspace_mb=args.workspace_mb,
@@ -76,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
         verify_batch_sizes=verify.parse_batch_sizes(args.verify_batch_sizes),
         seed=verify.VERIFY_SEED if args.seed is None else args.seed, threads=args.threads,
         db=args.db, json_path=args.json_path, timeout=args.timeout)
-    record = build(req)
+    record = with_progress(args, f"build {args.to} from {args.model}", "build",
+                           lambda say: build(req))
     print(verification_table([record]))
     if record["status"] != "ok":
         print(f"dlbench build: {record['status']}: {record.get('error')}", file=sys.stderr)

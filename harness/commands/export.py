@@ -44,6 +44,7 @@ def add_arguments(p) -> None:
     p.add_argument("--db", default=None, help="results database")
     p.add_argument("--json", dest="json_path", default=None, help="also write the records here")
     p.add_argument("--timeout", type=float, default=None, help="seconds per export cell")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from dlbench.converters.base import ExportOptions
     from dlbench.harness.convert.export import ExportRequest, export
     from dlbench.harness.convert.table import verification_table
+    from dlbench.harness.progress import with_progress
 
     req = ExportRequest(
         sources=args.checkpoints, framework=args.framework, model=args.model, out=args.out,
@@ -60,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         batch_sizes=verify.parse_batch_sizes(args.verify_batch_sizes),
         seed=verify.VERIFY_SEED if args.seed is None else args.seed, threads=args.threads,
         db=args.db, json_path=args.json_path, timeout=args.timeout)
-    records = export(req)
+    records = with_progress(args, f"export {', '.join(args.checkpoints)} to {args.format}",
+                            "export", lambda say: export(req, progress=say))
     print(verification_table(records))
     return 0 if all(r["status"] == "ok" for r in records) else 1

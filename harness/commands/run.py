@@ -17,43 +17,68 @@ HELP = "the whole chain for one model: train, convert, verify, benchmark (resuma
 
 
 def add_arguments(p) -> None:
+    from dlbench.harness.bench.measure import StopRule
+    from dlbench.harness.config import add_config_arguments, cli_form, field_default
+    from dlbench.harness.pipeline.runner import RunRequest
+
+    def req(name):
+        return cli_form(field_default(RunRequest, name))
+
+    def own(name):          # None in the request: the model's spec decides
+        return "the model's own" if req(name) is None else req(name)
+
+    rule = field_default(RunRequest, "rule")           # the run's own stop rule (DEMO_RULE)
     p.add_argument("model", help="zoo model name (see 'dlbench models'), or a family with --size")
     p.add_argument("--size", default=None,
                    help="a size preset of the model family, e.g. 'dlbench run bert --size "
                         "bert-tiny'")
-    p.add_argument("--frameworks", default=None,
+    p.add_argument("--frameworks", default=req("frameworks"),
                    help="comma-separated (default: every framework the model has)")
-    p.add_argument("--backends", default="all",
-                   help="comma-separated inference backends (default 'all': every available one)")
-    p.add_argument("--precisions", default="fp32,fp16,int8",
-                   help="builds to make and measure besides fp32: fp16, int8 (default all three)")
-    p.add_argument("--batch-sizes", default="1,8,32", help="inference batch sizes (default 1,8,32)")
-    p.add_argument("--train-steps", type=int, default=6, help="measured training steps (default 6)")
-    p.add_argument("--warmup-steps", type=int, default=2, help="training warm-up steps (default 2)")
-    p.add_argument("--train-batch-size", type=int, default=None,
+    p.add_argument("--backends", default=req("backends"),
+                   help="comma-separated inference backends (default '%(default)s': every "
+                        "available one)")
+    p.add_argument("--precisions", default=req("precisions"),
+                   help="builds to make and measure besides fp32: fp16, int8 (default "
+                        f"{own('precisions')})")
+    p.add_argument("--batch-sizes", default=req("batch_sizes"),
+                   help=f"inference batch sizes (default {own('batch_sizes')})")
+    p.add_argument("--train-steps", type=int, default=req("train_steps"),
+                   help=f"measured training steps (default {own('train_steps')})")
+    p.add_argument("--warmup-steps", type=int, default=req("warmup_steps"),
+                   help=f"training warm-up steps (default {own('warmup_steps')})")
+    p.add_argument("--train-batch-size", type=int, default=req("train_batch_size"),
                    help="training batch (default: the model's own)")
-    p.add_argument("--device", default="cpu", help="cpu, gpu or ascend (default cpu)")
-    p.add_argument("--threads", type=int, default=None,
+    p.add_argument("--device", default=req("device"),
+                   help="cpu, gpu or ascend (default %(default)s)")
+    p.add_argument("--threads", type=int, default=req("threads"),
                    help="intra-op threads (default: physical cores)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=req("seed"), help="default %(default)s")
     m = p.add_argument_group("measurement (per inference cell)")
-    m.add_argument("--warmup", type=int, default=2, help="warm-up iterations at least (default 2)")
-    m.add_argument("--max-warmup", type=int, default=10, help="default 10")
-    m.add_argument("--min-iterations", type=int, default=5, help="default 5")
-    m.add_argument("--min-duration", type=float, default=2.0,
-                   help="seconds measured at least (default 2)")
-    m.add_argument("--iterations", type=int, default=None,
+    m.add_argument("--warmup", type=int, default=rule.warmup,
+                   help="warm-up iterations at least (default %(default)s)")
+    m.add_argument("--max-warmup", type=int, default=rule.max_warmup, help="default %(default)s")
+    m.add_argument("--min-iterations", type=int, default=rule.min_iterations,
+                   help="default %(default)s")
+    m.add_argument("--min-duration", type=float, default=rule.min_duration_s,
+                   help="seconds measured at least (default %(default)g)")
+    m.add_argument("--iterations", type=int, default=rule.iterations,
                    help="measure exactly this many iterations instead")
     o = p.add_argument_group("output")
-    o.add_argument("--workdir", default=None,
+    o.add_argument("--workdir", default=req("workdir"),
                    help="where every stage's artifact and manifest goes (default runs/MODEL)")
-    o.add_argument("--resume", action="store_true",
+    o.add_argument("--resume", action="store_true", default=req("resume"),
                    help="continue the run in --workdir without redoing finished stages")
-    o.add_argument("--db", default=None, help="results database (default $DLBENCH_DB or "
-                                              "results/dlbench.sqlite)")
-    o.add_argument("--timeout", type=float, default=None,
+    o.add_argument("--db", default=req("db"), help="results database (default $DLBENCH_DB or "
+                                                   "results/dlbench.sqlite)")
+    o.add_argument("--timeout", type=float, default=req("timeout"),
                    help="seconds per training run, conversion or benchmark cell")
-    o.add_argument("--no-progress", action="store_true", help="no per-cell progress on stderr")
+    o.add_argument("--quiet", "-q", "--no-progress", dest="quiet", action="store_true",
+                   help="no progress on stderr (--no-progress is the same)")
+    o.add_argument("--print-steps", nargs="?", const="commands", choices=("commands", "script"),
+                   default=None, help="print the dlbench commands this run would perform, one a "
+                   "line, and run nothing; 'script': as scripts/FAMILY.sh (its knobs default to "
+                   "this run's options)")
+    add_config_arguments(p)
 
 
 def _split(text: str, kind=str) -> list:
@@ -82,20 +107,23 @@ def model_name(model: str, size: str | None) -> str:
 
 def request_from(args, argv=None):
     from dlbench.harness.bench.measure import StopRule
+    from dlbench.harness.config import resolved
     from dlbench.harness.pipeline.runner import RunRequest
 
     return RunRequest(
         model=model_name(args.model, args.size),
         frameworks=_split(args.frameworks) if args.frameworks else None,
-        backends=_split(args.backends), precisions=_split(args.precisions),
-        batch_sizes=_split(args.batch_sizes, int), train_steps=args.train_steps,
+        backends=_split(args.backends),
+        precisions=_split(args.precisions) if args.precisions is not None else None,
+        batch_sizes=_split(args.batch_sizes, int) if args.batch_sizes is not None else None,
+        train_steps=args.train_steps,
         warmup_steps=args.warmup_steps, train_batch_size=args.train_batch_size,
         device=args.device, threads=args.threads, seed=args.seed,
         rule=StopRule(warmup=args.warmup, max_warmup=args.max_warmup,
                       min_iterations=args.min_iterations, min_duration_s=args.min_duration,
                       iterations=args.iterations),
         workdir=args.workdir, resume=args.resume, db=args.db, timeout=args.timeout,
-        show_progress=not args.no_progress, argv=argv)
+        show_progress=not args.quiet, argv=argv, config=resolved(args))
 
 
 def run(args) -> int:
@@ -103,6 +131,21 @@ def run(args) -> int:
     from dlbench.harness.pipeline.runner import run_pipeline
 
     req = request_from(args)
+    if args.print_steps:
+        from dlbench.harness.pipeline.plan import print_steps
+        from dlbench.harness.pipeline.runner import plan
+        from dlbench.harness.pipeline.script import script
+
+        steps = plan(req)
+        print(script(steps) if args.print_steps == "script" else print_steps(steps), end="")
+        return 0
+    if args.print_config:
+        from dlbench.harness.config import to_toml
+        from dlbench.harness.pipeline.runner import validate
+
+        validate(req)
+        print(to_toml(req.config), end="")
+        return 0
     workdir, run_id, results = run_pipeline(req)
     text, failed = run_tables(req, workdir, run_id, results)
     print(text)

@@ -50,6 +50,7 @@ def add_arguments(p) -> None:
                                               "results/dlbench.sqlite)")
     p.add_argument("--json", dest="json_path", default=None, help="also write the records here")
     p.add_argument("--timeout", type=float, default=None, help="seconds per framework run")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
 def frameworks_from(values, default) -> list[str]:
@@ -60,6 +61,7 @@ def frameworks_from(values, default) -> list[str]:
 
 
 def run(args) -> int:
+    from dlbench.harness.progress import with_progress
     from dlbench.harness.tables import train_table
     from dlbench.harness.training.runner import TrainRequest, train
     from dlbench.models.registry import get_model
@@ -73,6 +75,7 @@ def run(args) -> int:
         eval_samples=args.eval_samples, seed=args.seed,
         learning_rate=args.lr, out=args.out, db=args.db, json_path=args.json_path,
         timeout=args.timeout)
-    records = train(req)
+    records = with_progress(args, f"train {spec.name} in {', '.join(req.frameworks)}", "train",
+                            lambda say: train(req, progress=say))
     print(train_table(records))
     return 0 if all(r["status"] == "ok" for r in records) else 1

@@ -6,18 +6,14 @@ from typing import Any
 
 from dlbench.harness.compare.pairs import Comparison, Pair
 from dlbench.harness.frameworks import FRAMEWORKS
-from dlbench.harness.tables import markdown
+from dlbench.harness.tables import markdown, network_name
 
 # The paper names rows GoogleNet_MS, GoogleNet_PT.
 SUFFIX = {"pytorch": "PT", "mindspore": "MS", "tensorflow": "TF"}
 
 
 def network(model: str | None) -> str:
-    from dlbench.models.registry import get_model
-    try:
-        return get_model(model).display_name
-    except Exception:  # noqa: BLE001 - a record may name an ONNX file or a retired model
-        return str(model)
+    return str(network_name(model))
 
 
 def _change(a: Any, b: Any) -> str:

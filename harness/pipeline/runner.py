@@ -4,7 +4,10 @@ train (each framework) -> export to ONNX, verified (each framework) -> builds
 from the first framework's ONNX (INT8 and FP16 ONNX; TensorRT engines where a
 GPU has TensorRT) -> benchmark every backend on those files and on the native
 checkpoints.  Every stage calls the same API its CLI command wraps, so a run is
-exactly what the step-by-step scripts in ``scripts/`` do.
+exactly what the step-by-step scripts in ``scripts/`` do: the stages are
+planned first (``harness.pipeline.plan``), then executed or, with
+``--print-steps``, printed as those commands.  A request field left None is the
+model's own default (``ModelSpec.run``).
 
 All records of a run, resumptions included, carry one run id (the stages see
 it through ``$DLBENCH_RUN_ID``), so ``dlbench report --run ID`` shows the run.
@@ -20,8 +23,8 @@ from typing import Any, Callable
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.context import RUN_ID_ENV, command_line, new_run_id, now_iso
 from dlbench.models.errors import UserError
-from dlbench.harness.pipeline.stages import (BenchStage, BuildStage, Context, ExportStage, Stage,
-                                     TrainStage)
+from dlbench.harness.pipeline.plan import Plan, build_plan
+from dlbench.harness.pipeline.stages import Context, Stage
 from dlbench.harness.pipeline.workdir import Workdir
 
 BUILD_PRECISIONS = ("fp32", "fp16", "int8")
@@ -33,13 +36,19 @@ DEMO_RULE = StopRule(warmup=2, max_warmup=10, min_iterations=5, min_duration_s=2
 @dataclass
 class RunRequest:
     model: str
+    # None: the model's own (ModelSpec.run, ModelSpec.default_batch_size); see resolve().
     frameworks: list[str] | None = None
     backends: list[str] = field(default_factory=lambda: ["all"])
-    precisions: list[str] = field(default_factory=lambda: list(BUILD_PRECISIONS))
-    batch_sizes: list[int] = field(default_factory=lambda: [1, 8, 32])
-    train_steps: int = 6
-    warmup_steps: int = 2
+    precisions: list[str] | None = None
+    batch_sizes: list[int] | None = None
+    train_steps: int | None = None
+    warmup_steps: int | None = None
     train_batch_size: int | None = None
+    train_data: str | None = None
+    eval: bool | None = None
+    learning_rate: float | None = None
+    int8_mode: str | None = None
+    calib_data: str | None = None
     device: str = "cpu"
     threads: int | None = None
     seed: int = 0
@@ -50,6 +59,7 @@ class RunRequest:
     timeout: float | None = None
     show_progress: bool = True
     argv: list[str] | None = None
+    config: dict[str, Any] | None = None       # the resolved CLI configuration, kept with the run
 
     @property
     def bench_devices(self) -> list[str]:
@@ -59,7 +69,28 @@ class RunRequest:
         """What a resumed run must agree on with the run it continues."""
         return {"model": self.model, "device": self.device, "seed": self.seed,
                 "train_steps": self.train_steps, "warmup_steps": self.warmup_steps,
-                "train_batch_size": self.train_batch_size}
+                "train_batch_size": self.train_batch_size, "train_data": self.train_data,
+                "learning_rate": self.learning_rate}
+
+
+def resolve(req: RunRequest) -> RunRequest:
+    """Fill every field left None with the model's own default, in place: from
+    here on the request says exactly what runs (and what the plan prints)."""
+    from dlbench.models.registry import get_model
+
+    spec = get_model(req.model)
+    d = spec.run
+    req.frameworks = req.frameworks or list(spec.run_frameworks)
+    req.precisions = req.precisions if req.precisions is not None else list(d.precisions)
+    req.batch_sizes = req.batch_sizes if req.batch_sizes is not None else list(d.batch_sizes)
+    for name, default in (("train_steps", d.train_steps), ("warmup_steps", d.warmup_steps),
+                          ("train_batch_size", spec.default_batch_size),
+                          ("train_data", d.train_data), ("eval", d.eval),
+                          ("learning_rate", d.learning_rate), ("int8_mode", d.int8_mode),
+                          ("calib_data", d.calib_data)):
+        if getattr(req, name) is None:
+            setattr(req, name, default)
+    return req
 
 
 def validate(req: RunRequest) -> None:
@@ -70,7 +101,7 @@ def validate(req: RunRequest) -> None:
     from dlbench.models.registry import get_model
 
     spec = get_model(req.model)
-    req.frameworks = req.frameworks or list(spec.frameworks)
+    resolve(req)
     for name in req.frameworks:
         get_framework(name)
         if name not in spec.builders:
@@ -82,6 +113,8 @@ def validate(req: RunRequest) -> None:
     for p in req.precisions:
         if p not in BUILD_PRECISIONS:
             raise UserError(f"--precisions {p}: choose from {', '.join(BUILD_PRECISIONS)}")
+    if req.int8_mode not in ("static", "dynamic"):
+        raise UserError(f"int8 mode {req.int8_mode!r}: choose static or dynamic")
     if not req.batch_sizes or min(req.batch_sizes) < 1:
         raise UserError("--batch-sizes must be positive integers")
     if req.timeout is not None and req.timeout <= 0:
@@ -94,24 +127,25 @@ def validate(req: RunRequest) -> None:
         validate_train(TrainRequest(model=spec.name, frameworks=present,
                                     batch_size=req.train_batch_size, steps=req.train_steps,
                                     warmup_steps=req.warmup_steps, device=req.device,
-                                    threads=req.threads, db=req.db))
+                                    threads=req.threads, db=req.db, data=req.train_data,
+                                    eval=req.eval, learning_rate=req.learning_rate))
 
 
-def plan(req: RunRequest) -> list[Stage]:
-    stages: list[Stage] = [TrainStage(fw) for fw in req.frameworks]
-    stages += [ExportStage(fw) for fw in req.frameworks]
-    stages += [BuildStage(p) for p in ("int8", "fp16") if p in req.precisions]
-    if "all" in req.backends or "tensorrt" in req.backends:
-        stages += [BuildStage("tensorrt", p) for p in req.precisions]
-    stages.append(BenchStage())
-    return stages
+def workdir_of(req: RunRequest) -> Workdir:
+    return Workdir(req.workdir or os.path.join("runs", req.model))
+
+
+def plan(req: RunRequest) -> Plan:
+    """The validated request's stages, before anything runs (what --print-steps prints)."""
+    validate(req)
+    return build_plan(req, workdir_of(req))
 
 
 def _open_workdir(req: RunRequest) -> tuple[Workdir, str, bool]:
     """The work directory and the run id: a new run, or the one ``--resume`` continues."""
     from dlbench.harness.fingerprint import fingerprint
 
-    wd = Workdir(req.workdir or os.path.join("runs", req.model))
+    wd = workdir_of(req)
     previous = wd.read_run()
     machine = fingerprint()["machine_id"]
     if previous is None:
@@ -123,7 +157,8 @@ def _open_workdir(req: RunRequest) -> tuple[Workdir, str, bool]:
         check_can_create(wd.run_file)
         run_id = new_run_id()
         wd.start({"run_id": run_id, "started_at": now_iso(), "machine_id": machine,
-                  "options": req.options(), "command_line": command_line(req.argv)})
+                  "options": req.options(), "command_line": command_line(req.argv),
+                  "config": req.config})
         return wd, run_id, False
     if not req.resume:
         raise UserError(f"--workdir {wd.root} holds run {previous.get('run_id')}: pass --resume "
@@ -164,14 +199,18 @@ def run_pipeline(req: RunRequest, progress: Callable[[str], None] | None = None
                  ) -> tuple[Workdir, str, dict[str, dict[str, Any]]]:
     """Run (or resume) every stage; return the work directory, the run id and each
     stage's result."""
-    validate(req)
-    say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    stages = plan(req).stages
+    from dlbench.harness.progress import Progress
+
+    bar = Progress(enabled=req.show_progress)   # one display: every stage's units, one ETA
+    for stage in stages:
+        bar.expect(1, stage.kind)               # the bench's cells replace its 1 when known
+    say = progress or bar.note
     from dlbench.harness.results import ResultStore
 
     store = ResultStore(req.db)
     store.check_writable()
     wd, run_id, resumed = _open_workdir(req)
-    stages = plan(req)
     ctx = Context(req, wd, run_id, progress=say)
     say(f"dlbench run {req.model}: run {run_id}, work directory {wd.root}"
         + (" (resumed)" if resumed else ""))
@@ -180,21 +219,29 @@ def run_pipeline(req: RunRequest, progress: Callable[[str], None] | None = None
     saved_env = os.environ.get(RUN_ID_ENV)
     os.environ[RUN_ID_ENV] = run_id
     try:
+        bar.activate()
         for i, stage in enumerate(stages, 1):
             head = f"==> [{i}/{len(stages)}] {stage.name}"
             done = _finished(stage, wd, stored) if resumed else None
             if done is not None:
                 ctx.results[stage.name] = done
                 say(f"{head}: {done['status']} (finished earlier, not redone)")
+                bar.skip(stage.kind)
                 continue
-            say(f"{head} (elapsed {_clock(time.monotonic() - start)})")
+            if stage.kind != "bench":           # the bench reports cell by cell
+                bar.start(stage.name, stage.kind)
             t0 = time.monotonic()
             result = stage.run(ctx)
             result["seconds"] = round(time.monotonic() - t0, 2)
             ctx.results[stage.name] = wd.finish(stage.name, result)
             tail = f": {result['reason']}" if result.get("reason") else ""
-            say(f"    {stage.name} {result['status']} in {_clock(result['seconds'])}{tail}")
+            summary = f"{result['status']} in {_clock(result['seconds'])}{tail}"
+            if stage.kind != "bench":
+                bar.finish(summary)
+            else:
+                say(f"    {stage.name} {summary}")
     finally:
+        bar.deactivate()
         if saved_env is None:
             os.environ.pop(RUN_ID_ENV, None)
         else:

@@ -63,11 +63,36 @@ def _convert_result(record: dict[str, Any]) -> dict[str, Any]:
                    [record])
 
 
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def common_tail(req) -> list[str]:
+    """Options every command of a run takes alike, in the order the scripts write them."""
+    return ((["--timeout", _num(req.timeout)] if req.timeout is not None else [])
+            + (["--db", req.db] if req.db else []))
+
+
+def threads_args(req) -> list[str]:
+    return ["--threads", str(req.threads)] if req.threads else []
+
+
 class Stage:
+    """One step of the plan.  ``argv`` is the ``dlbench`` command that does what
+    ``run`` does (what ``--print-steps`` and the scripts show); ``condition`` is
+    why this machine cannot run it (None: it can)."""
     kind = ""
 
     def __init__(self, name: str):
         self.name = name
+        self.condition: str | None = None
+
+    def output(self, req, wd) -> str | None:
+        """The file or directory this stage will leave, as the plan foresees it."""
+        return None
+
+    def argv(self, req, wd, plan) -> list[str]:
+        raise NotImplementedError
 
     def matches(self, record: dict[str, Any]) -> bool:
         """Whether ``record`` (of this run) is this stage's own: the stage finished."""
@@ -90,6 +115,19 @@ class TrainStage(Stage):
     def matches(self, record):
         return record["kind"] == "train" and record["framework"] == self.framework
 
+    def output(self, req, wd):
+        return str(wd.checkpoint_dir(req.model, self.framework))
+
+    def argv(self, req, wd, plan):
+        extra = (["--data", req.train_data] if req.train_data != "synthetic" else []) \
+            + (["--eval"] if req.eval else []) \
+            + (["--lr", _num(req.learning_rate)] if req.learning_rate is not None else []) \
+            + (["--seed", str(req.seed)] if req.seed else [])
+        return (["dlbench", "train", req.model, "--framework", self.framework,
+                 "--batch-size", str(req.train_batch_size), "--steps", str(req.train_steps),
+                 "--warmup-steps", str(req.warmup_steps), "--device", req.device]
+                + threads_args(req) + extra + ["--out", str(wd.train_dir)] + common_tail(req))
+
     def from_records(self, records):
         r = records[-1]
         if r["status"] != "ok":
@@ -111,7 +149,8 @@ class TrainStage(Stage):
             model=req.model, frameworks=[self.framework], batch_size=req.train_batch_size,
             steps=req.train_steps, warmup_steps=req.warmup_steps, device=req.device,
             threads=req.threads, seed=req.seed, out=str(ctx.workdir.train_dir), db=req.db,
-            timeout=req.timeout, argv=req.argv,
+            timeout=req.timeout, argv=req.argv, data=req.train_data, eval=req.eval,
+            learning_rate=req.learning_rate,
             extra_context={"pipeline": {"run_id": ctx.run_id, "stage": self.name}}),
             progress=ctx.progress)
         return self.from_records(records)
@@ -130,6 +169,13 @@ class ExportStage(Stage):
 
     def from_records(self, records):
         return _convert_result(records[-1])
+
+    def output(self, req, wd):
+        return str(wd.checkpoint_dir(req.model, self.framework) / "model.onnx")
+
+    def argv(self, req, wd, plan):
+        return (["dlbench", "export", str(wd.checkpoint_dir(req.model, self.framework))]
+                + threads_args(req) + common_tail(req))
 
     def run(self, ctx):
         from dlbench.harness.convert.export import ExportRequest, export
@@ -161,11 +207,35 @@ class BuildStage(Stage):
     def from_records(self, records):
         return _convert_result(records[-1])
 
+    def output(self, req, wd, source: str | None = None):
+        base = str(source or "model.onnx")[:-len(".onnx")]
+        return f"{base}.{self.precision}.plan" if self.target == "tensorrt" else \
+            f"{base}.{self.target}.onnx"
+
+    def options(self, req) -> list[str]:
+        """The build options the model's spec and the run ask for."""
+        if self.target == "tensorrt":
+            return ["--precision", self.precision,
+                    "--batch-sizes", ",".join(map(str, req.batch_sizes))]
+        if self.target == "int8":
+            return (["--dynamic"] if req.int8_mode == "dynamic" else []) + \
+                (["--calib-data", req.calib_data] if req.calib_data else [])
+        return []
+
+    def _build_options(self, req) -> dict[str, Any]:
+        if self.target == "tensorrt":
+            return {"batch_sizes": tuple(req.batch_sizes)}
+        if self.target == "int8":
+            return {"dynamic": req.int8_mode == "dynamic", "calib_data": req.calib_data}
+        return {}
+
+    def argv(self, req, wd, plan):
+        return (["dlbench", "build", plan.primary_onnx or "MODEL.onnx", "--to", self.target]
+                + self.options(req) + threads_args(req) + common_tail(req))
+
     def run(self, ctx):
         from dlbench.converters.base import BuildOptions
         from dlbench.harness.convert.build import BuildRequest, build
-        from dlbench.models.registry import get_model
-
         source = primary_export(ctx)
         if source is None:
             return _result("failed", "no verified fp32 ONNX export to build from")
@@ -176,14 +246,12 @@ class BuildStage(Stage):
             if not avail.available:
                 return unavailable(avail.reason)
         req = ctx.req
-        # The model says how it quantizes: static QDQ of a recurrent or token network
-        # either cannot be built (MindSpore's opset-11 LSTM) or calibrates on ids.
-        dynamic = self.target == "int8" and get_model(req.model).int8_mode == "dynamic"
+        dynamic = self.target == "int8" and req.int8_mode == "dynamic"
         ctx.progress(f"    building {self.target}{' ' + self.precision if self.precision else ''}"
                      f"{' (dynamic)' if dynamic else ''} from {source}")
         try:
             record = build(BuildRequest(source=source, to=self.target, precision=self.precision,
-                                        options=BuildOptions(dynamic=dynamic),
+                                        options=BuildOptions(**self._build_options(req)),
                                         threads=req.threads, db=req.db, timeout=req.timeout,
                                         argv=req.argv))
         except UserError as exc:      # the hop refused this model: the run goes on without it
@@ -209,6 +277,28 @@ class BenchStage(Stage):
     def __init__(self):
         super().__init__("bench")
 
+    def argv(self, req, wd, plan):
+        """The files the plan foresees (at run time: those the stages did produce)."""
+        paths = [p for p in plan.bench_artifacts() if _taken(p, req.backends)]
+        return ["dlbench", "bench", *paths] + self.options(req)
+
+    @staticmethod
+    def options(req) -> list[str]:
+        rule = req.rule
+        shapes, ranges = model_inputs(req.model)
+        inputs = []
+        for name, shape in shapes.items():
+            inputs += ["--shape", f"{name}=" + "x".join(map(str, shape))]
+            if name in ranges:
+                inputs += ["--int-range", f"{name}={ranges[name][0]}:{ranges[name][1]}"]
+        return (["-b", ",".join(req.backends), "--device", req.bench_devices[0],
+                 "--batch-sizes", ",".join(map(str, req.batch_sizes)),
+                 "--warmup", str(rule.warmup), "--max-warmup", str(rule.max_warmup),
+                 "--min-iterations", str(rule.min_iterations),
+                 "--min-duration", _num(rule.min_duration_s)]
+                + (["--iterations", str(rule.iterations)] if rule.iterations else [])
+                + threads_args(req) + inputs + common_tail(req))
+
     def artifacts(self, ctx: Context) -> list[str]:
         paths = []
         primary = primary_export(ctx)
@@ -223,11 +313,10 @@ class BenchStage(Stage):
         return paths
 
     def run(self, ctx):
-        from dlbench.harness.bench.sweep import BenchRequest, run_bench
+        from dlbench.harness.bench.execute import run_bench
+        from dlbench.harness.bench.request import BenchRequest
 
-        paths = self.artifacts(ctx)
-        if "all" not in ctx.req.backends:       # a checkpoint no chosen backend runs: left out
-            paths = [p for p in paths if _taken(p, ctx.req.backends)]
+        paths = [p for p in self.artifacts(ctx) if _taken(p, ctx.req.backends)]
         if not paths:
             return _result("failed", "nothing to benchmark: no stage produced an artifact")
         req = ctx.req
@@ -238,7 +327,7 @@ class BenchStage(Stage):
                 batch_sizes=req.batch_sizes, threads=[req.threads] if req.threads else None,
                 shapes=shapes, int_ranges=ranges,
                 rule=req.rule, timeout=req.timeout, resume_run=ctx.run_id, db=req.db,
-                argv=req.argv), show_progress=req.show_progress)
+                argv=req.argv, config=req.config), show_progress=req.show_progress)
         except UserError as exc:
             return _result("failed", first_line(exc))
         failed = [r for r in records if r["status"] == "failed"]
@@ -246,12 +335,22 @@ class BenchStage(Stage):
         return _result("ok", reason, {"cells": len(records)}, records)
 
 
-def _taken(path: str, backends: list[str]) -> bool:
-    from dlbench.harness.backends import get_backend
-    from dlbench.harness.bench.artifacts import resolve
+def _format(path: str) -> str:
+    """An artifact's format from its name: the plan names files before they exist."""
+    if path.endswith(".onnx"):
+        return "onnx"
+    if path.endswith(".plan"):
+        return "tensorrt-engine"
+    return f"{Path(path).name}-checkpoint"       # .../train/MODEL/FRAMEWORK
 
-    fmt = resolve(path).format
-    return any(fmt in get_backend(b).formats for b in backends)
+
+def _taken(path: str, backends: list[str]) -> bool:
+    """Whether a chosen backend runs ``path`` (a checkpoint none runs is left out)."""
+    from dlbench.harness.backends import get_backend
+
+    if "all" in backends:
+        return True
+    return any(_format(path) in get_backend(b).formats for b in backends)
 
 
 def model_inputs(model: str) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, int]]]:

@@ -39,6 +39,10 @@ class Workdir:
     def train_dir(self) -> Path:
         return self.root / "train"
 
+    def checkpoint_dir(self, model: str, framework: str) -> Path:
+        """Where ``dlbench train --out TRAIN_DIR`` puts a checkpoint (and export its ONNX)."""
+        return self.train_dir / model / framework
+
     def stage_file(self, stage: str) -> Path:
         return self.root / "stages" / f"{stage.replace(':', '-')}.json"
 

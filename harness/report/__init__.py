@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from dlbench.models.errors import UserError
-from dlbench.harness.report import tables
+from dlbench.harness.report.tables import conversion, inference, machines_for, to_markdown, training
 from dlbench.harness.report.markdown import markdown_report
 from dlbench.harness.results import ResultStore
 
@@ -23,17 +23,17 @@ def training_table(records: Sequence[dict[str, Any]],
                    machines: dict[str, dict[str, Any]] | None = None) -> str:
     """Markdown, in the MindSpore benchmark page's layout, with the machine line under it.
     Without ``machines`` the fingerprint is this machine's own (records just measured)."""
-    return tables.to_markdown(tables.training(records), tables.machines_for(records, machines))
+    return to_markdown(training(records), machines_for(records, machines))
 
 
 def inference_table(records: Sequence[dict[str, Any]],
                     machines: dict[str, dict[str, Any]] | None = None) -> str:
-    return tables.to_markdown(tables.inference(records), tables.machines_for(records, machines))
+    return to_markdown(inference(records), machines_for(records, machines))
 
 
 def conversion_table(records: Sequence[dict[str, Any]],
                      machines: dict[str, dict[str, Any]] | None = None) -> str:
-    return tables.to_markdown(tables.conversion(records), tables.machines_for(records, machines))
+    return to_markdown(conversion(records), machines_for(records, machines))
 
 
 def check_format(fmt: str) -> str:
@@ -55,6 +55,6 @@ def render(store: ResultStore, run_ids: Sequence[str] | None = None, model: str 
         from dlbench.harness.report.html import html_report
 
         return html_report(records, machines)
-    from dlbench.harness.report import export
+    from dlbench.harness.report.export import csv_text, json_text
 
-    return export.csv_text(records) if fmt == "csv" else export.json_text(records)
+    return csv_text(records) if fmt == "csv" else json_text(records)

@@ -10,7 +10,9 @@ import html
 from typing import Any, Sequence
 
 from dlbench.harness.bench.table import server_points_table
-from dlbench.harness.report import plots, tables
+from dlbench.harness.report.plots import all_plots
+from dlbench.harness.report.tables import (conversion, inference, machine_line, machines_for,
+                                            training)
 from dlbench.harness.report.markdown import runs_line, server_sections
 
 STYLE = """
@@ -55,23 +57,23 @@ def _markdown_table(text: str) -> str:
 def html_report(records: Sequence[dict[str, Any]],
                 machines: dict[str, dict[str, Any]] | None = None,
                 title: str = "dlbench report") -> str:
-    machines = tables.machines_for(records, machines)
+    machines = machines_for(records, machines)
     parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(runs_line(records))}</p>"]
-    for build in (tables.training, tables.inference, tables.conversion):
+    for build in (training, inference, conversion):
         table = build(records)
         if not table.rows:
             continue
         parts += [f"<h2>{html.escape(table.title)}</h2>", _table(table.headers, table.rows)]
         parts += [f'<p class="note">{html.escape(n)}</p>' for n in table.notes]
         parts += [f'<p class="machine">Measured on '
-                  f'{html.escape(tables.machine_line(mid, machines.get(mid)))}</p>'
+                  f'{html.escape(machine_line(mid, machines.get(mid)))}</p>'
                   for mid in table.machine_ids]
-        if build is tables.inference:
+        if build is inference:
             for heading, r in server_sections(records):
                 parts += [f"<h3>{html.escape(heading)}</h3>",
                           _markdown_table(server_points_table(r))]
     parts.append("<h2>Charts</h2>")
-    for plot in plots.all_plots(records):
+    for plot in all_plots(records):
         parts.append(f"<h3>{html.escape(plot.title)}</h3>")
         if plot.png is None:
             parts.append(f'<p class="note">Skipped: {html.escape(plot.note)}.</p>')

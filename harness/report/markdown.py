@@ -4,11 +4,13 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from dlbench.harness.bench.table import server_points_table
-from dlbench.harness.report import tables
+from dlbench.harness.report.tables import (Table, conversion, inference, machines_for,
+                                            to_markdown, training)
+from dlbench.harness.tables import network_name
 
 
-def _section(table: tables.Table, machines) -> list[str]:
-    return [f"## {table.title}", "", tables.to_markdown(table, machines), ""]
+def _section(table: Table, machines) -> list[str]:
+    return [f"## {table.title}", "", to_markdown(table, machines), ""]
 
 
 def runs_line(records: Sequence[dict[str, Any]]) -> str:
@@ -23,7 +25,7 @@ def server_sections(records: Sequence[dict[str, Any]]) -> list[tuple[str, dict[s
     for r in records:
         if r["kind"] == "bench" and r["status"] != "failed" and \
                 ((r.get("metrics") or {}).get("server") or {}).get("points"):
-            out.append((f"Server scenario: {tables._network(r.get('model'))} on {r.get('backend')} "
+            out.append((f"Server scenario: {network_name(r.get('model'))} on {r.get('backend')} "
                         f"{r.get('device')} {r.get('precision')}, max batch {r.get('batch_size')} "
                         f"(run {r['run_id']})", r))
     return out
@@ -32,13 +34,13 @@ def server_sections(records: Sequence[dict[str, Any]]) -> list[tuple[str, dict[s
 def markdown_report(records: Sequence[dict[str, Any]],
                     machines: dict[str, dict[str, Any]] | None = None,
                     title: str = "dlbench report") -> str:
-    machines = tables.machines_for(records, machines)
+    machines = machines_for(records, machines)
     lines = [f"# {title}", "", runs_line(records), ""]
-    for build in (tables.training, tables.inference, tables.conversion):
+    for build in (training, inference, conversion):
         table = build(records)
         if table.rows:
             lines += _section(table, machines)
-        if build is tables.inference:
+        if build is inference:
             for heading, r in server_sections(records):
                 lines += [f"### {heading}", "", server_points_table(r), ""]
     return "\n".join(lines).rstrip() + "\n"

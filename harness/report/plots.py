@@ -10,8 +10,8 @@ import io
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from dlbench.harness.bench.table import _network
 from dlbench.harness.frameworks import FRAMEWORKS
+from dlbench.harness.tables import network_name
 
 
 @dataclass
@@ -34,7 +34,7 @@ def _bench_label(r: dict[str, Any], several_models: bool) -> str:
     if r.get("scenario") not in (None, "offline", "server"):
         parts.append(r["scenario"])
     label = f"{r.get('backend')} ({', '.join(p for p in parts if p)})"
-    return f"{_network(r.get('model'))}: {label}" if several_models else label
+    return f"{network_name(r.get('model'))}: {label}" if several_models else label
 
 
 def _sweep(records: Sequence[dict[str, Any]]) -> dict[str, dict[int, dict[str, Any]]]:

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from urllib.parse import quote
 
 from dlbench.models.errors import UserError
-from dlbench.harness.results import ResultStore, _decode
+from dlbench.harness.results import ResultStore, decode_record
 
 # Kinds a report has a table for; `peak` records only feed `percent_of_peak`.
 REPORTED_KINDS = ("train", "bench", "convert", "verify")
@@ -62,7 +62,7 @@ def select(store: ResultStore, run_ids: Sequence[str] | None = None, model: str 
         if model:
             where.append("model = ?")
             params.append(model)
-        records = [_decode(dict(r)) for r in con.execute(
+        records = [decode_record(dict(r)) for r in con.execute(
             f"SELECT * FROM records WHERE {' AND '.join(where)} ORDER BY id", params)]
         scope = f"run {', '.join(wanted)}" if wanted else str(path)
         if not records and model:

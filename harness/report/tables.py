@@ -11,12 +11,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from dlbench.harness.bench.table import _artifact, _ms, _network
 from dlbench.harness.frameworks import FRAMEWORKS
-from dlbench.harness.tables import markdown, spec_unit
+from dlbench.harness.tables import (ROUGH_P99, artifact_label, markdown, milliseconds, network_name,
+                                     spec_unit, zoo_spec)
 
-UNSUPPORTED_P99 = ("* p99 from fewer samples than it needs (688 for 99.9 % confidence that the "
-                   "largest sample lies above the true p99): a rough figure.")
 
 
 @dataclass
@@ -40,18 +38,9 @@ def num(x: float | None) -> str:
     return f"{x:.{decimals}f}"
 
 
-def _spec(model: str | None):
-    from dlbench.models.registry import get_model
-
-    try:
-        return get_model(model)
-    except Exception:  # noqa: BLE001 - any ONNX model is welcome; its name stays
-        return None
-
-
 def unit(record: dict[str, Any]) -> str:
     """What one sample is: an image for image models, a sentence for token models."""
-    spec = _spec(record.get("model"))
+    spec = zoo_spec(record.get("model"))
     if spec is not None:
         return spec_unit(spec)
     inputs = (record.get("context") or {}).get("inputs") or []
@@ -125,7 +114,7 @@ def training(records: Sequence[dict[str, Any]]) -> Table:
     speedups = _speedups(records)
     rows = []
     for r in records:
-        spec = _spec(r.get("model"))
+        spec = zoo_spec(r.get("model"))
         m, c = r.get("metrics") or {}, r.get("context") or {}
         head = [spec.display_name if spec else r.get("model"),
                 spec.network_type if spec else "", spec.dataset if spec else "",
@@ -166,7 +155,7 @@ def _blank_repeats(table: Table, width: int) -> None:
 
 def inference(records: Sequence[dict[str, Any]]) -> Table:
     records = sorted((r for r in records if r["kind"] == "bench"),
-                     key=lambda r: (r.get("model") or "", _artifact(r), r.get("backend") or "",
+                     key=lambda r: (r.get("model") or "", artifact_label(r), r.get("backend") or "",
                                     r.get("device") or "", r.get("precision") or "",
                                     r.get("scenario") or "", r.get("batch_size") or 0, r["id"]))
     headers = ["Model", "Artifact", "Backend", "Device", "Precision", "Batch", "Scenario",
@@ -174,7 +163,7 @@ def inference(records: Sequence[dict[str, Any]]) -> Table:
     rows, rough = [], False
     for r in records:
         m, c = r.get("metrics") or {}, r.get("context") or {}
-        head = [_network(r.get("model")), _artifact(r),
+        head = [network_name(r.get("model")), artifact_label(r),
                 f"{r.get('backend')} {r.get('backend_version') or ''}".strip(),
                 c.get("resource") or r.get("device"), r.get("precision"), r.get("batch_size"),
                 r.get("scenario")]
@@ -195,12 +184,13 @@ def inference(records: Sequence[dict[str, Any]]) -> Table:
         if lat:
             supported = (m.get("percentile_support") or {}).get("p99", True)
             rough = rough or not supported
-            p99 = f"{_ms(lat.get('p50'))} / {_ms(lat.get('p99'))}{'' if supported else '*'}"
+            p99 = (f"{milliseconds(lat.get('p50'))} / {milliseconds(lat.get('p99'))}"
+                   f"{'' if supported else '*'}")
         pct = m.get("percent_of_peak")
         rows.append(head + [thr, p99, "" if pct is None else f"{pct:.1f}%"])
     table = _with_machine(Table("Inference", headers, rows, _machine_ids(records)), records)
     if rough:
-        table.notes.append(UNSUPPORTED_P99)
+        table.notes.append(ROUGH_P99)
     if any(r["status"] == "unstable" for r in records):
         table.notes.append("UNSTABLE: the latency coefficient of variation exceeded the run's "
                            "--cv-threshold; the figure is stored, not trusted.")
@@ -239,7 +229,7 @@ def conversion(records: Sequence[dict[str, Any]]) -> Table:
     rows = []
     for r in records:
         outs = list(outputs_of(r.get("metrics") or {}).values())
-        head = [_network(r.get("model")), hop_of(r), _file(r), r.get("precision") or ""]
+        head = [network_name(r.get("model")), hop_of(r), _file(r), r.get("precision") or ""]
         if r["status"] == "failed" or not outs:
             rows.append(head + ["", "", "", _failed(r)])
             continue

@@ -39,7 +39,7 @@ from typing import Iterator
 
 import numpy as np
 
-from dlbench.models.registry import InputSpec, ModelSpec, register_model
+from dlbench.models.registry import InputSpec, ModelSpec, RunDefaults, register_model
 
 BUILDERS = {
     "pytorch": "dlbench.models.bert.torch:build",
@@ -190,6 +190,8 @@ def _bert(name: str, display: str, *, layers: int, hidden: int, heads: int,
         macs_fn=multiply_adds,
         params_fn=parameter_count,
         objective=OBJECTIVE,
+        # Token input: static QDQ would calibrate activations on random ids.
+        run=RunDefaults(int8_mode="dynamic"),
     )
     return register_model(ModelSpec(**fields))
 

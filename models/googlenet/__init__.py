@@ -32,7 +32,7 @@ check every implementation against them.
 from __future__ import annotations
 
 from dlbench.models import walkcount
-from dlbench.models.registry import InputSpec, ModelSpec, register_model
+from dlbench.models.registry import InputSpec, ModelSpec, RunDefaults, register_model
 
 BUILDERS = {
     "pytorch": "dlbench.models.googlenet.torch:build",
@@ -165,6 +165,7 @@ def _googlenet(name: str, display: str, *, divisor: int, batch: int, dataset: st
                 "num_classes": 10},
         macs_fn=multiply_adds,
         params_fn=parameter_count,
+        run=RunDefaults(batch_sizes=(1, 32, 128)),    # CIFAR-sized input: larger batches
     ))
 
 

@@ -31,7 +31,7 @@ three frameworks:
 * Initialization is PyTorch's everywhere: embedding N(0, 1), LSTM weights and
   biases U(-1/sqrt(hidden), 1/sqrt(hidden)), linear U(-1/sqrt(in), 1/sqrt(in)).
 * Token ids are int32 (``InputSpec.int_range`` = (0, vocabulary)).
-* ``dlbench run`` quantizes to INT8 dynamically (``config["int8"]``): static
+* ``dlbench run`` quantizes to INT8 dynamically (``RunDefaults.int8_mode``): static
   QDQ of MindSpore's opset-11 LSTM export cannot be built, and calibrating
   activations of a recurrence on random ids says little.
 
@@ -42,7 +42,7 @@ out, as the ResNet count leaves out BN and ReLU; the embedding is a lookup.
 """
 from __future__ import annotations
 
-from dlbench.models.registry import InputSpec, ModelSpec, register_model
+from dlbench.models.registry import InputSpec, ModelSpec, RunDefaults, register_model
 
 BUILDERS = {
     "pytorch": "dlbench.models.lstm.torch:build",
@@ -112,7 +112,8 @@ def _lstm(name: str, display: str, *, vocab: int, embedding: int, hidden: int, l
         builders=dict(BUILDERS),
         config={"vocab_size": vocab, "embedding_dim": embedding, "hidden_size": hidden,
                 "num_layers": layers, "bidirectional": bidirectional, "seq_len": seq_len,
-                "num_classes": 2, "learning_rate": LEARNING_RATE, "int8": "dynamic"},
+                "num_classes": 2, "learning_rate": LEARNING_RATE},
+        run=RunDefaults(int8_mode="dynamic", batch_sizes=(1, 8, 64)),
         macs_fn=multiply_adds,
         params_fn=parameter_count,
     ))

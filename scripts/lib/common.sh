@@ -15,17 +15,56 @@ step() {
     printf '\n==> [%s/%s] %s\n' "$1" "$2" "$3"
 }
 
+# stage NAME: a header named as `dlbench run` names its stage (train:pytorch, ...).
+stage() {
+    printf '\n==> %s\n' "$1"
+}
+
 # note TEXT: something the script decided (a skipped backend, a missing file).
 note() {
     printf '    note: %s\n' "$*"
 }
 
-# run CMD...: print the command as it can be pasted back into a shell, then run it.
+# shell_word WORD: WORD as a shell reads it back, quoted only where needed (as
+# Python's shlex.quote, so a command reads the same as `dlbench run --print-steps`).
+shell_word() {
+    if [[ $1 =~ ^[A-Za-z0-9_@%+=:,./-]+$ ]]; then
+        printf '%s' "$1"
+    else
+        printf "'%s'" "${1//\'/\'\"\'\"\'}"
+    fi
+}
+
+# run CMD...: print the command as it can be pasted back into a shell, then run
+# it (with DRY_RUN set: only print it).
 run() {
     printf '    $'
-    printf ' %q' "$@"
+    local w
+    for w in "$@"; do printf ' '; shell_word "$w"; done
     printf '\n'
+    [ -z "${DRY_RUN:-}" ] || return 0
     "$@"
+}
+
+# present PATH: whether a step left PATH (always, with DRY_RUN: nothing ran).
+present() {
+    [ -n "${DRY_RUN:-}" ] || [ -e "$1" ]
+}
+
+# taken PATH WANTED: whether a wanted backend (comma list, or all) measures PATH,
+# by its kind (harness/pipeline/stages.py _format and each backend's formats).
+taken() {
+    local kind b
+    case "$1" in
+        *.onnx) kind="onnxruntime tensorrt" ;;
+        *.plan) kind="tensorrt" ;;
+        *) kind=$(takers "$(basename "$1")") ;;
+    esac
+    [ "$2" != all ] || return 0
+    for b in $kind; do
+        case ",$2," in *",$b,"*) return 0 ;; esac
+    done
+    return 1
 }
 
 # run_soft CMD...: like run, but exit status 1 does not stop the script.
@@ -124,13 +163,14 @@ pick_backends() {
 # every input of a zoo model, from `dlbench models --json`.  Token models'
 # ONNX files may keep the sequence length dynamic, and dlbench bench never
 # guesses a dynamic dimension; the batch dimension (the leading 1 here)
-# follows --batch-sizes anyway.
+# follows --batch-sizes anyway.  Image models' exports have fixed shapes:
+# nothing to add (as harness/pipeline/stages.py model_inputs).
 zoo_input_args() {
     # shellcheck disable=SC2086
     $DLBENCH models --json "$1" | python3 -c '
 import json, sys
 for spec in json.load(sys.stdin):
-    if spec["name"] != sys.argv[1]:
+    if spec["name"] != sys.argv[1] or not any(i["dtype"].startswith("int") for i in spec["inputs"]):
         continue
     for i in spec["inputs"]:
         print("--shape", i["name"] + "=" + "x".join(str(d) for d in [1] + list(i["shape"])))

@@ -1,0 +1,175 @@
+"""``dlbench bench`` as a Python API: plan the cells, run each in its own process, store it.
+
+request (checked once) -> plan of cells -> launcher -> cell process -> record -> store.
+Each cell runs through ``harness.launcher.run_cell`` with a per-cell timeout: a
+crash, an out-of-memory kill or a hang is that cell's recorded failure and the
+sweep goes on.  Each finished cell is stored at once (one SQLite transaction)
+and the ``--json`` file is rewritten atomically, so an interrupted sweep leaves
+complete records only, and ``--resume`` skips cells whose identity already has
+a stored, non-failed record.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import tempfile
+import threading
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+import psutil
+
+from dlbench.harness.backends.base import RunConfig
+from dlbench.harness.bench import inputs as inputs_mod
+from dlbench.harness.bench.plan import Cell, identity_key, validate
+from dlbench.harness.progress import Progress, open_progress, read_progress
+from dlbench.harness.bench.record import make_record, summary
+from dlbench.harness.bench.request import BenchRequest
+from dlbench.harness.context import new_run_id, now_iso
+from dlbench.harness.fingerprint import fingerprint
+from dlbench.harness.launcher import CellOutcome, run_cell
+from dlbench.harness.results import ResultStore
+from dlbench.models.atomic import check_can_create, write_json
+from dlbench.models.errors import UserError
+
+
+def payload(c: Cell, req: BenchRequest, progress_path: str) -> dict[str, Any]:
+    """What the cell's process (``bench.child``) is told: plain JSON, nothing to import."""
+    art = c.artifact
+    full_shapes = {}
+    if art.signature is not None:
+        p = inputs_mod.plan(art.signature, c.batch_size, c.shapes, c.int_ranges,
+                            art.graph_ranges)
+        full_shapes = {i.name: list(i.shape) for i in p.inputs}
+    run = RunConfig(device=c.device, precision=c.precision, intra_op_threads=c.intra_op,
+                    inter_op_threads=c.inter_op, device_id=req.device_id, options=dict(c.options),
+                    seed=req.seed, max_batch=c.batch_size,
+                    min_batch=1 if c.scenario == "server" else c.batch_size,
+                    shapes=full_shapes)
+    return {
+        "backend": c.backend.name, "artifact": asdict(art.ref), "run": asdict(run),
+        "scenario": c.scenario, "batch_size": c.batch_size, "rule": req.rule.to_dict(),
+        "shapes": {k: list(v) for k, v in c.shapes.items()},
+        "int_ranges": {k: list(v) for k, v in c.int_ranges.items()},
+        "graph_ranges": {k: list(v) for k, v in art.graph_ranges.items()},
+        "signature": ([{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
+                       for t in art.signature] if art.signature else None),
+        "scenario_params": req.server_params() if c.scenario == "server" else {},
+        "seed": req.seed, "progress_path": progress_path,
+    }
+
+
+def _kill_children() -> None:
+    """End the cell we started (its own session: Ctrl-C does not reach it)."""
+    for child in psutil.Process().children():
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _watch(payload: dict[str, Any], env: dict[str, str], timeout: float | None,
+           bar: Progress, progress_path: str) -> CellOutcome:
+    """Run the cell on a thread so the main one can draw its progress and take Ctrl-C."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["outcome"] = run_cell("bench", payload, env=env, timeout=timeout)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.25)
+            bar.update(read_progress(progress_path))
+    except BaseException:
+        _kill_children()
+        worker.join(10)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["outcome"]
+
+
+def _resumed(req: BenchRequest, store: ResultStore, keys: list[str]) -> tuple[set[str], list[dict]]:
+    """The cells a resume skips, and their stored records in plan order."""
+    if req.resume_run:
+        done = store.finished_cell_keys(keys, run_id=req.resume_run)
+        scope, scope_params = "run_id = ?", [req.resume_run]
+    else:
+        done = store.finished_cell_keys(keys) if req.resume else set()
+        scope, scope_params = "status != 'failed'", []
+    if not done:
+        return done, []
+    previous = {}
+    for r in store.records(f"kind = 'bench' AND {scope} AND cell_key IN "
+                           f"({', '.join('?' * len(done))})", scope_params + list(done)):
+        previous[r["cell_key"]] = r
+    return done, [dict(previous[k], resumed=True) for k in keys if k in previous]
+
+
+def _run_repeats(cell: Cell, req: BenchRequest, bar: Progress,
+                 progress_path: str) -> list[CellOutcome]:
+    """The cell ``--repeats`` times, each in a fresh process; the first failure ends it."""
+    outcomes = []
+    for _ in range(req.repeats):
+        Path(progress_path).unlink(missing_ok=True)
+        try:
+            outcome = _watch(payload(cell, req, progress_path), cell.environment(), req.timeout,
+                             bar, progress_path)
+        except BaseException:
+            bar.abandon()                 # Ctrl-C: the CLI's message gets a clean line
+            raise
+        if outcome.status == "usage_error":
+            bar.abandon()
+            raise UserError(f"{cell.label}: {outcome.error}")
+        outcomes.append(outcome)
+        if not outcome.ok:
+            break
+    return outcomes
+
+
+def run_bench(req: BenchRequest, show_progress: bool = True,
+              on_record: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Run the sweep; return one record per cell (failures included).
+
+    Raises UserError for bad input — before any cell runs, or when a cell
+    finds the request unsatisfiable (records finished until then are kept).
+    """
+    cells, notes = validate(req)
+    if req.json_path:
+        check_can_create(req.json_path)
+    store = ResultStore(req.db)
+    store.check_writable()
+    fp = fingerprint()
+    run_id = new_run_id()
+    keys = [identity_key(c, req, fp["machine_id"]) for c in cells]
+    done, records = _resumed(req, store, keys)
+    bar = open_progress(len(cells) - len(done), "bench", enabled=show_progress)
+    for n in notes:
+        bar.note(f"note: {n}")
+    if done:
+        bar.note(f"resuming: {len(done)} of {len(cells)} cells already in {store.path}, skipped")
+    with tempfile.TemporaryDirectory(prefix="dlbench-bench-") as tmp:
+        progress_path = str(Path(tmp, "progress.json"))
+        for cell, key in zip(cells, keys):
+            if key in done:
+                continue
+            bar.start(cell.label)
+            started = now_iso()
+            outcomes = _run_repeats(cell, req, bar, progress_path)
+            record = make_record(cell, req, outcomes, fp, run_id, started, store, key)
+            record["id"] = store.add(record, fp)
+            records.append(record)
+            if req.json_path:
+                write_json(req.json_path, records)
+            if on_record:
+                on_record(record)
+            bar.finish(summary(record))
+    if req.json_path:
+        write_json(req.json_path, records)
+    return records

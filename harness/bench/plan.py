@@ -1,0 +1,258 @@
+"""A bench request expanded into its cells, each with the identity that stores and resumes it.
+
+Cells are the product artifact x backend x device x precision x batch size x
+threads x scenario.  Everything that can be refused is refused here, before the
+first cell starts (one line, exit 2): a sweep never dies half-way on input it
+could have rejected up front.  Two cells with the same identity are one cell.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlbench.harness.backends import BACKENDS, get_backend
+from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, Backend
+from dlbench.harness.bench import inputs as inputs_mod
+from dlbench.harness.bench.artifacts import Artifact, resolve
+from dlbench.harness.bench.request import BenchRequest
+from dlbench.harness.bench.scenarios import get_scenario
+from dlbench.harness.context import cell_key
+from dlbench.harness.fingerprint import fingerprint
+from dlbench.harness.threads import ThreadConfig
+from dlbench.models.errors import UserError
+
+# Formats whose precision is fixed when the artifact is made (dlbench build makes the others).
+OWN_PRECISION = (ONNX, TRT_ENGINE, MINDIR)
+
+
+@dataclass
+class Cell:
+    artifact: Artifact
+    backend: Backend
+    device: str
+    precision: str
+    batch_size: int
+    scenario: str
+    intra_op: int
+    inter_op: int
+    options: dict[str, Any]
+    shapes: dict[str, tuple[int, ...]]
+    int_ranges: dict[str, tuple[int, int]]
+    gflops: dict[str, Any] | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return (f"{self.artifact.ref.model} on {self.backend.name} {self.device} {self.precision} "
+                f"batch {self.batch_size} {self.scenario} ({self.intra_op} threads)")
+
+    def environment(self) -> dict[str, str]:
+        """The variables the cell's process starts with: thread pools are sized before import."""
+        env = ThreadConfig(self.intra_op, self.inter_op).environment()
+        env.update(self.backend.environment(self.options, self.intra_op, self.inter_op))
+        return env
+
+
+def identity(c: Cell, req: BenchRequest, machine_id: str) -> dict[str, Any]:
+    """Everything that makes two measurements the same measurement (the resume key's source)."""
+    ident = {"artifact": {k: v for k, v in c.artifact.identity().items() if k != "path"},
+             "backend": c.backend.name, "device": c.device, "device_id": req.device_id,
+             "precision": c.precision, "batch_size": c.batch_size, "scenario": c.scenario,
+             "threads": [c.intra_op, c.inter_op], "options": c.options,
+             "rule": req.rule.to_dict(), "shapes": {k: list(v) for k, v in c.shapes.items()},
+             "int_ranges": {k: list(v) for k, v in c.int_ranges.items()}, "seed": req.seed,
+             "repeats": req.repeats, "machine_id": machine_id}
+    if c.scenario == "server":
+        ident["server"] = req.server_params()
+    return ident
+
+
+def identity_key(c: Cell, req: BenchRequest, machine_id: str) -> str:
+    return cell_key("bench", identity(c, req, machine_id))
+
+
+def _device_reason(backend: Backend, device: str) -> str:
+    fp = fingerprint()
+    if device == "cuda" and not fp["gpus"]:
+        return "no NVIDIA GPU on this machine (nvidia-smi found none)"
+    if device == "ascend" and not fp["ascend"]:
+        return "no Ascend NPU on this machine (no /dev/davinci*)"
+    devices = backend.availability().devices
+    extra = {"onnxruntime": " (needs onnxruntime-gpu)",
+             "pytorch": " (this PyTorch is a CPU build)"}.get(backend.name, "")
+    return f"{backend.name} runs on {', '.join(devices) or 'nothing here'}{extra}"
+
+
+def _backends(req: BenchRequest, artifacts: list[Artifact]) -> tuple[list[Backend], list[str]]:
+    names = req.backend_names()
+    if not names:
+        raise UserError("no backend given (--backend NAME, or 'all' for every available one)")
+    notes: list[str] = []
+    if req.all_backends():
+        formats = {a.format for a in artifacts}
+        chosen = []
+        for name in BACKENDS:
+            b = get_backend(name)
+            if not formats & set(b.formats):
+                continue
+            a = b.availability()
+            if a.available:
+                chosen.append(b)
+            else:
+                notes.append(f"backend {name} skipped: {a.reason}")
+        if not chosen:
+            raise UserError("no available backend takes these artifacts; see 'dlbench backends'")
+        return chosen, notes
+    chosen = [get_backend(n) for n in names]
+    for b in chosen:
+        a = b.availability()
+        if not a.available:
+            raise UserError(f"backend {b.name} is not available here: {a.reason}")
+    return chosen, notes
+
+
+def _check_fit(req: BenchRequest, artifacts: list[Artifact], backends: list[Backend]) -> None:
+    """Every artifact has a backend, every backend an artifact, every option and input a taker."""
+    for art in artifacts:
+        if not any(art.format in b.formats for b in backends):
+            takes = "; ".join(f"{b.name}: {', '.join(b.formats)}" for b in backends)
+            raise UserError(f"{art.label} is a {art.format} artifact; none of "
+                            f"{', '.join(b.name for b in backends)} takes one ({takes})")
+    for b in backends:
+        if not any(a.format in b.formats for a in artifacts):
+            raise UserError(f"backend {b.name} takes {', '.join(b.formats)}; none of the "
+                            f"artifacts is one")
+    for key in req.options:
+        if not any(b.option(key) for b in backends):
+            offered = "; ".join(f"{b.name}: {', '.join(o.name for o in b.options) or 'none'}"
+                                for b in backends)
+            raise UserError(f"option {key!r} applies to none of the backends ({offered})")
+    for name in list(req.shapes) + list(req.int_ranges):
+        if not any(a.signature is None or name in [t.name for t in a.signature]
+                   for a in artifacts):
+            flag = "--shape" if name in req.shapes else "--int-range"
+            inputs = sorted({t.name for a in artifacts for t in a.signature or []})
+            raise UserError(f"{flag} {name}: no artifact has an input {name!r}; inputs: "
+                            f"{', '.join(inputs)}")
+
+
+def _precision(art: Artifact, backend: Backend, device: str, asked: str) -> str:
+    if art.format in OWN_PRECISION:
+        own = art.precision or "fp32"
+        if asked not in ("auto", own):
+            raise UserError(f"{art.label} is an {own} model and {backend.name} runs a model in its "
+                            f"own precision: make an {asked} model first (dlbench build "
+                            f"--precision {asked}) or drop --precision")
+        return own
+    allowed = backend.precisions(device)
+    if asked == "auto":
+        return "fp32"
+    if asked not in allowed:
+        raise UserError(f"--precision {asked}: {backend.name} on {device} runs "
+                        f"{', '.join(p for p in allowed if p != 'auto')}")
+    return asked
+
+
+def _flops(art: Artifact, shapes_for_batch: dict[str, tuple[int, ...]] | None,
+           batch: int) -> dict[str, Any] | None:
+    if art.onnx_model is not None and shapes_for_batch is not None:
+        from dlbench.harness.bench import flops
+        try:
+            return {**flops.count(art.onnx_model, shapes_for_batch, batch), "source": "onnx graph"}
+        except Exception as exc:  # noqa: BLE001 - a count we cannot make is a note, not a failure
+            return {"gflops_per_sample": None, "error": f"{type(exc).__name__}: {exc}"}
+    if art.format not in OWN_PRECISION:
+        from dlbench.models.registry import get_model
+        spec = get_model(art.ref.model)
+        return {"gflops_per_sample": spec.gflops_per_sample, "source": "zoo analytic count "
+                "(convolutions, dense layers, recurrent cells, attention products)"}
+    return None
+
+
+@dataclass
+class _ArtifactAxes:
+    """What one artifact contributes to all its cells: inputs, batch sizes, FLOPs, notes."""
+    shapes: dict[str, tuple[int, ...]]
+    ranges: dict[str, tuple[int, int]]
+    sizes_by_scenario: dict[str, list[int]]
+    gflops: dict[str, Any] | None
+    shape_notes: list[str]
+
+
+def _artifact_axes(art: Artifact, req: BenchRequest, notes: list[str]) -> _ArtifactAxes:
+    scenarios = req.scenario_names()
+    names = {t.name for t in art.signature} if art.signature else None
+    shapes = {k: v for k, v in req.shapes.items() if names is None or k in names}
+    # The user's --shape, or the zoo model's own sizes (and a note in each record).
+    shape_notes = [art.default_shapes_note] if not shapes and art.default_shapes else []
+    shapes = shapes or dict(art.default_shapes)
+    ranges = {k: v for k, v in req.int_ranges.items() if names is None or k in names}
+    sizes_by_scenario = {}
+    for s in scenarios:
+        sizes = get_scenario(s).batch_sizes(req.batch_sizes)
+        fixed = inputs_mod.fixed_batch(art.signature) if art.signature else None
+        if fixed is not None and sizes != [fixed]:
+            notes.append(f"{art.label}: the model's batch dimension is fixed at {fixed}; "
+                         f"running batch {fixed} only (asked for "
+                         f"{', '.join(map(str, sizes))})")
+            sizes = [fixed]
+        sizes_by_scenario[s] = sizes
+    gflops = None
+    if art.signature is not None:
+        try:
+            plans = {b: inputs_mod.plan(art.signature, b, shapes, ranges, art.graph_ranges)
+                     for s in scenarios for b in sizes_by_scenario[s]}
+        except UserError as exc:
+            raise UserError(f"{art.label}: {exc}") from None
+        first = min(plans)
+        gflops = _flops(art, {i.name: i.shape for i in plans[first].inputs}, first)
+    elif art.format not in OWN_PRECISION:
+        gflops = _flops(art, None, 1)
+    return _ArtifactAxes(shapes, ranges, sizes_by_scenario, gflops, shape_notes)
+
+
+def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
+    """Every cell of the sweep, or a UserError; plus notes for the user."""
+    req.check()
+    artifacts = [resolve(a, req.model) for a in req.artifacts]
+    backends, notes = _backends(req, artifacts)
+    for art in artifacts:
+        notes += art.notes
+    _check_fit(req, artifacts, backends)
+    devices_asked = req.device_names()
+    precisions_asked = req.precision_names()
+    threads, inter, scenarios = req.thread_counts(), req.inter_op(), req.scenario_names()
+
+    cells: list[Cell] = []
+    for art in artifacts:
+        axes = _artifact_axes(art, req, notes)
+        for backend in backends:
+            if art.format not in backend.formats:
+                continue
+            options = backend.resolve_options(req.options)
+            if art.format == TRT_ENGINE:
+                from dlbench.harness.backends.tensorrt import check_engine_here
+                check_engine_here(art.ref.path)
+            for device in devices_asked or [backend.default_device()]:
+                if device not in backend.availability().devices:
+                    if req.all_backends():
+                        notes.append(f"backend {backend.name} skipped on {device}: "
+                                     f"{_device_reason(backend, device)}")
+                        continue
+                    raise UserError(f"--device {device}: {_device_reason(backend, device)}")
+                for asked in precisions_asked:
+                    precision = _precision(art, backend, device, asked)
+                    for s in scenarios:
+                        for b in axes.sizes_by_scenario[s]:
+                            for t in threads:
+                                cells.append(Cell(art, backend, device, precision, b, s, t,
+                                                  inter, options, axes.shapes,
+                                                  axes.ranges, axes.gflops,
+                                                  list(axes.shape_notes)))
+    if not cells:
+        raise UserError("nothing to run: no backend can take these artifacts on these devices")
+    machine_id = fingerprint()["machine_id"]
+    unique = {}
+    for c in cells:
+        unique.setdefault(identity_key(c, req, machine_id), c)
+    return list(unique.values()), notes

@@ -1,0 +1,147 @@
+"""One bench cell's outcomes as the record the store keeps and ``--json`` prints.
+
+A record carries its whole context (artifact and its verification, identity,
+timed region, runtime, thread environment, machine), so a number read back
+months later still says what it measured.  Repeats collapse to the median
+outcome; any failed repeat makes the cell failed.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from dlbench.harness import __version__, stats
+from dlbench.harness.bench import peak as peak_mod
+from dlbench.harness.bench.artifacts import Artifact
+from dlbench.harness.bench.plan import Cell, identity
+from dlbench.harness.bench.request import BenchRequest
+from dlbench.harness.context import command_line
+from dlbench.harness.fingerprint import resource_label
+from dlbench.harness.frameworks import FRAMEWORKS, distribution_version
+from dlbench.harness.launcher import CellOutcome
+from dlbench.harness.results import ResultStore
+from dlbench.harness.threads import in_force
+
+
+def summary(r: dict[str, Any]) -> str:
+    """The one line the progress display ends a cell with."""
+    if r["status"] == "failed":
+        return f"FAILED: {r['error']}"
+    lat = r.get("latency_ms") or {}
+    text = f"{r['throughput_sps']:.4g} samples/s"
+    if lat:
+        text += f", p50 {lat['p50']:.3g} ms, p99 {lat['p99']:.3g} ms"
+    if r["status"] == "unstable":
+        text += f", UNSTABLE (cv {r['cv']:.1%})"
+    return text
+
+
+def _median_outcome(outcomes: list[CellOutcome]) -> CellOutcome:
+    ranked = sorted(outcomes, key=lambda o: o.result["metrics"]["throughput_sps"])
+    return ranked[(len(ranked) - 1) // 2]
+
+
+def _verification(store: ResultStore, art: Artifact) -> dict[str, Any] | None:
+    """The newest verdict ``dlbench export/build/verify`` stored on this file's bytes, if any:
+    a fast number from a model that computes something else is not a result."""
+    if not art.sha256 or not hasattr(store, "artifact"):
+        return None
+    row = store.artifact(art.sha256)
+    if not row:
+        return None
+    return {"verified": row["verified"], "hop": row.get("hop"), "precision": row.get("precision"),
+            "created_at": row.get("created_at"), "record_id": row.get("record_id")}
+
+
+def _metrics(c: Cell, req: BenchRequest, outcomes: list[CellOutcome], failed: CellOutcome | None,
+             chosen: CellOutcome, store: ResultStore, machine_id: str) -> dict[str, Any]:
+    """The measured figures: the median repeat's, with spread, stability and share of peak."""
+    peak_rss = max((o.peak_rss_mb or 0) for o in outcomes) or None
+    if failed is not None:
+        return {"peak_rss_mb": peak_rss, "cell_wall_s": sum(o.wall_s for o in outcomes)}
+    metrics: dict[str, Any] = dict((chosen.result or {}).get("metrics") or {})
+    thr = [o.result["metrics"]["throughput_sps"] for o in outcomes]
+    if len(outcomes) > 1:
+        metrics["repeats"] = [{"throughput_sps": o.result["metrics"]["throughput_sps"],
+                               "latency_p50_ms": (o.result["metrics"].get("latency_ms") or {})
+                               .get("p50"), "cv": o.result["metrics"].get("cv")}
+                              for o in outcomes]
+        metrics["repeat_spread"] = {"median_sps": stats.median(thr),
+                                    "mad_over_median": stats.relative_mad(thr),
+                                    "min_sps": min(thr), "max_sps": max(thr)}
+    metrics["throughput_sps"] = stats.median(thr)
+    metrics["peak_rss_mb"] = peak_rss
+    metrics["cell_wall_s"] = sum(o.wall_s for o in outcomes)
+    metrics["cv_threshold"] = req.cv_threshold
+    # Server latencies vary by design (queueing): the noise rule is for the loop scenarios.
+    cv = metrics.get("cv") if c.scenario != "server" else None
+    metrics["unstable"] = bool(cv is not None and cv > req.cv_threshold)
+    g = (c.gflops or {}).get("gflops_per_sample")
+    metrics["gflops_per_sample"] = g
+    metrics["flops"] = c.gflops
+    if g and metrics["throughput_sps"]:
+        metrics["achieved_gflops"] = g * metrics["throughput_sps"]
+        peak = peak_mod.lookup(store, machine_id, c.device, c.precision)
+        if peak:
+            metrics["peak_gflops"] = peak["gflops"]
+            metrics["peak_record_id"] = peak["record_id"]
+            metrics["percent_of_peak"] = 100 * metrics["achieved_gflops"] / peak["gflops"]
+    return metrics
+
+
+def make_record(c: Cell, req: BenchRequest, outcomes: list[CellOutcome], fp: dict[str, Any],
+                run_id: str, started: str, store: ResultStore, key: str) -> dict[str, Any]:
+    failed = next((o for o in outcomes if not o.ok), None)
+    chosen = failed or _median_outcome(outcomes)
+    result = chosen.result or {}
+    metrics = _metrics(c, req, outcomes, failed, chosen, store, fp["machine_id"])
+    framework = c.backend.framework or c.artifact.ref.framework
+    fw = FRAMEWORKS.get(framework) if framework else None
+    status = "failed" if failed is not None else ("unstable" if metrics["unstable"] else "ok")
+    verification = _verification(store, c.artifact)
+    record = {
+        "run_id": run_id, "kind": "bench", "cell_key": key, "status": status,
+        "error": failed.error if failed is not None else None,
+        "started_at": started, "duration_s": sum(o.wall_s for o in outcomes),
+        "model": c.artifact.ref.model, "framework": framework,
+        "framework_version": distribution_version(fw.distribution) if fw else None,
+        "backend": c.backend.name,
+        "backend_version": result.get("backend_version") or c.backend.version(),
+        "device": c.device, "precision": c.precision,
+        "batch_size": metrics.get("batch_size", c.batch_size),
+        "scenario": c.scenario, "intra_op_threads": c.intra_op, "inter_op_threads": c.inter_op,
+        "iterations": metrics.get("iterations"),
+        "warmup_iterations": metrics.get("warmup_iterations"),
+        "throughput_sps": metrics.get("throughput_sps"), "peak_rss_mb": metrics["peak_rss_mb"],
+        "machine_id": fp["machine_id"], "dlbench_version": __version__,
+        "git_commit": fp["git_commit"], "command_line": command_line(req.argv),
+        "context": {
+            "artifact": {**c.artifact.identity(), "label": c.artifact.label,
+                         "meta": c.artifact.ref.meta, "verification": verification},
+            "identity": identity(c, req, fp["machine_id"]),
+            "timed_region": result.get("timed_region"),
+            "runtime": result.get("runtime"),
+            "inputs": result.get("inputs"),
+            "config": req.config,
+            "notes": c.notes + (result.get("notes") or []) + (
+                [f"{c.artifact.label} did not pass verification (dlbench verify): its outputs "
+                 f"differ from its source's beyond tolerance"]
+                if verification and not verification["verified"] else []) + (
+                [metrics["no_feasible_rate"]] if metrics.get("no_feasible_rate") else []),
+            "thread_environment": in_force(c.environment()),
+            "stop_rule": req.rule.to_dict(),
+            "resource": resource_label(fp, "gpu" if c.device == "cuda" else c.device),
+            "options": c.options,
+            "traceback": chosen.traceback if failed else None,
+            "log_tail": chosen.log_tail if failed else None,
+        },
+        "metrics": metrics,
+    }
+    # Flat keys for --json readers (the issue's contract); the database keeps them in metrics.
+    record.update({
+        "latency_ms": metrics.get("latency_ms"), "cv": metrics.get("cv"),
+        "gflops_per_sample": metrics.get("gflops_per_sample", (c.gflops or {}).get(
+            "gflops_per_sample")),
+        "threads": {"intra_op": c.intra_op, "inter_op": c.inter_op},
+        "model_path": c.artifact.ref.path,
+    })
+    return record

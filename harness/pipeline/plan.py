@@ -1,0 +1,105 @@
+"""The plan of a ``dlbench run``: its stages, decided once, before anything runs.
+
+One plan is either executed (``runner.run_pipeline``) or printed as the
+``dlbench`` commands that do the same (``dlbench run MODEL --print-steps``),
+and ``--print-steps script`` writes it as the readable shell script in
+``scripts/``, whose knobs default to the same values.  So the run, its printed
+steps and the scripts come from one place and a test can hold them equal.
+
+What this machine cannot run (a framework not installed, TensorRT without a
+GPU) stays in the plan with its reason as the stage's ``condition``; printed,
+it is a comment, and the stages that need it drop out as they would at run time.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from dlbench.harness.pipeline.stages import (BenchStage, BuildStage, ExportStage, Stage,
+                                             TrainStage)
+from dlbench.harness.pipeline.workdir import Workdir
+
+
+@dataclass
+class Plan:
+    req: object                  # a resolved runner.RunRequest
+    workdir: Workdir
+    stages: list[Stage]
+
+    @property
+    def primary(self) -> str | None:
+        """The framework whose fp32 ONNX the builds start from: the first that can train."""
+        return next((s.framework for s in self.stages
+                     if isinstance(s, TrainStage) and s.condition is None), None)
+
+    @property
+    def primary_onnx(self) -> str | None:
+        fw = self.primary
+        return None if fw is None else ExportStage(fw).output(self.req, self.workdir)
+
+    def bench_artifacts(self) -> list[str]:
+        """What the bench stage measures if every stage that can run succeeds:
+        the primary fp32 ONNX, its builds, the native checkpoints (the order of
+        ``BenchStage.artifacts`` at run time)."""
+        paths = [self.primary_onnx] if self.primary_onnx else []
+        paths += [s.output(self.req, self.workdir, self.primary_onnx) for s in self.stages
+                  if isinstance(s, BuildStage) and s.condition is None and self.primary_onnx]
+        paths += [s.output(self.req, self.workdir) for s in self.stages
+                  if isinstance(s, TrainStage) and s.condition is None]
+        return paths
+
+    def steps(self) -> list[tuple[Stage | None, list[str]]]:
+        """Each stage with its command, then the report ``dlbench run`` prints."""
+        out: list[tuple[Stage | None, list[str]]] = [
+            (s, s.argv(self.req, self.workdir, self)) for s in self.stages]
+        report = ["dlbench", "report", "--run", "$DLBENCH_RUN_ID", "--format", "md"]
+        return out + [(None, report + (["--db", self.req.db] if self.req.db else []))]
+
+
+def build_plan(req, wd: Workdir) -> Plan:
+    """The stages in order, each marked with why it cannot run here (if so)."""
+    from dlbench.harness.frameworks import FRAMEWORKS, is_installed
+
+    stages: list[Stage] = [TrainStage(fw) for fw in req.frameworks]
+    stages += [ExportStage(fw) for fw in req.frameworks]
+    stages += [BuildStage(p) for p in ("int8", "fp16") if p in req.precisions]
+    if "all" in req.backends or "tensorrt" in req.backends:
+        stages += [BuildStage("tensorrt", p) for p in req.precisions]
+    stages.append(BenchStage())
+    for s in stages:
+        if isinstance(s, (TrainStage, ExportStage)) \
+                and not is_installed(FRAMEWORKS[s.framework].module):
+            s.condition = f"{s.framework} is not installed here"
+    plan = Plan(req, wd, stages)
+    for s in stages:
+        if isinstance(s, BuildStage):
+            if plan.primary is None:
+                s.condition = "no framework to train and export here"
+            elif s.target == "tensorrt":
+                s.condition = _tensorrt_missing()
+    return plan
+
+
+def _tensorrt_missing() -> str | None:
+    from dlbench.harness.backends import get_backend
+
+    avail = get_backend("tensorrt").availability()
+    return None if avail.available else f"TensorRT does not run here ({avail.reason})"
+
+
+def shell_line(argv: list[str]) -> str:
+    """One command as a shell reads it; ``$DLBENCH_RUN_ID`` stays a variable."""
+    return " ".join('"$DLBENCH_RUN_ID"' if a == "$DLBENCH_RUN_ID" else shlex.quote(a)
+                    for a in argv)
+
+
+def print_steps(plan: Plan) -> str:
+    """The plan as shell commands, one a line; a stage this machine cannot run is
+    a comment saying why."""
+    lines = [f"# dlbench run {plan.req.model}: the same steps, one dlbench command each",
+             "export DLBENCH_RUN_ID=${DLBENCH_RUN_ID:-$(date -u +%Y%m%dT%H%M%SZ)-sh$$}"]
+    for stage, argv in plan.steps():
+        line = shell_line(argv)
+        lines.append(line if stage is None or stage.condition is None
+                     else f"# skipped, {stage.condition}: {line}")
+    return "\n".join(lines) + "\n"
