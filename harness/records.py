@@ -1,7 +1,9 @@
-"""Conversion and verification records, and the artifacts table, in the results database.
+"""The one record builder, and what conversions and verifications add to it.
 
-Every export and build stores one ``convert`` record, every ``dlbench
-verify`` one ``verify`` record, with status:
+Every kind of record (train, convert, verify, bench, peak, eval) starts from
+``new_record``, so each carries the same context: machine, versions, commit,
+command line, identity.  Every export and build stores one ``convert``
+record, every ``dlbench verify`` one ``verify`` record, with status:
 
 * ``ok`` — converted (or compared) and within tolerance;
 * ``unverified`` — the file exists, but it does not compute what its source
@@ -25,17 +27,29 @@ from dlbench.harness.results import ResultStore
 
 
 def new_record(kind: str, *, run_id: str, identity: dict[str, Any], started: str,
-               argv: list[str] | None, device: str = "cpu") -> dict[str, Any]:
-    fp = fingerprint()
-    return {
+               argv: list[str] | None, device: str = "cpu", fp: dict[str, Any] | None = None,
+               **fields: Any) -> dict[str, Any]:
+    """The one record skeleton every kind (train, convert, verify, bench, peak, eval) starts
+    from: who, where, when, with what, and the key that makes a resumed run skip it.
+
+    ``identity`` is what makes two records measure the same thing; the machine is added to
+    it here, so a key never matches across machines.  ``fields`` are the kind's own columns
+    (model, backend, precision, throughput_sps, ...).  A record starts as failed: only a
+    finished measurement or verdict may say otherwise.
+    """
+    fp = fp or fingerprint()
+    record = {
         "run_id": run_id, "kind": kind,
         "cell_key": cell_key(kind, {**identity, "machine_id": fp["machine_id"]}),
         "status": "failed", "error": None, "started_at": started, "duration_s": None,
         "device": device, "machine_id": fp["machine_id"], "dlbench_version": __version__,
         "git_commit": fp["git_commit"], "command_line": command_line(argv),
-        "context": {"identity": identity, "resource": resource_label(fp, device)},
+        "context": {"identity": identity,
+                    "resource": resource_label(fp, {"cuda": "gpu"}.get(device, device))},
         "metrics": {},
     }
+    record.update(fields)
+    return record
 
 
 def finish(record: dict[str, Any], verdict, *, error: str | None = None) -> dict[str, Any]:

@@ -140,8 +140,8 @@ def lookup(store, machine_id: str, device: str, precision: str) -> dict[str, Any
 def measure_peaks(db: str | None = None, seconds: float = 2.0,
                   timeout: float | None = 600) -> list[dict[str, Any]]:
     """Run the GEMM cells for every device here; store and return one record per result."""
-    from dlbench.harness import __version__
-    from dlbench.harness.context import cell_key, command_line, new_run_id, now_iso
+    from dlbench.harness import records
+    from dlbench.harness.context import new_run_id, now_iso
     from dlbench.harness.fingerprint import fingerprint
     from dlbench.harness.frameworks import distribution_version
     from dlbench.harness.launcher import run_cell
@@ -158,7 +158,7 @@ def measure_peaks(db: str | None = None, seconds: float = 2.0,
     torch_version = distribution_version("torch") or ""
     if fp["gpus"] and torch_version and "+cpu" not in torch_version:
         devices.append("cuda")
-    records = []
+    out = []
     for device in devices:
         started = now_iso()
         outcome = run_cell("peak", {"device": device, "seconds": seconds,
@@ -168,19 +168,16 @@ def measure_peaks(db: str | None = None, seconds: float = 2.0,
         for res in results:
             identity = {"device": device, "precision": res["precision"],
                         "machine_id": fp["machine_id"], "started_at": started}
-            record = {
-                "run_id": run_id, "kind": "peak", "cell_key": cell_key("peak", identity),
-                "status": "ok" if outcome.ok else "failed", "error": outcome.error,
-                "started_at": started, "duration_s": outcome.wall_s, "device": device,
-                "precision": res["precision"], "intra_op_threads": threads.intra_op,
-                "inter_op_threads": threads.inter_op, "machine_id": fp["machine_id"],
-                "dlbench_version": __version__, "git_commit": fp["git_commit"],
-                "command_line": command_line(),
-                "context": {"thread_environment": in_force(env), "library": res.get("library"),
-                            "n": res.get("n"), "device_name": res.get("device_name")},
-                "metrics": {k: res.get(k) for k in ("gflops", "median_gflops", "best_s",
-                                                    "repetitions", "n", "candidates")},
-            }
+            record = records.new_record(
+                "peak", run_id=run_id, identity=identity, started=started, argv=None,
+                device=device, fp=fp, status="ok" if outcome.ok else "failed",
+                error=outcome.error, duration_s=outcome.wall_s, precision=res["precision"],
+                intra_op_threads=threads.intra_op, inter_op_threads=threads.inter_op,
+                metrics={k: res.get(k) for k in ("gflops", "median_gflops", "best_s",
+                                                 "repetitions", "n", "candidates")})
+            record["context"].update({"thread_environment": in_force(env),
+                                      "library": res.get("library"), "n": res.get("n"),
+                                      "device_name": res.get("device_name")})
             record["id"] = store.add(record, fp)
-            records.append(record)
-    return records
+            out.append(record)
+    return out

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.harness import __version__, stats
+from dlbench.harness import records, stats
 from dlbench.harness.bench import peak as peak_mod
 from dlbench.harness.bench.artifacts import Artifact
 from dlbench.harness.bench.plan import Cell, identity
 from dlbench.harness.bench.request import BenchRequest
-from dlbench.harness.context import command_line
-from dlbench.harness.fingerprint import resource_label
 from dlbench.harness.frameworks import FRAMEWORKS, distribution_version
 from dlbench.harness.launcher import CellOutcome
 from dlbench.harness.results import ResultStore
@@ -98,44 +96,41 @@ def make_record(c: Cell, req: BenchRequest, outcomes: list[CellOutcome], fp: dic
     fw = FRAMEWORKS.get(framework) if framework else None
     status = "failed" if failed is not None else ("unstable" if metrics["unstable"] else "ok")
     verification = _verification(store, c.artifact)
-    record = {
-        "run_id": run_id, "kind": "bench", "cell_key": key, "status": status,
-        "error": failed.error if failed is not None else None,
-        "started_at": started, "duration_s": sum(o.wall_s for o in outcomes),
-        "model": c.artifact.ref.model, "framework": framework,
-        "framework_version": distribution_version(fw.distribution) if fw else None,
-        "backend": c.backend.name,
-        "backend_version": result.get("backend_version") or c.backend.version(),
-        "device": c.device, "precision": c.precision,
-        "batch_size": metrics.get("batch_size", c.batch_size),
-        "scenario": c.scenario, "intra_op_threads": c.intra_op, "inter_op_threads": c.inter_op,
-        "iterations": metrics.get("iterations"),
-        "warmup_iterations": metrics.get("warmup_iterations"),
-        "throughput_sps": metrics.get("throughput_sps"), "peak_rss_mb": metrics["peak_rss_mb"],
-        "machine_id": fp["machine_id"], "dlbench_version": __version__,
-        "git_commit": fp["git_commit"], "command_line": command_line(req.argv),
-        "context": {
-            "artifact": {**c.artifact.identity(), "label": c.artifact.label,
-                         "meta": c.artifact.ref.meta, "verification": verification},
-            "identity": identity(c, req, fp["machine_id"]),
-            "timed_region": result.get("timed_region"),
-            "runtime": result.get("runtime"),
-            "inputs": result.get("inputs"),
-            "config": req.config,
-            "notes": c.notes + (result.get("notes") or []) + (
-                [f"{c.artifact.label} did not pass verification (dlbench verify): its outputs "
-                 f"differ from its source's beyond tolerance"]
-                if verification and not verification["verified"] else []) + (
-                [metrics["no_feasible_rate"]] if metrics.get("no_feasible_rate") else []),
-            "thread_environment": in_force(c.environment()),
-            "stop_rule": req.rule.to_dict(),
-            "resource": resource_label(fp, "gpu" if c.device == "cuda" else c.device),
-            "options": c.options,
-            "traceback": chosen.traceback if failed else None,
-            "log_tail": chosen.log_tail if failed else None,
-        },
-        "metrics": metrics,
-    }
+    record = records.new_record(
+        "bench", run_id=run_id, identity=identity(c, req, fp["machine_id"]), started=started,
+        argv=req.argv, device=c.device, fp=fp, status=status,
+        error=failed.error if failed is not None else None,
+        duration_s=sum(o.wall_s for o in outcomes),
+        model=c.artifact.ref.model, framework=framework,
+        framework_version=distribution_version(fw.distribution) if fw else None,
+        backend=c.backend.name,
+        backend_version=result.get("backend_version") or c.backend.version(),
+        precision=c.precision, batch_size=metrics.get("batch_size", c.batch_size),
+        scenario=c.scenario, intra_op_threads=c.intra_op, inter_op_threads=c.inter_op,
+        iterations=metrics.get("iterations"),
+        warmup_iterations=metrics.get("warmup_iterations"),
+        throughput_sps=metrics.get("throughput_sps"), peak_rss_mb=metrics["peak_rss_mb"],
+        metrics=metrics)
+    if record["cell_key"] != key:
+        raise AssertionError("bench record key differs from its plan's")
+    record["context"].update({
+        "artifact": {**c.artifact.identity(), "label": c.artifact.label,
+                     "meta": c.artifact.ref.meta, "verification": verification},
+        "timed_region": result.get("timed_region"),
+        "runtime": result.get("runtime"),
+        "inputs": result.get("inputs"),
+        "config": req.config,
+        "notes": c.notes + (result.get("notes") or []) + (
+            [f"{c.artifact.label} did not pass verification (dlbench verify): its outputs "
+             f"differ from its source's beyond tolerance"]
+            if verification and not verification["verified"] else []) + (
+            [metrics["no_feasible_rate"]] if metrics.get("no_feasible_rate") else []),
+        "thread_environment": in_force(c.environment()),
+        "stop_rule": req.rule.to_dict(),
+        "options": c.options,
+        "traceback": chosen.traceback if failed else None,
+        "log_tail": chosen.log_tail if failed else None,
+    })
     # Flat keys for --json readers (the contract); the database keeps them in metrics.
     record.update({
         "latency_ms": metrics.get("latency_ms"), "cv": metrics.get("cv"),

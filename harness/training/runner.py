@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from dlbench.harness import __version__
+from dlbench.harness import __version__, records
 from dlbench.models.atomic import check_can_create, staged_directory, write_json
-from dlbench.harness.context import CommandOptions, cell_key, command_line, new_run_id, now_iso
+from dlbench.harness.context import CommandOptions, new_run_id, now_iso
 from dlbench.harness.data import canonical
 from dlbench.models.errors import UserError
-from dlbench.harness.fingerprint import fingerprint, resource_label
+from dlbench.harness.fingerprint import fingerprint
 from dlbench.harness.frameworks import require
 from dlbench.harness.launcher import run_cell
 from dlbench.harness.results import ResultStore
@@ -183,44 +183,28 @@ def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, star
                                                              "checkpoint")}
     metrics["peak_rss_mb"] = outcome.peak_rss_mb
     metrics["cell_wall_s"] = outcome.wall_s
-    return {
-        "run_id": run_id,
-        "kind": "train",
-        "cell_key": cell_key("train", identity),
-        "status": "ok" if outcome.ok else "failed",
-        "error": outcome.error,
-        "started_at": started,
-        "duration_s": outcome.wall_s,
-        "model": spec.name,
-        "framework": cfg.framework,
-        "framework_version": result.get("framework_version") or fp["versions"].get(
+    record = records.new_record(
+        "train", run_id=run_id, identity=identity, started=started, argv=req.argv,
+        device=cfg.device, fp=fp, status="ok" if outcome.ok else "failed", error=outcome.error,
+        duration_s=outcome.wall_s, model=spec.name, framework=cfg.framework,
+        framework_version=result.get("framework_version") or fp["versions"].get(
             {"pytorch": "torch"}.get(cfg.framework, cfg.framework)),
-        "device": cfg.device,
-        "precision": cfg.precision,
-        "batch_size": cfg.batch_size,
-        "intra_op_threads": cfg.intra_op_threads,
-        "inter_op_threads": cfg.inter_op_threads,
-        "iterations": cfg.steps,
-        "warmup_iterations": cfg.warmup_steps,
-        "throughput_sps": result.get("throughput_sps"),
-        "peak_rss_mb": outcome.peak_rss_mb,
-        "machine_id": fp["machine_id"],
-        "dlbench_version": __version__,
-        "git_commit": fp["git_commit"],
-        "command_line": command_line(req.argv),
-        "context": {
-            "config": cfg.to_dict(),
-            "thread_environment": in_force(env),
-            "runtime": runtime,
-            "layout": result.get("layout"),
-            "data": data,
-            "resource": resource_label(fp, cfg.device),
-            "traceback": outcome.traceback,
-            "log_tail": None if outcome.ok else outcome.log_tail,
-            **req.extra_context,
-        },
-        "metrics": metrics,
-    }
+        precision=cfg.precision, batch_size=cfg.batch_size,
+        intra_op_threads=cfg.intra_op_threads, inter_op_threads=cfg.inter_op_threads,
+        iterations=cfg.steps, warmup_iterations=cfg.warmup_steps,
+        throughput_sps=result.get("throughput_sps"), peak_rss_mb=outcome.peak_rss_mb,
+        metrics=metrics)
+    record["context"].update({
+        "config": cfg.to_dict(),
+        "thread_environment": in_force(env),
+        "runtime": runtime,
+        "layout": result.get("layout"),
+        "data": data,
+        "traceback": outcome.traceback,
+        "log_tail": None if outcome.ok else outcome.log_tail,
+        **req.extra_context,
+    })
+    return record
 
 
 def _manifest(spec, cfg: TrainConfig, result: dict[str, Any], record: dict[str, Any]) -> dict:
