@@ -42,6 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from dlbench.converters import onnx_io  # noqa: E402
+from dlbench.converters import onnx_summary  # noqa: E402
 from dlbench.harness.verify import inputs as verify  # noqa: E402
 from dlbench.converters.base import BuildOptions, ExportOptions  # noqa: E402
 from dlbench.harness.convert.build import BuildRequest, build  # noqa: E402
@@ -146,7 +147,7 @@ def main() -> int:
         verdict = rec["metrics"].get("verdict", {})
         print(f"int8 build: {rec['status']}: {rec.get('error') or verdict.get('message')}",
               file=sys.stderr)
-        summary = onnx_io.summarize(onnx_io.load(fp32_path, check=False))
+        summary = onnx_summary.summarize(onnx_io.load(fp32_path, check=False))
         chw, classes = verify.image_shape_of(summary, str(fp32_path))
         fp32, int8 = session(fp32_path, a.threads), session(int8_path, a.threads)
         name = fp32.get_inputs()[0].name

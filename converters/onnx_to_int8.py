@@ -36,6 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from dlbench.converters import onnx_io
+from dlbench.converters import onnx_summary
 from dlbench.converters.base import BuildHop, BuildOptions, ConversionError
 from dlbench.models.errors import first_line
 
@@ -138,7 +139,7 @@ class OnnxToInt8(BuildHop):
                                   "activations": "uint8, quantized per batch at run time"}
                 return info
             batches = list(calibration)
-            names = [i.name for i in onnx_io.summarize(onnx_io.load(pre, check=False)).inputs]
+            names = [i.name for i in onnx_summary.summarize(onnx_io.load(pre, check=False)).inputs]
             symmetric = options.target == "tensorrt"
             activation = quant.QuantType.QInt8 if symmetric else quant.QuantType.QUInt8
             extra = {"ActivationSymmetric": symmetric, "WeightSymmetric": True}

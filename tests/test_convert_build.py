@@ -20,6 +20,7 @@ from onnx import numpy_helper
 
 import tiny_onnx
 from dlbench.converters import onnx_io
+from dlbench.converters import onnx_summary
 from dlbench.harness.backends.tensorrt import availability_problems
 from dlbench.harness.results import ResultStore
 
@@ -171,7 +172,7 @@ def test_fp16_is_verified_against_fp32(cli, workdir, onnx_mini, keep_io):
     io_type = model.graph.input[0].type.tensor_type.elem_type
     assert io_type == (onnx.TensorProto.FLOAT if keep_io else onnx.TensorProto.FLOAT16)
     assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
-    assert onnx_io.summarize(model).precision == "fp16"
+    assert onnx_summary.summarize(model).precision == "fp16"
 
 
 @pytest.mark.parametrize("which,factor,caught_by", [

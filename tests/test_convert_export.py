@@ -20,6 +20,7 @@ import pytest
 
 import tiny_onnx
 from dlbench.converters import onnx_io
+from dlbench.converters import onnx_summary
 from dlbench.harness.results import ResultStore
 from clitools import assert_usage_error as _one_line
 
@@ -92,7 +93,7 @@ def test_every_exported_file_looks_the_same(exported, resnet50):
         onnx.checker.check_model(model, full_check=True)
         onnx.shape_inference.infer_shapes(model, strict_mode=True)
         assert model.ir_version <= limit
-        s = onnx_io.summarize(model)
+        s = onnx_summary.summarize(model)
         assert [(t.name, t.dtype, t.shape) for t in s.inputs] == \
             [("input", "float32", ("batch", 3, 224, 224))]
         assert [(t.name, t.shape) for t in s.outputs] == [("logits", ("batch", 1000))]
@@ -149,7 +150,7 @@ def test_static_batch_export(cli, workdir, minis):
     [r] = json.loads((workdir / "s.json").read_text())
     assert r["status"] == "ok" and r["batch_size"] == 2
     assert r["metrics"]["verdict"]["batch_sizes"] == [2]
-    s = onnx_io.summarize(onnx.load(workdir / "static.onnx"))
+    s = onnx_summary.summarize(onnx.load(workdir / "static.onnx"))
     assert s.inputs[0].shape == (2, 3, 64, 64) and s.outputs[0].shape == (2, 10)
 
 

@@ -13,6 +13,7 @@ import pytest
 
 import tiny_onnx
 from dlbench.converters import onnx_io
+from dlbench.converters import onnx_summary
 from dlbench.harness.verify import compare as cmp
 from dlbench.harness.verify import inputs as vin
 from dlbench.models.errors import UserError
@@ -160,7 +161,7 @@ def test_normalize_io_and_metadata():
     onnx_io.set_metadata(model, {"model": "m", "precision": "fp32"})
     model = onnx_io.infer_shapes(model)
     onnx_io.check_model(model, "m.onnx")
-    s = onnx_io.summarize(model)
+    s = onnx_summary.summarize(model)
     assert [(t.name, t.shape) for t in s.inputs] == [("input", ("batch", 3, 16, 16))]
     assert [(t.name, t.shape) for t in s.outputs] == [("logits", ("batch", 5))]
     assert s.metadata == {"model": "m", "precision": "fp32"} and s.precision == "fp32"

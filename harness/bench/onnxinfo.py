@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.converters import onnx_io
+from dlbench.converters import onnx_summary
 from dlbench.models.errors import UserError
 
 # Ops that only pass data through: an index that reaches a Gather through
@@ -64,7 +65,7 @@ def _all_nodes(graph):
 
 
 # One reading of an ONNX signature for every command: converters.onnx_io's.
-signature = onnx_io.signature
+signature = onnx_summary.signature
 
 
 def embedding_ranges(model) -> dict[str, tuple[int, int]]:
@@ -117,5 +118,5 @@ def embedding_ranges(model) -> dict[str, tuple[int, int]]:
 
 
 # One definition each for the whole project.
-precision = onnx_io.precision_of
+precision = onnx_summary.precision_of
 metadata = onnx_io.metadata

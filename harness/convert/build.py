@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.converters import onnx_io
+from dlbench.converters import onnx_summary
 from dlbench.converters.base import BuildOptions, build_hop
 from dlbench.harness import __version__
 from dlbench.models.atomic import check_can_create, write_json
@@ -81,7 +82,7 @@ def plan(req: BuildRequest) -> _Plan:
     hop.check_available(opts)
     source = Path(req.source)
     model = onnx_io.load(source)
-    summary = onnx_io.summarize(model)
+    summary = onnx_summary.summarize(model)
     onnx_io.session(source)
     if req.to != "tensorrt" and summary.precision != "fp32":
         raise UserError(f"{source}: is already a {summary.precision} model; build from the "
@@ -273,4 +274,4 @@ def _finish_onnx(path: Path, p: _Plan, source_sha: str):
     onnx_io.set_metadata(m, meta)
     onnx_io.check_model(m, p.out)
     onnx_io.save(m, path)
-    return onnx_io.summarize(m)
+    return onnx_summary.summarize(m)

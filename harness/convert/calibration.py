@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from dlbench.converters import onnx_io
+from dlbench.converters import onnx_summary
 from dlbench.converters.base import BuildOptions
 from dlbench.harness.verify import inputs as vin
 from dlbench.models.errors import UserError
@@ -46,7 +47,7 @@ def read_calibration_file(path: str | Path, chw: tuple[int, ...]) -> np.ndarray:
 
 def batches(source: str | Path, options: BuildOptions) -> list[Any]:
     """The calibration set in batches of ``calib_batch``: from the file, or synthetic."""
-    summary = onnx_io.summarize(onnx_io.load(source, check=False))
+    summary = onnx_summary.summarize(onnx_io.load(source, check=False))
     chw, classes = vin.image_shape_of(summary, str(source))
     batch = max(1, int(options.calib_batch))
     if options.calib_data:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from dlbench.converters import onnx_io
+from dlbench.converters import onnx_summary
 from dlbench.converters.base import EXPORT_HOPS, ExportOptions
 from dlbench.harness import __version__
 from dlbench.models.atomic import check_can_create, write_json
@@ -264,4 +265,4 @@ def _finish_onnx(raw: Path, final: Path, *, model: str, framework: str, hop: str
     m = onnx_io.infer_shapes(m, raw)
     onnx_io.check_model(m, raw)
     onnx_io.save(m, final)
-    return onnx_io.summarize(m), ir
+    return onnx_summary.summarize(m), ir

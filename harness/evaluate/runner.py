@@ -55,7 +55,7 @@ class _Plan:
 def _classes_of(art) -> int | None:
     if art.onnx_model is None:
         return None
-    from dlbench.converters.onnx_io import summarize
+    from dlbench.converters.onnx_summary import summarize
 
     outputs = summarize(art.onnx_model).outputs
     last = outputs[0].shape[-1] if outputs and outputs[0].shape else None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from dlbench.converters import onnx_io
+from dlbench.converters import onnx_summary
 from dlbench.converters.tensorrt_runtime import ENGINE_SUFFIXES
 from dlbench.harness import records
 from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, ZOO
@@ -42,7 +43,7 @@ def artifact_format(art: Artifact) -> str | None:
 
 
 def summary_of(art: Artifact):
-    return onnx_io.summarize(art.onnx_model) if art.format == ONNX else None
+    return onnx_summary.summarize(art.onnx_model) if art.format == ONNX else None
 
 
 def side(path: str, framework: str | None, model: str | None) -> Artifact:
