@@ -162,7 +162,7 @@ def run_bench(req: BenchRequest, show_progress: bool = True,
             bar.start(cell.label)
             started = now_iso()
             outcomes = _run_repeats(cell, req, bar, progress_path)
-            record = make_record(cell, req, outcomes, fp, run_id, started, store, key)
+            record = make_record(cell, req, outcomes, fp, run_id, started, store)
             record["id"] = store.add(record, fp)
             records.append(record)
             if req.json_path:

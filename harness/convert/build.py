@@ -163,7 +163,7 @@ def build(req: BuildRequest) -> dict[str, Any]:
         staged = stage / p.out.name
         convert_start = time.perf_counter()
         candidate = None
-        calib = (calibration.batches(p.source, p.options)
+        calib = (calibration.batches(p.source, p.summary, p.options)
                  if calibration.needed(req.to, p.options) else None)
         if req.to == "tensorrt":
             outcome, info, candidate = _tensorrt_cell(p, staged, inputs, calib, meta, req, env)

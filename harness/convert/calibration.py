@@ -11,8 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.converters import onnx_io
-from dlbench.converters import onnx_summary
 from dlbench.converters.base import BuildOptions
 from dlbench.harness.verify import inputs as vin
 from dlbench.models.errors import UserError
@@ -45,9 +43,9 @@ def read_calibration_file(path: str | Path, chw: tuple[int, ...]) -> np.ndarray:
     return x
 
 
-def batches(source: str | Path, options: BuildOptions) -> list[Any]:
-    """The calibration set in batches of ``calib_batch``: from the file, or synthetic."""
-    summary = onnx_summary.summarize(onnx_io.load(source, check=False))
+def batches(source: str | Path, summary, options: BuildOptions) -> list[Any]:
+    """The calibration set in batches of ``calib_batch``: from the file, or synthetic.
+    ``summary`` is the source's (``onnx_summary.summarize``), which the caller has read."""
     chw, classes = vin.image_shape_of(summary, str(source))
     batch = max(1, int(options.calib_batch))
     if options.calib_data:

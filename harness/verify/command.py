@@ -39,7 +39,7 @@ def kind_of(art: Artifact) -> str:
 
 def artifact_format(art: Artifact) -> str | None:
     """The artifacts-table format of a converted file; None for a checkpoint."""
-    return {ONNX: "onnx", TRT_ENGINE: "tensorrt", MINDIR: "mindir"}.get(art.format)
+    return KINDS.get(art.format)
 
 
 def summary_of(art: Artifact):
