@@ -30,7 +30,9 @@ TENSORRT = ["tensorrt>=10.0", "cuda-python>=12.0"]
 # scikit-learn's bundled data set (no download).
 REPORT = ["matplotlib>=3.8"]
 DATA = ["scikit-learn>=1.4", "pillow>=10.0"]
-TEST = ["pytest>=8.0"]
+# pytest-xdist runs each group on every core (tests/suites.py): most of a test's time
+# is one process importing a framework, which one core does alone.
+TEST = ["pytest>=8.0", "pytest-xdist>=3.5"]
 # Bottom to top: each layer imports only the ones before it (tests/test_layers.py).
 LAYERS = ("models", "converters", "harness")
 

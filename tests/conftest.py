@@ -63,13 +63,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(no_browser)
 
 
-def pytest_sessionfinish(session, exitstatus):
-    if os.environ.get("DLBENCH_TEST_GROUP") == "core":
-        leaked = [m for m in HEAVY if m in sys.modules]
-        if leaked:
-            print(f"\ncore test group imported {', '.join(leaked)} in-process: mark those "
-                  f"tests with the framework's marker", file=sys.stderr)
-            session.exitstatus = 1
+@pytest.fixture(autouse=True)
+def _core_imports_no_framework():
+    """In the core group, the test that pulls a framework into the process fails by name.
+
+    Checked around each test rather than once at the end, because under
+    pytest-xdist a worker's end-of-session status does not reach the run's.
+    """
+    if os.environ.get("DLBENCH_TEST_GROUP") != "core":
+        yield
+        return
+    before = {m for m in HEAVY if m in sys.modules}
+    if before:
+        pytest.fail(f"{', '.join(sorted(before))} was imported while the core group was "
+                    f"collected: a test module imports it at its top", pytrace=False)
+    yield
+    leaked = [m for m in HEAVY if m in sys.modules and m not in before]
+    if leaked:
+        pytest.fail(f"this core-group test imported {', '.join(leaked)} in-process: mark it "
+                    f"with the framework's marker", pytrace=False)
 
 
 @pytest.fixture

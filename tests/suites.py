@@ -6,6 +6,11 @@ aborts at exit), which is also why dlbench runs every cell in its own
 process.  Tests that import a framework in-process carry that framework's
 marker; everything else runs in the "core" group, which conftest.py checks
 never imports a framework.  Extra arguments are passed to every pytest run.
+
+Each group runs on every core (pytest-xdist, one test file per worker so a
+module's fixtures are built once): most of a test's time is a single process
+importing a framework or waiting for a cell, which leaves the other core idle.
+``DLBENCH_TEST_WORKERS=1`` runs a group in one process.
 """
 from __future__ import annotations
 
@@ -19,13 +24,23 @@ GROUPS = [("core", "not (" + " or ".join(FRAMEWORKS) + ")")] + [(f, f) for f in 
 COUNT = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected|xfailed|xpassed)")
 
 
+def workers() -> list[str]:
+    """pytest-xdist options for this machine (none when it is absent or one worker is asked)."""
+    try:
+        import xdist  # noqa: F401
+    except ImportError:
+        return []
+    n = int(os.environ.get("DLBENCH_TEST_WORKERS") or min(os.cpu_count() or 1, 4))
+    return ["-n", str(n), "--dist", "loadfile"] if n > 1 else []
+
+
 def main(argv: list[str]) -> int:
     totals: dict[str, int] = {}
     worst = 0
     for group, expr in GROUPS:
         print(f"\n===== dlbench tests: {group} =====", flush=True)
         env = dict(os.environ, DLBENCH_TEST_GROUP=group)
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-m", expr, *argv], env=env,
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-m", expr, *workers(), *argv], env=env,
                               stdout=subprocess.PIPE, text=True)
         sys.stdout.write(proc.stdout)
         summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
