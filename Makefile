@@ -19,9 +19,9 @@ RUN_ARGS  ?=
 # Root installs Debian packages directly; anyone else through sudo.
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install lock demo test browser clean
+.PHONY: install lock demo test browser allocators clean
 
-install: $(STAMP)
+install: $(STAMP) allocators
 
 $(STAMP): setup.py pyproject.toml Makefile $(LOCK)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,16 @@ test: install browser
 browser:
 	@command -v chromium >/dev/null || $(SUDO) apt-get install -y -q chromium >/dev/null \
 	    || { $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q chromium >/dev/null; }
+
+# Debian's jemalloc and tcmalloc, preloaded by --allocator jemalloc|tcmalloc.  Best effort:
+# without them those two choices are refused (naming the package) and their tests skip.
+ALLOC_PKGS := libjemalloc2 libtcmalloc-minimal4
+allocators:
+	@dpkg -s $(ALLOC_PKGS) >/dev/null 2>&1 \
+	    || $(SUDO) apt-get install -y -q $(ALLOC_PKGS) >/dev/null 2>&1 \
+	    || { $(SUDO) apt-get update -q >/dev/null 2>&1 \
+	         && $(SUDO) apt-get install -y -q $(ALLOC_PKGS) >/dev/null 2>&1; } \
+	    || echo "note: could not install $(ALLOC_PKGS): --allocator jemalloc/tcmalloc unavailable"
 
 clean:
 	rm -rf runs results .pytest_cache

@@ -74,10 +74,14 @@ class BuildOptions:
     per_channel: bool = True
     target: str = "cpu"                  # int8 QDQ flavour: cpu (u8/s8) | tensorrt (s8/s8)
     keep_io_types: bool = True           # fp16: float32 inputs and outputs
+    exclude_nodes: tuple[str, ...] = ()      # int8: nodes left in float, by name
+    exclude_op_types: tuple[str, ...] = ()   # int8: op types left in float
+    float_tail: bool = True              # int8: fixed-range ops at the outputs stay float
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["batch_sizes"] = list(self.batch_sizes)
+        for key in ("batch_sizes", "exclude_nodes", "exclude_op_types"):
+            d[key] = list(getattr(self, key))
         return d
 
 

@@ -54,6 +54,8 @@ def _np_dtype(elem_type: int) -> str:
 
 
 def tensor_info(value_info) -> TensorInfo:
+    """The declared tensor as written; TensorInfo reads placeholders such as "?" as
+    anonymous unknowns (``models.tensors.dimension``), not as one shared symbol."""
     t = value_info.type.tensor_type
     dims: list[Any] = []
     if t.HasField("shape"):

@@ -9,7 +9,11 @@ Static quantization (the default) is the recipe for CNNs:
    batches (``dlbench build`` reads ``--calib-data FILE.npz``, a bundled data
    set's training split, or makes synthetic class-pattern images from a seed
    the verifier never uses: ``harness.convert.calibration``); MinMax ranges;
-3. ``quantize_static`` to QDQ format, weights int8 per output channel.
+3. ``quantize_static`` to QDQ format, weights int8 per output channel,
+   except the nodes ``converters.int8_recipe`` leaves in float (fixed-range
+   ops such as a Softmax at the graph outputs, and the user's
+   ``--exclude-nodes`` / ``--exclude-op-types``), each listed with its reason
+   in ``recipe.float_nodes``.
 
 Two flavours of Q/DQ, because two consumers want different ones
 (``--target``):
@@ -36,6 +40,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from dlbench.converters import onnx_io
+from dlbench.converters import int8_recipe
 from dlbench.converters import onnx_summary
 from dlbench.converters.base import BuildHop, BuildOptions, ConversionError
 from dlbench.models.errors import first_line
@@ -91,6 +96,36 @@ class _Reader:
         self.index = 0
 
 
+def prepare(source: Path, out: Path) -> dict[str, Any]:
+    """The graph the quantizer sees, written to ``out``: ``quant_pre_process``, opset 13 at
+    least, every node named.  Deterministic, so the per-layer error report can rebuild the
+    float graph whose tensor names the INT8 model kept; returns what it did."""
+    _, pre_process = _quantization()
+    info: dict[str, Any] = {}
+    src = str(Path(source).resolve())
+    out = Path(out).resolve()
+    # In a scratch directory: a failing symbolic shape inference saves its partial
+    # model (sym_shape_infer_temp.onnx + external data) in the cwd.
+    with tempfile.TemporaryDirectory(prefix="dlbench-pre-") as tmp, contextlib.chdir(tmp):
+        try:
+            pre_process(src, str(out))
+            info["quant_pre_process"] = True
+        except Exception as exc:  # noqa: BLE001 - the tool raises a bare Exception
+            # Its symbolic shape inference gives up on some exporters' graphs
+            # (MindSpore's LSTM weight plumbing); the other two steps still apply.
+            pre_process(src, str(out), skip_symbolic_shape=True)
+            info["quant_pre_process"] = (f"without symbolic shape inference "
+                                         f"({first_line(exc)})")
+    upgraded = _opset_for_qdq(out)
+    if upgraded:
+        info["opset_upgraded"] = upgraded
+    onnx = onnx_io.onnx()
+    model = onnx.load(str(out))
+    if int8_recipe.name_nodes(model.graph):
+        onnx.save(model, str(out))
+    return info
+
+
 class OnnxToInt8(BuildHop):
     name = "onnx->int8"
     targets = ("int8",)
@@ -109,34 +144,26 @@ class OnnxToInt8(BuildHop):
         in the graph's input order); the caller chooses and describes them."""
         if not options.dynamic and not calibration:
             raise ConversionError("static INT8 quantization needs calibration batches")
-        quant, pre_process = _quantization()
+        quant, _ = _quantization()
         import onnxruntime
 
         info: dict[str, Any] = {"tool": f"onnxruntime {onnxruntime.__version__} quantization"}
         with tempfile.TemporaryDirectory(prefix="dlbench-int8-") as tmp:
             pre = Path(tmp, "pre.onnx")
-            src = str(Path(source).resolve())
-            # In the scratch directory: a failing symbolic shape inference saves its
-            # partial model (sym_shape_infer_temp.onnx + external data) in the cwd.
-            with contextlib.chdir(tmp):
-                try:
-                    pre_process(src, str(pre))
-                    info["quant_pre_process"] = True
-                except Exception as exc:  # noqa: BLE001 - the tool raises a bare Exception
-                    # Its symbolic shape inference gives up on some exporters' graphs
-                    # (MindSpore's LSTM weight plumbing); the other two steps still apply.
-                    pre_process(src, str(pre), skip_symbolic_shape=True)
-                    info["quant_pre_process"] = (f"without symbolic shape inference "
-                                                 f"({first_line(exc)})")
-            upgraded = _opset_for_qdq(pre)
-            if upgraded:
-                info["opset_upgraded"] = upgraded
+            info.update(prepare(source, pre))
+            onnx = onnx_io.onnx()
+            graph = onnx.load(str(pre)).graph
+            floats = int8_recipe.float_nodes(graph, onnx_io.load(source, check=False).graph,
+                                             options, static=not options.dynamic)
+            exclude = [d["node"] for d in floats]
             if options.dynamic:
                 quant.quantize_dynamic(str(pre), str(out), per_channel=options.per_channel,
-                                       weight_type=quant.QuantType.QInt8)
+                                       weight_type=quant.QuantType.QInt8,
+                                       nodes_to_exclude=exclude)
                 info["recipe"] = {"mode": "dynamic", "weights": "int8",
                                   "per_channel": options.per_channel,
-                                  "activations": "uint8, quantized per batch at run time"}
+                                  "activations": "uint8, quantized per batch at run time",
+                                  "float_nodes": floats}
                 return info
             batches = list(calibration)
             names = [i.name for i in onnx_summary.summarize(onnx_io.load(pre, check=False)).inputs]
@@ -148,12 +175,13 @@ class OnnxToInt8(BuildHop):
                                   per_channel=options.per_channel, reduce_range=False,
                                   activation_type=activation, weight_type=quant.QuantType.QInt8,
                                   calibrate_method=quant.CalibrationMethod.MinMax,
-                                  extra_options=extra)
+                                  nodes_to_exclude=exclude, extra_options=extra)
             info["recipe"] = {
                 "mode": "static", "format": "QDQ", "target": options.target,
                 "activations": "int8 symmetric" if symmetric else "uint8 asymmetric",
                 "weights": "int8 symmetric", "per_channel": options.per_channel,
-                "calibration_method": "MinMax", "reduce_range": False}
+                "calibration_method": "MinMax", "reduce_range": False,
+                "float_tail": options.float_tail, "float_nodes": floats}
             info["calibration"] = {
                 "source": calibration_source,
                 "samples": int(sum(_rows(b) for b in batches)), "batch": _rows(batches[0])}

@@ -32,8 +32,13 @@ What a build uses, all recorded in the sidecar ``ENGINE.json``:
 The path is decided from ``tensorrt.__version__`` where the build runs, the
 only place that knows it for certain.
 
-fp32 engines clear the TF32 flag, so "fp32" means IEEE float32 and the fp32
-tolerance applies.
+TensorRT's builder enables TF32 by default, which would round the inputs of
+every float32 matmul and convolution to a 10-bit mantissa on Ampere and
+newer.  fp32 engines (and the float32 layers of fp16 and int8 engines) clear
+``BuilderFlag.TF32``, so "fp32" means IEEE float32 and the fp32 tolerance
+applies; only ``best`` (let the builder pick) keeps it.  The flag as the
+builder reads it back is recorded in the sidecar (``tf32``), which the runner
+reports as the engine's math mode.
 """
 from __future__ import annotations
 
@@ -230,8 +235,13 @@ def build_engine(source: Path, out: Path, options: BuildOptions, *, model_precis
     timing_cache = config.create_timing_cache(cache_data)
     config.set_timing_cache(timing_cache, ignore_mismatch=False)
 
-    if options.precision == "fp32" and hasattr(trt.BuilderFlag, "TF32"):
-        config.clear_flag(trt.BuilderFlag.TF32)
+    tf32 = None
+    if hasattr(trt.BuilderFlag, "TF32"):
+        if options.precision != "best":
+            config.clear_flag(trt.BuilderFlag.TF32)
+        tf32 = bool(config.get_flag(trt.BuilderFlag.TF32))
+        if options.precision != "best" and tf32:
+            raise RuntimeError("TensorRT's builder still reports TF32 on after clearing it")
     if not strongly:
         if options.precision in ("fp16", "best"):
             config.set_flag(trt.BuilderFlag.FP16)
@@ -265,6 +275,7 @@ def build_engine(source: Path, out: Path, options: BuildOptions, *, model_precis
         "tensorrt_version": trt.__version__,
         "gpu": gpu,
         "precision": options.precision,
+        "tf32": tf32,
         "model_precision": model_precision,
         "build_path": "strongly-typed" if strongly else "weakly-typed-flags",
         "prepared_onnx": prepared,

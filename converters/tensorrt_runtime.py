@@ -14,6 +14,7 @@ functions that need them, so this module loads on any machine.
 """
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -79,8 +80,10 @@ def check_sidecar(engine: str | Path, meta: dict[str, Any], *, trt_version: str 
 
 # --- CUDA through cuda-python ------------------------------------------------------------
 
+@functools.lru_cache(maxsize=1)
 def cudart():
-    """``cuda.bindings.runtime`` (cuda-python >= 12.6) or the older ``cuda.cudart``."""
+    """``cuda.bindings.runtime`` (cuda-python >= 12.6) or the older ``cuda.cudart``; looked
+    up once, since ``check`` runs on every CUDA call, the timed ones included."""
     try:
         from cuda.bindings import runtime
     except ImportError:
@@ -92,7 +95,8 @@ def cudart():
 
 
 def check(result: Any) -> Any:
-    """Unpack cuda-python's ``(error, *values)``; raise with the error's name."""
+    """Unpack cuda-python's ``(error, *values)`` (every binding returns the error first,
+    also the calls with no value); raise with the error's name."""
     rt = cudart()
     if isinstance(result, tuple):
         err, values = result[0], result[1:]
@@ -138,5 +142,5 @@ class DeviceBuffer:
 
     def close(self) -> None:
         if self.ptr:
-            cudart().cudaFree(self.ptr)
-            self.ptr = 0
+            ptr, self.ptr = self.ptr, 0
+            check(cudart().cudaFree(ptr))

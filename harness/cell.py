@@ -14,6 +14,7 @@ import signal
 import sys
 import traceback
 
+from dlbench.harness.allocator import check_loaded
 from dlbench.models.atomic import write_json
 from dlbench.models.errors import UserError
 
@@ -61,6 +62,7 @@ def main(argv: list[str]) -> int:
     with open(inp, encoding="utf-8") as fh:
         payload = json.load(fh)
     try:
+        check_loaded()              # a preloaded allocator that ld.so ignored fails the cell
         reply = {"status": "ok", "result": resolve(kind)(payload)}
     except UserError as exc:
         reply = {"status": "usage_error", "error": str(exc)}

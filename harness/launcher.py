@@ -70,7 +70,8 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
     The child's working directory is a scratch directory removed afterwards:
     frameworks that drop files into the current directory (MindSpore writes
     rank_0/ and rewritten_network/) leave nothing behind; paths in ``payload``
-    must therefore be absolute.
+    must therefore be absolute.  ``env`` comes from ``cellenv.cell_environment`` (threads
+    and the allocator, fixed before the child imports anything); None inherits ours.
     """
     with tempfile.TemporaryDirectory(prefix="dlbench-cell-") as tmp:
         inp, out, log = Path(tmp, "in.json"), Path(tmp, "out.json"), Path(tmp, "log.txt")

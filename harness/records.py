@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.harness import __version__
+from dlbench.harness.cellenv import context as cell_context
 from dlbench.harness.context import cell_key, command_line, now_iso
 from dlbench.harness.fingerprint import fingerprint, resource_label
 from dlbench.harness.results import ResultStore
@@ -28,13 +29,15 @@ from dlbench.harness.results import ResultStore
 
 def new_record(kind: str, *, run_id: str, identity: dict[str, Any], started: str,
                argv: list[str] | None, device: str = "cpu", fp: dict[str, Any] | None = None,
-               **fields: Any) -> dict[str, Any]:
+               env: dict[str, str] | None = None, **fields: Any) -> dict[str, Any]:
     """The one record skeleton every kind (train, convert, verify, bench, peak, eval) starts
     from: who, where, when, with what, and the key that makes a resumed run skip it.
 
     ``identity`` is what makes two records measure the same thing; the machine is added to
     it here, so a key never matches across machines.  ``fields`` are the kind's own columns
-    (model, backend, precision, throughput_sps, ...).  A record starts as failed: only a
+    (model, backend, precision, throughput_sps, ...).  ``env`` is the environment its cells
+    were given (``cellenv.cell_environment``): its thread variables and allocator go into the
+    context here, one description for every kind.  A record starts as failed: only a
     finished measurement or verdict may say otherwise.
     """
     fp = fp or fingerprint()
@@ -45,7 +48,8 @@ def new_record(kind: str, *, run_id: str, identity: dict[str, Any], started: str
         "device": device, "machine_id": fp["machine_id"], "dlbench_version": __version__,
         "git_commit": fp["git_commit"], "command_line": command_line(argv),
         "context": {"identity": identity,
-                    "resource": resource_label(fp, {"cuda": "gpu"}.get(device, device))},
+                    "resource": resource_label(fp, {"cuda": "gpu"}.get(device, device)),
+                    **(cell_context(env) if env is not None else {})},
         "metrics": {},
     }
     record.update(fields)

@@ -205,6 +205,16 @@ class ResultStore:
                               (sha256,)).fetchone()
         return _decode_artifact(dict(row)) if row else None
 
+    def noise_floor(self, machine_id: str) -> dict[str, Any] | None:
+        """The newest ``noise_floor`` record of this machine (``dlbench compare --calibrate``),
+        or None.  A record kind, not a table of its own: it carries the same context as
+        every measurement (versions, thread settings, the cell it was measured with)."""
+        if not self.path.exists():
+            return None
+        rows = self.records("kind = ? AND status = ? AND machine_id = ?",
+                            ("noise_floor", "ok", machine_id))
+        return rows[-1] if rows else None
+
     def machine(self, machine_id: str) -> dict[str, Any] | None:
         with closing(self._connect()) as con:
             row = con.execute("SELECT fingerprint FROM machines WHERE machine_id = ?",

@@ -6,11 +6,21 @@ Percentiles use linear interpolation between closest ranks (numpy's default,
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
-# pyperf's thresholds on IQR / median.
+# torch.utils.benchmark's thresholds on IQR / median (pyperf's idea of warning in the result).
 FLUCTUATION = 0.10
 UNSTABLE = 0.25
+
+# Stability rules (``stability``).  Within one process: IQR / median of per-iteration
+# latency above FLUCTUATION.  Robust where the coefficient of variation is not: one
+# 10x-slow iteration in ten raises the CV past 100 % but leaves the IQR where it was.
+WITHIN_PROCESS_THRESHOLD = FLUCTUATION
+# Between fresh processes (``--repeats``): (max - min) / median of per-process throughput
+# above 5 %, the tolerance MLPerf's compliance TEST05 gives a rerun of an offline or
+# server result.  The range, not the MAD: at three processes the MAD ignores one process
+# that is far from the other two, which is exactly what this rule must catch.
+BETWEEN_PROCESSES_THRESHOLD = 0.05
 
 
 def percentile(samples: Sequence[float], q: float) -> float:
@@ -63,6 +73,52 @@ def relative_mad(samples: Sequence[float]) -> float:
     """MAD / median: how far repeats of one measurement typically land from each other."""
     m = median(samples)
     return mad(samples) / m if m else 0.0
+
+
+def range_over_median(samples: Sequence[float]) -> float:
+    """(max - min) / median: the largest relative difference between two of the samples."""
+    m = median(samples)
+    return (max(samples) - min(samples)) / m if m else 0.0
+
+
+def stability(within: float | None, processes: Sequence[float] = (), *,
+              within_threshold: float = WITHIN_PROCESS_THRESHOLD,
+              between_threshold: float = BETWEEN_PROCESSES_THRESHOLD) -> dict[str, Any]:
+    """Is a measurement stable?  Two rules, each on a robust statistic:
+
+    * ``within``: IQR / median of one process's per-iteration latencies (with several
+      processes, the median of theirs), against ``within_threshold``;
+    * ``processes``: the throughputs of fresh processes of the same cell; with two or
+      more, (max - min) / median against ``between_threshold``.
+
+    ``rule`` says which flagged it: "within_process", "between_processes", "both" or None.
+    """
+    between = range_over_median(processes) if len(processes) >= 2 else None
+    flagged = [name for name, value, limit in (
+        ("within_process", within, within_threshold),
+        ("between_processes", between, between_threshold)) if value is not None and value > limit]
+    return {"rule": "both" if len(flagged) == 2 else (flagged[0] if flagged else None),
+            "unstable": bool(flagged),
+            "within_process": within, "between_processes": between,
+            "threshold": {"within_process": within_threshold,
+                          "between_processes": between_threshold},
+            "statistic": {"within_process": "IQR / median of per-iteration latency",
+                          "between_processes": "(max - min) / median of per-process "
+                                               "throughput"},
+            "processes": len(processes)}
+
+
+def describe_stability(s: dict[str, Any] | None) -> str:
+    """Why a measurement is unstable, in a few words ("IQR/median 14% > 10%")."""
+    if not s:
+        return "noisy"
+    limits, parts = s.get("threshold") or {}, []
+    for key, text in (("within_process", "IQR/median"),
+                      ("between_processes", f"spread of {s.get('processes')} processes")):
+        value, limit = s.get(key), limits.get(key)
+        if value is not None and limit is not None and value > limit:
+            parts.append(f"{text} {value * 100:.3g}% > {limit * 100:.3g}%")
+    return "; ".join(parts) or "noisy"
 
 
 # Confidence that the largest of n samples lies above the true q-quantile

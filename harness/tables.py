@@ -51,6 +51,41 @@ ROUGH_P99 = ("* p99 from fewer samples than it needs (688 for 99.9 % confidence 
              "largest sample lies above the true p99): a rough figure.")
 
 
+def kernel_mark(record: dict[str, Any]) -> str:
+    """The short mark a kernel-bound cell's throughput gets (" (kernel 82%)"); the
+    explanation is printed once under the table (``kernel_note``), not on every row."""
+    m = record.get("metrics") or {}
+    if not m.get("kernel_bound") or m.get("kernel_share") is None:
+        return ""
+    return f" (kernel {m['kernel_share']:.0%})"
+
+
+def kernel_note(records: Sequence[dict[str, Any]]) -> str | None:
+    """The footnote for the kernel-bound cells of a table, with each distinct hint once."""
+    from dlbench.harness.cpuusage import KERNEL_BOUND
+
+    flagged = [r for r in records if r.get("status") != "failed" and kernel_mark(r)]
+    if not flagged:
+        return None
+    faults = sorted((r.get("metrics") or {}).get("minor_faults_per_iteration") or 0
+                    for r in flagged)
+    spread = f"{faults[0]:,.0f}" + (f" to {faults[-1]:,.0f}" if faults[-1] != faults[0] else "")
+    hints = list(dict.fromkeys((r.get("metrics") or {}).get("kernel_hint") or "" for r in flagged))
+    return (f"(kernel N%): N% of the measured window's CPU time went to the kernel, over "
+            f"{KERNEL_BOUND:.0%} ({spread} minor page faults per iteration); "
+            + "; ".join(h for h in hints if h) + ".")
+
+
+def allocator_of(record: dict[str, Any]) -> str:
+    """The allocator a record's cells ran with ("unrecorded" before dlbench recorded it)."""
+    return ((record.get("context") or {}).get("allocator") or {}).get("name") or "unrecorded"
+
+
+def mixed_allocators(records: Sequence[dict[str, Any]]) -> bool:
+    """Whether a table needs an Allocator column: its rows would otherwise look alike."""
+    return len({allocator_of(r) for r in records}) > 1
+
+
 def milliseconds(ms: float | None) -> str:
     """A latency in the unit that keeps it short: "8.31 ms", "1.2 s", "-" when not measured."""
     if ms is None:
@@ -109,7 +144,7 @@ def train_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         st = m["step_time_s"]
         rows.append([
             network, framework.strip(), resource, r["precision"], r["batch_size"],
-            f"{r['throughput_sps']:.2f}",
+            f"{r['throughput_sps']:.2f}{kernel_mark(r)}",
             f"{_ms(st['p50'])} ({_ms(st['p90'])})",
             f"{m['warmup_steps']} steps, {m['warmup_total_s']:.1f} s",
             f"{m['loss_start']:.3f} → {m['loss_end']:.3f}",
@@ -144,4 +179,11 @@ def train_table(records: Sequence[dict[str, Any]]) -> str:
     rows = [row + [cell(r.get("metrics") or {}) if r["status"] == "ok" else ""
                    for _, cell in extra]
             for r, row in zip(records, train_rows(records))]
-    return markdown(train_headers(records) + tuple(h for h, _ in extra), rows)
+    headers = list(train_headers(records) + tuple(h for h, _ in extra))
+    if mixed_allocators(records):
+        at = headers.index("Precision")
+        headers.insert(at, "Allocator")
+        for row, r in zip(rows, records):
+            row.insert(at, allocator_of(r))
+    note = kernel_note(records)
+    return markdown(headers, rows) + (f"\n\n{note}" if note else "")

@@ -1,10 +1,12 @@
 """GPU and Ascend cells (skipped with the reason where the hardware is absent), and the
-TensorRT engine sidecar check, which needs neither."""
+TensorRT engine sidecar check, which needs neither.  fp32 cells must read back IEEE
+float32 math and start with NVIDIA_TF32_OVERRIDE=0; tf32 is its own precision."""
 import json
 
 import pytest
 
 import benchmodels
+from dlbench.harness import mathmode
 from dlbench.harness.frameworks import distribution_version
 
 FAST = ("--min-duration", "0.3", "--min-iterations", "5", "--warmup", "2")
@@ -41,8 +43,13 @@ def test_tensorrt_builds_an_onnx_and_splits_transfers_from_compute(cli, workdir)
         assert r["status"] != "failed", r["error"]
         assert r["device"] == "cuda" and r["context"]["runtime"]["device_kind"] == "cuda"
         times = r["metrics"]["device_times_ms"]
-        assert set(times) == {"h2d_ms", "compute_ms", "d2h_ms"} and times["h2d_ms"]["p50"] > 0
-        assert r["context"]["timed_region"]["host_device_copies"] is True
+        assert {"h2d_ms", "compute_ms", "d2h_ms", "event_query_host_ms"} <= set(times)
+        assert times["h2d_ms"]["p50"] > 0
+        region = r["context"]["timed_region"]
+        assert region["host_device_copies"] is True and region["cuda_return_codes_checked"]
+        assert region["event_queries_in_region"] == 3 and region["event_query_host_ms_p50"] > 0
+        assert r["context"]["math_mode"]["tensorrt.builder_tf32"] is False
+        assert r["context"]["math_mode"]["env"]["NVIDIA_TF32_OVERRIDE"] == "0"
     out = cli("bench", str(mlp), "-b", "tensorrt", "--cuda-graph", *FAST, "--json", "g.json")
     [r] = json.loads((workdir / "g.json").read_text())
     assert r["status"] != "failed" and r["context"]["timed_region"]["cuda_graph"] is True
@@ -57,6 +64,8 @@ def test_onnxruntime_cuda_runs_on_the_gpu_or_fails_the_cell(cli, workdir):
     [r] = json.loads((workdir / "o.json").read_text())
     assert out.returncode == 0 and r["context"]["runtime"]["providers"][0] == "CUDAExecutionProvider"
     assert r["context"]["timed_region"]["io_binding"] is True
+    assert r["context"]["math_mode"]["ort.cuda.use_tf32"] in ("0", None)      # None: ORT < 1.18
+    assert r["context"]["math_mode"]["env"]["NVIDIA_TF32_OVERRIDE"] == "0"
 
 
 @pytest.mark.gpu
@@ -70,10 +79,52 @@ def test_pytorch_cuda_reports_device_time_and_memory(cli, workdir):
     assert r["context"]["timed_region"]["sync"] == "torch.cuda.synchronize"
 
 
+@pytest.mark.gpu
+def test_pytorch_cuda_fp32_is_ieee_and_tf32_is_its_own_cell(cli, workdir):
+    if "+cpu" in (distribution_version("torch") or ""):
+        pytest.skip("this PyTorch is a CPU build")
+    precisions = ["fp32"] + ([] if mathmode.tf32_reason("cuda") else ["tf32"])
+    out = cli("bench", "resnet50-mini", "-b", "pytorch", "--device", "cuda", "--batch-sizes", "8",
+              *[a for p in precisions for a in ("--precision", p)], *FAST, "--json", "m.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    runs = {r["precision"]: r for r in json.loads((workdir / "m.json").read_text())}
+    assert set(runs) == set(precisions)
+    fp32 = runs["fp32"]["context"]["math_mode"]
+    assert fp32["torch.cuda.matmul"] == fp32["torch.cudnn.conv"] == "ieee"
+    assert fp32["env"]["NVIDIA_TF32_OVERRIDE"] == "0"
+    if "tf32" not in runs:
+        pytest.skip(mathmode.tf32_reason("cuda"))
+    tf32 = runs["tf32"]["context"]["math_mode"]
+    assert tf32["torch.cuda.matmul"] == tf32["torch.cudnn.conv"] == "tf32"
+    assert "NVIDIA_TF32_OVERRIDE" not in tf32["env"]
+
+
+@pytest.mark.gpu
+def test_tensorflow_gpu_runs_ieee_with_soft_placement_off(cli, workdir):
+    out = cli("bench", "lenet5", "-b", "tensorflow", "--device", "cuda", "--batch-sizes", "4",
+              *FAST, "--json", "t.json")
+    if out.returncode == 2 and "TensorFlow sees no GPU" in out.stderr:
+        pytest.skip(out.stderr.strip().splitlines()[-1])
+    assert out.returncode == 0, out.stderr[-3000:]
+    [r] = json.loads((workdir / "t.json").read_text())
+    assert r["status"] != "failed", r["error"]
+    assert r["context"]["runtime"]["device_kind"] == "cuda"
+    assert r["context"]["runtime"]["soft_device_placement"] is False
+    assert r["context"]["math_mode"]["tf.tensor_float_32_execution"] is False
+
+
 @pytest.mark.ascend
 def test_mindspore_on_ascend(cli, workdir):
     out = cli("bench", "resnet50-mini", "-b", "ascend", "--batch-sizes", "8", *FAST,
               "--json", "a.json")
     assert out.returncode == 0, out.stderr[-3000:]
     [r] = json.loads((workdir / "a.json").read_text())
-    assert r["device"] == "ascend" and r["context"]["runtime"]["device_kind"] == "ascend"
+    runtime = r["context"]["runtime"]
+    assert r["device"] == "ascend" and runtime["device_kind"] == "ascend"
+    # Where the tensors live, read from them: inputs placed ahead, outputs on the NPU.
+    assert runtime["device_source"] == "output tensors" and runtime["output_device"] == ["ascend"]
+    assert runtime["input_device"] == ["ascend"]
+    assert r["context"]["timed_region"]["host_device_copies"] is False
+    math = r["context"]["math_mode"]
+    assert math["ascend.precision_mode"] == "must_keep_origin_dtype"
+    assert math["ascend.matmul_allow_hf32"] == math["ascend.conv_allow_hf32"] == "0"

@@ -280,3 +280,68 @@ def test_bad_input_is_one_line_and_exit_2_and_writes_nothing(cli, workdir, args,
     _one_line_error(cli("bench", *args, "--json", "out.json") if "--json" not in args
                     else cli("bench", *args), *needles)
     assert sorted(p.name for p in workdir.iterdir()) == before
+
+
+@pytest.fixture
+def signatures(workdir):
+    """Signatures met in the wild: PP-OCR's [None, 3, ?, ?] and a scalar sample rate."""
+    import numpy as np
+    import tiny_onnx
+
+    tiny_onnx.save(tiny_onnx.ocr_classifier(), workdir / "cls.onnx")
+    tiny_onnx.save(tiny_onnx.sample_rate(), workdir / "sr.onnx")
+    np.save(workdir / "sr.npy", np.array(tiny_onnx.SAMPLE_RATE, np.int64))
+    np.save(workdir / "x.npy", np.ones((1, 64), np.float32))
+    return workdir
+
+
+@pytest.mark.parametrize("inputs,shapes", [
+    (["cls.onnx", "--shape", "x=1x3x48x192"], [[2, 3, 48, 192]]),
+    (["cls.onnx", "--shapes=x:1x3x48x192"], [[2, 3, 48, 192]]),
+    # the graph fails unless sr == 16000 reaches it: zeros (the default) would fail the cell
+    (["sr.onnx", "--shape", "x=1x64", "--input", "sr=16000"], [[2, 64], []]),
+    # files: sr.npy holds 16000, x.npy (1x64) sets the samples and is repeated to the batch
+    (["sr.onnx", "--input", "sr=sr.npy", "--input", "x=x.npy"], [[2, 64], []]),
+])
+def test_any_signature_runs_through_the_cli(cli, signatures, inputs, shapes):
+    out = cli("bench", *inputs, "-b", "onnxruntime", "--batch-sizes", "2", *FAST, "-q",
+              "--json", "b.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    [r] = json.loads((signatures / "b.json").read_text())
+    assert r["status"] in ("ok", "unstable"), r["error"]       # it ran; noise is not the point
+    planned = r["context"]["inputs"]
+    assert [i["shape"] for i in planned] == shapes
+    if "sr.onnx" in inputs:
+        sr = planned[1]
+        if "sr=16000" in inputs:
+            assert sr["fill"] == "value" and sr["value"] == 16000
+        else:
+            x = planned[0]
+            assert sr["fill"] == "file" and sr["file"] == str(signatures / "sr.npy")
+            assert len(sr["sha256"]) == 64 and x["rows"] == "its 1 row repeated to batch 2"
+            assert r["context"]["identity"]["inputs"]["x"]["shape"] == [1, 64]
+
+
+def test_input_options_come_from_a_config_file_too(cli, signatures):
+    (signatures / "c.toml").write_text('shapes = ["x:1x64"]\ninput = ["sr=sr.npy"]\n')
+    out = cli("bench", "sr.onnx", "-b", "onnxruntime", "--config", "c.toml", "--print-config")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert 'shapes = ["x:1x64"]' in out.stdout and 'input = ["sr=sr.npy"]' in out.stdout
+    (signatures / "c.toml").write_text('input = ["sr=16000.5"]\nshape = ["x=1x64"]\n')
+    _one_line_error(cli("bench", "sr.onnx", "-b", "onnxruntime", "--config", "c.toml"),
+                    "--input sr=16000.5: input 'sr' is int64; the value must be an integer")
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["cls.onnx"], ["dynamic dimension 2: give its size with --shape x=1x3x?x?",
+                    "; inputs: x [?, 3, ?, ?] float32"]),
+    (["cls.onnx", "--shapes", "x"], ["--shapes 'x': expected NAME:DIMxDIM"]),
+    (["cls.onnx", "--shape", "x=1x3x48x192", "--shapes=x:1x3x32x32"], ["given twice"]),
+    (["sr.onnx", "--shape", "x=1x64", "--input", "sr"], ["--input 'sr': expected NAME=VALUE"]),
+    (["sr.onnx", "--shape", "x=1x64", "--input", "sr=99999999999999999999"],
+     ["does not fit int64", "; inputs: x [batch, samples] float32, sr [] int64"]),
+    (["sr.onnx", "--shape", "x=1x64", "--input", "rate=1"],
+     ["no artifact has an input 'rate'", "sr [] int64"]),
+])
+def test_bad_input_options_are_one_line_and_exit_2(cli, signatures, args, needles):
+    _one_line_error(cli("bench", *args, "-b", "onnxruntime"), *needles)

@@ -124,6 +124,8 @@ def _row(stdout, needle):
 def test_two_runs_pair_by_cell_and_the_regression_gate_uses_the_threshold(cli, db):
     out = cli("compare", "A", "B")
     assert out.returncode == 0, out.stderr
+    assert "noise floor 2.0 % (default: no floor measured on this machine" in out.stdout
+    assert _row(out.stdout, "batch 8")[7] == "150+150 iterations"
     row = _row(out.stdout, "batch 8")
     assert row[0] == "mlp" and row[1] == "onnxruntime, cpu, fp32, batch 8, offline, 2 threads"
     ratio, (low, high) = float(row[4]), map(float, re.findall(r"[\d.]+", row[5]))
@@ -203,6 +205,11 @@ def test_the_python_api_lists_unmatched_cells():
     (("--backend", "a", "--backend", "b", "--backend", "c"), ("--backend was given 3 time",)),
     (("only-one",), ("two sources",)),
     ((), ("nothing to compare",)),
+    (("--calibrate", "--processes", "2"), ("--processes must be at least 3",)),
+    (("A", "B", "--calibrate"), ("--calibrate measures a noise floor",)),
+    (("--calibrate", "--backend", "a", "--backend", "b"), ("give --backend once",)),
+    (("A", "B", "--min-effect", "-1"), ("--min-effect takes a percentage",)),
+    (("A", "B", "--processes", "4"), ("--processes applies to --calibrate only",)),
 ])
 def test_bad_input_is_one_line_and_exit_2(cli, workdir, args, needles):
     (workdir / "list.json").write_text(json.dumps({"not": "a list"}))
@@ -246,3 +253,126 @@ def test_a_change_below_the_noise_floor_is_within_noise():
     assert bootstrap_ratio(base, cand, seed=1, min_effect=0.02).verdict == "within noise"
     ten = bootstrap_ratio(lognormal(1, 100.0), lognormal(2, 110.0), seed=3, min_effect=0.02)
     assert ten.verdict == "faster"
+
+
+# --- process-level samples and the measured noise floor -------------------------------------
+
+def with_repeats(record, throughputs):
+    """A bench record as ``--repeats`` stores it: one entry per fresh process."""
+    r = json.loads(json.dumps(record))
+    r["metrics"]["repeats"] = [{"throughput_sps": t} for t in throughputs]
+    return r
+
+
+def test_three_processes_a_side_are_the_samples_else_iterations_and_it_says_so():
+    base = with_repeats(bench_record("A", 1.0, seed=1), [1000.0, 1010.0, 990.0])
+    # Per-iteration samples of these two records say "faster" (10 % less latency); the
+    # processes say nothing of the kind, and they are what counts.
+    cand = with_repeats(bench_record("B", 0.9, seed=2), [1005.0, 995.0, 1012.0])
+    [pair] = compare([base], [cand]).pairs
+    assert pair.basis == "processes" and pair.verdict == "within noise"
+    assert (pair.estimate.n_baseline, pair.estimate.n_candidate) == (3, 3)
+    slower = with_repeats(bench_record("B", 0.9, seed=2), [500.0, 505.0, 498.0])
+    [pair] = compare([base], [slower]).pairs
+    assert pair.basis == "processes" and pair.verdict == "slower"
+    assert pair.ratio == pytest.approx(500.0 / 1000.0)
+    # One side without enough processes: both sides fall back to iterations, with a note.
+    two = with_repeats(bench_record("B", 0.9, seed=2), [1005.0, 995.0])
+    [pair] = compare([base], [two]).pairs
+    assert pair.basis == "iterations" and pair.estimate.n_baseline == 150
+    assert pair.verdict == "faster" and "only the baseline has repeated processes" in pair.note
+
+
+def test_the_floor_is_symmetric_and_can_exceed_100_percent():
+    """A floor of 150 % (a very noisy machine) still lets a 10x slowdown be seen."""
+    base = with_repeats(bench_record("A", 1.0, seed=1), [1000.0, 1100.0, 900.0])
+    slow = with_repeats(bench_record("B", 1.0, seed=2), [100.0, 110.0, 90.0])
+    [pair] = compare([base], [slow], min_effect=1.5).pairs
+    assert pair.verdict == "slower"
+    [pair] = compare([slow], [base], min_effect=1.5).pairs
+    assert pair.verdict == "faster"
+    [pair] = compare([base], [slow], min_effect=9.5).pairs      # 1 / 10.5 < 0.1: no
+    assert pair.verdict == "within noise"
+
+
+RULES = {(True, True): "both", (True, False): "within_process",
+         (False, True): "between_processes", (False, False): None}
+CAL = ("--min-duration", "0.1", "--min-iterations", "20", "--warmup", "2", "--max-warmup", "10",
+       "--threads", "1", "--batch-sizes", "8", "--no-progress")
+
+
+def test_calibrated_floor_real_repeats_identical_and_heavier_cells(cli, workdir):
+    """Real cells in fresh processes, in a real SQLite store: --calibrate (its built-in ONNX
+    model on ONNX Runtime) stores this machine's floor and later compares use it; the same
+    model doing 512x the work is slower; cells with one known service time are within noise;
+    the stability rules say which of them flagged a cell."""
+    out = cli("compare", "--calibrate", "--processes", "5", "--min-duration", "0.1",
+              "--threads", "1")
+    assert out.returncode == 0, out.stderr[-3000:]
+    store = ResultStore(workdir / "results.sqlite")
+    [floor] = store.records("kind = 'noise_floor'")
+    [cal] = store.records("kind = 'bench'")
+    assert cal["model"] == floor["model"] == "dlbench-calibration" and cal["batch_size"] == 8
+    thr = [r["throughput_sps"] for r in cal["metrics"]["repeats"]]
+    assert len(thr) == 5 and floor["metrics"]["throughputs_sps"] == thr
+    value = floor["metrics"]["noise_floor"]
+    assert value == pytest.approx((max(thr) - min(thr)) / sorted(thr)[2])
+    assert store.noise_floor(MACHINE["machine_id"])["id"] == floor["id"]
+    said = f"noise floor {value * 100:.1f} % (measured {floor['started_at'][:10]} over 5 processes)"
+    assert said in out.stdout
+
+    for d in ("a", "b"):
+        (workdir / d).mkdir()
+    # One model name ("m"), two versions of it: the second does 512x the matrix work.
+    small = benchmodels.mlp(workdir / "a" / "m.onnx")
+    heavy = benchmodels.mlp(workdir / "b" / "m.onnx", din=1024, dout=1024)
+    env = {"DLBENCH_RUN_ID": ""}
+    runs = []
+    for model, extra in (
+            # ONNX Runtime cells whose rules are forced: between processes only ...
+            (small, ("-b", "onnxruntime", "--iqr-threshold", "100",
+                     "--repeat-spread-threshold", "1e-9")),
+            # ... and within a process only (--cv-threshold: the option's old name).
+            (heavy, ("-b", "onnxruntime", "--cv-threshold", "1e-9",
+                     "--repeat-spread-threshold", "100")),
+            # Twice the same known service time (a 20 ms sleep: what other processes on a
+            # busy machine barely move; within 2 % here under load 5 on 2 cores), judged by
+            # the default rules.
+            (small, ("-b", "selftest", "-O", "service_ms=20", "--min-iterations", "10")),
+            (small, ("-b", "selftest", "-O", "service_ms=20", "--min-iterations", "10"))):
+        out = cli("bench", str(model), "--repeats", "3", *CAL, *extra, "--json", "r.json",
+                  env=env)
+        assert out.returncode == 0, out.stderr[-3000:]
+        [rec] = json.loads((workdir / "r.json").read_text())
+        runs.append(rec["run_id"])
+        s, reps = rec["metrics"]["stability"], rec["metrics"]["repeats"]
+        assert s["within_process"] == pytest.approx(sorted(r["iqr_over_median"]
+                                                           for r in reps)[1])
+        procs = [r["throughput_sps"] for r in reps]
+        assert s["between_processes"] == pytest.approx(
+            (max(procs) - min(procs)) / sorted(procs)[1])
+        assert set(rec["percentile_support"]) == {"p50", "p90", "p95", "p99"}
+        over = tuple(s[k] > s["threshold"][k] for k in ("within_process", "between_processes"))
+        assert s["rule"] == RULES[over]
+        assert (rec["status"] == "unstable") == any(over) == s["unstable"]
+    rules = [r["metrics"]["stability"]["rule"] for r in store.records("kind = 'bench'")]
+    assert rules[1:3] == ["between_processes", "within_process"]
+
+    out = cli("compare", runs[0], runs[1], "--json", "heavy.json")
+    assert out.returncode == 0, out.stderr
+    assert said in out.stdout
+    row = _row(out.stdout, "batch 8")
+    assert row[6].startswith("slower") and float(row[4]) < 0.5 and row[7] == "3+3 processes"
+    saved = json.loads((workdir / "heavy.json").read_text())
+    assert saved["noise_floor"]["source"] == "measured"
+    assert saved["noise_floor"]["value"] == pytest.approx(value)
+    assert saved["pairs"][0]["basis"] == "processes"
+    assert _row(cli("compare", runs[1], runs[0]).stdout, "batch 8")[6].startswith("faster")
+
+    out = cli("compare", runs[2], runs[3])
+    assert said in out.stdout
+    row = _row(out.stdout, "batch 8")
+    assert row[6].startswith("within noise") and row[7] == "3+3 processes"
+    # --min-effect still overrides the stored floor.
+    out = cli("compare", runs[0], runs[1], "--min-effect", "50")
+    assert "noise floor 50.0 % (--min-effect)" in out.stdout

@@ -75,7 +75,8 @@ def test_int8_static_qdq_per_channel_is_verified_against_fp32(cli, workdir, onnx
     recipe = rec["context"]["build_info"]["recipe"]
     assert recipe == {"mode": "static", "format": "QDQ", "target": "cpu",
                       "activations": "uint8 asymmetric", "weights": "int8 symmetric",
-                      "per_channel": True, "calibration_method": "MinMax", "reduce_range": False}
+                      "per_channel": True, "calibration_method": "MinMax", "reduce_range": False,
+                      "float_tail": True, "float_nodes": []}
     assert rec["context"]["build_info"]["quant_pre_process"] is True
     calib = rec["context"]["build_info"]["calibration"]
     assert calib["samples"] == 64 and "synthetic" in calib["source"]

@@ -139,9 +139,17 @@ def test_markdown_tables_carry_the_database_figures(cli, db):
         p50 = row["p50 / p99 latency"].split(" / ")[0]
         assert _value(p50) == pytest.approx(r["metrics"]["latency_ms"]["p50"], rel=5e-3)
         pct = r["metrics"].get("percent_of_peak")
-        assert row["% of peak"] == ("" if pct is None else f"{pct:.1f}%")
+        assert row["% of peak"] == ("" if pct is None else f"{pct:.1f}%" if pct <= 100 else
+                                    f"INVALID: {pct:.1f}%†")
+        support = r["metrics"]["percentile_support"]
+        assert [lat.endswith("*") for lat in row["p50 / p99 latency"].split(" / ")] == [
+            not support["p50"], not support["p99"]]
     assert pool == []
     assert any(row["% of peak"] for row in rows), "env --peak ran: some cell has a % of peak"
+    # env --peak measured 2 threads (physical cores); the 1-thread cells measured their own.
+    for r in bench:
+        if r["metrics"].get("percent_of_peak") is not None:
+            assert r["metrics"]["peak_threads"] == r["intra_op_threads"] == 1
     assert {r["status"] for r in bench} == {"ok", "unstable", "failed"}
 
     # conversion: one row per convert/verify record; figures from metrics.outputs
@@ -156,6 +164,44 @@ def test_markdown_tables_carry_the_database_figures(cli, db):
         assert (row["Verdict"] == "ok") == (r["status"] == "ok")
         if r["status"] != "ok":
             assert row["Verdict"] == f"{r['status'].upper()}: {r['error']}"
+
+
+def test_unverified_files_are_marked_even_when_judged_after_their_benchmark(cli, workdir):
+    """A real wrong file (one weight scaled) is benchmarked, then found wrong by `dlbench
+    verify`: the report looks its bytes up in the artifacts table and marks the row."""
+    import tiny_onnx
+
+    ref = tiny_onnx.save(tiny_onnx.classifier(), workdir / "ref.onnx")
+    bad = tiny_onnx.save(tiny_onnx.scale_initializer(tiny_onnx.classifier(), "fc", 3.0),
+                         workdir / "bad.onnx")
+    out = cli("bench", str(ref), str(bad), "-b", "onnxruntime", "--threads", "1", *QUICK)
+    assert out.returncode == 0, out.stderr[-3000:]
+    [before] = [r for r in _records(workdir / "results.sqlite", "kind='bench'")
+                if r["context"]["artifact"]["path"].endswith("bad.onnx")]
+    assert before["context"]["artifact"]["verification"] is None     # not judged yet
+    assert cli("verify", str(ref), str(bad)).returncode == 1
+    [row] = ResultStore(workdir / "results.sqlite").artifacts("verified = 0")
+    assert row["sha256"] == before["context"]["artifact"]["sha256"]
+    text = report.render(ResultStore(workdir / "results.sqlite"))
+    rows = {r["Artifact"]: r for r in _as_dicts(_sections(text)["Inference"])}
+    assert set(rows) == {"onnx (ref.onnx)", "UNVERIFIED onnx (bad.onnx)"}
+    assert tables.UNVERIFIED in text
+    html = report.render(ResultStore(workdir / "results.sqlite"), fmt="html")
+    assert '<td class="bad">UNVERIFIED onnx (bad.onnx)</td>' in html
+
+
+def test_above_100_percent_of_peak_is_flagged_not_printed_as_a_fact(db):
+    """The rule on a copy of a real record whose share came out at 176.6 % (the symptom a
+    1-thread cell showed against a 2-thread peak measured on a busy machine)."""
+    first = next(r for r in _records(db, "kind='bench'") if r["status"] != "failed")
+    above = copy.deepcopy(first)
+    above["metrics"]["percent_of_peak"] = 176.6
+    text = report.inference_table([first, above])
+    cells = [r["% of peak"] for r in _as_dicts(_sections("## I\n" + text)["I"])]
+    assert "INVALID: 176.6%†" in cells
+    assert not any(c.startswith("176") for c in cells)
+    assert tables.ABOVE_PEAK in text
+    assert tables.ABOVE_PEAK not in report.inference_table([first])
 
 
 def test_every_table_names_its_machine_and_library_versions(cli, db):

@@ -51,3 +51,56 @@ def test_finished_cell_keys_ignores_failures(tmp_path):
         store.add({"run_id": "r", "kind": "bench", "cell_key": key, "status": status,
                    "started_at": "t"}, MACHINE)
     assert store.finished_cell_keys(["a", "b", "c", "d"]) == {"a", "c"}
+
+
+def _peak(store, threads, gflops, machine_id="m1", started="2026-01-01T00:00:00"):
+    """A peak record as ``dlbench env --peak`` stores it, with a GFLOP/s of our choosing."""
+    from dlbench.harness import records
+    from dlbench.harness.fingerprint import fingerprint
+
+    fp = dict(fingerprint(), machine_id=machine_id)
+    rec = records.new_record("peak", run_id="p", identity={"threads": threads, "at": started},
+                             started=started, argv=None, device="cpu", fp=fp, status="ok",
+                             precision="fp32", intra_op_threads=threads,
+                             metrics={"gflops": gflops})
+    return store.add(rec, fp)
+
+
+def test_peak_is_matched_on_thread_count_and_the_best_one_counts(tmp_path):
+    """The class of bug behind "176.6 % of peak": a 1-thread cell divided by a 2-thread peak
+    that other processes had pushed down.  Each thread count has its own peak, and a later,
+    lower measurement (a busy machine) does not replace a better one."""
+    from dlbench.harness.bench.peak import lookup, missing_thread_counts, share_of_peak
+
+    store = ResultStore(tmp_path / "r.sqlite")
+    assert share_of_peak(store, "m1", "cpu", "fp32", 1, 50.0) == {}      # no peak: nothing
+    one = _peak(store, 1, 100.0)
+    _peak(store, 1, 40.0, started="2026-02-01T00:00:00")                 # newer, worse
+    two = _peak(store, 2, 30.0)                                          # a busy machine's
+    _peak(store, 2, 10.0, machine_id="m2")
+    assert lookup(store, "m1", "cpu", "fp32", 1)["record_id"] == one
+    assert lookup(store, "m1", "cpu", "fp32", 2)["gflops"] == 30.0
+    assert lookup(store, "m1", "cpu", "int8", 1) is None
+    at_one = share_of_peak(store, "m1", "cpu", "fp32", 1, 50.0)
+    assert at_one["percent_of_peak"] == pytest.approx(50.0) and at_one["peak_threads"] == 1
+    assert not at_one["above_peak"] and "peak_note" not in at_one
+    at_two = share_of_peak(store, "m1", "cpu", "fp32", 2, 50.0)
+    assert at_two["peak_record_id"] == two and at_two["above_peak"]
+    assert at_two["percent_of_peak"] == pytest.approx(166.67, rel=1e-3)
+    assert "above 100 % means the FLOP count or the peak is wrong" in at_two["peak_note"]
+    at_four = share_of_peak(store, "m1", "cpu", "fp32", 4, 50.0)
+    assert "percent_of_peak" not in at_four
+    assert "--peak-threads 4" in at_four["peak_note"]
+    assert missing_thread_counts(store, "m1", {1, 2, 4})[0] == [4]
+    assert missing_thread_counts(store, "m3", {1})[0] == []             # never opted in
+
+
+def test_noise_floor_is_the_newest_ok_record_of_the_machine(tmp_path):
+    store = ResultStore(tmp_path / "r.sqlite")
+    assert ResultStore(tmp_path / "none.sqlite").noise_floor("m1") is None
+    assert not (tmp_path / "none.sqlite").exists()                       # looking creates nothing
+    for status, value in (("ok", 0.03), ("ok", 0.017), ("failed", None)):
+        store.add({"run_id": "r", "kind": "noise_floor", "cell_key": "k", "status": status,
+                   "started_at": "t", "metrics": {"noise_floor": value}}, MACHINE)
+    assert store.noise_floor("m1")["metrics"]["noise_floor"] == 0.017
+    assert store.noise_floor("m2") is None

@@ -4,7 +4,8 @@
 with seeded weights, NCHW float32 input ``input`` with a symbolic batch and
 output ``logits``: everything the verifier and the INT8/FP16 hops need,
 at a size that runs in milliseconds.  ``mlp`` is a MatMul network for
-dynamic quantization.
+dynamic quantization.  ``ocr_classifier``, ``sample_rate`` and ``identity``
+are signatures met in the wild, for the bench's input planning.
 """
 from __future__ import annotations
 
@@ -95,3 +96,63 @@ def scale_initializer(model: onnx.ModelProto, name: str, factor: float) -> onnx.
                 numpy_helper.from_array(numpy_helper.to_array(t) * np.float32(factor), name))
             return broken
     raise KeyError(name)
+
+
+def _model(graph, opset: int = 17) -> onnx.ModelProto:
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="dlbench-tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def ocr_classifier(batch_dim=None, hw=("?", "?")) -> onnx.ModelProto:
+    """PP-OCR's text-direction classifier as paddle2onnx declares it: ``x [N, 3, ?, ?]``
+    with the same placeholder "?" on height and width (which are not equal), two classes."""
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("GlobalAveragePool", ["c"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Softmax", ["f"], ["softmax_0.tmp_0"], axis=1)]
+    graph = helper.make_graph(
+        nodes, "ocr_cls",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch_dim, 3, *hw])],
+        [helper.make_tensor_value_info("softmax_0.tmp_0", TensorProto.FLOAT, [batch_dim, 2])],
+        [_init("w", rng.normal(0, 0.3, (2, 3, 3, 3)).astype(np.float32))])
+    return _model(graph)
+
+
+SAMPLE_RATE = 16000
+
+
+def sample_rate() -> onnx.ModelProto:
+    """Audio with an int64 scalar ``sr`` that must be exactly 16000: the graph reshapes
+    16000 zeros to ``[sr]`` (allowzero, so any other value fails the run) and outputs
+    ``y = x * (sr == 16000)``, so the value that reached the model shows."""
+    nodes = [
+        helper.make_node("Unsqueeze", ["sr", "axis0"], ["sr1"]),
+        helper.make_node("Reshape", ["zeros", "sr1"], ["buffer"], allowzero=1),
+        helper.make_node("ReduceSum", ["buffer"], ["nothing"], keepdims=0),
+        helper.make_node("Equal", ["sr", "expected"], ["is16k"]),
+        helper.make_node("Cast", ["is16k"], ["ok"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["x", "ok"], ["xs"]),
+        helper.make_node("Add", ["xs", "nothing"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "sample_rate",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "samples"]),
+         helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "samples"])],
+        [_init("zeros", np.zeros(SAMPLE_RATE, np.float32)),
+         _init("axis0", np.array([0], np.int64)),
+         _init("expected", np.array(SAMPLE_RATE, np.int64))])
+    return _model(graph)
+
+
+def identity(width="?") -> onnx.ModelProto:
+    """``y = x`` for ``x [batch, width]`` float32: what the model was fed is what comes out."""
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])], "identity",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])])
+    return _model(graph)

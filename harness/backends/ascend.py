@@ -2,7 +2,10 @@
 
 The runner is the ``mindspore`` backend's on the Ascend target, with the
 NPU chosen by ``--device-id``; elsewhere the backend is unavailable and says
-why (no /dev/davinci* device).
+why (no /dev/davinci* device).  From that runner: inputs moved to the NPU
+ahead of the timed region in a way MindSpore documents (``Tensor.move_to``,
+PyNative mode), the fallback check read from the output tensors' own device,
+and fp32 kept IEEE float32 (CANN ``must_keep_origin_dtype``, HF32 off).
 """
 from __future__ import annotations
 

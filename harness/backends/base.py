@@ -29,6 +29,7 @@ from dlbench.models.errors import UserError
 from dlbench.models.tensors import TensorInfo  # noqa: F401 - the backends' import point
 from dlbench.harness.fingerprint import fingerprint
 from dlbench.harness.frameworks import distribution_version, is_installed
+from dlbench.harness.mathmode import TF32, tf32_reason
 
 # Artifact formats (see harness.bench.artifacts).
 ONNX = "onnx"
@@ -117,8 +118,16 @@ class Backend:
     # --- what a sweep asks of the backend, in the parent (no engine import) ---
 
     def precisions(self, device: str) -> tuple[str, ...]:
-        """Precisions this backend can run on ``device``; "auto" is the artifact's own."""
+        """Precisions this backend can run on ``device``; "auto" is the artifact's own.
+        ``tf32`` is float32 in TensorFloat-32 math: see ``with_tf32``."""
         return ("fp32",)
+
+    def precision_reason(self, device: str, precision: str) -> str:
+        """Why ``precision`` is not among ``precisions(device)``, in one line."""
+        if precision == TF32:
+            return tf32_reason(device) or f"{self.name} has no TF32 mode"
+        return (f"{self.name} on {device} runs "
+                f"{', '.join(p for p in self.precisions(device) if p != 'auto')}")
 
     def default_device(self) -> str:
         devices = self.devices()
@@ -154,7 +163,7 @@ class ArtifactRef:
 @dataclass
 class RunConfig:
     device: str               # cpu | cuda | ascend
-    precision: str            # fp32 | fp16 | bf16 | int8
+    precision: str            # fp32 | tf32 | fp16 | bf16 | int8 (harness.mathmode: what fp32 means)
     intra_op_threads: int
     inter_op_threads: int
     device_id: int = 0
@@ -233,6 +242,12 @@ class Runner(ABC):
 
     def close(self) -> None:
         """Release the engine (the process ends right after; override if it matters)."""
+
+
+def with_tf32(precisions: tuple[str, ...], device: str) -> tuple[str, ...]:
+    """``precisions`` plus ``tf32`` where this machine's GPU has TensorFloat-32 (compute
+    capability 8.0 or newer); elsewhere a tf32 cell is refused with ``tf32_reason``."""
+    return precisions + (TF32,) if tf32_reason(device) is None else precisions
 
 
 def has_nvidia_gpu() -> bool:

@@ -3,21 +3,53 @@
 Runs the zoo network from a ``dlbench train`` checkpoint (or random weights
 for a zoo name) or a MindIR graph (``mindspore.load`` + ``nn.GraphCell``),
 compiled in GRAPH_MODE.  Inputs are MindSpore tensors moved to the device
-before timing (``Tensor.move_to``) where the device is not the host;
-``sync`` is ``mindspore.runtime.synchronize``.  fp16 is
-``amp.auto_mixed_precision`` at level "auto", as in training.
+before timing where the device is not the host: ``Tensor.move_to`` is
+documented for PyNative mode only, so the copy runs with the context
+switched to PYNATIVE_MODE and back (``place``), and each input's ``device``
+says where it landed.  ``sync`` is ``mindspore.runtime.synchronize``.  fp16
+is ``amp.auto_mixed_precision`` at level "auto", as in training; float32 is
+IEEE float32 (on Ascend, CANN's ``must_keep_origin_dtype`` with HF32 off,
+set and read back by ``harness.mathmode``).
+
+What ran where is read from the tensors, not from the configured target: the
+outputs' ``Tensor.device`` ("CPU", "Ascend:0") decides the fallback check.
 """
 from __future__ import annotations
 
 import os
 from typing import Any
 
+from dlbench.harness import mathmode
 from dlbench.harness.backends.base import (MINDIR, ArtifactRef, Option, RunConfig, Runner, TensorInfo,
                                    region)
 from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
 from dlbench.models.errors import UserError
 
 TARGETS = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}
+KINDS = {v: k for k, v in TARGETS.items()}
+
+
+def tensor_device(tensor: Any) -> str | None:
+    """Where a MindSpore tensor lives, as a dlbench device ("cpu", "ascend"), from its own
+    ``Tensor.device`` ("CPU", "Ascend:0"); None where this MindSpore cannot tell."""
+    where = getattr(tensor, "device", None)
+    if not isinstance(where, str) or not where:
+        return None
+    target = where.split(":")[0]
+    return KINDS.get(target, target.lower())
+
+
+def place(ms, tensors: list, target: str) -> list:
+    """Copy host tensors to ``target`` ahead of the timed region.  ``Tensor.move_to`` is
+    documented for PyNative mode only, so the context is PYNATIVE_MODE for the copy and
+    back to what it was after (MindSpore switches modes at run time; a network compiled
+    in GRAPH_MODE stays compiled)."""
+    mode = ms.get_context("mode")
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    try:
+        return [t.move_to(target, blocking=True) for t in tensors]
+    finally:
+        ms.set_context(mode=mode)
 
 
 class MsRunner(NativeRunner):
@@ -36,6 +68,7 @@ class MsRunner(NativeRunner):
                 raise UserError(f"--device {self.cfg.device}: this MindSpore {ms.__version__} "
                                 f"cannot use {target}")
         ms.set_device(target, self.cfg.device_id)
+        self.math = mathmode.mindspore_math(ms, target, self.cfg.precision)
         for setter, value in ((ms.device_context.cpu.op_tuning.threads_num,
                                self.cfg.intra_op_threads),
                               (ms.runtime.dispatch_threads_num, self.cfg.inter_op_threads)):
@@ -71,16 +104,9 @@ class MsRunner(NativeRunner):
 
     def prepare(self, feeds: dict[str, Any]) -> Any:
         tensors = [self.ms.Tensor(x) for x in feeds.values()]
-        self.moved = False
         if self.target != "CPU":
-            moved = []
-            for t in tensors:
-                if hasattr(t, "move_to"):
-                    moved.append(t.move_to(self.target, blocking=True))
-                    self.moved = True
-                else:
-                    moved.append(t)
-            tensors = moved
+            tensors = place(self.ms, tensors, self.target)
+        self.input_devices = [tensor_device(t) for t in tensors]
         return tensors
 
     def run(self, tensors: Any) -> None:
@@ -94,21 +120,29 @@ class MsRunner(NativeRunner):
         return {f"output_{i}": o.asnumpy() for i, o in enumerate(out)}
 
     def timed_region(self) -> dict[str, Any]:
-        copies = self.target != "CPU" and not getattr(self, "moved", True)
+        copies = any(d != self.cfg.device for d in getattr(self, "input_devices", []))
         return region(f"net(*inputs) compiled in GRAPH_MODE on {self.target}, then "
                       f"mindspore.runtime.synchronize"
-                      + ("; inputs could not be moved ahead, so the region includes their "
-                         "host-to-device copy" if copies else ""),
+                      + ("; the inputs are not (known to be) on the device ahead of the "
+                         "run, so the region may include their host-to-device copy"
+                         if copies else ""),
                       host_device_copies=copies, io_binding=False, cuda_graph=False,
                       sync="mindspore.runtime.synchronize")
 
     def runtime(self) -> dict[str, Any]:
         ms = self.ms
         target = ms.get_current_device().device_target
-        kind = {"CPU": "cpu", "GPU": "cuda", "Ascend": "ascend"}.get(target, target.lower())
-        info = {"device_kind": kind, "device_target": target, "mindspore": ms.__version__,
+        out = getattr(self, "_out", None)
+        outs = [] if out is None else out if isinstance(out, (tuple, list)) else [out]
+        where = sorted({d for d in (tensor_device(o) for o in outs) if d})
+        # The outputs' own location decides; the configured target only where none is known.
+        kind = ",".join(where) if where else KINDS.get(target, target.lower())
+        info = {"device_kind": kind, "device_target": target, "output_device": where,
+                "device_source": "output tensors" if where else "configured target",
+                "input_device": getattr(self, "input_devices", None), "mindspore": ms.__version__,
                 "mode": "GRAPH_MODE" if ms.get_context("mode") == ms.GRAPH_MODE else "PYNATIVE_MODE",
-                "device_id": self.cfg.device_id, "precision": self.cfg.precision}
+                "device_id": self.cfg.device_id, "precision": self.cfg.precision,
+                "math_mode": self.math}
         if self.artifact.format != MINDIR:
             info.update(self.describe())
         return info

@@ -11,13 +11,20 @@ CPU, ``session.run`` is called with numpy inputs that ORT reads in place.
 A session whose first provider is not the one asked for, or (on a GPU) any
 node that ORT would place on the CPU, fails the cell instead of reporting a
 CPU number under a GPU label.
+
+float32 is IEEE float32: the CUDA provider's ``use_tf32`` (on by default) is
+"0" unless the cell asks for ``tf32`` (an fp32 model in TensorFloat-32 math,
+on a GPU that has it), and the math mode is read back from the session
+(``harness.mathmode``).
 """
 from __future__ import annotations
 
 from typing import Any
 
+from dlbench.harness import mathmode
 from dlbench.harness.backends.base import (ON_OFF, ONNX, ArtifactRef, Backend, FellBack, Option,
-                                   RunConfig, Runner, TensorInfo, has_nvidia_gpu, region)
+                                   RunConfig, Runner, TensorInfo, has_nvidia_gpu, region,
+                                   with_tf32)
 from dlbench.models.errors import UserError, first_line
 from dlbench.harness.frameworks import distribution_version
 
@@ -46,11 +53,14 @@ class OrtRunner(Runner):
                                     "1" if o["spin"] == "on" else "0")
         so.log_severity_level = 3
         self.gpu = self.cfg.device == "cuda"
+        if self.cfg.precision == mathmode.TF32 and not self.gpu:
+            raise UserError("--precision tf32: " + mathmode.tf32_reason(self.cfg.device))
+        math_opts = mathmode.onnxruntime_options(so, self.cfg.precision)
         if self.gpu:
             # Refuse, at session creation, any node that would quietly run on the CPU.
             so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
             wanted = o["provider"]
-            cuda_opts = {"device_id": self.cfg.device_id}
+            cuda_opts = {"device_id": self.cfg.device_id, **math_opts}
             if o["cuda_graph"] == "on":
                 cuda_opts["enable_cuda_graph"] = "1"
             providers: list[Any] = [("CUDAExecutionProvider", cuda_opts)]
@@ -70,6 +80,7 @@ class OrtRunner(Runner):
         self.io_binding = o["io_binding"] == "on" or (o["io_binding"] == "auto" and self.gpu)
         if o["cuda_graph"] == "on" and not (self.gpu and self.io_binding):
             raise UserError("onnxruntime cuda_graph needs --device cuda with I/O binding")
+        self.math = mathmode.onnxruntime_math(self.session, so, self.cfg.precision)
 
     def inputs(self) -> list[TensorInfo]:
         return [TensorInfo(i.name, _ort_dtype(i.type), tuple(_dim(d) for d in i.shape))
@@ -134,7 +145,8 @@ class OrtRunner(Runner):
                 "inter_op_threads": so.inter_op_num_threads,
                 "execution_mode": str(so.execution_mode).split(".")[-1],
                 "graph_optimization_level": str(so.graph_optimization_level).split(".")[-1],
-                "onnxruntime": self.ort.__version__, "io_binding": self.io_binding}
+                "onnxruntime": self.ort.__version__, "io_binding": self.io_binding,
+                "math_mode": self.math}
 
     def verify(self, runtime: dict[str, Any]) -> None:
         providers = runtime["providers"]
@@ -195,7 +207,8 @@ class OnnxRuntime(Backend):
         return ["cpu", "cuda"] if gpu else ["cpu"]
 
     def precisions(self, device):
-        return ("auto", "fp32", "fp16", "bf16", "int8")
+        base = ("auto", "fp32", "fp16", "bf16", "int8")
+        return with_tf32(base, device) if device == "cuda" else base
 
     def runner(self, artifact: ArtifactRef, cfg: RunConfig) -> Runner:
         return OrtRunner(artifact, cfg)

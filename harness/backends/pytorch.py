@@ -1,7 +1,9 @@
 """PyTorch itself as an inference backend: eager, or ``torch.compile``d.
 
 The model runs under ``torch.inference_mode``; fp16 (CUDA) and bf16 cast
-the weights and inputs before timing.  On CUDA, ``sync`` is
+the weights and inputs before timing.  float32 is IEEE float32 on every
+device (cuBLAS, cuDNN and oneDNN switches set and read back by
+``harness.mathmode``); ``tf32`` runs the float32 model in TensorFloat-32.  On CUDA, ``sync`` is
 ``torch.cuda.synchronize`` so latencies are device time, not launch time, and
 peak device memory is ``torch.cuda.max_memory_allocated``.  A model or an
 output that is not on the device asked for fails the cell.
@@ -11,11 +13,13 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from dlbench.harness.backends.base import ArtifactRef, FellBack, Option, RunConfig, Runner, region
+from dlbench.harness import mathmode
+from dlbench.harness.backends.base import (ArtifactRef, FellBack, Option, RunConfig, Runner, region,
+                                           with_tf32)
 from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
 from dlbench.models.errors import UserError
 
-DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
 class TorchRunner(NativeRunner):
@@ -39,6 +43,7 @@ class TorchRunner(NativeRunner):
             self.device = torch.device("cpu")
         if self.cfg.precision == "fp16" and self.device.type != "cuda":
             raise UserError("--precision fp16: PyTorch runs fp16 on CUDA only (use bf16 on the CPU)")
+        self.math = mathmode.torch_math(torch, self.device.type, self.cfg.precision)
         self.dtype = getattr(torch, DTYPES[self.cfg.precision])
         spec = self.spec
         if self.artifact.checkpoint:
@@ -84,7 +89,8 @@ class TorchRunner(NativeRunner):
                 "dtype": str(param.dtype).removeprefix("torch."), "torch": torch.__version__,
                 "intra_op_threads": torch.get_num_threads(),
                 "inter_op_threads": torch.get_num_interop_threads(),
-                "compile": self.cfg.options["compile"], **self.describe()}
+                "compile": self.cfg.options["compile"], "math_mode": self.math,
+                **self.describe()}
         if self.device.type == "cuda":
             info["device_name"] = torch.cuda.get_device_name(self.device)
             info["cuda"] = torch.version.cuda
@@ -109,7 +115,7 @@ class PyTorch(NativeFramework):
                       help="torch.compile mode (off: eager)"),)
 
     def precisions(self, device):
-        return ("fp32", "fp16", "bf16") if device == "cuda" else ("fp32", "bf16")
+        return with_tf32(("fp32", "fp16", "bf16"), device) if device == "cuda" else ("fp32", "bf16")
 
     def runner(self, artifact: ArtifactRef, cfg: RunConfig) -> Runner:
         return TorchRunner(artifact, cfg)

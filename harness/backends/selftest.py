@@ -6,6 +6,9 @@ by sleeping ``service_ms + per_sample_ms * batch`` (optionally jittered) —
 a model with a known service time — and on request raises, hangs, crashes
 or pretends to have run on another device, only in cells whose batch is
 ``fail_batch`` (0: every cell), so one sweep mixes good and bad cells.
+``touch_mib`` allocates, fills and frees that many MiB in every run, as an
+eager framework does with its activations: whether the pages fault in again
+each time is the allocator's doing (``--allocator``), and shows as kernel time.
 """
 from __future__ import annotations
 
@@ -50,6 +53,10 @@ class SelftestRunner(Runner):
         self.batch = batch
         self._misbehave(batch)
         o = self.cfg.options
+        if o["touch_mib"]:
+            import numpy as np
+
+            np.ones(o["touch_mib"] * 2**17)       # 2**17 float64 = 1 MiB, freed at once
         t = (o["service_ms"] + o["per_sample_ms"] * batch) / 1000
         if o["jitter"]:
             t *= 1 + o["jitter"] * float(self.rng.uniform(-1, 1))
@@ -79,6 +86,7 @@ class Selftest(Backend):
         Option("jitter", 0.0, kind=float, help="relative random spread of the service time"),
         Option("fail", "none", ("none", "raise", "hang", "segfault", "fallback")),
         Option("fail_batch", 0, kind=int, help="misbehave only at this batch (0: always)"),
+        Option("touch_mib", 0, kind=int, help="allocate, fill and free this many MiB per run"),
     )
 
     def missing(self):

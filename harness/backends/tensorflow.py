@@ -5,7 +5,12 @@ inputs are transposed while preparing and copied to the device with
 ``tf.identity`` under the device scope, outside the timed region.  On a GPU
 ``sync`` is ``tf.test.experimental.sync_devices``; on the CPU the call
 returns when the outputs exist.  bf16/fp16 use Keras mixed-precision
-policies (weights stay fp32, compute in the lower type).
+policies (weights stay fp32, compute in the lower type); float32 is IEEE
+float32 (TensorFlow's TF32 switch, on by default on Ampere, turned off and
+read back by ``harness.mathmode``), and ``tf32`` runs it in TensorFloat-32.
+
+Soft device placement is off: an op with no kernel on the device asked for
+fails the cell instead of quietly running on the CPU, and the record says so.
 """
 from __future__ import annotations
 
@@ -13,11 +18,14 @@ import os
 import sys
 from typing import Any
 
-from dlbench.harness.backends.base import ON_OFF, ArtifactRef, Option, RunConfig, Runner, region
+from dlbench.harness import mathmode
+from dlbench.harness.backends.base import (ON_OFF, ArtifactRef, FellBack, Option, RunConfig, Runner,
+                                           region, with_tf32)
 from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
 from dlbench.models.errors import UserError
 
-POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16",
+            "fp16": "mixed_float16"}
 
 
 class TfRunner(NativeRunner):
@@ -45,6 +53,8 @@ class TfRunner(NativeRunner):
             self.tf_device = "/CPU:0"
         if self.cfg.precision == "fp16" and self.cfg.device != "cuda":
             raise UserError("--precision fp16: TensorFlow runs fp16 on a GPU only (use bf16 on the CPU)")
+        tf.config.set_soft_device_placement(False)
+        self.math = mathmode.tensorflow_math(tf, self.cfg.device, self.cfg.precision)
         policy = POLICIES[self.cfg.precision]
         previous = keras.mixed_precision.global_policy()
         keras.mixed_precision.set_global_policy(policy)
@@ -104,7 +114,15 @@ class TfRunner(NativeRunner):
                 "onednn_enabled": bool(_pywrap_util_port.IsMklEnabled()),
                 "intra_op_threads": threading.get_intra_op_parallelism_threads(),
                 "inter_op_threads": threading.get_inter_op_parallelism_threads(),
-                "layout": "NHWC", **self.describe()}
+                "layout": "NHWC", "math_mode": self.math,
+                "soft_device_placement": bool(tf.config.get_soft_device_placement()),
+                **self.describe()}
+
+    def verify(self, runtime: dict[str, Any]) -> None:
+        super().verify(runtime)
+        if runtime["soft_device_placement"]:
+            raise FellBack("TensorFlow's soft device placement is on: ops without a "
+                           f"{self.cfg.device} kernel may have run on the CPU")
 
 
 class TensorFlow(NativeFramework):
@@ -113,7 +131,7 @@ class TensorFlow(NativeFramework):
     options = (Option("xla", "off", ON_OFF, help="compile the tf.function with XLA"),)
 
     def precisions(self, device):
-        return ("fp32", "fp16", "bf16") if device == "cuda" else ("fp32", "bf16")
+        return with_tf32(("fp32", "fp16", "bf16"), device) if device == "cuda" else ("fp32", "bf16")
 
     def runner(self, artifact: ArtifactRef, cfg: RunConfig) -> Runner:
         return TfRunner(artifact, cfg)

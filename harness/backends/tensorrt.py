@@ -12,19 +12,31 @@ inputs are copied to the device before timing unless ``with_transfers`` is
 on; every iteration records CUDA events around the host-to-device copies,
 the enqueue and the device-to-host copies, so H2D, compute and D2H are
 reported apart (``device_times``); ``cuda_graph`` captures the enqueue once
-and replays it.  Memory, streams and events come from cuda-python.
+and replays it.  Memory, streams and events come from cuda-python, and every
+CUDA call's return code is checked, in the timed ``run`` too (a failed
+enqueue or copy fails the cell instead of timing nothing).  The three event
+queries that split the times run after the synchronize, inside the timed
+region; their host time per iteration is measured and stated
+(``event_query_host_ms``).
+
+TF32 is fixed when an engine is built: an ONNX built in the cell clears
+``BuilderFlag.TF32`` unless the cell asks for ``tf32``; a ``.plan`` carries
+the builder's read-back in its sidecar.  Both are the record's math mode.
 
 Everything here imports TensorRT and CUDA lazily: the module loads on a
 machine without either, where ``dlbench backends`` says why.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dlbench.harness import mathmode
 from dlbench.harness.backends.base import (ON_OFF, ONNX, TRT_ENGINE, ArtifactRef, Backend, FellBack,
-                                   Option, RunConfig, Runner, TensorInfo, has_nvidia_gpu, region)
+                                   Option, RunConfig, Runner, TensorInfo, has_nvidia_gpu, region,
+                                   with_tf32)
 from dlbench.models.errors import UserError
 from dlbench.harness.frameworks import is_installed
 
@@ -50,6 +62,7 @@ class TrtRunner(Runner):
         import tensorrt as trt
 
         self.trt, self.rt = trt, cudart()
+        self._success = self.rt.cudaError_t.cudaSuccess
         check(self.rt.cudaSetDevice(self.cfg.device_id))
         self._free_at_start = check(self.rt.cudaMemGetInfo())[0]
         self._min_free = self._free_at_start
@@ -63,9 +76,11 @@ class TrtRunner(Runner):
                           gpu_name=gpu["name"], compute_capability=gpu["compute_capability"])
             serialized = Path(self.artifact.path).read_bytes()
             self.built_here = False
+            self.tf32_flag = self.artifact.meta.get("tf32")     # None: built before it was kept
         else:
             serialized = self._build(trt)
             self.built_here = True
+        self.math = mathmode.tensorrt_math(self.tf32_flag, self.cfg.precision)
         self.engine = runtime.deserialize_cuda_engine(serialized)
         if self.engine is None:
             raise UserError(f"{self.artifact.path}: TensorRT {trt.__version__} cannot deserialize "
@@ -81,7 +96,8 @@ class TrtRunner(Runner):
         self.with_transfers = self.cfg.options["with_transfers"] == "on"
         self.use_graph = self.cfg.options["cuda_graph"] == "on"
         self._current: _Buffers | None = None
-        self._times: dict[str, list[float]] = {"h2d_ms": [], "compute_ms": [], "d2h_ms": []}
+        self._times: dict[str, list[float]] = {"h2d_ms": [], "compute_ms": [], "d2h_ms": [],
+                                               "event_query_host_ms": []}
         self._note_memory()
 
     def _build(self, trt) -> bytes:
@@ -99,8 +115,14 @@ class TrtRunner(Runner):
         config = builder.create_builder_config()
         config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE,
                                      int(self.cfg.options["workspace_mb"]) << 20)
+        self.tf32_flag = None
         if hasattr(trt.BuilderFlag, "TF32"):
-            config.clear_flag(trt.BuilderFlag.TF32)      # "fp32" means IEEE float32, as in build
+            # "fp32" means IEEE float32, as in dlbench build; tf32 is its own precision.
+            if self.cfg.precision == mathmode.TF32:
+                config.set_flag(trt.BuilderFlag.TF32)
+            else:
+                config.clear_flag(trt.BuilderFlag.TF32)
+            self.tf32_flag = bool(config.get_flag(trt.BuilderFlag.TF32))
         profile = builder.create_optimization_profile()
         dynamic = False
         for i in range(network.num_inputs):
@@ -201,34 +223,50 @@ class TrtRunner(Runner):
             self.context.set_tensor_address(name, buf.device[name])
         self._current = buf
 
+    def _ok(self, result: Any, call: str) -> None:
+        """cuda-python returns ``(cudaError_t, ...)``; one comparison per call in the timed
+        region, the error's name only when it failed."""
+        if result[0] != self._success:
+            check(result)                       # raises with CUDA's name for the error
+            raise RuntimeError(f"{call} failed: {result[0]}")
+
     def run(self, buf: _Buffers) -> None:
-        rt, stream, ev = self.rt, self.stream, self.events
+        rt, stream, ev, ok = self.rt, self.stream, self.events, self._ok
         if buf is not self._current:
             self._bind(buf)
-        rt.cudaEventRecord(ev["start"], stream)
+        ok(rt.cudaEventRecord(ev["start"], stream), "cudaEventRecord")
         if self.with_transfers:
             for name in self.input_names:
-                rt.cudaMemcpyAsync(buf.device[name], buf.host[name].ctypes.data, buf.nbytes[name],
-                                   rt.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
-        rt.cudaEventRecord(ev["h2d"], stream)
+                ok(rt.cudaMemcpyAsync(buf.device[name], buf.host[name].ctypes.data,
+                                      buf.nbytes[name], rt.cudaMemcpyKind.cudaMemcpyHostToDevice,
+                                      stream), "cudaMemcpyAsync (host to device)")
+        ok(rt.cudaEventRecord(ev["h2d"], stream), "cudaEventRecord")
         if buf.graph_exec is not None:
-            rt.cudaGraphLaunch(buf.graph_exec, stream)
+            ok(rt.cudaGraphLaunch(buf.graph_exec, stream), "cudaGraphLaunch")
         elif not self.context.execute_async_v3(int(stream)):
             raise RuntimeError("TensorRT execute_async_v3 failed")
-        rt.cudaEventRecord(ev["compute"], stream)
+        ok(rt.cudaEventRecord(ev["compute"], stream), "cudaEventRecord")
         if self.with_transfers:
             for name in self.output_names:
-                rt.cudaMemcpyAsync(buf.host[name].ctypes.data, buf.device[name], buf.nbytes[name],
-                                   rt.cudaMemcpyKind.cudaMemcpyDeviceToHost, stream)
-        rt.cudaEventRecord(ev["d2h"], stream)
+                ok(rt.cudaMemcpyAsync(buf.host[name].ctypes.data, buf.device[name],
+                                      buf.nbytes[name], rt.cudaMemcpyKind.cudaMemcpyDeviceToHost,
+                                      stream), "cudaMemcpyAsync (device to host)")
+        ok(rt.cudaEventRecord(ev["d2h"], stream), "cudaEventRecord")
 
     def sync(self) -> None:
         rt, ev = self.rt, self.events
         check(rt.cudaStreamSynchronize(self.stream))
+        # Inside the timed region: the three queries' host time is measured and stated.
+        start = time.perf_counter()
+        h2d = rt.cudaEventElapsedTime(ev["start"], ev["h2d"])
+        compute = rt.cudaEventElapsedTime(ev["h2d"], ev["compute"])
+        d2h = rt.cudaEventElapsedTime(ev["compute"], ev["d2h"])
+        query_ms = (time.perf_counter() - start) * 1000
         t = self._times
-        t["h2d_ms"].append(check(rt.cudaEventElapsedTime(ev["start"], ev["h2d"])))
-        t["compute_ms"].append(check(rt.cudaEventElapsedTime(ev["h2d"], ev["compute"])))
-        t["d2h_ms"].append(check(rt.cudaEventElapsedTime(ev["compute"], ev["d2h"])))
+        t["h2d_ms"].append(check(h2d))
+        t["compute_ms"].append(check(compute))
+        t["d2h_ms"].append(check(d2h))
+        t["event_query_host_ms"].append(query_ms)
 
     def outputs(self) -> dict[str, Any]:
         rt, buf = self.rt, self._current
@@ -260,16 +298,22 @@ class TrtRunner(Runner):
         if self.with_transfers:
             parts = ["H2D copies from pinned host buffers"] + parts[:1] + \
                     ["D2H copies to pinned host buffers"] + parts[1:]
-        return region(", ".join(parts) + "; CUDA events split H2D / compute / D2H",
+        queries = sorted(self._times["event_query_host_ms"])
+        query_p50 = queries[len(queries) // 2] if queries else None
+        return region(", ".join(parts) + "; CUDA events split H2D / compute / D2H; after the "
+                      "synchronize, 3 cudaEventElapsedTime queries, also timed (host time "
+                      "per iteration: device_times_ms.event_query_host_ms)",
                       host_device_copies=self.with_transfers, io_binding=True,
-                      cuda_graph=self.use_graph, sync="cudaStreamSynchronize (blocking)")
+                      cuda_graph=self.use_graph, sync="cudaStreamSynchronize (blocking)",
+                      event_queries_in_region=3, event_query_host_ms_p50=query_p50,
+                      cuda_return_codes_checked=True)
 
     def runtime(self) -> dict[str, Any]:
         props = check(self.rt.cudaGetDeviceProperties(self.cfg.device_id))
         name = props.name.decode() if isinstance(props.name, bytes) else str(props.name)
         return {"device_kind": "cuda", "device_name": name.strip("\x00"),
                 "tensorrt": self.trt.__version__, "engine_built_in_cell": self.built_here,
-                "io_tensors": self.names,
+                "io_tensors": self.names, "math_mode": self.math,
                 "device_memory_bytes": getattr(self.engine, "device_memory_size_v2", None)}
 
     def verify(self, runtime: dict[str, Any]) -> None:
@@ -321,7 +365,7 @@ class TensorRT(Backend):
         return tensorrt_version_here()
 
     def precisions(self, device):
-        return ("auto", "fp32", "fp16", "bf16", "int8", "best")
+        return with_tf32(("auto", "fp32", "fp16", "bf16", "int8", "best"), device)
 
     def runner(self, artifact: ArtifactRef, cfg: RunConfig) -> Runner:
         return TrtRunner(artifact, cfg)

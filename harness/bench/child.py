@@ -69,6 +69,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     shapes = {k: tuple(v) for k, v in payload.get("shapes", {}).items()}
     int_ranges = {k: tuple(v) for k, v in payload.get("int_ranges", {}).items()}
     graph_ranges = {k: tuple(v) for k, v in payload.get("graph_ranges", {}).items()}
+    given = payload.get("given") or {}            # --input: values and files (path, sha256)
     seed = int(payload.get("seed", 0))
     handles: dict[int, Any] = {}
     plans: dict[int, inputs_mod.InputPlan] = {}
@@ -76,7 +77,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
 
     def prepared(batch: int) -> Any:
         if batch not in handles:
-            p = inputs_mod.plan(signature, batch, shapes, int_ranges, graph_ranges)
+            p = inputs_mod.plan(signature, batch, shapes, int_ranges, graph_ranges, given)
             feeds = inputs_mod.synthesize(p, seed)
             t = time.perf_counter()
             handles[batch] = runner.prepare(feeds)
@@ -85,7 +86,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         return handles[batch]
 
     batch = int(payload["batch_size"])
-    first_plan = inputs_mod.plan(signature, batch, shapes, int_ranges, graph_ranges)
+    first_plan = inputs_mod.plan(signature, batch, shapes, int_ranges, graph_ranges, given)
     batch = first_plan.batch_size                 # a fixed-batch model runs its own batch
     progress.write(phase="preparing inputs")
     step_handle = prepared(batch)

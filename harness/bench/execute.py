@@ -22,6 +22,7 @@ import psutil
 
 from dlbench.harness.backends.base import RunConfig
 from dlbench.harness.bench import inputs as inputs_mod
+from dlbench.harness.bench.peak import ensure_peaks
 from dlbench.harness.bench.plan import Cell, identity_key, validate
 from dlbench.harness.progress import Progress, open_progress, read_progress
 from dlbench.harness.bench.record import make_record, summary
@@ -40,7 +41,7 @@ def payload(c: Cell, req: BenchRequest, progress_path: str) -> dict[str, Any]:
     full_shapes = {}
     if art.signature is not None:
         p = inputs_mod.plan(art.signature, c.batch_size, c.shapes, c.int_ranges,
-                            art.graph_ranges)
+                            art.graph_ranges, c.given)
         full_shapes = {i.name: list(i.shape) for i in p.inputs}
     run = RunConfig(device=c.device, precision=c.precision, intra_op_threads=c.intra_op,
                     inter_op_threads=c.inter_op, device_id=req.device_id, options=dict(c.options),
@@ -53,6 +54,7 @@ def payload(c: Cell, req: BenchRequest, progress_path: str) -> dict[str, Any]:
         "shapes": {k: list(v) for k, v in c.shapes.items()},
         "int_ranges": {k: list(v) for k, v in c.int_ranges.items()},
         "graph_ranges": {k: list(v) for k, v in art.graph_ranges.items()},
+        "given": {k: g.to_dict() for k, g in c.given.items()},
         "signature": ([{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
                        for t in art.signature] if art.signature else None),
         "scenario_params": req.server_params() if c.scenario == "server" else {},
@@ -154,6 +156,8 @@ def run_bench(req: BenchRequest, show_progress: bool = True,
         bar.note(f"note: {n}")
     if done:
         bar.note(f"resuming: {len(done)} of {len(cells)} cells already in {store.path}, skipped")
+    for n in ensure_peaks(store, fp, [c for c, k in zip(cells, keys) if k not in done]):
+        bar.note(n)
     with tempfile.TemporaryDirectory(prefix="dlbench-bench-") as tmp:
         progress_path = str(Path(tmp, "progress.json"))
         for cell, key in zip(cells, keys):

@@ -5,17 +5,23 @@ Rules (documented in README "Benchmark"):
 * Dimension 0 of an input is its batch dimension when it is dynamic; it
   takes the cell's batch size.  If every input has a fixed dimension 0 and
   they agree, the model has a fixed batch and runs at that batch only.
-* Other dynamic dimensions take ``--shape NAME=AxBxC`` (trtexec-style, the
-  whole shape, several allowed; its batch entry is replaced by the batch
-  size).  A symbolic dimension shared by several inputs (``seq`` in ids and
+* Other dynamic dimensions take ``--shape NAME=AxBxC`` or trtexec's
+  ``--shapes=NAME:AxB,...`` (``input_args``: the whole shape, several
+  allowed; its batch entry is replaced by the batch size).  A symbolic dimension shared by several inputs (``seq`` in ids and
   mask) is set once for all.  There is no silent default: a dimension still
   unknown is an error naming the input, the dimension and a ``--shape`` to
   pass.
+* Anonymous dimensions ("?", unset, tf2onnx's "unk__N": ``models.tensors``)
+  are unknowns of their own; only a named symbol binds across dimensions.
+* ``--input NAME=VALUE`` / ``NAME=FILE.npy`` (``bench.given``) set an input
+  outright; a file also sets its input's dynamic dimensions.
 * Floats are standard normal in their dtype; booleans and integer inputs
   named like a mask are ones; integer inputs that index an embedding table
   are uniform in [0, rows) (from the graph), or ``--int-range NAME=LOW:HIGH``
   ([LOW, HIGH)); any other integer input is zeros, a valid index anywhere,
   and the record says so.
+* Every error about inputs ends with the model's whole signature (names,
+  declared shapes, dtypes): the one line has what the user needs to fix it.
 
 One seed drives the generator: the same seed gives the same bytes.
 """
@@ -28,6 +34,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from dlbench.harness.backends.base import TensorInfo
+from dlbench.harness.bench import given as given_mod
+from dlbench.harness.bench.given import GivenInput, numpy_dtype
+# The command-line spellings live in input_args; importable from here as before.
+from dlbench.harness.bench.input_args import (  # noqa: F401
+    parse_input, parse_int_range, parse_shape, parse_shapes, shapes_from)
 from dlbench.models.errors import UserError
 
 MASK = re.compile(r"mask", re.IGNORECASE)
@@ -38,14 +49,23 @@ class PlannedInput:
     name: str
     dtype: str
     shape: tuple[int, ...]
-    fill: str                          # normal | ones | uniform | zeros
+    fill: str                          # normal | ones | uniform | zeros | value | file
     low: int | None = None
     high: int | None = None
+    given: GivenInput | None = None    # value | file: what the user set
+    rows: str | None = None            # file: how its rows became the batch
 
     def describe(self) -> dict[str, Any]:
         d = {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "fill": self.fill}
         if self.fill == "uniform":
             d["range"] = [self.low, self.high]
+        elif self.fill == "value":
+            d["value"] = self.given.value
+        elif self.fill == "file":
+            g = self.given
+            d.update(file=g.file, sha256=g.sha256, file_shape=list(g.shape), file_dtype=g.dtype)
+            if self.rows:
+                d["rows"] = self.rows
         return d
 
 
@@ -57,36 +77,6 @@ class InputPlan:
 
     def describe(self) -> list[dict[str, Any]]:
         return [i.describe() for i in self.inputs]
-
-
-def parse_shape(arg: str) -> tuple[str, tuple[int, ...]]:
-    """``NAME=1x3x224x224`` (trtexec's --shapes syntax, one input per flag)."""
-    name, sep, dims = arg.rpartition("=")
-    if not sep or not name or not dims:
-        raise UserError(f"--shape {arg!r}: expected NAME=DIMxDIMx... (e.g. input=1x3x224x224)")
-    try:
-        shape = tuple(int(d) for d in dims.lower().split("x"))
-    except ValueError:
-        raise UserError(f"--shape {arg!r}: dimensions must be integers separated by 'x'") from None
-    if any(d < 1 for d in shape):
-        raise UserError(f"--shape {arg!r}: every dimension must be at least 1")
-    return name, shape
-
-
-def parse_int_range(arg: str) -> tuple[str, tuple[int, int]]:
-    """``NAME=LOW:HIGH``: integers drawn uniformly from [LOW, HIGH)."""
-    name, sep, rng = arg.rpartition("=")
-    low, colon, high = rng.partition(":")
-    try:
-        if not sep or not name or not colon:
-            raise ValueError
-        lo, hi = int(low), int(high)
-    except ValueError:
-        raise UserError(f"--int-range {arg!r}: expected NAME=LOW:HIGH (e.g. input_ids=0:30522)") \
-            from None
-    if hi <= lo:
-        raise UserError(f"--int-range {arg!r}: HIGH must be greater than LOW (the range is [LOW, HIGH))")
-    return name, (lo, hi)
 
 
 def _dynamic(d: Any) -> bool:
@@ -107,24 +97,56 @@ def _example(t: TensorInfo, batch: int) -> str:
     return f"--shape {t.name}={'x'.join(dims)}"
 
 
-def _describe(t: TensorInfo) -> str:
-    return "[" + ", ".join("?" if d is None else str(d) for d in t.shape) + "]"
+def describe_signature(signature: Sequence[TensorInfo]) -> str:
+    """``x [?, 3, ?, ?] float32, sr [] int64``: every input as the model declares it."""
+    return ", ".join(t.describe() for t in signature) or "(none)"
 
 
 def plan(signature: Sequence[TensorInfo], batch_size: int,
          shapes: dict[str, Sequence[int]] | None = None,
          int_ranges: dict[str, tuple[int, int]] | None = None,
-         graph_ranges: dict[str, tuple[int, int]] | None = None) -> InputPlan:
-    """Concrete shapes and fills for one batch size; UserError if that cannot be done."""
+         graph_ranges: dict[str, tuple[int, int]] | None = None,
+         given: dict[str, Any] | None = None) -> InputPlan:
+    """Concrete shapes and fills for one batch size; UserError if that cannot be done.
+
+    ``given`` maps input names to what ``--input`` set: a value, a .npy path, or
+    an already read ``GivenInput`` (the sweep reads each file once).
+    """
     if batch_size < 1:
         raise UserError(f"batch size must be at least 1, got {batch_size}")
-    shapes, int_ranges, graph_ranges = shapes or {}, int_ranges or {}, graph_ranges or {}
-    names = [t.name for t in signature]
-    for flag, given in (("--shape", shapes), ("--int-range", int_ranges)):
-        for name in given:
-            if name not in names:
-                raise UserError(f"{flag} {name}: the model has no input {name!r}; its inputs: "
-                                f"{', '.join(names) or '(none)'}")
+    try:
+        return _plan(signature, batch_size, dict(shapes or {}), int_ranges or {},
+                     graph_ranges or {}, given_mod.read_all(given))
+    except UserError as exc:
+        raise UserError(f"{exc}; inputs: {describe_signature(signature)}") from None
+
+
+def _batched(t: TensorInfo) -> bool:
+    return bool(t.shape) and _dynamic(t.shape[0])
+
+
+def _plan(signature: Sequence[TensorInfo], batch_size: int, shapes: dict[str, Sequence[int]],
+          int_ranges: dict[str, tuple[int, int]], graph_ranges: dict[str, tuple[int, int]],
+          given: dict[str, GivenInput]) -> InputPlan:
+    by_name = {t.name: t for t in signature}
+    for flag, table in (("--shape", shapes), ("--int-range", int_ranges), ("--input", given)):
+        for name in table:
+            if name not in by_name:
+                raise UserError(f"{flag} {name}: the model has no input {name!r}")
+    for name, g in given.items():
+        t = by_name[name]
+        if name in int_ranges:
+            raise UserError(f"--input {name} and --int-range {name}: give one of them")
+        given_mod.check(g, t)
+        if g.file is None:
+            continue
+        if name in shapes:                    # a file defines its input's shape itself
+            asked = tuple(shapes[name])
+            skip = 1 if _batched(t) else 0
+            if len(asked) != len(g.shape) or asked[skip:] != g.shape[skip:]:
+                raise UserError(f"{g.flag}: the array is {'x'.join(map(str, g.shape))}, but "
+                                f"--shape {name}={'x'.join(map(str, asked))}")
+        shapes[name] = g.shape
     notes: list[str] = []
     fixed = fixed_batch(signature)
     batch = batch_size
@@ -133,7 +155,7 @@ def plan(signature: Sequence[TensorInfo], batch_size: int,
         notes.append(f"the model's batch dimension is fixed at {fixed}: ran batch {fixed} "
                      f"(asked for {batch_size})")
 
-    # Symbolic names bound so far: batch dims first, then the user's shapes.
+    # Symbolic names bound so far: batch dims first, then the user's shapes (and files).
     symbols: dict[str, int] = {}
     for t in signature:
         if t.shape and isinstance(t.shape[0], str):
@@ -141,19 +163,21 @@ def plan(signature: Sequence[TensorInfo], batch_size: int,
     for t in signature:
         if t.name not in shapes:
             continue
-        given = tuple(shapes[t.name])
-        if len(given) != len(t.shape):
-            raise UserError(f"--shape {t.name}: {len(given)} dimensions given, but input "
-                            f"{t.name!r} has {len(t.shape)} (shape {_describe(t)})")
-        for i, (want, got) in enumerate(zip(t.shape, given)):
+        source = given[t.name].flag if t.name in given and given[t.name].file else \
+            f"--shape {t.name}"
+        given_shape = tuple(shapes[t.name])
+        if len(given_shape) != len(t.shape):
+            raise UserError(f"{source}: {len(given_shape)} dimensions given, but input "
+                            f"{t.name!r} has {len(t.shape)}")
+        for i, (want, got) in enumerate(zip(t.shape, given_shape)):
             if i == 0 and _dynamic(want):
                 continue                      # the batch dimension follows --batch-sizes
             if not _dynamic(want) and want != got:
-                raise UserError(f"--shape {t.name}: dimension {i} is fixed at {want} in the "
+                raise UserError(f"{source}: dimension {i} is fixed at {want} in the "
                                 f"model, got {got}")
             if isinstance(want, str):
                 if symbols.get(want, got) != got:
-                    raise UserError(f"--shape {t.name}: dimension {i} ({want!r}) is {got}, but "
+                    raise UserError(f"{source}: dimension {i} ({want!r}) is {got}, but "
                                     f"{want!r} is {symbols[want]} elsewhere")
                 symbols[want] = got
 
@@ -171,18 +195,26 @@ def plan(signature: Sequence[TensorInfo], batch_size: int,
                 dims.append(symbols[d])
             else:
                 label = f" ({d!r})" if isinstance(d, str) else ""
-                raise UserError(f"input {t.name!r} has a dynamic dimension {i}{label} "
-                                f"(shape {_describe(t)}): give its size with {_example(t, batch)}")
-        planned.append(_fill(t, tuple(dims), int_ranges, graph_ranges, notes))
+                raise UserError(f"input {t.name!r} has a dynamic dimension {i}{label}: give "
+                                f"its size with {_example(t, batch)}")
+        planned.append(_fill(t, tuple(dims), int_ranges, graph_ranges, given, notes))
     return InputPlan(batch, planned, notes)
 
 
 def _fill(t: TensorInfo, shape: tuple[int, ...], int_ranges, graph_ranges,
-          notes: list[str]) -> PlannedInput:
+          given: dict[str, GivenInput], notes: list[str]) -> PlannedInput:
     kind = np.dtype(t.dtype).kind if t.dtype != "bfloat16" else "f"
     if t.dtype in ("str", "object") or kind in ("U", "S", "O"):
         raise UserError(f"input {t.name!r} is {t.dtype}: dlbench synthesizes numeric and "
                         f"boolean inputs only")
+    g = given.get(t.name)
+    if g is not None and g.file is None:
+        return PlannedInput(t.name, t.dtype, shape, "value", given=g)
+    if g is not None:
+        rows = given_mod.rows_note(g, shape[0]) if _batched(t) else None
+        if rows:
+            notes.append(f"input {t.name!r} from {g.file}: {rows}")
+        return PlannedInput(t.name, t.dtype, shape, "file", given=g, rows=rows)
     if kind == "f" or kind == "c":
         if t.name in int_ranges:
             raise UserError(f"--int-range {t.name}: input {t.name!r} is {t.dtype}, not an integer")
@@ -201,7 +233,8 @@ def _fill(t: TensorInfo, shape: tuple[int, ...], int_ranges, graph_ranges,
         lo, hi = graph_ranges[t.name]
         return PlannedInput(t.name, t.dtype, shape, "uniform", lo, hi)
     notes.append(f"integer input {t.name!r} indexes no table dlbench could find: filled with "
-                 f"zeros (set values with --int-range {t.name}=LOW:HIGH)")
+                 f"zeros (set values with --int-range {t.name}=LOW:HIGH or --input "
+                 f"{t.name}=VALUE)")
     return PlannedInput(t.name, t.dtype, shape, "zeros")
 
 
@@ -212,22 +245,13 @@ def synthesize(p: InputPlan, seed: int = 0) -> dict[str, np.ndarray]:
     for i in p.inputs:
         if i.fill == "normal":
             x = rng.standard_normal(i.shape, dtype=np.float32)
-            out[i.name] = np.ascontiguousarray(x.astype(_numpy_dtype(i.dtype)))
+            out[i.name] = np.asarray(x.astype(numpy_dtype(i.dtype)), order="C")  # 0-d stays 0-d
         elif i.fill == "ones":
-            out[i.name] = np.ones(i.shape, dtype=_numpy_dtype(i.dtype))
+            out[i.name] = np.ones(i.shape, dtype=numpy_dtype(i.dtype))
         elif i.fill == "uniform":
             out[i.name] = rng.integers(i.low, i.high, size=i.shape).astype(i.dtype)
+        elif i.fill in ("value", "file"):
+            out[i.name] = given_mod.array(i.given, i.dtype, i.shape)
         else:
-            out[i.name] = np.zeros(i.shape, dtype=_numpy_dtype(i.dtype))
+            out[i.name] = np.zeros(i.shape, dtype=numpy_dtype(i.dtype))
     return out
-
-
-def _numpy_dtype(name: str):
-    if name == "bfloat16":
-        try:
-            import ml_dtypes
-        except ImportError:
-            raise UserError("bfloat16 inputs need the ml_dtypes package (pip install ml_dtypes)") \
-                from None
-        return ml_dtypes.bfloat16
-    return np.dtype(name)

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from dlbench.harness import stats
+from dlbench.harness.cpuusage import CpuWindow
 from dlbench.models.errors import UserError
 
 FALLING = 0.05          # a warm-up window this much faster than the one before: still warming
@@ -141,7 +142,8 @@ def measure(step: Callable[[], Any], batch_size: int, rule: StopRule, clock: Clo
     warm = warm_up(step, rule, clock)
     if after_warmup is not None:
         after_warmup()
-    times, window = measure_loop(step, rule, clock, on_iteration)
+    with CpuWindow() as cpu:        # kernel share and page faults of the measured window only
+        times, window = measure_loop(step, rule, clock, on_iteration)
     n = len(times)
     out = {
         "throughput_sps": stats.window_throughput(n * batch_size, window),
@@ -150,6 +152,7 @@ def measure(step: Callable[[], Any], batch_size: int, rule: StopRule, clock: Clo
         "samples": n * batch_size,
         **summarize_latency(times),
         **raw_samples_ms(times),
+        **cpu.report(n),
         "warmup_iterations": warm["iterations"],
         "warmup": {"times_ms": [t * 1000 for t in warm["times_s"]], "total_s": warm["total_s"],
                    "extended_until_stable": warm["extended"],

@@ -2,8 +2,12 @@
 
 ``dlbench env --peak`` runs a square matrix multiply on each device, in its
 own process with the usual thread rules, and stores one ``peak`` record per
-device and precision in the results database; ``dlbench bench`` divides a
-cell's achieved GFLOP/s by the newest matching peak from the same machine.
+device, precision and CPU thread count (``--peak-threads``; default physical
+cores) in the results database; ``dlbench bench`` divides a cell's achieved
+GFLOP/s by the best peak from the same machine, device, precision and thread
+count.  Once a machine has a peak, a bench at a thread count without one
+measures it first (``ensure_peaks``), so every share is against its own
+thread count.
 
 * CPU, fp32: the best of numpy's ``matmul`` (the BLAS numpy ships, OpenBLAS
   in the wheels) and ONNX Runtime's MatMul (MLAS) when it is installed, on
@@ -11,8 +15,9 @@ cell's achieved GFLOP/s by the newest matching peak from the same machine.
   peak below what a real network's convolutions reach (ONNX Runtime's
   ResNet-50 convolutions run at about 1.9x OpenBLAS's SGEMM on this project's
   Zen 5 machine) would put cells above 100 % of "peak";
-* CUDA: ``torch.matmul`` in fp32 (TF32 off), fp16 and bf16, when PyTorch
-  with CUDA is installed.
+* CUDA: ``torch.matmul`` in fp32 (IEEE: TF32 off, ``harness.mathmode``), fp16
+  and bf16, and tf32 on a GPU that has it, when PyTorch with CUDA is installed.
+  Each peak record keeps the math mode its GEMM ran in.
 
 The figure is the best of the timed repetitions (peak, not typical): a GEMM
 large enough to be compute-bound, timed for about ``seconds`` per precision.
@@ -21,6 +26,8 @@ from __future__ import annotations
 
 import time
 from typing import Any
+
+from dlbench.harness import mathmode
 
 CPU_N = 2048
 GPU_N = 8192
@@ -52,25 +59,30 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
         best = max(candidates, key=lambda c: c["gflops"])
         return {"results": [{"precision": "fp32", "n": n, **best,
                              "candidates": [{k: c[k] for k in ("library", "gflops")}
-                                            for c in candidates]}]}
+                                            for c in candidates],
+                             "math_mode": {"sgemm": "IEEE float32 (BLAS, MLAS)",
+                                           "env": mathmode.env_in_force()}}]}
     if device == "cuda":
         import torch
 
         if not torch.cuda.is_available():
             raise RuntimeError("PyTorch sees no CUDA device")
-        torch.backends.cuda.matmul.allow_tf32 = False
         n = int(payload.get("n") or GPU_N)
         dev = torch.device("cuda", int(payload.get("device_id", 0)))
         results = []
-        for precision, dtype in (("fp32", torch.float32), ("fp16", torch.float16),
-                                 ("bf16", torch.bfloat16)):
+        kinds = [("fp32", torch.float32), ("fp16", torch.float16), ("bf16", torch.bfloat16)]
+        if mathmode.tf32_reason("cuda", dev.index or 0) is None:
+            kinds.append(("tf32", torch.float32))       # float32 in TensorFloat-32 math
+        for precision, dtype in kinds:
+            math = mathmode.torch_math(torch, "cuda", precision)     # fp32: IEEE
             a = torch.randn(n, n, device=dev, dtype=dtype)
             b = torch.randn(n, n, device=dev, dtype=dtype)
             res = _time_best(lambda: torch.matmul(a, b), lambda: torch.cuda.synchronize(dev),
                              2.0 * n ** 3, seconds)
             results.append({"precision": precision, "n": n,
                             "library": f"torch {torch.__version__} (cuBLAS)",
-                            "device_name": torch.cuda.get_device_name(dev), **res})
+                            "device_name": torch.cuda.get_device_name(dev), "math_mode": math,
+                            **res})
         return {"results": results}
     raise RuntimeError(f"no GEMM micro-benchmark for device {device!r}")
 
@@ -120,64 +132,170 @@ def _onnxruntime_gemm(n: int, seconds: float, threads: int) -> dict[str, Any] | 
 
 
 # Which measured peak a cell's precision is compared with.
-PEAK_PRECISION = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "int8": None}
+PEAK_PRECISION = {"fp32": "fp32", "tf32": "tf32", "fp16": "fp16", "bf16": "bf16", "int8": None}
 
 
-def lookup(store, machine_id: str, device: str, precision: str) -> dict[str, Any] | None:
-    """The newest stored peak for this machine, device and precision, or None."""
+def _peak_rows(store, machine_id: str, device: str, precision: str,
+               threads: int | None) -> list[dict[str, Any]]:
+    where = ("kind = 'peak' AND status = 'ok' AND machine_id = ? AND device = ? "
+             "AND precision = ?")
+    params: list[Any] = [machine_id, device, precision]
+    if device == "cpu" and threads is not None:
+        where += " AND intra_op_threads = ?"
+        params.append(threads)
+    return store.records(where, params)
+
+
+def lookup(store, machine_id: str, device: str, precision: str,
+           threads: int | None = None) -> dict[str, Any] | None:
+    """The best stored peak for this machine, device, precision and (on the CPU) thread
+    count, or None.
+
+    The same thread count, because a CPU's peak scales with its cores: a 1-thread cell
+    divided by a 2-thread peak reads half of what it reached, and a 2-thread peak
+    measured while other processes took the cores (threads spinning at a barrier)
+    reads so low that a 1-thread cell lands above 100 %.  The best, not the newest:
+    noise only ever slows a GEMM down, so a later measurement on a busy machine must
+    not replace a truer one.
+    """
     want = PEAK_PRECISION.get(precision)
     if want is None:
         return None
-    rows = store.records("kind = 'peak' AND status = 'ok' AND machine_id = ? AND device = ? "
-                         "AND precision = ?", (machine_id, device, want))
+    rows = _peak_rows(store, machine_id, device, want, threads)
     if not rows:
         return None
-    row = rows[-1]
+    row = max(rows, key=lambda r: r["metrics"]["gflops"])
     return {"gflops": row["metrics"]["gflops"], "record_id": row["id"],
-            "measured_at": row["started_at"]}
+            "measured_at": row["started_at"], "threads": row.get("intra_op_threads")}
+
+
+def share_of_peak(store, machine_id: str, device: str, precision: str, threads: int,
+                  achieved_gflops: float) -> dict[str, Any]:
+    """A cell's ``percent_of_peak`` fields, and a ``peak_note`` when there is no peak at its
+    thread count or the share is above 100 % (a wrong FLOP count or a wrong peak: never a
+    result, and said so in the record)."""
+    peak = lookup(store, machine_id, device, precision, threads)
+    if not peak:
+        others = PEAK_PRECISION.get(precision) and _peak_rows(
+            store, machine_id, device, PEAK_PRECISION[precision], None)
+        if not others:
+            return {}
+        return {"peak_note": f"no {device} peak measured at {threads} thread(s) on this "
+                             f"machine (dlbench env --peak --peak-threads {threads}): no % of "
+                             f"peak"}
+    pct = 100 * achieved_gflops / peak["gflops"]
+    out = {"peak_gflops": peak["gflops"], "peak_record_id": peak["record_id"],
+           "peak_threads": peak["threads"], "percent_of_peak": pct, "above_peak": pct > 100}
+    if pct > 100:
+        out["peak_note"] = (f"{achieved_gflops:.4g} GFLOP/s is {pct:.1f}% of the peak measured "
+                            f"at {peak['threads']} thread(s) ({peak['gflops']:.4g} GFLOP/s, "
+                            f"{peak['measured_at']}): above 100 % means the FLOP count or the "
+                            f"peak is wrong (a peak measured on a busy machine reads low); "
+                            f"not a result")
+    return out
+
+
+def peak_thread_counts(threads: list[int] | None = None) -> list[int]:
+    """CPU thread counts a peak is measured at: the ones asked for, else physical cores."""
+    from dlbench.harness.threads import physical_cores
+
+    return sorted(set(threads or [physical_cores()]))
+
+
+def missing_thread_counts(store, machine_id: str, thread_counts) -> tuple[list[int], float]:
+    """Thread counts without a CPU peak, once this machine has any (``dlbench env --peak``
+    opted in), and the seconds its newest peak was measured for; ([], 0) otherwise."""
+    rows = _peak_rows(store, machine_id, "cpu", "fp32", None)
+    if not rows:
+        return [], 0.0
+    have = {r.get("intra_op_threads") for r in rows}
+    seconds = float(rows[-1]["metrics"].get("seconds") or 2.0)
+    return sorted(set(thread_counts) - have), seconds
 
 
 def measure_peaks(db: str | None = None, seconds: float = 2.0,
-                  timeout: float | None = 600) -> list[dict[str, Any]]:
-    """Run the GEMM cells for every device here; store and return one record per result."""
-    from dlbench.harness import records
-    from dlbench.harness.context import new_run_id, now_iso
+                  timeout: float | None = 600, threads: list[int] | None = None,
+                  devices: list[str] | None = None) -> list[dict[str, Any]]:
+    """Run the GEMM cells for every device here (the CPU at each of ``threads``, default
+    physical cores); store and return one record per result."""
+    from dlbench.harness.context import new_run_id
     from dlbench.harness.fingerprint import fingerprint
     from dlbench.harness.frameworks import distribution_version
-    from dlbench.harness.launcher import run_cell
     from dlbench.harness.results import ResultStore
-    from dlbench.harness.threads import ThreadConfig, in_force
 
     store = ResultStore(db)
     store.check_writable()
     fp = fingerprint()
     run_id = new_run_id()
-    threads = ThreadConfig.default()
-    env = threads.environment()
-    devices = ["cpu"]
-    torch_version = distribution_version("torch") or ""
-    if fp["gpus"] and torch_version and "+cpu" not in torch_version:
-        devices.append("cuda")
+    if devices is None:
+        devices = ["cpu"]
+        torch_version = distribution_version("torch") or ""
+        if fp["gpus"] and torch_version and "+cpu" not in torch_version:
+            devices.append("cuda")
+    counts = peak_thread_counts(threads)
     out = []
     for device in devices:
-        started = now_iso()
-        outcome = run_cell("peak", {"device": device, "seconds": seconds,
-                                    "threads": threads.intra_op}, env=env,
-                           timeout=timeout)
-        results = outcome.result.get("results", []) if outcome.ok else [{"precision": "fp32"}]
-        for res in results:
-            identity = {"device": device, "precision": res["precision"],
-                        "machine_id": fp["machine_id"], "started_at": started}
-            record = records.new_record(
-                "peak", run_id=run_id, identity=identity, started=started, argv=None,
-                device=device, fp=fp, status="ok" if outcome.ok else "failed",
-                error=outcome.error, duration_s=outcome.wall_s, precision=res["precision"],
-                intra_op_threads=threads.intra_op, inter_op_threads=threads.inter_op,
-                metrics={k: res.get(k) for k in ("gflops", "median_gflops", "best_s",
-                                                 "repetitions", "n", "candidates")})
-            record["context"].update({"thread_environment": in_force(env),
-                                      "library": res.get("library"), "n": res.get("n"),
-                                      "device_name": res.get("device_name")})
-            record["id"] = store.add(record, fp)
-            out.append(record)
+        # A GPU's peak does not depend on host threads: measured once.
+        for t in counts if device == "cpu" else counts[-1:]:
+            out += _measure_one(store, fp, run_id, device, t, seconds, timeout)
     return out
+
+
+def _measure_one(store, fp: dict[str, Any], run_id: str, device: str, intra_op: int,
+                 seconds: float, timeout: float | None) -> list[dict[str, Any]]:
+    import os
+
+    from dlbench.harness import records
+    from dlbench.harness.context import now_iso
+    from dlbench.harness.launcher import run_cell
+    from dlbench.harness.cellenv import cell_environment
+    from dlbench.harness.threads import ThreadConfig
+
+    threads = ThreadConfig.default(intra_op)
+    env = cell_environment(threads)
+    started = now_iso()
+    # Other work on the machine while the GEMM runs is what makes a peak read low: kept.
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    outcome = run_cell("peak", {"device": device, "seconds": seconds,
+                                "threads": threads.intra_op}, env=env, timeout=timeout)
+    results = outcome.result.get("results", []) if outcome.ok else [{"precision": "fp32"}]
+    out = []
+    for res in results:
+        identity = {"device": device, "precision": res["precision"], "threads": intra_op,
+                    "machine_id": fp["machine_id"], "started_at": started}
+        record = records.new_record(
+            "peak", run_id=run_id, identity=identity, started=started, argv=None,
+            device=device, fp=fp, env=env, status="ok" if outcome.ok else "failed",
+            error=outcome.error, duration_s=outcome.wall_s, precision=res["precision"],
+            intra_op_threads=threads.intra_op, inter_op_threads=threads.inter_op,
+            metrics={**{k: res.get(k) for k in ("gflops", "median_gflops", "best_s",
+                                                "repetitions", "n", "candidates")},
+                     "seconds": seconds})
+        record["context"].update({"library": res.get("library"), "n": res.get("n"),
+                                  "device_name": res.get("device_name"),
+                                  "math_mode": res.get("math_mode"),
+                                  "load_average_1m": load})
+        record["id"] = store.add(record, fp)
+        out.append(record)
+    return out
+
+
+def ensure_peaks(store, fp: dict[str, Any], cells, timeout: float | None = 600) -> list[str]:
+    """Measure the CPU peak at the thread counts of ``cells`` that have none yet, when this
+    machine already has a peak (the user asked for peaks once); notes for the progress."""
+    wanted = {c.intra_op for c in cells if c.device == "cpu"
+              and PEAK_PRECISION.get(c.precision) == "fp32"}
+    missing, seconds = missing_thread_counts(store, fp["machine_id"], wanted)
+    if not missing:
+        return []
+    from dlbench.harness.context import new_run_id
+
+    run_id = new_run_id()
+    notes = []
+    for t in missing:
+        recs = _measure_one(store, fp, run_id, "cpu", t, seconds, timeout)
+        ok = [r for r in recs if r["status"] == "ok"]
+        notes.append(f"note: measured the CPU GEMM peak at {t} thread(s) for % of peak: "
+                     + (f"{ok[0]['metrics']['gflops']:.1f} GFLOP/s" if ok else
+                        f"FAILED: {recs[0]['error']}"))
+    return notes

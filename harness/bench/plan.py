@@ -14,10 +14,15 @@ from dlbench.harness.backends import BACKENDS, get_backend
 from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, Backend
 from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.bench.artifacts import Artifact, resolve
+from dlbench.harness.bench.given import GivenInput, read_all as read_given
 from dlbench.harness.bench.request import BenchRequest
 from dlbench.harness.bench.scenarios import get_scenario
+from dlbench.harness.allocator import DEFAULT_ALLOCATOR
+from dlbench.harness.cellenv import cell_environment
 from dlbench.harness.context import cell_key
 from dlbench.harness.fingerprint import fingerprint
+from dlbench.harness.mathmode import TF32, check_env
+from dlbench.harness.mathmode import environment as math_environment
 from dlbench.harness.threads import ThreadConfig
 from dlbench.models.errors import UserError
 
@@ -40,6 +45,8 @@ class Cell:
     int_ranges: dict[str, tuple[int, int]]
     gflops: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
+    given: dict[str, GivenInput] = field(default_factory=dict)      # --input
+    allocator: str = DEFAULT_ALLOCATOR                              # --allocator
 
     @property
     def label(self) -> str:
@@ -47,10 +54,12 @@ class Cell:
                 f"batch {self.batch_size} {self.scenario} ({self.intra_op} threads)")
 
     def environment(self) -> dict[str, str]:
-        """The variables the cell's process starts with: thread pools are sized before import."""
-        env = ThreadConfig(self.intra_op, self.inter_op).environment()
-        env.update(self.backend.environment(self.options, self.intra_op, self.inter_op))
-        return env
+        """The variables the cell's process starts with: thread pools are sized and the
+        allocator chosen before import."""
+        return cell_environment(ThreadConfig(self.intra_op, self.inter_op), self.allocator,
+                                {**self.backend.environment(self.options, self.intra_op,
+                                                            self.inter_op),
+                                 **math_environment(self.device, self.precision)})
 
 
 def identity(c: Cell, req: BenchRequest, machine_id: str) -> dict[str, Any]:
@@ -64,6 +73,10 @@ def identity(c: Cell, req: BenchRequest, machine_id: str) -> dict[str, Any]:
              "repeats": req.repeats, "machine_id": machine_id}
     if c.scenario == "server":
         ident["server"] = req.server_params()
+    if c.allocator != "system":         # cells from before --allocator ran the system's
+        ident["allocator"] = c.allocator
+    if c.given:                         # absent when unused: older cells keep their keys
+        ident["inputs"] = {k: g.identity() for k, g in sorted(c.given.items())}
     return ident
 
 
@@ -127,16 +140,33 @@ def _check_fit(req: BenchRequest, artifacts: list[Artifact], backends: list[Back
             offered = "; ".join(f"{b.name}: {', '.join(o.name for o in b.options) or 'none'}"
                                 for b in backends)
             raise UserError(f"option {key!r} applies to none of the backends ({offered})")
-    for name in list(req.shapes) + list(req.int_ranges):
+    for name in list(req.shapes) + list(req.int_ranges) + list(req.inputs):
         if not any(a.signature is None or name in [t.name for t in a.signature]
                    for a in artifacts):
-            flag = "--shape" if name in req.shapes else "--int-range"
-            inputs = sorted({t.name for a in artifacts for t in a.signature or []})
-            raise UserError(f"{flag} {name}: no artifact has an input {name!r}; inputs: "
-                            f"{', '.join(inputs)}")
+            flag = ("--shape" if name in req.shapes else
+                    "--int-range" if name in req.int_ranges else "--input")
+            inputs = "; ".join(f"{a.label}: {inputs_mod.describe_signature(a.signature)}"
+                               for a in artifacts if a.signature is not None)
+            raise UserError(f"{flag} {name}: no artifact has an input {name!r}; inputs: {inputs}")
+
+
+class _Unavailable(UserError):
+    """This backend cannot run the asked precision on this device (``--backend all``: a note)."""
 
 
 def _precision(art: Artifact, backend: Backend, device: str, asked: str) -> str:
+    if asked == TF32:       # float32 in TensorFloat-32 math: a mode of an fp32 model
+        own = (art.precision or "fp32") if art.format in OWN_PRECISION else "fp32"
+        if TF32 not in backend.precisions(device):
+            raise _Unavailable(f"--precision tf32: {backend.name} on {device}: "
+                               f"{backend.precision_reason(device, TF32)}")
+        if own != "fp32":
+            raise UserError(f"--precision tf32: {art.label} is an {own} model; tf32 is a math "
+                            f"mode for fp32 models")
+        if art.format == TRT_ENGINE:
+            raise UserError(f"--precision tf32: {art.label}'s TF32 was fixed when it was built; "
+                            f"bench its ONNX file with -b tensorrt, which builds it in the cell")
+        return TF32
     if art.format in OWN_PRECISION:
         own = art.precision or "fp32"
         if asked not in ("auto", own):
@@ -148,8 +178,7 @@ def _precision(art: Artifact, backend: Backend, device: str, asked: str) -> str:
     if asked == "auto":
         return "fp32"
     if asked not in allowed:
-        raise UserError(f"--precision {asked}: {backend.name} on {device} runs "
-                        f"{', '.join(p for p in allowed if p != 'auto')}")
+        raise _Unavailable(f"--precision {asked}: {backend.precision_reason(device, asked)}")
     return asked
 
 
@@ -177,15 +206,19 @@ class _ArtifactAxes:
     sizes_by_scenario: dict[str, list[int]]
     gflops: dict[str, Any] | None
     shape_notes: list[str]
+    given: dict[str, GivenInput]
 
 
 def _artifact_axes(art: Artifact, req: BenchRequest, notes: list[str]) -> _ArtifactAxes:
     scenarios = req.scenario_names()
     names = {t.name for t in art.signature} if art.signature else None
     shapes = {k: v for k, v in req.shapes.items() if names is None or k in names}
-    # The user's --shape, or the zoo model's own sizes (and a note in each record).
+    given = read_given({k: v for k, v in req.inputs.items() if names is None or k in names})
+    # The user's --shape, or the zoo model's own sizes (and a note in each record),
+    # except where an --input file gives the shape.
     shape_notes = [art.default_shapes_note] if not shapes and art.default_shapes else []
-    shapes = shapes or dict(art.default_shapes)
+    shapes = shapes or {k: v for k, v in art.default_shapes.items()
+                        if k not in given or given[k].file is None}
     ranges = {k: v for k, v in req.int_ranges.items() if names is None or k in names}
     sizes_by_scenario = {}
     for s in scenarios:
@@ -200,7 +233,8 @@ def _artifact_axes(art: Artifact, req: BenchRequest, notes: list[str]) -> _Artif
     gflops = None
     if art.signature is not None:
         try:
-            plans = {b: inputs_mod.plan(art.signature, b, shapes, ranges, art.graph_ranges)
+            plans = {b: inputs_mod.plan(art.signature, b, shapes, ranges, art.graph_ranges,
+                                        given)
                      for s in scenarios for b in sizes_by_scenario[s]}
         except UserError as exc:
             raise UserError(f"{art.label}: {exc}") from None
@@ -208,7 +242,7 @@ def _artifact_axes(art: Artifact, req: BenchRequest, notes: list[str]) -> _Artif
         gflops = _flops(art, {i.name: i.shape for i in plans[first].inputs}, first)
     elif art.format not in OWN_PRECISION:
         gflops = _flops(art, None, 1)
-    return _ArtifactAxes(shapes, ranges, sizes_by_scenario, gflops, shape_notes)
+    return _ArtifactAxes(shapes, ranges, sizes_by_scenario, gflops, shape_notes, given)
 
 
 def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
@@ -241,16 +275,26 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
                         continue
                     raise UserError(f"--device {device}: {_device_reason(backend, device)}")
                 for asked in precisions_asked:
-                    precision = _precision(art, backend, device, asked)
+                    try:
+                        precision = _precision(art, backend, device, asked)
+                    except _Unavailable as exc:
+                        if not req.all_backends():
+                            raise
+                        notes.append(f"backend {backend.name} skipped: {exc}")
+                        continue
                     for s in scenarios:
                         for b in axes.sizes_by_scenario[s]:
                             for t in threads:
                                 cells.append(Cell(art, backend, device, precision, b, s, t,
                                                   inter, options, axes.shapes,
                                                   axes.ranges, axes.gflops,
-                                                  list(axes.shape_notes)))
+                                                  list(axes.shape_notes), axes.given,
+                                                  req.allocator))
     if not cells:
-        raise UserError("nothing to run: no backend can take these artifacts on these devices")
+        raise UserError("nothing to run: " + (notes[-1] if notes else "no backend can take "
+                                              "these artifacts on these devices"))
+    for precision in sorted({c.precision for c in cells}):
+        check_env(precision)          # a variable that contradicts it refuses the sweep here
     machine_id = fingerprint()["machine_id"]
     unique = {}
     for c in cells:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.harness import records, stats
+from dlbench.harness import mathmode, records, stats
 from dlbench.harness.bench import peak as peak_mod
 from dlbench.harness.bench.artifacts import Artifact
 from dlbench.harness.bench.plan import Cell, identity
@@ -17,7 +17,6 @@ from dlbench.harness.bench.request import BenchRequest
 from dlbench.harness.frameworks import FRAMEWORKS, distribution_version
 from dlbench.harness.launcher import CellOutcome
 from dlbench.harness.results import ResultStore
-from dlbench.harness.threads import in_force
 
 
 def summary(r: dict[str, Any]) -> str:
@@ -29,7 +28,7 @@ def summary(r: dict[str, Any]) -> str:
     if lat:
         text += f", p50 {lat['p50']:.3g} ms, p99 {lat['p99']:.3g} ms"
     if r["status"] == "unstable":
-        text += f", UNSTABLE (cv {r['cv']:.1%})"
+        text += f", UNSTABLE ({stats.describe_stability(r['metrics'].get('stability'))})"
     return text
 
 
@@ -50,6 +49,22 @@ def _verification(store: ResultStore, art: Artifact) -> dict[str, Any] | None:
             "created_at": row.get("created_at"), "record_id": row.get("record_id")}
 
 
+def _stability(c: Cell, req: BenchRequest, outcomes: list[CellOutcome]) -> dict[str, Any]:
+    """Both noise rules (``stats.stability``): IQR / median within the processes (their
+    median), and the spread of throughput between them.  Server latencies vary by design
+    (queueing) and its throughput is the rate it was offered: no rule applies there."""
+    if c.scenario == "server":
+        return {**stats.stability(None, (), within_threshold=req.iqr_threshold,
+                                  between_threshold=req.repeat_spread_threshold),
+                "not_judged": "server scenario: latencies include queueing by design"}
+    within = [o.result["metrics"].get("iqr_over_median") for o in outcomes]
+    within = [x for x in within if x is not None]
+    return stats.stability(stats.median(within) if within else None,
+                           [o.result["metrics"]["throughput_sps"] for o in outcomes],
+                           within_threshold=req.iqr_threshold,
+                           between_threshold=req.repeat_spread_threshold)
+
+
 def _metrics(c: Cell, req: BenchRequest, outcomes: list[CellOutcome], failed: CellOutcome | None,
              chosen: CellOutcome, store: ResultStore, machine_id: str) -> dict[str, Any]:
     """The measured figures: the median repeat's, with spread, stability and share of peak."""
@@ -61,28 +76,25 @@ def _metrics(c: Cell, req: BenchRequest, outcomes: list[CellOutcome], failed: Ce
     if len(outcomes) > 1:
         metrics["repeats"] = [{"throughput_sps": o.result["metrics"]["throughput_sps"],
                                "latency_p50_ms": (o.result["metrics"].get("latency_ms") or {})
-                               .get("p50"), "cv": o.result["metrics"].get("cv")}
+                               .get("p50"), "cv": o.result["metrics"].get("cv"),
+                               "iqr_over_median": o.result["metrics"].get("iqr_over_median")}
                               for o in outcomes]
         metrics["repeat_spread"] = {"median_sps": stats.median(thr),
                                     "mad_over_median": stats.relative_mad(thr),
+                                    "range_over_median": stats.range_over_median(thr),
                                     "min_sps": min(thr), "max_sps": max(thr)}
     metrics["throughput_sps"] = stats.median(thr)
     metrics["peak_rss_mb"] = peak_rss
     metrics["cell_wall_s"] = sum(o.wall_s for o in outcomes)
-    metrics["cv_threshold"] = req.cv_threshold
-    # Server latencies vary by design (queueing): the noise rule is for the loop scenarios.
-    cv = metrics.get("cv") if c.scenario != "server" else None
-    metrics["unstable"] = bool(cv is not None and cv > req.cv_threshold)
+    metrics["stability"] = _stability(c, req, outcomes)
+    metrics["unstable"] = metrics["stability"]["unstable"]
     g = (c.gflops or {}).get("gflops_per_sample")
     metrics["gflops_per_sample"] = g
     metrics["flops"] = c.gflops
     if g and metrics["throughput_sps"]:
         metrics["achieved_gflops"] = g * metrics["throughput_sps"]
-        peak = peak_mod.lookup(store, machine_id, c.device, c.precision)
-        if peak:
-            metrics["peak_gflops"] = peak["gflops"]
-            metrics["peak_record_id"] = peak["record_id"]
-            metrics["percent_of_peak"] = 100 * metrics["achieved_gflops"] / peak["gflops"]
+        metrics.update(peak_mod.share_of_peak(store, machine_id, c.device, c.precision,
+                                              c.intra_op, metrics["achieved_gflops"]))
     return metrics
 
 
@@ -99,7 +111,7 @@ def make_record(c: Cell, req: BenchRequest, outcomes: list[CellOutcome], fp: dic
     verification = _verification(store, c.artifact)
     record = records.new_record(
         "bench", run_id=run_id, identity=identity(c, req, fp["machine_id"]), started=started,
-        argv=req.argv, device=c.device, fp=fp, status=status,
+        argv=req.argv, device=c.device, fp=fp, env=c.environment(), status=status,
         error=failed.error if failed is not None else None,
         duration_s=sum(o.wall_s for o in outcomes),
         model=c.artifact.ref.model, framework=framework,
@@ -117,14 +129,15 @@ def make_record(c: Cell, req: BenchRequest, outcomes: list[CellOutcome], fp: dic
                      "meta": c.artifact.ref.meta, "verification": verification},
         "timed_region": result.get("timed_region"),
         "runtime": result.get("runtime"),
+        "math_mode": mathmode.of(result.get("runtime")),
         "inputs": result.get("inputs"),
         "config": req.config,
         "notes": c.notes + (result.get("notes") or []) + (
             [f"{c.artifact.label} did not pass verification (dlbench verify): its outputs "
              f"differ from its source's beyond tolerance"]
             if verification and not verification["verified"] else []) + (
-            [metrics["no_feasible_rate"]] if metrics.get("no_feasible_rate") else []),
-        "thread_environment": in_force(c.environment()),
+            [metrics["no_feasible_rate"]] if metrics.get("no_feasible_rate") else []) + (
+            [metrics["peak_note"]] if metrics.get("peak_note") else []),
         "stop_rule": req.rule.to_dict(),
         "options": c.options,
         "traceback": chosen.traceback if failed else None,
@@ -133,6 +146,7 @@ def make_record(c: Cell, req: BenchRequest, outcomes: list[CellOutcome], fp: dic
     # Flat keys for --json readers (the issue's contract); the database keeps them in metrics.
     record.update({
         "latency_ms": metrics.get("latency_ms"), "cv": metrics.get("cv"),
+        "percentile_support": metrics.get("percentile_support"),
         "gflops_per_sample": metrics.get("gflops_per_sample", (c.gflops or {}).get(
             "gflops_per_sample")),
         "threads": {"intra_op": c.intra_op, "inter_op": c.inter_op},

@@ -10,14 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlbench.harness.allocator import DEFAULT_ALLOCATOR, check as check_allocator
 from dlbench.harness.bench.measure import StopRule
+from dlbench.harness.stats import BETWEEN_PROCESSES_THRESHOLD, WITHIN_PROCESS_THRESHOLD
 from dlbench.harness.bench.scenarios import get_scenario
 from dlbench.harness.threads import physical_cores
 from dlbench.models.errors import UserError
 
 DEVICES = ("cpu", "cuda", "ascend")
 DEVICE_ALIASES = {"gpu": "cuda"}
-CV_THRESHOLD = 0.10
 
 
 def split(values, kind=str) -> list:
@@ -42,12 +43,19 @@ class BenchRequest:
     batch_sizes: list[int] = field(default_factory=lambda: [1])
     threads: list[int] | None = None
     inter_op_threads: int | None = None
+    # The memory allocator of every cell's process (harness.allocator: why tuned is the default).
+    allocator: str = DEFAULT_ALLOCATOR
     scenarios: list[str] = field(default_factory=lambda: ["offline"])
     rule: StopRule = field(default_factory=StopRule)
     repeats: int = 1
-    cv_threshold: float = CV_THRESHOLD
+    # Stability rules (harness.stats.stability): IQR / median of latency within a process,
+    # and (max - min) / median of throughput between the --repeats processes.
+    iqr_threshold: float = WITHIN_PROCESS_THRESHOLD
+    repeat_spread_threshold: float = BETWEEN_PROCESSES_THRESHOLD
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     int_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # --input: a value (int, float, bool) for every element, or a .npy path (bench.given).
+    inputs: dict[str, int | float | bool | str] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     device_id: int = 0
     seed: int = 0
@@ -117,8 +125,11 @@ class BenchRequest:
                 raise UserError(f"{flag} must be at least {low}, got {value}")
         if self.timeout is not None and self.timeout <= 0:
             raise UserError("--timeout must be positive")
-        if self.cv_threshold <= 0:
-            raise UserError("--cv-threshold must be positive")
+        check_allocator(self.allocator)
+        if self.iqr_threshold <= 0:
+            raise UserError("--iqr-threshold must be positive")
+        if self.repeat_spread_threshold <= 0:
+            raise UserError("--repeat-spread-threshold must be positive")
         if self.max_wait_ms < 0:
             raise UserError("--max-wait-ms must not be negative")
         if self.latency_bound_ms is not None and self.latency_bound_ms <= 0:

@@ -1,9 +1,16 @@
-"""The inference table, in the seed pages' layout, next to the training table."""
+"""The inference table, in the seed pages' layout, next to the training table.
+
+Flags go on the row as a short mark, their explanation once under the table:
+a p99 from too few samples (*), an unstable cell, a kernel-bound cell
+(``harness.cpuusage``: its CPU time went to the kernel, usually page faults).
+An Allocator column appears when the rows ran with different allocators.
+"""
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from dlbench.harness.tables import (ROUGH_P99, artifact_label, markdown, milliseconds,
+from dlbench.harness.tables import (ROUGH_P99, allocator_of, artifact_label, kernel_mark,
+                                     kernel_note, markdown, milliseconds, mixed_allocators,
                                      network_name)
 
 BENCH_HEADERS = ("Network", "Artifact", "Backend", "Resource", "Precision", "Batch size",
@@ -30,11 +37,13 @@ def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         if m.get("achieved_gflops"):
             gflops = f"{m['achieved_gflops']:.4g}"
             if m.get("percent_of_peak") is not None:
-                gflops += f" ({m['percent_of_peak']:.0f}%)"
+                pct = m["percent_of_peak"]        # above 100 %: a wrong FLOP count or peak
+                gflops += f" ({pct:.0f}%)" if pct <= 100 else f" (INVALID: {pct:.0f}% of peak)"
         cold = m.get("cold_start") or {}
         thr = f"{r['throughput_sps']:.4g}" if r.get("throughput_sps") is not None else "-"
         if r["status"] == "unstable":
             thr += " (unstable)"
+        thr += kernel_mark(r)
         if r.get("scenario") == "server" and (m.get("server") or {}).get("latency_bound_ms"):
             thr += f" @ p99 <= {m['server']['latency_bound_ms']:g} ms"
         rows.append(head + [
@@ -47,10 +56,18 @@ def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
 
 
 def bench_table(records: Sequence[dict[str, Any]]) -> str:
-    text = markdown(BENCH_HEADERS, bench_rows(records))
+    headers, rows = list(BENCH_HEADERS), bench_rows(records)
+    if mixed_allocators(records):
+        headers.insert(headers.index("Precision"), "Allocator")
+        for row, r in zip(rows, records):
+            row.insert(headers.index("Allocator"), allocator_of(r))
+    text = markdown(headers, rows)
     if any(not ((r.get("metrics") or {}).get("percentile_support") or {}).get("p99", True)
            for r in records if r["status"] != "failed"):
         text += "\n\n" + ROUGH_P99
+    note = kernel_note(records)
+    if note:
+        text += "\n\n" + note
     return text
 
 

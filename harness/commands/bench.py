@@ -37,12 +37,17 @@ def add_arguments(p) -> None:
     p.add_argument("--device-id", type=int, default=req("device_id"),
                    help="GPU / NPU index (default %(default)s)")
     p.add_argument("--precision", action="append", default=None,
-                   help="fp32, fp16, bf16, int8 (default: the artifact's own; fp32 for native)")
+                   help="fp32, tf32, fp16, bf16, int8 (default: the artifact's own; fp32 for "
+                   "native); fp32 is IEEE float32, tf32 needs an NVIDIA GPU of compute "
+                   "capability 8.0+")
     p.add_argument("--batch-sizes", default=req("batch_sizes"),
                    help="comma-separated, e.g. 1,8,32 (default %(default)s)")
     p.add_argument("--threads", default=None,
                    help="intra-op threads, comma-separated to sweep (default: physical cores)")
     p.add_argument("--inter-op-threads", type=int, default=None, help="default 1")
+    p.add_argument("--allocator", default=req("allocator"), metavar="NAME",
+                   help="memory allocator of each cell's process: system, tuned (glibc keeping "
+                        "freed memory), jemalloc or tcmalloc (default %(default)s)")
     p.add_argument("--scenario", action="append", default=None,
                    help=f"offline, single-stream, server; repeat or comma-separate (default "
                         f"{show(field_default(BenchRequest, 'scenarios'))})")
@@ -61,17 +66,34 @@ def add_arguments(p) -> None:
     g.add_argument("--repeats", type=int, default=req("repeats"),
                    help="run each cell N times (each in a fresh process); report the median and "
                         "the spread (default %(default)s)")
-    g.add_argument("--cv-threshold", type=float, default=req("cv_threshold"),
-                   help="a cell whose latency coefficient of variation exceeds this is flagged "
-                        "unstable (default %(default)g)")
+    # --cv-threshold is the option's old name, kept so existing scripts and configs run;
+    # the rule is on IQR / median now, which one slow iteration cannot trip.
+    g.add_argument("--iqr-threshold", "--cv-threshold", dest="iqr_threshold", type=float,
+                   default=req("iqr_threshold"),
+                   help="flag a cell unstable when the IQR / median of its per-iteration "
+                        "latencies exceeds this (default %(default)g; --cv-threshold is its "
+                        "old name)")
+    g.add_argument("--repeat-spread-threshold", type=float,
+                   default=req("repeat_spread_threshold"),
+                   help="with --repeats: flag a cell unstable when (max - min) / median of the "
+                        "processes' throughputs exceeds this (default %(default)g)")
     g.add_argument("--seed", type=int, default=req("seed"),
                    help="seed of the synthesized inputs (default %(default)s)")
     i = p.add_argument_group("inputs (any ONNX model)")
     i.add_argument("--shape", action="append", default=[], metavar="NAME=AxBxC",
-                   help="full shape of an input with dynamic dimensions (trtexec-style; the "
-                        "batch dimension follows --batch-sizes); repeat per input")
+                   help="full shape of an input with dynamic dimensions (the batch dimension "
+                        "follows --batch-sizes); repeat per input")
+    i.add_argument("--shapes", action="append", default=[], metavar="NAME:AxB,NAME2:C",
+                   help="the same in trtexec's form (split at each entry's last ':'; "
+                        "NAME:scalar for a 0-d input); may be combined with --shape")
     i.add_argument("--int-range", action="append", default=[], metavar="NAME=LOW:HIGH",
                    help="integer input values drawn from [LOW, HIGH)")
+    i.add_argument("--input", dest="inputs", action="append", default=[],
+                   metavar="NAME=VALUE|FILE.npy",
+                   help="set an input: one value for every element (e.g. sr=16000; checked "
+                        "against the model's dtype), or your own array (its dynamic "
+                        "dimensions set the input's; the batch takes its first rows, "
+                        "repeated if too few); repeat per input")
     i.add_argument("--model", default=req("model"),
                    help="zoo architecture of a bare checkpoint without a manifest")
     s = p.add_argument_group("server scenario")
@@ -129,7 +151,8 @@ def _options(args) -> dict:
 
 
 def request_from(args, argv=None):
-    from dlbench.harness.bench.inputs import parse_int_range, parse_shape
+    from dlbench.harness.bench.input_args import (collect, parse_input, parse_int_range,
+                                                  shapes_from)
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import BenchRequest, split
     from dlbench.harness.config import resolved
@@ -140,13 +163,15 @@ def request_from(args, argv=None):
         artifacts=args.artifacts, backends=args.backend, devices=args.device,
         precisions=args.precision, batch_sizes=split([args.batch_sizes], int),
         threads=split([args.threads], int) if args.threads else None,
-        inter_op_threads=args.inter_op_threads,
+        inter_op_threads=args.inter_op_threads, allocator=args.allocator,
         rule=StopRule(warmup=args.warmup, max_warmup=args.max_warmup,
                       min_iterations=args.min_iterations, min_duration_s=args.min_duration,
                       iterations=args.iterations),
-        repeats=args.repeats, cv_threshold=args.cv_threshold,
-        shapes=dict(parse_shape(s) for s in args.shape),
+        repeats=args.repeats, iqr_threshold=args.iqr_threshold,
+        repeat_spread_threshold=args.repeat_spread_threshold,
+        shapes=shapes_from(args.shape, args.shapes),
         int_ranges=dict(parse_int_range(r) for r in args.int_range),
+        inputs=collect("--input", (parse_input(a) for a in args.inputs)),
         options=_options(args), device_id=args.device_id, seed=args.seed,
         qps=split([args.qps], float) if args.qps else None, max_wait_ms=args.max_wait_ms,
         latency_bound_ms=args.latency_bound_ms, model=args.model, timeout=args.timeout,

@@ -7,7 +7,10 @@
   sidecar next to the engine records the TensorRT version and GPU it belongs to.
 --to int8: ONNX Runtime static quantization (QDQ, per-channel weights,
   calibration from --calib-data FILE.npz, --calib-data digits (the training
-  split) or synthetic images), or --dynamic.
+  split) or synthetic images), or --dynamic.  Fixed-range ops at the outputs
+  (a final Softmax) stay float unless --no-float-tail; --exclude-nodes and
+  --exclude-op-types leave more in float.  An unverified build prints the
+  worst layers by SQNR against fp32.
 --to fp16: float16 weights and compute, float32 I/O unless --no-keep-io-types.
 
 The result runs on the same fixed inputs as the fp32 model and is judged with
@@ -23,6 +26,9 @@ HELP = "build TensorRT engines or INT8/FP16 ONNX models from fp32 ONNX, verified
 
 
 def add_arguments(p) -> None:
+    from dlbench.converters.base import BuildOptions
+    from dlbench.harness.config import field_default
+
     p.add_argument("model", metavar="MODEL.onnx", help="fp32 ONNX model (dlbench export's output)")
     p.add_argument("--to", required=True, choices=("tensorrt", "int8", "fp16"))
     p.add_argument("--out", "-o", default=None,
@@ -49,6 +55,15 @@ def add_arguments(p) -> None:
     p.add_argument("--target", default="cpu", choices=("cpu", "tensorrt"),
                    help="int8 Q/DQ flavour: cpu (u8 activations, s8 weights; default) or "
                         "tensorrt (symmetric s8)")
+    p.add_argument("--exclude-nodes", default=None, metavar="NAME[,NAME]",
+                   help="int8: leave these nodes in float (names of the graph after "
+                        "quant_pre_process, as the per-layer error report prints them)")
+    p.add_argument("--exclude-op-types", default=None, metavar="TYPE[,TYPE]",
+                   help="int8: leave every node of these op types in float (e.g. Softmax)")
+    p.add_argument("--float-tail", action=argparse.BooleanOptionalAction,
+                   default=field_default(BuildOptions, "float_tail"),
+                   help="int8: keep fixed-range ops (Softmax, Sigmoid, Tanh, ...) at the "
+                        "graph outputs in float")
     p.add_argument("--keep-io-types", action=argparse.BooleanOptionalAction, default=True,
                    help="fp16: keep float32 inputs and outputs (default yes)")
     p.add_argument("--verify-batch-sizes", default="1,8",
@@ -72,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
         batch_sizes=verify.parse_batch_sizes(args.batch_sizes), workspace_mb=args.workspace_mb,
         timing_cache=args.timing_cache, calib_data=args.calib_data, calib_size=args.calib_size,
         calib_batch=args.calib_batch, calib_cache=args.calib_cache, dynamic=args.dynamic,
-        per_channel=not args.per_tensor, target=args.target, keep_io_types=args.keep_io_types)
+        per_channel=not args.per_tensor, target=args.target, keep_io_types=args.keep_io_types,
+        exclude_nodes=_names(args.exclude_nodes), exclude_op_types=_names(args.exclude_op_types),
+        float_tail=args.float_tail)
     req = BuildRequest(
         source=args.model, to=args.to, out=args.out, options=opts, precision=args.precision,
         verify_batch_sizes=verify.parse_batch_sizes(args.verify_batch_sizes),
@@ -81,6 +98,15 @@ def run(args: argparse.Namespace) -> int:
     record = with_progress(args, f"build {args.to} from {args.model}", "build",
                            lambda say: build(req))
     print(verification_table([record]))
+    if record["metrics"].get("layer_errors"):
+        from dlbench.harness.verify.layers import layer_table
+
+        print(layer_table(record["metrics"]["layer_errors"]))
     if record["status"] != "ok":
         print(f"dlbench build: {record['status']}: {record.get('error')}", file=sys.stderr)
     return 0 if record["status"] == "ok" else 1
+
+
+def _names(text: str | None) -> tuple[str, ...]:
+    """A comma-separated list of names as the request's tuple (blanks dropped)."""
+    return tuple(t.strip() for t in (text or "").split(",") if t.strip())

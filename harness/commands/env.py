@@ -18,6 +18,9 @@ def add_arguments(p) -> None:
                    help="also measure the GEMM peak (GFLOP/s) of each device and store it")
     p.add_argument("--peak-seconds", type=float, default=2.0,
                    help="seconds per device and precision for --peak (default 2)")
+    p.add_argument("--peak-threads", default=None, metavar="N[,N...]",
+                   help="CPU thread counts to measure the peak at (default physical cores); "
+                        "a bench at another count measures its own the first time")
     p.add_argument("--db", default=None, help="results database for --peak (default $DLBENCH_DB "
                                               "or results/dlbench.sqlite)")
 
@@ -70,4 +73,11 @@ def _peaks(args):
 
     if args.peak_seconds <= 0:
         raise UserError("--peak-seconds must be positive")
-    return measure_peaks(args.db, args.peak_seconds)
+    threads = None
+    if args.peak_threads:
+        from dlbench.harness.bench.request import split
+
+        threads = split([args.peak_threads], int)
+        if not threads or min(threads) < 1:
+            raise UserError("--peak-threads takes thread counts of at least 1")
+    return measure_peaks(args.db, args.peak_seconds, threads=threads)

@@ -52,6 +52,10 @@ def add_arguments(p) -> None:
                    help="cpu, gpu or ascend (default %(default)s)")
     p.add_argument("--threads", type=int, default=req("threads"),
                    help="intra-op threads (default: physical cores)")
+    p.add_argument("--allocator", default=req("allocator"), metavar="NAME",
+                   help="memory allocator of the training and benchmark processes: system, "
+                        "tuned (glibc keeping freed memory), jemalloc or tcmalloc "
+                        "(default %(default)s)")
     p.add_argument("--seed", type=int, default=req("seed"), help="default %(default)s")
     m = p.add_argument_group("measurement (per inference cell)")
     m.add_argument("--warmup", type=int, default=rule.warmup,
@@ -118,7 +122,7 @@ def request_from(args, argv=None):
         batch_sizes=_split(args.batch_sizes, int) if args.batch_sizes is not None else None,
         train_steps=args.train_steps,
         warmup_steps=args.warmup_steps, train_batch_size=args.train_batch_size,
-        device=args.device, threads=args.threads, seed=args.seed,
+        device=args.device, threads=args.threads, allocator=args.allocator, seed=args.seed,
         rule=StopRule(warmup=args.warmup, max_warmup=args.max_warmup,
                       min_iterations=args.min_iterations, min_duration_s=args.min_duration,
                       iterations=args.iterations),

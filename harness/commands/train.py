@@ -11,6 +11,8 @@ HELP = "train a model briefly in native frameworks and record training throughpu
 
 
 def add_arguments(p) -> None:
+    from dlbench.harness.allocator import DEFAULT_ALLOCATOR   # TrainRequest's, without its imports
+
     p.add_argument("model", help="zoo model name (see 'dlbench models')")
     p.add_argument("--framework", "-f", action="append", default=None,
                    help="pytorch, tensorflow or mindspore; repeat or comma-separate for several "
@@ -20,10 +22,15 @@ def add_arguments(p) -> None:
     p.add_argument("--warmup-steps", type=int, default=2,
                    help="steps run before the clock starts, reported apart (default 2)")
     p.add_argument("--device", default="cpu", help="cpu, gpu or ascend (default cpu)")
-    p.add_argument("--precision", default="fp32", help="fp32 or amp (default fp32)")
+    p.add_argument("--precision", default="fp32",
+                   help="fp32 (IEEE float32 on every device), tf32 (NVIDIA GPU of compute "
+                   "capability 8.0+) or amp (default fp32)")
     p.add_argument("--threads", type=int, default=None,
                    help="intra-op threads (default: physical cores)")
     p.add_argument("--inter-op-threads", type=int, default=None, help="default 1")
+    p.add_argument("--allocator", default=None, metavar="NAME",
+                   help="memory allocator of each run's process: system, tuned (glibc keeping "
+                        f"freed memory), jemalloc or tcmalloc (default {DEFAULT_ALLOCATOR})")
     p.add_argument("--data", default="synthetic", metavar="DATA",
                    help="synthetic (default; made before the clock); digits (scikit-learn's "
                         "bundled 8x8 digits, no download); or PATH to data you have, its format "
@@ -74,7 +81,8 @@ def run(args) -> int:
         inter_op_threads=args.inter_op_threads, data=args.data, eval=args.eval,
         eval_samples=args.eval_samples, seed=args.seed,
         learning_rate=args.lr, out=args.out, db=args.db, json_path=args.json_path,
-        timeout=args.timeout)
+        timeout=args.timeout,
+        **({"allocator": args.allocator} if args.allocator is not None else {}))
     records = with_progress(args, f"train {spec.name} in {', '.join(req.frameworks)}", "train",
                             lambda say: train(req, progress=say))
     print(train_table(records))

@@ -30,6 +30,9 @@ def add_arguments(p) -> None:
     p.add_argument("--atol", type=float, default=None)
     p.add_argument("--min-cosine", type=float, default=None)
     p.add_argument("--min-top1", type=float, default=None)
+    p.add_argument("--layers", action="store_true",
+                   help="int8 ONNX: also compare every layer with the fp32 ONNX source and "
+                        "print the worst by SQNR")
     p.add_argument("--threads", type=int, default=None, help="intra-op threads")
     p.add_argument("--db", default=None, help="results database")
     p.add_argument("--json", dest="json_path", default=None, help="also write the record here")
@@ -47,9 +50,14 @@ def run(args: argparse.Namespace) -> int:
         framework=args.framework, model=args.model,
         overrides={"rtol": args.rtol, "atol": args.atol, "min_cosine": args.min_cosine,
                    "min_top1": args.min_top1},
-        threads=args.threads, db=args.db, json_path=args.json_path, timeout=args.timeout)
+        threads=args.threads, db=args.db, json_path=args.json_path, timeout=args.timeout,
+        layers=args.layers)
     record = verify.verify_files(req)
     print(verification_table([record]))
+    if record["metrics"].get("layer_errors"):
+        from dlbench.harness.verify.layers import layer_table
+
+        print(layer_table(record["metrics"]["layer_errors"]))
     if record["status"] != "ok":
         print(f"dlbench verify: {record['status']}: {record.get('error')}", file=sys.stderr)
     return 0 if record["status"] == "ok" else 1

@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from dlbench.harness.compare.match import pair_cells
-from dlbench.harness.compare.samples import throughput_samples
+from dlbench.harness.compare.samples import (ITERATIONS, PROCESSES, process_samples,
+                                             throughput_samples)
 from dlbench.harness.compare.stats import SLOWER, RatioEstimate, bootstrap_ratio
 from dlbench.models.errors import UserError
 
@@ -19,6 +20,9 @@ class Pair:
     verdict: str
     estimate: RatioEstimate | None = None
     note: str | None = None
+    # What the samples were: "processes" (per-process throughputs of --repeats) or
+    # "iterations" (per-iteration throughputs of one process).
+    basis: str | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -30,7 +34,7 @@ class Pair:
             "batch_size", "scenario", "intra_op_threads", "inter_op_threads", "throughput_sps",
             "machine_id")}
         return {"baseline": side(self.baseline), "candidate": side(self.candidate),
-                "verdict": self.verdict, "note": self.note,
+                "verdict": self.verdict, "note": self.note, "basis": self.basis,
                 "estimate": self.estimate.to_dict() if self.estimate else None}
 
 
@@ -50,8 +54,20 @@ class Comparison:
 
 def judge(baseline: dict[str, Any], candidate: dict[str, Any], *, confidence: float = 0.95,
           resamples: int = 2000, seed: int = 0, min_effect: float = 0.0) -> Pair:
-    a, why_a = throughput_samples(baseline)
-    b, why_b = throughput_samples(candidate)
+    """One pair's verdict.  Both sides with enough ``--repeats`` processes: their
+    per-process throughputs are the samples; otherwise both sides' per-iteration ones
+    (never one of each: the two spreads are not the same quantity)."""
+    pa, pb = process_samples(baseline), process_samples(candidate)
+    notes = []
+    if pa and pb:
+        a, b, why_a, why_b, basis = pa, pb, None, None, PROCESSES
+    else:
+        a, why_a = throughput_samples(baseline)
+        b, why_b = throughput_samples(candidate)
+        basis = ITERATIONS
+        if pa or pb:
+            notes.append(f"only the {'baseline' if pa else 'candidate'} has repeated "
+                         f"processes: per-iteration samples")
     if a is None or b is None:
         failed = [s for s, why in (("baseline", why_a), ("candidate", why_b)) if why == FAILED]
         if failed:
@@ -62,8 +78,9 @@ def judge(baseline: dict[str, Any], candidate: dict[str, Any], *, confidence: fl
                           min_effect=min_effect)
     unstable = [s for s, r in (("baseline", baseline), ("candidate", candidate))
                 if r.get("status") == "unstable"]
-    note = " and ".join(unstable) + " unstable" if unstable else None
-    return Pair(baseline, candidate, est.verdict, est, note)
+    if unstable:
+        notes.insert(0, " and ".join(unstable) + " unstable")
+    return Pair(baseline, candidate, est.verdict, est, "; ".join(notes) or None, basis)
 
 
 def compare(baseline: Iterable[dict[str, Any]], candidate: Iterable[dict[str, Any]], *,

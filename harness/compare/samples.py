@@ -1,9 +1,13 @@
-"""Per-iteration throughput samples from a stored record.
+"""Throughput samples from a stored record: per process when it has enough, else per iteration.
 
 A record's headline throughput is one number; a confidence interval needs the
-spread behind it, which the raw per-iteration timings that every record keeps
-provide.  Each iteration becomes one throughput sample (samples per second),
-so train and bench records are compared on the same scale.
+spread behind it.  The honest spread is between fresh processes (``dlbench
+bench --repeats``): each has its own memory layout, thread placement and
+turbo state, which iterations of one process share, so an interval from
+iterations alone is too narrow.  With at least ``MIN_PROCESSES`` processes
+their throughputs are the samples; otherwise the raw per-iteration timings
+every record keeps are, each iteration one throughput sample (samples per
+second), so train and bench records are compared on the same scale.
 """
 from __future__ import annotations
 
@@ -11,6 +15,19 @@ from typing import Any
 
 # Fewer than this and the bootstrap only reshuffles a handful of values.
 MIN_SAMPLES = 3
+# Per-process throughputs are the samples from this many processes on.
+MIN_PROCESSES = 3
+PROCESSES, ITERATIONS = "processes", "iterations"
+
+
+def process_samples(record: dict[str, Any]) -> list[float] | None:
+    """The throughputs of a cell's ``--repeats`` processes, when it has ``MIN_PROCESSES``."""
+    if record.get("status") == "failed" or record.get("kind") != "bench" \
+            or record.get("scenario") == "server":
+        return None
+    repeats = (record.get("metrics") or {}).get("repeats") or []
+    thr = [float(r["throughput_sps"]) for r in repeats if (r.get("throughput_sps") or 0) > 0]
+    return thr if len(thr) >= MIN_PROCESSES else None
 
 
 def throughput_samples(record: dict[str, Any]) -> tuple[list[float] | None, str | None]:

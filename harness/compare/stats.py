@@ -4,12 +4,13 @@ Medians, because per-iteration timings have long right tails (a page fault, a
 scheduler hiccup) that move a mean but not a median.  Each side is resampled
 on its own (the two runs are independent), the ratio of the resampled medians
 is taken, and its percentiles bound the ratio.  Iterations of one run are not
-quite independent (drift, thermal state), so the interval is a floor on the
-uncertainty, not a ceiling: `dlbench bench --repeats` measures the rest.
-That is what ``min_effect`` is for: two processes running the same cell
-differ by 1-2 % on a quiet machine (measured here: two back-to-back runs of a
-tiny model, ratio 0.983 with a tight interval), so a change smaller than the
-noise floor is "within noise" however narrow its interval.
+quite independent (drift, thermal state), so an interval from iterations is a
+floor on the uncertainty, not a ceiling; with ``--repeats`` the samples are
+per-process throughputs instead (``compare.samples``).  That is what
+``min_effect`` is for: two processes running the same cell differ by some
+percent however many iterations each ran (the noise floor, measured per
+machine by ``dlbench compare --calibrate``: ``compare.noise``), so a change
+smaller than it is "within noise" however narrow its interval.
 """
 from __future__ import annotations
 
@@ -41,9 +42,12 @@ class RatioEstimate:
 
 
 def verdict(ratio: float, low: float, high: float, min_effect: float = 0.0) -> str:
+    """Faster when the interval is above 1 and the ratio beyond 1 + min_effect; slower
+    when below 1 and the ratio under 1 / (1 + min_effect): symmetric, so swapping the
+    sides swaps the verdict, and a floor above 100 % still lets a 10x slowdown show."""
     if low > 1 and ratio > 1 + min_effect:
         return FASTER
-    if high < 1 and ratio < 1 - min_effect:
+    if high < 1 and ratio < 1 / (1 + min_effect):
         return SLOWER
     return NOISE
 

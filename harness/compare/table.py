@@ -49,14 +49,14 @@ def _sps(r: dict[str, Any]) -> str:
 def comparison_table(c: Comparison, confidence: float = 0.95,
                      show_machine: bool = False) -> str:
     headers = ["Model", "Cell", "Baseline", "Candidate", "Ratio", f"{confidence * 100:g}% CI",
-               "Verdict"] + (["Machine"] if show_machine else [])
+               "Verdict", "Samples"] + (["Machine"] if show_machine else [])
     rows = []
     for p in c.pairs:
         e = p.estimate
         row = [network(p.baseline.get("model")), cell_label(p), _sps(p.baseline),
                _sps(p.candidate), f"{e.ratio:.3f}" if e else "—",
                f"[{e.low:.3f}, {e.high:.3f}]" if e else "—",
-               p.verdict + (f" ({p.note})" if p.note else "")]
+               p.verdict + (f" ({p.note})" if p.note else ""), _samples(p)]
         if show_machine:
             row.append(_change(p.baseline.get("machine_id"), p.candidate.get("machine_id")))
         rows.append(row)
@@ -82,13 +82,22 @@ def unmatched(c: Comparison) -> str:
     return f"Unmatched cells ({len(lines)}), not compared:\n" + "\n".join(lines)
 
 
-def footnote(confidence: float, resamples: int, min_effect: float = 0.0) -> str:
+def _samples(p: Pair) -> str:
+    """How many samples of what: "3+3 processes" (--repeats), "150+150 iterations"."""
+    e = p.estimate
+    return f"{e.n_baseline}+{e.n_candidate} {p.basis}" if e and p.basis else "—"
+
+
+def footnote(confidence: float, resamples: int, floor) -> str:
+    """``floor``: the ``compare.noise.NoiseFloor`` the verdicts used."""
     return (f"Baseline/Candidate: recorded throughput (samples in the measured window / its "
-            f"wall time). Ratio: candidate / baseline median per-iteration throughput; "
+            f"wall time). Ratio: candidate / baseline median throughput, over per-process "
+            f"throughputs when both cells ran at least 3 fresh processes (bench --repeats), "
+            f"else over per-iteration throughputs (Samples says which); "
             f"{confidence * 100:g}% CI: percentile bootstrap of that ratio ({resamples} "
             f"resamples). Verdict: faster or slower when the interval excludes 1 and the "
-            f"ratio differs from 1 by more than {min_effect * 100:g}% (the noise floor "
-            f"between processes), else within noise.")
+            f"ratio is above 1 + or below 1 / (1 + the {floor.describe()}), else within "
+            f"noise.")
 
 
 # --- the paper's Table 2 -------------------------------------------------------------------

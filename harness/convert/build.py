@@ -25,10 +25,11 @@ from dlbench.models.atomic import check_can_create, write_json
 from dlbench.harness.context import CommandOptions, new_run_id, now_iso
 from dlbench.models.errors import UserError, first_line
 from dlbench.harness.results import ResultStore
-from dlbench.harness import records
+from dlbench.harness import mathmode, records
 from dlbench.harness.backends.base import ONNX, ArtifactRef
 from dlbench.harness.convert import calibration
-from dlbench.harness.threads import ThreadConfig, in_force
+from dlbench.harness.cellenv import cell_environment
+from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.verify import compare as cmp
 from dlbench.harness.verify import inputs as vin
 from dlbench.harness.verify import run as runners
@@ -79,6 +80,9 @@ def plan(req: BuildRequest) -> _Plan:
         problems = availability_problems()
         if problems:
             raise UserError("cannot build a TensorRT engine here: " + "; ".join(problems))
+    if req.to == "fp16" and (opts.exclude_nodes or opts.exclude_op_types):
+        raise UserError("--exclude-nodes / --exclude-op-types choose what INT8 quantization "
+                        "leaves in float; --to fp16 converts every node")
     hop.check_available(opts)
     source = Path(req.source)
     model = onnx_io.load(source)
@@ -127,20 +131,20 @@ def build(req: BuildRequest) -> dict[str, Any]:
 
     p = plan(req)
     threads = ThreadConfig.default(req.threads)
-    env = threads.environment()
+    env = cell_environment(threads)
     source_sha = onnx_io.sha256(p.source)
     meta = p.summary.metadata
     identity = {"hop": p.hop.name, "source_sha256": source_sha, "options": p.options.to_dict(),
                 "batch_sizes": list(p.batch_sizes), "seed": req.seed}
     device = "gpu" if req.to == "tensorrt" else "cpu"
     record = records.new_record("convert", run_id=new_run_id(), identity=identity,
-                                started=now_iso(), argv=req.argv, device=device)
+                                started=now_iso(), argv=req.argv, device=device, env=env)
     fmt = "tensorrt" if req.to == "tensorrt" else "onnx"
     record.update({"model": meta.get("model"), "framework": meta.get("framework"),
                    "backend": fmt, "precision": p.precision,
                    "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
     record["context"].update({
-        "hop": p.hop.name, "options": p.options.to_dict(), "thread_environment": in_force(env),
+        "hop": p.hop.name, "options": p.options.to_dict(),
         "source": {"path": str(p.source.resolve()), "sha256": source_sha,
                    "precision": p.summary.precision, "node_count": p.summary.node_count},
         "artifact": {"path": str(p.out.resolve()), "format": fmt}})
@@ -154,7 +158,7 @@ def build(req: BuildRequest) -> dict[str, Any]:
         record["context"]["verify_inputs"] = f"{p.options.calib_data}: held-out split, in order"
     else:
         inputs = vin.inputs_for_onnx(p.summary, p.batch_sizes, req.seed, str(p.source))
-    reference, _ = runners.outputs(_onnx_ref(p.source, meta), inputs, threads=threads)
+    reference, ref_info = runners.outputs(_onnx_ref(p.source, meta), inputs, threads=threads)
     reference_s = time.perf_counter() - verify_start
     p.out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{p.out.name}.", suffix=".partial",
@@ -200,14 +204,20 @@ def build(req: BuildRequest) -> dict[str, Any]:
             record["backend_version"] = f"onnxruntime {onnxruntime.__version__}"
         record["context"]["build_info"] = {k: v for k, v in info.items() if k != "sidecar"}
         verify_start = time.perf_counter()
+        cand_info = info.get("candidate_run")           # the TensorRT cell's own run
         if candidate is None:
             try:
-                candidate, _ = runners.outputs(_onnx_ref(staged, meta), inputs, threads=threads)
+                candidate, cand_info = runners.outputs(_onnx_ref(staged, meta), inputs,
+                                                       threads=threads)
             except UserError as exc:
                 return _stored(req, records.finish(record, None, error=str(exc)), None, start)
+        record["context"]["math_mode"] = mathmode.of_runs(reference=ref_info,
+                                                          candidate=cand_info)
         verdict = cmp.compare(reference, candidate, cmp.tolerance(p.precision),
                                  p.batch_sizes, req.seed)
         verify_s = reference_s + time.perf_counter() - verify_start + info.get("candidate_s", 0.0)
+        if req.to == "int8" and not verdict.ok:
+            record["metrics"]["layer_errors"] = _layer_errors(p.source, staged, inputs, threads)
         onnx_io.publish_mode(staged)
         staged.replace(p.out)
         sha = onnx_io.sha256(p.out)
@@ -226,6 +236,18 @@ def build(req: BuildRequest) -> dict[str, Any]:
         return _stored(req, records.finish(record, verdict), artifact, start)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _layer_errors(source: Path, staged: Path, inputs, threads: ThreadConfig) -> dict[str, Any]:
+    """Which layers an unverified INT8 model lost its accuracy in (``verify.layers``).
+    A diagnosis, not the verdict: if it cannot be made, the record says why and the
+    build's outcome stands."""
+    from dlbench.harness.verify.layers import layer_errors
+
+    try:
+        return layer_errors(source, staged, inputs, threads=threads.intra_op)
+    except Exception as exc:  # noqa: BLE001 - any failure of the diagnosis is recorded
+        return {"error": first_line(exc)}
 
 
 def _onnx_ref(path: Path, meta: dict[str, str]) -> ArtifactRef:

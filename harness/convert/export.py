@@ -28,9 +28,10 @@ from dlbench.models.atomic import check_can_create, write_json
 from dlbench.harness.context import CommandOptions, new_run_id, now_iso
 from dlbench.models.errors import UserError
 from dlbench.harness.results import ResultStore
-from dlbench.harness import records
+from dlbench.harness import mathmode, records
 from dlbench.harness.backends.base import ONNX, ArtifactRef
-from dlbench.harness.threads import ThreadConfig, in_force
+from dlbench.harness.cellenv import cell_environment
+from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.verify import compare as cmp
 from dlbench.harness.verify import inputs as vin
 from dlbench.harness.verify import run as runners
@@ -155,20 +156,20 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
     batch_sizes = (vin.parse_batch_sizes(req.batch_sizes) if opts.dynamic_batch
                    else (opts.batch_size,))
     threads = ThreadConfig.default(req.threads)
-    env = threads.environment()
+    env = cell_environment(threads)
     source_sha = onnx_io.sha256(p.checkpoint)
     hop = f"{fw}->{opts.format}"
     identity = {"hop": hop, "model": model, "source_sha256": source_sha,
                 "options": opts.to_dict(), "batch_sizes": list(batch_sizes), "seed": req.seed}
     record = records.new_record("convert", run_id=run_id, identity=identity, started=now_iso(),
-                                argv=req.argv)
+                                argv=req.argv, env=env)
     record.update({"model": model, "framework": fw,
                    "framework_version": p.manifest.get("framework_version"),
                    "backend": opts.format, "precision": "fp32",
                    "batch_size": None if opts.dynamic_batch else opts.batch_size,
                    "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
     record["context"].update({
-        "hop": hop, "options": opts.to_dict(), "thread_environment": in_force(env),
+        "hop": hop, "options": opts.to_dict(),
         "source": {"path": str(p.checkpoint.resolve()), "sha256": source_sha,
                    "manifest": str(p.source)},
         "artifact": {"path": str(p.out.resolve()), "format": opts.format}})
@@ -216,11 +217,14 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
         verify_start = time.perf_counter()
         reference = vin.load_outputs(stage / "ref.npz")
         try:
-            candidate = (runners.outputs(ArtifactRef(str(final), ONNX, model, fw), inputs,
-                                         threads=threads)[0]
-                         if opts.format == "onnx" else vin.load_outputs(stage / "cand.npz"))
+            candidate, cand_info = (
+                runners.outputs(ArtifactRef(str(final), ONNX, model, fw), inputs, threads=threads)
+                if opts.format == "onnx" else (vin.load_outputs(stage / "cand.npz"),
+                                               result.get("candidate_run")))
         except UserError as exc:
             return _stored(req, records.finish(record, None, error=str(exc)), None, start)
+        record["context"]["math_mode"] = mathmode.of_runs(
+            reference=result.get("reference_run"), candidate=cand_info)
         verdict = cmp.compare(reference, candidate, cmp.tolerance("fp32"), batch_sizes,
                                  req.seed)
         verify_s = time.perf_counter() - verify_start + result.get("reference_s", 0.0) \

@@ -13,13 +13,15 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from dlbench.harness import mathmode
 from dlbench.harness.backends import get_backend
 from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, ZOO, RunConfig
 from dlbench.harness.context import CommandOptions
 from dlbench.models.errors import UserError
 from dlbench.harness.evaluate import data
 from dlbench.harness.launcher import run_cell
-from dlbench.harness.threads import ThreadConfig, in_force
+from dlbench.harness.cellenv import cell_environment
+from dlbench.harness.threads import ThreadConfig
 
 # The backend an artifact runs on when --backend is not given.
 DEFAULT_BACKEND = {ONNX: "onnxruntime", TRT_ENGINE: "tensorrt", MINDIR: "mindspore",
@@ -121,14 +123,15 @@ def evaluate(req: EvalRequest) -> dict[str, Any]:
     run = RunConfig(device=p.device, precision=p.precision, intra_op_threads=threads.intra_op,
                     inter_op_threads=threads.inter_op, options=options,
                     max_batch=req.batch_size, min_batch=1)
-    env = threads.environment()
-    env.update(p.backend.environment(options, threads.intra_op, threads.inter_op))
+    env = cell_environment(threads, extra={**p.backend.environment(options, threads.intra_op,
+                                                                   threads.inter_op),
+                                           **mathmode.environment(p.device, p.precision)})
     identity = {"artifact": {k: v for k, v in art.identity().items() if k != "path"},
                 "backend": p.backend.name, "device": p.device, "precision": p.precision,
                 "batch_size": req.batch_size, "data": p.data, "limit": req.limit,
                 "threads": [threads.intra_op, threads.inter_op]}
     record = records.new_record("eval", run_id=new_run_id(), identity=identity,
-                                started=now_iso(), argv=req.argv, device=p.device)
+                                started=now_iso(), argv=req.argv, device=p.device, env=env)
     framework = art.ref.framework
     record.update({
         "model": art.ref.model, "framework": framework,
@@ -141,7 +144,7 @@ def evaluate(req: EvalRequest) -> dict[str, Any]:
         "artifact": {"format": art.format, "path": art.ref.path, "label": art.label,
                      "model": art.ref.model, "sha256": art.sha256, "meta": art.ref.meta,
                      "verification": (verification or {}).get("verdict")},
-        "options": options, "data_arg": p.data, "thread_environment": in_force(env)})
+        "options": options, "data_arg": p.data})
     payload = {"backend": p.backend.name, "artifact": asdict(art.ref), "run": asdict(run),
                "spec": p.spec_payload, "data": p.data, "batch_size": req.batch_size,
                "limit": req.limit}
@@ -158,7 +161,8 @@ def evaluate(req: EvalRequest) -> dict[str, Any]:
         record["iterations"] = result["eval"]["batches"]
         record["backend_version"] = result.get("backend_version") or record["backend_version"]
         record["metrics"].update({"eval": result["eval"], "load_s": result["load_s"]})
-        record["context"].update({"runtime": result["runtime"], "data": result["data"]})
+        record["context"].update({"runtime": result["runtime"], "data": result["data"],
+                                  "math_mode": mathmode.of(result["runtime"])})
     else:
         record["status"], record["error"] = "failed", outcome.error
         record["context"].update({"traceback": outcome.traceback, "log_tail": outcome.log_tail})

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from dlbench.harness.allocator import DEFAULT_ALLOCATOR, check as check_allocator
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.context import RUN_ID_ENV, command_line, new_run_id, now_iso
 from dlbench.models.errors import UserError
@@ -51,6 +52,9 @@ class RunRequest:
     calib_data: str | None = None
     device: str = "cpu"
     threads: int | None = None
+    # The allocator of the timed stages' processes (train, bench); conversions and
+    # verifications are not timed and run with the default (harness.allocator).
+    allocator: str = DEFAULT_ALLOCATOR
     seed: int = 0
     rule: StopRule = field(default_factory=lambda: DEMO_RULE)
     workdir: str | None = None
@@ -70,7 +74,7 @@ class RunRequest:
         return {"model": self.model, "device": self.device, "seed": self.seed,
                 "train_steps": self.train_steps, "warmup_steps": self.warmup_steps,
                 "train_batch_size": self.train_batch_size, "train_data": self.train_data,
-                "learning_rate": self.learning_rate}
+                "learning_rate": self.learning_rate, "allocator": self.allocator}
 
 
 def resolve(req: RunRequest) -> RunRequest:
@@ -119,6 +123,7 @@ def validate(req: RunRequest) -> None:
         raise UserError("--batch-sizes must be positive integers")
     if req.timeout is not None and req.timeout <= 0:
         raise UserError("--timeout must be positive")
+    check_allocator(req.allocator)
     req.rule.validate()
     # The training checks (steps, batch, device, threads) with the frameworks that
     # are installed; a missing one is a stage reported as unavailable, not bad input.

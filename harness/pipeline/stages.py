@@ -77,6 +77,13 @@ def threads_args(req) -> list[str]:
     return ["--threads", str(req.threads)] if req.threads else []
 
 
+def allocator_args(req) -> list[str]:
+    """``--allocator`` of the timed commands (train, bench), when not the default."""
+    from dlbench.harness.allocator import DEFAULT_ALLOCATOR
+
+    return ["--allocator", req.allocator] if req.allocator != DEFAULT_ALLOCATOR else []
+
+
 class Stage:
     """One step of the plan.  ``argv`` is the ``dlbench`` command that does what
     ``run`` does (what ``--print-steps`` and the scripts show); ``condition`` is
@@ -126,7 +133,8 @@ class TrainStage(Stage):
         return (["dlbench", "train", req.model, "--framework", self.framework,
                  "--batch-size", str(req.train_batch_size), "--steps", str(req.train_steps),
                  "--warmup-steps", str(req.warmup_steps), "--device", req.device]
-                + threads_args(req) + extra + ["--out", str(wd.train_dir)] + common_tail(req))
+                + threads_args(req) + allocator_args(req) + extra + ["--out", str(wd.train_dir)]
+                + common_tail(req))
 
     def from_records(self, records):
         r = records[-1]
@@ -148,7 +156,8 @@ class TrainStage(Stage):
         records = train(TrainRequest(
             model=req.model, frameworks=[self.framework], batch_size=req.train_batch_size,
             steps=req.train_steps, warmup_steps=req.warmup_steps, device=req.device,
-            threads=req.threads, seed=req.seed, out=str(ctx.workdir.train_dir), db=req.db,
+            threads=req.threads, allocator=req.allocator, seed=req.seed,
+            out=str(ctx.workdir.train_dir), db=req.db,
             timeout=req.timeout, argv=req.argv, data=req.train_data, eval=req.eval,
             learning_rate=req.learning_rate,
             extra_context={"pipeline": {"run_id": ctx.run_id, "stage": self.name}}),
@@ -297,7 +306,7 @@ class BenchStage(Stage):
                  "--min-iterations", str(rule.min_iterations),
                  "--min-duration", _num(rule.min_duration_s)]
                 + (["--iterations", str(rule.iterations)] if rule.iterations else [])
-                + threads_args(req) + inputs + common_tail(req))
+                + threads_args(req) + allocator_args(req) + inputs + common_tail(req))
 
     def artifacts(self, ctx: Context) -> list[str]:
         paths = []
@@ -325,6 +334,7 @@ class BenchStage(Stage):
             records = run_bench(BenchRequest(
                 artifacts=paths, backends=req.backends, devices=req.bench_devices,
                 batch_sizes=req.batch_sizes, threads=[req.threads] if req.threads else None,
+                allocator=req.allocator,
                 shapes=shapes, int_ranges=ranges,
                 rule=req.rule, timeout=req.timeout, resume_run=ctx.run_id, db=req.db,
                 argv=req.argv, config=req.config), show_progress=req.show_progress)

@@ -27,8 +27,9 @@ def training_table(records: Sequence[dict[str, Any]],
 
 
 def inference_table(records: Sequence[dict[str, Any]],
-                    machines: dict[str, dict[str, Any]] | None = None) -> str:
-    return to_markdown(inference(records), machines_for(records, machines))
+                    machines: dict[str, dict[str, Any]] | None = None,
+                    verdicts: dict[str, dict[str, Any]] | None = None) -> str:
+    return to_markdown(inference(records, verdicts), machines_for(records, machines))
 
 
 def conversion_table(records: Sequence[dict[str, Any]],
@@ -45,16 +46,17 @@ def check_format(fmt: str) -> str:
 def render(store: ResultStore, run_ids: Sequence[str] | None = None, model: str | None = None,
            fmt: str = "md", latest: bool = False, title: str | None = None) -> str:
     """The report over the selected records, as text in ``fmt`` (md, html, csv, json)."""
-    from dlbench.harness.report.select import select
+    from dlbench.harness.report.select import select, verdicts
 
     check_format(fmt)
     records, machines = select(store, run_ids, model, latest)
     if fmt == "md":
-        return markdown_report(records, machines, **({"title": title} if title else {}))
+        return markdown_report(records, machines, verdicts=verdicts(store, records),
+                               **({"title": title} if title else {}))
     if fmt == "html":
         from dlbench.harness.report.html import html_report
 
-        return html_report(records, machines)
+        return html_report(records, machines, verdicts=verdicts(store, records))
     from dlbench.harness.report.export import csv_text, json_text
 
     return csv_text(records) if fmt == "csv" else json_text(records)

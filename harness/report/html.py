@@ -37,7 +37,7 @@ window.addEventListener("load", function () {
 
 def _cell(value: Any) -> str:
     text = "" if value is None else str(value)
-    bad = text.startswith(("FAILED", "UNVERIFIED")) or "(UNSTABLE" in text
+    bad = text.startswith(("FAILED", "UNVERIFIED", "INVALID")) or "(UNSTABLE" in text
     cls = ' class="bad"' if bad else ""
     return f"<td{cls}>{html.escape(text)}</td>"
 
@@ -56,11 +56,12 @@ def _markdown_table(text: str) -> str:
 
 def html_report(records: Sequence[dict[str, Any]],
                 machines: dict[str, dict[str, Any]] | None = None,
-                title: str = "dlbench report") -> str:
+                title: str = "dlbench report",
+                verdicts: dict[str, dict[str, Any]] | None = None) -> str:
     machines = machines_for(records, machines)
     parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(runs_line(records))}</p>"]
     for build in (training, inference, conversion):
-        table = build(records)
+        table = inference(records, verdicts) if build is inference else build(records)
         if not table.rows:
             continue
         parts += [f"<h2>{html.escape(table.title)}</h2>", _table(table.headers, table.rows)]

@@ -33,11 +33,14 @@ def server_sections(records: Sequence[dict[str, Any]]) -> list[tuple[str, dict[s
 
 def markdown_report(records: Sequence[dict[str, Any]],
                     machines: dict[str, dict[str, Any]] | None = None,
-                    title: str = "dlbench report") -> str:
+                    title: str = "dlbench report",
+                    verdicts: dict[str, dict[str, Any]] | None = None) -> str:
+    """``verdicts``: sha256 -> newest artifacts row (``select.verdicts``), so a file judged
+    after it was benchmarked is marked too."""
     machines = machines_for(records, machines)
     lines = [f"# {title}", "", runs_line(records), ""]
     for build in (training, inference, conversion):
-        table = build(records)
+        table = inference(records, verdicts) if build is inference else build(records)
         if table.rows:
             lines += _section(table, machines)
         if build is inference:

@@ -85,3 +85,20 @@ def _fingerprint(text: str) -> dict[str, Any]:
         return json.loads(text)
     except ValueError:
         return {}
+
+
+def verdicts(store: ResultStore, records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """sha256 -> the newest ``artifacts`` row of each benchmarked file (read-only): a file
+    found wrong after its benchmark is marked in the report too."""
+    shas = sorted({((r.get("context") or {}).get("artifact") or {}).get("sha256")
+                   for r in records if r["kind"] == "bench"} - {None})
+    if not shas:
+        return {}
+    with closing(_open(store.path)) as con:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "artifacts" not in tables:
+            return {}
+        rows = con.execute(f"SELECT sha256, verified, hop, path, created_at, record_id FROM "
+                           f"artifacts WHERE sha256 IN ({', '.join('?' * len(shas))}) "
+                           f"ORDER BY id", shas).fetchall()
+    return {r["sha256"]: {**dict(r), "verified": bool(r["verified"])} for r in rows}

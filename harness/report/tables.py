@@ -11,9 +11,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from dlbench.harness import stats
 from dlbench.harness.frameworks import FRAMEWORKS
-from dlbench.harness.tables import (ROUGH_P99, artifact_label, markdown, milliseconds, network_name,
-                                     spec_unit, zoo_spec)
+from dlbench.harness.tables import (ROUGH_P99, allocator_of, artifact_label, kernel_mark,
+                                     kernel_note, markdown, milliseconds, mixed_allocators,
+                                     network_name, spec_unit, zoo_spec)
 
 
 
@@ -79,6 +81,20 @@ def _with_machine(table: Table, records: Sequence[dict[str, Any]]) -> Table:
     return table
 
 
+def _with_allocator(table: Table, records: Sequence[dict[str, Any]]) -> Table:
+    """Records with different allocators share a table only with an Allocator column
+    (before Precision), and kernel-bound rows get their footnote once."""
+    if mixed_allocators(records):
+        at = table.headers.index("Precision")
+        table.headers.insert(at, "Allocator")
+        for row, r in zip(table.rows, records):
+            row.insert(at, allocator_of(r))
+    note = kernel_note(records)
+    if note:
+        table.notes.append(note)
+    return table
+
+
 def _machine_ids(records: Sequence[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(r["machine_id"] for r in records))
 
@@ -126,14 +142,15 @@ def training(records: Sequence[dict[str, Any]]) -> Table:
         n = devices(r)
         sp = speedups.get(r["id"])
         speedup = "-" if n == 1 else ("n/a (no 1-device run)" if sp is None else f"{sp:.2f}")
-        row = head + [f"{num(r.get('throughput_sps'))} {unit(r)}", speedup]
+        row = head + [f"{num(r.get('throughput_sps'))} {unit(r)}{kernel_mark(r)}", speedup]
         if with_eval:
             ev = m.get("eval") or {}
             acc = ev.get("accuracy")
             row += [num(ev.get("loss")) if ev.get("loss") is not None else "",
                     "" if acc is None else (f"{acc:.1%}" if acc <= 1 else f"{acc:.1f}%")]
         rows.append(row)
-    table = _with_machine(Table("Training", headers, rows, _machine_ids(records)), records)
+    table = _with_machine(_with_allocator(Table("Training", headers, rows,
+                                                _machine_ids(records)), records), records)
     _blank_repeats(table, 4 + (len(table.machine_ids) > 1))
     if any(devices(r) > 1 for r in records):
         table.notes.append("Speedup: throughput on N devices / (N x throughput on 1 device), "
@@ -153,17 +170,56 @@ def _blank_repeats(table: Table, width: int) -> None:
 
 # ---------------------------------------------------------------- inference
 
-def inference(records: Sequence[dict[str, Any]]) -> Table:
+ABOVE_PEAK = ("† Above 100 % of the measured GEMM peak: impossible, so the FLOP count or the "
+              "peak is wrong (most often a peak measured while other work loaded the machine, "
+              "which reads low: measure it again on a quiet machine with dlbench env --peak). "
+              "Not a result.")
+UNVERIFIED = ("UNVERIFIED: the file did not pass verification (dlbench build/verify): its "
+              "outputs differ from its source's beyond tolerance, so its speed is not the "
+              "speed of the model it claims to be.")
+ROUGH_P50 = (f"* p50 from fewer than {stats.min_samples_for(50)} samples: a rough figure.")
+
+
+def artifact_verdict(record: dict[str, Any],
+                     verdicts: dict[str, dict[str, Any]] | None = None) -> dict[str, Any] | None:
+    """The newest verdict on the benchmarked file's bytes (``verdicts``: sha256 -> row of
+    the artifacts table), else the one the record took at bench time; None if never judged."""
+    art = (record.get("context") or {}).get("artifact") or {}
+    sha = art.get("sha256")
+    if verdicts and sha and sha in verdicts:
+        return verdicts[sha]
+    return art.get("verification")
+
+
+def _latency(lat: dict[str, Any], support: dict[str, bool]) -> str:
+    return " / ".join(f"{milliseconds(lat.get(q))}{'' if support.get(q, True) else '*'}"
+                      for q in ("p50", "p99"))
+
+
+def _unstable(m: dict[str, Any]) -> str:
+    if "stability" in m:
+        return stats.describe_stability(m["stability"])
+    cv, limit = m.get("cv"), m.get("cv_threshold")       # records from before the IQR rule
+    return "noisy" if cv is None or limit is None else f"CV {cv * 100:.3g}% > {limit * 100:.3g}%"
+
+
+def inference(records: Sequence[dict[str, Any]],
+              verdicts: dict[str, dict[str, Any]] | None = None) -> Table:
     records = sorted((r for r in records if r["kind"] == "bench"),
                      key=lambda r: (r.get("model") or "", artifact_label(r), r.get("backend") or "",
                                     r.get("device") or "", r.get("precision") or "",
                                     r.get("scenario") or "", r.get("batch_size") or 0, r["id"]))
     headers = ["Model", "Artifact", "Backend", "Device", "Precision", "Batch", "Scenario",
                "Throughput", "p50 / p99 latency", "% of peak"]
-    rows, rough = [], False
+    rows, rough, flags = [], set(), set()
     for r in records:
         m, c = r.get("metrics") or {}, r.get("context") or {}
-        head = [network_name(r.get("model")), artifact_label(r),
+        label = artifact_label(r)
+        verdict = artifact_verdict(r, verdicts)
+        if verdict is not None and not verdict.get("verified"):
+            label = f"UNVERIFIED {label}"
+            flags.add("unverified")
+        head = [network_name(r.get("model")), label,
                 f"{r.get('backend')} {r.get('backend_version') or ''}".strip(),
                 c.get("resource") or r.get("device"), r.get("precision"), r.get("batch_size"),
                 r.get("scenario")]
@@ -172,28 +228,31 @@ def inference(records: Sequence[dict[str, Any]]) -> Table:
             continue
         thr = f"{num(r.get('throughput_sps'))} {unit(r)}"
         if r["status"] == "unstable":
-            cv, limit = m.get("cv"), m.get("cv_threshold")
-            why = ("noisy" if cv is None or limit is None
-                   else f"CV {cv * 100:.3g}% > {limit * 100:.3g}%")
-            thr += f" (UNSTABLE: {why})"
+            thr += f" (UNSTABLE: {_unstable(m)})"
+        thr += kernel_mark(r)
         bound = (m.get("server") or {}).get("latency_bound_ms")
         if r.get("scenario") == "server" and bound:
             thr += f" at p99 <= {bound:g} ms"
-        lat = m.get("latency_ms") or {}
-        p99 = ""
-        if lat:
-            supported = (m.get("percentile_support") or {}).get("p99", True)
-            rough = rough or not supported
-            p99 = (f"{milliseconds(lat.get('p50'))} / {milliseconds(lat.get('p99'))}"
-                   f"{'' if supported else '*'}")
+        lat, support = m.get("latency_ms") or {}, m.get("percentile_support") or {}
+        rough |= {q for q in ("p50", "p99") if lat and not support.get(q, True)}
         pct = m.get("percent_of_peak")
-        rows.append(head + [thr, p99, "" if pct is None else f"{pct:.1f}%"])
-    table = _with_machine(Table("Inference", headers, rows, _machine_ids(records)), records)
-    if rough:
-        table.notes.append(ROUGH_P99)
+        peak = "" if pct is None else f"{pct:.1f}%"
+        if pct is not None and pct > 100:
+            peak = f"INVALID: {pct:.1f}%†"
+            flags.add("above peak")
+        rows.append(head + [thr, _latency(lat, support) if lat else "", peak])
+    table = _with_machine(_with_allocator(Table("Inference", headers, rows,
+                                                _machine_ids(records)), records), records)
+    table.notes += [note for q, note in (("p50", ROUGH_P50), ("p99", ROUGH_P99)) if q in rough]
     if any(r["status"] == "unstable" for r in records):
-        table.notes.append("UNSTABLE: the latency coefficient of variation exceeded the run's "
-                           "--cv-threshold; the figure is stored, not trusted.")
+        table.notes.append(
+            "UNSTABLE: the figure is stored, not trusted: the IQR / median of its per-iteration "
+            "latencies exceeded --iqr-threshold (within a process), or the throughputs of its "
+            "--repeats processes spread more than --repeat-spread-threshold (between processes).")
+    if "unverified" in flags:
+        table.notes.append(UNVERIFIED)
+    if "above peak" in flags:
+        table.notes.append(ABOVE_PEAK)
     return table
 
 

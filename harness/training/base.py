@@ -19,7 +19,7 @@ import numpy as np
 from dlbench.models.registry import ModelSpec
 
 DEVICES = ("cpu", "gpu", "ascend")
-PRECISIONS = ("fp32", "amp")
+PRECISIONS = ("fp32", "tf32", "amp")     # tf32: float32 in TensorFloat-32 math (harness.mathmode)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.harness import stats
+from dlbench.harness.cpuusage import CpuWindow
 from dlbench.harness.training.base import TrainConfig, TrainSession
 from dlbench.harness.training.data import start
 from dlbench.models.registry import get_model
@@ -65,12 +66,15 @@ def run(cfg: TrainConfig, out_dir: Path) -> dict[str, Any]:
         warm_times.append(time.perf_counter() - t0)
 
     times, losses, data_times = [], [], []
+    cpu = CpuWindow()           # around each measured step only: data reading is not the step's
     loop_start = time.perf_counter()
     for i in range(cfg.warmup_steps, cfg.warmup_steps + cfg.steps):
         data_times.append(feed(i))
+        cpu.begin()
         t0 = time.perf_counter()
         losses.append(session.step(i))
         times.append(time.perf_counter() - t0)
+        cpu.end()
     wall_s = time.perf_counter() - loop_start
     window_s = wall_s - sum(data_times)
 
@@ -100,6 +104,7 @@ def run(cfg: TrainConfig, out_dir: Path) -> dict[str, Any]:
         "framework_version": cls.version(),
         "layout": cls.layout,
         "runtime": session.runtime(),
+        **cpu.report(cfg.steps),
     }
     if cfg.eval:
         metrics["eval"] = evaluate(session, dataset, cfg, cls.layout)

@@ -5,6 +5,12 @@ forward, backward and optimizer update into one graph.  Measured on
 resnet50-mini (batch 16, 2 cores) it ran a step in ~0.045 s, while the
 functional ``value_and_grad`` + ``@jit`` form took ~0.3 s (PyNative or GRAPH_MODE).
 That is why this session uses the Cell form.
+
+float32 is IEEE float32: on Ascend, CANN keeps the graph's own types with HF32
+off (``harness.mathmode``, read back into the record).  Batches are placed on
+a non-CPU device ahead of the step, the way the inference backend places its
+inputs (``Tensor.move_to`` in PyNative mode, as MindSpore documents it), and
+the runtime reports where the data tensors actually live.
 """
 from __future__ import annotations
 
@@ -20,6 +26,8 @@ import numpy as np  # noqa: E402
 import mindspore as ms  # noqa: E402
 from mindspore import nn, ops  # noqa: E402
 
+from dlbench.harness import mathmode  # noqa: E402
+from dlbench.harness.backends.mindspore import place as place_on, tensor_device  # noqa: E402
 from dlbench.models.errors import UserError, first_line  # noqa: E402
 from dlbench.harness.training.base import TrainConfig, TrainSession  # noqa: E402
 from dlbench.harness.training.objectives import inputs_of, labels_of, loss_for  # noqa: E402
@@ -142,9 +150,10 @@ class Session(TrainSession):
     def __init__(self, spec: ModelSpec, cfg: TrainConfig,
                  batches: list[tuple[np.ndarray, np.ndarray]]):
         super().__init__(spec, cfg, batches)
-        if cfg.precision not in ("fp32", "amp"):
+        if cfg.precision not in ("fp32", "amp", "tf32"):
             raise UserError(f"--precision {cfg.precision}: MindSpore supports fp32 and amp")
         self.target = select_device(cfg.device)
+        self.math = mathmode.mindspore_math(ms, self.target, cfg.precision)    # refuses tf32
         self.threads = apply_threads(cfg.intra_op_threads, cfg.inter_op_threads)
         ms.set_context(mode=ms.GRAPH_MODE)
         ms.set_seed(cfg.seed)
@@ -177,8 +186,12 @@ class Session(TrainSession):
         x, y = batch
         y = labels_of(self.spec, y)
         labels = y if isinstance(y, tuple) else (y,)
-        return (tuple(ms.Tensor(a) for a in inputs_of(self.spec, x)),
-                tuple(ms.Tensor(np.asarray(a, np.int32)) for a in labels))
+        inputs = [ms.Tensor(a) for a in inputs_of(self.spec, x)]
+        targets = [ms.Tensor(np.asarray(a, np.int32)) for a in labels]
+        if self.target != "CPU":
+            inputs, targets = (place_on(ms, inputs, self.target),
+                               place_on(ms, targets, self.target))
+        return tuple(inputs), tuple(targets)
 
     def eval_outputs(self, batches):
         # Outputs come back to the host in float32 and are scored there in float64.
@@ -210,4 +223,6 @@ class Session(TrainSession):
             "amp_dtype": str(AMP_DTYPE) if amp else None,
             "amp_level": AMP_LEVEL if amp else None,
             "loss_scale": LOSS_SCALE if amp else None,
+            "data_device": tensor_device(self.batches[0][0][0]),
+            "math_mode": self.math,
         }

@@ -1,4 +1,9 @@
-"""PyTorch eager training session: SGD + cross-entropy, one synchronous step per call."""
+"""PyTorch eager training session: SGD + cross-entropy, one synchronous step per call.
+
+float32 is IEEE float32 (cuBLAS, cuDNN and oneDNN switches set and read back by
+``harness.mathmode`` before the model is built); ``tf32`` trains the float32 model
+in TensorFloat-32 on a GPU that has it.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -9,6 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from dlbench.harness import mathmode
 from dlbench.models.errors import UserError
 from dlbench.harness.training.base import TrainConfig, TrainSession
 from dlbench.harness.training.objectives import inputs_of, labels_of, loss_for
@@ -55,9 +61,10 @@ class Session(TrainSession):
     def __init__(self, spec: ModelSpec, cfg: TrainConfig,
                  batches: list[tuple[np.ndarray, np.ndarray]]):
         super().__init__(spec, cfg, batches)
-        if cfg.precision not in ("fp32", "amp"):
-            raise UserError(f"--precision {cfg.precision}: PyTorch supports fp32 and amp")
+        if cfg.precision not in ("fp32", "amp", "tf32"):
+            raise UserError(f"--precision {cfg.precision}: PyTorch supports fp32, tf32 and amp")
         self.device = resolve_device(cfg.device)
+        self.math = mathmode.torch_math(torch, self.device.type, cfg.precision)
         apply_threads(cfg.intra_op_threads, cfg.inter_op_threads)
         # CPU autocast supports bf16 only; fp16 on CUDA needs loss scaling to not underflow.
         self.amp_dtype = ({"cpu": torch.bfloat16, "cuda": torch.float16}[self.device.type]
@@ -132,6 +139,7 @@ class Session(TrainSession):
             "inter_op_threads": torch.get_num_interop_threads(),
             "precision": self.cfg.precision,
             "autocast_dtype": str(self.amp_dtype).removeprefix("torch.") if self.amp_dtype else None,
+            "math_mode": self.math,
         }
         if self.device.type == "cuda":
             info["device_name"] = torch.cuda.get_device_name(self.device)

@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from dlbench.harness import __version__, records
+from dlbench.harness.allocator import DEFAULT_ALLOCATOR, check as check_allocator
+from dlbench.harness.cellenv import cell_environment
+from dlbench.harness import mathmode
 from dlbench.models.atomic import check_can_create, staged_directory, write_json
 from dlbench.harness.context import CommandOptions, new_run_id, now_iso
 from dlbench.harness.data import canonical
@@ -17,7 +20,7 @@ from dlbench.harness.frameworks import require
 from dlbench.harness.launcher import run_cell
 from dlbench.harness.results import ResultStore
 from dlbench.harness.tables import spec_unit
-from dlbench.harness.threads import ThreadConfig, in_force
+from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.training.base import DEVICES, PRECISIONS, TrainConfig
 from dlbench.models.registry import get_model
 
@@ -40,6 +43,8 @@ class TrainRequest(CommandOptions):
     seed: int = 0
     learning_rate: float | None = None     # None: the model's default_lr
     out: str = "runs"
+    # The memory allocator of each run's process (harness.allocator: why tuned is the default).
+    allocator: str = DEFAULT_ALLOCATOR
     extra_context: dict[str, Any] = field(default_factory=dict)
 
 
@@ -60,11 +65,15 @@ def validate(req: TrainRequest) -> None:
         raise UserError(f"--lr must be positive, got {req.learning_rate}")
     if req.device not in DEVICES:
         raise UserError(f"--device must be one of {', '.join(DEVICES)}, got {req.device!r}")
+    check_allocator(req.allocator)
     if req.precision not in PRECISIONS:
         raise UserError(f"--precision must be one of {', '.join(PRECISIONS)}, got {req.precision!r}")
     fp = fingerprint()
     if req.device == "gpu" and not fp["gpus"]:
         raise UserError("--device gpu: no NVIDIA GPU on this machine (nvidia-smi found none)")
+    if req.precision == mathmode.TF32 and mathmode.tf32_reason(req.device):
+        raise UserError(f"--precision tf32: {mathmode.tf32_reason(req.device)}")
+    mathmode.check_env(req.precision)
     if req.device == "ascend" and not fp["ascend"]:
         raise UserError("--device ascend: no Ascend NPU on this machine (no /dev/davinci*)")
     _validate_data(req, spec)
@@ -114,7 +123,7 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
     validate(req)
     spec = get_model(req.model)
     threads = ThreadConfig.default(req.threads, req.inter_op_threads)
-    env = threads.environment()
+    env = cell_environment(threads, req.allocator, mathmode.environment(req.device, req.precision))
     store = ResultStore(req.db)
     fp = fingerprint()
     run_id = new_run_id()
@@ -179,13 +188,16 @@ def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, star
                 "data": cfg.data, "seed": cfg.seed, "machine_id": fp["machine_id"]}
     if cfg.eval:            # only then, so that runs without --eval keep their keys
         identity["eval"] = [True, cfg.eval_samples]
+    if req.allocator != "system":       # runs from before --allocator ran the system's
+        identity["allocator"] = req.allocator
     metrics = {k: v for k, v in result.items() if k not in ("framework_version", "layout",
                                                              "checkpoint")}
     metrics["peak_rss_mb"] = outcome.peak_rss_mb
     metrics["cell_wall_s"] = outcome.wall_s
     record = records.new_record(
         "train", run_id=run_id, identity=identity, started=started, argv=req.argv,
-        device=cfg.device, fp=fp, status="ok" if outcome.ok else "failed", error=outcome.error,
+        device=cfg.device, fp=fp, env=env, status="ok" if outcome.ok else "failed",
+        error=outcome.error,
         duration_s=outcome.wall_s, model=spec.name, framework=cfg.framework,
         framework_version=result.get("framework_version") or fp["versions"].get(
             {"pytorch": "torch"}.get(cfg.framework, cfg.framework)),
@@ -196,8 +208,8 @@ def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, star
         metrics=metrics)
     record["context"].update({
         "config": cfg.to_dict(),
-        "thread_environment": in_force(env),
         "runtime": runtime,
+        "math_mode": mathmode.of(runtime),
         "layout": result.get("layout"),
         "data": data,
         "traceback": outcome.traceback,

@@ -6,6 +6,11 @@ The step is a custom loop (GradientTape + ``optimizer.apply``) inside one
 so the harness times the framework's graph and not Keras' bookkeeping.  XLA
 stays off (TensorFlow's own default on CPU-only machines, where oneDNN kernels
 beat XLA's convolutions).
+
+float32 is IEEE float32 (TensorFlow's TF32 switch, on by default on Ampere, is
+turned off and read back by ``harness.mathmode``; ``tf32`` turns it on), and
+soft device placement is off, so an op with no kernel on the GPU fails the run
+instead of quietly training on the CPU.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ if "tensorflow" not in sys.modules:
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from dlbench.harness import mathmode  # noqa: E402
 from dlbench.models.errors import UserError  # noqa: E402
 from dlbench.harness.training.base import TrainConfig, TrainSession  # noqa: E402
 from dlbench.harness.training.objectives import inputs_of, labels_of, loss_for  # noqa: E402
@@ -72,11 +78,11 @@ def _device(device: str) -> str:
 
 def _dtype_policy(precision: str, device: str) -> str:
     """bf16 on CPU (oneDNN has bf16 kernels, no loss scaling needed), fp16 on GPU."""
-    if precision == "fp32":
+    if precision in ("fp32", "tf32"):     # tf32: float32 variables and math mode
         return "float32"
     if precision == "amp":
         return "mixed_float16" if device == "gpu" else "mixed_bfloat16"
-    raise UserError(f"--precision {precision}: unknown precision (choose fp32 or amp)")
+    raise UserError(f"--precision {precision}: unknown precision (choose fp32, tf32 or amp)")
 
 
 def classification_loss(logits, labels):
@@ -101,6 +107,8 @@ class Session(TrainSession):
         self._threads_applied = _apply_threads(cfg.intra_op_threads, cfg.inter_op_threads)
         self._device = _device(cfg.device)
         self._policy = _dtype_policy(cfg.precision, cfg.device)
+        tf.config.set_soft_device_placement(False)
+        self.math = mathmode.tensorflow_math(tf, cfg.device, cfg.precision)
         keras.utils.set_random_seed(cfg.seed)
         with tf.device(self._device):
             self.model = self._build(spec)
@@ -186,6 +194,8 @@ class Session(TrainSession):
             "loss_scaling": isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer),
             "xla": False,
             "keras_version": keras.__version__,
+            "math_mode": self.math,
+            "soft_device_placement": bool(tf.config.get_soft_device_placement()),
         }
         if self._device.startswith("/GPU"):
             gpu = tf.config.list_physical_devices("GPU")[0]

@@ -16,12 +16,13 @@ from typing import Any, Sequence
 from dlbench.converters import onnx_io
 from dlbench.converters import onnx_summary
 from dlbench.converters.tensorrt_runtime import ENGINE_SUFFIXES
-from dlbench.harness import records
+from dlbench.harness import mathmode, records
 from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, ZOO
 from dlbench.harness.bench.artifacts import Artifact, resolve
 from dlbench.harness.context import new_run_id, now_iso
 from dlbench.harness.results import ResultStore
-from dlbench.harness.threads import ThreadConfig, in_force
+from dlbench.harness.cellenv import cell_environment
+from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.verify import run as runners
 from dlbench.harness.verify.compare import compare, tolerance
 from dlbench.harness.verify.inputs import (DEFAULT_BATCH_SIZES, VERIFY_SEED, inputs_for_model,
@@ -107,6 +108,7 @@ class VerifyRequest:
     json_path: str | None = None
     timeout: float | None = None
     argv: list[str] | None = None
+    layers: bool = False                   # per-layer SQNR of an INT8 ONNX against fp32 ONNX
 
 
 def verify_files(req: VerifyRequest) -> dict[str, Any]:
@@ -126,24 +128,25 @@ def verify_files(req: VerifyRequest) -> dict[str, Any]:
             if outside:
                 raise UserError(f"--batch-sizes {','.join(map(str, outside))}: outside the "
                                 f"engine's profile, batch {lo} to {hi}")
+    if req.layers and not (ref.format == cand.format == ONNX and precision == "int8"):
+        raise UserError("--layers compares an INT8 ONNX candidate with its fp32 ONNX source")
     if req.json_path:
         check_can_create(req.json_path)
     ResultStore(req.db).check_writable()
     inputs = inputs_for(ref, cand, batch_sizes, req.seed)
     threads = ThreadConfig.default(req.threads)
-    env = threads.environment()
+    env = cell_environment(threads)
     identity = {"reference": _identity_of(ref), "candidate": _identity_of(cand),
                 "precision": precision, "batch_sizes": list(batch_sizes), "seed": req.seed}
     record = records.new_record("verify", run_id=new_run_id(), identity=identity,
-                                started=now_iso(), argv=req.argv,
+                                started=now_iso(), argv=req.argv, env=env,
                                 device="gpu" if cand.format == TRT_ENGINE else "cpu")
     record.update({"model": ref.ref.model or cand.ref.model,
                    "framework": ref.ref.framework or cand.ref.framework,
                    "backend": artifact_format(cand) or kind_of(cand), "precision": precision,
                    "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
     record["context"].update({"reference": {"path": ref.ref.path, "kind": kind_of(ref)},
-                              "candidate": {"path": cand.ref.path, "kind": kind_of(cand)},
-                              "thread_environment": in_force(env)})
+                              "candidate": {"path": cand.ref.path, "kind": kind_of(cand)}})
     start = time.perf_counter()
     verdict, error = None, None
     try:
@@ -151,8 +154,15 @@ def verify_files(req: VerifyRequest) -> dict[str, Any]:
                                             threads=threads)
         cand_out, cand_info = runners.outputs(cand.ref, inputs, env=env, timeout=req.timeout,
                                               threads=threads, precision=precision)
-        record["context"].update(reference_run=ref_info, candidate_run=cand_info)
+        record["context"].update(reference_run=ref_info, candidate_run=cand_info,
+                                 math_mode=mathmode.of_runs(reference=ref_info,
+                                                            candidate=cand_info))
         verdict = compare(ref_out, cand_out, tol, batch_sizes, req.seed)
+        if req.layers:
+            from dlbench.harness.verify.layers import layer_errors
+
+            record["metrics"]["layer_errors"] = layer_errors(
+                ref.ref.path, cand.ref.path, inputs, threads=threads.intra_op)
     except runners.RunFailed as exc:
         error = str(exc)
         if exc.outcome is not None:

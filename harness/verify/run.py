@@ -113,8 +113,10 @@ def outputs(ref: ArtifactRef, batches: Sequence[Any], *, threads: ThreadConfig,
                 batches[0].shape[0]
             raise UserError(f"{ref.path}: onnxruntime cannot run it on a batch of {n} "
                             f"({first_line(exc)[:300]})") from None
+    from dlbench.harness.cellenv import cell_environment
     from dlbench.harness.launcher import run_cell
 
+    env = env if env is not None else cell_environment(threads)
     with tempfile.TemporaryDirectory(prefix="dlbench-verify-") as tmp:
         inputs, out = Path(tmp, "inputs.npz"), Path(tmp, "outputs.npz")
         save_batches(inputs, batches)

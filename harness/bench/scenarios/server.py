@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from dlbench.harness import stats
+from dlbench.harness.cpuusage import CpuWindow
 from dlbench.harness.bench.measure import summarize_latency, warm_up
 from dlbench.harness.bench.scenarios.base import Scenario, ScenarioContext, step_for
 
@@ -66,6 +67,8 @@ class Server(Scenario):
             tail = warm["times_s"][-3:] or [self._time_one(ctx, b)]
             service[b] = stats.median(tail)
         ctx.runner.reset_device_times()
+        cpu = CpuWindow()                   # every point's batches: the measured window
+        cpu.begin()
         capacity = max_batch / service[max_batch]
 
         points: list[dict[str, Any]] = []
@@ -88,6 +91,8 @@ class Server(Scenario):
             },
             "warmup_iterations": warmups,
         }
+        cpu.end()
+        out.update(cpu.report(sum(pt["batches"] for pt in points)))
         if best is None:
             out.update({"throughput_sps": 0.0, "iterations": 0, "latency_ms": None, "cv": None,
                         "no_feasible_rate": f"no rate met p99 <= {bound_ms:g} ms (service time "

@@ -1,0 +1,130 @@
+"""Which nodes of a graph the static INT8 recipe keeps in float, and why.
+
+The rule (``float_tail``) keeps in float every op with a fixed output range
+(Softmax, LogSoftmax, Sigmoid, Tanh, HardSigmoid, Softsign) whose output
+reaches a graph output directly or only through shape-only ops (Reshape,
+Flatten, Identity, Squeeze, Unsqueeze, Transpose), together with those
+shape-only ops.  Why these and nowhere else:
+
+* ONNX Runtime's quantizer does not calibrate a Softmax's output: it pins the
+  range to [0, 1], so uint8 steps of 1/255.  A classifier that is unsure
+  (random weights, or 1000 classes with no clear winner) outputs
+  probabilities around 1/1000, all of which round to 0: a Keras-applications
+  ResNet-50 came out with cosine 0.06 against fp32.  Sigmoid and Tanh
+  saturate the same way: what the user reads is small differences near 0 or
+  1, below one step.  LogSoftmax is unbounded below, and one range for its
+  long negative tail flattens the classes that matter.
+* At the end of the graph nothing downstream consumes int8, so quantizing
+  these ops buys no speed: the output is float anyway, and the op is
+  elementwise over [N, classes], negligible next to the convolutions.  Inside
+  the graph (a Sigmoid gate in a squeeze-excitation block) a float op would
+  cost a DequantizeLinear/QuantizeLinear pair per use and break ONNX
+  Runtime's fused int8 chains, and calibration gives those tensors real
+  ranges, so they stay quantized.
+* The shape-only ops between such an op and the output go float with it: on
+  a quantized tensor they would get Q/DQ pairs of their own, which puts the
+  same fixed-range quantization back one node later.
+
+Users add their own with ``--exclude-nodes`` and ``--exclude-op-types``.
+Names are those of the graph the quantizer sees (after ``quant_pre_process``,
+unnamed nodes named ``<OpType>_<index>``), which are also the names the
+per-layer error report prints, so a name read there can be passed back.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Any, Iterable
+
+from dlbench.converters.base import ConversionError
+
+FIXED_RANGE_OPS = ("Softmax", "LogSoftmax", "Sigmoid", "Tanh", "HardSigmoid", "Softsign")
+SHAPE_ONLY_OPS = ("Reshape", "Flatten", "Identity", "Squeeze", "Unsqueeze", "Transpose")
+
+
+def name_nodes(graph) -> int:
+    """Give every unnamed node a unique name (``<OpType>_<index>``): the quantizer excludes
+    nodes by name, and an empty name would match every unnamed node at once."""
+    taken = {n.name for n in graph.node if n.name}
+    count = 0
+    for i, node in enumerate(graph.node):
+        if node.name:
+            continue
+        name, k = f"{node.op_type}_{i}", 0
+        while name in taken:
+            k += 1
+            name = f"{node.op_type}_{i}_{k}"
+        node.name = name
+        taken.add(name)
+        count += 1
+    return count
+
+
+def float_tail(graph) -> list[dict[str, str]]:
+    """Fixed-range ops at the graph outputs (through shape-only ops), and those ops."""
+    producer = {out: n for n in graph.node for out in n.output}
+    found: dict[str, dict[str, str]] = {}
+    for output in graph.output:
+        chain, node = [], producer.get(output.name)
+        while node is not None and node.op_type in SHAPE_ONLY_OPS and node.input:
+            chain.append(node)
+            node = producer.get(node.input[0])
+        if node is None or node.op_type not in FIXED_RANGE_OPS:
+            continue
+        through = f" through {', '.join(n.op_type for n in reversed(chain))}" if chain else ""
+        found.setdefault(node.name, {
+            "node": node.name, "op": node.op_type,
+            "reason": f"fixed output range at graph output {output.name!r}{through}"})
+        for n in chain:
+            found.setdefault(n.name, {
+                "node": n.name, "op": n.op_type,
+                "reason": f"shape-only, after the float {node.op_type} at {output.name!r}"})
+    return list(found.values())
+
+
+def _brief(items: Iterable[str], limit: int = 8) -> str:
+    items = list(items)
+    more = f", ... ({len(items)} in all)" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
+
+
+def requested(graph, source_graph, nodes: Iterable[str],
+              op_types: Iterable[str]) -> list[dict[str, str]]:
+    """The user's ``--exclude-nodes`` / ``--exclude-op-types`` as nodes of ``graph`` (the
+    pre-processed one); a name or type the graph lacks is refused, saying what it has."""
+    by_name = {n.name: n for n in graph.node}
+    result: dict[str, dict[str, str]] = {}
+    for name in nodes:
+        node = by_name.get(name)
+        if node is None:
+            if any(n.name == name for n in source_graph.node):
+                raise ConversionError(
+                    f"--exclude-nodes {name}: quant_pre_process's graph optimization folded "
+                    f"that node into another (BatchNorm into Conv, constants); name a node of "
+                    f"the optimized graph (the per-layer report prints them)")
+            close = difflib.get_close_matches(name, list(by_name), n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else \
+                f"; it has {len(by_name)} nodes, e.g. {_brief(by_name, 4)}"
+            raise ConversionError(f"--exclude-nodes {name}: no node of that name in the graph"
+                                  f"{hint}")
+        result[name] = {"node": name, "op": node.op_type, "reason": "--exclude-nodes"}
+    present = sorted({n.op_type for n in graph.node})
+    for op in op_types:
+        if op not in present:
+            raise ConversionError(f"--exclude-op-types {op}: the graph has no {op} node; its "
+                                  f"op types: {_brief(present, 30)}")
+        for n in graph.node:
+            if n.op_type == op:
+                result.setdefault(n.name, {"node": n.name, "op": op,
+                                           "reason": f"--exclude-op-types {op}"})
+    return list(result.values())
+
+
+def float_nodes(graph, source_graph, options: Any, *, static: bool) -> list[dict[str, str]]:
+    """Every node the quantizer must leave in float: the user's, then the rule's (static
+    quantization only: dynamic quantization never quantizes these ops)."""
+    chosen = {d["node"]: d for d in requested(graph, source_graph, options.exclude_nodes,
+                                              options.exclude_op_types)}
+    if static and options.float_tail:
+        for d in float_tail(graph):
+            chosen.setdefault(d["node"], d)
+    return list(chosen.values())

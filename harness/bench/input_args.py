@@ -1,0 +1,126 @@
+"""The command-line spellings of a model's inputs, parsed into the request's fields.
+
+Two shape spellings fill one field (``BenchRequest.shapes``): dlbench's own
+``--shape NAME=AxB`` (one input per flag) and trtexec's ``--shapes=NAME:AxB,NAME2:C``,
+so a command line copied from trtexec works unchanged.  trtexec splits each
+entry at its *last* ':' (a name may contain ':', e.g. TF's ``input:0``) and drops
+single quotes from the name (``'input:0':1x3``); ``NAME:scalar`` or ``NAME:`` is a
+0-d input.  A name given twice with two different shapes, in either spelling, is
+an error: silently keeping one would measure a shape the user did not ask for.
+
+``--input NAME=VALUE`` sets an input to one value; ``--input NAME=FILE.npy`` feeds
+the user's array.  The name ends at the *first* '=' (a path may hold '=', an
+input name hardly ever does).  VALUE is an integer, a finite float or true/false;
+anything else is a path (checked when the plan reads it, ``bench.given``).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+from dlbench.models.errors import UserError
+
+SCALAR = ("scalar", "")
+
+
+def _dims(flag: str, arg: str, dims: str) -> tuple[int, ...]:
+    if dims.strip().lower() in SCALAR and flag == "--shapes":
+        return ()
+    try:
+        shape = tuple(int(d) for d in dims.lower().split("x"))
+    except ValueError:
+        raise UserError(f"{flag} {arg!r}: dimensions must be integers separated by 'x'") from None
+    if any(d < 1 for d in shape):
+        raise UserError(f"{flag} {arg!r}: every dimension must be at least 1")
+    return shape
+
+
+def parse_shape(arg: str) -> tuple[str, tuple[int, ...]]:
+    """``NAME=1x3x224x224``: one input's whole shape, batch entry included."""
+    name, sep, dims = arg.rpartition("=")
+    if not sep or not name or not dims:
+        raise UserError(f"--shape {arg!r}: expected NAME=DIMxDIMx... (e.g. input=1x3x224x224)")
+    return name, _dims("--shape", arg, dims)
+
+
+def parse_shapes(arg: str) -> list[tuple[str, tuple[int, ...]]]:
+    """trtexec's ``NAME:1x3x224x224,NAME2:1x128`` (split at each entry's last ':')."""
+    out = []
+    for entry in arg.split(","):
+        name, sep, dims = entry.rpartition(":")
+        name = name.replace("'", "")
+        if not sep or not name:
+            raise UserError(f"--shapes {arg!r}: expected NAME:DIMxDIM,... as trtexec takes it "
+                            f"(e.g. x:1x3x224x224,mask:1x128)")
+        out.append((name, _dims("--shapes", entry, dims)))
+    return out
+
+
+def parse_int_range(arg: str) -> tuple[str, tuple[int, int]]:
+    """``NAME=LOW:HIGH``: integers drawn uniformly from [LOW, HIGH)."""
+    name, sep, rng = arg.rpartition("=")
+    low, colon, high = rng.partition(":")
+    try:
+        if not sep or not name or not colon:
+            raise ValueError
+        lo, hi = int(low), int(high)
+    except ValueError:
+        raise UserError(f"--int-range {arg!r}: expected NAME=LOW:HIGH (e.g. input_ids=0:30522)") \
+            from None
+    if hi <= lo:
+        raise UserError(f"--int-range {arg!r}: HIGH must be greater than LOW (the range is [LOW, HIGH))")
+    return name, (lo, hi)
+
+
+def parse_value(text: str) -> int | float | bool | str:
+    """A number or true/false as that value; anything else stays text (a file path)."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(value):
+        raise UserError(f"--input value {text!r}: not a finite number")
+    return value
+
+
+def parse_input(arg: str) -> tuple[str, int | float | bool | str]:
+    """``NAME=16000`` (a value for every element) or ``NAME=FILE.npy`` (the user's array)."""
+    name, sep, value = arg.partition("=")
+    if not sep or not name or not value:
+        raise UserError(f"--input {arg!r}: expected NAME=VALUE or NAME=FILE.npy "
+                        f"(e.g. sr=16000, x=image.npy)")
+    try:
+        return name, parse_value(value)
+    except UserError:
+        raise UserError(f"--input {arg!r}: not a finite number") from None
+
+
+def collect(flag: str, pairs: Iterable[tuple[str, Any]],
+            into: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Name -> value from every occurrence; the same name with two values is refused."""
+    out = dict(into or {})
+    for name, value in pairs:
+        if name in out and out[name] != value:
+            raise UserError(f"{flag} {name}: given twice, as {_show(out[name])} and {_show(value)}")
+        out[name] = value
+    return out
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple) and all(isinstance(v, int) for v in value):
+        return "x".join(map(str, value)) or "a scalar"
+    return repr(value)
+
+
+def shapes_from(shape_args: Iterable[str],
+                shapes_args: Iterable[str]) -> dict[str, tuple[int, ...]]:
+    """``--shape`` and ``--shapes`` together: one field, conflicts refused."""
+    out = collect("--shape", (parse_shape(a) for a in shape_args))
+    return collect("--shape/--shapes", (p for a in shapes_args for p in parse_shapes(a)), out)
