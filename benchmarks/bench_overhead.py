@@ -39,6 +39,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from dlbench.harness import stats  # noqa: E402
+from dlbench.harness.allocator import ALLOCATORS, DEFAULT_ALLOCATOR  # noqa: E402
+from dlbench.harness.cellenv import cell_environment  # noqa: E402
 from dlbench.harness.bench.measure import StopRule  # noqa: E402
 from dlbench.harness.bench.execute import run_bench  # noqa: E402
 from dlbench.harness.bench.request import BenchRequest  # noqa: E402
@@ -81,9 +83,10 @@ def plain(path: Path, a, env: dict[str, str]) -> float:
 def harness(path: Path, a, tmp: Path) -> float:
     req = BenchRequest(artifacts=[str(path)], backends=["onnxruntime"],
                        batch_sizes=[a.batch_size], threads=[a.threads], inter_op_threads=1,
+                       allocator=a.allocator,
                        rule=StopRule(warmup=a.warmup, max_warmup=a.warmup,
                                      iterations=a.iterations),
-                       cv_threshold=1e9, seed=0, db=str(tmp / "bench.sqlite"))
+                       iqr_threshold=1e9, seed=0, db=str(tmp / "bench.sqlite"))
     [rec] = run_bench(req, show_progress=False)
     if rec["status"] == "failed":
         raise SystemExit(f"harness cell failed: {rec['error']}")
@@ -99,13 +102,15 @@ def main() -> int:
     p.add_argument("--iterations", type=int, default=20)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--onnx", default=None, help="use this ONNX file instead of exporting")
+    p.add_argument("--allocator", choices=ALLOCATORS, default=DEFAULT_ALLOCATOR,
+                   help="the allocator of both sides' processes")
     p.add_argument("--json", default=None)
     p.add_argument("--export", default=None, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.export:
         export(a.model, Path(a.export))
         return 0
-    env = ThreadConfig(a.threads, 1).environment()
+    env = cell_environment(ThreadConfig(a.threads, 1), a.allocator)     # the cell's own
     with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
         tmp = Path(tmp)
         path = Path(a.onnx) if a.onnx else tmp / f"{a.model}.onnx"

@@ -12,23 +12,20 @@ window's wall time, as the harness computes it.  Prints one JSON line.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from plain_loop import parser, timed  # noqa: E402
+
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__.splitlines()[0])
     p.add_argument("model")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--inter-op-threads", type=int, default=1)
-    p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--iterations", type=int, default=20)
-    p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
 
     so = ort.SessionOptions()
@@ -43,18 +40,8 @@ def main(argv=None) -> None:
     shape = [a.batch_size] + [int(d) for d in inp.shape[1:]]
     feeds = {inp.name: np.random.default_rng(a.seed).standard_normal(shape, dtype=np.float32)}
 
-    for _ in range(1 + a.warmup):                 # the first run, then the warm-up
-        sess.run(None, feeds)
-    times = []
-    start = time.perf_counter()
-    for _ in range(a.iterations):
-        t0 = time.perf_counter()
-        sess.run(None, feeds)
-        times.append(time.perf_counter() - t0)
-    window = time.perf_counter() - start
-    print(json.dumps({"throughput_sps": a.iterations * a.batch_size / window, "window_s": window,
-                      "median_ms": float(np.median(times)) * 1000,
-                      "onnxruntime": ort.__version__}))
+    result = timed(lambda: sess.run(None, feeds), a.batch_size, a.warmup, a.iterations)
+    print(json.dumps({**result, "onnxruntime": ort.__version__}))
 
 
 if __name__ == "__main__":

@@ -6,14 +6,15 @@ train`` with the same model, batch, steps, threads and seed, each in a fresh
 process, ``--repeats`` times, and compares median throughputs.  The harness
 must reach at least 0.97 of the plain loop.
 
-``--allocator tuned`` gives BOTH sides the same glibc malloc settings (no
-trimming, no mmap for large blocks).  PyTorch's eager CPU training frees and
+``--allocator`` (default: dlbench's, ``tuned``) gives BOTH sides the same
+allocator: the plain loop starts with the environment a dlbench cell gets
+(``harness.cellenv``).  PyTorch's eager CPU training frees and
 re-allocates its large activations every step; with glibc's defaults each
 re-allocation is a fresh mmap whose pages fault in again, which costs about
 30 % of the step in kernel time on this 2-core machine and varies by +-15 %
 between processes: noise in both columns that hides the harness's own cost.
 The harness adds nothing to that path, so the comparison is fair either way;
-the tuned allocator only makes it measurable.
+the tuned allocator only makes it measurable (``system`` shows that noise).
 
     .venv/bin/python benchmarks/train_overhead.py --model resnet50 --batch-size 16
 """
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -31,13 +31,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from dlbench.harness.allocator import ALLOCATORS, DEFAULT_ALLOCATOR  # noqa: E402
+from dlbench.harness.cellenv import cell_environment  # noqa: E402
 from dlbench.harness.tables import markdown  # noqa: E402
-from dlbench.harness.threads import physical_cores  # noqa: E402
+from dlbench.harness.threads import ThreadConfig, physical_cores  # noqa: E402
 from dlbench.harness.training.runner import TrainRequest, train  # noqa: E402
 
 TARGET = 0.97
-TUNED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(2**32), "MALLOC_TRIM_THRESHOLD_": str(2**36),
-                "MALLOC_TOP_PAD_": str(2**30)}
 
 
 def plain(framework: str, a) -> float:
@@ -45,14 +45,16 @@ def plain(framework: str, a) -> float:
         [sys.executable, str(HERE / f"plain_train_{framework}.py"), "--model", a.model,
          "--batch-size", str(a.batch_size), "--steps", str(a.steps),
          "--warmup-steps", str(a.warmup_steps), "--threads", str(a.threads), "--seed", "0"],
-        capture_output=True, text=True, check=True)
+        capture_output=True, text=True, check=True,
+        env=cell_environment(ThreadConfig(a.threads, 1), a.allocator))
     return json.loads(out.stdout.strip().splitlines()[-1])["throughput_sps"]
 
 
 def harness(framework: str, a, tmp: Path) -> float:
     [rec] = train(TrainRequest(model=a.model, frameworks=[framework], batch_size=a.batch_size,
                                steps=a.steps, warmup_steps=a.warmup_steps, threads=a.threads,
-                               out=str(tmp / "runs"), db=str(tmp / "r.sqlite")),
+                               allocator=a.allocator, out=str(tmp / "runs"),
+                               db=str(tmp / "r.sqlite")),
                   progress=lambda _m: None)
     if rec["status"] != "ok":
         raise SystemExit(f"{framework}: harness run failed: {rec['error']}")
@@ -68,12 +70,10 @@ def main() -> int:
     p.add_argument("--warmup-steps", type=int, default=2)
     p.add_argument("--threads", type=int, default=physical_cores())
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--allocator", choices=("system", "tuned"), default="system",
-                   help="tuned: the same glibc malloc settings for both sides (see above)")
+    p.add_argument("--allocator", choices=ALLOCATORS, default=DEFAULT_ALLOCATOR,
+                   help="the allocator of both sides' processes (see above)")
     p.add_argument("--json", default=None)
     a = p.parse_args()
-    if a.allocator == "tuned":
-        os.environ.update(TUNED_MALLOC)     # inherited by both sides' processes
     rows, results, ok = [], [], True
     with tempfile.TemporaryDirectory() as tmp:
         for fw in a.frameworks.split(","):

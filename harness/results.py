@@ -205,14 +205,17 @@ class ResultStore:
                               (sha256,)).fetchone()
         return _decode_artifact(dict(row)) if row else None
 
-    def noise_floor(self, machine_id: str) -> dict[str, Any] | None:
-        """The newest ``noise_floor`` record of this machine (``dlbench compare --calibrate``),
-        or None.  A record kind, not a table of its own: it carries the same context as
-        every measurement (versions, thread settings, the cell it was measured with)."""
+    def noise_floor(self, machine_id: str, threads: int | None = None) -> dict[str, Any] | None:
+        """The newest ``noise_floor`` record of this machine (``dlbench compare --calibrate``)
+        measured at ``threads`` intra-op threads, or None.  A record kind, not a table of its
+        own: it carries the same context as every measurement (versions, thread settings, the
+        cell it was measured with)."""
         if not self.path.exists():
             return None
         rows = self.records("kind = ? AND status = ? AND machine_id = ?",
                             ("noise_floor", "ok", machine_id))
+        if threads is not None:
+            rows = [r for r in rows if r.get("intra_op_threads") == threads]
         return rows[-1] if rows else None
 
     def machine(self, machine_id: str) -> dict[str, Any] | None:

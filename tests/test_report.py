@@ -110,7 +110,10 @@ def test_markdown_tables_carry_the_database_figures(cli, db):
     assert row["Framework version"] == f"PyTorch {train['framework_version']}"
     assert row["Resource"] == train["context"]["resource"]
     assert int(row["Batch size"]) == train["batch_size"] == 4
-    assert row["Throughput"].endswith(" images/sec")
+    # A loaded machine can push this tiny run's kernel share past 10 %: then it is marked.
+    kernel = bool(train["metrics"].get("kernel_bound"))
+    assert re.fullmatch(r"[\d.]+ images/sec" + (r" \(kernel \d+%\)" if kernel else ""),
+                        row["Throughput"]), row["Throughput"]
     assert _value(row["Throughput"]) == pytest.approx(train["throughput_sps"], rel=1e-3)
     assert row["Speedup"] == "-"
 

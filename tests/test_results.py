@@ -104,3 +104,22 @@ def test_noise_floor_is_the_newest_ok_record_of_the_machine(tmp_path):
                    "started_at": "t", "metrics": {"noise_floor": value}}, MACHINE)
     assert store.noise_floor("m1")["metrics"]["noise_floor"] == 0.017
     assert store.noise_floor("m2") is None
+
+
+def test_noise_floor_is_matched_on_thread_count(tmp_path):
+    """One thread's floor says nothing of two threads' (7 % and 35 % on the 2-core machine)."""
+    from dlbench.harness.compare.noise import floor_for
+
+    store = ResultStore(tmp_path / "r.sqlite")
+    for threads, value in ((1, 0.07), (2, 0.35)):
+        store.add({"run_id": "r", "kind": "noise_floor", "cell_key": "k", "status": "ok",
+                   "started_at": "t", "intra_op_threads": threads,
+                   "metrics": {"noise_floor": value}}, MACHINE)
+    assert store.noise_floor("m1", 1)["metrics"]["noise_floor"] == 0.07
+    assert store.noise_floor("m1", 2)["metrics"]["noise_floor"] == 0.35
+    assert store.noise_floor("m1", 4) is None
+    one = [{"machine_id": "m1", "intra_op_threads": 1}]
+    assert floor_for(store, one).value == 0.07
+    assert floor_for(store, one + [{"machine_id": "m1", "intra_op_threads": 2}]).value == 0.35
+    unmeasured = floor_for(store, [{"machine_id": "m1", "intra_op_threads": 4}])
+    assert unmeasured.source == "default" and "--threads N" in unmeasured.describe()

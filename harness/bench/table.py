@@ -14,7 +14,7 @@ from dlbench.harness.tables import (ROUGH_P99, allocator_of, artifact_label, ker
                                      network_name)
 
 BENCH_HEADERS = ("Network", "Artifact", "Backend", "Resource", "Precision", "Batch size",
-                 "Scenario", "Throughput (samples/sec)", "Latency p50 / p99", "CV",
+                 "Scenario", "Throughput (samples/sec)", "Latency p50 / p99", "Spread",
                  "GFLOP/s (% peak)", "Load / first run", "Peak RSS")
 
 
@@ -48,11 +48,21 @@ def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
             thr += f" @ p99 <= {m['server']['latency_bound_ms']:g} ms"
         rows.append(head + [
             thr, f"{milliseconds(lat.get('p50'))} / {p99}" if lat else "-",
-            f"{m['cv']:.1%}" if m.get("cv") is not None else "-", gflops,
+            spread(m), gflops,
             f"{cold.get('load_s', 0):.2f} s / {milliseconds(cold.get('first_inference_ms'))}"
             if cold else "",
             rss])
     return rows
+
+
+def spread(m: dict[str, Any]) -> str:
+    """What the stability rule judged: IQR / median of the iterations, and with --repeats
+    the range / median of the processes' throughputs (the old CV for older records)."""
+    if m.get("iqr_over_median") is None:
+        return f"CV {m['cv']:.1%}" if m.get("cv") is not None else "-"
+    text = f"IQR {m['iqr_over_median']:.1%}"
+    between = (m.get("repeat_spread") or {}).get("range_over_median")
+    return text + (f", processes {between:.1%}" if between is not None else "")
 
 
 def bench_table(records: Sequence[dict[str, Any]]) -> str:

@@ -104,7 +104,7 @@ def run(args) -> int:
         check_can_create(args.json_path)
     store = ResultStore(args.db)
     baseline, candidate = load_sides(args.sources, store, filters, runs)
-    floor = floor_for(store, (r.get("machine_id") for r in baseline + candidate),
+    floor = floor_for(store, baseline + candidate,
                       args.min_effect)
     result = compare(baseline, candidate, axes=axes,
                      allow_different_machines=args.allow_different_machines,

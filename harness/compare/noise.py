@@ -46,8 +46,8 @@ class NoiseFloor:
                     f"processes)")
         if self.source == "--min-effect":
             return f"{text} (--min-effect)"
-        return (f"{text} (default: no floor measured on this machine; dlbench compare "
-                f"--calibrate measures it)")
+        return (f"{text} (default: no floor measured on this machine at these thread "
+                f"counts; dlbench compare --calibrate --threads N measures it)")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,15 +59,18 @@ def from_record(record: dict[str, Any]) -> NoiseFloor:
                       m.get("processes"), record.get("machine_id"), record.get("id"))
 
 
-def floor_for(store, machine_ids: Iterable[str | None],
+def floor_for(store, records: Iterable[dict[str, Any]],
               min_effect_percent: float | None = None) -> NoiseFloor:
-    """The floor a comparison uses.  Records from several machines: the largest of their
-    stored floors, and the default when one of them has none."""
+    """The floor a comparison uses: per machine and intra-op thread count of the compared
+    records, the newest floor measured there (on a 2-core machine one thread's floor was
+    7 % and two threads' 35 %: processes sharing every core land far apart), and the
+    largest of those.  A pair of machine and thread count without a floor: the default."""
     if min_effect_percent is not None:
         return NoiseFloor(min_effect_percent / 100, "--min-effect")
-    ids = sorted({m for m in machine_ids if m})
-    stored = [store.noise_floor(m) for m in ids]
-    if ids and all(stored):
+    where = sorted({(r.get("machine_id"), r.get("intra_op_threads")) for r in records
+                    if r.get("machine_id")}, key=str)
+    stored = [store.noise_floor(m, t) for m, t in where]
+    if where and all(stored):
         return max((from_record(r) for r in stored), key=lambda f: f.value)
     return NoiseFloor(DEFAULT_FLOOR, "default")
 

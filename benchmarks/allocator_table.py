@@ -1,0 +1,150 @@
+"""Does ``dlbench bench`` keep up with a plain loop under every allocator?
+
+For each framework (PyTorch and TensorFlow on the zoo's network, ONNX Runtime
+on its ONNX export), batch size and ``--allocator``, alternates ``--rounds``
+times a plain hand-written inference loop (benchmarks/plain_bench_<name>.py,
+a fresh process) and one ``dlbench bench`` cell (its Python API; a fresh
+process too), with the same batch, threads, inputs, warm-up and measured
+iterations.  The plain loop starts with exactly the environment the dlbench
+cell starts with (``Cell.environment()``: threads and the allocator), so both
+sides run the same allocator.  Prints, per cell, both medians, their ratio
+(target: dlbench reaches at least 0.97 of the plain loop) and what dlbench
+recorded about the kernel: its share of the window's CPU time and the minor
+page faults per iteration.  Exit status 1 when a ratio misses the target.
+
+The ONNX file is exported once (benchmarks/bench_overhead.py --export, in a
+subprocess: torch stays out of this process).  The full table, on a quiet
+machine:
+
+    .venv/bin/python benchmarks/allocator_table.py --model resnet50 --rounds 3
+
+A smoke run:
+
+    .venv/bin/python benchmarks/allocator_table.py --model resnet50-mini \
+        --frameworks onnxruntime --batch-sizes 1 --allocators system,tuned --rounds 1
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from dlbench.harness.allocator import ALLOCATORS  # noqa: E402
+from dlbench.harness.bench.execute import run_bench  # noqa: E402
+from dlbench.harness.bench.measure import StopRule  # noqa: E402
+from dlbench.harness.bench.plan import validate  # noqa: E402
+from dlbench.harness.bench.request import BenchRequest  # noqa: E402
+from dlbench.harness.tables import markdown  # noqa: E402
+from dlbench.harness.threads import physical_cores  # noqa: E402
+
+TARGET = 0.97
+FRAMEWORKS = ("pytorch", "tensorflow", "onnxruntime")
+
+
+def request(fw: str, batch: int, allocator: str, a, onnx: Path, db: Path) -> BenchRequest:
+    return BenchRequest(
+        artifacts=[str(onnx) if fw == "onnxruntime" else a.model], backends=[fw],
+        batch_sizes=[batch], threads=[a.threads], inter_op_threads=1, allocator=allocator,
+        rule=StopRule(warmup=a.warmup, max_warmup=a.warmup, iterations=a.iterations),
+        iqr_threshold=1e9, repeat_spread_threshold=1e9, seed=0, db=str(db))
+
+
+def plain(fw: str, batch: int, a, onnx: Path, env: dict[str, str]) -> float:
+    target = [str(onnx)] if fw == "onnxruntime" else ["--model", a.model]
+    out = subprocess.run(
+        [sys.executable, str(HERE / f"plain_bench_{fw}.py"), *target, "--batch-size", str(batch),
+         "--threads", str(a.threads), "--inter-op-threads", "1", "--warmup", str(a.warmup),
+         "--iterations", str(a.iterations), "--seed", "0"],
+        capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise SystemExit(f"plain {fw} loop failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])["throughput_sps"]
+
+
+def harness(req: BenchRequest) -> dict:
+    [rec] = run_bench(req, show_progress=False)
+    if rec["status"] == "failed":
+        raise SystemExit(f"dlbench cell failed: {rec['error']}")
+    return rec
+
+
+def measure(fw: str, batch: int, allocator: str, a, onnx: Path, db: Path) -> dict:
+    req = request(fw, batch, allocator, a, onnx, db)
+    [cell], _ = validate(req)
+    env = cell.environment()                     # the cell's own: threads and allocator
+    pl, hs, recs = [], [], []
+    for i in range(a.rounds):
+        # Interleaved, and the order alternates, so drift and whatever the first of two
+        # back-to-back processes pays hit both sides alike.
+        first_plain = i % 2 == 0
+        if first_plain:
+            pl.append(plain(fw, batch, a, onnx, env))
+        recs.append(harness(req))
+        hs.append(recs[-1]["throughput_sps"])
+        if not first_plain:
+            pl.append(plain(fw, batch, a, onnx, env))
+        print(f"{fw} batch {batch} {allocator}: plain {pl[-1]:.2f}  dlbench {hs[-1]:.2f} "
+              f"samples/s", file=sys.stderr, flush=True)
+    m = [r["metrics"] for r in recs]
+    return {"framework": fw, "batch_size": batch, "allocator": allocator, "plain_sps": pl,
+            "dlbench_sps": hs, "ratio": statistics.median(hs) / statistics.median(pl),
+            "kernel_share": statistics.median(x["kernel_share"] for x in m),
+            "minor_faults_per_iteration": statistics.median(
+                x["minor_faults_per_iteration"] for x in m)}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="resnet50")
+    p.add_argument("--frameworks", default=",".join(FRAMEWORKS))
+    p.add_argument("--batch-sizes", default="1,32")
+    p.add_argument("--allocators", default=",".join(ALLOCATORS))
+    p.add_argument("--threads", type=int, default=physical_cores())
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--iterations", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--onnx", default=None, help="use this ONNX file instead of exporting")
+    p.add_argument("--json", default=None)
+    a = p.parse_args()
+    frameworks = [f for f in a.frameworks.split(",") if f]
+    unknown = set(frameworks) - set(FRAMEWORKS)
+    if unknown:
+        p.error(f"--frameworks: {', '.join(sorted(unknown))}; choose from {', '.join(FRAMEWORKS)}")
+    batches = [int(b) for b in a.batch_sizes.split(",") if b]
+    allocators = [x for x in a.allocators.split(",") if x]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="allocator-table-") as tmp:
+        tmp = Path(tmp)
+        onnx = Path(a.onnx) if a.onnx else tmp / f"{a.model}.onnx"
+        if "onnxruntime" in frameworks and not a.onnx:
+            subprocess.run([sys.executable, str(HERE / "bench_overhead.py"), "--model", a.model,
+                            "--export", str(onnx)], check=True, env=dict(os.environ))
+        for fw in frameworks:
+            for batch in batches:
+                for allocator in allocators:
+                    results.append(measure(fw, batch, allocator, a, onnx, tmp / "bench.sqlite"))
+    rows = [[r["framework"], r["batch_size"], r["allocator"],
+             f"{statistics.median(r['plain_sps']):.2f}", f"{statistics.median(r['dlbench_sps']):.2f}",
+             f"{r['ratio']:.3f}", f"{r['kernel_share']:.1%}",
+             f"{r['minor_faults_per_iteration']:.0f}",
+             "ok" if r["ratio"] >= TARGET else f"BELOW {TARGET}"] for r in results]
+    print(f"{a.model}, {a.threads} threads, {a.warmup} warm-up + {a.iterations} measured "
+          f"iterations, median of {a.rounds} interleaved rounds; the same allocator on both sides")
+    print(markdown(("Framework", "Batch", "Allocator", "Plain loop (samples/s)",
+                    "dlbench bench (samples/s)", "Ratio", "Kernel share (dlbench)",
+                    "Minor faults / iteration", "Verdict"), rows))
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=2))
+    return 0 if all(r["ratio"] >= TARGET for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
