@@ -160,6 +160,13 @@ def apply(env: dict[str, str], name: str) -> dict[str, str]:
     return env
 
 
+def identity(name: str) -> dict[str, str]:
+    """The allocator's entry in a cell's identity (the key a resumed run matches on): none
+    for ``system``, because cells stored before ``--allocator`` existed ran the system's
+    and must keep their keys."""
+    return {} if name == "system" else {"allocator": name}
+
+
 def in_force(env: dict[str, str] | None = None) -> dict[str, object]:
     """The allocator of an environment, as records keep it: its name and every variable
     that steers an allocator, exactly as the cell received it."""

@@ -86,6 +86,17 @@ def mixed_allocators(records: Sequence[dict[str, Any]]) -> bool:
     return len({allocator_of(r) for r in records}) > 1
 
 
+def add_allocator_column(headers: list[str], rows: list[list[Any]],
+                         records: Sequence[dict[str, Any]]) -> None:
+    """An Allocator column before Precision, in place, when the rows ran different ones."""
+    if not mixed_allocators(records):
+        return
+    at = headers.index("Precision")
+    headers.insert(at, "Allocator")
+    for row, r in zip(rows, records):
+        row.insert(at, allocator_of(r))
+
+
 def milliseconds(ms: float | None) -> str:
     """A latency in the unit that keeps it short: "8.31 ms", "1.2 s", "-" when not measured."""
     if ms is None:
@@ -180,10 +191,6 @@ def train_table(records: Sequence[dict[str, Any]]) -> str:
                    for _, cell in extra]
             for r, row in zip(records, train_rows(records))]
     headers = list(train_headers(records) + tuple(h for h, _ in extra))
-    if mixed_allocators(records):
-        at = headers.index("Precision")
-        headers.insert(at, "Allocator")
-        for row, r in zip(rows, records):
-            row.insert(at, allocator_of(r))
+    add_allocator_column(headers, rows, records)
     note = kernel_note(records)
     return markdown(headers, rows) + (f"\n\n{note}" if note else "")

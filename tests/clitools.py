@@ -1,4 +1,5 @@
 """Assertions about how the CLI answers, shared by the command tests."""
+import json
 
 
 def assert_usage_error(out, *needles):
@@ -9,3 +10,9 @@ def assert_usage_error(out, *needles):
     assert "Traceback" not in out.stderr
     for n in needles:
         assert n in lines[0], lines[0]
+
+
+def only_record(directory, name):
+    """The one record a command wrote to ``--json directory/name``."""
+    [rec] = json.loads((directory / name).read_text())
+    return rec

@@ -19,6 +19,7 @@ import pytest
 from onnx import numpy_helper
 
 import tiny_onnx
+from clitools import only_record
 from dlbench.converters import onnx_io
 from dlbench.converters import onnx_summary
 from dlbench.harness.backends.tensorrt import availability_problems
@@ -58,15 +59,10 @@ def onnx_mini(mini, workdir):
     return target
 
 
-def _record(workdir, name):
-    [rec] = json.loads((workdir / name).read_text())
-    return rec
-
-
 def test_int8_static_qdq_per_channel_is_verified_against_fp32(cli, workdir, onnx_mini):
     out = cli("build", "model.onnx", "--to", "int8", "--json", "int8.json")
     assert out.returncode == 0, out.stderr[-3000:]
-    rec = _record(workdir, "int8.json")
+    rec = only_record(workdir, "int8.json")
     assert rec["kind"] == "convert" and rec["status"] == "ok" and rec["precision"] == "int8"
     v = rec["metrics"]["verdict"]
     assert v["ok"] and v["batch_sizes"] == [1, 8] and v["tolerance"]["min_top1"] == 0.9
@@ -117,7 +113,7 @@ def test_int8_calibrates_from_a_file(cli, workdir, onnx_mini):
     out = cli("build", "model.onnx", "--to", "int8", "--calib-data", "calib.npz",
               "--calib-batch", "4", "--target", "tensorrt", "--out", "trt.int8.onnx",
               "--json", "c.json")
-    rec = _record(workdir, "c.json")
+    rec = only_record(workdir, "c.json")
     info = rec["context"]["build_info"]
     assert info["calibration"] == {"source": str(workdir / "calib.npz"), "samples": 12, "batch": 4}
     assert info["recipe"]["activations"] == "int8 symmetric"
@@ -137,7 +133,7 @@ def test_an_int8_build_over_tolerance_is_kept_but_unverified(cli, workdir, onnx_
     out = cli("build", "model.onnx", "--to", "int8", "--calib-data", "zeros.npz",
               "--json", "z.json")
     assert out.returncode == 1, out.stderr[-2000:]
-    rec = _record(workdir, "z.json")
+    rec = only_record(workdir, "z.json")
     assert rec["status"] == "unverified"
     assert "dlbench build: unverified: output logits over int8 tolerance" in out.stderr
     assert "at batch" in out.stderr and "sample" in out.stderr
@@ -151,7 +147,7 @@ def test_int8_dynamic_on_a_matmul_model(cli, workdir):
     tiny_onnx.save(tiny_onnx.mlp(), workdir / "mlp.onnx")
     out = cli("build", "mlp.onnx", "--to", "int8", "--dynamic", "--json", "d.json")
     assert out.returncode == 0, out.stderr[-3000:]
-    rec = _record(workdir, "d.json")
+    rec = only_record(workdir, "d.json")
     assert rec["context"]["build_info"]["recipe"]["mode"] == "dynamic"
     ops = {n.op_type for n in onnx.load(workdir / "mlp.int8.onnx").graph.node}
     assert ops & {"DynamicQuantizeLinear", "MatMulInteger", "DynamicQuantizeMatMul"}
@@ -163,7 +159,7 @@ def test_fp16_is_verified_against_fp32(cli, workdir, onnx_mini, keep_io):
     flag = "--keep-io-types" if keep_io else "--no-keep-io-types"
     out = cli("build", "model.onnx", "--to", "fp16", flag, "--json", "h.json")
     assert out.returncode == 0, out.stderr[-3000:]
-    rec = _record(workdir, "h.json")
+    rec = only_record(workdir, "h.json")
     assert rec["status"] == "ok" and rec["precision"] == "fp16"
     v = rec["metrics"]["verdict"]
     assert v["tolerance"]["rtol"] == 0.02 and v["outputs"]["logits"]["top1"] is not None
@@ -200,7 +196,7 @@ def test_a_deliberately_broken_int8_model_is_caught(cli, workdir, onnx_mini, whi
     onnx.save(model, workdir / "broken.int8.onnx")
     out = cli("verify", "model.onnx", "broken.int8.onnx", "--json", "v.json")
     assert out.returncode == 1, out.stdout
-    rec = _record(workdir, "v.json")
+    rec = only_record(workdir, "v.json")
     assert rec["status"] == "unverified" and rec["precision"] == "int8"
     assert "output logits over int8 tolerance" in rec["error"] and caught_by in rec["error"]
     art = ResultStore(workdir / "results.sqlite").artifact(onnx_io.sha256(workdir / "broken.int8.onnx"))
@@ -222,7 +218,7 @@ def test_tensorrt_engine_is_built_verified_and_described(cli, workdir, onnx_mini
               "--batch-sizes", "1,4,8", "--timing-cache", "timing.cache",
               "--calib-cache", "calib.cache", "--json", "t.json")
     assert out.returncode == 0, out.stderr[-3000:]
-    rec = _record(workdir, "t.json")
+    rec = only_record(workdir, "t.json")
     engine = workdir / f"model.{precision}.plan"
     sidecar = json.loads((workdir / f"model.{precision}.plan.json").read_text())
     assert engine.is_file() and rec["status"] == "ok" and rec["device"] == "gpu"
@@ -239,7 +235,7 @@ def test_tensorrt_engine_is_built_verified_and_described(cli, workdir, onnx_mini
                 "--batch-sizes", "1,4,8", "--timing-cache", "timing.cache",
                 "--calib-cache", "calib.cache", "--out", "again.plan", "--json", "t2.json")
     assert again.returncode == 0, again.stderr[-3000:]
-    log = _record(workdir, "t2.json")["context"]["build"]["build_log"]
+    log = only_record(workdir, "t2.json")["context"]["build"]["build_log"]
     assert log["timing_cache"] == "reused"
     if precision == "int8" and sidecar["build_path"] == "weakly-typed-flags":
         assert log["calibration_cache"] == "reused"

@@ -10,13 +10,12 @@ the core group.
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from clitools import only_record
 from dlbench.converters import int8_recipe
 from dlbench.converters.base import ConversionError
 
@@ -108,11 +107,6 @@ def cnn(keras_softmax_cnn, workdir):
     return target
 
 
-def _record(workdir, name):
-    [rec] = json.loads((workdir / name).read_text())
-    return rec
-
-
 def _float_nodes(path, op_type):
     """Nodes of ``op_type`` in an INT8 graph that compute in float: no quantized weights
     (a DequantizeLinear of an initializer) among their inputs, no Q/DQ on their output.
@@ -135,7 +129,7 @@ def _float_nodes(path, op_type):
 def test_a_softmax_ending_keras_cnn_verifies_with_the_softmax_kept_float(cli, workdir, cnn):
     out = cli("build", "cnn.onnx", "--to", "int8", "--json", "b.json")
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    rec = _record(workdir, "b.json")
+    rec = only_record(workdir, "b.json")
     assert rec["status"] == "ok"
     recipe = rec["context"]["build_info"]["recipe"]
     assert recipe["float_tail"] is True
@@ -154,7 +148,7 @@ def test_without_the_rule_it_is_unverified_and_the_layer_report_blames_the_softm
         cli, workdir, cnn):
     out = cli("build", "cnn.onnx", "--to", "int8", "--no-float-tail", "--json", "b.json")
     assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
-    rec = _record(workdir, "b.json")
+    rec = only_record(workdir, "b.json")
     assert rec["status"] == "unverified" and rec["context"]["build_info"]["recipe"][
         "float_nodes"] == []
     report = rec["metrics"]["layer_errors"]
@@ -186,7 +180,7 @@ def test_excluded_nodes_and_op_types_stay_float_in_the_int8_graph(cli, workdir, 
     out = cli("build", "cnn.onnx", "--to", "int8", "--exclude-nodes", matmul,
               "--exclude-op-types", "Relu,Conv", "--json", "b.json")
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    floats = _record(workdir, "b.json")["context"]["build_info"]["recipe"]["float_nodes"]
+    floats = only_record(workdir, "b.json")["context"]["build_info"]["recipe"]["float_nodes"]
     reasons = {d["node"]: d["reason"] for d in floats}
     assert reasons[matmul] == "--exclude-nodes"
     assert sorted(d["reason"] for d in floats if d["op"] == "Conv") == \

@@ -18,6 +18,7 @@ from dlbench.harness.bench.given import GivenInput, read_all as read_given
 from dlbench.harness.bench.request import BenchRequest
 from dlbench.harness.bench.scenarios import get_scenario
 from dlbench.harness.allocator import DEFAULT_ALLOCATOR
+from dlbench.harness.allocator import identity as allocator_identity
 from dlbench.harness.cellenv import cell_environment
 from dlbench.harness.context import cell_key
 from dlbench.harness.fingerprint import fingerprint
@@ -73,8 +74,7 @@ def identity(c: Cell, req: BenchRequest, machine_id: str) -> dict[str, Any]:
              "repeats": req.repeats, "machine_id": machine_id}
     if c.scenario == "server":
         ident["server"] = req.server_params()
-    if c.allocator != "system":         # cells from before --allocator ran the system's
-        ident["allocator"] = c.allocator
+    ident.update(allocator_identity(c.allocator))
     if c.given:                         # absent when unused: older cells keep their keys
         ident["inputs"] = {k: g.identity() for k, g in sorted(c.given.items())}
     return ident

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from dlbench.harness.tables import (ROUGH_P99, allocator_of, artifact_label, kernel_mark,
-                                     kernel_note, markdown, milliseconds, mixed_allocators,
+from dlbench.harness.tables import (ROUGH_P99, add_allocator_column, artifact_label,
+                                     kernel_mark, kernel_note, markdown, milliseconds,
                                      network_name)
 
 BENCH_HEADERS = ("Network", "Artifact", "Backend", "Resource", "Precision", "Batch size",
@@ -67,10 +67,7 @@ def spread(m: dict[str, Any]) -> str:
 
 def bench_table(records: Sequence[dict[str, Any]]) -> str:
     headers, rows = list(BENCH_HEADERS), bench_rows(records)
-    if mixed_allocators(records):
-        headers.insert(headers.index("Precision"), "Allocator")
-        for row, r in zip(rows, records):
-            row.insert(headers.index("Allocator"), allocator_of(r))
+    add_allocator_column(headers, rows, records)
     text = markdown(headers, rows)
     if any(not ((r.get("metrics") or {}).get("percentile_support") or {}).get("p99", True)
            for r in records if r["status"] != "failed"):

@@ -13,8 +13,8 @@ from typing import Any, Sequence
 
 from dlbench.harness import stats
 from dlbench.harness.frameworks import FRAMEWORKS
-from dlbench.harness.tables import (ROUGH_P99, allocator_of, artifact_label, kernel_mark,
-                                     kernel_note, markdown, milliseconds, mixed_allocators,
+from dlbench.harness.tables import (ROUGH_P99, add_allocator_column, artifact_label,
+                                     kernel_mark, kernel_note, markdown, milliseconds,
                                      network_name, spec_unit, zoo_spec)
 
 
@@ -84,11 +84,7 @@ def _with_machine(table: Table, records: Sequence[dict[str, Any]]) -> Table:
 def _with_allocator(table: Table, records: Sequence[dict[str, Any]]) -> Table:
     """Records with different allocators share a table only with an Allocator column
     (before Precision), and kernel-bound rows get their footnote once."""
-    if mixed_allocators(records):
-        at = table.headers.index("Precision")
-        table.headers.insert(at, "Allocator")
-        for row, r in zip(table.rows, records):
-            row.insert(at, allocator_of(r))
+    add_allocator_column(table.headers, table.rows, records)
     note = kernel_note(records)
     if note:
         table.notes.append(note)

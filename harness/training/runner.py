@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from dlbench.harness import __version__, records
 from dlbench.harness.allocator import DEFAULT_ALLOCATOR, check as check_allocator
+from dlbench.harness.allocator import identity as allocator_identity
 from dlbench.harness.cellenv import cell_environment
 from dlbench.harness import mathmode
 from dlbench.models.atomic import check_can_create, staged_directory, write_json
@@ -71,8 +72,8 @@ def validate(req: TrainRequest) -> None:
     fp = fingerprint()
     if req.device == "gpu" and not fp["gpus"]:
         raise UserError("--device gpu: no NVIDIA GPU on this machine (nvidia-smi found none)")
-    if req.precision == mathmode.TF32 and mathmode.tf32_reason(req.device):
-        raise UserError(f"--precision tf32: {mathmode.tf32_reason(req.device)}")
+    if req.precision == mathmode.TF32 and (why := mathmode.tf32_reason(req.device)):
+        raise UserError(f"--precision tf32: {why}")
     mathmode.check_env(req.precision)
     if req.device == "ascend" and not fp["ascend"]:
         raise UserError("--device ascend: no Ascend NPU on this machine (no /dev/davinci*)")
@@ -188,8 +189,7 @@ def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, star
                 "data": cfg.data, "seed": cfg.seed, "machine_id": fp["machine_id"]}
     if cfg.eval:            # only then, so that runs without --eval keep their keys
         identity["eval"] = [True, cfg.eval_samples]
-    if req.allocator != "system":       # runs from before --allocator ran the system's
-        identity["allocator"] = req.allocator
+    identity.update(allocator_identity(req.allocator))
     metrics = {k: v for k, v in result.items() if k not in ("framework_version", "layout",
                                                              "checkpoint")}
     metrics["peak_rss_mb"] = outcome.peak_rss_mb
