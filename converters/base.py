@@ -77,6 +77,7 @@ class BuildOptions:
     exclude_nodes: tuple[str, ...] = ()      # int8: nodes left in float, by name
     exclude_op_types: tuple[str, ...] = ()   # int8: op types left in float
     float_tail: bool = True              # int8: fixed-range ops at the outputs stay float
+    freeze: bool = True                  # initializers that are also graph inputs: fixed
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -108,6 +109,9 @@ class ExportHop(Hop):
 class BuildHop(Hop):
     source = "onnx"
     suffix: str = ""         # default output name: model<suffix>
+    # The oldest opset the hop's tool reads; an older graph is raised to it first
+    # (``onnx_normalize``).  The newest is what the installed runtime loads.
+    min_opset: int | None = None
 
     def check_available(self, options: BuildOptions) -> None:
         """Raise UserError if this machine cannot run the hop (before any work)."""

@@ -41,6 +41,7 @@ import numpy as np
 
 from dlbench.converters import onnx_io
 from dlbench.converters import int8_recipe
+from dlbench.converters import onnx_normalize
 from dlbench.converters import onnx_summary
 from dlbench.converters.base import BuildHop, BuildOptions, ConversionError
 from dlbench.models.errors import first_line
@@ -57,22 +58,9 @@ def _quantization():
     return quantization, quant_pre_process
 
 
-# Per-channel Q/DQ (DequantizeLinear's ``axis``) exists from opset 13 on.
+# Per-channel Q/DQ (DequantizeLinear's ``axis``) exists from opset 13 on: an older
+# graph is raised to it before it gets here (``onnx_normalize``, verified by the caller).
 QDQ_MIN_OPSET = 13
-
-
-def _opset_for_qdq(path: Path) -> list[int] | None:
-    """Raise an older graph (MindSpore exports opset 11) to opset 13 in place, so the
-    quantizer's per-channel Q/DQ nodes are valid; [old, new] when it did, else None."""
-    onnx = onnx_io.onnx()
-    model = onnx.load(str(path))
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
-    if opset is None or opset >= QDQ_MIN_OPSET:
-        return None
-    from onnx import version_converter
-
-    onnx.save(version_converter.convert_version(model, QDQ_MIN_OPSET), str(path))
-    return [opset, QDQ_MIN_OPSET]
 
 
 def _rows(batch) -> int:
@@ -97,8 +85,8 @@ class _Reader:
 
 
 def prepare(source: Path, out: Path) -> dict[str, Any]:
-    """The graph the quantizer sees, written to ``out``: ``quant_pre_process``, opset 13 at
-    least, every node named.  Deterministic, so the per-layer error report can rebuild the
+    """The graph the quantizer sees, written to ``out``: ``quant_pre_process``, every node
+    named.  ``source`` is already normalized (``onnx_normalize``: frozen, folded, opset 13).  Deterministic, so the per-layer error report can rebuild the
     float graph whose tensor names the INT8 model kept; returns what it did."""
     _, pre_process = _quantization()
     info: dict[str, Any] = {}
@@ -116,9 +104,6 @@ def prepare(source: Path, out: Path) -> dict[str, Any]:
             pre_process(src, str(out), skip_symbolic_shape=True)
             info["quant_pre_process"] = (f"without symbolic shape inference "
                                          f"({first_line(exc)})")
-    upgraded = _opset_for_qdq(out)
-    if upgraded:
-        info["opset_upgraded"] = upgraded
     onnx = onnx_io.onnx()
     model = onnx.load(str(out))
     if int8_recipe.name_nodes(model.graph):
@@ -126,11 +111,26 @@ def prepare(source: Path, out: Path) -> dict[str, Any]:
     return info
 
 
+def _check_normalized(source: Path, min_opset: int) -> None:
+    """What the quantizer cannot bear, refused in one line instead of its own error."""
+    model = onnx_io.load(source, check=False)
+    kept = onnx_normalize.initializer_inputs(model.graph)
+    if kept:
+        raise ConversionError(f"{len(kept)} initializers are also graph inputs (kept by "
+                              f"--no-freeze), so the weights may change at run time and the "
+                              f"quantizer cannot fix their scales: build without --no-freeze")
+    opset = onnx_normalize.opset_of(model)
+    if opset is not None and opset < min_opset:
+        raise ConversionError(f"opset {opset}: per-channel Q/DQ needs opset {min_opset} or "
+                              f"later (dlbench build raises it first)")
+
+
 class OnnxToInt8(BuildHop):
     name = "onnx->int8"
     targets = ("int8",)
     precision = "int8"
     suffix = ".int8.onnx"
+    min_opset = QDQ_MIN_OPSET
 
     def check_available(self, options: BuildOptions) -> None:
         _quantization()
@@ -146,6 +146,8 @@ class OnnxToInt8(BuildHop):
             raise ConversionError("static INT8 quantization needs calibration batches")
         quant, _ = _quantization()
         import onnxruntime
+
+        _check_normalized(source, self.min_opset)
 
         info: dict[str, Any] = {"tool": f"onnxruntime {onnxruntime.__version__} quantization"}
         with tempfile.TemporaryDirectory(prefix="dlbench-int8-") as tmp:

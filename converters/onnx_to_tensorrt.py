@@ -78,6 +78,7 @@ def profile_of(batch_sizes) -> tuple[int, int, int]:
 class OnnxToTensorRT(BuildHop):
     name = "onnx->tensorrt"
     targets = ("tensorrt",)
+    min_opset = 9            # TensorRT's ONNX parser reads opset 9 and later
 
     def check_available(self, options: BuildOptions) -> None:
         if options.precision not in PRECISIONS:

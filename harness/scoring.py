@@ -20,6 +20,16 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def class_scores(z: np.ndarray) -> np.ndarray | None:
+    """Per-class scores as (batch, classes), or None if ``z`` is not a classifier's output.
+    A head written as a 1×1 convolution (SqueezeNet, the Caffe DenseNet) gives
+    (batch, classes, 1, 1): the same scores, and they are read as such."""
+    z = np.asarray(z)
+    if z.ndim < 2 or z.shape[1] < 2 or any(d != 1 for d in z.shape[2:]):
+        return None
+    return z.reshape(z.shape[0], z.shape[1])
+
+
 def _cross_entropy(z: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Per-row cross-entropy of logits ``z`` (rows x classes) against labels ``y``."""
     top = z.max(axis=1, keepdims=True)
@@ -36,11 +46,11 @@ class Tally:
     def add(self, logits, labels: np.ndarray) -> None:
         if isinstance(logits, (tuple, list)):        # a session's outputs: (logits,)
             (logits,) = logits
-        z = np.asarray(logits, dtype=np.float64)
+        z = class_scores(np.asarray(logits, dtype=np.float64))
         y = np.asarray(labels).astype(np.int64).reshape(-1)
-        if z.ndim != 2 or z.shape[0] != y.shape[0]:
-            raise ValueError(f"logits of shape {list(z.shape)} for {y.shape[0]} labels; "
-                             f"expected (batch, classes)")
+        if z is None or z.shape[0] != y.shape[0]:
+            raise ValueError(f"logits of shape {list(np.shape(logits))} for {y.shape[0]} "
+                             f"labels; expected (batch, classes)")
         if y.size and (y.min() < 0 or y.max() >= z.shape[1]):
             raise ValueError(f"label {int(y.max())} outside the model's {z.shape[1]} classes")
         self.loss_sum += float(_cross_entropy(z, y).sum())

@@ -54,3 +54,32 @@ class TensorInfo:
         """``x [?, 3, ?, ?] float32``: how error messages show a declared input."""
         dims = ", ".join("?" if d is None else str(d) for d in self.shape)
         return f"{self.name} [{dims}] {self.dtype}"
+
+
+def fixed_batch(signature) -> int | None:
+    """The batch a model is fixed to, or None if its batch dimension is dynamic: every
+    input's dimension 0 is the same fixed int (old exporters wrote 1 and meant it)."""
+    firsts = [t.shape[0] for t in signature if t.shape]
+    if not firsts or any(not isinstance(d, int) for d in firsts):
+        return None
+    return firsts[0] if len(set(firsts)) == 1 else None
+
+
+def follow_batch(signature, asked, verb: str = "ran") -> tuple[tuple[int, ...], str | None]:
+    """The batch sizes a command can run a model at: ``asked``, or the model's own batch
+    when it is fixed, with the note that says so (None when nothing changed)."""
+    asked = tuple(asked)
+    fixed = fixed_batch(signature)
+    if fixed is None or asked == (fixed,):
+        return asked, None
+    return (fixed,), (f"the model's batch dimension is fixed at {fixed}: {verb} at batch "
+                      f"{fixed} only (asked for {','.join(map(str, asked))})")
+
+
+def class_count(output) -> int | None:
+    """How many classes a classifier output declares: (batch, classes), or
+    (batch, classes, 1, 1) from a 1×1-convolution head; None if it is neither or unknown."""
+    shape = tuple(output.shape) if output is not None else ()
+    if len(shape) < 2 or any(d != 1 for d in shape[2:]):
+        return None
+    return shape[1] if isinstance(shape[1], int) else None

@@ -122,9 +122,13 @@ def test_int8_is_calibrated_and_verified_on_the_digits(chain):
         assert cal["source"] == "digits" and cal["samples"] == 1437      # the training split
         assert rec["context"]["verify_inputs"].startswith("digits: held-out")
         assert rec["metrics"]["verdict"]["ok"] is True
-    # MindSpore exports opset 11; per-channel Q/DQ needs 13.
-    upgraded = chain["builds"]["mindspore", "int8"]["context"]["build_info"]["opset_upgraded"]
-    assert upgraded == [11, 13]
+    # MindSpore exports opset 11; per-channel Q/DQ needs 13: raised, recorded and checked
+    # against the original before quantizing.  The other exporters' graphs need nothing.
+    normalized = chain["builds"]["mindspore", "int8"]["context"]["normalize"]
+    assert normalized["opset_upgraded"] == [11, 13] and normalized["verdict"]["ok"]
+    assert "raised opset 11 to 13" in chain["builds"]["mindspore", "int8"]["notes"][-1]
+    for fw in ("pytorch", "tensorflow"):
+        assert "normalize" not in chain["builds"][fw, "int8"]["context"]
 
 
 def test_eval_records_are_stored_and_printed(chain):

@@ -7,6 +7,7 @@ import benchmodels
 import tiny_onnx
 from dlbench.harness.bench import inputs, onnxinfo
 from dlbench.models.errors import UserError
+from dlbench.models import tensors
 from dlbench.models.tensors import TensorInfo
 
 
@@ -92,7 +93,7 @@ def test_dynamic_dimensions_need_a_shape_and_the_batch_follows_batch_sizes(tmp_p
 def test_fixed_batch_runs_its_own_batch_with_a_note(tmp_path):
     path = benchmodels.mlp(tmp_path / "fixed.onnx", batch=4)
     sig, _ = onnxinfo.signature(onnxinfo.load(path))
-    assert inputs.fixed_batch(sig) == 4
+    assert tensors.fixed_batch(sig) == 4
     p = _planned(path, 1)
     assert p.batch_size == 4 and p.inputs[0].shape == (4, 64)
     assert "fixed at 4" in p.notes[0] and "asked for 1" in p.notes[0]

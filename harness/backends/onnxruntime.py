@@ -51,7 +51,9 @@ class OrtRunner(Runner):
             "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL}[o["graph_optimization"]]
         so.add_session_config_entry("session.intra_op.allow_spinning",
                                     "1" if o["spin"] == "on" else "0")
-        so.log_severity_level = 3
+        # Fatal only: every error also comes back as the exception dlbench reports in one
+        # line; ONNX Runtime's own log of it would be a second, coloured line on stderr.
+        so.log_severity_level = 4
         self.gpu = self.cfg.device == "cuda"
         if self.cfg.precision == mathmode.TF32 and not self.gpu:
             raise UserError("--precision tf32: " + mathmode.tf32_reason(self.cfg.device))

@@ -18,6 +18,7 @@ from dlbench.harness import stats
 from dlbench.harness.backends import get_backend
 from dlbench.harness.backends.base import ArtifactRef, RunConfig, TensorInfo
 from dlbench.harness.bench import inputs as inputs_mod
+from dlbench.models.tensors import fixed_batch
 from dlbench.harness.bench.measure import Clock, StopRule
 from dlbench.harness.bench.scenarios import ScenarioContext, get_scenario
 
@@ -100,7 +101,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     ctx = ScenarioContext(runner=runner, batch_size=batch, prepared=prepared,
                           rule=StopRule(**payload["rule"]), clock=Clock(),
                           params=dict(payload.get("scenario_params") or {},
-                                      fixed_batch=inputs_mod.fixed_batch(signature) is not None),
+                                      fixed_batch=fixed_batch(signature) is not None),
                           on_iteration=progress.iteration, seed=seed)
     progress.write(phase="warm-up")
     metrics = scenario.run(ctx)

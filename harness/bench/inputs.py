@@ -40,6 +40,7 @@ from dlbench.harness.bench.given import GivenInput, numpy_dtype
 from dlbench.harness.bench.input_args import (  # noqa: F401
     parse_input, parse_int_range, parse_shape, parse_shapes, shapes_from)
 from dlbench.models.errors import UserError
+from dlbench.models.tensors import follow_batch
 
 MASK = re.compile(r"mask", re.IGNORECASE)
 
@@ -81,14 +82,6 @@ class InputPlan:
 
 def _dynamic(d: Any) -> bool:
     return not isinstance(d, int) or d < 0
-
-
-def fixed_batch(signature: Sequence[TensorInfo]) -> int | None:
-    """The batch a model is fixed to, or None if its batch dimension is dynamic."""
-    firsts = [t.shape[0] for t in signature if t.shape]
-    if not firsts or any(_dynamic(d) for d in firsts):
-        return None
-    return firsts[0] if len(set(firsts)) == 1 else None
 
 
 def _example(t: TensorInfo, batch: int) -> str:
@@ -148,12 +141,9 @@ def _plan(signature: Sequence[TensorInfo], batch_size: int, shapes: dict[str, Se
                                 f"--shape {name}={'x'.join(map(str, asked))}")
         shapes[name] = g.shape
     notes: list[str] = []
-    fixed = fixed_batch(signature)
-    batch = batch_size
-    if fixed is not None and fixed != batch_size:
-        batch = fixed
-        notes.append(f"the model's batch dimension is fixed at {fixed}: ran batch {fixed} "
-                     f"(asked for {batch_size})")
+    (batch,), note = follow_batch(signature, (batch_size,))
+    if note:
+        notes.append(note)
 
     # Symbolic names bound so far: batch dims first, then the user's shapes (and files).
     symbols: dict[str, int] = {}

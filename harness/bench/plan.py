@@ -13,6 +13,7 @@ from typing import Any
 from dlbench.harness.backends import BACKENDS, get_backend
 from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, Backend
 from dlbench.harness.bench import inputs as inputs_mod
+from dlbench.models.tensors import follow_batch
 from dlbench.harness.bench.artifacts import Artifact, resolve
 from dlbench.harness.bench.given import GivenInput, read_all as read_given
 from dlbench.harness.bench.request import BenchRequest
@@ -223,12 +224,11 @@ def _artifact_axes(art: Artifact, req: BenchRequest, notes: list[str]) -> _Artif
     sizes_by_scenario = {}
     for s in scenarios:
         sizes = get_scenario(s).batch_sizes(req.batch_sizes)
-        fixed = inputs_mod.fixed_batch(art.signature) if art.signature else None
-        if fixed is not None and sizes != [fixed]:
-            notes.append(f"{art.label}: the model's batch dimension is fixed at {fixed}; "
-                         f"running batch {fixed} only (asked for "
-                         f"{', '.join(map(str, sizes))})")
-            sizes = [fixed]
+        if art.signature:
+            followed, note = follow_batch(art.signature, sizes, "running")
+            if note:
+                notes.append(f"{art.label}: {note}")
+                sizes = list(followed)
         sizes_by_scenario[s] = sizes
     gflops = None
     if art.signature is not None:

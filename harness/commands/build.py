@@ -13,6 +13,11 @@
   worst layers by SQNR against fp32.
 --to fp16: float16 weights and compute, float32 I/O unless --no-keep-io-types.
 
+Old graphs are normalized first (initializers that are also inputs frozen,
+constant subgraphs folded by ONNX Runtime's basic optimizer, an opset below
+the tool's raised by onnx's version converter) and checked against the
+original.  A model with a fixed batch is verified and calibrated at that batch.
+
 The result runs on the same fixed inputs as the fp32 model and is judged with
 its precision's tolerance.  Exit status: 0 verified, 1 failed or over
 tolerance (kept, stored as unverified), 2 bad input or a machine that cannot build it.
@@ -21,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+
+from dlbench.harness.commands import print_notes
 
 HELP = "build TensorRT engines or INT8/FP16 ONNX models from fp32 ONNX, verified"
 
@@ -64,6 +71,11 @@ def add_arguments(p) -> None:
                    default=field_default(BuildOptions, "float_tail"),
                    help="int8: keep fixed-range ops (Softmax, Sigmoid, Tanh, ...) at the "
                         "graph outputs in float")
+    p.add_argument("--freeze", action=argparse.BooleanOptionalAction,
+                   default=field_default(BuildOptions, "freeze"),
+                   help="make initializers that are also graph inputs (old exporters) plain "
+                        "weights before building (default yes); --no-freeze keeps weights "
+                        "you feed at run time as inputs")
     p.add_argument("--keep-io-types", action=argparse.BooleanOptionalAction, default=True,
                    help="fp16: keep float32 inputs and outputs (default yes)")
     p.add_argument("--verify-batch-sizes", default="1,8",
@@ -89,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         calib_batch=args.calib_batch, calib_cache=args.calib_cache, dynamic=args.dynamic,
         per_channel=not args.per_tensor, target=args.target, keep_io_types=args.keep_io_types,
         exclude_nodes=_names(args.exclude_nodes), exclude_op_types=_names(args.exclude_op_types),
-        float_tail=args.float_tail)
+        float_tail=args.float_tail, freeze=args.freeze)
     req = BuildRequest(
         source=args.model, to=args.to, out=args.out, options=opts, precision=args.precision,
         verify_batch_sizes=verify.parse_batch_sizes(args.verify_batch_sizes),
@@ -98,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     record = with_progress(args, f"build {args.to} from {args.model}", "build",
                            lambda say: build(req))
     print(verification_table([record]))
+    print_notes("build", record)
     if record["metrics"].get("layer_errors"):
         from dlbench.harness.verify.layers import layer_table
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dlbench.harness.commands import print_notes
+
 HELP = "top-1 accuracy and loss of a checkpoint or model file on a held-out split"
 
 
@@ -47,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
                       json_path=args.json_path, timeout=args.timeout)
     record = evaluate(req)
     print(eval_table([record]))
+    print_notes("eval", record)
     if record["status"] != "ok":
         print(f"dlbench eval: failed: {record.get('error')}", file=sys.stderr)
     return 0 if record["status"] == "ok" else 1

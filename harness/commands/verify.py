@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dlbench.harness.commands import print_notes
+
 HELP = "compare a converted model with its source on fixed inputs"
 
 
@@ -54,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         layers=args.layers)
     record = verify.verify_files(req)
     print(verification_table([record]))
+    print_notes("verify", record)
     if record["metrics"].get("layer_errors"):
         from dlbench.harness.verify.layers import layer_table
 

@@ -2,11 +2,15 @@
 
 The source model is checked first (a corrupt file, an operator ONNX Runtime
 lacks: exit 2 before any work), its outputs on the fixed verification inputs
-are computed with ONNX Runtime (the fp32 reference), the hop writes the
+are computed with ONNX Runtime (the fp32 reference), an old graph is normalized
+(``converters.onnx_normalize``: initializers that are inputs frozen, opset
+raised to the hop's, constants folded) and must match that reference at fp32
+tolerance before the hop sees it, the hop writes the
 artifact into a staging directory, the artifact runs on the same inputs (ONNX
 Runtime for ONNX, the TensorRT cell for engines), and the verifier judges it
 with the tolerance of the artifact's precision.  Then the file is renamed into
-place and stored as verified or unverified.
+place and stored as verified or unverified.  A model whose batch is fixed is
+verified and calibrated at that batch (the record's ``notes`` say so).
 """
 from __future__ import annotations
 
@@ -18,12 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.converters import onnx_io
+from dlbench.converters import onnx_normalize
 from dlbench.converters import onnx_summary
 from dlbench.converters.base import BuildOptions, build_hop
 from dlbench.harness import __version__
 from dlbench.models.atomic import check_can_create, write_json
 from dlbench.harness.context import CommandOptions, new_run_id, now_iso
 from dlbench.models.errors import UserError, first_line
+from dlbench.models.tensors import fixed_batch, follow_batch
 from dlbench.harness.results import ResultStore
 from dlbench.harness import mathmode, records
 from dlbench.harness.backends.base import ONNX, ArtifactRef
@@ -55,6 +61,7 @@ class _Plan:
     options: BuildOptions
     batch_sizes: tuple[int, ...]
     precision: str
+    notes: list[str]
 
 
 def plan(req: BuildRequest) -> _Plan:
@@ -88,6 +95,11 @@ def plan(req: BuildRequest) -> _Plan:
     model = onnx_io.load(source)
     summary = onnx_summary.summarize(model)
     onnx_io.session(source)
+    kept = onnx_normalize.initializer_inputs(model.graph)
+    if req.to == "int8" and kept and not opts.freeze:
+        raise UserError(f"--no-freeze: {len(kept)} initializers of {source} stay graph "
+                        f"inputs, so its weights may change at run time and INT8 cannot fix "
+                        f"their scales; build it without --no-freeze")
     if req.to != "tensorrt" and summary.precision != "fp32":
         raise UserError(f"{source}: is already a {summary.precision} model; build from the "
                         f"fp32 ONNX file")
@@ -100,7 +112,17 @@ def plan(req: BuildRequest) -> _Plan:
     chw, _ = vin.image_shape_of(summary, str(source))
     if opts.calib_data:
         calibration.read_calibration_file(opts.calib_data, chw)
-    batch_sizes = vin.parse_batch_sizes(req.verify_batch_sizes)
+    batch_sizes, note = follow_batch(summary.inputs, vin.parse_batch_sizes(req.verify_batch_sizes),
+                                     "verified")
+    notes = [note] if note else []
+    fixed = fixed_batch(summary.inputs)
+    if fixed is not None:
+        # The model takes no other batch: calibration and an engine profile follow it too.
+        if calibration.needed(req.to, opts) and opts.calib_batch != fixed:
+            notes.append(f"calibrated in batches of {fixed} (asked for {opts.calib_batch})")
+            opts.calib_batch = fixed
+        if req.to == "tensorrt":
+            opts.batch_sizes = (fixed,)
     if req.to == "tensorrt":
         from dlbench.converters.onnx_to_tensorrt import profile_of
 
@@ -122,7 +144,7 @@ def plan(req: BuildRequest) -> _Plan:
         if getattr(opts, name) and not (name == "calib_data" and named_set):
             setattr(opts, name, str(Path(getattr(opts, name)).resolve()))
     ResultStore(req.db).check_writable()
-    return _Plan(hop, source, summary, out, opts, batch_sizes, precision)
+    return _Plan(hop, source, summary, out, opts, batch_sizes, precision, notes)
 
 
 def build(req: BuildRequest) -> dict[str, Any]:
@@ -141,7 +163,7 @@ def build(req: BuildRequest) -> dict[str, Any]:
                                 started=now_iso(), argv=req.argv, device=device, env=env)
     fmt = "tensorrt" if req.to == "tensorrt" else "onnx"
     record.update({"model": meta.get("model"), "framework": meta.get("framework"),
-                   "backend": fmt, "precision": p.precision,
+                   "notes": list(p.notes), "backend": fmt, "precision": p.precision,
                    "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
     record["context"].update({
         "hop": p.hop.name, "options": p.options.to_dict(),
@@ -165,12 +187,21 @@ def build(req: BuildRequest) -> dict[str, Any]:
                                   dir=p.out.parent)).resolve()
     try:
         staged = stage / p.out.name
+        built_from, normalized = _normalized(p, stage, inputs, reference, threads, req.seed)
+        if normalized:
+            record["context"]["normalize"] = normalized
+            record["notes"].append(onnx_normalize.describe(normalized))
+            if not normalized["verdict"]["ok"]:
+                return _stored(req, records.finish(record, None, error=(
+                    f"normalizing the graph ({', '.join(normalized['steps'])}) changed its "
+                    f"outputs: {normalized['verdict']['message']}")), None, start)
         convert_start = time.perf_counter()
         candidate = None
         calib = (calibration.batches(p.source, p.summary, p.options)
                  if calibration.needed(req.to, p.options) else None)
         if req.to == "tensorrt":
-            outcome, info, candidate = _tensorrt_cell(p, staged, inputs, calib, meta, req, env)
+            outcome, info, candidate = _tensorrt_cell(p, built_from, staged, inputs, calib,
+                                                      meta, req, env)
             if not outcome.ok:
                 record["context"].update(traceback=outcome.traceback, log_tail=outcome.log_tail)
                 return _stored(req, records.finish(record, None, error=outcome.error), None, start)
@@ -183,7 +214,7 @@ def build(req: BuildRequest) -> dict[str, Any]:
             convert_s = info["build_s"]
         else:
             try:
-                info = p.hop.build(p.source, staged, p.options, calibration=calib,
+                info = p.hop.build(built_from, staged, p.options, calibration=calib,
                                    calibration_source=calibration.describe(p.options))
             except UserError:
                 raise
@@ -217,7 +248,7 @@ def build(req: BuildRequest) -> dict[str, Any]:
                                  p.batch_sizes, req.seed)
         verify_s = reference_s + time.perf_counter() - verify_start + info.get("candidate_s", 0.0)
         if req.to == "int8" and not verdict.ok:
-            record["metrics"]["layer_errors"] = _layer_errors(p.source, staged, inputs, threads)
+            record["metrics"]["layer_errors"] = _layer_errors(built_from, staged, inputs, threads)
         onnx_io.publish_mode(staged)
         staged.replace(p.out)
         sha = onnx_io.sha256(p.out)
@@ -238,6 +269,25 @@ def build(req: BuildRequest) -> dict[str, Any]:
         shutil.rmtree(stage, ignore_errors=True)
 
 
+def _normalized(p: _Plan, stage: Path, inputs, reference, threads: ThreadConfig,
+                seed: int) -> tuple[Path, dict[str, Any] | None]:
+    """The graph the hop builds from: the source itself, or its normalized copy
+    (``converters.onnx_normalize``: frozen, folded, opset raised), which must compute what
+    the source does (fp32 tolerance, same inputs) before anything else happens to it."""
+    path = stage / "normalized.onnx"
+    info = onnx_normalize.normalize(p.source, path, freeze=p.options.freeze,
+                                    min_opset=p.hop.min_opset)
+    if info is None:
+        return p.source, None
+    outputs, _ = runners.outputs(_onnx_ref(path, {}), inputs, threads=threads)
+    verdict = cmp.compare(reference, outputs, cmp.tolerance("fp32"), p.batch_sizes, seed)
+    worst = verdict.worst
+    info["verdict"] = {"ok": verdict.ok, "message": verdict.message,
+                       "max_abs": worst.max_abs if worst else None,
+                       "cosine": worst.cosine if worst else None}
+    return path, info
+
+
 def _layer_errors(source: Path, staged: Path, inputs, threads: ThreadConfig) -> dict[str, Any]:
     """Which layers an unverified INT8 model lost its accuracy in (``verify.layers``).
     A diagnosis, not the verdict: if it cannot be made, the record says why and the
@@ -255,12 +305,13 @@ def _onnx_ref(path: Path, meta: dict[str, str]) -> ArtifactRef:
                        meta.get("framework"))
 
 
-def _tensorrt_cell(p: _Plan, staged: Path, inputs, calib, meta, req: BuildRequest, env):
+def _tensorrt_cell(p: _Plan, source: Path, staged: Path, inputs, calib, meta,
+                   req: BuildRequest, env):
     """Build and run the engine in its own cell: (outcome, info, candidate outputs)."""
     from dlbench.harness.launcher import run_cell
 
     with tempfile.TemporaryDirectory(prefix="dlbench-trt-") as tmp:
-        payload = {"onnx": str(p.source.resolve()), "out": str(staged.resolve()),
+        payload = {"onnx": str(source.resolve()), "out": str(staged.resolve()),
                    "options": p.options.to_dict(), "model_precision": p.summary.precision,
                    "model": meta.get("model"), "inputs": str(Path(tmp, "inputs.npz")),
                    "outputs": str(Path(tmp, "outputs.npz")), "scratch": str(Path(tmp).resolve()),

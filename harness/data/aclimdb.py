@@ -15,7 +15,7 @@ from typing import Iterator
 
 import numpy as np
 
-from dlbench.harness.data.base import (Batch, Dataset, check_batch, check_classes, epoch_indices,
+from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices,
                                ordered_indices, token_input)
 from dlbench.harness.data.tokenizer import Vocabulary, pad_ids, tokenize
 from dlbench.models.errors import UserError
@@ -39,7 +39,7 @@ class AclImdb(Dataset):
         super().__init__(spec, path)
         source = self.describe_source()
         self.seq_len, self.vocab_size = token_input(spec, source)
-        check_classes(spec, source, len(LABELS))
+        self.check_classes(source, len(LABELS))
         if not looks_like(path):
             raise UserError(f"{source}: want ROOT/train/pos/*.txt and ROOT/train/neg/*.txt")
         self.eval_split = "test" if all((path / "test" / c).is_dir() for c in LABELS) else None

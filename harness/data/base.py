@@ -36,6 +36,14 @@ class Dataset(ABC):
     def __init__(self, spec: ModelSpec, path: Path | None):
         self.spec, self.path = spec, path
         self.eval_split: str | None = None      # name of the held-out split, if any
+        self.num_classes: int | None = None     # the labels' class count, when the set says
+
+    def check_classes(self, source: str, n_classes: int) -> None:
+        """The set has ``n_classes`` labels: a model with fewer outputs cannot learn them."""
+        if self.spec.num_classes < n_classes:
+            raise UserError(f"{source}: {n_classes} classes, but {self.spec.name} has only "
+                            f"{self.spec.num_classes} outputs")
+        self.num_classes = n_classes
 
     def prepare(self) -> None:
         """Once-only work done in the run's process before the clock."""
@@ -119,9 +127,3 @@ def token_input(spec: ModelSpec, source: str) -> tuple[int, int]:
         raise UserError(f"{source}: token data, but {spec.name} takes "
                         f"{inp.name} {inp.dtype}{list(inp.shape)}")
     return inp.shape[0], inp.int_range[1]
-
-
-def check_classes(spec: ModelSpec, source: str, n_classes: int) -> None:
-    if spec.num_classes < n_classes:
-        raise UserError(f"{source}: {n_classes} classes, but {spec.name} has only "
-                        f"{spec.num_classes} outputs")

@@ -19,7 +19,7 @@ from typing import Iterator
 import numpy as np
 
 from dlbench.harness.data import imageops
-from dlbench.harness.data.base import (Batch, Dataset, check_batch, check_classes, epoch_indices,
+from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices,
                                image_input, ordered_indices, to_layout)
 from dlbench.models.errors import UserError
 from dlbench.models.registry import ModelSpec
@@ -45,7 +45,7 @@ class Cifar10(Dataset):
         self.shape = image_input(spec, source)
         if self.shape[0] != 3:
             raise UserError(f"{source}: RGB images, but {spec.name} takes {self.shape[0]} channels")
-        check_classes(spec, source, CLASSES)
+        self.check_classes(source, CLASSES)
         if not path.is_dir():
             raise UserError(f"{source}: not a directory (want data_batch_*.bin and test_batch.bin)")
         if not any(path.glob(TRAIN_GLOB)) and (path / "cifar-10-batches-bin").is_dir():

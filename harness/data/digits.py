@@ -14,7 +14,7 @@ from typing import Iterator
 import numpy as np
 
 from dlbench.harness.data import imageops
-from dlbench.harness.data.base import (Batch, Dataset, check_batch, check_classes, epoch_indices,
+from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices,
                                image_input, ordered_indices, to_layout)
 from dlbench.models.registry import ModelSpec
 
@@ -29,7 +29,7 @@ class Digits(Dataset):
     def __init__(self, spec: ModelSpec, path=None):
         super().__init__(spec, None)
         self.shape = image_input(spec, "--data digits")
-        check_classes(spec, "--data digits", CLASSES)
+        self.check_classes("--data digits", CLASSES)
         self.eval_split = "test"
         self.arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 

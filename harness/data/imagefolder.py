@@ -18,7 +18,7 @@ from typing import Iterator
 import numpy as np
 
 from dlbench.harness.data import imageops
-from dlbench.harness.data.base import (Batch, Dataset, check_batch, check_classes, epoch_indices,
+from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices,
                                image_input, ordered_indices, to_layout)
 from dlbench.models.errors import UserError
 from dlbench.models.registry import ModelSpec
@@ -60,7 +60,7 @@ class ImageFolder(Dataset):
         self.classes = [d.name for d in _class_dirs(self.train_root)]
         if not self.classes:
             raise UserError(f"{source}: no class folders in {self.train_root}")
-        check_classes(spec, source, len(self.classes))
+        self.check_classes(source, len(self.classes))
         self.eval_split = "val" if self.val_root else None
         self.files: dict[str, list[tuple[Path, int]]] = {}
 

@@ -18,6 +18,7 @@ from dlbench.harness.backends import get_backend
 from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, ZOO, RunConfig
 from dlbench.harness.context import CommandOptions
 from dlbench.models.errors import UserError
+from dlbench.models.tensors import class_count, follow_batch
 from dlbench.harness.evaluate import data
 from dlbench.harness.launcher import run_cell
 from dlbench.harness.cellenv import cell_environment
@@ -52,6 +53,8 @@ class _Plan:
     spec_payload: dict[str, Any]
     data: str
     threads: ThreadConfig
+    batch_size: int
+    notes: list[str]
 
 
 def _classes_of(art) -> int | None:
@@ -60,8 +63,7 @@ def _classes_of(art) -> int | None:
     from dlbench.converters.onnx_summary import summarize
 
     outputs = summarize(art.onnx_model).outputs
-    last = outputs[0].shape[-1] if outputs and outputs[0].shape else None
-    return last if isinstance(last, int) else None
+    return class_count(outputs[0]) if outputs else None
 
 
 def plan(req: EvalRequest) -> _Plan:
@@ -102,12 +104,20 @@ def plan(req: EvalRequest) -> _Plan:
     spec_payload = {"model": art.ref.model, "chw": chw, "classes": _classes_of(art)}
     spec = data.spec_for(**spec_payload)
     canonical_data = canonical(req.data)
-    data.open_heldout(canonical_data, spec)          # refuses a set without a held-out split
+    ds = data.open_heldout(canonical_data, spec)     # refuses a set without a held-out split
+    if spec.family == "external" and ds.num_classes not in (None, spec.num_classes):
+        # A model dlbench did not train: its class indices are its own data set's, so a
+        # set with another class count scores nothing but chance.
+        raise UserError(f"{ds.describe_source()}: {ds.num_classes} classes, but "
+                        f"{art.label} scores {spec.num_classes}: its labels are not this data "
+                        f"set's; give a held-out set labelled with the model's "
+                        f"{spec.num_classes} classes (--data FILE.npz or an image folder)")
     if req.json_path:
         check_can_create(req.json_path)
     ResultStore(req.db).check_writable()         # last: it creates the database
+    (batch_size,), note = follow_batch(art.signature or (), (req.batch_size,), "scored")
     return _Plan(art, backend, device, precision, spec, spec_payload, canonical_data,
-                 ThreadConfig.default(req.threads))
+                 ThreadConfig.default(req.threads), batch_size, [note] if note else [])
 
 
 def evaluate(req: EvalRequest) -> dict[str, Any]:
@@ -122,13 +132,13 @@ def evaluate(req: EvalRequest) -> dict[str, Any]:
     options = p.backend.resolve_options({})
     run = RunConfig(device=p.device, precision=p.precision, intra_op_threads=threads.intra_op,
                     inter_op_threads=threads.inter_op, options=options,
-                    max_batch=req.batch_size, min_batch=1)
+                    max_batch=p.batch_size, min_batch=1)
     env = cell_environment(threads, extra={**p.backend.environment(options, threads.intra_op,
                                                                    threads.inter_op),
                                            **mathmode.environment(p.device, p.precision)})
     identity = {"artifact": {k: v for k, v in art.identity().items() if k != "path"},
                 "backend": p.backend.name, "device": p.device, "precision": p.precision,
-                "batch_size": req.batch_size, "data": p.data, "limit": req.limit,
+                "batch_size": p.batch_size, "data": p.data, "limit": req.limit,
                 "threads": [threads.intra_op, threads.inter_op]}
     record = records.new_record("eval", run_id=new_run_id(), identity=identity,
                                 started=now_iso(), argv=req.argv, device=p.device, env=env)
@@ -137,7 +147,7 @@ def evaluate(req: EvalRequest) -> dict[str, Any]:
         "model": art.ref.model, "framework": framework,
         "framework_version": (art.ref.meta or {}).get("framework_version"),
         "backend": p.backend.name, "backend_version": p.backend.version(),
-        "precision": p.precision, "batch_size": req.batch_size,
+        "precision": p.precision, "batch_size": p.batch_size, "notes": p.notes,
         "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
     verification = ResultStore(req.db).artifact(art.sha256) if art.sha256 else None
     record["context"].update({
@@ -146,7 +156,7 @@ def evaluate(req: EvalRequest) -> dict[str, Any]:
                      "verification": (verification or {}).get("verdict")},
         "options": options, "data_arg": p.data})
     payload = {"backend": p.backend.name, "artifact": asdict(art.ref), "run": asdict(run),
-               "spec": p.spec_payload, "data": p.data, "batch_size": req.batch_size,
+               "spec": p.spec_payload, "data": p.data, "batch_size": p.batch_size,
                "limit": req.limit}
     start = time.perf_counter()
     outcome = run_cell("eval", payload, env=env, timeout=req.timeout)

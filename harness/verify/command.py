@@ -29,6 +29,7 @@ from dlbench.harness.verify.inputs import (DEFAULT_BATCH_SIZES, VERIFY_SEED, inp
                                            inputs_for_onnx, parse_batch_sizes)
 from dlbench.models.atomic import check_can_create, write_json
 from dlbench.models.errors import UserError
+from dlbench.models.tensors import follow_batch
 
 # What records call each side (kept from the first schema: reports and old rows use it).
 KINDS = {ONNX: "onnx", TRT_ENGINE: "tensorrt", MINDIR: "mindir"}
@@ -118,6 +119,11 @@ def verify_files(req: VerifyRequest) -> dict[str, Any]:
         raise UserError(f"--threads must be at least 1, got {req.threads}")
     ref = side(req.reference, req.framework, req.model)
     cand = side(req.candidate, req.framework, req.model)
+    notes = []
+    signature = ref.signature or cand.signature
+    if signature:
+        batch_sizes, note = follow_batch(signature, batch_sizes, "verified")
+        notes += [note] if note else []
     precision = req.precision or cand.precision or "fp32"
     tol = tolerance(precision, **req.overrides)
     if cand.format == TRT_ENGINE:
@@ -144,6 +150,7 @@ def verify_files(req: VerifyRequest) -> dict[str, Any]:
     record.update({"model": ref.ref.model or cand.ref.model,
                    "framework": ref.ref.framework or cand.ref.framework,
                    "backend": artifact_format(cand) or kind_of(cand), "precision": precision,
+                   "notes": notes,
                    "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
     record["context"].update({"reference": {"path": ref.ref.path, "kind": kind_of(ref)},
                               "candidate": {"path": cand.ref.path, "kind": kind_of(cand)}})

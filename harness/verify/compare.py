@@ -24,8 +24,9 @@ Per output, over all batches together, the verdict reports:
 * ``mean_abs`` — mean |candidate − reference|;
 * ``cosine`` — cosine similarity of candidate and reference, per sample; the
   smallest (worst) sample is reported;
-* ``top1`` — for classifier outputs (rank 2, more than one class): the
-  fraction of samples whose arg-max agrees.
+* ``top1`` — for classifier outputs ((batch, classes), or (batch, classes,
+  1, 1) from a 1×1-convolution head): the fraction of samples whose arg-max
+  agrees.
 
 Default tolerances (``TOLERANCES``), chosen from what each precision can
 honestly promise:
@@ -57,6 +58,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from dlbench.harness.scoring import class_scores
 from dlbench.harness.verify.inputs import VERIFY_SEED
 from dlbench.models.errors import UserError
 
@@ -147,10 +149,6 @@ def _cosines(ref: np.ndarray, cand: np.ndarray) -> np.ndarray:
     return np.where(both_zero, 1.0, cos)
 
 
-def _is_classifier(shape: Sequence[int]) -> bool:
-    return len(shape) == 2 and shape[1] > 1
-
-
 def compare(reference: Sequence[dict[str, np.ndarray]], candidate: Sequence[dict[str, np.ndarray]],
             tol: Tolerance, batch_sizes: Sequence[int], seed: int = VERIFY_SEED) -> Verdict:
     """Compare per-batch outputs (one dict per batch size, same order) against ``tol``."""
@@ -208,8 +206,9 @@ def _compare_output(name: str, refs: list[np.ndarray], cands: list[np.ndarray], 
     cosines = _cosines(ref, np.nan_to_num(cand)) if ref.size else np.ones(1)
     cosine = float(cosines.min())
     top1 = None
-    if _is_classifier(ref.shape):
-        top1 = float((ref.argmax(axis=1) == np.nan_to_num(cand).argmax(axis=1)).mean())
+    ref_scores, cand_scores = class_scores(ref), class_scores(np.nan_to_num(cand))
+    if ref_scores is not None:
+        top1 = float((ref_scores.argmax(axis=1) == cand_scores.argmax(axis=1)).mean())
     bound = tol.bound(ref_absmax)
     if bound is not None and max_abs > bound:
         failures.append(f"max abs diff {max_abs:.3g} > {tol.atol:g} + {tol.rtol:g} × "

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from dlbench.models.errors import UserError
+from dlbench.models.tensors import class_count
 
 VERIFY_SEED = 20_240_917
 CALIB_SEED = 31_337
@@ -128,9 +129,8 @@ def image_shape_of(summary, path: str = "model") -> tuple[tuple[int, ...], int]:
     if not all(isinstance(d, int) and d > 0 for d in rest):
         raise UserError(f"{path}: input {inp.name!r} has dynamic non-batch dimensions "
                         f"{inp.shape}; export it with fixed C, H, W")
-    out = summary.outputs[0].shape if summary.outputs else []
-    classes = out[-1] if out and isinstance(out[-1], int) else 10
-    return tuple(rest), classes
+    classes = class_count(summary.outputs[0]) if summary.outputs else None
+    return tuple(rest), classes or 10
 
 
 def inputs_for_onnx(summary, batch_sizes: Sequence[int], seed: int = VERIFY_SEED,

@@ -3,8 +3,9 @@
 A failed INT8 verdict says the output is wrong, not which layer made it
 wrong, and on a model nobody here has seen that is what the user needs to
 choose ``--exclude-nodes`` / ``--exclude-op-types``.  So the fp32 graph the
-quantizer saw (rebuilt by ``converters.onnx_to_int8.prepare``, which is
-deterministic and keeps the tensor names the INT8 model kept) and the INT8
+quantizer saw (rebuilt by ``converters.onnx_normalize`` and
+``converters.onnx_to_int8.prepare``, both deterministic, which keeps the
+tensor names the INT8 model kept) and the INT8
 model both run a few of the verification inputs with every intermediate
 tensor made a graph output, and each node's output is compared:
 
@@ -116,11 +117,15 @@ def layer_errors(source: str | Path, artifact: str | Path, inputs: Sequence[Any]
     on the first ``samples`` samples of the last verification batch; the ``top`` worst."""
     import onnx
 
-    from dlbench.converters.onnx_to_int8 import prepare
+    from dlbench.converters.onnx_normalize import normalize
+    from dlbench.converters.onnx_to_int8 import QDQ_MIN_OPSET, prepare
 
     with tempfile.TemporaryDirectory(prefix="dlbench-layers-") as tmp:
-        pre = Path(tmp, "pre.onnx")
-        prepare(Path(source), pre)
+        pre, normalized = Path(tmp, "pre.onnx"), Path(tmp, "normalized.onnx")
+        # The graph the build quantized: the same deterministic normalization first.
+        if normalize(source, normalized, min_opset=QDQ_MIN_OPSET) is None:
+            normalized = Path(source)
+        prepare(normalized, pre)
         fp32 = onnx.load(str(pre))
     quant = onnx.load(str(artifact))
     float_types = _float_tensors(fp32)

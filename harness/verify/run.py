@@ -37,6 +37,14 @@ class RunFailed(Exception):
         self.outcome = outcome
 
 
+class BatchFailed(Exception):
+    """One verification batch the runner could not take (its size, and why)."""
+
+    def __init__(self, rows: int, cause: BaseException):
+        super().__init__(f"batch of {rows}: {first_line(cause)}")
+        self.rows, self.cause = rows, cause
+
+
 def backend_for(ref: ArtifactRef) -> str:
     """The backend that runs an artifact for verification: the engine its format names,
     or for a native checkpoint its own framework."""
@@ -70,10 +78,15 @@ def run_batches(runner, batches: Sequence[Any], label: str) -> list[dict[str, np
         # A float16-I/O model (fp16 without keep_io_types) gets the same values, as float16.
         feeds = {t.name: a.astype(np.float16) if t.dtype == "float16" and a.dtype.kind == "f"
                  else a for t, a in zip(infos, xs)}
-        handle = runner.prepare(feeds)
-        runner.run(handle)
-        runner.sync()
-        out.append({k: np.asarray(v) for k, v in runner.outputs().items()})
+        try:
+            handle = runner.prepare(feeds)
+            runner.run(handle)
+            runner.sync()
+            out.append({k: np.asarray(v) for k, v in runner.outputs().items()})
+        except UserError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a shape the graph cannot take, ...
+            raise BatchFailed(int(xs[0].shape[0]), exc) from exc
     return out
 
 
@@ -106,12 +119,13 @@ def outputs(ref: ArtifactRef, batches: Sequence[Any], *, threads: ThreadConfig,
     if backend == "onnxruntime":
         try:
             return run_here(ref, batches, threads, precision, backend)
+        except BatchFailed as exc:
+            raise UserError(f"{ref.path}: onnxruntime cannot run it on a batch of {exc.rows} "
+                            f"({first_line(exc.cause)[:300]})") from None
         except UserError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a shape the graph cannot take, ...
-            n = batches[0][0].shape[0] if isinstance(batches[0], (tuple, list)) else \
-                batches[0].shape[0]
-            raise UserError(f"{ref.path}: onnxruntime cannot run it on a batch of {n} "
+        except Exception as exc:  # noqa: BLE001 - loading it failed after all
+            raise UserError(f"{ref.path}: onnxruntime cannot run it "
                             f"({first_line(exc)[:300]})") from None
     from dlbench.harness.cellenv import cell_environment
     from dlbench.harness.launcher import run_cell
