@@ -7,7 +7,7 @@ Runtime treats an initializer that is also an input as a default the caller
 may override, so neither its optimizer nor the quantizer may fold it, and the
 quantizer finds no weight initializers ("Input conv1_w_0 is undefined!").
 
-``normalize`` makes such a graph ordinary, in three recorded steps, each only
+``normalize`` makes such a graph ordinary, in four recorded steps, each only
 when the graph needs it (a graph that needs none is left as it is):
 
 1. **freeze** — initializers stop being graph inputs.  A user who really feeds
@@ -16,7 +16,9 @@ when the graph needs it (a graph that needs none is left as it is):
 2. **opset** — a graph below the next tool's minimum opset is raised to it by
    onnx's version converter (the quantizer's per-channel Q/DQ needs 13,
    TensorRT's parser reads 9 and later).
-3. **fold** — constant subgraphs become initializers, by ONNX Runtime's own
+3. **sum** — a ``Sum`` of two inputs (Caffe2's residual add) becomes the ``Add``
+   it computes, which the quantizer has an int8 kernel for;
+4. **fold** — constant subgraphs become initializers, by ONNX Runtime's own
    optimizer at its basic level, saved offline.  That level only rewrites with
    standard ONNX operators (constant folding, redundant-node removal, fusions
    that keep the arithmetic), so the file still runs anywhere.
@@ -66,6 +68,13 @@ def foldable_nodes(graph, frozen: bool = True) -> int:
     return count
 
 
+def two_input_sums(graph) -> list:
+    """``Sum`` nodes of two inputs: Caffe2's residual adds.  ``Add`` computes the same (with
+    the same broadcasting), and only ``Add`` has an int8 kernel in ONNX Runtime's quantizer:
+    a ``Sum`` stays float between a DequantizeLinear and a QuantizeLinear."""
+    return [n for n in graph.node if n.op_type == "Sum" and len(n.input) == 2]
+
+
 def opset_of(model) -> int | None:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
 
@@ -78,6 +87,8 @@ def needs(model, *, freeze: bool = True, min_opset: int | None = None) -> list[s
     opset = opset_of(model)
     if min_opset and opset is not None and opset < min_opset:
         steps.append("opset")
+    if two_input_sums(model.graph):
+        steps.append("sum")
     if foldable_nodes(model.graph, frozen=freeze):
         steps.append("fold")
     return steps
@@ -138,6 +149,11 @@ def normalize(source: str | Path, out: str | Path, *, freeze: bool = True,
         info["opset_upgraded"] = [opset_of(model), min_opset]
         model = _upgrade(model, min_opset)
         info["opset_tool"] = f"onnx {onnx.__version__} version_converter"
+    if "sum" in steps:
+        sums = two_input_sums(model.graph)
+        for node in sums:
+            node.op_type = "Add"
+        info["sums_as_adds"] = len(sums)
     if "fold" in steps:
         info["folded_nodes"] = foldable_nodes(model.graph, frozen=freeze)
         with tempfile.TemporaryDirectory(prefix="dlbench-normalize-") as tmp:
@@ -170,6 +186,8 @@ def describe(info: dict[str, Any]) -> str:
     if info.get("opset_upgraded"):
         old, new = info["opset_upgraded"]
         parts.append(f"raised opset {old} to {new}")
+    if info.get("sums_as_adds"):
+        parts.append(f"wrote {info['sums_as_adds']} two-input Sum nodes as Add")
     verdict = info.get("verdict")
     if verdict:
         parts.append("checked against the original: " + ("same outputs" if verdict["ok"]

@@ -2,8 +2,9 @@
 
 The graph here is made the way Caffe2-era exporters wrote them (the light model
 zoo's traits, small): IR 3, opset 9, batch fixed at 1, every initializer also a
-graph input, and the convolution's weights computed by nodes (ConstantOfShape of
-an initializer shape, plus an initializer of noise, so the weights still differ).
+graph input, the convolution's weights computed by nodes (ConstantOfShape of an
+initializer shape, plus an initializer of noise, so the weights still differ),
+and a residual add written as a two-input ``Sum``.
 The nine real light models run in ``test_light_zoo*.py``.
 """
 from __future__ import annotations
@@ -34,7 +35,9 @@ def old_graph(path) -> str:
                               value=numpy_helper.from_array(np.array([0.02], np.float32))),
              helper.make_node("Add", ["w_base", "w_noise"], ["w"]),
              helper.make_node("Conv", ["data", "w", "b"], ["conv"], pads=[1, 1, 1, 1]),
-             helper.make_node("GlobalAveragePool", ["conv"], ["gap"]),
+             helper.make_node("Relu", ["conv"], ["relu"]),
+             helper.make_node("Sum", ["conv", "relu"], ["residual"]),
+             helper.make_node("GlobalAveragePool", ["residual"], ["gap"]),
              helper.make_node("Softmax", ["gap"], ["prob"], axis=1)]
     inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, [1, 3, 8, 8])] + [
         helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in inits]
@@ -56,12 +59,13 @@ def test_an_old_graph_is_frozen_raised_and_folded_and_computes_the_same(tmp_path
     src = old_graph(tmp_path / "old.onnx")
     out = tmp_path / "normalized.onnx"
     info = onnx_normalize.normalize(src, out, min_opset=13)
-    assert info["steps"] == ["freeze", "opset", "fold"]
+    assert info["steps"] == ["freeze", "opset", "sum", "fold"]
     assert info["frozen_initializer_inputs"] == 3 and info["folded_nodes"] == 2
-    assert info["opset_upgraded"] == [9, 13]
+    assert info["opset_upgraded"] == [9, 13] and info["sums_as_adds"] == 1
     model = onnx.load(str(out))
     assert [i.name for i in model.graph.input] == ["data"]
-    assert not {"ConstantOfShape", "Add"} & {n.op_type for n in model.graph.node}
+    ops = [n.op_type for n in model.graph.node]
+    assert not {"ConstantOfShape", "Sum"} & set(ops) and ops.count("Add") == 1
     assert onnx_normalize.opset_of(model) == 13
     assert onnx_normalize.needs(model, min_opset=13) == []
     x = np.random.default_rng(1).normal(0, 1, (1, 3, 8, 8)).astype(np.float32)
@@ -78,9 +82,10 @@ def test_a_graph_that_needs_nothing_is_left_alone(tmp_path):
 def test_no_freeze_keeps_the_weights_a_user_feeds(tmp_path):
     src = old_graph(tmp_path / "old.onnx")
     # Nothing is constant while the weights stay overridable inputs: nothing to fold.
-    assert onnx_normalize.normalize(src, tmp_path / "a.onnx", freeze=False) is None
+    info = onnx_normalize.normalize(src, tmp_path / "a.onnx", freeze=False)
+    assert info["steps"] == ["sum"] and "folded_nodes" not in info
     info = onnx_normalize.normalize(src, tmp_path / "b.onnx", freeze=False, min_opset=13)
-    assert info["steps"] == ["opset"] and info["initializer_inputs_kept"] == 3
+    assert info["steps"] == ["opset", "sum"] and info["initializer_inputs_kept"] == 3
     assert len(onnx_normalize.initializer_inputs(onnx.load(str(tmp_path / "b.onnx")).graph)) == 3
 
 
@@ -91,7 +96,7 @@ def test_build_normalizes_checks_and_says_so(cli, workdir):
     rec = only_record(workdir, "int8.json")
     assert rec["metrics"]["verdict"]["ok"] and rec["metrics"]["verdict"]["batch_sizes"] == [1]
     norm = rec["context"]["normalize"]
-    assert norm["steps"] == ["freeze", "opset", "fold"] and norm["verdict"]["ok"]
+    assert norm["steps"] == ["freeze", "opset", "sum", "fold"] and norm["verdict"]["ok"]
     assert norm["verdict"]["max_abs"] <= 1e-6
     assert rec["context"]["build_info"]["calibration"]["batch"] == 1
     assert any("calibrated in batches of 1 (asked for 8)" in n for n in rec["notes"])
@@ -100,7 +105,7 @@ def test_build_normalizes_checks_and_says_so(cli, workdir):
     # The user's file is untouched; the INT8 file has fixed weights and no old plumbing.
     assert onnx_normalize.initializer_inputs(onnx.load(src).graph)
     int8 = onnx.load(str(workdir / "old.int8.onnx"))
-    assert "ConstantOfShape" not in {n.op_type for n in int8.graph.node}
+    assert not {"ConstantOfShape", "Sum"} & {n.op_type for n in int8.graph.node}
 
     out = cli("build", src, "--to", "int8", "--no-freeze", "-o", "kept.int8.onnx")
     assert_usage_error(out, "--no-freeze: 3 initializers", "stay graph inputs")
@@ -108,7 +113,7 @@ def test_build_normalizes_checks_and_says_so(cli, workdir):
     out = cli("build", src, "--to", "fp16", "--no-freeze", "--json", "fp16.json")
     assert out.returncode == 0, out.stderr
     rec = only_record(workdir, "fp16.json")
-    assert rec["metrics"]["verdict"]["ok"] and "normalize" not in rec["context"]
+    assert rec["metrics"]["verdict"]["ok"] and rec["context"]["normalize"]["steps"] == ["sum"]
 
     out = cli("verify", src, "old.fp16.onnx", "--json", "verify.json")
     assert out.returncode == 0, out.stderr
