@@ -86,8 +86,9 @@ class _Reader:
 
 def prepare(source: Path, out: Path) -> dict[str, Any]:
     """The graph the quantizer sees, written to ``out``: ``quant_pre_process``, every node
-    named.  ``source`` is already normalized (``onnx_normalize``: frozen, folded, opset 13).  Deterministic, so the per-layer error report can rebuild the
-    float graph whose tensor names the INT8 model kept; returns what it did."""
+    named.  ``source`` is already normalized (``onnx_normalize``: frozen, opset 13, folded).
+    Deterministic, so the per-layer error report can rebuild the float graph whose tensor
+    names the INT8 model kept; returns what it did."""
     _, pre_process = _quantization()
     info: dict[str, Any] = {}
     src = str(Path(source).resolve())
@@ -111,14 +112,19 @@ def prepare(source: Path, out: Path) -> dict[str, Any]:
     return info
 
 
-def _check_normalized(source: Path, min_opset: int) -> None:
-    """What the quantizer cannot bear, refused in one line instead of its own error."""
-    model = onnx_io.load(source, check=False)
-    kept = onnx_normalize.initializer_inputs(model.graph)
+def check_fixed_weights(graph, label: str) -> None:
+    """Refuse, in one line, weights the caller may still override at run time (initializers
+    kept as graph inputs by --no-freeze): the quantizer cannot fix their scales."""
+    kept = onnx_normalize.initializer_inputs(graph)
     if kept:
-        raise ConversionError(f"{len(kept)} initializers are also graph inputs (kept by "
-                              f"--no-freeze), so the weights may change at run time and the "
-                              f"quantizer cannot fix their scales: build without --no-freeze")
+        raise ConversionError(f"--no-freeze: {len(kept)} initializers of {label} stay graph "
+                              f"inputs, so its weights may change at run time and INT8 cannot "
+                              f"fix their scales; build it without --no-freeze")
+
+
+def _check_normalized(model, label: str, min_opset: int) -> None:
+    """What the quantizer cannot bear, refused in one line instead of its own error."""
+    check_fixed_weights(model.graph, label)
     opset = onnx_normalize.opset_of(model)
     if opset is not None and opset < min_opset:
         raise ConversionError(f"opset {opset}: per-channel Q/DQ needs opset {min_opset} or "
@@ -147,16 +153,17 @@ class OnnxToInt8(BuildHop):
         quant, _ = _quantization()
         import onnxruntime
 
-        _check_normalized(source, self.min_opset)
+        source_model = onnx_io.load(source, check=False)
+        _check_normalized(source_model, source.name, self.min_opset)
 
         info: dict[str, Any] = {"tool": f"onnxruntime {onnxruntime.__version__} quantization"}
         with tempfile.TemporaryDirectory(prefix="dlbench-int8-") as tmp:
             pre = Path(tmp, "pre.onnx")
             info.update(prepare(source, pre))
-            onnx = onnx_io.onnx()
-            graph = onnx.load(str(pre)).graph
-            floats = int8_recipe.float_nodes(graph, onnx_io.load(source, check=False).graph,
+            pre_model = onnx_io.load(pre, check=False)
+            floats = int8_recipe.float_nodes(pre_model.graph, source_model.graph,
                                              options, static=not options.dynamic)
+            del source_model                 # a folded VGG19 holds 0.5 GB of weights
             exclude = [d["node"] for d in floats]
             if options.dynamic:
                 quant.quantize_dynamic(str(pre), str(out), per_channel=options.per_channel,
@@ -168,7 +175,7 @@ class OnnxToInt8(BuildHop):
                                   "float_nodes": floats}
                 return info
             batches = list(calibration)
-            names = [i.name for i in onnx_summary.summarize(onnx_io.load(pre, check=False)).inputs]
+            names = [i.name for i in onnx_summary.summarize(pre_model).inputs]
             symmetric = options.target == "tensorrt"
             activation = quant.QuantType.QInt8 if symmetric else quant.QuantType.QUInt8
             extra = {"ActivationSymmetric": symmetric, "WeightSymmetric": True}

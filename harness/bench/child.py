@@ -18,9 +18,9 @@ from dlbench.harness import stats
 from dlbench.harness.backends import get_backend
 from dlbench.harness.backends.base import ArtifactRef, RunConfig, TensorInfo
 from dlbench.harness.bench import inputs as inputs_mod
-from dlbench.models.tensors import fixed_batch
 from dlbench.harness.bench.measure import Clock, StopRule
 from dlbench.harness.bench.scenarios import ScenarioContext, get_scenario
+from dlbench.models.tensors import fixed_batch
 
 PROGRESS_EVERY_S = 0.5
 

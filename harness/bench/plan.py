@@ -13,7 +13,6 @@ from typing import Any
 from dlbench.harness.backends import BACKENDS, get_backend
 from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, Backend
 from dlbench.harness.bench import inputs as inputs_mod
-from dlbench.models.tensors import follow_batch
 from dlbench.harness.bench.artifacts import Artifact, resolve
 from dlbench.harness.bench.given import GivenInput, read_all as read_given
 from dlbench.harness.bench.request import BenchRequest
@@ -23,6 +22,7 @@ from dlbench.harness.allocator import identity as allocator_identity
 from dlbench.harness.cellenv import cell_environment
 from dlbench.harness.context import cell_key
 from dlbench.harness.fingerprint import fingerprint
+from dlbench.models.tensors import follow_batch
 from dlbench.harness.mathmode import TF32, check_env
 from dlbench.harness.mathmode import environment as math_environment
 from dlbench.harness.threads import ThreadConfig

@@ -14,9 +14,9 @@
 --to fp16: float16 weights and compute, float32 I/O unless --no-keep-io-types.
 
 Old graphs are normalized first (initializers that are also inputs frozen,
-constant subgraphs folded by ONNX Runtime's basic optimizer, an opset below
-the tool's raised by onnx's version converter) and checked against the
-original.  A model with a fixed batch is verified and calibrated at that batch.
+an opset below the tool's raised by onnx's version converter, two-input Sum
+nodes written as Add, constant subgraphs folded by ONNX Runtime's basic
+optimizer) and checked against the original.  A model with a fixed batch is verified and calibrated at that batch.
 
 The result runs on the same fixed inputs as the fp32 model and is judged with
 its precision's tolerance.  Exit status: 0 verified, 1 failed or over

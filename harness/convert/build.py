@@ -95,11 +95,10 @@ def plan(req: BuildRequest) -> _Plan:
     model = onnx_io.load(source)
     summary = onnx_summary.summarize(model)
     onnx_io.session(source)
-    kept = onnx_normalize.initializer_inputs(model.graph)
-    if req.to == "int8" and kept and not opts.freeze:
-        raise UserError(f"--no-freeze: {len(kept)} initializers of {source} stay graph "
-                        f"inputs, so its weights may change at run time and INT8 cannot fix "
-                        f"their scales; build it without --no-freeze")
+    if req.to == "int8" and not opts.freeze:          # the hop's own check, before any work
+        from dlbench.converters.onnx_to_int8 import check_fixed_weights
+
+        check_fixed_weights(model.graph, str(source))
     if req.to != "tensorrt" and summary.precision != "fp32":
         raise UserError(f"{source}: is already a {summary.precision} model; build from the "
                         f"fp32 ONNX file")
