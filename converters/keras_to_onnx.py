@@ -112,4 +112,32 @@ class KerasToOnnx(ExportHop):
                 "opset_requested": options.opset, "transposes_left": left, "rewrites": []}
 
 
+    def export_user(self, model: Any, source: Any, signature: list, output_names: list[str],
+                    example: tuple, out: Path, options: ExportOptions) -> dict[str, Any]:
+        """A user's model in its own layout (nothing transposed), with its own input and
+        output names; dimensions the signature leaves dynamic stay dynamic."""
+        from dlbench.models.user.tensorflow import caller, flatten
+
+        tf2onnx = _tf2onnx()
+        names = [t.name for t in signature]
+        specs = [tf.TensorSpec([None if not isinstance(d, int) or (i == 0 and options.dynamic_batch)
+                                else d for i, d in enumerate(t.shape)], tf.as_dtype(t.dtype),
+                               name=t.name) for t in signature]
+        call = caller(model, source, names)
+
+        @tf.function(input_signature=specs)
+        def fn(*xs):
+            return flatten(call(*xs), output_names)
+
+        proto, storage = tf2onnx.convert.from_function(fn, input_signature=specs,
+                                                       opset=options.opset, large_model=True)
+        inline_external_tensors(proto.graph, storage.name_to_tensor_data)
+        import onnx
+
+        onnx.save(proto, str(out))
+        return {"exporter": f"tf2onnx {tf2onnx.__version__} convert.from_function "
+                            f"(tf.function, the model's own layout)",
+                "opset_requested": options.opset, "rewrites": []}
+
+
 HOP = KerasToOnnx()

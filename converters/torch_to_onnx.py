@@ -73,5 +73,57 @@ class TorchToOnnx(ExportHop):
         return {"exporter": f"torch.onnx.export ({options.exporter})",
                 "opset_requested": options.opset, "rewrites": []}
 
+    def export_user(self, model: Any, source: Any, signature: list, output_names: list[str],
+                    example: tuple, out: Path, options: ExportOptions) -> dict[str, Any]:
+        """A user's model with its own input and output names; every dimension the
+        signature leaves dynamic stays dynamic (named by its symbol, or NAME_dimI)."""
+        from dlbench.models.user.pytorch import flatten
+
+        if options.exporter != "torchscript":
+            raise ConversionError(f"--exporter {options.exporter}: a user's model exports "
+                                  f"with the TorchScript exporter here")
+        names = [t.name for t in signature]
+        axes = {}
+        for t in signature:
+            dims = {i: (BATCH_DIM if i == 0 else d if isinstance(d, str) else f"{t.name}_dim{i}")
+                    for i, d in enumerate(t.shape) if not isinstance(d, int)}
+            if not options.dynamic_batch:
+                dims.pop(0, None)
+            if dims:
+                axes[t.name] = dims
+        if options.dynamic_batch:
+            axes.update({n: {0: BATCH_DIM} for n in output_names})
+        if isinstance(model, torch.jit.ScriptModule):
+            target = model        # its outputs as they are: the exporter cannot write a dict
+        else:
+            class Flat(torch.nn.Module):          # dict / nested outputs as one flat tuple
+                def __init__(self, inner):
+                    super().__init__()
+                    self.inner = inner
+
+                def forward(self, *xs):
+                    return tuple(flatten(self.inner(*xs)).values())
+
+            target = Flat(model)
+        tensors = tuple(torch.from_numpy(a) for a in example)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                with torch.inference_mode(False), torch.no_grad():
+                    # PRESERVE: the model is in eval mode already, and a torch.export
+                    # module refuses the exporter's train(False).
+                    torch.onnx.export(target, tensors, str(out), input_names=names,
+                                      output_names=list(output_names), dynamo=False,
+                                      opset_version=options.opset, dynamic_axes=axes,
+                                      do_constant_folding=True,
+                                      training=torch.onnx.TrainingMode.PRESERVE)
+            except torch.onnx.errors.UnsupportedOperatorError as exc:
+                hint = (" (a TorchScript archive returning a dict: return a tuple, or save "
+                        "it with torch.export.save)" if "DictConstruct" in str(exc) else "")
+                raise ConversionError(f"{source.label}: {str(exc).splitlines()[0]}{hint}") \
+                    from None
+        return {"exporter": "torch.onnx.export (torchscript)", "opset_requested": options.opset,
+                "dynamic_axes": axes, "rewrites": []}
+
 
 HOP = TorchToOnnx()

@@ -25,6 +25,7 @@ KINDS = {
     "export": "dlbench.harness.convert.export_cell:child",
     "tensorrt": "dlbench.harness.convert.tensorrt_cell:child",
     "outputs": "dlbench.harness.verify.run:child",
+    "probe": "dlbench.harness.usermodel:probe_child",    # a user's model: its signature
     "bench": "dlbench.harness.bench.child:run",
     "peak": "dlbench.harness.bench.peak:child",
     "eval": "dlbench.harness.evaluate.child:run",        # dlbench eval: accuracy on a held-out split

@@ -37,10 +37,15 @@ TRT_ENGINE = "tensorrt-engine"
 MINDIR = "mindir"
 ZOO = "zoo"                       # a zoo model name: the native network, random weights
 CHECKPOINT = "{}-checkpoint"      # a `dlbench train` output, per framework
+USER_MODEL = "{}-model"           # a user's own model file or code (harness.usermodel)
 
 
 def checkpoint_format(framework: str) -> str:
     return CHECKPOINT.format(framework)
+
+
+def user_format(framework: str) -> str:
+    return USER_MODEL.format(framework)
 
 
 @dataclass

@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from dlbench.harness.backends.base import (ZOO, Backend, Runner, TensorInfo, checkpoint_format,
+                                           user_format,
                                    has_ascend, has_nvidia_gpu)
 from dlbench.harness.frameworks import distribution_version
+from dlbench.models.errors import UserError
 
 
 class NativeFramework(Backend):
@@ -27,13 +29,18 @@ class NativeFramework(Backend):
 
 
 def native_formats(framework: str) -> tuple[str, ...]:
-    return (checkpoint_format(framework), ZOO)
+    return (checkpoint_format(framework), user_format(framework), ZOO)
 
 
 class NativeRunner(Runner):
-    """Shared by the framework runners: the zoo spec and its input signature."""
+    """Shared by the framework runners: the zoo spec and its input signature, or a
+    user's own model (``harness.usermodel``) with the signature its probe found."""
 
     framework = ""
+
+    @property
+    def user(self) -> bool:
+        return self.artifact.format == user_format(self.framework)
 
     @property
     def spec(self):
@@ -42,10 +49,27 @@ class NativeRunner(Runner):
         return get_model(self.artifact.model)
 
     def inputs(self) -> list[TensorInfo]:
+        if self.user:
+            from dlbench.harness.usermodel import signature_of
+            return signature_of(self.artifact)
         return [TensorInfo(i.name, i.dtype, (None, *i.shape)) for i in self.spec.inputs]
 
+    def load_user(self) -> Any:
+        """The user's model, loaded (or built by its code) in this process."""
+        from dlbench.harness.usermodel import load, source_of
+
+        framework, model = load(source_of(self.artifact))
+        if framework != self.framework:
+            raise UserError(f"{self.artifact.model}: a {framework} model, not {self.framework}")
+        return model
+
     def weights(self) -> str:
+        if self.user:
+            return self.artifact.checkpoint or self.artifact.meta.get("what", "its own")
         return self.artifact.checkpoint or f"random (seed {self.cfg.seed})"
 
     def describe(self) -> dict[str, Any]:
+        if self.user:
+            return {"model": self.artifact.model, "weights": self.weights(),
+                    "source": self.artifact.meta.get("source")}
         return {"model": self.spec.name, "weights": self.weights()}

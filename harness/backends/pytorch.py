@@ -45,13 +45,16 @@ class TorchRunner(NativeRunner):
             raise UserError("--precision fp16: PyTorch runs fp16 on CUDA only (use bf16 on the CPU)")
         self.math = mathmode.torch_math(torch, self.device.type, self.cfg.precision)
         self.dtype = getattr(torch, DTYPES[self.cfg.precision])
-        spec = self.spec
-        if self.artifact.checkpoint:
+        if self.user:
+            model = self.load_user()
+        elif self.artifact.checkpoint:
             from dlbench.models.native import pytorch as native
-            model = native.load(spec, self.artifact.checkpoint)
+            model = native.load(self.spec, self.artifact.checkpoint)
         else:
-            model = spec.build("pytorch", seed=self.cfg.seed)
-        self.model = model.eval().to(self.device, self.dtype)
+            model = self.spec.build("pytorch", seed=self.cfg.seed)
+        if not self.user:                 # a user's model comes in eval mode where it has one
+            model = model.eval()
+        self.model = model.to(self.device, self.dtype)
         self.compiled = self.cfg.options["compile"] != "off"
         if self.compiled:
             mode = None if self.cfg.options["compile"] == "default" else self.cfg.options["compile"]
@@ -71,6 +74,9 @@ class TorchRunner(NativeRunner):
             self.torch.cuda.synchronize(self.device)
 
     def outputs(self) -> dict[str, Any]:
+        if self.user:
+            from dlbench.models.user.pytorch import to_numpy
+            return to_numpy(self._out)
         return {"logits": self._out.float().cpu().numpy()}
 
     def timed_region(self) -> dict[str, Any]:
@@ -83,10 +89,19 @@ class TorchRunner(NativeRunner):
 
     def runtime(self) -> dict[str, Any]:
         torch = self.torch
-        param = next(self.model.parameters())
-        out_device = self._out.device.type if hasattr(self, "_out") else None
-        info = {"device_kind": param.device.type, "output_device": out_device,
-                "dtype": str(param.dtype).removeprefix("torch."), "torch": torch.__version__,
+        param = next(iter(self.model.parameters()), None)
+        out_device = None
+        if hasattr(self, "_out"):
+            if self.user:
+                from dlbench.models.user.pytorch import flatten
+                first = next(iter(flatten(self._out).values()), None)
+            else:
+                first = self._out
+            out_device = first.device.type if first is not None else None
+        info = {"device_kind": param.device.type if param is not None else out_device,
+                "output_device": out_device,
+                "dtype": str(param.dtype).removeprefix("torch.") if param is not None else None,
+                "torch": torch.__version__,
                 "intra_op_threads": torch.get_num_threads(),
                 "inter_op_threads": torch.get_num_interop_threads(),
                 "compile": self.cfg.options["compile"], "math_mode": self.math,

@@ -60,20 +60,30 @@ class TfRunner(NativeRunner):
         keras.mixed_precision.set_global_policy(policy)
         try:
             with tf.device(self.tf_device):
-                spec = self.spec
-                if self.artifact.checkpoint:
+                if self.user:
+                    self.model = self.load_user()
+                elif self.artifact.checkpoint:
                     from dlbench.models.native import tensorflow as native
-                    self.model = native.load(spec, self.artifact.checkpoint)
+                    self.model = native.load(self.spec, self.artifact.checkpoint)
                 else:
-                    self.model = spec.build("tensorflow", seed=self.cfg.seed)
+                    self.model = self.spec.build("tensorflow", seed=self.cfg.seed)
         finally:
             keras.mixed_precision.set_global_policy(previous)
         self.policy = policy
-        model, device = self.model, self.tf_device
+        device = self.tf_device
+        if self.user:
+            from dlbench.harness.usermodel import source_of
+            from dlbench.models.user.tensorflow import caller
+            call = caller(self.model, source_of(self.artifact), [t.name for t in self.inputs()])
+        else:
+            model = self.model
+
+            def call(*xs):
+                return model(xs[0] if len(xs) == 1 else list(xs), training=False)
 
         def forward(*xs):
             with tf.device(device):
-                return model(xs[0] if len(xs) == 1 else list(xs), training=False)
+                return call(*xs)
 
         self.xla = self.cfg.options["xla"] == "on"
         self.fn = tf.function(forward, jit_compile=self.xla)
@@ -81,8 +91,10 @@ class TfRunner(NativeRunner):
     def prepare(self, feeds: dict[str, Any]) -> Any:
         from dlbench.models.native.tensorflow import nhwc
 
+        # A zoo network is channels-last inside; a user's model takes what it declares.
+        layout = (lambda x: x) if self.user else nhwc
         with self.tf.device(self.tf_device):
-            return [self.tf.identity(self.tf.constant(nhwc(x))) for x in feeds.values()]
+            return [self.tf.identity(self.tf.constant(layout(x))) for x in feeds.values()]
 
     def run(self, x: Any) -> None:
         self._out = self.fn(*x)
@@ -92,21 +104,32 @@ class TfRunner(NativeRunner):
             self.tf.test.experimental.sync_devices()
 
     def outputs(self) -> dict[str, Any]:
+        if self.user:
+            from dlbench.models.user.tensorflow import to_numpy
+            return to_numpy(self._out, self.artifact.meta.get("outputs"))
         return {"logits": self._out.numpy()}
 
     def timed_region(self) -> dict[str, Any]:
         sync = ("tf.test.experimental.sync_devices" if self.cfg.device == "cuda"
                 else "none needed: the CPU call returns when the outputs exist")
         return region(f"a tf.function around model(x, training=False){' with XLA' if self.xla else ''}"
-                      f", NHWC input already on {self.tf_device}; {sync}",
+                      f", {self.layout} input already on {self.tf_device}; {sync}",
                       host_device_copies=False, io_binding=False, cuda_graph=False, sync=sync,
-                      layout="NHWC")
+                      layout=self.layout)
+
+    @property
+    def layout(self) -> str:
+        return "the model's own layout" if self.user else "NHWC"
 
     def runtime(self) -> dict[str, Any]:
         from tensorflow.python.util import _pywrap_util_port
 
         tf = self.tf
-        out_device = self._out.device if hasattr(self, "_out") else ""
+        out = getattr(self, "_out", None)
+        if self.user and out is not None:
+            from dlbench.models.user.tensorflow import flatten
+            out = next(iter(flatten(out).values()), None)
+        out_device = out.device if out is not None else ""
         kind = "cuda" if "GPU" in out_device else ("cpu" if "CPU" in out_device else "")
         threading = tf.config.threading
         return {"device_kind": kind, "output_device": out_device, "tensorflow": tf.__version__,
@@ -114,7 +137,7 @@ class TfRunner(NativeRunner):
                 "onednn_enabled": bool(_pywrap_util_port.IsMklEnabled()),
                 "intra_op_threads": threading.get_intra_op_parallelism_threads(),
                 "inter_op_threads": threading.get_inter_op_parallelism_threads(),
-                "layout": "NHWC", "math_mode": self.math,
+                "layout": self.layout, "math_mode": self.math,
                 "soft_device_placement": bool(tf.config.get_soft_device_placement()),
                 **self.describe()}
 

@@ -11,6 +11,9 @@
 * a ``dlbench train`` output directory, its ``manifest.json``, or a bare
   checkpoint (``.pt``, ``.keras``, ``.ckpt``, with ``--model``) — the native
   network in its framework;
+* a user's own model in a self-describing format (TorchScript, torch.export,
+  ``.keras``, Keras HDF5, SavedModel: ``models.user``), or ``--model-from``
+  code — probed once in its framework's cell (``harness.usermodel``);
 * a zoo model name (``resnet50``) — the native network with seeded random
   weights.
 
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.harness.backends.base import (MINDIR, ONNX, TRT_ENGINE, ZOO, ArtifactRef, TensorInfo,
-                                   checkpoint_format)
+                                   checkpoint_format, user_format)
 from dlbench.converters.tensorrt_runtime import ENGINE_SUFFIXES
 from dlbench.models.errors import UserError
 from dlbench.models.native import SUFFIXES as NATIVE_SUFFIXES
@@ -56,9 +59,17 @@ class Artifact:
     def format(self) -> str:
         return self.ref.format
 
+    @property
+    def user(self) -> bool:
+        """A user's own native model (``harness.usermodel``), not a zoo network."""
+        return bool(self.ref.framework) and self.ref.format == user_format(self.ref.framework)
+
     def identity(self) -> dict[str, Any]:
-        return {"format": self.ref.format, "path": self.ref.path, "model": self.ref.model,
-                "sha256": self.sha256}
+        d = {"format": self.ref.format, "path": self.ref.path, "model": self.ref.model,
+             "sha256": self.sha256}
+        if self.user:
+            d["user_source"] = self.ref.meta["source"]      # --model-from and --weights
+        return d
 
 
 def sha256_of(path: Path) -> str:
@@ -79,8 +90,15 @@ def _neighbour_manifest(path: Path) -> dict[str, Any]:
     return {}
 
 
-def resolve(arg: str, model: str | None = None, framework: str | None = None) -> Artifact:
-    """The one resolver: what a path (or zoo name) given to bench, verify or eval is."""
+def resolve(arg: str, model: str | None = None, framework: str | None = None, *,
+            shapes: dict[str, Any] | None = None, inputs: dict[str, Any] | None = None,
+            timeout: float | None = None) -> Artifact:
+    """The one resolver: what a path (or zoo name) given to bench, verify or eval is.
+
+    ``shapes`` and ``inputs`` (--shape, --input) size a user's model whose file does
+    not record its input shapes."""
+    from dlbench.models import user
+
     path = Path(arg)
     if not path.exists():
         from dlbench.models.registry import list_models
@@ -94,10 +112,43 @@ def resolve(arg: str, model: str | None = None, framework: str | None = None) ->
         return _engine(path, arg)
     if path.is_file() and path.suffix == ".mindir":
         return _mindir(path, arg)
+    manifest = path.suffix == ".json" or (path.is_dir() and (path / "manifest.json").is_file())
+    if model is None and not manifest:
+        source = user.sniff(path)
+        if source is not None:
+            return _user(source, arg, shapes, inputs, timeout)
+        raise UserError(f"{arg}: {user.what_is(path)}; dlbench reads ONNX, TensorRT plans, "
+                        f"MindIR, TorchScript, torch.export (.pt2), .keras, Keras .h5, "
+                        f"SavedModel directories and 'dlbench train' outputs")
     if path.is_dir() or path.suffix in CHECKPOINT_SUFFIXES + (".json",):
         return _checkpoint(path, arg, model, framework)
     raise UserError(f"{arg}: cannot tell what this is from '{path.suffix}' (give an .onnx, a "
                     f"TensorRT .plan, a .mindir, a 'dlbench train' output or a zoo model name)")
+
+
+def resolve_code(model_from: str, weights: str | None = None, *,
+                 shapes: dict[str, Any] | None = None, inputs: dict[str, Any] | None = None,
+                 timeout: float | None = None) -> Artifact:
+    """``--model-from MODULE:CALLABLE`` (with ``--weights``): the model its code builds."""
+    from dlbench.models.user import from_code
+
+    source = from_code(model_from, weights)
+    return _user(source, source.label, shapes, inputs, timeout)
+
+
+def _user(source, arg: str, shapes, inputs, timeout) -> Artifact:
+    from dlbench.harness import usermodel
+    from dlbench.harness.bench.given import read_all
+
+    probed = usermodel.probe(source, timeout)
+    files = {k: g.shape for k, g in read_all(inputs).items() if g.file is not None}
+    signature = usermodel.complete(source, probed, dict(shapes or {}), files)
+    ref = usermodel.artifact_ref(source, probed, signature)
+    hashed = source.path or source.weights
+    sha = sha256_of(Path(hashed)) if hashed and Path(hashed).is_file() else None
+    art = Artifact(ref, arg, sha, signature, None)
+    art.notes += [f"{arg}: {n}" for n in probed.get("notes") or []]
+    return art
 
 
 def _zoo(name: str) -> Artifact:

@@ -13,7 +13,7 @@ from typing import Any
 from dlbench.harness.backends import BACKENDS, get_backend
 from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, Backend
 from dlbench.harness.bench import inputs as inputs_mod
-from dlbench.harness.bench.artifacts import Artifact, resolve
+from dlbench.harness.bench.artifacts import Artifact, resolve, resolve_code
 from dlbench.harness.bench.given import GivenInput, read_all as read_given
 from dlbench.harness.bench.request import BenchRequest
 from dlbench.harness.bench.scenarios import get_scenario
@@ -191,6 +191,9 @@ def _flops(art: Artifact, shapes_for_batch: dict[str, tuple[int, ...]] | None,
             return {**flops.count(art.onnx_model, shapes_for_batch, batch), "source": "onnx graph"}
         except Exception as exc:  # noqa: BLE001 - a count we cannot make is a note, not a failure
             return {"gflops_per_sample": None, "error": f"{type(exc).__name__}: {exc}"}
+    if art.user:
+        return {"gflops_per_sample": None, "source": "not counted: a native model of the "
+                "user's (export it to ONNX and bench that for a graph count)"}
     if art.format not in OWN_PRECISION:
         from dlbench.models.registry import get_model
         spec = get_model(art.ref.model)
@@ -218,6 +221,8 @@ def _artifact_axes(art: Artifact, req: BenchRequest, notes: list[str]) -> _Artif
     # The user's --shape, or the zoo model's own sizes (and a note in each record),
     # except where an --input file gives the shape.
     shape_notes = [art.default_shapes_note] if not shapes and art.default_shapes else []
+    if art.user:
+        shape_notes += art.notes          # what its file does not say, in every record
     shapes = shapes or {k: v for k, v in art.default_shapes.items()
                         if k not in given or given[k].file is None}
     ranges = {k: v for k, v in req.int_ranges.items() if names is None or k in names}
@@ -248,7 +253,10 @@ def _artifact_axes(art: Artifact, req: BenchRequest, notes: list[str]) -> _Artif
 def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
     """Every cell of the sweep, or a UserError; plus notes for the user."""
     req.check()
-    artifacts = [resolve(a, req.model) for a in req.artifacts]
+    hints = {"shapes": req.shapes, "inputs": req.inputs, "timeout": req.timeout}
+    artifacts = [resolve(a, req.model, **hints) for a in req.artifacts]
+    if req.model_from:
+        artifacts.append(resolve_code(req.model_from, req.weights, **hints))
     backends, notes = _backends(req, artifacts)
     for art in artifacts:
         notes += art.notes

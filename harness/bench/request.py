@@ -63,6 +63,9 @@ class BenchRequest:
     max_wait_ms: float = 2.0
     latency_bound_ms: float | None = None
     model: str | None = None
+    # A user's model built by code (MODULE:CALLABLE or FILE.py:CALLABLE), and its weights.
+    model_from: str | None = None
+    weights: str | None = None
     timeout: float | None = None
     resume: bool = False
     # Resume within one run only (``dlbench run --resume``): skip the cells this run
@@ -108,8 +111,10 @@ class BenchRequest:
     def check(self) -> None:
         """The request's own rules (UserError on the first broken one), before any file is read."""
         self.rule.validate()
-        if not self.artifacts:
-            raise UserError("no artifact given")
+        if not self.artifacts and not self.model_from:
+            raise UserError("no artifact given (a model file, a zoo name or --model-from)")
+        if self.weights and not self.model_from:
+            raise UserError("--weights loads into a --model-from model; give --model-from")
         if not self.batch_sizes:
             raise UserError("--batch-sizes: give at least one batch size")
         for b in self.batch_sizes:

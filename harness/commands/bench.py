@@ -27,8 +27,10 @@ def add_arguments(p) -> None:
     def rule(name):
         return field_default(StopRule, name)
 
-    p.add_argument("artifacts", nargs="+", metavar="ARTIFACT",
-                   help="model.onnx, model.plan, model.mindir, a train output or a zoo name")
+    p.add_argument("artifacts", nargs="*", metavar="ARTIFACT",
+                   help="model.onnx, model.plan, model.mindir, a train output, a zoo name, or "
+                        "your own model: TorchScript, torch.export .pt2, .keras, Keras .h5, "
+                        "a SavedModel directory")
     p.add_argument("--backend", "-b", action="append", required=True,
                    help="backend name(s), repeat or comma-separate; 'all' = every available "
                         "backend that takes the artifacts (see 'dlbench backends')")
@@ -96,6 +98,12 @@ def add_arguments(p) -> None:
                         "repeated if too few); repeat per input")
     i.add_argument("--model", default=req("model"),
                    help="zoo architecture of a bare checkpoint without a manifest")
+    i.add_argument("--model-from", default=req("model_from"), metavar="MODULE:CALLABLE",
+                   help="benchmark the model this code returns (MODULE:CALLABLE or "
+                        "FILE.py:CALLABLE; PyTorch, Keras or MindSpore), in each cell's process")
+    i.add_argument("--weights", default=req("weights"), metavar="FILE",
+                   help="weights loaded into the --model-from model (a state_dict, Keras "
+                        "weights, a MindSpore checkpoint)")
     s = p.add_argument_group("server scenario")
     s.add_argument("--qps", default=None, help="target rates, comma-separated (default: a ladder "
                                                "of fractions of the measured capacity)")
@@ -174,7 +182,8 @@ def request_from(args, argv=None):
         inputs=collect("--input", (parse_input(a) for a in args.inputs)),
         options=_options(args), device_id=args.device_id, seed=args.seed,
         qps=split([args.qps], float) if args.qps else None, max_wait_ms=args.max_wait_ms,
-        latency_bound_ms=args.latency_bound_ms, model=args.model, timeout=args.timeout,
+        latency_bound_ms=args.latency_bound_ms, model=args.model,
+        model_from=args.model_from, weights=args.weights, timeout=args.timeout,
         resume=args.resume, db=args.db, json_path=args.json_path, argv=argv,
         config=resolved(args), **unset)
 

@@ -2,7 +2,10 @@
 
 A checkpoint is a `dlbench train` output directory, its manifest.json, or a
 bare .pt/.keras/.ckpt with --model (and --framework if the suffix does not
-say).  The framework runs in its own process: it computes the reference
+say).  Your own model is a TorchScript archive, a torch.export .pt2, a
+.keras or Keras .h5 file, a SavedModel directory, or --model-from code; it
+keeps its own input and output names (--canonical-names: input/logits), and
+its inputs come from its signature (--shape/--input where it has none).  The framework runs in its own process: it computes the reference
 outputs on fixed inputs (batch 1 and 8 by default) and writes the file;
 ONNX Runtime then runs the file on the same inputs and the verifier judges.
 Every exported ONNX file takes one input "input" (N×C×H×W float32, dynamic
@@ -17,8 +20,21 @@ HELP = "export native checkpoints to ONNX/MindIR and verify them against the fra
 
 
 def add_arguments(p) -> None:
-    p.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT_OR_MANIFEST",
-                   help="dlbench train output directory, manifest.json, or a bare checkpoint")
+    p.add_argument("checkpoints", nargs="*", metavar="MODEL",
+                   help="dlbench train output directory, manifest.json, a bare checkpoint, or "
+                        "your own model file (TorchScript, .pt2, .keras, .h5, SavedModel)")
+    p.add_argument("--model-from", default=None, metavar="MODULE:CALLABLE",
+                   help="export the model this code returns (MODULE:CALLABLE or FILE.py:CALLABLE)")
+    p.add_argument("--weights", default=None, metavar="FILE",
+                   help="weights loaded into the --model-from model")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=AxBxC",
+                   help="full shape of an input the model does not size itself (first "
+                        "dimension: the batch)")
+    p.add_argument("--input", dest="inputs", action="append", default=[],
+                   metavar="NAME=VALUE|FILE.npy", help="set an input, as for bench")
+    p.add_argument("--canonical-names", action="store_true",
+                   help="name a one-input, one-output model's tensors input/logits, as dlbench's "
+                        "own exports (default: the model's own names)")
     p.add_argument("--framework", "-f", default=None,
                    help="framework of a bare checkpoint (default: from its suffix)")
     p.add_argument("--model", "-m", default=None, help="zoo model of a bare checkpoint")
@@ -48,6 +64,7 @@ def add_arguments(p) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlbench.harness.bench.input_args import collect, parse_input, shapes_from
     from dlbench.harness.verify import inputs as verify
     from dlbench.converters.base import ExportOptions
     from dlbench.harness.convert.export import ExportRequest, export
@@ -56,13 +73,17 @@ def run(args: argparse.Namespace) -> int:
 
     req = ExportRequest(
         sources=args.checkpoints, framework=args.framework, model=args.model, out=args.out,
+        model_from=args.model_from, weights=args.weights, shapes=shapes_from(args.shape, []),
+        inputs=collect("--input", (parse_input(a) for a in args.inputs)),
+        canonical_names=args.canonical_names,
         options=ExportOptions(format=args.format, opset=args.opset,
                               dynamic_batch=args.dynamic_batch, batch_size=args.batch_size,
                               exporter=args.exporter),
         batch_sizes=verify.parse_batch_sizes(args.verify_batch_sizes),
         seed=verify.VERIFY_SEED if args.seed is None else args.seed, threads=args.threads,
         db=args.db, json_path=args.json_path, timeout=args.timeout)
-    records = with_progress(args, f"export {', '.join(args.checkpoints)} to {args.format}",
+    what = ", ".join(args.checkpoints + ([args.model_from] if args.model_from else []))
+    records = with_progress(args, f"export {what} to {args.format}",
                             "export", lambda say: export(req, progress=say))
     print(verification_table(records))
     return 0 if all(r["status"] == "ok" for r in records) else 1

@@ -12,6 +12,7 @@ stores it as unverified, and the command exits 1.
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 import tempfile
@@ -27,6 +28,7 @@ from dlbench.harness import __version__
 from dlbench.models.atomic import check_can_create, write_json
 from dlbench.harness.context import CommandOptions, new_run_id, now_iso
 from dlbench.models.errors import UserError
+from dlbench.models.tensors import follow_batch
 from dlbench.harness.results import ResultStore
 from dlbench.harness import mathmode, records
 from dlbench.harness.backends.base import ONNX, ArtifactRef
@@ -46,6 +48,14 @@ class ExportRequest(CommandOptions):
     framework: str | None = None
     model: str | None = None
     out: str | None = None
+    # A user's model built by code, its weights, and what sizes a model that does not
+    # record its input shapes (--shape, --input): see harness.usermodel.
+    model_from: str | None = None
+    weights: str | None = None
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    # A user's model keeps its own input/output names unless this asks for input/logits.
+    canonical_names: bool = False
     options: ExportOptions = field(default_factory=ExportOptions)
     batch_sizes: tuple[int, ...] = vin.DEFAULT_BATCH_SIZES
     seed: int = vin.VERIFY_SEED
@@ -54,9 +64,10 @@ class ExportRequest(CommandOptions):
 @dataclass
 class _Plan:
     source: Path
-    checkpoint: Path
+    checkpoint: Path | None
     manifest: dict[str, Any]
     out: Path
+    artifact: Any = None          # a user's model (bench.artifacts.Artifact), else None
 
 
 def _progress(msg: str) -> None:
@@ -70,9 +81,9 @@ def plan(req: ExportRequest) -> list[_Plan]:
     from dlbench.models.registry import get_model
 
     opts = req.options
-    if not req.sources:
-        raise UserError("no checkpoint given")
-    if req.out and len(req.sources) > 1:
+    if not req.sources and not req.model_from:
+        raise UserError("no checkpoint given (a model file, a train output or --model-from)")
+    if req.out and len(req.sources) + bool(req.model_from) > 1:
         raise UserError("--out names one file; give one checkpoint with it")
     if opts.format not in FORMATS:
         raise UserError(f"--format {opts.format}: choose from {', '.join(FORMATS)}")
@@ -88,8 +99,10 @@ def plan(req: ExportRequest) -> list[_Plan]:
     if req.timeout is not None and req.timeout <= 0:
         raise UserError("--timeout must be positive")
     vin.parse_batch_sizes(req.batch_sizes)
-    plans = []
+    plans = [_user_plan(req, art) for art in _user_artifacts(req)]
     for src in req.sources:
+        if not _is_checkpoint(req, src):
+            continue
         ckpt, manifest = checkpoint_manifest(src, req.framework, req.model)
         spec = get_model(manifest["model"])
         fw = manifest["framework"]
@@ -113,6 +126,60 @@ def plan(req: ExportRequest) -> list[_Plan]:
         check_can_create(req.json_path)
     ResultStore(req.db).check_writable()
     return plans
+
+
+def _is_checkpoint(req: ExportRequest, src: str) -> bool:
+    """A zoo checkpoint (a train output, or a bare file with --model), not a user's model."""
+    path = Path(src)
+    return (req.model is not None or path.suffix == ".json"
+            or (path.is_dir() and (path / "manifest.json").is_file()))
+
+
+def _user_artifacts(req: ExportRequest) -> list[Any]:
+    """The users' models among the sources (and --model-from), probed in their cells."""
+    from dlbench.harness.bench.artifacts import resolve, resolve_code
+
+    hints = {"shapes": req.shapes, "inputs": req.inputs, "timeout": req.timeout}
+    arts = [resolve(src, **hints) for src in req.sources if not _is_checkpoint(req, src)]
+    for art in arts:
+        if not art.user:
+            raise UserError(f"{art.label}: already {art.format}; export takes a framework's model")
+    if req.model_from:
+        arts.append(resolve_code(req.model_from, req.weights, **hints))
+    return arts
+
+
+def _user_plan(req: ExportRequest, art) -> _Plan:
+    from dlbench.harness.frameworks import require
+
+    fw = art.ref.framework
+    require(fw)
+    if fw not in ("pytorch", "tensorflow"):
+        raise UserError(f"{art.label}: exporting a user's {fw} model is not supported yet "
+                        f"(MindSpore: export it with mindspore.export and bench the file)")
+    if req.options.format != "onnx":
+        raise UserError(f"--format {req.options.format}: a user's {fw} model exports ONNX only")
+    src = Path(art.ref.path) if art.ref.path else Path(f"{art.ref.model}.py")
+    out = Path(req.out) if req.out else src.with_name(f"{art.ref.model}.onnx")
+    check_can_create(out)
+    manifest = {"model": art.ref.model, "framework": fw,
+                "framework_version": art.ref.meta.get("framework_version")}
+    return _Plan(Path(art.label), Path(art.ref.path) if art.ref.path else None, manifest, out,
+                 art)
+
+
+def _user_inputs(req: ExportRequest, art, batch_sizes) -> list[tuple]:
+    """Verification batches from the user's model's own signature (bench's input rules)."""
+    from dlbench.harness.bench import inputs as inputs_mod
+
+    batches = []
+    for b in batch_sizes:
+        try:
+            plan_b = inputs_mod.plan(art.signature, b, req.shapes, None, None, req.inputs)
+        except UserError as exc:
+            raise UserError(f"{art.label}: {exc}") from None
+        batches.append(tuple(inputs_mod.synthesize(plan_b, req.seed).values()))
+    return batches
 
 
 def export(req: ExportRequest, progress: Callable[[str], None] = _progress) -> list[dict[str, Any]]:
@@ -155,12 +222,17 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
     fw, model = p.manifest["framework"], p.manifest["model"]
     batch_sizes = (vin.parse_batch_sizes(req.batch_sizes) if opts.dynamic_batch
                    else (opts.batch_size,))
+    art = p.artifact
+    if art is not None:
+        batch_sizes, _ = follow_batch(art.signature, batch_sizes, "verified")
     threads = ThreadConfig.default(req.threads)
     env = cell_environment(threads)
-    source_sha = onnx_io.sha256(p.checkpoint)
+    source_sha = art.sha256 if art is not None else onnx_io.sha256(p.checkpoint)
     hop = f"{fw}->{opts.format}"
     identity = {"hop": hop, "model": model, "source_sha256": source_sha,
-                "options": opts.to_dict(), "batch_sizes": list(batch_sizes), "seed": req.seed}
+                "options": opts.to_dict(), "batch_sizes": list(batch_sizes), "seed": req.seed,
+                **({"user": art.identity(), "canonical_names": req.canonical_names}
+                   if art is not None else {})}
     record = records.new_record("convert", run_id=run_id, identity=identity, started=now_iso(),
                                 argv=req.argv, env=env)
     record.update({"model": model, "framework": fw,
@@ -170,17 +242,22 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
                    "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
     record["context"].update({
         "hop": hop, "options": opts.to_dict(),
-        "source": {"path": str(p.checkpoint.resolve()), "sha256": source_sha,
-                   "manifest": str(p.source)},
+        "source": {"path": str(p.checkpoint.resolve()) if p.checkpoint else None,
+                   "sha256": source_sha, "manifest": str(p.source),
+                   **({"user": art.ref.meta["source"], "signature": art.ref.meta["signature"]}
+                      if art is not None else {})},
         "artifact": {"path": str(p.out.resolve()), "format": opts.format}})
     start = time.perf_counter()
-    inputs = vin.inputs_for_model(model, batch_sizes, req.seed)
+    inputs = (_user_inputs(req, art, batch_sizes) if art is not None
+              else vin.inputs_for_model(model, batch_sizes, req.seed))
     p.out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{p.out.name}.", suffix=".partial",
                                   dir=p.out.parent)).resolve()
     try:
         raw = stage / f"raw.{opts.format}"
-        payload = {"framework": fw, "model": model, "checkpoint": str(p.checkpoint.resolve()),
+        payload = {"framework": fw, "model": model,
+                   "checkpoint": str(p.checkpoint.resolve()) if p.checkpoint else None,
+                   "artifact": dataclasses.asdict(art.ref) if art is not None else None,
                    "threads": [threads.intra_op, threads.inter_op],
                    "inputs": str(stage / "inputs.npz"), "reference_out": str(stage / "ref.npz"),
                    "export": {"out": str(raw.resolve()), "options": opts.to_dict()}}
@@ -204,8 +281,10 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
         try:
             if opts.format == "onnx":
                 summary, ir = _finish_onnx(raw, final, model=model, framework=fw, hop=hop,
-                                           source=p.checkpoint, source_sha=source_sha,
-                                           dynamic_batch=opts.dynamic_batch)
+                                           source=p.checkpoint or p.source,
+                                           source_sha=source_sha,
+                                           dynamic_batch=opts.dynamic_batch,
+                                           own_names=art is not None and not req.canonical_names)
                 record["context"]["onnx"] = {**summary.to_dict(), "ir_version_written": ir[0]}
                 record["metrics"].update(node_count=summary.node_count, op_counts=summary.op_counts)
             else:
@@ -257,12 +336,30 @@ def _tool_version(framework: str, versions: dict[str, str]) -> str | None:
     return f"{key} {versions.get(key)}" if versions.get(key) else None
 
 
+def _name_batch(m) -> None:
+    """Dimension 0 of every input and output, where the exporter left it unknown, is the
+    batch: named so (tf2onnx mints a fresh ``unk__N`` for each, which ties nothing)."""
+    from dlbench.converters.onnx_io import BATCH_DIM
+    from dlbench.models.tensors import dimension
+
+    for vi in (*m.graph.input, *m.graph.output):
+        dims = vi.type.tensor_type.shape.dim
+        if len(dims) and not dims[0].HasField("dim_value") and dimension(dims[0].dim_param) is None:
+            dims[0].Clear()
+            dims[0].dim_param = BATCH_DIM
+
+
 def _finish_onnx(raw: Path, final: Path, *, model: str, framework: str, hop: str,
-                 source: Path, source_sha: str, dynamic_batch: bool):
-    """Make the exporter's file a dlbench ONNX file; return (summary, (IR written, IR kept))."""
+                 source: Path, source_sha: str, dynamic_batch: bool, own_names: bool = False):
+    """Make the exporter's file a dlbench ONNX file; return (summary, (IR written, IR kept)).
+    ``own_names``: a user's model keeps its inputs' and outputs' names (the exporter was
+    given them), instead of dlbench's ``input``/``logits``."""
     m = onnx_io.load(raw, label=f"the {hop} exporter's output")
     ir = onnx_io.lower_ir_version(m, raw)
-    onnx_io.normalize_io(m, dynamic_batch=dynamic_batch)
+    if not own_names:
+        onnx_io.normalize_io(m, dynamic_batch=dynamic_batch)
+    elif dynamic_batch:
+        _name_batch(m)
     onnx_io.set_metadata(m, {"model": model, "framework": framework, "hop": hop,
                              "precision": "fp32", "source": source.name,
                              "source_sha256": source_sha, "dlbench_version": __version__})

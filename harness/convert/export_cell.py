@@ -31,11 +31,13 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
     from dlbench.models.registry import get_model
 
     framework = payload["framework"]
-    spec = get_model(payload["model"]) if payload.get("model") else None
     batches = load_batches(payload["inputs"])
     threads = ThreadConfig(*payload["threads"])
     hop = export_hop(framework)             # imports the framework
     result: dict[str, Any] = {"versions": hop.version()}
+    if payload.get("artifact"):
+        return _user(payload, hop, batches, threads, result)
+    spec = get_model(payload["model"]) if payload.get("model") else None
 
     if payload.get("reference_out"):
         ckpt = payload["checkpoint"]
@@ -63,4 +65,28 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
         result["candidate_s"] = info["load_s"] + info["run_s"]
         result["candidate_run"] = info
         save_outputs(payload["candidate_out"], outputs)
+    return result
+
+
+def _user(payload, hop, batches, threads, result) -> dict[str, Any]:
+    """A user's model: the reference through its framework's runner, then the export with
+    the model's own names (the reference's output names) and its largest batch as example."""
+    from dlbench.harness import usermodel
+
+    ref = ArtifactRef(**payload["artifact"])
+    outputs, info = run_here(ref, batches, threads)
+    result.update(reference_s=info["load_s"] + info["run_s"], reference_run=info)
+    save_outputs(payload["reference_out"], outputs)
+    start = time.perf_counter()
+    source = usermodel.source_of(ref)
+    _, model = usermodel.load(source)
+    result["load_s"] = time.perf_counter() - start
+    example = max(batches, key=lambda b: len(b[0]) if isinstance(b, tuple) else len(b))
+    example = example if isinstance(example, tuple) else (example,)
+    start = time.perf_counter()
+    result["export"] = hop.export_user(model, source, usermodel.signature_of(ref),
+                                       list(outputs[0]), example,
+                                       Path(payload["export"]["out"]),
+                                       ExportOptions(**payload["export"]["options"]))
+    result["convert_s"] = time.perf_counter() - start
     return result

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from dlbench.harness.backends.base import (MINDIR, ONNX, TRT_ENGINE, ArtifactRef, RunConfig,
-                                           checkpoint_format)
+                                           checkpoint_format, user_format)
 from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.verify.inputs import load_batches, load_outputs, save_batches, save_outputs
 from dlbench.models.errors import UserError, first_line
@@ -50,7 +50,8 @@ def backend_for(ref: ArtifactRef) -> str:
     or for a native checkpoint its own framework."""
     if ref.format in _BY_FORMAT:
         return _BY_FORMAT[ref.format]
-    if ref.framework and ref.format == checkpoint_format(ref.framework):
+    if ref.framework and ref.format in (checkpoint_format(ref.framework),
+                                        user_format(ref.framework)):
         return ref.framework
     raise UserError(f"{ref.path}: dlbench cannot run a {ref.format} artifact to verify it")
 

@@ -1,0 +1,107 @@
+"""A user's own model as an artifact: probed once in its framework's cell, then run like any.
+
+The parent never imports a framework, yet it must know a model's inputs to
+plan cells, so a short ``probe`` cell loads the model (or calls the
+``--model-from`` code) and reports its framework, inputs and outputs.  What
+the model does not record — a TorchScript archive keeps its inputs' names
+but not their shapes — comes from ``--shape`` / ``--input`` files, with the
+first dimension read as the batch, which then follows ``--batch-sizes``.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from dlbench.harness.backends.base import ArtifactRef, TensorInfo, user_format
+from dlbench.models.errors import UserError
+from dlbench.models.user import FRAMEWORKS, Source
+
+PROBE_TIMEOUT_S = 600.0
+
+
+def framework_module(framework: str):
+    """``models.user.<framework>`` (imports the framework: cells only)."""
+    if framework not in FRAMEWORKS:
+        raise UserError(f"unknown framework {framework!r}")
+    return importlib.import_module(f"dlbench.models.user.{framework}")
+
+
+def load(source: Source) -> tuple[str, Any]:
+    """(framework, model) in this process: the cell's side of every user-model path."""
+    obj = None
+    if source.kind == "code":
+        from dlbench.models.user.code import call, framework_of
+
+        obj = call(source)
+        framework = framework_of(obj, source.label)
+    else:
+        framework = source.framework
+    from dlbench.harness.frameworks import require
+
+    require(framework)
+    return framework, framework_module(framework).load(source, obj)
+
+
+def probe_child(payload: dict[str, Any]) -> dict[str, Any]:
+    source = Source.from_dict(payload["source"])
+    framework, model = load(source)
+    sig = framework_module(framework).signature(model, source)
+    from dlbench.harness.frameworks import version_of
+
+    return {"framework": framework, "version": version_of(framework), **sig}
+
+
+def probe(source: Source, timeout: float | None = None) -> dict[str, Any]:
+    """What the model's framework says of it; UserError for a model it cannot load."""
+    from dlbench.harness.cellenv import cell_environment
+    from dlbench.harness.launcher import run_cell
+    from dlbench.harness.threads import ThreadConfig
+
+    if source.framework:
+        from dlbench.harness.frameworks import require
+        require(source.framework)                # the install hint, before any process
+    outcome = run_cell("probe", {"source": source.to_dict()},
+                       env=cell_environment(ThreadConfig.default(None)),
+                       timeout=timeout or PROBE_TIMEOUT_S)
+    if outcome.status == "usage_error":
+        raise UserError(outcome.error)
+    if not outcome.ok:
+        raise UserError(f"{source.label}: loading it failed ({outcome.error})")
+    return outcome.result
+
+
+def complete(source: Source, probed: dict[str, Any], shapes: dict[str, Any],
+             files: dict[str, tuple[int, ...]]) -> list[TensorInfo]:
+    """The signature with every input's rank known: unknown ones from --shape or a file."""
+    out = []
+    for i in probed["inputs"]:
+        shape = i["shape"]
+        if shape is None:
+            given = files.get(i["name"]) or shapes.get(i["name"])
+            if given is None:
+                names = " ".join(f"--shape {t['name']}=1x..." for t in probed["inputs"]
+                                 if t["shape"] is None)
+                raise UserError(f"{source.label}: {source.what} does not record its input "
+                                f"shapes; give them ({names}; the first dimension is the batch)")
+            shape = [None, *given[1:]]
+        out.append(TensorInfo(i["name"], i["dtype"], tuple(shape)))
+    return out
+
+
+def artifact_ref(source: Source, probed: dict[str, Any],
+                 signature: list[TensorInfo]) -> ArtifactRef:
+    framework = probed["framework"]
+    meta = {"source": source.to_dict(), "kind": source.kind, "what": source.what,
+            "framework_version": probed.get("version"), "outputs": probed.get("outputs"),
+            "signature": [{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
+                          for t in signature]}
+    return ArtifactRef(source.path, user_format(framework), source.name, framework,
+                       source.weights, meta)
+
+
+def signature_of(ref: ArtifactRef) -> list[TensorInfo]:
+    return [TensorInfo(t["name"], t["dtype"], tuple(t["shape"])) for t in ref.meta["signature"]]
+
+
+def source_of(ref: ArtifactRef) -> Source:
+    return Source.from_dict(ref.meta["source"])

@@ -1,0 +1,108 @@
+"""PyTorch models the user brings: TorchScript archives, torch.export programs, code.
+
+A TorchScript archive records its inputs' names but not their shapes or
+dtypes (float32 is assumed and said), so its shapes come from ``--shape`` or
+``--input``; a torch.export program carries its example inputs and which of
+their dimensions are dynamic.  Outputs are named after the model's own
+structure: a dict's keys, a tuple's positions (``output_0``...), or
+``output`` for a single tensor.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from dlbench.models.errors import UserError, first_line
+from dlbench.models.user import Source
+
+_NOT_TENSOR = "its inputs must all be tensors"
+
+
+def load(source: Source, obj: Any = None) -> Any:
+    """The model in eval mode on the CPU; ``obj`` is what ``--model-from`` returned."""
+    try:
+        if source.kind == "torchscript":
+            model = torch.jit.load(source.path, map_location="cpu")
+        elif source.kind == "torch-export":
+            model = torch.export.load(source.path).module()
+        else:
+            model = obj
+            if source.weights:
+                state = torch.load(source.weights, map_location="cpu", weights_only=True)
+                model.load_state_dict(state.get("state_dict", state)
+                                      if isinstance(state, dict) else state)
+    except (RuntimeError, ValueError, OSError, KeyError) as exc:
+        raise UserError(f"{source.label}: PyTorch cannot load it ({first_line(exc)})") from None
+    if source.kind == "torch-export":
+        return model            # an exported module has no train/eval switch: it is traced
+    return model.eval()
+
+
+def signature(model: Any, source: Source) -> dict[str, Any]:
+    """Inputs (name, dtype, shape; shape None when only the user can say) and outputs."""
+    if source.kind == "torch-export":
+        return _exported(torch.export.load(source.path))
+    notes = []
+    if isinstance(model, torch.jit.ScriptModule):
+        args = model.forward.schema.arguments[1:]
+        for a in args:
+            if str(a.type) not in ("Tensor", "Optional[Tensor]"):
+                raise UserError(f"{source.label}: argument {a.name!r} is {a.type}; "
+                                f"{_NOT_TENSOR}")
+        names = [a.name for a in args]
+    else:
+        import inspect
+        params = inspect.signature(model.forward).parameters.values()
+        names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                 and p.default is p.empty]
+    notes.append(f"{source.what} does not record its input shapes or dtypes: shapes from "
+                 f"--shape/--input, dtype float32 unless an --input file says otherwise")
+    inputs = [{"name": n, "dtype": "float32", "shape": None} for n in names]
+    return {"inputs": inputs, "outputs": None, "notes": notes}
+
+
+def _exported(ep) -> dict[str, Any]:
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    inputs = []
+    for name in ep.graph_signature.user_inputs:
+        val = placeholders[name].meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            raise UserError(f"torch.export program: input {name!r} is not a tensor; "
+                            f"{_NOT_TENSOR}")
+        dims = [int(d) if isinstance(d, int) or str(d).isdigit() else str(d) for d in val.shape]
+        inputs.append({"name": name, "dtype": str(val.dtype).removeprefix("torch."),
+                       "shape": dims})
+    spec = ep.call_spec.out_spec
+    outputs = None
+    if spec is not None and spec.context is not None and isinstance(spec.context, list):
+        outputs = [str(k) for k in spec.context]           # a dict's keys
+    return {"inputs": inputs, "outputs": outputs, "notes": []}
+
+
+def flatten(out: Any) -> dict[str, torch.Tensor]:
+    """The model's outputs by name: dict keys, tuple positions, or ``output``."""
+    if isinstance(out, torch.Tensor):
+        return {"output": out}
+    if isinstance(out, dict):
+        items = out.items()
+    elif isinstance(out, (tuple, list)):
+        items = ((f"output_{i}", v) for i, v in enumerate(out))
+    elif hasattr(out, "_asdict"):
+        items = out._asdict().items()
+    else:
+        raise UserError(f"the model returned a {type(out).__name__}; dlbench reads tensors, "
+                        f"and tuples, lists and dicts of them")
+    flat: dict[str, torch.Tensor] = {}
+    for k, v in items:
+        if isinstance(v, torch.Tensor):
+            flat[str(k)] = v
+        else:
+            flat.update({f"{k}.{kk}": vv for kk, vv in flatten(v).items()})
+    return flat
+
+
+def to_numpy(out: Any) -> dict[str, np.ndarray]:
+    return {k: v.detach().float().cpu().numpy() if v.is_floating_point() else v.cpu().numpy()
+            for k, v in flatten(out).items()}

@@ -1,0 +1,95 @@
+"""Keras / TensorFlow models the user brings: ``.keras``, Keras HDF5, SavedModel, code.
+
+Inputs are the model's own, in its own layout (a Keras model declared NHWC
+takes NHWC: unlike the zoo's networks nothing is transposed), named and
+ordered as the model declares them.  A SavedModel runs its
+``serving_default`` signature, which takes and returns tensors by name.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable
+
+if "tensorflow" not in sys.modules:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+from dlbench.models.errors import UserError, first_line  # noqa: E402
+from dlbench.models.user import Source  # noqa: E402
+
+SERVING = "serving_default"
+
+
+def load(source: Source, obj: Any = None) -> Any:
+    import keras
+    import tensorflow as tf
+
+    try:
+        if source.kind in ("keras", "keras-h5"):
+            return keras.saving.load_model(source.path, compile=False)
+        if source.kind == "savedmodel":
+            loaded = tf.saved_model.load(source.path)
+            if SERVING not in loaded.signatures:
+                raise UserError(f"{source.label}: the SavedModel has no {SERVING!r} signature "
+                                f"(it has: {', '.join(loaded.signatures) or 'none'})")
+            return loaded
+        if source.weights:
+            obj.load_weights(source.weights)
+        return obj
+    except (ValueError, OSError, KeyError, TypeError) as exc:
+        raise UserError(f"{source.label}: Keras cannot load it ({first_line(exc)})") from None
+
+
+def _dims(shape) -> list[Any] | None:
+    return None if shape is None else [None if d is None else int(d) for d in shape]
+
+
+def signature(model: Any, source: Source) -> dict[str, Any]:
+    if source.kind == "savedmodel":
+        fn = model.signatures[SERVING]
+        specs = fn.structured_input_signature[1]
+        inputs = [{"name": k, "dtype": s.dtype.name, "shape": _dims(s.shape.as_list())}
+                  for k, s in specs.items()]
+        return {"inputs": inputs, "outputs": list(fn.structured_outputs), "notes": []}
+    declared = getattr(model, "inputs", None)
+    if not declared:                       # a subclassed model never called: no signature
+        return {"inputs": [{"name": "input", "dtype": "float32", "shape": None}],
+                "outputs": None,
+                "notes": [f"{source.what} declares no inputs: shape from --shape input=..."]}
+    inputs = [{"name": t.name, "dtype": str(t.dtype), "shape": _dims(t.shape)} for t in declared]
+    return {"inputs": inputs, "outputs": output_names(model), "notes": []}
+
+
+def output_names(model: Any) -> list[str] | None:
+    names = getattr(model, "output_names", None)
+    return [str(n) for n in names] if names else None
+
+
+def caller(model: Any, source: Source, names: list[str]) -> Callable[..., Any]:
+    """``fn(*tensors)`` in input order, returning the model's raw outputs."""
+    if source.kind == "savedmodel":
+        fn = model.signatures[SERVING]
+        return lambda *xs: fn(**dict(zip(names, xs)))
+    if len(names) == 1:
+        return lambda x: model(x, training=False)
+    declared = [t.name for t in getattr(model, "inputs", None) or []]
+    if declared == names:                  # a functional model: by name, whatever its order
+        return lambda *xs: model(dict(zip(names, xs)), training=False)
+    return lambda *xs: model(list(xs), training=False)
+
+
+def flatten(out: Any, names: list[str] | None = None) -> dict[str, Any]:
+    """Outputs by name: a dict's keys, the model's output names for a list, else ``output``."""
+    if isinstance(out, dict):
+        return {str(k): v for k, v in out.items()}
+    if isinstance(out, (list, tuple)):
+        keys = names if names and len(names) == len(out) else \
+            [f"output_{i}" for i in range(len(out))]
+        return dict(zip(keys, out))
+    return {names[0] if names and len(names) == 1 else "output": out}
+
+
+def to_numpy(out: Any, names: list[str] | None = None) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v) for k, v in flatten(out, names).items()}

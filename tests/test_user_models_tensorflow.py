@@ -1,0 +1,101 @@
+"""A user's own Keras / TensorFlow models (issue 18): .keras, Keras HDF5 and SavedModel files
+the test saves, and --model-from code, through bench (native) and export (verified)."""
+import json
+import os
+import textwrap
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras  # noqa: E402
+
+from clitools import only_record  # noqa: E402
+
+FAST = ("--iterations", "3", "--warmup", "1", "--max-warmup", "3")
+
+CODE = textwrap.dedent('''
+    import keras
+
+    def tiny():
+        x = keras.Input((6, 6, 2), name="pixels")
+        h = keras.layers.Conv2D(3, 3, activation="relu")(x)
+        return keras.Model(x, keras.layers.Dense(4)(keras.layers.Flatten()(h)))
+''')
+
+
+def two_heads() -> keras.Model:
+    """NHWC image plus token ids of any length in; a dict of two outputs out."""
+    img = keras.Input((8, 8, 3), name="img")
+    ids = keras.Input((None,), dtype="int32", name="ids")
+    a = keras.layers.GlobalAveragePooling2D()(keras.layers.Conv2D(4, 3)(img))
+    b = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(50, 4)(ids))
+    cls = keras.layers.Dense(3, name="cls")(keras.layers.Concatenate()([a, b]))
+    reg = keras.layers.Dense(1, name="reg")(a)
+    return keras.Model([img, ids], {"cls": cls, "reg": reg})
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    root = tmp_path_factory.mktemp("user_tf")
+    keras.utils.set_random_seed(5)
+    model = two_heads()
+    model.save(str(root / "mm.keras"))
+    model.save(str(root / "mm.h5"))
+    model.export(str(root / "mm_saved"), verbose=False)
+    (root / "code.py").write_text(CODE)
+    return root
+
+
+def test_every_keras_format_benches_in_its_own_layout(cli, workdir, saved):
+    out = cli("bench", str(saved / "mm.keras"), str(saved / "mm.h5"), str(saved / "mm_saved"),
+              "-b", "tensorflow", "--shape", "ids=1x6", "--batch-sizes", "2", *FAST,
+              "--json", "b.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    recs = json.loads((workdir / "b.json").read_text())
+    kinds = {r["context"]["runtime"]["source"]["kind"] for r in recs}
+    assert kinds == {"keras", "keras-h5", "savedmodel"}
+    for r in recs:
+        assert r["status"] in ("ok", "unstable"), r["error"]
+        shapes = {i["name"]: i["shape"] for i in r["context"]["inputs"]}
+        assert shapes == {"img": [2, 8, 8, 3], "ids": [2, 6]}      # NHWC: as declared
+        assert r["context"]["runtime"]["layout"] == "the model's own layout"
+        ids = next(i for i in r["context"]["inputs"] if i["name"] == "ids")
+        assert ids["dtype"] == "int32"
+
+
+def test_every_keras_format_exports_verified_with_its_own_names(cli, workdir, saved):
+    out = cli("export", str(saved / "mm.keras"), str(saved / "mm.h5"), str(saved / "mm_saved"),
+              "--shape", "ids=1x5", "--json", "e.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    recs = json.loads((workdir / "e.json").read_text())
+    assert len(recs) == 3
+    import onnx
+    import onnxruntime as ort
+    for r in recs:
+        assert r["status"] == "ok", r.get("error")
+        assert set(r["metrics"]["verdict"]["outputs"]) == {"cls", "reg"}
+        path = r["context"]["artifact"]["path"]
+        g = onnx.load(path).graph
+        assert {i.name for i in g.input} == {"img", "ids"}
+        assert {o.name for o in g.output} == {"cls", "reg"}
+        assert all(i.type.tensor_type.shape.dim[0].dim_param == "batch" for i in g.input)
+        ids = next(i for i in g.input if i.name == "ids").type.tensor_type.shape.dim[1]
+        assert not ids.HasField("dim_value")                   # any sequence length
+        sess = ort.InferenceSession(path)
+        feeds = {"img": np.zeros((2, 8, 8, 3), np.float32), "ids": np.ones((2, 11), np.int32)}
+        names = [o.name for o in sess.get_outputs()]
+        assert dict(zip(names, sess.run(None, feeds)))["cls"].shape == (2, 3)
+
+
+def test_keras_model_from_code(cli, workdir, saved):
+    code = f"{saved / 'code.py'}:tiny"
+    out = cli("bench", "--model-from", code, "-b", "tensorflow", *FAST, "--json", "b.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    r = only_record(workdir, "b.json")
+    assert r["status"] in ("ok", "unstable") and r["model"] == "tiny"
+    assert r["context"]["inputs"][0]["shape"] == [1, 6, 6, 2]
+    out = cli("export", "--model-from", code, "--out", str(workdir / "tiny.onnx"),
+              "--json", "e.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert only_record(workdir, "e.json")["status"] == "ok"
