@@ -242,5 +242,30 @@ class MindSporeToOnnx(ExportHop):
         return {"exporter": how, "opset_requested": options.opset if options.format == "onnx"
                 else None, "rewrites": rewrites}
 
+    def export_user(self, model: nn.Cell, source: Any, signature: list, output_names: list[str],
+                    example: tuple, out: Path, options: ExportOptions) -> dict[str, Any]:
+        """A user's Cell, traced at ``example`` with its own input and output names.  The
+        exporter bakes the traced shapes in; the caller names the batch dimension and the
+        verifier's other batch size shows whether the graph really takes any batch."""
+        if source.kind == "mindir":
+            raise ConversionError(f"{source.label}: MindSpore exports ONNX from a network's "
+                                  f"code, not from a MindIR graph: give --model-from "
+                                  f"FILE.py:CALLABLE")
+        model.set_train(False)
+        replaced = rewrite_padded_pools(model)
+        names = [t.name for t in signature]
+        import mindspore.onnx as ms_onnx
+
+        axes = ({n: {0: BATCH_DIM} for n in [*names, *output_names]}
+                if options.dynamic_batch else None)
+        ms_onnx.export(model, *[ms.Tensor(a) for a in example], file_name=str(out),
+                       input_names=names, output_names=list(output_names), dynamic_axes=axes)
+        rewrites = [f"{n}: MaxPool2d(pad_mode='pad') -> Pad(0) + MaxPool2d(valid)"
+                    for n in replaced]
+        if options.dynamic_batch and out.is_file():
+            rewrites += [f"{r} (batch-independent)" for r in unbake_reshapes(out, len(example[0]))]
+        return {"exporter": "mindspore.onnx.export", "opset_requested": options.opset,
+                "rewrites": rewrites}
+
 
 HOP = MindSporeToOnnx()

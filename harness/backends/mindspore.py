@@ -80,12 +80,13 @@ class MsRunner(NativeRunner):
         if self.artifact.format == MINDIR:
             self.net = nn.GraphCell(ms.load(self.artifact.path))
         else:
-            spec = self.spec
-            if self.artifact.checkpoint:
+            if self.user:
+                net = self.load_user()
+            elif self.artifact.checkpoint:
                 from dlbench.models.native import mindspore as native
-                net = native.load(spec, self.artifact.checkpoint)
+                net = native.load(self.spec, self.artifact.checkpoint)
             else:
-                net = spec.build("mindspore", seed=self.cfg.seed)
+                net = self.spec.build("mindspore", seed=self.cfg.seed)
                 net.set_train(False)
             if self.cfg.precision == "fp16":
                 net = ms.amp.auto_mixed_precision(net, "auto", dtype=ms.float16)
@@ -116,6 +117,9 @@ class MsRunner(NativeRunner):
         self.ms.runtime.synchronize()
 
     def outputs(self) -> dict[str, Any]:
+        if self.user:
+            from dlbench.models.user.mindspore import to_numpy
+            return to_numpy(self._out)
         out = self._out if isinstance(self._out, (tuple, list)) else [self._out]
         return {f"output_{i}": o.asnumpy() for i, o in enumerate(out)}
 

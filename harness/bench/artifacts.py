@@ -111,7 +111,7 @@ def resolve(arg: str, model: str | None = None, framework: str | None = None, *,
     if path.is_file() and path.suffix in ENGINE_SUFFIXES:
         return _engine(path, arg)
     if path.is_file() and path.suffix == ".mindir":
-        return _mindir(path, arg)
+        return _mindir(path, arg, shapes, inputs, timeout)
     manifest = path.suffix == ".json" or (path.is_dir() and (path / "manifest.json").is_file())
     if model is None and not manifest:
         source = user.sniff(path)
@@ -254,7 +254,7 @@ def _engine(path: Path, arg: str) -> Artifact:
     return art
 
 
-def _mindir(path: Path, arg: str) -> Artifact:
+def _mindir(path: Path, arg: str, shapes=None, inputs=None, timeout=None) -> Artifact:
     sidecar: dict[str, Any] = {}
     for candidate in (path.with_name(path.name + ".json"), path.with_suffix(".json")):
         if candidate.is_file():
@@ -267,9 +267,9 @@ def _mindir(path: Path, arg: str) -> Artifact:
                for i in sidecar["inputs"]]
     else:
         from dlbench.models.registry import list_models
-        if name not in list_models():
-            raise UserError(f"{arg}: cannot tell this MindIR graph's inputs: put it next to its "
-                            f"'dlbench train' manifest.json, or a {path.name}.json with 'inputs'")
+        if name not in list_models():           # a user's graph: it records its inputs
+            from dlbench.models.user import sniff
+            return _user(sniff(path), arg, shapes, inputs, timeout)
         sig = _zoo(name).signature                # dlbench export writes a dynamic batch
         sidecar = dict(sidecar, inputs=[{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
                                         for t in sig])

@@ -154,9 +154,9 @@ def _user_plan(req: ExportRequest, art) -> _Plan:
 
     fw = art.ref.framework
     require(fw)
-    if fw not in ("pytorch", "tensorflow"):
-        raise UserError(f"{art.label}: exporting a user's {fw} model is not supported yet "
-                        f"(MindSpore: export it with mindspore.export and bench the file)")
+    if art.ref.meta.get("kind") == "mindir":
+        raise UserError(f"{art.label}: MindSpore exports ONNX from a network's code, not from "
+                        f"a MindIR graph: give --model-from FILE.py:CALLABLE")
     if req.options.format != "onnx":
         raise UserError(f"--format {req.options.format}: a user's {fw} model exports ONNX only")
     src = Path(art.ref.path) if art.ref.path else Path(f"{art.ref.model}.py")
@@ -284,7 +284,8 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
                                            source=p.checkpoint or p.source,
                                            source_sha=source_sha,
                                            dynamic_batch=opts.dynamic_batch,
-                                           own_names=art is not None and not req.canonical_names)
+                                           own_names=art is not None and not req.canonical_names,
+                                           batch=max(batch_sizes))
                 record["context"]["onnx"] = {**summary.to_dict(), "ir_version_written": ir[0]}
                 record["metrics"].update(node_count=summary.node_count, op_counts=summary.op_counts)
             else:
@@ -336,21 +337,28 @@ def _tool_version(framework: str, versions: dict[str, str]) -> str | None:
     return f"{key} {versions.get(key)}" if versions.get(key) else None
 
 
-def _name_batch(m) -> None:
-    """Dimension 0 of every input and output, where the exporter left it unknown, is the
-    batch: named so (tf2onnx mints a fresh ``unk__N`` for each, which ties nothing)."""
+def _name_batch(m, traced: int) -> None:
+    """Dimension 0 of every input and output is the batch where the exporter left it
+    unknown (tf2onnx mints a fresh ``unk__N`` for each, which ties nothing) or baked the
+    traced batch in (MindSpore's exporter ignores dynamic axes): named so.  The verifier's
+    other batch size then shows whether the graph really takes any batch."""
     from dlbench.converters.onnx_io import BATCH_DIM
     from dlbench.models.tensors import dimension
 
     for vi in (*m.graph.input, *m.graph.output):
         dims = vi.type.tensor_type.shape.dim
-        if len(dims) and not dims[0].HasField("dim_value") and dimension(dims[0].dim_param) is None:
-            dims[0].Clear()
-            dims[0].dim_param = BATCH_DIM
+        if not len(dims):
+            continue
+        d = dims[0]
+        baked = d.HasField("dim_value") and d.dim_value == traced
+        if baked or (not d.HasField("dim_value") and dimension(d.dim_param) is None):
+            d.Clear()
+            d.dim_param = BATCH_DIM
 
 
 def _finish_onnx(raw: Path, final: Path, *, model: str, framework: str, hop: str,
-                 source: Path, source_sha: str, dynamic_batch: bool, own_names: bool = False):
+                 source: Path, source_sha: str, dynamic_batch: bool, own_names: bool = False,
+                 batch: int = 1):
     """Make the exporter's file a dlbench ONNX file; return (summary, (IR written, IR kept)).
     ``own_names``: a user's model keeps its inputs' and outputs' names (the exporter was
     given them), instead of dlbench's ``input``/``logits``."""
@@ -359,7 +367,7 @@ def _finish_onnx(raw: Path, final: Path, *, model: str, framework: str, hop: str
     if not own_names:
         onnx_io.normalize_io(m, dynamic_batch=dynamic_batch)
     elif dynamic_batch:
-        _name_batch(m)
+        _name_batch(m, batch)
     onnx_io.set_metadata(m, {"model": model, "framework": framework, "hop": hop,
                              "precision": "fp32", "source": source.name,
                              "source_sha256": source_sha, "dlbench_version": __version__})

@@ -31,6 +31,7 @@ KINDS: dict[str, tuple[str | None, str]] = {
     "keras": ("tensorflow", "a Keras 3 model file (model.save, .keras)"),
     "keras-h5": ("tensorflow", "a Keras HDF5 model (model.save to .h5)"),
     "savedmodel": ("tensorflow", "a TensorFlow SavedModel directory"),
+    "mindir": ("mindspore", "a MindSpore MindIR graph (mindspore.export)"),
     "code": (None, "a model built by code (--model-from)"),
 }
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
@@ -123,6 +124,8 @@ def sniff(path: str | Path) -> Source | None:
         head = fh.read(8)
     if head == HDF5_MAGIC and _h5_is_keras_model(p) is not False:
         return _source("keras-h5", p)
+    if p.suffix == ".mindir":        # a protobuf: only MindSpore's own parser can tell
+        return _source("mindir", p)
     return None
 
 
