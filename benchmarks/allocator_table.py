@@ -1,7 +1,9 @@
 """Does ``dlbench bench`` keep up with a plain loop under every allocator?
 
 For each framework (PyTorch and TensorFlow on the zoo's network, ONNX Runtime
-on its ONNX export), batch size and ``--allocator``, alternates ``--rounds``
+on its ONNX export; ``torchscript``: the zoo's network scripted and saved as a
+user's own TorchScript archive, on the pytorch backend), batch size and
+``--allocator``, alternates ``--rounds``
 times a plain hand-written inference loop (benchmarks/plain_bench_<name>.py,
 a fresh process) and one ``dlbench bench`` cell (its Python API; a fresh
 process too), with the same batch, threads, inputs, warm-up and measured
@@ -47,9 +49,18 @@ from dlbench.harness.threads import physical_cores  # noqa: E402
 
 TARGET = 0.97
 FRAMEWORKS = ("pytorch", "tensorflow", "onnxruntime")
+USER_MODELS = ("torchscript",)          # on request: --frameworks torchscript
 
 
 def request(fw: str, batch: int, allocator: str, a, onnx: Path, db: Path) -> BenchRequest:
+    if fw == "torchscript":
+        from dlbench.models.registry import get_model
+        shape = (batch, *get_model(a.model).inputs[0].shape)
+        return BenchRequest(
+            artifacts=[str(a.torchscript)], backends=["pytorch"], shapes={a.ts_input: shape},
+            batch_sizes=[batch], threads=[a.threads], inter_op_threads=1, allocator=allocator,
+            rule=StopRule(warmup=a.warmup, max_warmup=a.warmup, iterations=a.iterations),
+            iqr_threshold=1e9, repeat_spread_threshold=1e9, seed=0, db=str(db))
     return BenchRequest(
         artifacts=[str(onnx) if fw == "onnxruntime" else a.model], backends=[fw],
         batch_sizes=[batch], threads=[a.threads], inter_op_threads=1, allocator=allocator,
@@ -59,8 +70,11 @@ def request(fw: str, batch: int, allocator: str, a, onnx: Path, db: Path) -> Ben
 
 def plain(fw: str, batch: int, a, onnx: Path, env: dict[str, str]) -> float:
     target = [str(onnx)] if fw == "onnxruntime" else ["--model", a.model]
+    if fw == "torchscript":
+        target += ["--torchscript", str(a.torchscript)]
+    script = "pytorch" if fw == "torchscript" else fw
     out = subprocess.run(
-        [sys.executable, str(HERE / f"plain_bench_{fw}.py"), *target, "--batch-size", str(batch),
+        [sys.executable, str(HERE / f"plain_bench_{script}.py"), *target, "--batch-size", str(batch),
          "--threads", str(a.threads), "--inter-op-threads", "1", "--warmup", str(a.warmup),
          "--iterations", str(a.iterations), "--seed", "0"],
         capture_output=True, text=True, env=env)
@@ -120,9 +134,10 @@ def main() -> int:
     p.add_argument("--json", default=None)
     a = p.parse_args()
     frameworks = [f for f in a.frameworks.split(",") if f]
-    unknown = set(frameworks) - set(FRAMEWORKS)
+    unknown = set(frameworks) - set(FRAMEWORKS + USER_MODELS)
     if unknown:
-        p.error(f"--frameworks: {', '.join(sorted(unknown))}; choose from {', '.join(FRAMEWORKS)}")
+        p.error(f"--frameworks: {', '.join(sorted(unknown))}; choose from "
+                f"{', '.join(FRAMEWORKS + USER_MODELS)}")
     batches = [int(b) for b in a.batch_sizes.split(",") if b]
     allocators = [x for x in a.allocators.split(",") if x]
     results = []
@@ -132,6 +147,12 @@ def main() -> int:
         if "onnxruntime" in frameworks and not a.onnx:
             subprocess.run([sys.executable, str(HERE / "bench_overhead.py"), "--model", a.model,
                             "--export", str(onnx)], check=True, env=dict(os.environ))
+        if "torchscript" in frameworks:
+            a.torchscript = tmp / f"{a.model}.torchscript.pt"
+            out = subprocess.run([sys.executable, str(HERE / "plain_bench_pytorch.py"),
+                                  "--model", a.model, "--save-torchscript", str(a.torchscript)],
+                                 check=True, capture_output=True, text=True)
+            a.ts_input = json.loads(out.stdout.strip().splitlines()[-1])["input"]
         for fw in frameworks:
             for batch in batches:
                 for allocator in allocators:

@@ -9,6 +9,12 @@ Throughput is samples over the window's wall time, as the harness computes it.
 Prints one JSON line.  The allocator is whatever the environment says: the
 caller (benchmarks/allocator_table.py) gives it the dlbench cell's environment.
 
+``--save-torchscript FILE`` traces the zoo network (its forward is not
+scriptable), saves it as a user would (``torch.jit.save``) and prints its
+input's name; ``--torchscript FILE`` then
+times that archive (``torch.jit.load``) instead of the builder's module: the
+yardstick for ``dlbench bench FILE -b pytorch`` on a user's own model.
+
     python benchmarks/plain_bench_pytorch.py --model resnet50 --batch-size 32 --threads 2
 """
 from __future__ import annotations
@@ -31,12 +37,22 @@ from dlbench.models.registry import get_model  # noqa: E402
 def main(argv=None) -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--model", default="resnet50")
+    p.add_argument("--torchscript", default=None, help="time this TorchScript archive")
+    p.add_argument("--save-torchscript", default=None, help="trace the network, save, exit")
     a = p.parse_args(argv)
 
     torch.set_num_threads(a.threads)
     torch.set_num_interop_threads(a.inter_op_threads)
     spec = get_model(a.model)
-    model = spec.build("pytorch", seed=a.seed).eval()
+    if a.save_torchscript:
+        example = torch.zeros((1, *spec.inputs[0].shape))
+        with torch.no_grad():
+            traced = torch.jit.trace(spec.build("pytorch", seed=a.seed).eval(), example)
+        traced.save(a.save_torchscript)
+        print(json.dumps({"input": traced.forward.schema.arguments[1].name}))
+        return
+    model = (torch.jit.load(a.torchscript) if a.torchscript
+             else spec.build("pytorch", seed=a.seed)).eval()
     shape = (a.batch_size, *spec.inputs[0].shape)
     x = torch.from_numpy(np.random.default_rng(a.seed).standard_normal(shape, dtype=np.float32))
 

@@ -161,3 +161,25 @@ def test_bad_user_models_are_one_line(cli, workdir, saved):
     assert_usage_error(cli("bench", "--model-from", "nocolon", "-b", "pytorch"),
                        "MODULE:CALLABLE")
     assert not list(workdir.glob("*.onnx"))
+
+
+def test_run_on_a_users_model_exports_builds_and_benches_without_training(cli, workdir, saved):
+    common = (str(saved / "small.pt"), "--shape", "image=1x3x16x16", "--precisions", "fp16",
+              "--backends", "onnxruntime,pytorch", "--batch-sizes", "2", "--iterations", "3",
+              "--workdir", str(workdir / "run"))
+    steps = cli("run", *common, "--print-steps")
+    assert steps.returncode == 0, steps.stderr[-3000:]
+    assert "dlbench train" not in steps.stdout
+    assert f"dlbench export {saved / 'small.pt'} --out {workdir / 'run' / 'small.onnx'}" \
+        in steps.stdout
+    out = cli("run", *common, "-q")
+    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
+    stages = {p.stem: json.loads(p.read_text()) for p in (workdir / "run" / "stages").glob("*")}
+    assert stages["export-pytorch"]["status"] == "ok"
+    assert stages["build-fp16"]["status"] == "ok"
+    assert "train-pytorch" not in stages
+    import sqlite3
+    con = sqlite3.connect(workdir / "results.sqlite")
+    formats = {json.loads(c)["artifact"]["format"] for (c,) in
+               con.execute("SELECT context FROM records WHERE kind = 'bench'")}
+    assert formats == {"onnx", "pytorch-model"}

@@ -1,7 +1,8 @@
 """Run the whole chain for one model: train briefly in each framework, export to
 ONNX and verify, build INT8/FP16 ONNX (and TensorRT engines where a GPU has
 TensorRT), benchmark every backend, and print the training, conversion and
-inference tables.
+inference tables.  Your own model (a framework's model file, or --model-from
+code) skips training: export, builds and benchmarks.
 
 Every stage's artifact and manifest lives under --workdir; after an
 interruption, the same command with --resume continues the same run (one run
@@ -28,7 +29,19 @@ def add_arguments(p) -> None:
         return "the model's own" if req(name) is None else req(name)
 
     rule = field_default(RunRequest, "rule")           # the run's own stop rule (DEMO_RULE)
-    p.add_argument("model", help="zoo model name (see 'dlbench models'), or a family with --size")
+    p.add_argument("model", nargs="?", default=None,
+                   help="zoo model name (see 'dlbench models'), a family with --size, or your "
+                        "own model file (TorchScript, .pt2, .keras, .h5, SavedModel, MindIR): "
+                        "exported, built and benchmarked, not trained")
+    p.add_argument("--model-from", default=None, metavar="MODULE:CALLABLE",
+                   help="run the chain on the model this code returns (no training)")
+    p.add_argument("--weights", default=None, metavar="FILE",
+                   help="weights loaded into the --model-from model")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=AxBxC",
+                   help="your model's input shapes where it does not record them (first "
+                        "dimension: the batch)")
+    p.add_argument("--input", dest="inputs", action="append", default=[],
+                   metavar="NAME=VALUE|FILE.npy", help="set an input of your model, as for bench")
     p.add_argument("--size", default=None,
                    help="a size preset of the model family, e.g. 'dlbench run bert --size "
                         "bert-tiny'")
@@ -109,13 +122,42 @@ def model_name(model: str, size: str | None) -> str:
     return spec.name
 
 
+def _user_model(args):
+    """A user's own model (a file that is no zoo name, or --model-from), else None."""
+    import os
+
+    from dlbench.harness.bench.input_args import collect, parse_input, shapes_from
+    from dlbench.harness.pipeline.user import UserModel
+    from dlbench.models.errors import UserError
+    from dlbench.models.registry import list_models
+
+    if args.model_from and args.model:
+        raise UserError("give a model or --model-from, not both")
+    if not args.model_from and (args.model is None or args.model in list_models()
+                                or not os.path.exists(args.model)):
+        if args.model is None:
+            raise UserError("give a zoo model name, a model file or --model-from")
+        if args.weights or args.shape or args.inputs:
+            raise UserError("--weights, --shape and --input are for your own model; a zoo "
+                            "model sizes its inputs itself")
+        return None
+    return UserModel(path=args.model, model_from=args.model_from, weights=args.weights,
+                     shapes=shapes_from(args.shape, []),
+                     inputs=collect("--input", (parse_input(a) for a in args.inputs)))
+
+
 def request_from(args, argv=None):
+    import os
+
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.config import resolved
     from dlbench.harness.pipeline.runner import RunRequest
 
+    user = _user_model(args)
+    name = model_name(args.model, args.size) if user is None else \
+        os.path.basename(str(args.model or args.model_from).rstrip("/"))
     return RunRequest(
-        model=model_name(args.model, args.size),
+        model=name, user=user,
         frameworks=_split(args.frameworks) if args.frameworks else None,
         backends=_split(args.backends),
         precisions=_split(args.precisions) if args.precisions is not None else None,

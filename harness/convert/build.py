@@ -108,9 +108,9 @@ def plan(req: BuildRequest) -> _Plan:
             raise UserError(f"--precision {req.precision}: {source} is a {summary.precision} "
                             f"model, and TensorRT builds it in its own precision")
         opts.precision = precision = summary.precision
-    chw, _ = vin.image_shape_of(summary, str(source))
-    if opts.calib_data:
-        calibration.read_calibration_file(opts.calib_data, chw)
+    if opts.calib_data:                # an image set: the model must take those images
+        calibration.read_calibration_file(opts.calib_data,
+                                          vin.image_shape_of(summary, str(source))[0])
     batch_sizes, note = follow_batch(summary.inputs, vin.parse_batch_sizes(req.verify_batch_sizes),
                                      "verified")
     notes = [note] if note else []

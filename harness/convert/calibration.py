@@ -46,10 +46,9 @@ def read_calibration_file(path: str | Path, chw: tuple[int, ...]) -> np.ndarray:
 def batches(source: str | Path, summary, options: BuildOptions) -> list[Any]:
     """The calibration set in batches of ``calib_batch``: from the file, or synthetic.
     ``summary`` is the source's (``onnx_summary.summarize``), which the caller has read."""
-    chw, classes = vin.image_shape_of(summary, str(source))
     batch = max(1, int(options.calib_batch))
     if options.calib_data:
-        x = read_calibration_file(options.calib_data, chw)
+        x = read_calibration_file(options.calib_data, vin.image_shape_of(summary, str(source))[0])
         return [x[i:i + batch] for i in range(0, len(x), batch)]
     if options.calib_size < 1:
         raise UserError(f"--calib-size must be at least 1, got {options.calib_size}")

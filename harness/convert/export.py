@@ -13,6 +13,7 @@ stores it as unverified, and the command exits 1.
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import sys
 import tempfile
@@ -285,7 +286,8 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
                                            source_sha=source_sha,
                                            dynamic_batch=opts.dynamic_batch,
                                            own_names=art is not None and not req.canonical_names,
-                                           batch=max(batch_sizes))
+                                           batch=max(batch_sizes),
+                                           input_shapes=_shapes_used(inputs, art))
                 record["context"]["onnx"] = {**summary.to_dict(), "ir_version_written": ir[0]}
                 record["metrics"].update(node_count=summary.node_count, op_counts=summary.op_counts)
             else:
@@ -337,6 +339,15 @@ def _tool_version(framework: str, versions: dict[str, str]) -> str | None:
     return f"{key} {versions.get(key)}" if versions.get(key) else None
 
 
+def _shapes_used(batches: list, art) -> dict[str, list[int]] | None:
+    """A user's model's input shapes at batch 1, as its verification made them: kept in
+    the ONNX metadata so build and verify size the dynamic dimensions the same way."""
+    if art is None:
+        return None
+    first = batches[0] if isinstance(batches[0], tuple) else (batches[0],)
+    return {t.name: [1, *a.shape[1:]] for t, a in zip(art.signature, first)}
+
+
 def _name_batch(m, traced: int) -> None:
     """Dimension 0 of every input and output is the batch where the exporter left it
     unknown (tf2onnx mints a fresh ``unk__N`` for each, which ties nothing) or baked the
@@ -358,7 +369,7 @@ def _name_batch(m, traced: int) -> None:
 
 def _finish_onnx(raw: Path, final: Path, *, model: str, framework: str, hop: str,
                  source: Path, source_sha: str, dynamic_batch: bool, own_names: bool = False,
-                 batch: int = 1):
+                 batch: int = 1, input_shapes: dict[str, list[int]] | None = None):
     """Make the exporter's file a dlbench ONNX file; return (summary, (IR written, IR kept)).
     ``own_names``: a user's model keeps its inputs' and outputs' names (the exporter was
     given them), instead of dlbench's ``input``/``logits``."""
@@ -370,7 +381,9 @@ def _finish_onnx(raw: Path, final: Path, *, model: str, framework: str, hop: str
         _name_batch(m, batch)
     onnx_io.set_metadata(m, {"model": model, "framework": framework, "hop": hop,
                              "precision": "fp32", "source": source.name,
-                             "source_sha256": source_sha, "dlbench_version": __version__})
+                             "source_sha256": source_sha, "dlbench_version": __version__,
+                             **({"input_shapes": json.dumps(input_shapes)}
+                                if input_shapes else {})})
     m = onnx_io.infer_shapes(m, raw)
     onnx_io.check_model(m, raw)
     onnx_io.save(m, final)

@@ -28,14 +28,17 @@ class Plan:
 
     @property
     def primary(self) -> str | None:
-        """The framework whose fp32 ONNX the builds start from: the first that can train."""
-        return next((s.framework for s in self.stages
-                     if isinstance(s, TrainStage) and s.condition is None), None)
+        """The framework whose fp32 ONNX the builds start from: the first that can train
+        (a user's model, which is not trained: its own framework, if it can export)."""
+        starts = [s for s in self.stages if isinstance(s, TrainStage)] or \
+            [s for s in self.stages if isinstance(s, ExportStage)]
+        return next((s.framework for s in starts if s.condition is None), None)
 
     @property
     def primary_onnx(self) -> str | None:
         fw = self.primary
-        return None if fw is None else ExportStage(fw).output(self.req, self.workdir)
+        return next((s.output(self.req, self.workdir) for s in self.stages
+                     if isinstance(s, ExportStage) and s.framework == fw), None)
 
     def bench_artifacts(self) -> list[str]:
         """What the bench stage measures if every stage that can run succeeds:
@@ -46,6 +49,8 @@ class Plan:
                   if isinstance(s, BuildStage) and s.condition is None and self.primary_onnx]
         paths += [s.output(self.req, self.workdir) for s in self.stages
                   if isinstance(s, TrainStage) and s.condition is None]
+        if self.req.user is not None and self.req.user.path:
+            paths.append(self.req.user.path)          # the model itself, on its framework
         return paths
 
     def steps(self) -> list[tuple[Stage | None, list[str]]]:
@@ -60,8 +65,12 @@ def build_plan(req, wd: Workdir) -> Plan:
     """The stages in order, each marked with why it cannot run here (if so)."""
     from dlbench.harness.frameworks import FRAMEWORKS, is_installed
 
-    stages: list[Stage] = [TrainStage(fw) for fw in req.frameworks]
-    stages += [ExportStage(fw) for fw in req.frameworks]
+    if req.user is not None:
+        from dlbench.harness.pipeline.user import UserExportStage
+        stages: list[Stage] = [UserExportStage(fw, req.user) for fw in req.frameworks]
+    else:
+        stages = [TrainStage(fw) for fw in req.frameworks]
+        stages += [ExportStage(fw) for fw in req.frameworks]
     stages += [BuildStage(p) for p in ("int8", "fp16") if p in req.precisions]
     if "all" in req.backends or "tensorrt" in req.backends:
         stages += [BuildStage("tensorrt", p) for p in req.precisions]

@@ -64,6 +64,9 @@ class RunRequest:
     show_progress: bool = True
     argv: list[str] | None = None
     config: dict[str, Any] | None = None       # the resolved CLI configuration, kept with the run
+    # A user's own model (harness.pipeline.user.UserModel) instead of a zoo name: no
+    # training; ``model`` becomes its name once probed.
+    user: Any = None
 
     @property
     def bench_devices(self) -> list[str]:
@@ -74,12 +77,15 @@ class RunRequest:
         return {"model": self.model, "device": self.device, "seed": self.seed,
                 "train_steps": self.train_steps, "warmup_steps": self.warmup_steps,
                 "train_batch_size": self.train_batch_size, "train_data": self.train_data,
-                "learning_rate": self.learning_rate, "allocator": self.allocator}
+                "learning_rate": self.learning_rate, "allocator": self.allocator,
+                **({"user": self.user.options()} if self.user else {})}
 
 
 def resolve(req: RunRequest) -> RunRequest:
     """Fill every field left None with the model's own default, in place: from
     here on the request says exactly what runs (and what the plan prints)."""
+    if req.user is not None:
+        return _resolve_user(req)
     from dlbench.models.registry import get_model
 
     spec = get_model(req.model)
@@ -97,6 +103,27 @@ def resolve(req: RunRequest) -> RunRequest:
     return req
 
 
+def _resolve_user(req: RunRequest) -> RunRequest:
+    """A user's model: its framework and name from one probe; the run's defaults for the
+    rest (``RunDefaults``: what a zoo model has unless its spec says otherwise)."""
+    from dlbench.harness.pipeline.user import probe
+    from dlbench.models.registry import RunDefaults
+
+    if req.user.framework is None:
+        art = probe(req.user, req.timeout)
+        req.user.framework, req.model = art.ref.framework, art.ref.model
+    if req.frameworks not in (None, [req.user.framework]):
+        raise UserError(f"--frameworks {','.join(req.frameworks)}: {req.model} is a "
+                        f"{req.user.framework} model")
+    req.frameworks = [req.user.framework]
+    d = RunDefaults()
+    req.precisions = req.precisions if req.precisions is not None else list(d.precisions)
+    req.batch_sizes = req.batch_sizes if req.batch_sizes is not None else list(d.batch_sizes)
+    req.int8_mode = req.int8_mode or d.int8_mode
+    req.eval = False
+    return req
+
+
 def validate(req: RunRequest) -> None:
     """Bad input fails here, before any stage runs (exit 2)."""
     from dlbench.harness.backends import get_backend
@@ -104,13 +131,19 @@ def validate(req: RunRequest) -> None:
     from dlbench.harness.training.runner import TrainRequest, validate as validate_train
     from dlbench.models.registry import get_model
 
-    spec = get_model(req.model)
-    resolve(req)
-    for name in req.frameworks:
-        get_framework(name)
-        if name not in spec.builders:
-            raise UserError(f"model {spec.name!r} has no {name} implementation; it has: "
-                            f"{', '.join(spec.builders)}")
+    if req.user is not None:
+        if req.train_steps is not None or req.train_batch_size is not None:
+            raise UserError("--train-steps/--train-batch-size: 'dlbench run' does not train a "
+                            "user's own model yet (it exports, builds and benchmarks it)")
+        resolve(req)
+    else:
+        spec = get_model(req.model)
+        resolve(req)
+        for name in req.frameworks:
+            get_framework(name)
+            if name not in spec.builders:
+                raise UserError(f"model {spec.name!r} has no {name} implementation; it has: "
+                                f"{', '.join(spec.builders)}")
     for name in req.backends:
         if name != "all":
             get_backend(name)
@@ -128,8 +161,8 @@ def validate(req: RunRequest) -> None:
     # The training checks (steps, batch, device, threads) with the frameworks that
     # are installed; a missing one is a stage reported as unavailable, not bad input.
     present = [f for f in req.frameworks if is_installed(FRAMEWORKS[f].module)]
-    if present:
-        validate_train(TrainRequest(model=spec.name, frameworks=present,
+    if present and req.user is None:
+        validate_train(TrainRequest(model=req.model, frameworks=present,
                                     batch_size=req.train_batch_size, steps=req.train_steps,
                                     warmup_steps=req.warmup_steps, device=req.device,
                                     threads=req.threads, db=req.db, data=req.train_data,

@@ -288,18 +288,22 @@ class BenchStage(Stage):
 
     def argv(self, req, wd, plan):
         """The files the plan foresees (at run time: those the stages did produce)."""
-        paths = [p for p in plan.bench_artifacts() if _taken(p, req.backends)]
+        paths = [p for p in plan.bench_artifacts() if _taken(p, req)]
         return ["dlbench", "bench", *paths] + self.options(req)
 
     @staticmethod
     def options(req) -> list[str]:
         rule = req.rule
-        shapes, ranges = model_inputs(req.model)
-        inputs = []
-        for name, shape in shapes.items():
-            inputs += ["--shape", f"{name}=" + "x".join(map(str, shape))]
-            if name in ranges:
-                inputs += ["--int-range", f"{name}={ranges[name][0]}:{ranges[name][1]}"]
+        if req.user is not None:             # its own inputs, and its code if it is code
+            inputs = req.user.input_args() + (req.user.source_args() if _taken(None, req)
+                                              else [])
+        else:
+            shapes, ranges = model_inputs(req.model)
+            inputs = []
+            for name, shape in shapes.items():
+                inputs += ["--shape", f"{name}=" + "x".join(map(str, shape))]
+                if name in ranges:
+                    inputs += ["--int-range", f"{name}={ranges[name][0]}:{ranges[name][1]}"]
         return (["-b", ",".join(req.backends), "--device", req.bench_devices[0],
                  "--batch-sizes", ",".join(map(str, req.batch_sizes)),
                  "--warmup", str(rule.warmup), "--max-warmup", str(rule.max_warmup),
@@ -319,23 +323,29 @@ class BenchStage(Stage):
         for fw in ctx.req.frameworks:
             if ctx.ok(f"train:{fw}"):
                 paths.append(ctx.artifact(f"train:{fw}", "checkpoint_dir"))
+        if ctx.req.user is not None and ctx.req.user.path:
+            paths.append(ctx.req.user.path)
         return paths
 
     def run(self, ctx):
         from dlbench.harness.bench.execute import run_bench
         from dlbench.harness.bench.request import BenchRequest
 
-        paths = [p for p in self.artifacts(ctx) if _taken(p, ctx.req.backends)]
-        if not paths:
-            return _result("failed", "nothing to benchmark: no stage produced an artifact")
         req = ctx.req
-        shapes, ranges = model_inputs(req.model)
+        paths = [p for p in self.artifacts(ctx) if _taken(p, req)]
+        user = req.user
+        code = user is not None and user.model_from and _taken(None, req)
+        if not paths and not code:
+            return _result("failed", "nothing to benchmark: no stage produced an artifact")
+        shapes, ranges = model_inputs(req.model) if user is None else (user.shapes, {})
         try:
             records = run_bench(BenchRequest(
                 artifacts=paths, backends=req.backends, devices=req.bench_devices,
                 batch_sizes=req.batch_sizes, threads=[req.threads] if req.threads else None,
                 allocator=req.allocator,
-                shapes=shapes, int_ranges=ranges,
+                shapes=shapes, int_ranges=ranges, inputs=user.inputs if user else {},
+                model_from=user.model_from if code else None,
+                weights=user.weights if code else None,
                 rule=req.rule, timeout=req.timeout, resume_run=ctx.run_id, db=req.db,
                 argv=req.argv, config=req.config), show_progress=req.show_progress)
         except UserError as exc:
@@ -345,8 +355,12 @@ class BenchStage(Stage):
         return _result("ok", reason, {"cells": len(records)}, records)
 
 
-def _format(path: str) -> str:
-    """An artifact's format from its name: the plan names files before they exist."""
+def _format(path: str | None, req) -> str:
+    """An artifact's format from its name: the plan names files before they exist.
+    None (or the user's model file) is the user's own model."""
+    if path is None or (req.user is not None and path == req.user.path):
+        from dlbench.harness.backends.base import user_format
+        return user_format(req.user.framework)
     if path.endswith(".onnx"):
         return "onnx"
     if path.endswith(".plan"):
@@ -354,13 +368,13 @@ def _format(path: str) -> str:
     return f"{Path(path).name}-checkpoint"       # .../train/MODEL/FRAMEWORK
 
 
-def _taken(path: str, backends: list[str]) -> bool:
+def _taken(path: str | None, req) -> bool:
     """Whether a chosen backend runs ``path`` (a checkpoint none runs is left out)."""
     from dlbench.harness.backends import get_backend
 
-    if "all" in backends:
+    if "all" in req.backends:
         return True
-    return any(_format(path) in get_backend(b).formats for b in backends)
+    return any(_format(path, req) in get_backend(b).formats for b in req.backends)
 
 
 def model_inputs(model: str) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, int]]]:

@@ -86,12 +86,49 @@ def token_stream(spec, batch_sizes: Sequence[int], seed: int) -> list[tuple[np.n
 def calibration_stream(summary, batch: int, n_batches: int, seed: int = CALIB_SEED,
                        path: str = "model") -> list[Any]:
     """INT8 calibration batches for an ONNX file: its zoo model's token inputs when it
-    is a dlbench token model, else class-pattern images of its input shape."""
+    is a dlbench token model, class-pattern images for one NCHW image input, else
+    inputs made from its signature (``signature_inputs``)."""
     spec = _zoo_spec(summary)
     if spec is not None and spec.token_inputs:
         return token_stream(spec, [batch] * n_batches, seed)
+    if not _one_image(summary):
+        return signature_inputs(summary, [batch] * n_batches, seed, path)
     chw, classes = image_shape_of(summary, path)
     return image_stream(chw, classes, batch, n_batches, seed)
+
+
+def _one_image(summary) -> bool:
+    """A zoo image model, or one float32 NCHW input of fixed C, H, W: what the
+    class-pattern images fit.  Anything else takes ``signature_inputs``."""
+    if _zoo_spec(summary) is not None:
+        return True
+    if len(summary.inputs) != 1:
+        return False
+    t = summary.inputs[0]
+    return (t.dtype == "float32" and len(t.shape) == 4
+            and all(isinstance(d, int) and d > 0 for d in t.shape[1:]))
+
+
+def signature_inputs(summary, batch_sizes: Sequence[int], seed: int,
+                     path: str = "model") -> list[tuple[np.ndarray, ...]]:
+    """Batches for any signature, by the benchmark's input rules (``bench.inputs``),
+    each batch from its own seed; dynamic dimensions besides the batch are sized by
+    the ``input_shapes`` a dlbench export records (the shapes its verification used)."""
+    import json
+
+    from dlbench.harness.bench import inputs as planner
+
+    shapes = json.loads(summary.metadata.get("input_shapes") or "{}")
+    out = []
+    for i, b in enumerate(batch_sizes):
+        try:
+            plan = planner.plan(summary.inputs, b, shapes)
+        except UserError as exc:
+            hint = "" if shapes else (" (this file records no dlbench.input_shapes: a 'dlbench "
+                                      "export --shape' of the model writes them)")
+            raise UserError(f"{path}: {exc}{hint}") from None
+        out.append(tuple(planner.synthesize(plan, seed + i).values()))
+    return out
 
 
 def _zoo_spec(summary):
@@ -139,6 +176,8 @@ def inputs_for_onnx(summary, batch_sizes: Sequence[int], seed: int = VERIFY_SEED
     spec = _zoo_spec(summary)
     if spec is not None and spec.token_inputs:
         return token_stream(spec, batch_sizes, seed)
+    if not _one_image(summary):
+        return signature_inputs(summary, batch_sizes, seed, path)
     chw, classes = image_shape_of(summary, path)
     return image_inputs(chw, classes, batch_sizes, seed)
 

@@ -1,0 +1,100 @@
+"""``dlbench run`` on a user's own model: nothing to train, so export -> builds -> bench.
+
+The model (a file in its framework's own format, or ``--model-from`` code)
+is probed once to learn its framework and name; the export stage writes
+``WORKDIR/<name>.onnx`` verified against the framework, the builds start
+from it, and the bench measures the ONNX files and the model itself on its
+framework.  Inputs the model does not size (``--shape``, ``--input``) go to
+every stage that makes inputs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dlbench.harness.pipeline.stages import ExportStage, common_tail, threads_args
+
+
+@dataclass
+class UserModel:
+    """What ``dlbench run`` was given instead of a zoo name."""
+    path: str | None = None
+    model_from: str | None = None
+    weights: str | None = None
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    framework: str | None = None          # known once probed
+
+    def source_args(self) -> list[str]:
+        """How a ``dlbench`` command names the model (a path goes with the artifacts)."""
+        return ([] if self.path else ["--model-from", self.model_from]) \
+            + (["--weights", self.weights] if self.weights else [])
+
+    def input_args(self) -> list[str]:
+        args = []
+        for name, shape in self.shapes.items():
+            args += ["--shape", f"{name}=" + "x".join(map(str, shape))]
+        for name, value in self.inputs.items():
+            args += ["--input", f"{name}={str(value).lower() if isinstance(value, bool) else value}"]
+        return args
+
+    def hints(self, timeout: float | None) -> dict[str, Any]:
+        return {"shapes": self.shapes, "inputs": self.inputs, "timeout": timeout}
+
+    def options(self) -> dict[str, Any]:
+        """What a resumed run must agree on."""
+        return {"path": self.path, "model_from": self.model_from, "weights": self.weights,
+                "shapes": {k: list(v) for k, v in self.shapes.items()},
+                "inputs": {k: str(v) for k, v in self.inputs.items()}}
+
+
+def probe(user: UserModel, timeout: float | None = None):
+    """The model as bench sees it (its framework, name, signature): one probe cell."""
+    from dlbench.harness.bench.artifacts import resolve, resolve_code
+
+    if user.path:
+        art = resolve(user.path, **user.hints(timeout))
+        if not art.user:
+            from dlbench.models.errors import UserError
+            raise UserError(f"{user.path}: already {art.format}; 'dlbench run' takes a zoo "
+                            f"name or a framework's own model")
+        return art
+    return resolve_code(user.model_from, user.weights, **user.hints(timeout))
+
+
+class UserExportStage(ExportStage):
+    """The user's model to ONNX, verified; no training stage before it."""
+
+    def __init__(self, framework: str, user: UserModel):
+        super().__init__(framework)
+        self.user = user
+
+    def output(self, req, wd):
+        return str(wd.root / f"{req.model}.onnx")
+
+    def argv(self, req, wd, plan):
+        return (["dlbench", "export", *([self.user.path] if self.user.path else []),
+                 *self.user.source_args(), "--out", self.output(req, wd),
+                 *self.user.input_args()] + threads_args(req) + common_tail(req))
+
+    def run(self, ctx):
+        from dlbench.harness.convert.export import ExportRequest, export
+        from dlbench.harness.pipeline.stages import _result
+        from dlbench.models.errors import UserError, first_line
+
+        req, u = ctx.req, self.user
+        try:
+            records = export(ExportRequest(
+                sources=[u.path] if u.path else [], model_from=u.model_from, weights=u.weights,
+                shapes=u.shapes, inputs=u.inputs, out=self.output(req, ctx.workdir),
+                threads=req.threads, db=req.db, timeout=req.timeout, argv=req.argv),
+                progress=ctx.progress)
+        except UserError as exc:           # the exporter refused it: the bench goes on
+            return _result("failed", first_line(exc))
+        return self.from_records(records)
+
+
+def native_artifact(user: UserModel) -> list[str]:
+    """The model itself as a bench artifact (code goes as --model-from instead)."""
+    return [str(Path(user.path))] if user.path else []
