@@ -184,7 +184,7 @@ def test_bad_checkpoints_are_one_line_and_exit_2(cli, workdir, minis):
               "does not match resnet50 in PyTorch")
     _one_line(cli("export", str(minis["mindspore"] / "model.ckpt"), "--model", "resnet50"),
               "does not match resnet50 in MindSpore")
-    _one_line(cli("export", str(ck / "model.pt")), "needs --model")
+    _one_line(cli("export", str(ck / "model.pt")), "torch.save pickle", "--model ZOO_NAME")
     _one_line(cli("export", "missing/manifest.json"), "no such file")
     (workdir / "notes.txt").write_text("hello")
     _one_line(cli("export", "notes.txt", "--model", "resnet50-mini"),

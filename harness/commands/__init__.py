@@ -8,3 +8,28 @@ def print_notes(command: str, record: dict) -> None:
     user sees what dlbench chose for them without it mixing into the printed table."""
     for note in record.get("notes") or []:
         print(f"dlbench {command}: note: {note}", file=sys.stderr)
+
+
+def add_user_model_arguments(p, verb: str, inputs: bool = True) -> None:
+    """``--model-from`` and ``--weights`` (and, where the command has no input options of
+    its own, ``--shape`` and ``--input``): a user's own model, said the same everywhere."""
+    p.add_argument("--model-from", default=None, metavar="MODULE:CALLABLE",
+                   help=f"{verb} the model this code returns (MODULE:CALLABLE or "
+                        f"FILE.py:CALLABLE; PyTorch, Keras or MindSpore), in each cell's process")
+    p.add_argument("--weights", default=None, metavar="FILE",
+                   help="weights loaded into the --model-from model (a state_dict, Keras "
+                        "weights, a MindSpore checkpoint)")
+    if inputs:
+        p.add_argument("--shape", action="append", default=[], metavar="NAME=AxBxC",
+                       help="full shape of an input your model does not size itself (first "
+                            "dimension: the batch)")
+        p.add_argument("--input", dest="inputs", action="append", default=[],
+                       metavar="NAME=VALUE|FILE.npy", help="set an input, as for bench")
+
+
+def user_inputs(args) -> tuple[dict, dict]:
+    """(--shape, --input) of a command that took ``add_user_model_arguments``."""
+    from dlbench.harness.bench.input_args import collect, parse_input, shapes_from
+
+    return (shapes_from(args.shape, []),
+            collect("--input", (parse_input(a) for a in args.inputs)))

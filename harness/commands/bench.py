@@ -17,6 +17,7 @@ HELP = "measure inference latency/throughput across backends, batch sizes and sc
 
 
 def add_arguments(p) -> None:
+    from dlbench.harness.commands import add_user_model_arguments
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import BenchRequest
     from dlbench.harness.config import add_config_arguments, cli_form, field_default, show
@@ -98,12 +99,7 @@ def add_arguments(p) -> None:
                         "repeated if too few); repeat per input")
     i.add_argument("--model", default=req("model"),
                    help="zoo architecture of a bare checkpoint without a manifest")
-    i.add_argument("--model-from", default=req("model_from"), metavar="MODULE:CALLABLE",
-                   help="benchmark the model this code returns (MODULE:CALLABLE or "
-                        "FILE.py:CALLABLE; PyTorch, Keras or MindSpore), in each cell's process")
-    i.add_argument("--weights", default=req("weights"), metavar="FILE",
-                   help="weights loaded into the --model-from model (a state_dict, Keras "
-                        "weights, a MindSpore checkpoint)")
+    add_user_model_arguments(i, "benchmark", inputs=False)
     s = p.add_argument_group("server scenario")
     s.add_argument("--qps", default=None, help="target rates, comma-separated (default: a ladder "
                                                "of fractions of the measured capacity)")

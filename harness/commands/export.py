@@ -20,18 +20,12 @@ HELP = "export native checkpoints to ONNX/MindIR and verify them against the fra
 
 
 def add_arguments(p) -> None:
+    from dlbench.harness.commands import add_user_model_arguments
+
     p.add_argument("checkpoints", nargs="*", metavar="MODEL",
                    help="dlbench train output directory, manifest.json, a bare checkpoint, or "
                         "your own model file (TorchScript, .pt2, .keras, .h5, SavedModel)")
-    p.add_argument("--model-from", default=None, metavar="MODULE:CALLABLE",
-                   help="export the model this code returns (MODULE:CALLABLE or FILE.py:CALLABLE)")
-    p.add_argument("--weights", default=None, metavar="FILE",
-                   help="weights loaded into the --model-from model")
-    p.add_argument("--shape", action="append", default=[], metavar="NAME=AxBxC",
-                   help="full shape of an input the model does not size itself (first "
-                        "dimension: the batch)")
-    p.add_argument("--input", dest="inputs", action="append", default=[],
-                   metavar="NAME=VALUE|FILE.npy", help="set an input, as for bench")
+    add_user_model_arguments(p, "export")
     p.add_argument("--canonical-names", action="store_true",
                    help="name a one-input, one-output model's tensors input/logits, as dlbench's "
                         "own exports (default: the model's own names)")
@@ -64,7 +58,7 @@ def add_arguments(p) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlbench.harness.bench.input_args import collect, parse_input, shapes_from
+    from dlbench.harness.commands import user_inputs
     from dlbench.harness.verify import inputs as verify
     from dlbench.converters.base import ExportOptions
     from dlbench.harness.convert.export import ExportRequest, export
@@ -73,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
 
     req = ExportRequest(
         sources=args.checkpoints, framework=args.framework, model=args.model, out=args.out,
-        model_from=args.model_from, weights=args.weights, shapes=shapes_from(args.shape, []),
-        inputs=collect("--input", (parse_input(a) for a in args.inputs)),
+        model_from=args.model_from, weights=args.weights,
+        **dict(zip(("shapes", "inputs"), user_inputs(args))),
         canonical_names=args.canonical_names,
         options=ExportOptions(format=args.format, opset=args.opset,
                               dynamic_batch=args.dynamic_batch, batch_size=args.batch_size,

@@ -18,6 +18,7 @@ HELP = "the whole chain for one model: train, convert, verify, benchmark (resuma
 
 
 def add_arguments(p) -> None:
+    from dlbench.harness.commands import add_user_model_arguments
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.config import add_config_arguments, cli_form, field_default
     from dlbench.harness.pipeline.runner import RunRequest
@@ -33,15 +34,7 @@ def add_arguments(p) -> None:
                    help="zoo model name (see 'dlbench models'), a family with --size, or your "
                         "own model file (TorchScript, .pt2, .keras, .h5, SavedModel, MindIR): "
                         "exported, built and benchmarked, not trained")
-    p.add_argument("--model-from", default=None, metavar="MODULE:CALLABLE",
-                   help="run the chain on the model this code returns (no training)")
-    p.add_argument("--weights", default=None, metavar="FILE",
-                   help="weights loaded into the --model-from model")
-    p.add_argument("--shape", action="append", default=[], metavar="NAME=AxBxC",
-                   help="your model's input shapes where it does not record them (first "
-                        "dimension: the batch)")
-    p.add_argument("--input", dest="inputs", action="append", default=[],
-                   metavar="NAME=VALUE|FILE.npy", help="set an input of your model, as for bench")
+    add_user_model_arguments(p, "run the chain (no training) on")
     p.add_argument("--size", default=None,
                    help="a size preset of the model family, e.g. 'dlbench run bert --size "
                         "bert-tiny'")
@@ -126,7 +119,7 @@ def _user_model(args):
     """A user's own model (a file that is no zoo name, or --model-from), else None."""
     import os
 
-    from dlbench.harness.bench.input_args import collect, parse_input, shapes_from
+    from dlbench.harness.commands import user_inputs
     from dlbench.harness.pipeline.user import UserModel
     from dlbench.models.errors import UserError
     from dlbench.models.registry import list_models
@@ -141,9 +134,9 @@ def _user_model(args):
             raise UserError("--weights, --shape and --input are for your own model; a zoo "
                             "model sizes its inputs itself")
         return None
+    shapes, inputs = user_inputs(args)
     return UserModel(path=args.model, model_from=args.model_from, weights=args.weights,
-                     shapes=shapes_from(args.shape, []),
-                     inputs=collect("--input", (parse_input(a) for a in args.inputs)))
+                     shapes=shapes, inputs=inputs)
 
 
 def request_from(args, argv=None):

@@ -29,7 +29,7 @@ from dlbench.harness import __version__
 from dlbench.models.atomic import check_can_create, write_json
 from dlbench.harness.context import CommandOptions, new_run_id, now_iso
 from dlbench.models.errors import UserError
-from dlbench.models.tensors import follow_batch
+from dlbench.models.tensors import fixed_batch, follow_batch
 from dlbench.harness.results import ResultStore
 from dlbench.harness import mathmode, records
 from dlbench.harness.backends.base import ONNX, ArtifactRef
@@ -284,7 +284,8 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
                 summary, ir = _finish_onnx(raw, final, model=model, framework=fw, hop=hop,
                                            source=p.checkpoint or p.source,
                                            source_sha=source_sha,
-                                           dynamic_batch=opts.dynamic_batch,
+                                           dynamic_batch=opts.dynamic_batch and (
+                                               art is None or fixed_batch(art.signature) is None),
                                            own_names=art is not None and not req.canonical_names,
                                            batch=max(batch_sizes),
                                            input_shapes=_shapes_used(inputs, art))
