@@ -102,12 +102,14 @@ def test_torchscript_bench_export_and_builds(cli, workdir, saved):
 
 
 def test_export_program_with_two_inputs_two_outputs_and_a_dynamic_sequence(cli, workdir, saved):
-    out = cli("bench", str(saved / "two.pt2"), "-b", "pytorch", "--shape", "tokens=1x7x4",
-              "--batch-sizes", "3", *FAST, "--json", "b.json")
+    # No --shape: the sequence takes the length of the program's example inputs (5).
+    out = cli("bench", str(saved / "two.pt2"), "-b", "pytorch", "--batch-sizes", "3", *FAST,
+              "--json", "b.json")
     assert out.returncode == 0, out.stderr[-3000:]
     r = only_record(workdir, "b.json")
     assert r["status"] in ("ok", "unstable"), r["error"]
-    assert [i["shape"] for i in r["context"]["inputs"]] == [[3, 3, 12, 12], [3, 7, 4]]
+    assert [i["shape"] for i in r["context"]["inputs"]] == [[3, 3, 12, 12], [3, 5, 4]]
+    assert any("example inputs" in n for n in r["context"]["notes"])
 
     out = cli("export", str(saved / "two.pt2"), "--shape", "tokens=1x9x4",
               "--out", str(workdir / "two.onnx"), "--json", "e.json")

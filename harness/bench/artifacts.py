@@ -148,6 +148,12 @@ def _user(source, arg: str, shapes, inputs, timeout) -> Artifact:
     sha = sha256_of(Path(hashed)) if hashed and Path(hashed).is_file() else None
     art = Artifact(ref, arg, sha, signature, None)
     art.notes += [f"{arg}: {n}" for n in probed.get("notes") or []]
+    examples = probed.get("example_shapes") or {}
+    if examples:                # a torch.export program's example inputs size what is dynamic
+        art.default_shapes = {k: tuple(v) for k, v in examples.items()}
+        dims = ", ".join(f"{k}=" + "x".join(["N", *map(str, v[1:])]) for k, v in examples.items())
+        art.default_shapes_note = (f"dynamic dimensions sized from the model's example inputs "
+                                   f"({dims}, N the batch size); --shape overrides")
     return art
 
 

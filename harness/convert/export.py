@@ -174,9 +174,10 @@ def _user_inputs(req: ExportRequest, art, batch_sizes) -> list[tuple]:
     from dlbench.harness.bench import inputs as inputs_mod
 
     batches = []
+    shapes = req.shapes or {k: v for k, v in art.default_shapes.items() if k not in req.inputs}
     for b in batch_sizes:
         try:
-            plan_b = inputs_mod.plan(art.signature, b, req.shapes, None, None, req.inputs)
+            plan_b = inputs_mod.plan(art.signature, b, shapes, None, None, req.inputs)
         except UserError as exc:
             raise UserError(f"{art.label}: {exc}") from None
         batches.append(tuple(inputs_mod.synthesize(plan_b, req.seed).values()))

@@ -65,8 +65,9 @@ def signature(model: Any, source: Source) -> dict[str, Any]:
 
 def _exported(ep) -> dict[str, Any]:
     placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
-    inputs = []
-    for name in ep.graph_signature.user_inputs:
+    inputs, examples = [], {}
+    args = list(ep.example_inputs[0]) if ep.example_inputs else []
+    for k, name in enumerate(ep.graph_signature.user_inputs):
         val = placeholders[name].meta.get("val")
         if not isinstance(val, torch.Tensor):
             raise UserError(f"torch.export program: input {name!r} is not a tensor; "
@@ -74,11 +75,14 @@ def _exported(ep) -> dict[str, Any]:
         dims = [int(d) if isinstance(d, int) or str(d).isdigit() else str(d) for d in val.shape]
         inputs.append({"name": name, "dtype": str(val.dtype).removeprefix("torch."),
                        "shape": dims})
+        if k < len(args) and isinstance(args[k], torch.Tensor) and \
+                any(isinstance(d, str) for d in dims[1:]):
+            examples[name] = [1, *args[k].shape[1:]]        # the export's own sizes
     spec = ep.call_spec.out_spec
     outputs = None
     if spec is not None and spec.context is not None and isinstance(spec.context, list):
         outputs = [str(k) for k in spec.context]           # a dict's keys
-    return {"inputs": inputs, "outputs": outputs, "notes": []}
+    return {"inputs": inputs, "outputs": outputs, "notes": [], "example_shapes": examples}
 
 
 def flatten(out: Any) -> dict[str, torch.Tensor]:
