@@ -62,6 +62,13 @@ def test_every_keras_format_benches_in_its_own_layout(cli, workdir, saved):
         assert r["context"]["runtime"]["layout"] == "the model's own layout"
         ids = next(i for i in r["context"]["inputs"] if i["name"] == "ids")
         assert ids["dtype"] == "int32"
+    # A saved model keeps its float32 policy: bf16 asked is that cell's failure, not fp32
+    # measured under a bf16 label.
+    out = cli("bench", str(saved / "mm.keras"), "-b", "tensorflow", "--precision", "bf16",
+              "--shape", "ids=1x6", *FAST, "--json", "bf16.json")
+    assert out.returncode == 1
+    r = only_record(workdir, "bf16.json")
+    assert r["status"] == "failed" and "keep their own dtype policy" in r["error"]
 
 
 def test_every_keras_format_exports_verified_with_its_own_names(cli, workdir, saved):

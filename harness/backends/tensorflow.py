@@ -70,6 +70,8 @@ class TfRunner(NativeRunner):
         finally:
             keras.mixed_precision.set_global_policy(previous)
         self.policy = policy
+        if self.user and policy != "float32":
+            self._check_user_policy(policy)
         device = self.tf_device
         if self.user:
             from dlbench.harness.usermodel import source_of
@@ -116,6 +118,22 @@ class TfRunner(NativeRunner):
                       f", {self.layout} input already on {self.tf_device}; {sync}",
                       host_device_copies=False, io_binding=False, cuda_graph=False, sync=sync,
                       layout=self.layout)
+
+    def _check_user_policy(self, policy: str) -> None:
+        """A saved model keeps the dtype policies it was saved with (and a SavedModel has
+        none to change): one that would not compute in ``policy`` is refused, not measured
+        as if it did."""
+        from dlbench.harness.backends.base import FellBack
+
+        layers = getattr(self.model, "layers", None)
+        if layers is None:
+            raise FellBack(f"--precision {self.cfg.precision}: a SavedModel runs in the "
+                           f"dtypes it was saved with")
+        kept = sorted({str(getattr(layer.dtype_policy, "name", layer.dtype_policy))
+                       for layer in layers if getattr(layer, "weights", None)} - {policy})
+        if kept:
+            raise FellBack(f"--precision {self.cfg.precision}: the saved model's layers keep "
+                           f"their own dtype policy ({', '.join(kept)}), not {policy}")
 
     @property
     def layout(self) -> str:

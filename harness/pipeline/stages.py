@@ -46,6 +46,10 @@ def unavailable(reason: str) -> dict[str, Any]:
     return _result("unavailable", reason)
 
 
+def failed(reason: str) -> dict[str, Any]:
+    return _result("failed", reason)
+
+
 def _needs(ctx: Context, stage: str) -> dict[str, Any] | None:
     """A failed result when ``stage`` (an input of this one) did not produce its artifact."""
     if ctx.ok(stage):

@@ -80,7 +80,7 @@ class UserExportStage(ExportStage):
 
     def run(self, ctx):
         from dlbench.harness.convert.export import ExportRequest, export
-        from dlbench.harness.pipeline.stages import _result
+        from dlbench.harness.pipeline.stages import failed
         from dlbench.models.errors import UserError, first_line
 
         req, u = ctx.req, self.user
@@ -91,7 +91,7 @@ class UserExportStage(ExportStage):
                 threads=req.threads, db=req.db, timeout=req.timeout, argv=req.argv),
                 progress=ctx.progress)
         except UserError as exc:           # the exporter refused it: the bench goes on
-            return _result("failed", first_line(exc))
+            return failed(first_line(exc))
         return self.from_records(records)
 
 
