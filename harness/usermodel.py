@@ -51,8 +51,33 @@ def probe_child(payload: dict[str, Any]) -> dict[str, Any]:
     return {"framework": framework, "version": version_of(framework), **sig}
 
 
+_PROBED: dict[str, dict[str, Any]] = {}
+
+
+def _probe_key(source: Source) -> str:
+    """The source and the state of every file it reads: a file changed since is probed again."""
+    import json
+    import os
+
+    files = [source.path, source.weights,
+             source.model_from.rpartition(":")[0] if source.model_from else None]
+    stats = [(f, os.stat(f).st_mtime_ns, os.stat(f).st_size) if f and os.path.isfile(f)
+             else f for f in files]
+    return json.dumps([source.to_dict(), stats], sort_keys=True, default=str)
+
+
 def probe(source: Source, timeout: float | None = None) -> dict[str, Any]:
-    """What the model's framework says of it; UserError for a model it cannot load."""
+    """What the model's framework says of it; UserError for a model it cannot load.
+
+    Probed once per process: ``dlbench run`` resolves the same model for its plan, its
+    export and its bench, and each probe is a process that imports a framework."""
+    key = _probe_key(source)
+    if key not in _PROBED:
+        _PROBED[key] = _probe(source, timeout)
+    return _PROBED[key]
+
+
+def _probe(source: Source, timeout: float | None) -> dict[str, Any]:
     from dlbench.harness.cellenv import cell_environment
     from dlbench.harness.launcher import run_cell
     from dlbench.harness.threads import ThreadConfig

@@ -64,6 +64,12 @@ class Artifact:
         """A user's own native model (``harness.usermodel``), not a zoo network."""
         return bool(self.ref.framework) and self.ref.format == user_format(self.ref.framework)
 
+    def shapes_for(self, shapes: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+        """The user's --shape, else the artifact's own sizes for its dynamic dimensions,
+        except where an --input file (a read ``GivenInput``) gives the shape itself."""
+        return shapes or {k: v for k, v in self.default_shapes.items()
+                          if k not in given or given[k].file is None}
+
     def identity(self) -> dict[str, Any]:
         d = {"format": self.ref.format, "path": self.ref.path, "model": self.ref.model,
              "sha256": self.sha256}

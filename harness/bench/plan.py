@@ -223,8 +223,7 @@ def _artifact_axes(art: Artifact, req: BenchRequest, notes: list[str]) -> _Artif
     shape_notes = [art.default_shapes_note] if not shapes and art.default_shapes else []
     if art.user:
         shape_notes += art.notes          # what its file does not say, in every record
-    shapes = shapes or {k: v for k, v in art.default_shapes.items()
-                        if k not in given or given[k].file is None}
+    shapes = art.shapes_for(shapes, given)
     ranges = {k: v for k, v in req.int_ranges.items() if names is None or k in names}
     sizes_by_scenario = {}
     for s in scenarios:

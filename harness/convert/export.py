@@ -174,7 +174,9 @@ def _user_inputs(req: ExportRequest, art, batch_sizes) -> list[tuple]:
     from dlbench.harness.bench import inputs as inputs_mod
 
     batches = []
-    shapes = req.shapes or {k: v for k, v in art.default_shapes.items() if k not in req.inputs}
+    from dlbench.harness.bench.given import read_all
+
+    shapes = art.shapes_for(req.shapes, read_all(req.inputs))
     for b in batch_sizes:
         try:
             plan_b = inputs_mod.plan(art.signature, b, shapes, None, None, req.inputs)
