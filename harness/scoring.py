@@ -11,7 +11,8 @@ computed, never by how the score was summed: ``dlbench train --eval`` and
 * bert-pretraining: the training objective over the whole split (masked-LM
   cross-entropy per masked token + next-sentence cross-entropy per pair) and,
   as the accuracy, the masked-LM accuracy (share of masked tokens predicted),
-  which is what BERT pre-training reports; next-sentence accuracy beside it.
+  which is what BERT pre-training reports; next-sentence accuracy beside it;
+* regression: mean squared error per output element, and no accuracy.
 """
 from __future__ import annotations
 
@@ -46,8 +47,11 @@ class Tally:
     def add(self, logits, labels: np.ndarray) -> None:
         if isinstance(logits, (tuple, list)):        # a session's outputs: (logits,)
             (logits,) = logits
-        z = class_scores(np.asarray(logits, dtype=np.float64))
-        y = np.asarray(labels).astype(np.int64).reshape(-1)
+        logits, labels = np.asarray(logits, dtype=np.float64), np.asarray(labels)
+        if labels.ndim >= 2 and logits.ndim == labels.ndim + 1:
+            logits = logits.reshape(-1, logits.shape[-1])    # per position, classes last
+        z = class_scores(logits)
+        y = labels.astype(np.int64).reshape(-1)
         if z is None or z.shape[0] != y.shape[0]:
             raise ValueError(f"logits of shape {list(np.shape(logits))} for {y.shape[0]} "
                              f"labels; expected (batch, classes)")
@@ -98,7 +102,33 @@ class MaskedLMTally:
                 "nsp_accuracy": self.nsp_correct / self.samples}
 
 
-TALLIES = {"classification": Tally, "bert-pretraining": MaskedLMTally}
+@dataclass
+class SquaredErrorTally:
+    """Regression: mean squared error per output element (the training loss); no accuracy."""
+    error_sum: float = 0.0
+    elements: int = 0
+    samples: int = 0
+
+    def add(self, outputs, targets) -> None:
+        if isinstance(outputs, (tuple, list)):
+            (outputs,) = outputs
+        z = np.asarray(outputs, dtype=np.float64)
+        t = np.asarray(targets, dtype=np.float64)
+        if z.shape != t.shape:
+            raise ValueError(f"outputs of shape {list(z.shape)} for targets {list(t.shape)}")
+        self.error_sum += float(np.square(z - t).sum())
+        self.elements += int(z.size)
+        self.samples += int(z.shape[0]) if z.ndim else 1
+
+    def result(self) -> dict[str, float | int]:
+        if not self.elements:
+            raise RuntimeError("the held-out split gave no samples")
+        return {"loss": self.error_sum / self.elements, "accuracy": None,
+                "samples": self.samples}
+
+
+TALLIES = {"classification": Tally, "bert-pretraining": MaskedLMTally,
+           "regression": SquaredErrorTally}
 
 
 def tally_for(objective: str):

@@ -175,7 +175,10 @@ def _extra_columns(records: Sequence[dict[str, Any]]) -> list[tuple[str, Any]]:
 
     def eval_cell(m):
         ev = m.get("eval")
-        return f"{ev['loss']:.3f} / {ev['accuracy'] * 100:.1f} % ({ev['samples']})" if ev else ""
+        if not ev:
+            return ""
+        acc = "-" if ev.get("accuracy") is None else f"{ev['accuracy'] * 100:.1f} %"
+        return f"{ev['loss']:.3f} / {acc} ({ev['samples']})"
 
     cols = []
     if any(data_cell(r.get("metrics") or {}) for r in records):

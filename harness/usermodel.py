@@ -45,10 +45,23 @@ def load(source: Source) -> tuple[str, Any]:
 def probe_child(payload: dict[str, Any]) -> dict[str, Any]:
     source = Source.from_dict(payload["source"])
     framework, model = load(source)
-    sig = framework_module(framework).signature(model, source)
+    module = framework_module(framework)
+    if payload.get("run"):
+        return {"outputs": _outputs(module, model, source, payload["run"])}
+    sig = module.signature(model, source)
     from dlbench.harness.frameworks import version_of
 
     return {"framework": framework, "version": version_of(framework), **sig}
+
+
+def _outputs(module, model, source: Source, inputs: list[dict[str, Any]]) -> list[dict]:
+    """Every output's name, shape and dtype after one pass on inputs of the planned shapes
+    (zeros: a valid index for any table; a value the user set is kept)."""
+    import numpy as np
+
+    arrays = [np.full(i["shape"], i.get("value", 0), dtype=i["dtype"]) for i in inputs]
+    out = module.run(model, source, [i["name"] for i in inputs], arrays)
+    return [{"name": k, "shape": list(v.shape), "dtype": str(v.dtype)} for k, v in out.items()]
 
 
 _PROBED: dict[str, dict[str, Any]] = {}
@@ -77,7 +90,15 @@ def probe(source: Source, timeout: float | None = None) -> dict[str, Any]:
     return _PROBED[key]
 
 
-def _probe(source: Source, timeout: float | None) -> dict[str, Any]:
+def outputs(source: Source, inputs: list[dict[str, Any]],
+            timeout: float | None = None) -> list[dict[str, Any]]:
+    """The model's outputs (name, shape, dtype) on inputs of these shapes: what the
+    parent cannot know without running the model (a label's shape for training)."""
+    return _probe(source, timeout, {"run": inputs})["outputs"]
+
+
+def _probe(source: Source, timeout: float | None,
+           extra: dict[str, Any] | None = None) -> dict[str, Any]:
     from dlbench.harness.cellenv import cell_environment
     from dlbench.harness.launcher import run_cell
     from dlbench.harness.threads import ThreadConfig
@@ -85,7 +106,7 @@ def _probe(source: Source, timeout: float | None) -> dict[str, Any]:
     if source.framework:
         from dlbench.harness.frameworks import require
         require(source.framework)                # the install hint, before any process
-    outcome = run_cell("probe", {"source": source.to_dict()},
+    outcome = run_cell("probe", {"source": source.to_dict(), **(extra or {})},
                        env=cell_environment(ThreadConfig.default(None)),
                        timeout=timeout or PROBE_TIMEOUT_S)
     if outcome.status == "usage_error":
@@ -96,20 +117,23 @@ def _probe(source: Source, timeout: float | None) -> dict[str, Any]:
 
 
 def complete(source: Source, probed: dict[str, Any], shapes: dict[str, Any],
-             files: dict[str, tuple[int, ...]]) -> list[TensorInfo]:
-    """The signature with every input's rank known: unknown ones from --shape or a file."""
+             files: dict[str, tuple[tuple[int, ...], str]]) -> list[TensorInfo]:
+    """The signature with every input's rank known: unknown ones from --shape or a file
+    (``files``: name -> (shape, dtype)), whose dtype also replaces an assumed float32."""
     out = []
     for i in probed["inputs"]:
-        shape = i["shape"]
+        shape, dtype = i["shape"], i["dtype"]
         if shape is None:
-            given = files.get(i["name"]) or shapes.get(i["name"])
+            file_shape, file_dtype = files.get(i["name"], (None, None))
+            dtype = file_dtype or dtype
+            given = file_shape or shapes.get(i["name"])
             if given is None:
                 names = " ".join(f"--shape {t['name']}=1x..." for t in probed["inputs"]
                                  if t["shape"] is None)
                 raise UserError(f"{source.label}: {source.what} does not record its input "
                                 f"shapes; give them ({names}; the first dimension is the batch)")
             shape = [None, *given[1:]]
-        out.append(TensorInfo(i["name"], i["dtype"], tuple(shape)))
+        out.append(TensorInfo(i["name"], dtype, tuple(shape)))
     return out
 
 

@@ -31,6 +31,7 @@ class InputSpec:
 OBJECTIVES: dict[str, str | None] = {
     "classification": None,             # cross-entropy on the logits
     "bert-pretraining": "pretraining",  # masked-LM (labels != -100) + next-sentence
+    "regression": None,                 # mean squared error on the output (a user's model)
 }
 # Objective -> "module:function(framework, spec, trained)" that turns the
 # trained network into the inference (classification) one.  A checkpoint holds
@@ -45,6 +46,11 @@ INFERENCE_FROM_TRAINING: dict[str, str] = {
 SYNTHETIC_DATA: dict[str, str] = {
     "bert-pretraining": "dlbench.models.bert.data:bert_pretraining_batches",
 }
+
+
+# The family of a spec made from a user's model's signature (harness.training.user), not
+# registered: its data follows the signature (harness.data.signature).
+USER_FAMILY = "user"
 
 
 def resolve_entry(target: str) -> Callable[..., Any]:
@@ -217,5 +223,6 @@ def get_model(name: str) -> ModelSpec:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise UserError(
-            f"unknown model {name!r}; known models: {', '.join(list_models())}") from None
+        what = (f"{name}: no such file or directory, and not a zoo model"
+                if "/" in name or "." in name else f"unknown model {name!r}")
+        raise UserError(f"{what}; known models: {', '.join(list_models())}") from None

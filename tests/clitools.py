@@ -16,3 +16,19 @@ def only_record(directory, name):
     """The one record a command wrote to ``--json directory/name``."""
     [rec] = json.loads((directory / name).read_text())
     return rec
+
+
+def write_module(directory, name, source):
+    """``source`` saved as ``directory/name.py`` (the file a user gives --model-from) and
+    imported here, so the test can save the models it builds."""
+    import importlib.util
+    import sys
+
+    path = directory / f"{name}.py"
+    path.write_text(source)
+    key = f"dlbench_test_{name}"            # never shadows a standard module ("code")
+    spec = importlib.util.spec_from_file_location(key, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[key] = mod
+    spec.loader.exec_module(mod)
+    return mod

@@ -82,3 +82,27 @@ def test_cell_from_code_benches_and_exports_verified(cli, workdir, saved):
     assert [i.name for i in g.input] == ["feats", "img"]
     assert all(i.type.tensor_type.shape.dim[0].dim_param == "batch" for i in g.input)
     assert json.loads(json.dumps(rec["context"]["source"]["user"]))["model_from"] == code
+
+
+def test_train_a_cell_from_code_on_either_output(cli, workdir, saved):
+    train = ("--model-from", f"{saved / 'pair_net.py'}:pair", "--shape", "feats=1x6",
+             "--shape", "img=1x3x8x8", "--steps", "6", "--warmup-steps", "1",
+             "--batch-size", "8", "--lr", "0.05")
+    out = cli("train", *train, "--objective", "classification", "--eval", "--json", "c.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    r = only_record(workdir, "c.json")
+    assert r["status"] == "ok", r["error"]
+    assert r["framework"] == "mindspore" and r["context"]["identity"]["loss_output"] == "output_0"
+    losses = r["metrics"]["losses"]
+    assert all(np.isfinite(losses)) and min(losses[-3:]) < losses[0], losses
+    weights = workdir / "runs" / "pair" / "mindspore" / "model.ckpt"
+    out = cli("train", *train, "--objective", "regression", "--loss-output", "output_1",
+              "--json", "r.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert only_record(workdir, "r.json")["context"]["user_model"]["label_shape"] == [4]
+    # The checkpoint carries the Cell's own parameter names: it loads back as --weights.
+    out = cli("bench", *train[:6], "--weights", str(weights), "-b", "mindspore", *FAST,
+              "--json", "b.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert_usage_error(cli("train", str(saved / "pair.mindir"), "--objective", "regression"),
+                       "MindIR", "cannot train")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from clitools import assert_usage_error, only_record
+from clitools import assert_usage_error, only_record, write_module
 
 FAST = ("--iterations", "3", "--warmup", "1", "--max-warmup", "3")
 
@@ -50,11 +50,7 @@ class TwoHeads(torch.nn.Module):
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     root = tmp_path_factory.mktemp("user_pt")
-    (root / "code.py").write_text(CODE)
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("user_code", root / "code.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = write_module(root, "code", CODE)
     torch.manual_seed(3)
     small = mod.small().eval()
     torch.jit.script(small).save(str(root / "small.pt"))

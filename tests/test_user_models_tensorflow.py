@@ -106,3 +106,66 @@ def test_keras_model_from_code(cli, workdir, saved):
               "--json", "e.json")
     assert out.returncode == 0, out.stderr[-3000:]
     assert only_record(workdir, "e.json")["status"] == "ok"
+
+
+TRAIN = ("--steps", "6", "--warmup-steps", "1", "--batch-size", "8", "--lr", "0.05")
+SUBCLASSED = textwrap.dedent('''
+    import keras
+
+    class Sub(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.hidden = keras.layers.Dense(16, activation="relu")
+            self.out = keras.layers.Dense(3)
+
+        def call(self, x):
+            return self.out(self.hidden(x))
+
+    def sub():
+        return Sub()
+''')
+
+
+def test_train_a_keras_file_and_code(cli, workdir, saved):
+    out = cli("train", str(saved / "mm.keras"), "--shape", "ids=1x6", "--int-range", "ids=0:50",
+              "--objective", "classification", "--loss-output", "cls", "--eval", *TRAIN,
+              "--json", "t.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    r = only_record(workdir, "t.json")
+    assert r["status"] == "ok", r["error"]
+    assert r["framework"] == "tensorflow" and r["model"] == "mm"
+    assert r["context"]["identity"]["inputs"] == {"img": [8, 8, 3], "ids": [6]}   # NHWC kept
+    user = r["context"]["user_model"]
+    assert user["output_shape"] == [3] and {o["name"] for o in user["outputs"]} == {"cls", "reg"}
+    assert [f["fill"] for f in user["fills"]] == ["normal", "uniform"]
+    losses = r["metrics"]["losses"]
+    assert all(np.isfinite(losses)) and min(losses[-3:]) < losses[0], losses
+    trained = keras.saving.load_model(str(workdir / "runs" / "mm" / "tensorflow" / "mm.keras"))
+    before = keras.saving.load_model(str(saved / "mm.keras"))
+    assert not np.allclose(trained.get_layer("cls").kernel.numpy(),
+                           before.get_layer("cls").kernel.numpy())
+
+    # A subclassed model has no variables until called: training must still update them.
+    (workdir / "sub.py").write_text(SUBCLASSED)
+    out = cli("train", "--model-from", "sub.py:sub", "--shape", "input=1x10",
+              "--objective", "regression", *TRAIN, "--json", "r.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    r = only_record(workdir, "r.json")
+    assert r["status"] == "ok", r["error"]
+    assert r["context"]["user_model"]["label_shape"] == [3]
+    losses = r["metrics"]["losses"]
+    assert min(losses[-3:]) < losses[0], losses
+    assert (workdir / "runs" / "sub" / "tensorflow" / "model.weights.h5").is_file()
+
+
+def test_train_refuses_what_it_cannot_train_honestly(cli, workdir, saved):
+    from clitools import assert_usage_error
+
+    assert_usage_error(cli("train", str(saved / "mm_saved"), "--objective", "classification"),
+                       "SavedModel", "not a Keras model to train")
+    # A saved model keeps its float32 policy: amp would be float32 under an amp label.
+    assert_usage_error(cli("train", str(saved / "mm.keras"), "--shape", "ids=1x6",
+                           "--objective", "regression", "--loss-output", "reg",
+                           "--precision", "amp", *TRAIN),
+                       "keep their own dtype policy")
+    assert not (workdir / "runs").exists()

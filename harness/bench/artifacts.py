@@ -147,7 +147,7 @@ def _user(source, arg: str, shapes, inputs, timeout) -> Artifact:
     from dlbench.harness.bench.given import read_all
 
     probed = usermodel.probe(source, timeout)
-    files = {k: g.shape for k, g in read_all(inputs).items() if g.file is not None}
+    files = {k: (g.shape, g.dtype) for k, g in read_all(inputs).items() if g.file is not None}
     signature = usermodel.complete(source, probed, dict(shapes or {}), files)
     ref = usermodel.artifact_ref(source, probed, signature)
     hashed = source.path or source.weights

@@ -1,4 +1,8 @@
-"""Train a zoo model briefly in one or more native frameworks and record the timings.
+"""Train a model briefly in one or more native frameworks and record the timings.
+
+A zoo model trains in each framework it has; a model of your own (a file, or
+``--model-from`` code) trains in its own framework with the loss
+``--objective`` names, on data in the shape of its signature.
 
 Each framework runs in its own process on data generated before the clock
 starts; warm-up steps are timed but reported apart.  The checkpoint and a
@@ -12,8 +16,11 @@ HELP = "train a model briefly in native frameworks and record training throughpu
 
 def add_arguments(p) -> None:
     from dlbench.harness.allocator import DEFAULT_ALLOCATOR   # TrainRequest's, without its imports
+    from dlbench.harness.commands import add_user_model_arguments
 
-    p.add_argument("model", help="zoo model name (see 'dlbench models')")
+    p.add_argument("model", nargs="?", default=None,
+                   help="zoo model name (see 'dlbench models'), or a model file of your own "
+                        "(TorchScript, .keras, Keras .h5)")
     p.add_argument("--framework", "-f", action="append", default=None,
                    help="pytorch, tensorflow or mindspore; repeat or comma-separate for several "
                         "(default: every framework the model has)")
@@ -48,6 +55,15 @@ def add_arguments(p) -> None:
     p.add_argument("--eval-samples", type=int, default=None,
                    help="evaluate at most this many held-out samples (default: the whole "
                         "split; synthetic: 256)")
+    add_user_model_arguments(p, "train")
+    p.add_argument("--int-range", action="append", default=[], metavar="NAME=LOW:HIGH",
+                   help="a user's model's integer input drawn from [LOW, HIGH)")
+    p.add_argument("--objective", default=None, choices=("classification", "regression"),
+                   help="what a user's model's output is: class scores on its last axis "
+                        "(cross-entropy) or values (mean squared error); required for a "
+                        "model of your own")
+    p.add_argument("--loss-output", default=None, metavar="NAME",
+                   help="the output the loss is on (default: the model's first)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=None,
                    help="SGD learning rate, momentum 0.9 (default: the model's own, 0.05 for "
@@ -68,14 +84,18 @@ def frameworks_from(values, default) -> list[str]:
 
 
 def run(args) -> int:
+    from dlbench.harness.bench.input_args import parse_int_range
+    from dlbench.harness.commands import user_inputs
     from dlbench.harness.progress import with_progress
     from dlbench.harness.tables import train_table
     from dlbench.harness.training.runner import TrainRequest, train
-    from dlbench.models.registry import get_model
 
-    spec = get_model(args.model)
+    shapes, given = user_inputs(args)
     req = TrainRequest(
-        model=spec.name, frameworks=frameworks_from(args.framework, spec.frameworks),
+        model=args.model, frameworks=frameworks_from(args.framework, ()),
+        model_from=args.model_from, weights=args.weights, shapes=shapes, inputs=given,
+        int_ranges=dict(parse_int_range(r) for r in args.int_range),
+        objective=args.objective, loss_output=args.loss_output,
         batch_size=args.batch_size, steps=args.steps, warmup_steps=args.warmup_steps,
         device=args.device, precision=args.precision, threads=args.threads,
         inter_op_threads=args.inter_op_threads, data=args.data, eval=args.eval,
@@ -83,7 +103,7 @@ def run(args) -> int:
         learning_rate=args.lr, out=args.out, db=args.db, json_path=args.json_path,
         timeout=args.timeout,
         **({"allocator": args.allocator} if args.allocator is not None else {}))
-    records = with_progress(args, f"train {spec.name} in {', '.join(req.frameworks)}", "train",
-                            lambda say: train(req, progress=say))
+    what = args.model or args.model_from
+    records = with_progress(args, f"train {what}", "train", lambda say: train(req, progress=say))
     print(train_table(records))
     return 0 if all(r["status"] == "ok" for r in records) else 1

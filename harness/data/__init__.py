@@ -10,7 +10,9 @@ The rule for ``--data VALUE`` (also in ``dlbench train --help``):
     ``data_batch_*.bin`` (or ``cifar-10-batches-bin/`` holding them) -> cifar10;
     one with ``train/pos`` and ``train/neg`` -> aclimdb; one with class
     sub-folders of images (under ``train/`` or directly) -> imagefolder.
-Nothing is ever downloaded: PATH is data the user already has.
+Nothing is ever downloaded: PATH is data the user already has.  A user's own
+model (``dlbench train --model-from``) reads synthetic data or an .npz in its
+signature's shape (``signature``).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from pathlib import Path
 from dlbench.harness.data import aclimdb, cifar10, imagefolder, npz, textcorpus
 from dlbench.harness.data.base import Dataset
 from dlbench.models.errors import UserError
-from dlbench.models.registry import ModelSpec
+from dlbench.models.registry import USER_FAMILY, ModelSpec
 
 # Formats that take a PATH, in detection order.
 FORMATS = {
@@ -66,6 +68,9 @@ def canonical(data: str) -> str:
 def open_dataset(data: str, spec: ModelSpec) -> Dataset:
     """The reader for ``data``, checked against ``spec`` (cheap: nothing decoded yet)."""
     fmt, path = parse(data)
+    if spec.family == USER_FAMILY:          # a user's model: data in its signature's shape
+        from dlbench.harness.data.signature import open_signature
+        return open_signature(fmt, path, spec)
     if fmt == "synthetic":
         from dlbench.harness.data.synthetic import Synthetic
         return Synthetic(spec)

@@ -24,7 +24,8 @@ from dlbench.harness import stats
 from dlbench.harness.cpuusage import CpuWindow
 from dlbench.harness.training.base import TrainConfig, TrainSession
 from dlbench.harness.training.data import start
-from dlbench.models.registry import get_model
+from dlbench.harness.training import user
+from dlbench.models.registry import ModelSpec, get_model
 
 
 def session_class(framework: str) -> type[TrainSession]:
@@ -36,9 +37,10 @@ def _summary(samples: list[float]) -> dict[str, float]:
     return {"mean": s["mean"], "p50": s["p50"], "p90": s["p90"], "total": sum(samples)}
 
 
-def run(cfg: TrainConfig, out_dir: Path) -> dict[str, Any]:
-    """Train per ``cfg``, save the checkpoint into ``out_dir``, return the metrics."""
-    spec = get_model(cfg.model)
+def run(cfg: TrainConfig, out_dir: Path, spec: ModelSpec | None = None) -> dict[str, Any]:
+    """Train per ``cfg``, save the checkpoint into ``out_dir``, return the metrics.
+    ``spec``: a user's model's (``harness.training.user``); default the zoo's ``cfg.model``."""
+    spec = spec or get_model(cfg.model)
     cls = session_class(cfg.framework)
     t0 = time.perf_counter()
     dataset, batches, stream = start(spec, cfg.data, cfg.batch_size,
@@ -78,7 +80,7 @@ def run(cfg: TrainConfig, out_dir: Path) -> dict[str, Any]:
     wall_s = time.perf_counter() - loop_start
     window_s = wall_s - sum(data_times)
 
-    checkpoint = session.save(out_dir)
+    checkpoint = user.save(session, out_dir) if user.is_user(spec) else session.save(out_dir)
     summary = stats.summarize(times)
     all_losses = warm_losses + losses
     samples = cfg.steps * cfg.batch_size
@@ -102,7 +104,7 @@ def run(cfg: TrainConfig, out_dir: Path) -> dict[str, Any]:
         "losses": all_losses,
         "checkpoint": checkpoint,
         "framework_version": cls.version(),
-        "layout": cls.layout,
+        "layout": "the model's own" if user.is_user(spec) else cls.layout,
         "runtime": session.runtime(),
         **cpu.report(cfg.steps),
     }

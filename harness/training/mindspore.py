@@ -30,7 +30,8 @@ from dlbench.harness import mathmode  # noqa: E402
 from dlbench.harness.backends.mindspore import place as place_on, tensor_device  # noqa: E402
 from dlbench.models.errors import UserError, first_line  # noqa: E402
 from dlbench.harness.training.base import TrainConfig, TrainSession  # noqa: E402
-from dlbench.harness.training.objectives import inputs_of, labels_of, loss_for  # noqa: E402
+from dlbench.harness.training.objectives import (inputs_of, label_dtype, labels_of,  # noqa: E402
+                                                 loss_for)
 from dlbench.models.registry import ModelSpec  # noqa: E402
 
 _TARGETS = {"cpu": "CPU", "gpu": "GPU", "ascend": "Ascend"}
@@ -116,14 +117,25 @@ class _LogitsToFloat(nn.Cell):
 
 
 class ClassificationLoss(nn.Cell):
-    """Mean sparse softmax cross-entropy on the logits."""
+    """Mean sparse softmax cross-entropy on the logits, classes on the last axis."""
 
     def __init__(self):
         super().__init__()
         self.ce = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
 
     def construct(self, logits, labels):
-        return self.ce(logits, labels)
+        return self.ce(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+
+class RegressionLoss(nn.Cell):
+    """Mean squared error, in float32."""
+
+    def __init__(self):
+        super().__init__()
+        self.mse = nn.MSELoss()
+
+    def construct(self, outputs, targets):
+        return self.mse(ops.cast(outputs, ms.float32), targets)
 
 
 class _WithLoss(nn.Cell):
@@ -182,12 +194,13 @@ class Session(TrainSession):
         return float(self.train_step(*x, *y).asnumpy())   # asnumpy waits for the step
 
     def place(self, batch):
-        """(tuple of input tensors, tuple of int32 label tensors)."""
+        """(tuple of input tensors, tuple of label tensors: int32 classes, float targets)."""
         x, y = batch
         y = labels_of(self.spec, y)
         labels = y if isinstance(y, tuple) else (y,)
         inputs = [ms.Tensor(a) for a in inputs_of(self.spec, x)]
-        targets = [ms.Tensor(np.asarray(a, np.int32)) for a in labels]
+        dtype = label_dtype(self.spec.objective, "int32")
+        targets = [ms.Tensor(np.asarray(a, dtype)) for a in labels]
         if self.target != "CPU":
             inputs, targets = (place_on(ms, inputs, self.target),
                                place_on(ms, targets, self.target))

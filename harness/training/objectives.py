@@ -10,9 +10,14 @@ The loss contracts:
 
 * PyTorch and TensorFlow: ``loss(outputs, labels) -> scalar tensor`` where
   ``outputs`` is what the training network returns and ``labels`` one tensor
-  or a tuple of tensors in ``LABELS`` order (PyTorch: int64; TensorFlow: int32);
+  or a tuple of tensors in ``LABELS`` order (PyTorch: int64; TensorFlow: int32;
+  float32 for regression, ``LABEL_DTYPES``);
 * MindSpore: an ``nn.Cell`` class whose ``construct(outputs, *labels)``
   returns the scalar loss (int32 labels), compiled with the network.
+
+Classification losses read classes on the last axis and flatten the rest:
+``(batch, classes)`` logits take ``(batch,)`` labels, and a user's per-position
+output ``(batch, steps, classes)`` takes ``(batch, steps)``.
 
 Batches come as ``(inputs, labels)``: inputs one array (images), a tuple in
 ``spec.inputs`` order, or a dict by input name (``harness.data`` token
@@ -38,12 +43,26 @@ LOSSES: dict[str, dict[str, str]] = {
         "tensorflow": "dlbench.models.bert.keras:pretraining_loss",
         "mindspore": "dlbench.models.bert.mindspore:PretrainingLoss",
     },
+    "regression": {
+        "pytorch": "dlbench.harness.training.pytorch:regression_loss",
+        "tensorflow": "dlbench.harness.training.tensorflow:regression_loss",
+        "mindspore": "dlbench.harness.training.mindspore:RegressionLoss",
+    },
 }
 # Names of the label arrays, in the order losses receive them (None: one array).
 LABELS: dict[str, tuple[str, ...] | None] = {
     "classification": None,
     "bert-pretraining": ("mlm_labels", "nsp_labels"),
+    "regression": None,
 }
+# The labels' numpy dtype where they are not class indices (the sessions' int64/int32).
+LABEL_DTYPES: dict[str, str] = {"regression": "float32"}
+
+
+def label_dtype(objective: str, integer: str) -> str:
+    """What a framework's loss takes as labels for ``objective``: ``integer`` (the
+    framework's class-index type) unless the objective's labels are values."""
+    return LABEL_DTYPES.get(objective, integer)
 
 
 def loss_for(objective: str, framework: str) -> Any:

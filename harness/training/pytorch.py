@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from dlbench.harness import mathmode
 from dlbench.models.errors import UserError
 from dlbench.harness.training.base import TrainConfig, TrainSession
-from dlbench.harness.training.objectives import inputs_of, labels_of, loss_for
+from dlbench.harness.training.objectives import inputs_of, label_dtype, labels_of, loss_for
 from dlbench.models.registry import ModelSpec
 
 
@@ -49,7 +49,12 @@ def resolve_device(device: str) -> torch.device:
 
 
 def classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(logits.float(), labels)
+    """Cross-entropy with classes on the last axis (objectives: per-position outputs)."""
+    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+
+def regression_loss(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return F.mse_loss(outputs.float(), targets)
 
 
 class Session(TrainSession):
@@ -77,6 +82,7 @@ class Session(TrainSession):
         # Frozen parameters (the LSTM's b_hh) are not the optimizer's.
         self.optimizer = torch.optim.SGD([p for p in self.model.parameters() if p.requires_grad],
                                          lr=cfg.learning_rate, momentum=cfg.momentum)
+        self.label_dtype = getattr(torch, label_dtype(spec.objective, "int64"))
         self.batches = [self.place(b) for b in batches]
 
     @staticmethod
@@ -105,12 +111,12 @@ class Session(TrainSession):
 
     def place(self, batch):
         """(tuple of input tensors, label tensor or tuple) on the device; losses take
-        int64 class indices, converted here, outside the clock."""
+        int64 class indices (or float targets), converted here, outside the clock."""
         x, y = batch
         inputs = tuple(torch.from_numpy(a).to(self.device) for a in inputs_of(self.spec, x))
         y = labels_of(self.spec, y)
-        labels = (tuple(torch.from_numpy(a).to(self.device, torch.int64) for a in y)
-                  if isinstance(y, tuple) else torch.from_numpy(y).to(self.device, torch.int64))
+        labels = (tuple(torch.from_numpy(a).to(self.device, self.label_dtype) for a in y)
+                  if isinstance(y, tuple) else torch.from_numpy(y).to(self.device, self.label_dtype))
         return inputs, labels
 
     def eval_outputs(self, batches):

@@ -3,7 +3,7 @@ process, store the record, write checkpoint + manifest atomically."""
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -23,14 +23,14 @@ from dlbench.harness.results import ResultStore
 from dlbench.harness.tables import spec_unit
 from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.training.base import DEVICES, PRECISIONS, TrainConfig
-from dlbench.models.registry import get_model
+from dlbench.models.registry import USER_FAMILY, get_model
 
 MANIFEST = "manifest.json"
 
 
 @dataclass
 class TrainRequest(CommandOptions):
-    model: str
+    model: str | None
     frameworks: list[str]
     batch_size: int | None = None
     steps: int = 10
@@ -47,10 +47,47 @@ class TrainRequest(CommandOptions):
     # The memory allocator of each run's process (harness.allocator: why tuned is the default).
     allocator: str = DEFAULT_ALLOCATOR
     extra_context: dict[str, Any] = field(default_factory=dict)
+    # A user's own model (harness.training.user): ``model`` a file of its framework, or
+    # ``model_from`` code; inputs sized as for bench; ``objective`` says what the loss is.
+    model_from: str | None = None
+    weights: str | None = None
+    shapes: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    int_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    objective: str | None = None
+    loss_output: str | None = None
+
+    @property
+    def user(self) -> bool:
+        """A model of the user's own: a zoo name wins over a file of that name."""
+        from dlbench.models.registry import list_models
+
+        return bool(self.model_from) or (self.model is not None and
+                                         self.model not in list_models() and
+                                         Path(self.model).exists())
 
 
-def validate(req: TrainRequest) -> None:
+def model_spec(req: TrainRequest):
+    """The zoo spec, or one made from a user's model (its framework probed in cells)."""
+    if req.user:
+        from dlbench.harness.training.user import spec_of_request
+        return spec_of_request(req)
+    if req.model is None:
+        raise UserError("give a zoo model name, a model file, or --model-from MODULE:CALLABLE")
     spec = get_model(req.model)
+    for flag, value in (("--weights", req.weights), ("--shape", req.shapes),
+                        ("--input", req.inputs), ("--int-range", req.int_ranges),
+                        ("--loss-output", req.loss_output)):
+        if value:
+            raise UserError(f"{flag} is for a model of your own; {req.model} is a zoo model")
+    if req.objective not in (None, spec.objective):
+        raise UserError(f"--objective {req.objective}: zoo model {spec.name} trains for "
+                        f"{spec.objective}")
+    return spec
+
+
+def validate(req: TrainRequest, spec=None) -> None:
+    spec = spec or model_spec(req)
     if not req.frameworks:
         raise UserError("no framework given")
     for name in req.frameworks:
@@ -106,8 +143,10 @@ def _validate_data(req: TrainRequest, spec) -> None:
 def child(payload: dict[str, Any]) -> dict[str, Any]:
     """Runs inside the cell process: only here is a framework imported."""
     from dlbench.harness.training.loop import run
+    from dlbench.harness.training.user import from_dict
 
-    return run(TrainConfig(**payload["config"]), Path(payload["out_dir"]))
+    spec = from_dict(payload["user"]) if payload.get("user") else None
+    return run(TrainConfig(**payload["config"]), Path(payload["out_dir"]), spec)
 
 
 def _progress(msg: str) -> None:
@@ -121,14 +160,19 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
     request unsatisfiable (e.g. amp where the framework has none); runtime
     failures are returned as records with status "failed".
     """
-    validate(req)
-    spec = get_model(req.model)
+    spec = model_spec(req)
+    if not req.frameworks:
+        req = replace(req, frameworks=list(spec.frameworks))
+    validate(req, spec)
+    from dlbench.harness.training import user
+    user_payload = user.to_dict(spec) if user.is_user(spec) else None
     threads = ThreadConfig.default(req.threads, req.inter_op_threads)
     env = cell_environment(threads, req.allocator, mathmode.environment(req.device, req.precision))
     store = ResultStore(req.db)
     fp = fingerprint()
     run_id = new_run_id()
-    batch = req.batch_size or spec.default_batch_size
+    # A user's model's batch is its input plan's (a model with a fixed batch keeps it).
+    batch = spec.default_batch_size if user_payload else req.batch_size or spec.default_batch_size
     lr = spec.default_lr if req.learning_rate is None else req.learning_rate
     records, usage_errors = [], []
     for i, name in enumerate(req.frameworks, 1):
@@ -144,7 +188,7 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
         started = now_iso()
         try:
             with staged_directory(final_dir) as stage:
-                outcome = run_cell("train", {"config": cfg.to_dict(),
+                outcome = run_cell("train", {"config": cfg.to_dict(), "user": user_payload,
                                              "out_dir": str(stage.resolve())},
                                    env=env, timeout=req.timeout)
                 if outcome.status == "usage_error":
@@ -155,7 +199,8 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
                 record["id"] = store.add(record, fp)
                 if not outcome.ok:
                     raise _Failed()
-                write_json(stage / MANIFEST, _manifest(spec, cfg, outcome.result, record))
+                if user_payload is None:        # a user's model is saved in its own format
+                    write_json(stage / MANIFEST, _manifest(spec, cfg, outcome.result, record))
         except UserError as exc:
             usage_errors.append(f"{name}: {exc}")
             progress(f"    {name}: {exc}")
@@ -164,7 +209,8 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
             progress(f"    {name} FAILED: {record['error']}")
         else:
             per = spec_unit(spec).replace("/sec", "/s")
-            progress(f"    {record['throughput_sps']:.2f} {per}, checkpoint in {final_dir}")
+            saved = record["context"]["checkpoint"] if user_payload else final_dir
+            progress(f"    {record['throughput_sps']:.2f} {per}, checkpoint in {saved}")
         records.append(record)
     if req.json_path:
         write_json(req.json_path, records)
@@ -189,6 +235,11 @@ def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, star
                 "data": cfg.data, "seed": cfg.seed, "machine_id": fp["machine_id"]}
     if cfg.eval:            # only then, so that runs without --eval keep their keys
         identity["eval"] = [True, cfg.eval_samples]
+    user = spec.config.get("user") if spec.family == USER_FAMILY else None
+    if user:
+        identity.update(user_source=user["source"], objective=spec.objective,
+                        loss_output=user["output"],
+                        inputs={i.name: list(i.shape) for i in spec.inputs})
     identity.update(allocator_identity(req.allocator))
     metrics = {k: v for k, v in result.items() if k not in ("framework_version", "layout",
                                                              "checkpoint")}
@@ -212,6 +263,9 @@ def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, star
         "math_mode": mathmode.of(runtime),
         "layout": result.get("layout"),
         "data": data,
+        **({"user_model": {k: user[k] for k in ("fills", "output", "output_shape",
+                                                 "label_shape", "outputs", "notes")},
+            "objective": spec.objective} if user else {}),
         "traceback": outcome.traceback,
         "log_tail": None if outcome.ok else outcome.log_tail,
         **req.extra_context,

@@ -86,9 +86,14 @@ def _dtype_policy(precision: str, device: str) -> str:
 
 
 def classification_loss(logits, labels):
-    """Mean sparse cross-entropy, in float32 whatever the compute dtype."""
+    """Mean sparse cross-entropy, in float32 whatever the compute dtype (classes on the
+    last axis: Keras' sparse cross-entropy takes any leading dimensions)."""
     return tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
         labels, tf.cast(logits, tf.float32), from_logits=True))
+
+
+def regression_loss(outputs, targets):
+    return tf.reduce_mean(tf.square(tf.cast(outputs, tf.float32) - targets))
 
 
 def model_inputs(x: tuple):

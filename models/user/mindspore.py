@@ -76,3 +76,42 @@ def to_numpy(out: Any) -> dict[str, np.ndarray]:
     if isinstance(out, (tuple, list)):
         return {f"output_{i}": o.asnumpy() for i, o in enumerate(out)}
     return {"output": out.asnumpy()}
+
+
+def run(model: Any, source: Source, names: list[str], arrays: list[np.ndarray]) -> dict:
+    """One inference pass on host arrays (inputs in ``names`` order): outputs by name."""
+    import mindspore as ms
+
+    return to_numpy(model(*(ms.Tensor(a) for a in arrays)))
+
+
+def trainable(model: Any, source: Source, names: list[str], output: str) -> Any:
+    """A Cell returning only the output training minimizes (``output_K`` of a tuple);
+    ``auto_prefix=False`` keeps the user's parameter names in the checkpoint."""
+    from mindspore import nn
+
+    if source.kind == "mindir":                 # usermodel refuses it before any cell
+        raise UserError(f"{source.label}: a MindIR graph cannot be trained")
+    index = int(output.rpartition("_")[2]) if output.startswith("output_") else None
+
+    class Picked(nn.Cell):
+        def __init__(self, net):
+            super().__init__(auto_prefix=False)
+            self.net, self.index = net, index
+
+        def construct(self, *x):
+            return self.net(*x)
+
+    class PickedOne(Picked):
+        def construct(self, *x):
+            return self.net(*x)[self.index]
+
+    return (Picked if index is None else PickedOne)(model)
+
+
+def save_trained(net: Any, source: Source, directory, name: str) -> str:
+    """The network's weights, the ``--weights`` of its ``--model-from``."""
+    import mindspore as ms
+
+    ms.save_checkpoint(net.net, str(directory / "model.ckpt"))
+    return "model.ckpt"

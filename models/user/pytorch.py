@@ -110,3 +110,39 @@ def flatten(out: Any) -> dict[str, torch.Tensor]:
 def to_numpy(out: Any) -> dict[str, np.ndarray]:
     return {k: v.detach().float().cpu().numpy() if v.is_floating_point() else v.cpu().numpy()
             for k, v in flatten(out).items()}
+
+
+def run(model: Any, source: Source, names: list[str], arrays: list[np.ndarray]) -> dict:
+    """One inference pass on host arrays (inputs in ``names`` order): outputs by name."""
+    with torch.no_grad():
+        return to_numpy(model(*(torch.from_numpy(a) for a in arrays)))
+
+
+class Picked(torch.nn.Module):
+    """The user's network returning only the output training minimizes: the session's
+    loss takes one tensor whatever structure (dict, tuple, nesting) the model returns."""
+
+    def __init__(self, net: torch.nn.Module, output: str):
+        super().__init__()
+        self.net, self.output = net, output
+
+    def forward(self, *x):
+        return flatten(self.net(*x))[self.output]
+
+
+def trainable(model: Any, source: Source, names: list[str], output: str) -> Picked:
+    if source.kind == "torch-export":           # usermodel refuses it before any cell
+        raise UserError(f"{source.label}: a torch.export program cannot be trained")
+    return Picked(model, output)
+
+
+def save_trained(net: Picked, source: Source, directory, name: str) -> str:
+    """A TorchScript archive stays one (bench it as a file); a code model's state_dict
+    is its ``--weights``."""
+    if source.kind == "torchscript":
+        file = f"{name}.torchscript.pt"
+        torch.jit.save(net.net, str(directory / file))
+    else:
+        file = "model.pt"
+        torch.save(net.net.state_dict(), directory / file)
+    return file

@@ -72,12 +72,16 @@ def caller(model: Any, source: Source, names: list[str]) -> Callable[..., Any]:
     if source.kind == "savedmodel":
         fn = model.signatures[SERVING]
         return lambda *xs: fn(**dict(zip(names, xs)))
+    return lambda *xs: model(arranged(model, names, xs), training=False)
+
+
+def arranged(model: Any, names: list[str], xs) -> Any:
+    """What a Keras model is called with: its one tensor, a dict by name for a functional
+    model (whatever its inputs' order), else a list in ``names`` order."""
     if len(names) == 1:
-        return lambda x: model(x, training=False)
+        return xs[0]
     declared = [t.name for t in getattr(model, "inputs", None) or []]
-    if declared == names:                  # a functional model: by name, whatever its order
-        return lambda *xs: model(dict(zip(names, xs)), training=False)
-    return lambda *xs: model(list(xs), training=False)
+    return dict(zip(names, xs)) if declared == names else list(xs)
 
 
 def flatten(out: Any, names: list[str] | None = None) -> dict[str, Any]:
@@ -93,3 +97,42 @@ def flatten(out: Any, names: list[str] | None = None) -> dict[str, Any]:
 
 def to_numpy(out: Any, names: list[str] | None = None) -> dict[str, np.ndarray]:
     return {k: np.asarray(v) for k, v in flatten(out, names).items()}
+
+
+def run(model: Any, source: Source, names: list[str], arrays: list[np.ndarray]) -> dict:
+    """One inference pass on host arrays (inputs in ``names`` order): outputs by name."""
+    return to_numpy(caller(model, source, names)(*arrays), output_names(model))
+
+
+def trainable(model: Any, source: Source, names: list[str], output: str) -> Any:
+    """A Keras model whose call returns only the output training minimizes; it tracks the
+    user's model, so its trainable variables are the user's."""
+    import keras
+
+    if source.kind == "savedmodel":             # usermodel refuses it before any cell
+        raise UserError(f"{source.label}: a SavedModel cannot be trained")
+    outputs = output_names(model)
+
+    class Picked(keras.Model):
+        def __init__(self, net):
+            super().__init__(name="dlbench_picked")
+            self.net = net
+
+        def call(self, inputs, training=False):
+            xs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+            return flatten(self.net(arranged(self.net, names, xs), training=training),
+                           outputs)[output]
+
+    return Picked(model)
+
+
+def save_trained(net: Any, source: Source, directory, name: str) -> str:
+    """A model file stays one (``.keras``, bench it as a file); a code model's weights
+    are its ``--weights`` (its classes live in the user's code, not in the file)."""
+    if source.kind == "code":
+        file = "model.weights.h5"
+        net.net.save_weights(str(directory / file))
+    else:
+        file = f"{name}.keras"
+        net.net.save(str(directory / file))
+    return file
