@@ -172,14 +172,14 @@ def _user_plan(req: ExportRequest, art) -> _Plan:
 def _user_inputs(req: ExportRequest, art, batch_sizes) -> list[tuple]:
     """Verification batches from the user's model's own signature (bench's input rules)."""
     from dlbench.harness.bench import inputs as inputs_mod
-
-    batches = []
     from dlbench.harness.bench.given import read_all
 
-    shapes = art.shapes_for(req.shapes, read_all(req.inputs))
+    given = read_all(req.inputs)          # each --input file read once, for every batch size
+    shapes = art.shapes_for(req.shapes, given)
+    batches = []
     for b in batch_sizes:
         try:
-            plan_b = inputs_mod.plan(art.signature, b, shapes, None, None, req.inputs)
+            plan_b = inputs_mod.plan(art.signature, b, shapes, None, None, given)
         except UserError as exc:
             raise UserError(f"{art.label}: {exc}") from None
         batches.append(tuple(inputs_mod.synthesize(plan_b, req.seed).values()))

@@ -25,6 +25,7 @@ import numpy as np
 
 from dlbench.harness.data.base import Batch, Dataset, check_batch, epoch_indices, ordered_indices
 from dlbench.harness.data.synthetic import Synthetic
+from dlbench.harness.training.objectives import label_dtype
 from dlbench.models.errors import UserError
 from dlbench.models.registry import ModelSpec
 from dlbench.models.synthetic import ACTIVE_CLASSES, NOISE
@@ -44,8 +45,7 @@ def open_signature(fmt: str, path: Path | None, spec: ModelSpec) -> Dataset:
 
 
 def _label_spec(spec: ModelSpec) -> tuple[tuple[int, ...], str]:
-    cfg = user_config(spec)
-    return tuple(cfg["label_shape"]), ("float32" if spec.objective == "regression" else "int32")
+    return tuple(user_config(spec)["label_shape"]), label_dtype(spec.objective, "int32")
 
 
 class SignatureSynthetic(Synthetic):
@@ -57,7 +57,7 @@ def signature_batches(spec: ModelSpec, batch_size: int, n_batches: int,
                       seed: int = 0) -> list[tuple[tuple[np.ndarray, ...], np.ndarray]]:
     """``n_batches`` (inputs tuple in signature order, labels) pairs, one seed for all."""
     cfg = user_config(spec)
-    label_shape, label_dtype = _label_spec(spec)
+    label_shape, labels_dtype = _label_spec(spec)
     rng = np.random.default_rng(seed)
     classes = min(ACTIVE_CLASSES, spec.num_classes) if spec.num_classes else ACTIVE_CLASSES
     patterns = {i.name: rng.standard_normal((classes, *i.shape)).astype(np.float32)
@@ -77,7 +77,7 @@ def signature_batches(spec: ModelSpec, batch_size: int, n_batches: int,
         else:
             labels = np.broadcast_to(k.reshape((-1,) + (1,) * len(label_shape)),
                                      (batch_size, *label_shape))
-        out.append((inputs, np.ascontiguousarray(labels, dtype=label_dtype)))
+        out.append((inputs, np.ascontiguousarray(labels, dtype=labels_dtype)))
     return out
 
 
@@ -117,7 +117,7 @@ class SignatureNpz(Dataset):
             raise UserError(f"--data {path}: not a readable .npz file ({exc})") from None
 
     def _split(self, arrays, names: list[str], suffix: str) -> tuple[list[np.ndarray], np.ndarray]:
-        label_shape, label_dtype = _label_spec(self.spec)
+        label_shape, spec_dtype = _label_spec(self.spec)
         y = arrays["y" + suffix]
         n = len(y)
         xs = []
@@ -131,10 +131,10 @@ class SignatureNpz(Dataset):
         if y.shape != (n, *label_shape) or n == 0:
             raise UserError(f"--data {self.path}: y{suffix} has shape {y.shape}, training "
                             f"needs ({', '.join(map(str, ('N', *label_shape)))})")
-        if label_dtype == "int32" and (y.min() < 0 or y.max() >= self.spec.num_classes):
+        if spec_dtype == "int32" and (y.min() < 0 or y.max() >= self.spec.num_classes):
             raise UserError(f"--data {self.path}: y{suffix} must hold classes in "
                             f"[0, {self.spec.num_classes})")
-        return xs, y.astype(label_dtype)
+        return xs, y.astype(spec_dtype)
 
     def describe_source(self) -> str:
         return f"--data {self.path}"

@@ -115,8 +115,10 @@ class Session(TrainSession):
         x, y = batch
         inputs = tuple(torch.from_numpy(a).to(self.device) for a in inputs_of(self.spec, x))
         y = labels_of(self.spec, y)
-        labels = (tuple(torch.from_numpy(a).to(self.device, self.label_dtype) for a in y)
-                  if isinstance(y, tuple) else torch.from_numpy(y).to(self.device, self.label_dtype))
+        def label(a):
+            return torch.from_numpy(a).to(self.device, self.label_dtype)
+
+        labels = tuple(label(a) for a in y) if isinstance(y, tuple) else label(y)
         return inputs, labels
 
     def eval_outputs(self, batches):

@@ -73,24 +73,22 @@ def spec_of_request(req) -> ModelSpec:
     if others:
         raise UserError(f"--framework {', '.join(others)}: {art.label} is a {framework} "
                         f"model; it trains in {framework} only")
-    return spec_for(art, objective=req.objective, batch_size=req.batch_size,
-                    shapes=req.shapes, given=req.inputs, int_ranges=req.int_ranges,
-                    loss_output=req.loss_output, timeout=req.timeout)
+    return _spec_for(art, objective=req.objective, batch_size=req.batch_size,
+                     shapes=req.shapes, given=req.inputs, int_ranges=req.int_ranges,
+                     loss_output=req.loss_output, timeout=req.timeout)
 
 
-def spec_for(art, *, objective: str | None, batch_size: int | None, shapes, given,
-             int_ranges, loss_output: str | None, timeout: float | None) -> ModelSpec:
-    """The spec of a user's model resolved as ``art`` (``bench.artifacts``); UserError for
-    a model that cannot be trained as asked (parent side: probes run in cells)."""
+def _spec_for(art, *, objective: str, batch_size: int | None, shapes, given,
+              int_ranges, loss_output: str | None, timeout: float | None) -> ModelSpec:
+    """The spec of a user's model resolved as ``art`` (``bench.artifacts``), whose kind and
+    objective ``spec_of_request`` has checked; UserError for inputs or an output that
+    cannot be trained as asked (parent side: the output probe runs in a cell)."""
     from dlbench.harness import usermodel
     from dlbench.harness.bench import inputs as input_plan
     from dlbench.harness.bench.given import read_all
 
     given = read_all(given)
     source = usermodel.source_of(art.ref)
-    if source.kind in NOT_TRAINABLE:
-        raise UserError(f"{art.label}: {NOT_TRAINABLE[source.kind]}")
-    _check_objective(objective)
     plan = input_plan.plan(art.signature, batch_size or DEFAULT_BATCH,
                            art.shapes_for(shapes, given), int_ranges, art.graph_ranges, given)
     fills = []

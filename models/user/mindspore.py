@@ -90,8 +90,6 @@ def trainable(model: Any, source: Source, names: list[str], output: str) -> Any:
     ``auto_prefix=False`` keeps the user's parameter names in the checkpoint."""
     from mindspore import nn
 
-    if source.kind == "mindir":                 # usermodel refuses it before any cell
-        raise UserError(f"{source.label}: a MindIR graph cannot be trained")
     index = int(output.rpartition("_")[2]) if output.startswith("output_") else None
 
     class Picked(nn.Cell):

@@ -131,8 +131,6 @@ class Picked(torch.nn.Module):
 
 
 def trainable(model: Any, source: Source, names: list[str], output: str) -> Picked:
-    if source.kind == "torch-export":           # usermodel refuses it before any cell
-        raise UserError(f"{source.label}: a torch.export program cannot be trained")
     return Picked(model, output)
 
 

@@ -109,8 +109,6 @@ def trainable(model: Any, source: Source, names: list[str], output: str) -> Any:
     user's model, so its trainable variables are the user's."""
     import keras
 
-    if source.kind == "savedmodel":             # usermodel refuses it before any cell
-        raise UserError(f"{source.label}: a SavedModel cannot be trained")
     outputs = output_names(model)
 
     class Picked(keras.Model):
