@@ -33,6 +33,9 @@ DATA = ["scikit-learn>=1.4", "pillow>=10.0"]
 # pytest-xdist runs each group on every core (tests/suites.py): most of a test's time
 # is one process importing a framework, which one core does alone.
 TEST = ["pytest>=8.0", "pytest-xdist>=3.5"]
+# --with PACKAGE==VERSION makes its overlay environments with uv (harness.envs): a
+# self-contained binary wheel, seconds where pip takes minutes to resolve a framework.
+ENVS = ["uv>=0.5"]
 # Bottom to top: each layer imports only the ones before it (tests/test_layers.py).
 LAYERS = ("models", "converters", "harness")
 
@@ -57,7 +60,8 @@ setup(
         "tensorrt": TENSORRT,
         "report": REPORT,
         "data": DATA,
-        "cpu": PYTORCH + TENSORFLOW + MINDSPORE + ONNX + REPORT + DATA,
+        "envs": ENVS,
+        "cpu": PYTORCH + TENSORFLOW + MINDSPORE + ONNX + REPORT + DATA + ENVS,
         "test": TEST,
     },
     entry_points={"console_scripts": ["dlbench = dlbench.harness.cli:main"]},

@@ -28,6 +28,7 @@ KINDS = {
     "probe": "dlbench.harness.usermodel:probe_child",    # a user's model: its signature
     "bench": "dlbench.harness.bench.child:run",
     "peak": "dlbench.harness.bench.peak:child",
+    "micro": "dlbench.harness.micro.child:run",         # dlbench micro: one op on one engine
     "eval": "dlbench.harness.evaluate.child:run",        # dlbench eval: accuracy on a held-out split
     # Used by the tests to exercise crash, hang and memory paths for real.
     "selftest": "dlbench.harness.selftest:child",

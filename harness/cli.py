@@ -17,8 +17,8 @@ from dlbench.harness import __version__
 from dlbench.harness.config import blame, parse_args
 from dlbench.models.errors import UserError
 
-COMMANDS = ("env", "models", "backends", "train", "export", "build", "verify", "bench", "eval",
-            "run", "report", "compare")
+COMMANDS = ("env", "models", "backends", "train", "export", "build", "verify", "bench", "micro",
+            "eval", "run", "report", "compare")
 
 
 class _Parser(argparse.ArgumentParser):

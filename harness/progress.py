@@ -211,6 +211,18 @@ def open_progress(n: int, kind: str, enabled: bool = True) -> Progress:
     return Progress(n, enabled=enabled, kind=kind)
 
 
+def open_sweep(n_cells: int, done: int, notes: list[str], kind: str, store_path: Any,
+               enabled: bool = True) -> Progress:
+    """A sweep's tracker for the cells it will run, with the plan's notes and what a
+    resume skipped said first (bench and micro say them alike)."""
+    bar = open_progress(n_cells - done, kind, enabled=enabled)
+    for n in notes:
+        bar.note(f"note: {n}")
+    if done:
+        bar.note(f"resuming: {done} of {n_cells} cells already in {store_path}, skipped")
+    return bar
+
+
 def with_progress(args: Any, label: str, kind: str, work: Any) -> Any:
     """Run ``work(say)`` as one unit on a display of its own (elapsed time on a terminal,
     one line when done); ``say`` prints the command's own lines; ``--quiet``: nothing."""

@@ -84,6 +84,21 @@ def store(db: str | None, record: dict[str, Any], artifact: dict[str, Any] | Non
     return record["id"]
 
 
+def keep(record: dict[str, Any], store: ResultStore, fp: dict[str, Any],
+         records: list[dict[str, Any]], json_path: str | None, on_record=None) -> None:
+    """A sweep's finished cell: stored at once (one transaction), the ``--json`` file
+    rewritten atomically, the caller told; so an interrupted sweep leaves complete
+    records only, in the database and the file alike."""
+    from dlbench.models.atomic import write_json
+
+    record["id"] = store.add(record, fp)
+    records.append(record)
+    if json_path:
+        write_json(json_path, records)
+    if on_record:
+        on_record(record)
+
+
 def artifact_row(path: Path, sha: str, fmt: str, precision: str, *, model: str | None,
                  framework: str | None, hop: str, source_path: Path | None,
                  source_sha256: str | None) -> dict[str, Any]:

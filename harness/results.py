@@ -96,6 +96,16 @@ ARTIFACT_COLUMNS = (
 )
 
 
+def sweep_store(db: str | os.PathLike | None, json_path: str | None = None) -> "ResultStore":
+    """The store a sweep writes, opened before any cell runs, and its ``--json`` path
+    checked creatable: a sweep fails on a bad path in its first second, not its last."""
+    if json_path:
+        check_can_create(json_path)
+    store = ResultStore(db)
+    store.check_writable()
+    return store
+
+
 def default_path() -> Path:
     return Path(os.environ.get("DLBENCH_DB") or DEFAULT_DB)
 

@@ -24,14 +24,15 @@ from dlbench.harness.backends.base import RunConfig
 from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.bench.peak import ensure_peaks
 from dlbench.harness.bench.plan import Cell, identity_key, validate
-from dlbench.harness.progress import Progress, open_progress, read_progress
+from dlbench.harness.progress import Progress, open_sweep, read_progress
 from dlbench.harness.bench.record import make_record, summary
 from dlbench.harness.bench.request import BenchRequest
 from dlbench.harness.context import new_run_id, now_iso
+from dlbench.harness.records import keep
 from dlbench.harness.fingerprint import fingerprint
 from dlbench.harness.launcher import CellOutcome, run_cell
-from dlbench.harness.results import ResultStore
-from dlbench.models.atomic import check_can_create, write_json
+from dlbench.harness.results import ResultStore, sweep_store
+from dlbench.models.atomic import write_json
 from dlbench.models.errors import UserError
 
 
@@ -143,19 +144,12 @@ def run_bench(req: BenchRequest, show_progress: bool = True,
     finds the request unsatisfiable (records finished until then are kept).
     """
     cells, notes = validate(req)
-    if req.json_path:
-        check_can_create(req.json_path)
-    store = ResultStore(req.db)
-    store.check_writable()
+    store = sweep_store(req.db, req.json_path)
     fp = fingerprint()
     run_id = new_run_id()
     keys = [identity_key(c, req, fp["machine_id"]) for c in cells]
     done, records = _resumed(req, store, keys)
-    bar = open_progress(len(cells) - len(done), "bench", enabled=show_progress)
-    for n in notes:
-        bar.note(f"note: {n}")
-    if done:
-        bar.note(f"resuming: {len(done)} of {len(cells)} cells already in {store.path}, skipped")
+    bar = open_sweep(len(cells), len(done), notes, "bench", store.path, show_progress)
     for n in ensure_peaks(store, fp, [c for c, k in zip(cells, keys) if k not in done]):
         bar.note(n)
     with tempfile.TemporaryDirectory(prefix="dlbench-bench-") as tmp:
@@ -167,12 +161,7 @@ def run_bench(req: BenchRequest, show_progress: bool = True,
             started = now_iso()
             outcomes = _run_repeats(cell, req, bar, progress_path)
             record = make_record(cell, req, outcomes, fp, run_id, started, store)
-            record["id"] = store.add(record, fp)
-            records.append(record)
-            if req.json_path:
-                write_json(req.json_path, records)
-            if on_record:
-                on_record(record)
+            keep(record, store, fp, records, req.json_path, on_record)
             bar.finish(summary(record))
     if req.json_path:
         write_json(req.json_path, records)

@@ -9,9 +9,9 @@ count.  Once a machine has a peak, a bench at a thread count without one
 measures it first (``ensure_peaks``), so every share is against its own
 thread count.
 
-* CPU, fp32: the best of numpy's ``matmul`` (the BLAS numpy ships, OpenBLAS
-  in the wheels) and ONNX Runtime's MatMul (MLAS) when it is installed, on
-  float32 matrices, threads = physical cores.  The best library counts: a
+* CPU, fp32: the best of ``dlbench micro gemm``'s numpy kernel (the BLAS
+  numpy ships, OpenBLAS in the wheels) and its ONNX Runtime kernel (MLAS)
+  when it is installed, on float32 matrices, threads = physical cores.  The best library counts: a
   peak below what a real network's convolutions reach (ONNX Runtime's
   ResNet-50 convolutions run at about 1.9x OpenBLAS's SGEMM on this project's
   Zen 5 machine) would put cells above 100 % of "peak";
@@ -52,10 +52,8 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
     device, seconds = payload["device"], float(payload.get("seconds", 2.0))
     if device == "cpu":
         n = int(payload.get("n") or CPU_N)
-        candidates = [_numpy_gemm(n, seconds)]
-        ort = _onnxruntime_gemm(n, seconds, int(payload.get("threads") or 0))
-        if ort:
-            candidates.append(ort)
+        candidates = [c for c in (_micro_gemm(e, n, seconds, int(payload.get("threads") or 0))
+                                  for e in CPU_ENGINES) if c]
         best = max(candidates, key=lambda c: c["gflops"])
         return {"results": [{"precision": "fp32", "n": n, **best,
                              "candidates": [{k: c[k] for k in ("library", "gflops")}
@@ -87,48 +85,28 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
     raise RuntimeError(f"no GEMM micro-benchmark for device {device!r}")
 
 
-def _numpy_gemm(n: int, seconds: float) -> dict[str, Any]:
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)
-    b = rng.standard_normal((n, n), dtype=np.float32)
-    out = np.empty((n, n), dtype=np.float32)
-    res = _time_best(lambda: np.matmul(a, b, out=out), lambda: None, 2.0 * n ** 3, seconds)
-    try:
-        config = np.show_config(mode="dicts")
-        blas = config.get("Build Dependencies", {}).get("blas", {}).get("name")
-    except TypeError:
-        blas = None
-    return {"library": f"numpy {np.__version__}" + (f" ({blas})" if blas else ""), **res}
+# The CPU peak is the best of these ``dlbench micro`` engines' fp32 GEMM kernels.
+CPU_ENGINES = ("numpy", "onnxruntime")
 
 
-def _onnxruntime_gemm(n: int, seconds: float, threads: int) -> dict[str, Any] | None:
-    """One MatMul node run by ONNX Runtime's CPU provider, or None without onnxruntime."""
+def _micro_gemm(engine: str, n: int, seconds: float, threads: int) -> dict[str, Any] | None:
+    """One engine's square fp32 GEMM, built as ``dlbench micro gemm`` builds it (the same
+    kernel, so a peak and a micro cell are one measurement), or None when the engine is
+    not installed."""
     from dlbench.harness.frameworks import is_installed
+    from dlbench.harness.micro import engines
+    from dlbench.harness.micro.ops import Op
+    from dlbench.harness.threads import physical_cores
 
-    if not (is_installed("onnxruntime") and is_installed("onnx")):
+    module = engines.module(engine)
+    if not is_installed(module.FRAMEWORK):
         return None
-    import numpy as np
-    import onnx
-    import onnxruntime as ort
-    from onnx import TensorProto, helper
-
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["a", "b"], ["c"])], "gemm",
-        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [n, n]) for x in ("a", "b")],
-        [helper.make_tensor_value_info("c", TensorProto.FLOAT, [n, n])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = min(model.ir_version, 8)
-    opts = ort.SessionOptions()
-    if threads:
-        opts.intra_op_num_threads = threads
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
-    rng = np.random.default_rng(0)
-    feeds = {x: rng.standard_normal((n, n), dtype=np.float32) for x in ("a", "b")}
-    res = _time_best(lambda: sess.run(None, feeds), lambda: None, 2.0 * n ** 3, seconds)
-    return {"library": f"onnxruntime {ort.__version__} (MLAS)", "onnx": onnx.__version__, **res}
+    op = Op("gemm", (n, n, n))
+    inputs = engines.make_inputs(op, "fp32")
+    kernel = module.build(op, "fp32", "cpu", inputs, threads or physical_cores())
+    res = _time_best(kernel.step, lambda: None, op.flops(), seconds)
+    engines.check(op, "fp32", inputs, kernel)
+    return {"library": kernel.library, **res}
 
 
 # Which measured peak a cell's precision is compared with.

@@ -26,10 +26,12 @@ def add_arguments(p) -> None:
     axes = p.add_argument_group("axis (give one twice: baseline value, then candidate value)")
     axes.add_argument("--framework", action="append", metavar="NAME")
     axes.add_argument("--backend", action="append", metavar="NAME")
+    axes.add_argument("--with", dest="with_", action="append", metavar="PACKAGE==VERSION",
+                      help="the --with environments of micro cells ('installed': dlbench's own)")
     axes.add_argument("--run", action="append", metavar="RUN_ID")
     narrow = p.add_argument_group("narrowing filters (both sides)")
     narrow.add_argument("--model")
-    narrow.add_argument("--kind", choices=("train", "bench"))
+    narrow.add_argument("--kind", choices=("train", "bench", "micro"))
     narrow.add_argument("--precision")
     narrow.add_argument("--batch-size", type=int)
     p.add_argument("--confidence", type=float, default=0.95,
@@ -67,7 +69,7 @@ def run(args) -> int:
     from dlbench.harness.compare import compare
     from dlbench.harness.compare.noise import Calibration, floor_for
     from dlbench.harness.config import field_default
-    from dlbench.harness.compare.sources import Filters, axis_values, load_sides
+    from dlbench.harness.compare.sources import INSTALLED, Filters, axis_values, load_sides
     from dlbench.harness.compare.table import (comparison_table, footnote, paper_table, unmatched)
     from dlbench.models.errors import UserError
     from dlbench.harness.results import ResultStore
@@ -94,9 +96,11 @@ def run(args) -> int:
     filters = Filters(model=args.model, kind=args.kind, precision=args.precision,
                       batch_size=args.batch_size)
     axes = []
-    for name in ("framework", "backend"):
-        values = axis_values(name, getattr(args, name))
+    for name in ("framework", "backend", "with"):
+        values = axis_values(name, getattr(args, "with_" if name == "with" else name))
         if values:
+            if name == "with":          # the installed packages: no --with environment
+                values = tuple(None if v == INSTALLED else v for v in values)
             filters.baseline[name], filters.candidate[name] = values
             axes.append(name)
     runs = axis_values("run", args.run)

@@ -12,13 +12,22 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 IDENTITY = ("kind", "model", "device", "precision", "batch_size", "scenario",
-            "intra_op_threads", "inter_op_threads", "backend", "framework", "machine_id")
+            "intra_op_threads", "inter_op_threads", "backend", "framework", "machine_id", "with")
 _STATUS_RANK = {"ok": 2, "unstable": 1}
+# Identity kept in a record's context, not a column: the --with environment of a cell
+# (None: the installed packages).
+CONTEXT_FIELDS = ("with",)
+
+
+def field(record: dict[str, Any], name: str) -> Any:
+    if name in CONTEXT_FIELDS:
+        return (record.get("context") or {}).get(name)
+    return record.get(name)
 
 
 def cell_identity(record: dict[str, Any], ignore: Iterable[str] = ()) -> tuple:
     skip = set(ignore)
-    return tuple((k, record.get(k)) for k in IDENTITY if k not in skip)
+    return tuple((k, field(record, k)) for k in IDENTITY if k not in skip)
 
 
 def newest_per_cell(records: Iterable[dict[str, Any]],

@@ -40,7 +40,7 @@ def throughput_samples(record: dict[str, Any]) -> tuple[list[float] | None, str 
         return None, "batch size unknown"
     if record.get("kind") == "train":
         times, scale = m.get("step_times_s"), 1.0
-    elif record.get("kind") == "bench":
+    elif record.get("kind") in ("bench", "micro"):       # micro: one call per iteration
         if record.get("scenario") == "server":
             # Per-query latencies include queueing: batch / latency is no throughput.
             return None, "server scenario: latencies are per query"

@@ -11,11 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.models.errors import UserError
+from dlbench.harness.compare import match
 from dlbench.harness.results import ResultStore
+from dlbench.models.errors import UserError
 
-COMPARABLE_KINDS = ("train", "bench")
-AXES = ("framework", "backend", "run")
+COMPARABLE_KINDS = ("train", "bench", "micro")
+AXES = ("framework", "backend", "with", "run")
+# --with's value for the packages installed in dlbench's own environment.
+INSTALLED = "installed"
 
 
 @dataclass
@@ -33,11 +36,10 @@ class Filters:
         if record.get("kind") not in COMPARABLE_KINDS:
             return False
         for col, want in (("model", self.model), ("kind", self.kind),
-                          ("precision", self.precision), ("batch_size", self.batch_size),
-                          *side.items()):
+                          ("precision", self.precision), ("batch_size", self.batch_size)):
             if want is not None and record.get(col) != want:
                 return False
-        return True
+        return all(match.field(record, col) == want for col, want in side.items())
 
 
 def axis_values(name: str, values: list[str] | None) -> tuple[str, str] | None:
@@ -100,7 +102,8 @@ def load_sides(positionals: list[str], store: ResultStore, filters: Filters,
     else:
         if not (filters.baseline or filters.candidate):
             raise UserError("nothing to compare: give BASELINE CANDIDATE (run ids or --json "
-                            "files), or an axis option twice (--framework, --backend, --run)")
+                            "files), or an axis option twice (--framework, --backend, --with, "
+                            "--run)")
         if filters.baseline == filters.candidate:
             raise UserError("baseline and candidate select the same records: the axis values "
                             "must differ")
@@ -111,7 +114,7 @@ def load_sides(positionals: list[str], store: ResultStore, filters: Filters,
     for name, records, side in zip(names, raw, (filters.baseline, filters.candidate)):
         kept = [r for r in records if filters.keep(r, side)]
         if not kept:
-            raise UserError(f"nothing to compare: no train or bench records for {name}"
+            raise UserError(f"nothing to compare: no train, bench or micro records for {name}"
                             f"{_describe_narrowing(filters)}")
         sides.append(kept)
     return sides[0], sides[1]

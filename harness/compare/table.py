@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlbench.harness.compare.match import field
 from dlbench.harness.compare.pairs import Comparison, Pair
+from dlbench.harness.compare.sources import INSTALLED
 from dlbench.harness.frameworks import FRAMEWORKS
 from dlbench.harness.tables import markdown, network_name
 
+# Kinds whose cells are named by their backend (engine), not their framework.
+ENGINE_KINDS = ("bench", "micro")
 # The paper names rows GoogleNet_MS, GoogleNet_PT.
 SUFFIX = {"pytorch": "PT", "mindspore": "MS", "tensorflow": "TF"}
 
@@ -26,8 +30,11 @@ def _threads(n: int) -> str:
 
 def cell_label(p: Pair) -> str:
     a, b = p.baseline, p.candidate
-    engine = "backend" if a.get("kind") == "bench" else "framework"
+    engine = "backend" if a.get("kind") in ENGINE_KINDS else "framework"
     parts = [_change(a.get(engine), b.get(engine))]
+    envs = field(a, "with"), field(b, "with")
+    if envs[0] != envs[1] or envs[0]:
+        parts[0] += f" [{_change(envs[0] or INSTALLED, envs[1] or INSTALLED)}]"
     other = "framework" if engine == "backend" else "backend"
     if a.get(other) != b.get(other) and (a.get(other) or b.get(other)):
         parts[0] += f" ({_change(a.get(other), b.get(other))})"
@@ -64,7 +71,7 @@ def comparison_table(c: Comparison, confidence: float = 0.95,
 
 
 def _record_label(r: dict[str, Any]) -> str:
-    engine = r.get("backend") if r.get("kind") == "bench" else r.get("framework")
+    engine = r.get("backend") if r.get("kind") in ENGINE_KINDS else r.get("framework")
     scenario = r.get("scenario") if r.get("kind") == "bench" else None
     parts = [r.get("kind"), engine, r.get("device"), r.get("precision"),
              f"batch {r.get('batch_size')}", scenario,

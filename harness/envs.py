@@ -1,0 +1,115 @@
+"""``--with PACKAGE==VERSION``: run cells against another version of one package.
+
+An environment is an overlay: ``uv pip install --target DIR PACKAGE==VERSION``
+puts that version and its dependencies in a directory of its own, and a
+cell run with ``PYTHONPATH=DIR`` imports them ahead of the installed ones,
+while dlbench and everything the version does not replace come from the
+project's environment.  Why not a whole new virtualenv: it would fetch and
+unpack every framework again (gigabytes) to change one package; the overlay
+costs the package alone, and the cell's record lists the package set it
+actually imported, so what shadowed what is never a guess.
+
+Overlays are cached under ``$DLBENCH_ENV_CACHE`` (default
+``~/.cache/dlbench/envs``), one directory per spec and Python version, made
+in a temporary directory and renamed when complete, so an interrupted
+install is never reused.  uv reads its own index settings (``UV_INDEX_URL``,
+``UV_FIND_LINKS``, ``UV_NO_INDEX``, ...); pip's (``PIP_INDEX_URL``,
+``PIP_EXTRA_INDEX_URL``, ``PIP_FIND_LINKS``, ``PIP_CERT``) are passed on
+where uv's are unset, so the registries pip reaches are the ones uv reaches.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from dlbench.models.errors import UserError
+
+SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
+INSTALL_TIMEOUT_S = 1800
+_FROM_PIP = (("PIP_INDEX_URL", "UV_INDEX_URL"), ("PIP_EXTRA_INDEX_URL", "UV_EXTRA_INDEX_URL"),
+             ("PIP_FIND_LINKS", "UV_FIND_LINKS"), ("PIP_CERT", "SSL_CERT_FILE"))
+
+
+def _name(spec: str) -> str:
+    return re.sub(r"[-_.]+", "-", SPEC.match(spec)[1]).lower()
+
+
+def check_specs(specs: list[str]) -> None:
+    for spec in specs:
+        if not SPEC.match(spec):
+            raise UserError(f"--with {spec!r}: expected PACKAGE==VERSION (an exact version), "
+                            f"e.g. --with mindspore==2.8.0")
+    if len(set(specs)) != len(specs):
+        raise UserError("--with: the same PACKAGE==VERSION was given twice")
+
+
+def provides(specs: list[str], distribution: str) -> bool:
+    want = re.sub(r"[-_.]+", "-", distribution).lower()
+    return any(_name(s) == want for s in specs)
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("DLBENCH_ENV_CACHE")
+                or Path.home() / ".cache" / "dlbench" / "envs")
+
+
+def location(spec: str) -> Path:
+    tag = f"py{sys.version_info.major}{sys.version_info.minor}"
+    return cache_root() / f"{re.sub(r'[^A-Za-z0-9.+_-]', '_', spec)}-{tag}"
+
+
+def uv() -> str | None:
+    here = Path(sys.executable).parent / "uv"
+    return str(here) if here.is_file() else shutil.which("uv")
+
+
+def _uv_env() -> dict[str, str]:
+    env = dict(os.environ)
+    for pip_var, uv_var in _FROM_PIP:
+        if env.get(pip_var) and not env.get(uv_var):
+            env[uv_var] = env[pip_var]
+    return env
+
+
+def prepare(spec: str) -> tuple[Path | None, str | None]:
+    """(the overlay directory, None), made once and cached; or (None, why it cannot be had:
+    uv's own reason), which is that cell's failure, not the sweep's."""
+    target = location(spec)
+    if (target / ".complete").is_file():
+        return target, None
+    exe = uv()
+    if exe is None:
+        return None, f"--with {spec}: uv is not installed (pip install uv; make install has it)"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    cmd = [exe, "pip", "install", "--quiet", "--target", str(tmp), "--python", sys.executable,
+           spec]
+    try:
+        proc = subprocess.run(cmd, env=_uv_env(), capture_output=True, text=True,
+                              timeout=INSTALL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return None, f"--with {spec}: uv did not finish in {INSTALL_TIMEOUT_S} s"
+    if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+        reason = " ".join(lines[-4:]) or f"exit status {proc.returncode}"
+        return None, f"--with {spec}: cannot install: {reason}"
+    (tmp / ".complete").write_text(" ".join(cmd[:-1] + [spec]) + "\n", encoding="utf-8")
+    try:
+        tmp.rename(target)
+    except OSError:                     # another process finished the same overlay first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target, None
+
+
+def environment(directory: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables a cell gets to import from the overlay first."""
+    base = os.environ if base is None else base
+    paths = [str(directory)] + [p for p in base.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {"PYTHONPATH": os.pathsep.join(paths)}

@@ -1,0 +1,82 @@
+"""ONNX Runtime: a one-node graph per op (MatMul, MatMulInteger, Conv, Identity, Mul+Add).
+
+The graph is built with ``onnx.helper`` in the cell and run through the CPU
+provider (MLAS), or the CUDA provider when asked, which must then be the one
+that ran the node.  Feeds are bound once with IO binding, so the clock sees
+the kernel, not the copy of the inputs into the session.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dlbench.harness import mathmode
+from dlbench.harness.micro.engines import TRIAD_SCALAR, Kernel
+
+FRAMEWORK = "onnxruntime"
+DEVICES = ("cpu", "cuda")
+SUPPORTS = {"gemm": ("fp32", "int8"), "conv": ("fp32",), "memory": ("fp32",)}
+PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+
+
+def _graph(op, precision, inputs):
+    from onnx import TensorProto, helper, numpy_helper
+
+    elem = TensorProto.INT8 if precision == "int8" else TensorProto.FLOAT
+    feeds = {k: v for k, v in inputs.items()}
+    nodes, inits, out_type = [], [], TensorProto.FLOAT
+    if op.kind == "gemm":
+        if precision == "int8":
+            nodes.append(helper.make_node("MatMulInteger", ["a", "b"], ["y"]))
+            out_type = TensorProto.INT32
+        else:
+            nodes.append(helper.make_node("MatMul", ["a", "b"], ["y"]))
+    elif op.kind == "conv":
+        r, s = op.dims[5], op.dims[6]
+        nodes.append(helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[r, r],
+                                      strides=[s, s], pads=[r // 2] * 4))
+    elif op.kernel == "copy":
+        feeds = {"a": inputs["a"]}
+        nodes.append(helper.make_node("Identity", ["a"], ["y"]))
+    else:
+        feeds = {"b": inputs["b"], "c": inputs["c"]}
+        inits.append(numpy_helper.from_array(np.array(TRIAD_SCALAR, np.float32), "s"))
+        nodes += [helper.make_node("Mul", ["c", "s"], ["sc"]),
+                  helper.make_node("Add", ["b", "sc"], ["y"])]
+    graph = helper.make_graph(
+        nodes, op.kind, [helper.make_tensor_value_info(k, elem, list(v.shape))
+                         for k, v in feeds.items()],
+        [helper.make_tensor_value_info("y", out_type, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = min(model.ir_version, 8)
+    return model, feeds
+
+
+def build(op, precision, device, inputs, threads) -> Kernel:
+    import onnxruntime as ort
+
+    model, feeds = _graph(op, precision, inputs)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    provider_opts = mathmode.onnxruntime_options(so, precision if precision != "int8" else "fp32")
+    provider = PROVIDERS[device]
+    providers = [(provider, provider_opts)] if device == "cuda" else [provider]
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=providers)
+    if sess.get_providers()[0] != provider:
+        raise RuntimeError(f"ONNX Runtime {ort.__version__} ran on {sess.get_providers()[0]}, "
+                           f"not {provider}")
+    math = mathmode.onnxruntime_math(sess, so, "fp32")
+    binding = sess.io_binding()
+    ort_device = "cuda" if device == "cuda" else "cpu"
+    for name, value in feeds.items():
+        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(value, ort_device, 0))
+    binding.bind_output("y", ort_device)
+
+    def step():
+        sess.run_with_iobinding(binding)
+
+    def output():
+        return binding.get_outputs()[0].numpy()
+    notes = ["triad as Mul + Add: two kernels"] if op.kernel == "triad" else []
+    return Kernel(step, output, f"onnxruntime {ort.__version__} ({provider})",
+                  "NCHW" if op.kind == "conv" else "", notes, math)

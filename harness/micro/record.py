@@ -1,0 +1,67 @@
+"""One micro cell's outcome as the record the store keeps: built by ``records.new_record``.
+
+The stability rule is bench's (``stats.stability``: IQR / median of the
+per-iteration times), and the share of peak is bench's
+(``bench.peak.share_of_peak``), so a micro cell and a model cell are read the
+same way.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from dlbench.harness import records, stats
+from dlbench.harness.bench import peak as peak_mod
+from dlbench.harness.context import cell_key
+from dlbench.harness.micro import engines
+
+
+def identity(cell, req) -> dict[str, Any]:
+    return {**cell.identity(), "device": req.device, "allocator": req.allocator}
+
+
+def cell_key_of(cell, req, fp: dict[str, Any]) -> str:
+    """The key ``records.new_record`` gives the cell's record (resume looks it up)."""
+    return cell_key("micro", {**identity(cell, req), "machine_id": fp["machine_id"]})
+
+
+def make_record(cell, req, launched, env_error: str | None, fp: dict[str, Any], run_id: str,
+                started: str, store) -> dict[str, Any]:
+    outcome, env = launched if launched else (None, None)
+    mod = engines.module(cell.engine)
+    result = (outcome.result or {}) if outcome is not None and outcome.ok else {}
+    runtime = result.get("runtime") or {}
+    m = dict(result.get("metrics") or {})
+    error = env_error or (None if outcome is None or outcome.ok else outcome.error)
+    op = cell.op
+    if not error:
+        calls = m["throughput_sps"]
+        m["flops_per_call"] = op.flops()
+        m["bytes_per_call"] = op.bytes_moved(cell.precision)
+        m["gflops"] = op.flops() * calls / 1e9 if op.flops() else None
+        m["gbps"] = m["bytes_per_call"] * calls / 1e9
+        if op.kind != "memory":
+            m.update(peak_mod.share_of_peak(store, fp["machine_id"], req.device, cell.precision,
+                                            cell.threads, m["gflops"]))
+        m["stability"] = stats.stability(m.get("iqr_over_median"))
+        m["unstable"] = m["stability"]["unstable"]
+    status = "failed" if error else ("unstable" if m["unstable"] else "ok")
+    record = records.new_record(
+        "micro", run_id=run_id, identity=identity(cell, req), started=started, argv=req.argv,
+        device=req.device, fp=fp, env=env, status=status, error=error,
+        duration_s=outcome.wall_s if outcome is not None else None, model=op.label,
+        backend=cell.engine,
+        backend_version=runtime.get("version"), precision=cell.precision, batch_size=1,
+        intra_op_threads=cell.threads, inter_op_threads=1, iterations=m.get("iterations"),
+        warmup_iterations=m.get("warmup_iterations"), throughput_sps=m.get("throughput_sps"),
+        peak_rss_mb=outcome.peak_rss_mb if outcome is not None else None, metrics=m)
+    record["context"].update({
+        "op": op.to_dict(), "engine_distribution": mod.FRAMEWORK,
+        "with": cell.env or None, "packages": runtime.get("packages"),
+        "runtime": {k: runtime.get(k) for k in ("library", "layout", "notes")},
+        "math_mode": runtime.get("math_mode"), "stop_rule": req.rule.to_dict(),
+        "notes": list(runtime.get("notes") or []) + (
+            [m["peak_note"]] if m.get("peak_note") else []),
+        "traceback": outcome.traceback if outcome is not None and not outcome.ok else None,
+        "log_tail": outcome.log_tail if outcome is not None and not outcome.ok else None,
+    })
+    return record

@@ -1,0 +1,52 @@
+"""Micro records as a Markdown table: one row per cell, in plan order."""
+from __future__ import annotations
+
+from typing import Any
+
+from dlbench.harness.tables import markdown
+
+HEADERS = ["Op", "Engine", "Precision", "Threads", "With", "GFLOP/s", "GB/s", "% of peak",
+           "p50 ms", "Status"]
+
+
+def _best_stream(records) -> dict[tuple, float]:
+    """The best GB/s of any memory stream per (device, threads): the bandwidth ceiling the
+    streams are put against (this machine's, as measured in these records)."""
+    best: dict[tuple, float] = {}
+    for r in records:
+        if r["status"] != "failed" and r["context"]["op"]["kind"] == "memory":
+            key = (r["device"], r["intra_op_threads"])
+            best[key] = max(best.get(key, 0.0), r["metrics"]["gbps"])
+    return best
+
+
+def first_line(error: str | None) -> str:
+    """An engine's message can run to a C++ call stack; a table cell takes its first line."""
+    return (error or "").strip().splitlines()[0] if (error or "").strip() else "unknown error"
+
+
+def _fmt(x: float | None, digits: str = ".4g") -> str:
+    return "-" if x is None else format(x, digits)
+
+
+def micro_table(records: list[dict[str, Any]]) -> str:
+    best = _best_stream(records)
+    rows = []
+    for r in records:
+        m, ctx = r.get("metrics") or {}, r["context"]
+        if r["status"] == "failed":
+            rows.append([r["model"], r["backend"], r["precision"], r["intra_op_threads"],
+                         ctx.get("with") or "-", "-", "-", "-", "-", "FAILED: " + first_line(r["error"])])
+            continue
+        if ctx["op"]["kind"] == "memory":
+            ceiling = best.get((r["device"], r["intra_op_threads"]))
+            share = f"{100 * m['gbps'] / ceiling:.0f}% of best stream" if ceiling else "-"
+        else:
+            share = _fmt(m.get("percent_of_peak"), ".0f")
+        status = r["status"] + (" (" + ", ".join(ctx["runtime"].get("notes") or []) + ")"
+                                if ctx["runtime"].get("notes") else "")
+        rows.append([r["model"], f"{r['backend']} {r.get('backend_version') or ''}".strip(),
+                     r["precision"], r["intra_op_threads"], ctx.get("with") or "-",
+                     _fmt(m.get("gflops")), _fmt(m.get("gbps")), share,
+                     _fmt((m.get("latency_ms") or {}).get("p50"), ".3g"), status])
+    return markdown(HEADERS, rows)
