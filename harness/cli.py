@@ -18,7 +18,7 @@ from dlbench.harness.config import blame, parse_args
 from dlbench.models.errors import UserError
 
 COMMANDS = ("env", "models", "backends", "train", "export", "build", "verify", "bench", "micro",
-            "eval", "run", "report", "compare")
+            "layer", "eval", "run", "report", "compare")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -9,6 +9,11 @@ unpack every framework again (gigabytes) to change one package; the overlay
 costs the package alone, and the cell's record lists the package set it
 actually imported, so what shadowed what is never a guess.
 
+Its dependencies are pinned to the versions installed here where the
+version allows it (uv's ``--constraint`` with this environment's package set),
+so that the package is the only thing that differs; when it needs others,
+uv resolves them afresh and the overlay's ``dlbench-env.json`` says why.
+
 Overlays are cached under ``$DLBENCH_ENV_CACHE`` (default
 ``~/.cache/dlbench/envs``), one directory per spec and Python version, made
 in a temporary directory and renamed when complete, so an interrupted
@@ -19,6 +24,7 @@ where uv's are unset, so the registries pip reaches are the ones uv reaches.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -31,6 +37,7 @@ from dlbench.models.errors import UserError
 
 SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
 INSTALL_TIMEOUT_S = 1800
+INFO = "dlbench-env.json"
 _FROM_PIP = (("PIP_INDEX_URL", "UV_INDEX_URL"), ("PIP_EXTRA_INDEX_URL", "UV_EXTRA_INDEX_URL"),
              ("PIP_FIND_LINKS", "UV_FIND_LINKS"), ("PIP_CERT", "SSL_CERT_FILE"))
 
@@ -87,25 +94,57 @@ def prepare(spec: str) -> tuple[Path | None, str | None]:
         return None, f"--with {spec}: uv is not installed (pip install uv; make install has it)"
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    cmd = [exe, "pip", "install", "--quiet", "--target", str(tmp), "--python", sys.executable,
-           spec]
-    try:
-        proc = subprocess.run(cmd, env=_uv_env(), capture_output=True, text=True,
-                              timeout=INSTALL_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        shutil.rmtree(tmp, ignore_errors=True)
-        return None, f"--with {spec}: uv did not finish in {INSTALL_TIMEOUT_S} s"
-    if proc.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
-        reason = " ".join(lines[-4:]) or f"exit status {proc.returncode}"
-        return None, f"--with {spec}: cannot install: {reason}"
-    (tmp / ".complete").write_text(" ".join(cmd[:-1] + [spec]) + "\n", encoding="utf-8")
+    pins = tmp / "installed-constraints.txt"
+    pins.write_text("\n".join(_installed_except(_name(spec))) + "\n", encoding="utf-8")
+    cmd = [exe, "pip", "install", "--quiet", "--target", str(tmp), "--python", sys.executable]
+    why = _uv(cmd + ["--constraint", str(pins), spec])
+    resolution = {"spec": spec, "dependencies": "pinned to the installed versions"}
+    if why is not None:
+        why_fresh = _uv(cmd + [spec])
+        if why_fresh is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return None, f"--with {spec}: cannot install: {why_fresh}"
+        resolution["dependencies"] = f"resolved afresh: with the installed versions, {why}"
+    pins.unlink()
+    (tmp / INFO).write_text(json.dumps(resolution) + "\n", encoding="utf-8")
+    (tmp / ".complete").write_text(" ".join(cmd + [spec]) + "\n", encoding="utf-8")
     try:
         tmp.rename(target)
     except OSError:                     # another process finished the same overlay first
         shutil.rmtree(tmp, ignore_errors=True)
     return target, None
+
+
+def _uv(cmd: list[str]) -> str | None:
+    """None when uv installed, else its reason in one line."""
+    try:
+        proc = subprocess.run(cmd, env=_uv_env(), capture_output=True, text=True,
+                              timeout=INSTALL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"uv did not finish in {INSTALL_TIMEOUT_S} s"
+    if proc.returncode == 0:
+        return None
+    lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+    return " ".join(lines[-4:]) or f"uv exit status {proc.returncode}"
+
+
+def _installed_except(name: str) -> list[str]:
+    """This environment's package set as constraints, less the package being replaced."""
+    from importlib import metadata
+
+    pins = {}
+    for d in metadata.distributions():
+        dist = d.metadata["Name"]
+        if dist and re.sub(r"[-_.]+", "-", dist).lower() != name:
+            pins.setdefault(re.sub(r"[-_.]+", "-", dist).lower(), f"{dist}=={d.version}")
+    return sorted(pins.values())
+
+
+def describe(directory: Path | None) -> dict | None:
+    """What an overlay holds and how its dependencies were resolved (for the record)."""
+    if directory is None or not (directory / INFO).is_file():
+        return None
+    return json.loads((directory / INFO).read_text(encoding="utf-8"))
 
 
 def environment(directory: Path, base: dict[str, str] | None = None) -> dict[str, str]:

@@ -32,3 +32,17 @@ def write_module(directory, name, source):
     sys.modules[key] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def micro_records(db) -> list[dict]:
+    """The ``micro`` records (micro and layer cells) in results database ``db``, with their
+    context and metrics parsed."""
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    rows = [dict(r) for r in con.execute("SELECT * FROM records WHERE kind = 'micro'")]
+    con.close()
+    for r in rows:
+        r["context"], r["metrics"] = json.loads(r["context"]), json.loads(r["metrics"])
+    return rows

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
-import sqlite3
 import zipfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from clitools import assert_usage_error
+from clitools import assert_usage_error, micro_records
 from dlbench.harness import envs
 from dlbench.harness.micro import engines
-from dlbench.harness.micro.ops import Op, from_model, parse
+from dlbench.harness.micro.ops import from_model, parse
 from dlbench.models.errors import UserError
 
-FAST = ["--min-duration", "0.05", "--min-iterations", "3", "--warmup", "1", "--threads", "1"]
+FAST = ["--min-duration", "0.02", "--min-iterations", "3", "--warmup", "1", "--threads", "1"]
 ALL_ENGINES = "numpy,pytorch,tensorflow,mindspore,onnxruntime"
 
 
@@ -65,20 +62,11 @@ def test_a_wrong_result_fails_the_check():
     assert want.shape == conv.out_hw()
 
 
-def _records(db: Path) -> list[dict]:
-    con = sqlite3.connect(db)
-    con.row_factory = sqlite3.Row
-    rows = [dict(r) for r in con.execute("SELECT * FROM records WHERE kind = 'micro'")]
-    for r in rows:
-        r["context"], r["metrics"] = json.loads(r["context"]), json.loads(r["metrics"])
-    return rows
-
-
 def test_every_engine_runs_gemm_and_is_checked(cli, workdir):
     db = workdir / "m.sqlite"
     res = cli("micro", "gemm", "--shape", "48x64x40", "--engine", ALL_ENGINES,
               "--precision", "fp32,bf16,int8", "--db", str(db), *FAST)
-    rows = {(r["backend"], r["precision"]): r for r in _records(db)}
+    rows = {(r["backend"], r["precision"]): r for r in micro_records(db)}
     # bf16 and int8 only where the engine's API has a kernel: the rest are said and left out.
     assert "numpy has no bf16 gemm kernel (it has fp32): left out" in res.stderr
     assert set(rows) >= {(e, "fp32") for e in ALL_ENGINES.split(",")}
@@ -107,7 +95,7 @@ def test_conv_and_memory_on_every_engine(cli, workdir):
     assert "numpy has no fp32 conv kernel: left out" in res.stderr
     res2 = cli("micro", "memory", "--shape", "1", "--engine", ALL_ENGINES, "--db", str(db), *FAST)
     assert res.returncode == 0 and res2.returncode == 0, res.stdout + res2.stdout
-    rows = _records(db)
+    rows = micro_records(db)
     convs = [r for r in rows if r["context"]["op"]["kind"] == "conv"]
     assert {r["backend"] for r in convs} == {"pytorch", "tensorflow", "mindspore", "onnxruntime"}
     tf = next(r for r in convs if r["backend"] == "tensorflow")
@@ -161,7 +149,7 @@ def test_with_is_an_axis_of_cached_environments(cli, workdir, monkeypatch):
     res = cli(*args, "--with", "dlbprobe==1.0", "--with", "dlbprobe==2.0",
               "--with", "dlbprobe==9.9")
     assert res.returncode == 1                           # 9.9 cannot install: its cells fail
-    rows = _records(db)
+    rows = micro_records(db)
     assert len(rows) == 6
     for r in rows:
         spec = r["context"]["with"]
@@ -171,6 +159,8 @@ def test_with_is_an_axis_of_cached_environments(cli, workdir, monkeypatch):
         else:
             assert r["status"] in ("ok", "unstable"), r["error"]
             assert spec in r["context"]["packages"]       # the package set the cell imported
+            assert r["context"]["with_resolution"] == {
+                "spec": spec, "dependencies": "pinned to the installed versions"}
             assert any(p.startswith("numpy==") for p in r["context"]["packages"])
     made = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
     assert sorted(made) == sorted(envs.location(f"dlbprobe=={v}").name for v in ("1.0", "2.0"))

@@ -14,25 +14,34 @@ HELP = "micro-benchmarks: GEMM, convolution and memory bandwidth across engines"
 
 
 def add_arguments(p) -> None:
-    from dlbench.harness.bench.measure import StopRule
-    from dlbench.harness.config import field_default
-    from dlbench.harness.micro.engines import ENGINES, INPUT_DTYPES
     from dlbench.harness.micro.ops import DEFAULTS, KINDS
-    from dlbench.harness.micro.sweep import MicroRequest
 
-    rule = field_default(MicroRequest, "rule")
     p.add_argument("op", choices=KINDS, help="gemm, conv or memory")
     p.add_argument("--shape", action="append", default=[],
                    help="GEMM MxKxN (or N), convolution NxCxHxW:KkR[sS], memory MiB per array; "
                         "repeat or comma-separate (defaults: " + "; ".join(
                             f"{k} {','.join(v)}" for k, v in DEFAULTS.items()) + ")")
+    add_common_arguments(p)
+
+
+def add_common_arguments(p, layer: bool = False) -> None:
+    """What ``micro`` and ``layer`` share: engines, precisions, axes, measurement, output."""
+    from dlbench.harness.config import field_default
+    from dlbench.harness.micro.engines import ENGINES, INPUT_DTYPES, LAYER_ENGINES
+    from dlbench.harness.micro.sweep import MicroRequest
+
+    rule = field_default(MicroRequest, "rule")
+    if layer:
+        p.add_argument("--shape", action="append", default=[],
+                       help="the layer's shape (see README 'Layer benchmarks', e.g. conv "
+                            "16x64x56x56:64k3, dense 32x2048x1000, lstm 32x50x128:256); repeat")
     p.add_argument("--model", default=None,
                    help="take the shapes from a zoo network's layers instead (e.g. resnet50)")
     p.add_argument("--batch", type=int, default=field_default(MicroRequest, "batch"),
                    help="batch of --model's shapes (default %(default)s)")
     p.add_argument("--engine", "-e", action="append", default=None,
-                   help=f"{', '.join(ENGINES)}; repeat or comma-separate (default: every "
-                        f"installed one)")
+                   help=f"{', '.join(LAYER_ENGINES if layer else ENGINES)}; repeat or "
+                        f"comma-separate, the first the reference (default: every installed one)")
     p.add_argument("--precision", action="append", default=None,
                    help=f"{', '.join(INPUT_DTYPES)}; repeat or comma-separate (default fp32)")
     p.add_argument("--device", default=field_default(MicroRequest, "device"),
@@ -67,13 +76,13 @@ def add_arguments(p) -> None:
     o.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
-def request_from(args, argv=None):
+def request_from(args, argv=None, kind: str | None = None):
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import split
     from dlbench.harness.micro.sweep import MicroRequest
 
     return MicroRequest(
-        kind=args.op, shapes=split(args.shape), model=args.model, batch=args.batch,
+        kind=kind or args.op, shapes=split(args.shape), model=args.model, batch=args.batch,
         engines=split(args.engine) if args.engine else None,
         precisions=split(args.precision) or ["fp32"], device=args.device,
         threads=split([args.threads], int) if args.threads else None, allocator=args.allocator,
@@ -86,9 +95,13 @@ def request_from(args, argv=None):
 
 
 def run(args) -> int:
+    return run_request(request_from(args), args.quiet)
+
+
+def run_request(req, quiet: bool) -> int:
     from dlbench.harness.micro.sweep import run_micro
     from dlbench.harness.micro.table import micro_table
 
-    records = run_micro(request_from(args), show_progress=not args.quiet)
+    records = run_micro(req, show_progress=not quiet)
     print(micro_table(records))
     return 0 if all(r["status"] != "failed" for r in records) else 1

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 IDENTITY = ("kind", "model", "device", "precision", "batch_size", "scenario",
-            "intra_op_threads", "inter_op_threads", "backend", "framework", "machine_id", "with")
+            "intra_op_threads", "inter_op_threads", "backend", "framework", "machine_id", "with",
+            "mode")
 _STATUS_RANK = {"ok": 2, "unstable": 1}
-# Identity kept in a record's context, not a column: the --with environment of a cell
-# (None: the installed packages).
-CONTEXT_FIELDS = ("with",)
+# Identity kept in a record's context, not a column: the --with environment of a micro or
+# layer cell (None: the installed packages), and a layer's mode (forward or train).
+CONTEXT_FIELDS = ("with", "mode")
 
 
 def field(record: dict[str, Any], name: str) -> Any:

@@ -12,31 +12,51 @@ from importlib import metadata
 from typing import Any
 
 from dlbench.harness.bench.measure import Clock, StopRule, measure
-from dlbench.harness.micro import engines
+from dlbench.harness.micro import engines, layers
 from dlbench.harness.micro.ops import Op
 
 
 def run(payload: dict[str, Any]) -> dict[str, Any]:
-    op = Op.from_dict(payload["op"])
-    precision, device = payload["precision"], payload["device"]
-    engine = engines.module(payload["engine"])
+    op = (layers.Layer if payload["op"]["kind"] == "layer" else Op).from_dict(payload["op"])
+    precision, device, mode = payload["precision"], payload["device"], payload.get("mode")
+    layer = op.kind == "layer"
+    engine = engines.module(payload["engine"], layer)
+    seed, threads = int(payload.get("seed", 0)), int(payload["threads"])
     t0 = time.perf_counter()
-    inputs = engines.make_inputs(op, precision, int(payload.get("seed", 0)))
-    kernel = engine.build(op, precision, device, inputs, int(payload["threads"]))
+    if layer:
+        inputs = layers.arrays(op, seed)
+        kernel = engine.build(op, mode, precision, device, inputs, threads)
+    else:
+        inputs = engines.make_inputs(op, precision, seed)
+        kernel = engine.build(op, precision, device, inputs, threads)
     prepare_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     kernel.step()
     first_ms = (time.perf_counter() - t0) * 1000
     rule = StopRule(**payload["rule"])
     metrics = measure(kernel.step, 1, rule, Clock())
-    error = engines.check(op, precision, inputs, kernel)
+    # A layer is compared with the other engines' by the parent; an op with numpy here.
+    checked = {"sample": _sample(kernel)} if layer else {
+        "relative_error": engines.check(op, precision, inputs, kernel)}
     return {"metrics": {**metrics, "prepare_s": prepare_s, "first_call_ms": first_ms,
-                        "relative_error": error},
+                        **checked},
             "runtime": {"library": kernel.library, "layout": kernel.layout,
                         "notes": kernel.notes, "math_mode": kernel.math,
                         "version": _version(engine.FRAMEWORK),
                         # Under --with, the whole environment the cell imported from.
                         "packages": _packages() if payload.get("packages") else None}}
+
+
+SAMPLE = 256            # values of a layer's output (and gradient) the parent compares
+
+
+def _sample(kernel) -> dict[str, Any]:
+    out = kernel.output()
+    sample = {"shape": list(out.shape), "output": out.reshape(-1)[:SAMPLE].tolist()}
+    if kernel.grad is not None:
+        grad = kernel.grad()
+        sample.update(grad_shape=list(grad.shape), grad=grad.reshape(-1)[:SAMPLE].tolist())
+    return sample
 
 
 def _packages() -> list[str]:

@@ -82,6 +82,7 @@ class Op:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Op":
+        """The op a payload describes (a layer is ``harness.micro.layers.Layer``'s)."""
         return cls(d["kind"], tuple(d["dims"]), d.get("kernel", ""), d.get("origin", ""))
 
 

@@ -15,6 +15,45 @@ from dlbench.harness.context import cell_key
 from dlbench.harness.micro import engines
 
 
+TRAIN_FACTOR = 3
+# Largest relative difference (max |a - b| / max |reference|) a layer's output and gradient
+# may have from the reference engine's: engines pick different algorithms (Winograd,
+# another summation order), so fp32 agrees to ~1e-5 typically, not bit for bit.
+AGREEMENT = {"fp32": 1e-3, "bf16": 5e-2}
+
+
+def agree(record: dict[str, Any], reference: dict[str, Any]) -> None:
+    """Compare a layer cell's output (and gradient) sample with its group's reference (the
+    first engine that ran it); the first one becomes the reference.  A disagreement
+    fails the cell: a fast layer that computes something else is not a result."""
+    import numpy as np
+
+    sample = (record.get("metrics") or {}).pop("sample", None)
+    if record["status"] == "failed" or sample is None:
+        return
+    if not reference:
+        reference.update(engine=record["backend"], sample=sample)
+        record["metrics"]["agreement"] = {"reference": record["backend"]}
+        return
+    ref, errors = reference["sample"], {"reference": reference["engine"]}
+    for key in ("output", "grad"):
+        if key in ref and key in sample:
+            a, b = np.asarray(sample[key]), np.asarray(ref[key])
+            if a.shape != b.shape or sample.get("shape") != ref.get("shape"):
+                errors[key] = float("inf")
+                continue
+            errors[key] = float(np.max(np.abs(a - b)) / (np.max(np.abs(b)) or 1.0))
+    record["metrics"]["agreement"] = errors
+    worst = max((v for k, v in errors.items() if k != "reference"), default=0.0)
+    limit = AGREEMENT.get(record["precision"], 1e-3)
+    if not worst <= limit:
+        record["status"] = "failed"
+        record["error"] = (f"{record['model']} on {record['backend']} differs from "
+                           f"{reference['engine']}'s: relative error {worst:.3g} > {limit:g} "
+                           f"(" + ", ".join(f"{k} {v:.3g}" for k, v in errors.items()
+                                            if k != "reference") + ")")
+
+
 def identity(cell, req) -> dict[str, Any]:
     return {**cell.identity(), "device": req.device, "allocator": req.allocator}
 
@@ -27,7 +66,7 @@ def cell_key_of(cell, req, fp: dict[str, Any]) -> str:
 def make_record(cell, req, launched, env_error: str | None, fp: dict[str, Any], run_id: str,
                 started: str, store) -> dict[str, Any]:
     outcome, env = launched if launched else (None, None)
-    mod = engines.module(cell.engine)
+    mod = engines.module(cell.engine, bool(cell.mode))
     result = (outcome.result or {}) if outcome is not None and outcome.ok else {}
     runtime = result.get("runtime") or {}
     m = dict(result.get("metrics") or {})
@@ -35,9 +74,12 @@ def make_record(cell, req, launched, env_error: str | None, fp: dict[str, Any], 
     op = cell.op
     if not error:
         calls = m["throughput_sps"]
-        m["flops_per_call"] = op.flops()
-        m["bytes_per_call"] = op.bytes_moved(cell.precision)
-        m["gflops"] = op.flops() * calls / 1e9 if op.flops() else None
+        # A train call is forward + backward: about three forwards (the input's and the
+        # weights' gradients each cost one), the usual convention, said in the record.
+        factor = TRAIN_FACTOR if cell.mode == "train" else 1
+        m["flops_per_call"] = op.flops() * factor
+        m["bytes_per_call"] = op.bytes_moved(cell.precision) * factor
+        m["gflops"] = m["flops_per_call"] * calls / 1e9 if op.flops() else None
         m["gbps"] = m["bytes_per_call"] * calls / 1e9
         if op.kind != "memory":
             m.update(peak_mod.share_of_peak(store, fp["machine_id"], req.device, cell.precision,
@@ -55,7 +97,7 @@ def make_record(cell, req, launched, env_error: str | None, fp: dict[str, Any], 
         warmup_iterations=m.get("warmup_iterations"), throughput_sps=m.get("throughput_sps"),
         peak_rss_mb=outcome.peak_rss_mb if outcome is not None else None, metrics=m)
     record["context"].update({
-        "op": op.to_dict(), "engine_distribution": mod.FRAMEWORK,
+        "op": op.to_dict(), "engine_distribution": mod.FRAMEWORK, "mode": cell.mode or None,
         "with": cell.env or None, "packages": runtime.get("packages"),
         "runtime": {k: runtime.get(k) for k in ("library", "layout", "notes")},
         "math_mode": runtime.get("math_mode"), "stop_rule": req.rule.to_dict(),

@@ -25,8 +25,10 @@ from dlbench.models.errors import UserError
 
 @dataclass
 class MicroRequest:
-    kind: str
+    kind: str                                            # gemm, conv, memory, or layer
     shapes: list[str] = field(default_factory=list)      # empty: the kind's defaults
+    layer: str | None = None                             # layer: its type (harness.micro.layers)
+    modes: list[str] = field(default_factory=lambda: ["forward"])    # layer: forward, train
     model: str | None = None                             # or the zoo network's own shapes
     batch: int = 1                                       # ... at this batch
     engines: list[str] | None = None                     # None: every installed one
@@ -34,7 +36,7 @@ class MicroRequest:
     device: str = "cpu"
     threads: list[int] | None = None                     # None: physical cores
     allocator: str = DEFAULT_ALLOCATOR
-    with_specs: list[str] = field(default_factory=list)  # --with PACKAGE==VERSION, each an axis value
+    with_specs: list[str] = field(default_factory=list)  # --with PACKAGE==VERSION: axis values
     rule: StopRule = field(default_factory=lambda: StopRule(min_duration_s=1.0))
     seed: int = 0
     timeout: float | None = 600
@@ -51,27 +53,53 @@ class MicroCell:
     precision: str
     threads: int
     env: str = ""                 # "" the installed packages, else a --with spec
+    mode: str = ""                # a layer's: forward or train
 
     @property
     def label(self) -> str:
-        return (f"{self.op.label} {self.engine} {self.precision} {self.threads}t"
+        return (f"{self.op.label} {self.engine} {self.precision}"
+                + (f" {self.mode}" if self.mode else "") + f" {self.threads}t"
                 + (f" [{self.env}]" if self.env else ""))
+
+    @property
+    def group(self) -> tuple:
+        """Cells that compute the same thing on different engines (a layer's outputs are
+        compared within it)."""
+        return (self.op, self.precision, self.mode, self.threads, self.env)
 
     def identity(self) -> dict[str, Any]:
         return {"op": self.op.label, "engine": self.engine, "precision": self.precision,
-                "threads": self.threads, "with": self.env}
+                "threads": self.threads, "with": self.env,
+                **({"mode": self.mode} if self.mode else {})}
 
 
 def ops_of(req: MicroRequest) -> list[Op]:
-    if req.kind not in KINDS:
+    if req.kind not in KINDS + ("layer",):
         raise UserError(f"unknown micro benchmark {req.kind!r} (choose from {', '.join(KINDS)})")
     if req.model and req.shapes:
         raise UserError("give --shape or --model, not both")
     if req.batch < 1:
         raise UserError(f"--batch must be at least 1, got {req.batch}")
+    if req.kind == "layer":
+        return _layers_of(req)
     if req.model:
         return from_model(req.kind, req.model, req.batch)
     return [op for text in (req.shapes or DEFAULTS[req.kind]) for op in parse(req.kind, text)]
+
+
+def _layers_of(req: MicroRequest) -> list[Op]:
+    from dlbench.harness.micro import layers
+
+    bad = [m for m in req.modes if m not in layers.MODES]
+    if bad:
+        raise UserError(f"unknown mode(s) {', '.join(bad)} (choose from "
+                        f"{', '.join(layers.MODES)})")
+    if req.model:
+        ops = layers.from_model(req.model, req.batch)
+        return [op for op in ops if op.kernel == req.layer] if req.layer else ops
+    if not req.layer or not req.shapes:
+        raise UserError("give a layer type and --shape, or --model NAME (its layers)")
+    return [layers.parse(req.layer, text) for text in req.shapes]
 
 
 def plan(req: MicroRequest) -> tuple[list[MicroCell], list[str]]:
@@ -83,15 +111,17 @@ def plan(req: MicroRequest) -> tuple[list[MicroCell], list[str]]:
     req.rule.validate()
     ops = ops_of(req)
     envs.check_specs(req.with_specs)
+    layer = req.kind == "layer"
+    registry = engines_mod.LAYER_ENGINES if layer else engines_mod.ENGINES
     named = req.engines is not None
-    names = req.engines if named else list(engines_mod.ENGINES)
-    unknown = [e for e in names if e not in engines_mod.ENGINES]
+    names = req.engines if named else list(registry)
+    unknown = [e for e in names if e not in registry]
     if unknown:
         raise UserError(f"unknown engine(s) {', '.join(unknown)} (choose from "
-                        f"{', '.join(engines_mod.ENGINES)})")
+                        f"{', '.join(registry)})")
     notes, chosen = [], []
     for name in names:
-        mod = engines_mod.module(name)
+        mod = engines_mod.module(name, layer)
         if not is_installed(mod.FRAMEWORK) and not envs.provides(req.with_specs, mod.FRAMEWORK):
             if named:
                 raise UserError(f"engine {name}: {mod.FRAMEWORK} is not installed (or give "
@@ -112,16 +142,22 @@ def plan(req: MicroRequest) -> tuple[list[MicroCell], list[str]]:
     if min(threads) < 1:
         raise UserError("--threads must be at least 1")
     cells = []
-    for name, precision in itertools.product(chosen, req.precisions):
-        have = engines_mod.module(name).SUPPORTS.get(req.kind, ())
-        if precision not in have:
-            notes.append(f"{name} has no {precision} {req.kind} kernel"
-                         + (f" (it has {', '.join(have)})" if have else "") + ": left out")
-            continue
-        if req.kind == "memory" and precision != "fp32":
-            continue
-        for op, t, env in itertools.product(ops, threads, req.with_specs or [""]):
-            cells.append(MicroCell(op, name, precision, t, env))
+    modes = req.modes if layer else [""]
+    # Cells of one group side by side, engines in the order given: the first engine's
+    # layer outputs are the reference the others are compared with.
+    for op, mode, precision, t, env in itertools.product(ops, modes, req.precisions, threads,
+                                                         req.with_specs or [""]):
+        for name in chosen:
+            what = f"{mode} layer" if layer else f"{req.kind} kernel"
+            have = engines_mod.module(name, layer).SUPPORTS.get(mode if layer else req.kind, ())
+            if precision not in have:
+                note = (f"{name} has no {precision} {what}"
+                        + (f" (it has {', '.join(have)})" if have else "") + ": left out")
+                notes += [note] if note not in notes else []
+                continue
+            if req.kind == "memory" and precision != "fp32":
+                continue
+            cells.append(MicroCell(op, name, precision, t, env, mode))
     if not cells:
         raise UserError(f"no micro cell to run: " + ("; ".join(notes) or
                                                      "no engine runs on " + req.device))
@@ -133,7 +169,7 @@ def run_micro(req: MicroRequest, show_progress: bool = True,
     from dlbench.harness import envs
     from dlbench.harness.context import new_run_id, now_iso
     from dlbench.harness.fingerprint import fingerprint
-    from dlbench.harness.micro.record import cell_key_of, make_record
+    from dlbench.harness.micro.record import agree, cell_key_of, make_record
     from dlbench.harness.progress import open_sweep
     from dlbench.harness.results import sweep_store
     from dlbench.harness.records import keep
@@ -145,7 +181,8 @@ def run_micro(req: MicroRequest, show_progress: bool = True,
     keys = [cell_key_of(c, req, fp) for c in cells]
     done = store.finished_cell_keys(keys) if req.resume else set()
     bar = open_sweep(len(cells), len(done), notes, "micro", store.path, show_progress)
-    records = []
+    records: list[dict[str, Any]] = []
+    references: dict[tuple, dict[str, Any]] = {}
     for cell, key in zip(cells, keys):
         if key in done:
             continue
@@ -154,6 +191,9 @@ def run_micro(req: MicroRequest, show_progress: bool = True,
         env_dir, env_error = envs.prepare(cell.env) if cell.env else (None, None)
         outcome = None if env_error else _launch(cell, req, env_dir)
         record = make_record(cell, req, outcome, env_error, fp, run_id, started, store)
+        record["context"]["with_resolution"] = envs.describe(env_dir)
+        if cell.mode:
+            agree(record, references.setdefault(cell.group, {}))
         keep(record, store, fp, records, req.json_path, on_record)
         bar.finish(_summary(record))
     return records
@@ -169,7 +209,7 @@ def _launch(cell: MicroCell, req: MicroRequest, env_dir):
                            extra=envs.environment(env_dir) if env_dir else None)
     payload = {"op": cell.op.to_dict(), "engine": cell.engine, "precision": cell.precision,
                "device": req.device, "threads": cell.threads, "seed": req.seed,
-               "rule": req.rule.to_dict(), "packages": bool(cell.env)}
+               "rule": req.rule.to_dict(), "packages": bool(cell.env), "mode": cell.mode}
     return run_cell("micro", payload, env=env, timeout=req.timeout), env
 
 

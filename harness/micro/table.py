@@ -20,6 +20,11 @@ def _best_stream(records) -> dict[tuple, float]:
     return best
 
 
+def _op(r: dict[str, Any]) -> str:
+    mode = r["context"].get("mode")
+    return r["model"] + (f" ({mode})" if mode else "")
+
+
 def first_line(error: str | None) -> str:
     """An engine's message can run to a C++ call stack; a table cell takes its first line."""
     return (error or "").strip().splitlines()[0] if (error or "").strip() else "unknown error"
@@ -35,8 +40,9 @@ def micro_table(records: list[dict[str, Any]]) -> str:
     for r in records:
         m, ctx = r.get("metrics") or {}, r["context"]
         if r["status"] == "failed":
-            rows.append([r["model"], r["backend"], r["precision"], r["intra_op_threads"],
-                         ctx.get("with") or "-", "-", "-", "-", "-", "FAILED: " + first_line(r["error"])])
+            rows.append([_op(r), r["backend"], r["precision"], r["intra_op_threads"],
+                         ctx.get("with") or "-", "-", "-", "-", "-",
+                         "FAILED: " + first_line(r["error"])])
             continue
         if ctx["op"]["kind"] == "memory":
             ceiling = best.get((r["device"], r["intra_op_threads"]))
@@ -45,7 +51,13 @@ def micro_table(records: list[dict[str, Any]]) -> str:
             share = _fmt(m.get("percent_of_peak"), ".0f")
         status = r["status"] + (" (" + ", ".join(ctx["runtime"].get("notes") or []) + ")"
                                 if ctx["runtime"].get("notes") else "")
-        rows.append([r["model"], f"{r['backend']} {r.get('backend_version') or ''}".strip(),
+        agreement = m.get("agreement") or {}
+        if agreement.get("reference") and agreement["reference"] != r["backend"]:
+            status += f"; = {agreement['reference']} (" + ", ".join(
+                f"{k} {v:.1g}" for k, v in agreement.items() if k != "reference") + ")"
+        elif agreement:
+            status += "; reference"
+        rows.append([_op(r), f"{r['backend']} {r.get('backend_version') or ''}".strip(),
                      r["precision"], r["intra_op_threads"], ctx.get("with") or "-",
                      _fmt(m.get("gflops")), _fmt(m.get("gbps")), share,
                      _fmt((m.get("latency_ms") or {}).get("p50"), ".3g"), status])

@@ -25,6 +25,9 @@ _CONV2D = simple(("weight", "kernel", _t(*HWIO_TO_OIHW), _t(*OIHW_TO_HWIO)),
 _CONV1D = simple(("weight", "kernel", _t(2, 1, 0), _t(2, 1, 0)),
                  Param("bias", "bias", optional=True))
 _DENSE = simple(("weight", "kernel", _t(1, 0), _t(1, 0)), Param("bias", "bias", optional=True))
+# DepthwiseConv2D kernel (kH, kW, channels, 1) <-> PyTorch's grouped conv (channels, 1, kH, kW).
+_DEPTHWISE = simple(("weight", "kernel", _t(2, 3, 0, 1), _t(2, 3, 0, 1)),
+                    Param("bias", "bias", optional=True))
 _BN = simple(Param("weight", "gamma", optional=True), Param("bias", "beta", optional=True),
              ("running_mean", "moving_mean"), ("running_var", "moving_variance"))
 
@@ -79,6 +82,7 @@ def _lstm_load(layer, mine: dict[str, np.ndarray]) -> None:
 # Layer class -> Rule.  Add a layer type here and in the PyTorch and MindSpore tables.
 RULES: dict[type, Rule] = {
     keras.layers.Conv1D: _CONV1D,
+    keras.layers.DepthwiseConv2D: _DEPTHWISE,
     keras.layers.Conv2D: _CONV2D,
     keras.layers.Dense: _DENSE,
     keras.layers.BatchNormalization: _BN,

@@ -27,6 +27,13 @@ ENGINES = {
     "mindspore": "dlbench.harness.micro.engines.ms_ops",
     "onnxruntime": "dlbench.harness.micro.engines.ort_ops",
 }
+# dlbench layer: one-layer networks (harness.micro.layers); SUPPORTS maps a mode to precisions.
+LAYER_ENGINES = {
+    "pytorch": "dlbench.harness.micro.engines.torch_layers",
+    "tensorflow": "dlbench.harness.micro.engines.tf_layers",
+    "mindspore": "dlbench.harness.micro.engines.ms_layers",
+    "onnxruntime": "dlbench.harness.micro.engines.ort_layers",
+}
 # Precision -> (numpy dtype the inputs are made in, before each engine casts them).
 INPUT_DTYPES = {"fp32": np.float32, "bf16": np.float32, "int8": np.int8}
 
@@ -39,10 +46,12 @@ class Kernel:
     layout: str = ""                        # NHWC when the engine's fast path is
     notes: list[str] = field(default_factory=list)
     math: dict[str, Any] | None = None      # float32 math mode in force (harness.mathmode)
+    # A layer's train step: the gradient of its input (an embedding: of its table).
+    grad: Callable[[], np.ndarray] | None = None
 
 
-def module(name: str):
-    return importlib.import_module(ENGINES[name])
+def module(name: str, layer: bool = False):
+    return importlib.import_module((LAYER_ENGINES if layer else ENGINES)[name])
 
 
 def make_inputs(op, precision: str, seed: int = 0) -> dict[str, np.ndarray]:

@@ -3,11 +3,13 @@
 PyNative is what runs a single op as written (graph mode would compile a
 one-op graph per shape and time the same kernels).  PyNative dispatches
 asynchronously, so each call waits for its result (``Tensor.data_sync``;
-``runtime.synchronize`` refuses the CPU) before it counts as done.  Written against the public API of 2.x, so that
-``--with mindspore==VERSION`` can time other releases with the same cell.
+``runtime.synchronize`` refuses the CPU) before it counts as done.  Written
+against the public API of 2.x, so that ``--with mindspore==VERSION`` can time
+other releases with the same cell.
 """
 from __future__ import annotations
 
+from dlbench.harness import mathmode
 from dlbench.harness.micro.engines import TRIAD_SCALAR, Kernel
 
 FRAMEWORK = "mindspore"
@@ -58,7 +60,8 @@ def build(op, precision, device, inputs, threads) -> Kernel:
     def step():
         out = box["out"] = call()
         out.data_sync(True)
-    math = {"mindspore.float32": "CPU kernels compute float32 in float32 (no switch)"}
+    math = mathmode.mindspore_math(ms, "CPU", "fp32")
     notes = ["triad as add(b, mul(c, s)): two kernels"] if op.kernel == "triad" else []
-    return Kernel(step, lambda: box["out"].astype(ms.float32).asnumpy(), f"mindspore {ms.__version__}",
+    return Kernel(step, lambda: box["out"].astype(ms.float32).asnumpy(),
+                  f"mindspore {ms.__version__}",
                   "NCHW" if op.kind == "conv" else "", notes, math)

@@ -18,7 +18,8 @@ SUPPORTS = {"gemm": ("fp32",), "memory": ("fp32",)}
 
 def _library() -> str:
     try:
-        blas = np.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {}).get("name")
+        deps = np.show_config(mode="dicts").get("Build Dependencies", {})
+        blas = deps.get("blas", {}).get("name")
     except TypeError:
         blas = None
     return f"numpy {np.__version__}" + (f" ({blas})" if blas else "")

@@ -1,0 +1,95 @@
+"""ONNX Runtime layers: the layer as one ONNX node (two for none) with the canonical
+weights as initializers, forward only (an inference session has no backward).
+The LSTM node takes gates i, o, f, c where PyTorch stacks i, f, g, o, and one
+bias of both halves; reordered here, before the graph is made.  Its input is
+time-major (the CPU kernel has no batch-first layout): transposed before the
+clock, and its output back for the comparison, as TensorFlow's NHWC is."""
+from __future__ import annotations
+
+import numpy as np
+
+from dlbench.harness import mathmode
+from dlbench.harness.micro import layers
+from dlbench.harness.micro.engines import Kernel
+from dlbench.harness.micro.engines.ort_ops import PROVIDERS
+
+FRAMEWORK = "onnxruntime"
+DEVICES = ("cpu", "cuda")
+SUPPORTS = {"forward": ("fp32",)}
+OPSET = 20                        # Gelu is a standard operator from opset 20
+
+
+def _gates(a: np.ndarray, h: int) -> np.ndarray:
+    i, f, g, o = (a[n * h:(n + 1) * h] for n in range(4))
+    return np.concatenate([i, o, f, g])
+
+
+def _node(op, arrays):
+    """(nodes, initializers as name -> array, output name)."""
+    from onnx import helper
+
+    d, k, a = op.dims, op.kernel, arrays
+    if k in ("conv", "dwconv"):
+        r, s = (d[5], d[6]) if k == "conv" else (d[4], d[5])
+        return [helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[r, r],
+                                 strides=[s, s], pads=[r // 2] * 4,
+                                 group=d[1] if k == "dwconv" else 1)], \
+            {"w": a["w"], "b": a["b"]}
+    if k == "dense":
+        return [helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)], \
+            {"w": a["w"], "b": a["b"]}
+    if k == "bn":
+        return [helper.make_node("BatchNormalization", ["x", "g", "bt", "m", "v"], ["y"],
+                                 epsilon=layers.EPS)], \
+            {"g": a["gamma"], "bt": a["beta"], "m": a["mean"], "v": a["var"]}
+    if k in ("maxpool", "avgpool"):
+        return [helper.make_node("MaxPool" if k == "maxpool" else "AveragePool", ["x"], ["y"],
+                                 kernel_shape=[d[4]] * 2, strides=[d[5]] * 2)], {}
+    if k == "layernorm":
+        return [helper.make_node("LayerNormalization", ["x", "g", "bt"], ["y"], axis=-1,
+                                 epsilon=layers.EPS)], {"g": a["gamma"], "bt": a["beta"]}
+    if k == "embedding":
+        return [helper.make_node("Gather", ["table", "x"], ["y"])], {"table": a["table"]}
+    if k == "lstm":
+        h = d[3]
+        bias = np.concatenate([_gates(a["b_ih"], h), _gates(a["b_hh"], h)])[None]
+        return [helper.make_node("LSTM", ["x", "W", "R", "B"], ["seq"], hidden_size=h),
+                helper.make_node("Squeeze", ["seq", "axis"], ["y"])], \
+            {"W": _gates(a["w_ih"], h)[None], "R": _gates(a["w_hh"], h)[None], "B": bias,
+             "axis": np.array([1], np.int64)}       # (T, 1, B, H) -> (T, B, H)
+    name = {"relu": "Relu", "gelu": "Gelu", "sigmoid": "Sigmoid", "tanh": "Tanh"}[k]
+    return [helper.make_node(name, ["x"], ["y"])], {}
+
+
+def build(op, mode, precision, device, arrays, threads) -> Kernel:
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits = _node(op, arrays)
+    lstm = op.kernel == "lstm"
+    x = np.ascontiguousarray(arrays["x"].transpose(1, 0, 2)) if lstm else arrays["x"]
+    elem = TensorProto.INT64 if x.dtype == np.int64 else TensorProto.FLOAT
+    graph = helper.make_graph(
+        nodes, op.kernel, [helper.make_tensor_value_info("x", elem, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.ascontiguousarray(v), n) for n, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = min(model.ir_version, 9)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
+    opts = mathmode.onnxruntime_options(so, precision)
+    provider = PROVIDERS[device]
+    sess = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=[(provider, opts)] if device == "cuda" else [provider])
+    if sess.get_providers()[0] != provider:
+        raise RuntimeError(f"ONNX Runtime ran on {sess.get_providers()[0]}, not {provider}")
+    binding = sess.io_binding()
+    ort_device = "cuda" if device == "cuda" else "cpu"
+    binding.bind_ortvalue_input("x", ort.OrtValue.ortvalue_from_numpy(x, ort_device, 0))
+    binding.bind_output("y", ort_device)
+    def output():
+        got = binding.get_outputs()[0].numpy()
+        return got.transpose(1, 0, 2) if lstm else got
+    return Kernel(lambda: sess.run_with_iobinding(binding), output,
+                  f"onnxruntime {ort.__version__} ({provider})", "TNC" if lstm else "NCHW",
+                  math=mathmode.onnxruntime_math(sess, so, precision))
