@@ -2,6 +2,7 @@
 (and, in train mode, gradients) compared across frameworks; shapes from a zoo walk."""
 from __future__ import annotations
 
+import json
 
 import pytest
 
@@ -94,3 +95,20 @@ def test_bad_input_is_one_line(cli, workdir):
                          (["relu", "--shape", "4", "--engine", "numpy"], "unknown engine"),
                          (["--model", "resnet50", "--shape", "4"], "not both")):
         assert_usage_error(cli("layer", *args, "--db", str(workdir / "x.sqlite")), needle)
+
+
+@pytest.mark.gpu
+def test_micro_and_layer_cells_run_on_cuda_in_ieee_fp32(cli, workdir):
+    """The same cells on an NVIDIA GPU: PyTorch's GEMM with TF32 off (read back), and a
+    layer whose CUDA output agrees with the CPU engines' reference."""
+    db = str(workdir / "g.sqlite")
+    res = cli("micro", "gemm", "--shape", "1024", "--engine", "pytorch", "--device", "cuda",
+              "--precision", "fp32,bf16", "--db", db, *FAST)
+    assert res.returncode == 0, res.stdout[-3000:]
+    rows = micro_records(db)
+    fp32 = next(r for r in rows if r["precision"] == "fp32")
+    assert fp32["device"] == "cuda" and fp32["context"]["math_mode"]
+    assert "ieee" in json.dumps(fp32["context"]["math_mode"]).lower()
+    res = cli("layer", "conv", "--shape", "8x64x28x28:64k3", "--engine", "pytorch",
+              "--device", "cuda", "--mode", "forward,train", "--db", db, *FAST)
+    assert res.returncode == 0, res.stdout[-3000:]

@@ -55,6 +55,10 @@ def db(tmp_path_factory):
         "--cv-threshold", "0.000001", *QUICK)
     cli("bench", str(onnx), "-b", "onnxruntime", "--batch-sizes", "8", "--threads", "1",
         "--timeout", "0.01", *QUICK, ok=(1,))
+    # Micro cells: a GEMM (the roofline's compute ceiling) and the streams (its bandwidth).
+    micro = ("--threads", "1", "--min-duration", "0.05", "--warmup", "1", "-q")
+    cli("micro", "gemm", "--shape", "64", "--engine", "numpy,onnxruntime", *micro)
+    cli("micro", "memory", "--shape", "1", "--engine", "numpy", *micro)
     return path
 
 
@@ -97,7 +101,18 @@ def test_markdown_tables_carry_the_database_figures(cli, db):
     out = _report(cli, db)
     assert out.returncode == 0, out.stderr
     sections = _sections(out.stdout)
-    assert list(sections) == ["Training", "Inference", "Conversion"]
+    assert list(sections) == ["Training", "Inference", "Micro and layer benchmarks",
+                              "Conversion"]
+    micro = _as_dicts(sections["Micro and layer benchmarks"])
+    assert [(r["Op"], r["Engine"].split()[0]) for r in micro] == [
+        ("gemm 64x64x64", "numpy"), ("gemm 64x64x64", "onnxruntime"),
+        ("copy 1MiB", "numpy"), ("triad 1MiB", "numpy")]
+    for r, rec in zip(micro, _records(db, "kind='micro'")):
+        assert r["Status"].startswith(rec["status"])
+        m = rec["metrics"]
+        if m["gflops"]:
+            assert float(r["GFLOP/s"]) == pytest.approx(m["gflops"], rel=1e-3)
+        assert float(r["GB/s"]) == pytest.approx(m["gbps"], rel=1e-3)
 
     # training: the registry's names, the record's throughput, 1 device -> "-"
     (train,) = _records(db, "kind='train'")
@@ -211,7 +226,7 @@ def test_every_table_names_its_machine_and_library_versions(cli, db):
     out = _report(cli, db)
     fp = ResultStore(db).machine(_records(db, "1=1")[0]["machine_id"])
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("Measured on machine")]
-    assert len(lines) == 3                      # one machine, three tables
+    assert len(lines) == 4                      # one machine, four tables
     for line in lines:
         assert fp["machine_id"] in line and fp["cpu"]["model"] in line
         assert f"{fp['cpu']['physical_cores']} physical" in line
@@ -256,8 +271,8 @@ def test_speedup_eval_columns_and_machines_from_derived_records(db):
 # ---------------------------------------------------------------- selection
 
 def test_run_latest_and_model_select_records(cli, db, tmp_path):
-    runs = [r["run_id"] for r in _records(db, "kind='bench'")]
-    first, last = runs[0], runs[-1]
+    runs = [r["run_id"] for r in _records(db, "kind IN ('bench', 'micro')")]
+    first, last = runs[0], runs[-1]                 # the last: the micro memory run
     out = _report(cli, db, "--run", first, "--format", "json")
     assert out.returncode == 0, out.stderr
     assert {r["run_id"] for r in json.loads(out.stdout)} == {first}
@@ -306,7 +321,7 @@ def _pngs(html: str) -> list[bytes]:
             for m in re.findall(r'<img [^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)]
 
 
-def test_html_is_one_self_contained_file_with_four_charts(cli, db, tmp_path):
+def test_html_is_one_self_contained_file_with_five_charts(cli, db, tmp_path):
     from PIL import Image
 
     dest = tmp_path / "report.html"
@@ -314,7 +329,7 @@ def test_html_is_one_self_contained_file_with_four_charts(cli, db, tmp_path):
     assert out.returncode == 0, out.stderr
     html = dest.read_text()
     pngs = _pngs(html)
-    assert len(pngs) == html.count("<img ") == 4
+    assert len(pngs) == html.count("<img ") == 5            # the roofline from the micro cells
     for png in pngs:
         img = Image.open(io.BytesIO(png))
         assert img.format == "PNG" and img.size[0] >= 400 and img.size[1] >= 200
@@ -322,7 +337,7 @@ def test_html_is_one_self_contained_file_with_four_charts(cli, db, tmp_path):
         assert len(Image.open(io.BytesIO(png)).convert("L").getcolors(2 ** 16)) > 10   # not blank
     assert not re.search(r'(src|href)="(?!data:)', html), "no external resources"
     assert "<link" not in html and "@import" not in html and "url(" not in html
-    for title in ("Training", "Inference", "Conversion"):
+    for title in ("Training", "Inference", "Micro and layer benchmarks", "Conversion"):
         assert f"<h2>{title}</h2>" in html
     bench = _records(db, "kind='bench' AND status='failed'")
     assert f"FAILED: {bench[0]['error']}" in html
@@ -333,7 +348,7 @@ def test_html_skips_charts_without_data_with_a_note(cli, db, tmp_path):
     out = _report(cli, db, "--run", export_run, "--format", "html")
     assert out.returncode == 0, out.stderr
     assert _pngs(out.stdout) == []
-    assert out.stdout.count("Skipped: ") == 4
+    assert out.stdout.count("Skipped: ") == 5
     assert "<h2>Conversion</h2>" in out.stdout and "<h2>Inference</h2>" not in out.stdout
 
 

@@ -10,11 +10,12 @@ measures it first (``ensure_peaks``), so every share is against its own
 thread count.
 
 * CPU, fp32: the best of ``dlbench micro gemm``'s numpy kernel (the BLAS
-  numpy ships, OpenBLAS in the wheels) and its ONNX Runtime kernel (MLAS)
-  when it is installed, on float32 matrices, threads = physical cores.  The best library counts: a
-  peak below what a real network's convolutions reach (ONNX Runtime's
-  ResNet-50 convolutions run at about 1.9x OpenBLAS's SGEMM on this project's
-  Zen 5 machine) would put cells above 100 % of "peak";
+  numpy ships, OpenBLAS in the wheels), its ONNX Runtime kernel (MLAS) and
+  its PyTorch one (oneDNN/MKL) when they are installed, on float32 matrices,
+  threads = physical cores.  The
+  best library counts: a peak below what a real network's convolutions reach
+  (ONNX Runtime's ResNet-50 convolutions run at about 1.9x OpenBLAS's SGEMM
+  on this project's Zen 5 machine) would put cells above 100 % of "peak";
 * CUDA: ``torch.matmul`` in fp32 (IEEE: TF32 off, ``harness.mathmode``), fp16
   and bf16, and tf32 on a GPU that has it, when PyTorch with CUDA is installed.
   Each peak record keeps the math mode its GEMM ran in.
@@ -85,8 +86,9 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
     raise RuntimeError(f"no GEMM micro-benchmark for device {device!r}")
 
 
-# The CPU peak is the best of these ``dlbench micro`` engines' fp32 GEMM kernels.
-CPU_ENGINES = ("numpy", "onnxruntime")
+# The CPU peak is the best of these ``dlbench micro`` engines' fp32 GEMM kernels: the ones
+# that share a process (TensorFlow and MindSpore cannot, and would need one each).
+CPU_ENGINES = ("numpy", "onnxruntime", "pytorch")
 
 
 def _micro_gemm(engine: str, n: int, seconds: float, threads: int) -> dict[str, Any] | None:

@@ -38,7 +38,8 @@ def cell_label(p: Pair) -> str:
     other = "framework" if engine == "backend" else "backend"
     if a.get(other) != b.get(other) and (a.get(other) or b.get(other)):
         parts[0] += f" ({_change(a.get(other), b.get(other))})"
-    parts += [a.get("device"), a.get("precision"), f"batch {a.get('batch_size')}"]
+    parts += [a.get("device"), a.get("precision"), f"batch {a.get('batch_size')}",
+              field(a, "mode")]                     # a layer cell's forward or train
     if a.get("kind") == "bench":
         parts.append(a.get("scenario"))
     if a.get("intra_op_threads"):

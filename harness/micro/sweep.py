@@ -1,8 +1,11 @@
-"""``dlbench micro`` as a Python API: plan op x engine x precision x threads x environment,
-run each cell in its own process, store a ``micro`` record per cell.
+"""``dlbench micro`` and ``dlbench layer`` as a Python API: plan op (or layer x mode) x
+engine x precision x threads x environment, run each cell in its own process, store a
+``micro`` record per cell.
 
 A record's ``model`` is the op and its shape (``gemm 2048x2048x2048``), its
-``backend`` and ``framework`` the engine, ``batch_size`` 1 (one call per
+``backend`` the engine (``backend_version`` the version its cell imported; the
+engine is no framework's backend, so ``framework`` stays empty, and compare's
+``--backend`` axis pairs engines), ``batch_size`` 1 (one call per
 iteration), ``throughput_sps`` calls per second; ``metrics`` add GFLOP/s,
 GB/s (the least bytes the op must move) and, for GEMM and convolution, the
 share of this machine's measured GEMM peak (``dlbench env --peak``), as

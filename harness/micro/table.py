@@ -35,6 +35,11 @@ def _fmt(x: float | None, digits: str = ".4g") -> str:
 
 
 def micro_table(records: list[dict[str, Any]]) -> str:
+    return markdown(HEADERS, micro_rows(records))
+
+
+def micro_rows(records: list[dict[str, Any]]) -> list[list[Any]]:
+    """One row per micro or layer record, in the order given."""
     best = _best_stream(records)
     rows = []
     for r in records:
@@ -48,7 +53,9 @@ def micro_table(records: list[dict[str, Any]]) -> str:
             ceiling = best.get((r["device"], r["intra_op_threads"]))
             share = f"{100 * m['gbps'] / ceiling:.0f}% of best stream" if ceiling else "-"
         else:
-            share = _fmt(m.get("percent_of_peak"), ".0f")
+            share = _fmt(m.get("percent_of_peak"), ".0f") + (
+                " (above the measured peak: not a result, see the record's note)"
+                if m.get("above_peak") else "")
         status = r["status"] + (" (" + ", ".join(ctx["runtime"].get("notes") or []) + ")"
                                 if ctx["runtime"].get("notes") else "")
         agreement = m.get("agreement") or {}
@@ -61,4 +68,4 @@ def micro_table(records: list[dict[str, Any]]) -> str:
                      r["precision"], r["intra_op_threads"], ctx.get("with") or "-",
                      _fmt(m.get("gflops")), _fmt(m.get("gbps")), share,
                      _fmt((m.get("latency_ms") or {}).get("p50"), ".3g"), status])
-    return markdown(HEADERS, rows)
+    return rows

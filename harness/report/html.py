@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from dlbench.harness.bench.table import server_points_table
 from dlbench.harness.report.plots import all_plots
 from dlbench.harness.report.tables import (conversion, inference, machine_line, machines_for,
-                                            training)
+                                            micro, training)
 from dlbench.harness.report.markdown import runs_line, server_sections
 
 STYLE = """
@@ -60,7 +60,7 @@ def html_report(records: Sequence[dict[str, Any]],
                 verdicts: dict[str, dict[str, Any]] | None = None) -> str:
     machines = machines_for(records, machines)
     parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(runs_line(records))}</p>"]
-    for build in (training, inference, conversion):
+    for build in (training, inference, micro, conversion):
         table = inference(records, verdicts) if build is inference else build(records)
         if not table.rows:
             continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from dlbench.harness.bench.table import server_points_table
-from dlbench.harness.report.tables import (Table, conversion, inference, machines_for,
+from dlbench.harness.report.tables import (Table, conversion, inference, machines_for, micro,
                                             to_markdown, training)
 from dlbench.harness.tables import network_name
 
@@ -39,7 +39,7 @@ def markdown_report(records: Sequence[dict[str, Any]],
     after it was benchmarked is marked too."""
     machines = machines_for(records, machines)
     lines = [f"# {title}", "", runs_line(records), ""]
-    for build in (training, inference, conversion):
+    for build in (training, inference, micro, conversion):
         table = inference(records, verdicts) if build is inference else build(records)
         if table.rows:
             lines += _section(table, machines)

@@ -63,6 +63,13 @@ def _png(draw: Callable[[Any], None], width: float = 8, height: float = 4.5) -> 
     return buf.getvalue()
 
 
+def _labels(ax, title: str, xlabel: str, ylabel: str, legend_size: int = 8) -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=legend_size)
+
+
 def throughput_vs_batch(records) -> Plot:
     title = "Inference throughput vs batch size"
     sweep = _sweep(records)
@@ -82,10 +89,7 @@ def throughput_vs_batch(records) -> Plot:
         if max(batches) >= 4 * min(batches):
             ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(batches), [str(b) for b in sorted(batches)])
-        ax.set_xlabel("batch size")
-        ax.set_ylabel("throughput (samples/s)")
-        ax.set_title(title)
-        ax.legend(fontsize=8)
+        _labels(ax, title, "batch size", "throughput (samples/s)")
     return Plot(title, _png(draw), "One point per batch size: the newest cell that measured it.")
 
 
@@ -112,10 +116,7 @@ def latency_throughput(records) -> Plot:
             if pts:
                 ax.plot(*zip(*pts), marker="s", linestyle="--",
                         label=f"{_bench_label(r, several)}, server (max batch {r['batch_size']})")
-        ax.set_xlabel("throughput (samples/s)")
-        ax.set_ylabel("p50 latency (ms)")
-        ax.set_title(title)
-        ax.legend(fontsize=8)
+        _labels(ax, title, "throughput (samples/s)", "p50 latency (ms)")
     return Plot(title, _png(draw), "Batch sweep: one point per batch size (latency of a "
                                    "batch). Server: one point per offered rate (latency per "
                                    "query, queueing included).")
@@ -159,6 +160,44 @@ def _bars(ax, values: dict[str, float], title: str, ylabel: str) -> None:
     ax.set_title(title)
 
 
+def roofline(records) -> Plot:
+    """Arithmetic intensity (FLOPs per byte a call must move) against GFLOP/s, under the
+    ceilings measured here: the best fp32 GEMM (compute) and the best memory stream
+    (bandwidth), per device; each micro and layer cell placed by its own counts."""
+    title = "Roofline (micro and layer cells)"
+    cells = [r for r in records if r["kind"] == "micro" and r["status"] != "failed"]
+    points = [(r["metrics"]["flops_per_call"] / r["metrics"]["bytes_per_call"],
+               r["metrics"]["gflops"], r) for r in cells if r["metrics"].get("gflops")]
+    streams = [r["metrics"]["gbps"] for r in cells if r["context"]["op"]["kind"] == "memory"]
+    gemms = [r["metrics"]["gflops"] for r in cells if r["context"]["op"]["kind"] == "gemm"
+             and r["precision"] == "fp32"]
+    if not points or not streams or not gemms:
+        return Plot(title, None, "needs micro cells with FLOPs, a fp32 GEMM (the compute "
+                                 "ceiling) and a memory stream (the bandwidth ceiling): "
+                                 "dlbench micro gemm; dlbench micro memory")
+    peak, bandwidth = max(gemms), max(streams)
+
+    def draw(ax):
+        xs = [p[0] for p in points]
+        lo, hi = min(xs + [peak / bandwidth]) / 4, max(xs + [peak / bandwidth]) * 4
+        ridge = peak / bandwidth
+        ax.plot([lo, ridge, hi], [bandwidth * lo, peak, peak], color="black", linewidth=2,
+                label=f"ceilings: {peak:.4g} GFLOP/s (best fp32 GEMM), {bandwidth:.4g} GB/s "
+                      f"(best stream)")
+        groups: dict[str, list[tuple[float, float]]] = {}
+        for x, y, r in points:
+            groups.setdefault(f"{r['backend']} {r['precision']}", []).append((x, y))
+        for label, pts in sorted(groups.items()):
+            ax.scatter(*zip(*pts), label=label, s=30, alpha=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _labels(ax, title, "arithmetic intensity (FLOP per byte moved)", "GFLOP/s", 7)
+    return Plot(title, _png(draw), "Each point is one cell. The compute ceiling is fp32's: "
+                                   "bf16 and int8 cells may sit above it. Model cells are not "
+                                   "placed: a bench record counts FLOPs but not the bytes a "
+                                   "network moves.")
+
+
 def all_plots(records: Sequence[dict[str, Any]]) -> list[Plot]:
     return [throughput_vs_batch(records), latency_throughput(records), training_bars(records),
-            best_batch_bars(records)]
+            best_batch_bars(records), roofline(records)]

@@ -17,7 +17,7 @@ from dlbench.models.errors import UserError
 from dlbench.harness.results import ResultStore, decode_record
 
 # Kinds a report has a table for; `peak` records only feed `percent_of_peak`.
-REPORTED_KINDS = ("train", "bench", "convert", "verify")
+REPORTED_KINDS = ("train", "bench", "micro", "convert", "verify")
 
 
 def _open(path: Path) -> sqlite3.Connection:

@@ -345,6 +345,19 @@ def _md_cell(value: Any) -> str:
     return text.replace("\n", " ").replace("|", "\\|")
 
 
+def micro(records: Sequence[dict[str, Any]]) -> Table:
+    """``dlbench micro`` and ``dlbench layer`` cells, in the order they ran."""
+    from dlbench.harness.micro.table import HEADERS, micro_rows
+
+    cells = sorted((r for r in records if r["kind"] == "micro"), key=lambda r: r["id"])
+    notes = ["GFLOP/s and GB/s count the least work and bytes one call must do; % of peak is "
+             "against this machine's measured GEMM peak (dlbench env --peak) at the cell's "
+             "threads, a memory stream's against the best stream here; a train layer counts "
+             "three forwards."] if cells else []
+    return Table("Micro and layer benchmarks", list(HEADERS), micro_rows(cells),
+                 sorted({r["machine_id"] for r in cells}), notes)
+
+
 def to_markdown(table: Table, machines: dict[str, dict[str, Any]] | None) -> str:
     body = markdown(table.headers, [[_md_cell(c) for c in row] for row in table.rows])
     fps = machines or {}
