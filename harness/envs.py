@@ -43,7 +43,7 @@ _FROM_PIP = (("PIP_INDEX_URL", "UV_INDEX_URL"), ("PIP_EXTRA_INDEX_URL", "UV_EXTR
 
 
 def _name(spec: str) -> str:
-    return re.sub(r"[-_.]+", "-", SPEC.match(spec)[1]).lower()
+    return _normal(SPEC.match(spec)[1])
 
 
 def check_specs(specs: list[str]) -> None:
@@ -56,8 +56,7 @@ def check_specs(specs: list[str]) -> None:
 
 
 def provides(specs: list[str], distribution: str) -> bool:
-    want = re.sub(r"[-_.]+", "-", distribution).lower()
-    return any(_name(s) == want for s in specs)
+    return any(_name(s) == _normal(distribution) for s in specs)
 
 
 def cache_root() -> Path:
@@ -130,14 +129,11 @@ def _uv(cmd: list[str]) -> str | None:
 
 def _installed_except(name: str) -> list[str]:
     """This environment's package set as constraints, less the package being replaced."""
-    from importlib import metadata
+    return [p for p in imported_packages() if _normal(p.partition("==")[0]) != name]
 
-    pins = {}
-    for d in metadata.distributions():
-        dist = d.metadata["Name"]
-        if dist and re.sub(r"[-_.]+", "-", dist).lower() != name:
-            pins.setdefault(re.sub(r"[-_.]+", "-", dist).lower(), f"{dist}=={d.version}")
-    return sorted(pins.values())
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def describe(directory: Path | None) -> dict | None:
@@ -145,6 +141,26 @@ def describe(directory: Path | None) -> dict | None:
     if directory is None or not (directory / INFO).is_file():
         return None
     return json.loads((directory / INFO).read_text(encoding="utf-8"))
+
+
+def imported_packages() -> list[str]:
+    """Name==version of what this process imports: the first of each name on sys.path,
+    as the import system picks it (an overlay's version shadows the installed one)."""
+    from importlib import metadata
+
+    seen: dict[str, str] = {}
+    for d in metadata.distributions():
+        name = d.metadata["Name"]
+        if name:
+            seen.setdefault(_normal(name), f"{name}=={d.version}")
+    return sorted(seen.values())
+
+
+def record_context(spec: str, packages: list[str] | None) -> dict:
+    """What a cell's record says of its environment: the --with spec (None: the installed
+    packages), how the overlay's dependencies were resolved, the package set it imported."""
+    return {"with": spec or None, "packages": packages,
+            "with_resolution": describe(location(spec)) if spec else None}
 
 
 def environment(directory: Path, base: dict[str, str] | None = None) -> dict[str, str]:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import zipfile
 from pathlib import Path
 
 import pytest
 
+import tiny_onnx
 from clitools import assert_usage_error, micro_records
 from dlbench.harness import envs
 from dlbench.harness.micro import engines
@@ -172,3 +174,15 @@ def test_with_is_an_axis_of_cached_environments(cli, workdir, monkeypatch):
     assert "[dlbprobe==1.0 → dlbprobe==2.0]" in cmp.stdout and "copy 1MiB" in cmp.stdout
     assert_usage_error(cli("compare", "--with", "installed", "--with", "dlbprobe==2.0",
                            "--db", str(db)), "nothing to compare")
+
+    # bench takes the same axis: the cached overlay is reused, a bad one fails its cell.
+    mlp = tiny_onnx.save(tiny_onnx.mlp(), workdir / "mlp.onnx")
+    res = cli("bench", mlp, "-b", "onnxruntime", "--with", "dlbprobe==1.0", "--with",
+              "dlbprobe==9.9", "--iterations", "5", "--warmup", "1", "--threads", "1",
+              "--db", str(db), "--json", "b.json")
+    assert res.returncode == 1
+    ok, bad = json.loads((workdir / "b.json").read_text())
+    assert ok["status"] in ("ok", "unstable") and ok["context"]["with"] == "dlbprobe==1.0"
+    assert "dlbprobe==1.0" in ok["context"]["packages"] and ok["cell_key"] != bad["cell_key"]
+    assert bad["status"] == "failed" and "cannot install" in bad["error"]
+    assert {p.name: p.stat().st_mtime_ns for p in cache.iterdir()} == made

@@ -14,10 +14,10 @@ from dlbench.models.errors import UserError
 FAST = ["--min-duration", "0.02", "--min-iterations", "2", "--warmup", "1", "--threads", "1"]
 SHAPES = {"conv": "2x8x12x12:16k3s2", "dwconv": "2x8x12x12:k3", "dense": "8x32x16",
           "bn": "2x8x6x6", "maxpool": "2x4x8x8:k2", "avgpool": "2x4x9x9:k3s2",
-          "layernorm": "2x5x16", "embedding": "4x6:50x8", "lstm": "3x5x8:12",
+          "layernorm": "2x5x16", "embedding": "4x6:50x8", "lstm": "3x5x8:12", "mha": "2x5x16:h4",
           "relu": "4x10", "gelu": "4x10", "sigmoid": "4x10", "tanh": "4x10"}
 # Backward differs in kind for these (weights, batch statistics, recurrence, a gather).
-TRAINED = ("conv", "bn", "lstm", "embedding", "layernorm")
+TRAINED = ("conv", "bn", "lstm", "embedding", "layernorm", "mha")
 
 
 def test_shapes_parse_count_and_come_from_the_walk():
@@ -39,6 +39,13 @@ def test_shapes_parse_count_and_come_from_the_walk():
     assert kinds[:3] == ["conv", "bn", "relu"] and kinds[-1] == "dense"
     assert resnet[0].dims == (2, 3, 224, 224, 64, 7, 2) and resnet[1].dims == (2, 64, 112, 112)
     assert len(set(resnet)) == len(resnet)
+    bert = [op.label for op in layers.from_model("bert-tiny", 2)]
+    assert "mha 2x64x128:h2" in bert and "layernorm 2x64x128" in bert
+    assert "embedding 2x64:1024x128" in bert and "dense 128x128x512" in bert   # 2 x 64 tokens
+    assert [op.label for op in layers.from_model("lstm-tiny", 2)] == [
+        "embedding 2x32:256x16", "lstm 2x32x16:16", "lstm 2x32x32:16", "dense 2x32x2"]
+    # LeNet's convolutions are unpadded, micro's pad R//2: only its dense layers are taken.
+    assert {op.kernel for op in layers.from_model("lenet5", 2)} == {"dense"}
 
 
 def test_a_disagreeing_engine_fails_its_cell():

@@ -19,6 +19,7 @@ from dlbench.harness.backends import get_backend
 from dlbench.harness.backends.base import ArtifactRef, RunConfig, TensorInfo
 from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.bench.measure import Clock, StopRule
+from dlbench.harness.envs import imported_packages
 from dlbench.harness.bench.scenarios import ScenarioContext, get_scenario
 from dlbench.models.tensors import fixed_batch
 
@@ -130,6 +131,8 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         "inputs": first_plan.describe(),
         "notes": first_plan.notes,
         "backend_version": backend.version(),
+        # Under --with, the whole environment the cell imported from.
+        "packages": imported_packages() if payload.get("packages") else None,
     }
 
 

@@ -59,7 +59,7 @@ def payload(c: Cell, req: BenchRequest, progress_path: str) -> dict[str, Any]:
         "signature": ([{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
                        for t in art.signature] if art.signature else None),
         "scenario_params": req.server_params() if c.scenario == "server" else {},
-        "seed": req.seed, "progress_path": progress_path,
+        "seed": req.seed, "progress_path": progress_path, "packages": bool(c.env),
     }
 
 
@@ -117,13 +117,19 @@ def _resumed(req: BenchRequest, store: ResultStore, keys: list[str]) -> tuple[se
 
 def _run_repeats(cell: Cell, req: BenchRequest, bar: Progress,
                  progress_path: str) -> list[CellOutcome]:
-    """The cell ``--repeats`` times, each in a fresh process; the first failure ends it."""
+    """The cell ``--repeats`` times, each in a fresh process; the first failure ends it.
+    A --with environment that cannot be made is the cell's failure, with uv's reason."""
+    from dlbench.harness import envs
+
+    overlay, env_error = envs.prepare(cell.env) if cell.env else (None, None)
+    if env_error:
+        return [CellOutcome("failed", error=env_error)]
     outcomes = []
     for _ in range(req.repeats):
         Path(progress_path).unlink(missing_ok=True)
         try:
-            outcome = _watch(payload(cell, req, progress_path), cell.environment(), req.timeout,
-                             bar, progress_path)
+            outcome = _watch(payload(cell, req, progress_path), cell.environment(overlay),
+                             req.timeout, bar, progress_path)
         except BaseException:
             bar.abandon()                 # Ctrl-C: the CLI's message gets a clean line
             raise

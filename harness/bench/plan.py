@@ -7,6 +7,8 @@ could have rejected up front.  Two cells with the same identity are one cell.
 """
 from __future__ import annotations
 
+import itertools
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,19 +51,24 @@ class Cell:
     notes: list[str] = field(default_factory=list)
     given: dict[str, GivenInput] = field(default_factory=dict)      # --input
     allocator: str = DEFAULT_ALLOCATOR                              # --allocator
+    env: str = ""                       # --with PACKAGE==VERSION ("": the installed packages)
 
     @property
     def label(self) -> str:
         return (f"{self.artifact.ref.model} on {self.backend.name} {self.device} {self.precision} "
-                f"batch {self.batch_size} {self.scenario} ({self.intra_op} threads)")
+                f"batch {self.batch_size} {self.scenario} ({self.intra_op} threads)"
+                + (f" [{self.env}]" if self.env else ""))
 
-    def environment(self) -> dict[str, str]:
-        """The variables the cell's process starts with: thread pools are sized and the
-        allocator chosen before import."""
+    def environment(self, overlay=None) -> dict[str, str]:
+        """The variables the cell's process starts with: thread pools are sized, the
+        allocator chosen and a --with overlay put first on the import path before import."""
+        from dlbench.harness import envs
+
         return cell_environment(ThreadConfig(self.intra_op, self.inter_op), self.allocator,
                                 {**self.backend.environment(self.options, self.intra_op,
                                                             self.inter_op),
-                                 **math_environment(self.device, self.precision)})
+                                 **math_environment(self.device, self.precision),
+                                 **(envs.environment(overlay) if overlay else {})})
 
 
 def identity(c: Cell, req: BenchRequest, machine_id: str) -> dict[str, Any]:
@@ -78,6 +85,8 @@ def identity(c: Cell, req: BenchRequest, machine_id: str) -> dict[str, Any]:
     ident.update(allocator_identity(c.allocator))
     if c.given:                         # absent when unused: older cells keep their keys
         ident["inputs"] = {k: g.identity() for k, g in sorted(c.given.items())}
+    if c.env:
+        ident["with"] = c.env
     return ident
 
 
@@ -291,12 +300,13 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
                         continue
                     for s in scenarios:
                         for b in axes.sizes_by_scenario[s]:
-                            for t in threads:
+                            for t, env in itertools.product(threads,
+                                                            req.with_specs or [""]):
                                 cells.append(Cell(art, backend, device, precision, b, s, t,
                                                   inter, options, axes.shapes,
                                                   axes.ranges, axes.gflops,
                                                   list(axes.shape_notes), axes.given,
-                                                  req.allocator))
+                                                  req.allocator, env))
     if not cells:
         raise UserError("nothing to run: " + (notes[-1] if notes else "no backend can take "
                                               "these artifacts on these devices"))

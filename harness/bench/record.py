@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.harness import mathmode, records, stats
+from dlbench.harness import envs, mathmode, records, stats
 from dlbench.harness.bench import peak as peak_mod
 from dlbench.harness.bench.artifacts import Artifact
 from dlbench.harness.bench.plan import Cell, identity
@@ -140,6 +140,7 @@ def make_record(c: Cell, req: BenchRequest, outcomes: list[CellOutcome], fp: dic
             [metrics["peak_note"]] if metrics.get("peak_note") else []),
         "stop_rule": req.rule.to_dict(),
         "options": c.options,
+        **envs.record_context(c.env, result.get("packages")),
         "traceback": chosen.traceback if failed else None,
         "log_tail": chosen.log_tail if failed else None,
     })

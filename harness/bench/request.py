@@ -45,6 +45,8 @@ class BenchRequest:
     inter_op_threads: int | None = None
     # The memory allocator of every cell's process (harness.allocator: why tuned is the default).
     allocator: str = DEFAULT_ALLOCATOR
+    # --with PACKAGE==VERSION: each an environment the cells also run in (harness.envs).
+    with_specs: list[str] = field(default_factory=list)
     scenarios: list[str] = field(default_factory=lambda: ["offline"])
     rule: StopRule = field(default_factory=StopRule)
     repeats: int = 1
@@ -131,6 +133,8 @@ class BenchRequest:
         if self.timeout is not None and self.timeout <= 0:
             raise UserError("--timeout must be positive")
         check_allocator(self.allocator)
+        from dlbench.harness.envs import check_specs
+        check_specs(self.with_specs)
         if self.iqr_threshold <= 0:
             raise UserError("--iqr-threshold must be positive")
         if self.repeat_spread_threshold <= 0:

@@ -51,6 +51,11 @@ def add_arguments(p) -> None:
     p.add_argument("--allocator", default=req("allocator"), metavar="NAME",
                    help="memory allocator of each cell's process: system, tuned (glibc keeping "
                         "freed memory), jemalloc or tcmalloc (default %(default)s)")
+    p.add_argument("--with", dest="with_specs", action="append", default=[],
+                   metavar="PACKAGE==VERSION",
+                   help="run the cells with this version of a package instead of the "
+                        "installed one (an environment made once with uv and cached); repeat: "
+                        "each is a value of the axis")
     p.add_argument("--scenario", action="append", default=None,
                    help=f"offline, single-stream, server; repeat or comma-separate (default "
                         f"{show(field_default(BenchRequest, 'scenarios'))})")
@@ -168,6 +173,7 @@ def request_from(args, argv=None):
         precisions=args.precision, batch_sizes=split([args.batch_sizes], int),
         threads=split([args.threads], int) if args.threads else None,
         inter_op_threads=args.inter_op_threads, allocator=args.allocator,
+        with_specs=list(args.with_specs),
         rule=StopRule(warmup=args.warmup, max_warmup=args.max_warmup,
                       min_iterations=args.min_iterations, min_duration_s=args.min_duration,
                       iterations=args.iterations),

@@ -12,6 +12,7 @@ from importlib import metadata
 from typing import Any
 
 from dlbench.harness.bench.measure import Clock, StopRule, measure
+from dlbench.harness.envs import imported_packages
 from dlbench.harness.micro import engines, layers
 from dlbench.harness.micro.ops import Op
 
@@ -44,7 +45,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
                         "notes": kernel.notes, "math_mode": kernel.math,
                         "version": _version(engine.FRAMEWORK),
                         # Under --with, the whole environment the cell imported from.
-                        "packages": _packages() if payload.get("packages") else None}}
+                        "packages": imported_packages() if payload.get("packages") else None}}
 
 
 SAMPLE = 256            # values of a layer's output (and gradient) the parent compares
@@ -57,17 +58,6 @@ def _sample(kernel) -> dict[str, Any]:
         grad = kernel.grad()
         sample.update(grad_shape=list(grad.shape), grad=grad.reshape(-1)[:SAMPLE].tolist())
     return sample
-
-
-def _packages() -> list[str]:
-    """Name==version of what this process imports: the first of each name on sys.path,
-    as the import system picks it (an overlay's version shadows the installed one)."""
-    seen: dict[str, str] = {}
-    for d in metadata.distributions():
-        name = d.metadata["Name"]
-        if name:
-            seen.setdefault(name.lower().replace("_", "-"), f"{name}=={d.version}")
-    return sorted(seen.values())
 
 
 def _version(distribution: str) -> str | None:

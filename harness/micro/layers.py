@@ -11,6 +11,8 @@ Shapes (``--shape``):
 
 * ``conv`` ``NxCxHxW:KkR[sS]`` (padding R//2), ``dwconv`` ``NxCxHxW:kR[sS]``;
 * ``dense`` ``BxIxO``; ``lstm`` ``BxTxI:H``; ``embedding`` ``BxT:VxD``;
+* ``mha`` ``BxTxE:hHEADS``: self-attention (query = key = value = the input),
+  projections with bias, no mask, as PyTorch's ``nn.MultiheadAttention``;
 * ``maxpool`` / ``avgpool`` ``NxCxHxW:kR[sS]`` (no padding: engines pad
   pooling windows differently, and a padded window is no longer the same layer);
 * ``bn`` ``NxCxHxW``; ``layernorm`` ``BxTxD``; ``relu``, ``gelu``,
@@ -29,7 +31,7 @@ from dlbench.models.errors import UserError
 
 ACTIVATIONS = ("relu", "gelu", "sigmoid", "tanh")
 TYPES = ("conv", "dwconv", "dense", "bn", "maxpool", "avgpool", "layernorm", "embedding",
-         "lstm", *ACTIVATIONS)
+         "lstm", "mha", *ACTIVATIONS)
 MODES = ("forward", "train")            # train: forward + backward (input and weight grads)
 EPS = 1e-5                              # batch and layer norm, the same in every engine
 _FORMS = {
@@ -39,6 +41,7 @@ _FORMS = {
     "avgpool": (r"(\d+)x(\d+)x(\d+)x(\d+):k(\d+)(?:s(\d+))?", "NxCxHxW:kR[sS]"),
     "dense": (r"(\d+)x(\d+)x(\d+)", "BxIxO"),
     "lstm": (r"(\d+)x(\d+)x(\d+):(\d+)", "BxTxI:H"),
+    "mha": (r"(\d+)x(\d+)x(\d+):h(\d+)", "BxTxE:hHEADS"),
     "embedding": (r"(\d+)x(\d+):(\d+)x(\d+)", "BxT:VxD"),
     "bn": (r"(\d+)x(\d+)x(\d+)x(\d+)", "NxCxHxW"),
     "layernorm": (r"(\d+)x(\d+)x(\d+)", "BxTxD"),
@@ -92,6 +95,8 @@ def label(op: Op) -> str:
         text = f"{d[0]}x{d[1]}x{d[2]}:{d[3]}"
     elif op.kernel == "embedding":
         text = f"{d[0]}x{d[1]}:{d[2]}x{d[3]}"
+    elif op.kernel == "mha":
+        text = f"{d[0]}x{d[1]}x{d[2]}:h{d[3]}"
     else:
         text = "x".join(map(str, d))
     return f"{op.kernel} {text}"
@@ -112,6 +117,8 @@ def out_shape(op: Op) -> tuple[int, ...]:
         return (d[0], d[2])
     if k == "lstm":
         return (d[0], d[1], d[3])
+    if k == "mha":
+        return d[:3]
     if k == "embedding":
         return (d[0], d[1], d[3])
     return d
@@ -129,6 +136,8 @@ def flops(op: Op) -> int:
         return 2 * d[0] * d[1] * d[2]
     if k == "lstm":
         return 2 * d[0] * d[1] * 4 * d[3] * (d[2] + d[3])
+    if k == "mha":          # four projections, then scores and their weighted sum
+        return 2 * d[0] * d[1] * d[2] * (4 * d[2] + 2 * d[1])
     if k in ("maxpool", "avgpool"):
         return out * d[4] ** 2
     if k in ("bn", "layernorm"):
@@ -147,6 +156,11 @@ def arrays(op: Op, seed: int = 0) -> dict[str, np.ndarray]:
     if k == "embedding":
         out = {"x": rng.integers(0, d[2], size=(d[0], d[1])).astype(np.int64),
                "table": normal(d[2], d[3])}
+    elif k == "mha":
+        e = d[2]
+        out = {"x": normal(*d[:3]), "w_in": normal(3 * e, e, scale=e ** -0.5),
+               "b_in": normal(3 * e, scale=0.1), "w_out": normal(e, e, scale=e ** -0.5),
+               "b_out": normal(e, scale=0.1)}
     elif k == "lstm":
         h = d[3]
         out = {"x": normal(d[0], d[1], d[2]), "w_ih": normal(4 * h, d[2], scale=h ** -0.5),
@@ -173,18 +187,39 @@ def arrays(op: Op, seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def from_model(model: str, batch: int) -> list[Layer]:
-    """The layers of a zoo CNN at ``batch``, from its walk: each distinct convolution,
-    the batch norm and ReLU on its output, and the classifier; in network order."""
-    from dlbench.harness.micro.ops import from_model as op_shapes
+    """The distinct layers of a zoo network at ``batch``, from its walk, in network order:
+    a CNN's convolutions with the batch norm and ReLU on their output, and its
+    classifier; a token network's embeddings, LSTMs (one direction), attention blocks
+    (one ``mha`` per block: its projections and products), layer norms and dense
+    layers.  Unpadded convolutions (LeNet's) are left out: this module's pad R//2."""
+    from dlbench.harness.micro.ops import conv_dims, fc_dims, walk_of
 
+    spec, walk = walk_of(model)
+    seq = spec.inputs[0].shape[0] if spec.token_inputs else 1
     seen: dict[Layer, None] = {}
-    for conv in op_shapes("conv", model, batch):
-        n, c, h, w, k, r, s = conv.dims
-        layer = Layer("layer", conv.dims, "conv")
-        oh = out_shape(layer)
-        seen.update(dict.fromkeys((layer, Layer("layer", oh, "bn"), Layer("layer", oh, "relu"))))
-    for fc in op_shapes("gemm", model, batch):
-        seen[Layer("layer", fc.dims, "dense")] = None
+
+    def add(kind: str, *dims: int) -> None:
+        seen[Layer("layer", tuple(dims), kind)] = None
+    for op in walk:
+        if op[0] == "conv" and conv_dims(op, batch):
+            conv = Layer("layer", conv_dims(op, batch), "conv")
+            add("conv", *conv.dims)
+            add("bn", *out_shape(conv))
+            add("relu", *out_shape(conv))
+        elif op[0] == "fc":
+            add("dense", *fc_dims(op, batch))
+        elif op[0] == "dense":                      # (positions, in, out): per token or first
+            add("dense", batch * op[1], op[2], op[3])
+        elif op[0] == "embedding":
+            add("embedding", batch, seq, op[1], op[2])
+        elif op[0] == "layernorm":
+            add("layernorm", batch, seq, op[1])
+        elif op[0] == "lstm":                       # (layer, direction, in, hidden, steps)
+            add("lstm", batch, op[5], op[3], op[4])
+        elif op[0] == "matmul" and "heads" in spec.config:
+            add("mha", batch, seq, spec.config["hidden"], spec.config["heads"])
+    if not seen:
+        raise UserError(f"{model}: its walk names no layer dlbench layer has")
     return list(seen)
 
 
@@ -196,10 +231,11 @@ def bytes_moved(op: Op, itemsize: int) -> int:
                "dwconv": lambda: d[1] * d[4] ** 2 + d[1],
                "dense": lambda: d[1] * d[2] + d[2], "bn": lambda: 4 * d[1],
                "layernorm": lambda: 2 * d[-1], "embedding": lambda: d[0] * d[1] * d[3],
-               "lstm": lambda: 4 * d[3] * (d[2] + d[3]) + 8 * d[3]}.get(k, lambda: 0)()
+               "lstm": lambda: 4 * d[3] * (d[2] + d[3]) + 8 * d[3],
+               "mha": lambda: 4 * d[2] * (d[2] + 1)}.get(k, lambda: 0)()
     inputs = d[0] * d[1] if k == "embedding" else math.prod(
         d[:4] if k in ("conv", "dwconv", "maxpool", "avgpool") else
-        d[:2] if k == "dense" else d[:3] if k == "lstm" else d)
+        d[:2] if k == "dense" else d[:3] if k in ("lstm", "mha") else d)
     return itemsize * (inputs + weights + math.prod(out_shape(op)))
 
 
@@ -207,7 +243,8 @@ def bytes_moved(op: Op, itemsize: int) -> int:
 _CANONICAL = {"w": "weight", "b": "bias", "gamma": "weight", "beta": "bias",
               "mean": "running_mean", "var": "running_var", "table": "weight",
               "w_ih": "weight_ih_l0", "w_hh": "weight_hh_l0", "b_ih": "bias_ih_l0",
-              "b_hh": "bias_hh_l0"}
+              "b_hh": "bias_hh_l0", "w_in": "in_proj_weight", "b_in": "in_proj_bias",
+              "w_out": "out_proj.weight", "b_out": "out_proj.bias"}
 
 
 def canonical(op: Op, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -134,30 +134,53 @@ DEFAULT_MEMORY = ("64",)
 DEFAULTS = {"gemm": DEFAULT_GEMM, "conv": DEFAULT_CONV, "memory": DEFAULT_MEMORY}
 
 
-def from_model(kind: str, model: str, batch: int) -> list[Op]:
-    """The distinct GEMM or convolution shapes of a zoo network at ``batch``, from its
-    family's walk (``models.walkcount``), in network order."""
+def walk_of(model: str):
+    """(spec, its family's walk in network order): the framework-free description every
+    zoo family gives of its layers (``models.walkcount``, the token families' own)."""
     from dlbench.models.registry import get_model
 
-    if kind == "memory":
-        raise UserError("--model gives GEMM and convolution shapes; memory streams have none")
     spec = get_model(model)
     family = importlib.import_module(f"dlbench.models.{spec.family}")
     walk = getattr(family, "walk", None)
     if walk is None:
         raise UserError(f"{model}: its family has no layer walk to take shapes from")
+    return spec, list(walk(spec.config))
+
+
+def conv_dims(layer: tuple, batch: int) -> tuple[int, ...] | None:
+    """A walk's ("conv", cin, cout, k, stride, out_hw) as NxCxHxW:KkRsS dims: the walk
+    keeps the output size, and "same" padding gives the input size back.  None for a
+    named, unpadded one (LeNet's ("conv", name, cin, cout, k, out_hw)): micro's
+    convolutions pad R//2, and an unpadded one is another layer."""
+    if isinstance(layer[1], str):
+        return None
+    _, cin, cout, k, stride, out_hw = layer
+    return (batch, cin, out_hw * stride, out_hw * stride, cout, k, stride)
+
+
+def fc_dims(layer: tuple, batch: int) -> tuple[int, int, int]:
+    """A walk's ("fc", [name,] in, out) as a BxIxO GEMM."""
+    return (batch, *layer[-2:])
+
+
+def from_model(kind: str, model: str, batch: int) -> list[Op]:
+    """The distinct GEMM or convolution shapes of a zoo network at ``batch``, from its
+    family's walk, in network order."""
+    if kind == "memory":
+        raise UserError("--model gives GEMM and convolution shapes; memory streams have none")
+    _, walk = walk_of(model)
     seen: dict[tuple, Op] = {}
-    for layer in walk(spec.config):
+    for layer in walk:
         if kind == "conv" and layer[0] == "conv":
-            _, cin, cout, k, stride, out_hw = layer
-            # The walk keeps the output size; "same" padding gives the input back.
-            dims = (batch, cin, out_hw * stride, out_hw * stride, cout, k, stride)
+            dims = conv_dims(layer, batch)
         elif kind == "gemm" and layer[0] == "fc":
-            dims = (batch, layer[1], layer[2])
+            dims = fc_dims(layer, batch)
         else:
+            continue
+        if dims is None:
             continue
         seen.setdefault(dims, Op(kind, dims, origin=model))
     if not seen:
         raise UserError(f"{model}: its walk has no {'convolution' if kind == 'conv' else 'dense'} "
-                        f"layers")
+                        f"layers micro can run (its convolutions pad R//2)")
     return list(seen.values())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.harness import records, stats
+from dlbench.harness import envs, records, stats
 from dlbench.harness.bench import peak as peak_mod
 from dlbench.harness.context import cell_key
 from dlbench.harness.micro import engines
@@ -98,7 +98,7 @@ def make_record(cell, req, launched, env_error: str | None, fp: dict[str, Any], 
         peak_rss_mb=outcome.peak_rss_mb if outcome is not None else None, metrics=m)
     record["context"].update({
         "op": op.to_dict(), "engine_distribution": mod.FRAMEWORK, "mode": cell.mode or None,
-        "with": cell.env or None, "packages": runtime.get("packages"),
+        **envs.record_context(cell.env, runtime.get("packages")),
         "runtime": {k: runtime.get(k) for k in ("library", "layout", "notes")},
         "math_mode": runtime.get("math_mode"), "stop_rule": req.rule.to_dict(),
         "notes": list(runtime.get("notes") or []) + (

@@ -194,7 +194,6 @@ def run_micro(req: MicroRequest, show_progress: bool = True,
         env_dir, env_error = envs.prepare(cell.env) if cell.env else (None, None)
         outcome = None if env_error else _launch(cell, req, env_dir)
         record = make_record(cell, req, outcome, env_error, fp, run_id, started, store)
-        record["context"]["with_resolution"] = envs.describe(env_dir)
         if cell.mode:
             agree(record, references.setdefault(cell.group, {}))
         keep(record, store, fp, records, req.json_path, on_record)

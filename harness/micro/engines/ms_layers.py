@@ -9,7 +9,7 @@ import numpy as np
 from dlbench.harness import mathmode
 from dlbench.harness.micro import layers
 from dlbench.harness.micro.engines import Kernel
-from dlbench.harness.micro.engines.ms_ops import _threads
+from dlbench.harness.micro.engines.ms_ops import set_threads
 
 FRAMEWORK = "mindspore"
 DEVICES = ("cpu",)
@@ -31,6 +31,7 @@ def _layer(nn, op):
                                           epsilon=layers.EPS),
         "embedding": lambda: nn.Embedding(d[2], d[3]),
         "lstm": lambda: nn.LSTM(d[2], d[3], batch_first=True, has_bias=True),
+        "mha": lambda: nn.MultiheadAttention(d[2], d[3], batch_first=True),
         "relu": nn.ReLU, "gelu": lambda: nn.GELU(approximate=False), "sigmoid": nn.Sigmoid,
         "tanh": nn.Tanh,
     }[k]()
@@ -43,7 +44,7 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
     from dlbench.models.weights.mindspore import import_weights
 
     ms.set_device("CPU")
-    _threads(ms, threads)
+    set_threads(ms, threads)
     ms.set_context(mode=ms.PYNATIVE_MODE)
     lstm = op.kernel == "lstm"
 
@@ -56,9 +57,19 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
             if lstm:
                 h0 = ops.zeros((1, x.shape[0], op.dims[3]), ms.float32)
                 return self.layer(x, (h0, h0))[0]
+            if mha:
+                return self.layer(x, x, x, need_weights=False)[0]
             return self.layer(x)
 
-    net = import_weights(Net(), layers.canonical(op, arrays))
+    mha = op.kernel == "mha"
+    net = Net()
+    weights = layers.canonical(op, arrays)
+    if mha:         # its arrays are nn.MultiheadAttention's own parameters, by name
+        params = dict(net.parameters_and_names())
+        for name, value in weights.items():
+            params[name].set_data(ms.Tensor(value))
+    else:
+        import_weights(net, weights)
     net.set_train(mode == "train")
     x = ms.Tensor(arrays["x"].astype(np.int32) if op.kernel == "embedding" else arrays["x"])
     cot = ms.Tensor(arrays["cot"])

@@ -17,7 +17,9 @@ DEVICES = ("cpu",)
 SUPPORTS = {"gemm": ("fp32", "bf16"), "conv": ("fp32",), "memory": ("fp32",)}
 
 
-def _threads(ms, threads: int) -> None:
+def set_threads(ms, threads: int) -> None:
+    """MindSpore's CPU kernel threads and one dispatch thread, where this version has the
+    setters (2.x moved them between releases; a missing one is left at its default)."""
     for path in ("device_context.cpu.op_tuning.threads_num", "runtime.dispatch_threads_num"):
         obj = ms
         for part in path.split("."):
@@ -37,7 +39,7 @@ def build(op, precision, device, inputs, threads) -> Kernel:
         ms.set_device("CPU")
     else:
         ms.set_context(device_target="CPU")
-    _threads(ms, threads)
+    set_threads(ms, threads)
     ms.set_context(mode=ms.PYNATIVE_MODE)
     dtype = {"fp32": ms.float32, "bf16": ms.bfloat16}[precision]
     t = {k: ms.Tensor(v).astype(dtype) for k, v in inputs.items()}

@@ -57,8 +57,38 @@ def _node(op, arrays):
                 helper.make_node("Squeeze", ["seq", "axis"], ["y"])], \
             {"W": _gates(a["w_ih"], h)[None], "R": _gates(a["w_hh"], h)[None], "B": bias,
              "axis": np.array([1], np.int64)}       # (T, 1, B, H) -> (T, B, H)
+    if k == "mha":
+        return _attention(d, a)
     name = {"relu": "Relu", "gelu": "Gelu", "sigmoid": "Sigmoid", "tanh": "Tanh"}[k]
     return [helper.make_node(name, ["x"], ["y"])], {}
+
+
+def _attention(d, a):
+    """Self-attention in standard operators (ONNX has no attention operator before opset
+    23): project, split heads, softmax(q k^T / sqrt(head_dim)) v, merge, project."""
+    from onnx import helper
+
+    b, t, e, heads = d
+    dh = e // heads
+    node = helper.make_node
+    nodes = [node("MatMul", ["x", "w_in_t"], ["qkv0"]), node("Add", ["qkv0", "b_in"], ["qkv"]),
+             node("Reshape", ["qkv", "split_shape"], ["qkv5"]),             # (B, T, 3, H, dh)
+             node("Transpose", ["qkv5"], ["qkvT"], perm=[2, 0, 3, 1, 4]),   # (3, B, H, T, dh)
+             node("Split", ["qkvT", "three"], ["q1", "k1", "v1"], axis=0),
+             *[node("Squeeze", [f"{n}1", "zero"], [n]) for n in "qkv"],
+             node("Transpose", ["k"], ["kT"], perm=[0, 1, 3, 2]),
+             node("MatMul", ["q", "kT"], ["s0"]), node("Mul", ["s0", "scale"], ["s"]),
+             node("Softmax", ["s"], ["p"], axis=-1), node("MatMul", ["p", "v"], ["ctx"]),
+             node("Transpose", ["ctx"], ["ctxT"], perm=[0, 2, 1, 3]),         # (B, T, H, dh)
+             node("Reshape", ["ctxT", "merge_shape"], ["merged"]),
+             node("MatMul", ["merged", "w_out_t"], ["y0"]), node("Add", ["y0", "b_out"], ["y"])]
+    inits = {"w_in_t": np.ascontiguousarray(a["w_in"].T), "b_in": a["b_in"],
+             "w_out_t": np.ascontiguousarray(a["w_out"].T), "b_out": a["b_out"],
+             "split_shape": np.array([b, t, 3, heads, dh], np.int64),
+             "merge_shape": np.array([b, t, e], np.int64),
+             "three": np.array([1, 1, 1], np.int64), "zero": np.array([0], np.int64),
+             "scale": np.array(dh ** -0.5, np.float32)}
+    return nodes, inits
 
 
 def build(op, mode, precision, device, arrays, threads) -> Kernel:

@@ -33,7 +33,21 @@ def _layers(keras, op) -> list:
         "layernorm": lambda: L.LayerNormalization(epsilon=layers.EPS, name="layer"),
         "embedding": lambda: L.Embedding(d[2], d[3], name="layer"),
         "lstm": lambda: L.LSTM(d[3], return_sequences=True, name="layer"),
+        "mha": lambda: L.MultiHeadAttention(d[3], d[2] // d[3], name="layer"),
     }.get(k, lambda: L.Activation(k, name="layer"))()]
+
+
+def _mha_weights(mha, arrays, heads: int) -> None:
+    """PyTorch's packed projections (rows q, k, v of in_proj) as Keras' per-head
+    EinsumDense kernels: (E_in, heads, head_dim) in, (heads, head_dim, E) out."""
+    e = arrays["w_in"].shape[1]
+    dh = e // heads
+    for n, dense in enumerate((mha.query_dense, mha.key_dense, mha.value_dense)):
+        w = arrays["w_in"][n * e:(n + 1) * e]
+        dense.kernel.assign(w.T.reshape(e, heads, dh))
+        dense.bias.assign(arrays["b_in"][n * e:(n + 1) * e].reshape(heads, dh))
+    mha.output_dense.kernel.assign(arrays["w_out"].T.reshape(heads, dh, e))
+    mha.output_dense.bias.assign(arrays["b_out"])
 
 
 def build(op, mode, precision, device, arrays, threads) -> Kernel:
@@ -48,10 +62,16 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
     image = op.kernel in IMAGES
     x_np = np.ascontiguousarray(arrays["x"].transpose(0, 2, 3, 1)) if image else arrays["x"]
     cot_np = np.ascontiguousarray(arrays["cot"].transpose(0, 2, 3, 1)) if image else arrays["cot"]
-    model = keras.Sequential([keras.Input(x_np.shape[1:], batch_size=x_np.shape[0],
-                                          dtype="int64" if op.kernel == "embedding" else None),
-                              *_layers(keras, op)])
-    import_weights(model, layers.canonical(op, arrays))
+    inp = keras.Input(x_np.shape[1:], batch_size=x_np.shape[0],
+                      dtype="int64" if op.kernel == "embedding" else None)
+    out = inp
+    for lay in _layers(keras, op):
+        out = lay(out, out) if op.kernel == "mha" else lay(out)       # self-attention
+    model = keras.Model(inp, out)
+    if op.kernel == "mha":
+        _mha_weights(model.get_layer("layer"), arrays, op.dims[3])
+    else:
+        import_weights(model, layers.canonical(op, arrays))
     with tf.device("/GPU:0" if device == "cuda" else "/CPU:0"):
         x, cot = tf.constant(x_np), tf.constant(cot_np)
     layer = model.get_layer("layer")
@@ -82,7 +102,7 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
             return got.transpose(0, 3, 1, 2) if to_nchw else got
         return get
     notes = ["ZeroPadding2D + valid convolution (Keras' own strided form)"] \
-        if len(model.layers) > 1 else []
+        if any(isinstance(lay, keras.layers.ZeroPadding2D) for lay in model.layers) else []
     return Kernel(step, take("out", image), f"tensorflow {tf.__version__} (keras "
                   f"{keras.__version__}, {type(layer).__name__})", "NHWC" if image else "",
                   notes, math, grad=take("grad", image and op.kernel != "embedding")

@@ -25,6 +25,7 @@ def _layer(nn, op):
         "layernorm": lambda: nn.LayerNorm(d[-1], eps=layers.EPS),
         "embedding": lambda: nn.Embedding(d[2], d[3]),
         "lstm": lambda: nn.LSTM(d[2], d[3], batch_first=True),
+        "mha": lambda: nn.MultiheadAttention(d[2], d[3], batch_first=True),
         "relu": nn.ReLU, "gelu": nn.GELU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh,
     }[k]()
 
@@ -46,10 +47,17 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
             self.layer = _layer(nn, op)
 
         def forward(self, x):
-            out = self.layer(x)
-            return out[0] if isinstance(out, tuple) else out      # LSTM: the sequence
+            out = self.layer(x, x, x, need_weights=False) if mha else self.layer(x)
+            return out[0] if isinstance(out, tuple) else out      # LSTM, MHA: the sequence
 
-    net = import_weights(Net(), layers.canonical(op, arrays)).to(dev, dtype)
+    mha = op.kernel == "mha"
+    net = Net()
+    weights = layers.canonical(op, arrays)
+    if mha:         # its arrays are nn.MultiheadAttention's own parameters, by name
+        net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
+    else:
+        import_weights(net, weights)
+    net = net.to(dev, dtype)
     net.train(mode == "train")
     x = torch.from_numpy(arrays["x"]).to(dev)
     x = x if op.kernel == "embedding" else x.to(dtype)
