@@ -8,7 +8,6 @@ could have rejected up front.  Two cells with the same identity are one cell.
 from __future__ import annotations
 
 import itertools
-
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +58,7 @@ class Cell:
                 f"batch {self.batch_size} {self.scenario} ({self.intra_op} threads)"
                 + (f" [{self.env}]" if self.env else ""))
 
-    def environment(self, overlay=None) -> dict[str, str]:
+    def environment(self, overlay: Any = None) -> dict[str, str]:
         """The variables the cell's process starts with: thread pools are sized, the
         allocator chosen and a --with overlay put first on the import path before import."""
         from dlbench.harness import envs

@@ -45,7 +45,8 @@ class BenchRequest:
     inter_op_threads: int | None = None
     # The memory allocator of every cell's process (harness.allocator: why tuned is the default).
     allocator: str = DEFAULT_ALLOCATOR
-    # --with PACKAGE==VERSION: each an environment the cells also run in (harness.envs).
+    # --with PACKAGE==VERSION: the cells run in each of these environments instead of the
+    # installed packages (harness.envs); a sweep axis.
     with_specs: list[str] = field(default_factory=list)
     scenarios: list[str] = field(default_factory=lambda: ["offline"])
     rule: StopRule = field(default_factory=StopRule)
