@@ -27,7 +27,7 @@ def add_arguments(p) -> None:
 def add_common_arguments(p, layer: bool = False) -> None:
     """What ``micro`` and ``layer`` share: engines, precisions, axes, measurement, output."""
     from dlbench.harness.config import field_default
-    from dlbench.harness.micro.engines import ENGINES, INPUT_DTYPES, LAYER_ENGINES
+    from dlbench.harness.micro.engines import ENGINES, PRECISIONS, LAYER_ENGINES
     from dlbench.harness.micro.sweep import MicroRequest
 
     rule = field_default(MicroRequest, "rule")
@@ -43,7 +43,7 @@ def add_common_arguments(p, layer: bool = False) -> None:
                    help=f"{', '.join(LAYER_ENGINES if layer else ENGINES)}; repeat or "
                         f"comma-separate, the first the reference (default: every installed one)")
     p.add_argument("--precision", action="append", default=None,
-                   help=f"{', '.join(INPUT_DTYPES)}; repeat or comma-separate (default fp32)")
+                   help=f"{', '.join(PRECISIONS)}; repeat or comma-separate (default fp32)")
     p.add_argument("--device", default=field_default(MicroRequest, "device"),
                    help="cpu or cuda (default %(default)s)")
     p.add_argument("--threads", default=None,

@@ -8,11 +8,11 @@ after the clock stops, so a wrong or skipped kernel fails the cell.
 from __future__ import annotations
 
 import time
-from importlib import metadata
 from typing import Any
 
 from dlbench.harness.bench.measure import Clock, StopRule, measure
 from dlbench.harness.envs import imported_packages
+from dlbench.harness.frameworks import distribution_version
 from dlbench.harness.micro import engines, layers
 from dlbench.harness.micro.ops import Op
 
@@ -43,7 +43,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
                         **checked},
             "runtime": {"library": kernel.library, "layout": kernel.layout,
                         "notes": kernel.notes, "math_mode": kernel.math,
-                        "version": _version(engine.FRAMEWORK),
+                        "version": distribution_version(engine.FRAMEWORK),
                         # Under --with, the whole environment the cell imported from.
                         "packages": imported_packages() if payload.get("packages") else None}}
 
@@ -59,9 +59,3 @@ def _sample(kernel) -> dict[str, Any]:
         sample.update(grad_shape=list(grad.shape), grad=grad.reshape(-1)[:SAMPLE].tolist())
     return sample
 
-
-def _version(distribution: str) -> str | None:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None

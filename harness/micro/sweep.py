@@ -137,10 +137,10 @@ def plan(req: MicroRequest) -> tuple[list[MicroCell], list[str]]:
                                 f"{req.device}")
             continue
         chosen.append(name)
-    bad = [p for p in req.precisions if p not in engines_mod.INPUT_DTYPES]
+    bad = [p for p in req.precisions if p not in engines_mod.PRECISIONS]
     if bad:
         raise UserError(f"unknown precision(s) {', '.join(bad)} (micro has "
-                        f"{', '.join(engines_mod.INPUT_DTYPES)})")
+                        f"{', '.join(engines_mod.PRECISIONS)})")
     threads = req.threads or [physical_cores()]
     if min(threads) < 1:
         raise UserError("--threads must be at least 1")
@@ -157,8 +157,6 @@ def plan(req: MicroRequest) -> tuple[list[MicroCell], list[str]]:
                 note = (f"{name} has no {precision} {what}"
                         + (f" (it has {', '.join(have)})" if have else "") + ": left out")
                 notes += [note] if note not in notes else []
-                continue
-            if req.kind == "memory" and precision != "fp32":
                 continue
             cells.append(MicroCell(op, name, precision, t, env, mode))
     if not cells:
@@ -192,8 +190,8 @@ def run_micro(req: MicroRequest, show_progress: bool = True,
         bar.start(cell.label)
         started = now_iso()
         env_dir, env_error = envs.prepare(cell.env) if cell.env else (None, None)
-        outcome = None if env_error else _launch(cell, req, env_dir)
-        record = make_record(cell, req, outcome, env_error, fp, run_id, started, store)
+        launched = None if env_error else _launch(cell, req, env_dir)
+        record = make_record(cell, req, launched, env_error, fp, run_id, started, store)
         if cell.mode:
             agree(record, references.setdefault(cell.group, {}))
         keep(record, store, fp, records, req.json_path, on_record)
@@ -202,13 +200,18 @@ def run_micro(req: MicroRequest, show_progress: bool = True,
 
 
 def _launch(cell: MicroCell, req: MicroRequest, env_dir):
+    """(the cell's outcome, the environment it was given)."""
     from dlbench.harness import envs
     from dlbench.harness.cellenv import cell_environment
     from dlbench.harness.launcher import run_cell
+    from dlbench.harness.mathmode import environment as math_environment
     from dlbench.harness.threads import ThreadConfig
 
+    # The math variables as bench's cells get them (fp32 on a GPU: TF32 off before any
+    # library loads), then the --with overlay.
     env = cell_environment(ThreadConfig.default(cell.threads), req.allocator,
-                           extra=envs.environment(env_dir) if env_dir else None)
+                           extra={**math_environment(req.device, cell.precision),
+                                  **(envs.environment(env_dir) if env_dir else {})})
     payload = {"op": cell.op.to_dict(), "engine": cell.engine, "precision": cell.precision,
                "device": req.device, "threads": cell.threads, "seed": req.seed,
                "rule": req.rule.to_dict(), "packages": bool(cell.env), "mode": cell.mode}

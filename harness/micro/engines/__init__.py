@@ -34,8 +34,8 @@ LAYER_ENGINES = {
     "mindspore": "dlbench.harness.micro.engines.ms_layers",
     "onnxruntime": "dlbench.harness.micro.engines.ort_layers",
 }
-# Precision -> (numpy dtype the inputs are made in, before each engine casts them).
-INPUT_DTYPES = {"fp32": np.float32, "bf16": np.float32, "int8": np.int8}
+# The precisions micro and layer cells know (each engine's SUPPORTS says which it has).
+PRECISIONS = ("fp32", "bf16", "int8")
 
 
 @dataclass

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from dlbench.harness import mathmode
 from dlbench.harness.micro import layers
 from dlbench.harness.micro.engines import Kernel
-from dlbench.harness.micro.engines.ort_ops import PROVIDERS
+from dlbench.harness.micro.engines.ort_ops import bound_session, model_of
 
 FRAMEWORK = "onnxruntime"
 DEVICES = ("cpu", "cuda")
@@ -92,34 +91,18 @@ def _attention(d, a):
 
 
 def build(op, mode, precision, device, arrays, threads) -> Kernel:
-    import onnxruntime as ort
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import numpy_helper
 
     nodes, inits = _node(op, arrays)
     lstm = op.kernel == "lstm"
     x = np.ascontiguousarray(arrays["x"].transpose(1, 0, 2)) if lstm else arrays["x"]
-    elem = TensorProto.INT64 if x.dtype == np.int64 else TensorProto.FLOAT
-    graph = helper.make_graph(
-        nodes, op.kernel, [helper.make_tensor_value_info("x", elem, list(x.shape))],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(np.ascontiguousarray(v), n) for n, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = min(model.ir_version, 9)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
-    opts = mathmode.onnxruntime_options(so, precision)
-    provider = PROVIDERS[device]
-    sess = ort.InferenceSession(model.SerializeToString(), so,
-                                providers=[(provider, opts)] if device == "cuda" else [provider])
-    if sess.get_providers()[0] != provider:
-        raise RuntimeError(f"ONNX Runtime ran on {sess.get_providers()[0]}, not {provider}")
-    binding = sess.io_binding()
-    ort_device = "cuda" if device == "cuda" else "cpu"
-    binding.bind_ortvalue_input("x", ort.OrtValue.ortvalue_from_numpy(x, ort_device, 0))
-    binding.bind_output("y", ort_device)
+    model = model_of(nodes, op.kernel, {"x": x},
+                     [numpy_helper.from_array(np.ascontiguousarray(v), n)
+                      for n, v in inits.items()], OPSET)
+    sess, binding, math, library = bound_session(model, {"x": x}, precision, device, threads)
+
     def output():
         got = binding.get_outputs()[0].numpy()
         return got.transpose(1, 0, 2) if lstm else got
-    return Kernel(lambda: sess.run_with_iobinding(binding), output,
-                  f"onnxruntime {ort.__version__} ({provider})", "TNC" if lstm else "NCHW",
-                  math=mathmode.onnxruntime_math(sess, so, precision))
+    return Kernel(lambda: sess.run_with_iobinding(binding), output, library,
+                  "TNC" if lstm else "NCHW", math=math)

@@ -24,6 +24,45 @@ PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 U8_ZERO = 8                     # int8 operands in [-8, 8) shifted into uint8
 
 
+def model_of(nodes, name: str, feeds: dict[str, np.ndarray], inits, opset: int,
+             out_type=None):
+    """A one-output ONNX model ``y`` over ``feeds`` (their dtypes and shapes) and ``inits``
+    (TensorProtos), at ``opset`` with the IR version ONNX Runtime 1.31 reads."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info(
+            k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)) for k, v in feeds.items()],
+        [helper.make_tensor_value_info("y", out_type or TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = min(model.ir_version, 9)
+    return model
+
+
+def bound_session(model, feeds: dict[str, np.ndarray], precision: str, device: str,
+                  threads: int):
+    """(session, IO binding, math mode, library) for ``model`` with ``feeds`` bound once on
+    ``device``; a session that fell back to another provider is refused."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
+    opts = mathmode.onnxruntime_options(so, precision)
+    provider = PROVIDERS[device]
+    sess = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=[(provider, opts)] if device == "cuda" else [provider])
+    if sess.get_providers()[0] != provider:
+        raise RuntimeError(f"ONNX Runtime {ort.__version__} ran on {sess.get_providers()[0]}, "
+                           f"not {provider}")
+    binding = sess.io_binding()
+    ort_device = "cuda" if device == "cuda" else "cpu"
+    for name, value in feeds.items():
+        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(value, ort_device, 0))
+    binding.bind_output("y", ort_device)
+    return (sess, binding, mathmode.onnxruntime_math(sess, so, precision),
+            f"onnxruntime {ort.__version__} ({provider})")
+
+
 def _graph(op, precision, inputs):
     from onnx import TensorProto, helper, numpy_helper
 
@@ -50,41 +89,14 @@ def _graph(op, precision, inputs):
         inits.append(numpy_helper.from_array(np.array(TRIAD_SCALAR, np.float32), "s"))
         nodes += [helper.make_node("Mul", ["c", "s"], ["sc"]),
                   helper.make_node("Add", ["b", "sc"], ["y"])]
-    graph = helper.make_graph(
-        nodes, op.kind, [helper.make_tensor_value_info(
-            k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)) for k, v in feeds.items()],
-        [helper.make_tensor_value_info("y", out_type, None)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = min(model.ir_version, 8)
-    return model, feeds
+    return model_of(nodes, op.kind, feeds, inits, 13, out_type), feeds
 
 
 def build(op, precision, device, inputs, threads) -> Kernel:
-    import onnxruntime as ort
-
     model, feeds = _graph(op, precision, inputs)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    provider_opts = mathmode.onnxruntime_options(so, precision if precision != "int8" else "fp32")
-    provider = PROVIDERS[device]
-    providers = [(provider, provider_opts)] if device == "cuda" else [provider]
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=providers)
-    if sess.get_providers()[0] != provider:
-        raise RuntimeError(f"ONNX Runtime {ort.__version__} ran on {sess.get_providers()[0]}, "
-                           f"not {provider}")
-    math = mathmode.onnxruntime_math(sess, so, "fp32")
-    binding = sess.io_binding()
-    ort_device = "cuda" if device == "cuda" else "cpu"
-    for name, value in feeds.items():
-        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(value, ort_device, 0))
-    binding.bind_output("y", ort_device)
-
-    def step():
-        sess.run_with_iobinding(binding)
-
-    def output():
-        return binding.get_outputs()[0].numpy()
+    # int8 GEMM: the float32 switches still apply to the session (there are no others).
+    sess, binding, math, library = bound_session(model, feeds, "fp32", device, threads)
     notes = ["triad as Mul + Add: two kernels"] if op.kernel == "triad" else []
-    return Kernel(step, output, f"onnxruntime {ort.__version__} ({provider})",
+    return Kernel(lambda: sess.run_with_iobinding(binding),
+                  lambda: binding.get_outputs()[0].numpy(), library,
                   "NCHW" if op.kind == "conv" else "", notes, math)
