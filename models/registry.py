@@ -195,7 +195,8 @@ _REGISTRY: dict[str, ModelSpec] = {}
 _LOADED = False
 
 # Modules whose import registers models.  Adding a family = adding it here.
-_FAMILIES = ("dlbench.models.resnet", "dlbench.models.googlenet", "dlbench.models.lstm", "dlbench.models.bert", "dlbench.models.lenet")
+_FAMILIES = ("dlbench.models.resnet", "dlbench.models.googlenet", "dlbench.models.lstm", "dlbench.models.bert", "dlbench.models.lenet",
+             "dlbench.models.vgg")
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:

@@ -1,9 +1,11 @@
 """Parameter and multiply-add counts of a CNN described as a walk of plain ops.
 
 A family's ``walk(cfg)`` yields, in network order, ``("conv", cin, cout, k,
-stride, out_hw)``, ``("bn", channels)`` and ``("fc", cin, cout)``; these sums
-are the framework-free reference every framework's real network is tested
-against.  Convolutions carry no bias (batch norm follows every one), batch
+stride, out_hw)``, ``("bn", channels)``, ``("bias", channels)`` and ``("fc",
+cin, cout)``; these sums are the framework-free reference every framework's
+real network is tested against.  A convolution's bias is its own op, because
+in networks with batch norm (most here) the conv has none: BN's mean
+subtraction would cancel it; VGG's convolutions, without BN, carry one.  Batch
 norm trains gamma and beta only, and element-wise work (BN, ReLU, pooling,
 residual additions, concatenation) is left out of the multiply-adds, as
 published FLOP figures for these networks do.
@@ -21,6 +23,8 @@ def parameters(ops: Iterable[tuple]) -> int:
             total += cin * cout * k * k
         elif op[0] == "bn":
             total += 2 * op[1]
+        elif op[0] == "bias":
+            total += op[1]
         else:
             total += op[1] * op[2] + op[2]
     return total

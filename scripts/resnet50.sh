@@ -15,7 +15,7 @@
 # Exit status: 0 all ran; 1 something failed at run time (stored in the
 # database, the script went on); 2 bad input.
 #
-# dlbench-models: resnet50 resnet50-mini
+# dlbench-models: resnet152 resnet152-mini resnet50 resnet50-mini
 set -euo pipefail
 
 MODEL=${MODEL:-resnet50}                       # one of the dlbench-models above

@@ -46,6 +46,9 @@ def test_shapes_parse_count_and_come_from_the_walk():
         "embedding 2x32:256x16", "lstm 2x32x16:16", "lstm 2x32x32:16", "dense 2x32x2"]
     # LeNet's convolutions are unpadded, micro's pad R//2: only its dense layers are taken.
     assert {op.kernel for op in layers.from_model("lenet5", 2)} == {"dense"}
+    # VGG's convolutions have no batch norm after them: none is made up.
+    vgg = [op.kernel for op in layers.from_model("vgg16", 1)]
+    assert "bn" not in vgg and vgg[:3] == ["conv", "relu", "conv"] and vgg.count("dense") == 3
 
 
 def test_a_disagreeing_engine_fails_its_cell():

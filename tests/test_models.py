@@ -40,9 +40,28 @@ def test_same_parameters_flops_and_output_shape(name, framework):
     y = _forward(framework, model, x)        # predict takes NCHW and converts itself
     assert y.shape == (2, spec.num_classes)
     assert np.isfinite(y).all()
+    # A family that spells out its weight names (independently of any framework)
+    # holds every builder to them: a misnamed or reshaped layer fails here, not in
+    # a weight transfer.
+    canonical = getattr(importlib.import_module(f"dlbench.models.{spec.family}"),
+                        "canonical_shapes", None)
+    if canonical is not None:
+        exported = importlib.import_module(f"dlbench.models.weights.{framework}").export_weights
+        assert {k: v.shape for k, v in exported(model).items()} == canonical(spec.config)
 
 
 def test_resnet50_is_the_published_size():
     spec = get_model("resnet50")
     assert spec.parameter_count == 25_557_032
     assert spec.macs_per_sample == 4_089_184_256
+
+
+@pytest.mark.parametrize("name,params,macs", [
+    # torchvision's counts (v1.5 moves a stride, not a weight); MACs are conv + dense.
+    ("resnet152", 60_192_808, 11_513_626_624),
+    ("vgg16", 138_357_544, 15_470_264_320),
+])
+def test_seed_zoo_classifiers_are_the_published_size(name, params, macs):
+    spec = get_model(name)
+    assert (spec.parameter_count, spec.macs_per_sample) == (params, macs)
+    assert spec.inputs[0].shape == (3, 224, 224) and spec.num_classes == 1000

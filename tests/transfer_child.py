@@ -50,8 +50,18 @@ def perturb(weights: dict, seed: int) -> dict:
             lo, hi = {"weight": (0.5, 1.5), "running_var": (0.5, 2.0)}.get(suffix, (-0.3, 0.3))
             out[key] = rng.uniform(lo, hi, value.shape).astype(np.float32)
         elif suffix == "bias":
-            out[key] = rng.uniform(-0.2, 0.2, value.shape).astype(np.float32)
+            span = 0.1 * _gain(weights.get(f"{layer}.weight"))
+            out[key] = rng.uniform(-span, span, value.shape).astype(np.float32)
     return out
+
+
+def _gain(weight) -> float:
+    """How much the layer scales its input (std x sqrt(fan-in)), at most 1: a bias
+    bigger than the signal it is added to would make every sample's logits the same
+    (VGG's dense layers start at N(0, 0.01): a gain of 0.1 to 0.6)."""
+    if weight is None or weight.ndim < 2:
+        return 1.0
+    return min(1.0, float(weight.std()) * float(np.sqrt(np.prod(weight.shape[1:]))))
 
 
 def max_diff(a: dict, b: dict) -> float:

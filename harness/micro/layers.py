@@ -188,8 +188,8 @@ def arrays(op: Op, seed: int = 0) -> dict[str, np.ndarray]:
 
 def from_model(model: str, batch: int) -> list[Layer]:
     """The distinct layers of a zoo network at ``batch``, from its walk, in network order:
-    a CNN's convolutions with the batch norm and ReLU on their output, and its
-    classifier; a token network's embeddings, LSTMs (one direction), attention blocks
+    a CNN's convolutions with the ReLU (and the batch norm, where the walk has one) on
+    their output, and its classifier; a token network's embeddings, LSTMs (one direction), attention blocks
     (one ``mha`` per block: its projections and products), layer norms and dense
     layers.  Unpadded convolutions (LeNet's) are left out: this module's pad R//2."""
     from dlbench.harness.micro.ops import conv_dims, fc_dims, walk_of
@@ -200,11 +200,12 @@ def from_model(model: str, batch: int) -> list[Layer]:
 
     def add(kind: str, *dims: int) -> None:
         seen[Layer("layer", tuple(dims), kind)] = None
-    for op in walk:
+    for i, op in enumerate(walk):
         if op[0] == "conv" and conv_dims(op, batch):
             conv = Layer("layer", conv_dims(op, batch), "conv")
             add("conv", *conv.dims)
-            add("bn", *out_shape(conv))
+            if i + 1 < len(walk) and walk[i + 1][0] == "bn":     # VGG's have none
+                add("bn", *out_shape(conv))
             add("relu", *out_shape(conv))
         elif op[0] == "fc":
             add("dense", *fc_dims(op, batch))

@@ -1,5 +1,8 @@
-"""ResNet v1.5 (the stride sits on the bottleneck's 3x3 conv, as in NVIDIA's and
-MindSpore's ResNet-50 v1.5), written once per framework in this folder.
+"""ResNet v1.5 (He et al. 2016, "Deep Residual Learning for Image Recognition",
+bottleneck configurations 50 and 152; the stride sits on the bottleneck's 3x3
+conv, as in NVIDIA's and MindSpore's ResNet-50 v1.5), written once per
+framework in this folder.  v1.5 moves a stride, not a weight: the parameter
+counts are torchvision's (25,557,032 and 60,192,808).
 
 The architecture is described here by plain numbers so that parameter and
 multiply-add counts are computed without any framework; the per-framework tests
@@ -83,4 +86,9 @@ RESNET50 = _resnet("resnet50", "ResNet-50 v1.5", layers=(3, 4, 6, 3), width=64,
                    image_size=224, num_classes=1000, batch=32, dataset="ImageNet2012")
 # Same topology at 1/8 width and 64x64 input: the network tests and quick demos train.
 _resnet("resnet50-mini", "ResNet-50 v1.5 (1/8 width, 64px)", layers=(3, 4, 6, 3), width=8,
+        image_size=64, num_classes=10, batch=16, dataset="synthetic")
+# The seed's deeper ResNet: stages of 3, 8, 36 and 3 bottlenecks.
+RESNET152 = _resnet("resnet152", "ResNet-152 v1.5", layers=(3, 8, 36, 3), width=64,
+                    image_size=224, num_classes=1000, batch=32, dataset="ImageNet2012")
+_resnet("resnet152-mini", "ResNet-152 v1.5 (1/8 width, 64px)", layers=(3, 8, 36, 3), width=8,
         image_size=64, num_classes=10, batch=16, dataset="synthetic")
