@@ -196,7 +196,7 @@ _LOADED = False
 
 # Modules whose import registers models.  Adding a family = adding it here.
 _FAMILIES = ("dlbench.models.resnet", "dlbench.models.googlenet", "dlbench.models.lstm", "dlbench.models.bert", "dlbench.models.lenet",
-             "dlbench.models.vgg")
+             "dlbench.models.vgg", "dlbench.models.densenet")
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:

@@ -5,7 +5,8 @@ Core group: ``dlbench train`` and ``dlbench export`` run as subprocesses (each
 framework in its own cell), and this process only reads their JSON.  ResNet-50's
 export is tests/test_convert_export.py's (ResNet-152 is the same code with more
 blocks); a family whose layers differ gets its own case here: VGG's biased
-convolutions and channels-first flatten before the dense layers.
+convolutions and channels-first flatten before the dense layers, DenseNet's
+concatenations and the batch norms on them that no convolution absorbs.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import sys
 import pytest
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
-MODELS = ("vgg16-mini",)
+MODELS = ("vgg16-mini", "densenet121-mini")
 
 
 def _dlbench(*argv: str, cwd, timeout: float = 900) -> subprocess.CompletedProcess:

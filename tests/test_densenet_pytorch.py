@@ -1,0 +1,88 @@
+"""DenseNet-121 in PyTorch: the published size, the walk, a training step.
+
+Counts, MACs, output shapes and canonical weight names of every zoo model
+against the walk are tests/test_models.py's; here the analytic counts are
+checked against the numbers torchvision publishes, and the walk conv by conv
+(harness/micro reads its output sizes).
+"""
+import numpy as np
+import torch
+from torch import nn
+
+from dlbench.models.densenet import walk
+from dlbench.models.registry import get_model
+from dlbench.models.weights.pytorch import export_weights, import_weights
+
+
+def test_analytic_counts_are_torchvisions_densenet121():
+    spec = get_model("densenet121")
+    # torchvision's DenseNet121_Weights: num_params 7,978,856 and "_ops" 2.834 GMACs
+    # (conv and classifier multiply-adds; the paper's Fig. 3 rounds it to ~2.9 GFLOPs).
+    assert spec.parameter_count == 7_978_856
+    assert spec.macs_per_sample == 2_834_161_664
+    mini = get_model("densenet121-mini")
+    assert (mini.parameter_count, mini.macs_per_sample) == (454_634, 16_263_680)
+    assert spec.default_batch_size == 32 and spec.dataset == "ImageNet2012"
+    assert spec.inputs[0].shape == (3, 224, 224) and spec.num_classes == 1000
+    assert (mini.default_batch_size, mini.inputs[0].shape) == (16, (3, 64, 64))
+    # 120 convolutions and the classifier: the "121" in the name.
+    assert sum(op[0] in ("conv", "fc") for op in walk(spec.config)) == 121
+
+
+def test_walk_lists_every_conv_in_network_order_with_its_output_size():
+    """What harness/micro reads off the walk: channels, kernel, stride and output size."""
+    spec = get_model("densenet121-mini")
+    net = spec.build("pytorch", seed=0).eval()
+    seen = []
+    hooks = [m.register_forward_hook(
+        lambda m, _i, out: seen.append(("conv", m.in_channels, m.out_channels,
+                                        m.kernel_size[0], m.stride[0], out.shape[-1])))
+        for m in net.modules() if isinstance(m, nn.Conv2d)]
+    with torch.no_grad():
+        net(torch.zeros(1, 3, 64, 64))
+    for h in hooks:
+        h.remove()
+    assert seen == [op for op in walk(spec.config) if op[0] == "conv"]
+
+
+def test_a_dense_layer_keeps_its_input_first():
+    """cat([input, new]): the channel order each later bn1 gamma is matched to."""
+    spec = get_model("densenet121-mini")
+    layer = spec.build("pytorch", seed=0).eval().block2.layer3
+    x = torch.randn(2, layer.bn1.num_features, 8, 8)
+    with torch.no_grad():
+        y = layer(x)
+    assert y.shape[1] == x.shape[1] + spec.config["growth_rate"]
+    assert torch.equal(y[:, : x.shape[1]], x)
+
+
+def test_starts_from_torchvisions_init():
+    net = get_model("densenet121-mini").build("pytorch", seed=0)
+    w = export_weights(net)
+    conv = w["block3.layer24.conv1.weight"]            # 248 x 32 x 1 x 1 fan_in 248
+    assert abs(conv.std() / np.sqrt(2 / 248) - 1) < 0.1
+    bns = {k[: -len(".running_var")] for k in w if k.endswith(".running_var")}
+    assert all((w[f"{b}.weight"] == 1).all() and not w[f"{b}.bias"].any() for b in bns)
+    assert not w["fc.bias"].any() and np.abs(w["fc.weight"]).max() <= 1 / np.sqrt(256)
+
+
+def test_import_replaces_every_weight():
+    spec = get_model("densenet121-mini")
+    net = spec.build("pytorch", seed=0)
+    w = export_weights(spec.build("pytorch", seed=1))
+    import_weights(net, w)
+    back = export_weights(net)
+    assert all(np.array_equal(back[k], w[k]) for k in w)
+
+
+def test_a_training_step_moves_weights_and_bn_statistics():
+    spec = get_model("densenet121-mini")
+    net = spec.build("pytorch", seed=0).train()
+    before = export_weights(net)
+    x = torch.randn(4, 3, 64, 64)
+    loss = nn.functional.cross_entropy(net(x), torch.tensor([0, 1, 2, 3]))
+    loss.backward()
+    torch.optim.SGD(net.parameters(), lr=0.1).step()
+    after = export_weights(net)
+    changed = {k for k in before if not np.array_equal(before[k], after[k])}
+    assert changed == set(before)      # every conv, BN affine, statistic and the classifier
