@@ -1,12 +1,13 @@
-"""DenseNet-121 in Keras 3 (NHWC): its init, weight import and a training step.
+"""DenseNet-121 in Keras 3 (NHWC): its init and a training step.
 
-Counts, MACs and canonical weight names of every zoo model are tests/test_models.py's.
+Counts, MACs and canonical weight names of every zoo model are tests/test_models.py's, weight
+import and export across frameworks tests/test_weights_transfer.py's.
 """
 import numpy as np
 import tensorflow as tf
 
 from dlbench.models.registry import get_model
-from dlbench.models.weights.tensorflow import export_weights, import_weights
+from dlbench.models.weights.tensorflow import export_weights
 
 
 def test_starts_from_torchvisions_init():
@@ -16,15 +17,6 @@ def test_starts_from_torchvisions_init():
     bns = {k[: -len(".running_var")] for k in w if k.endswith(".running_var")}
     assert all((w[f"{b}.weight"] == 1).all() and not w[f"{b}.bias"].any() for b in bns)
     assert not w["fc.bias"].any() and np.abs(w["fc.weight"]).max() <= 1 / np.sqrt(256)
-
-
-def test_import_replaces_every_weight():
-    spec = get_model("densenet121-mini")
-    net = spec.build("tensorflow", seed=0)
-    w = export_weights(spec.build("tensorflow", seed=1))
-    import_weights(net, w)
-    back = export_weights(net)
-    assert all(np.array_equal(back[k], w[k]) for k in w)
 
 
 def test_a_training_step_moves_weights_and_bn_statistics():
