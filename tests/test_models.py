@@ -5,6 +5,7 @@ or framework is tested without new test code.  Each case runs in its
 framework's test group (see tests/suites.py).
 """
 import importlib
+import math
 
 import numpy as np
 import pytest
@@ -54,6 +55,49 @@ def test_resnet50_is_the_published_size():
     spec = get_model("resnet50")
     assert spec.parameter_count == 25_557_032
     assert spec.macs_per_sample == 4_089_184_256
+
+
+
+
+def _smallest_of_each_family() -> set[str]:
+    smallest: dict[str, str] = {}
+    for m in list_models():
+        spec = get_model(m)
+        best = smallest.get(spec.family)
+        if best is None or spec.parameter_count < get_model(best).parameter_count:
+            smallest[spec.family] = m
+    return set(smallest.values())
+
+
+# Each image family's smallest network (a mini, LeNet): a real training step of each,
+# in the trainer's own session, is cheap enough for every family in every framework
+# (ResNet-152's mini is ResNet-50's code with more blocks).
+STEP_CASES = [c for c in CASES if c.values[0] in _smallest_of_each_family()
+              and not get_model(c.values[0]).token_inputs]
+
+
+@pytest.mark.parametrize("name,framework", STEP_CASES)
+def test_two_training_steps_move_every_weight_and_statistic(name, framework):
+    """Through ``harness.training``'s session, as ``dlbench train`` runs it (MindSpore in
+    graph mode): a weight the optimizer never reaches, a batch norm frozen in training,
+    or a layer left out of the loss shows as an unchanged array.  Two steps, because a
+    residual block's last batch norm starts at gamma 0 and shields its convolutions
+    from the first step's gradient."""
+    from dlbench.harness.training.base import TrainConfig
+    from dlbench.models import synthetic
+
+    spec = get_model(name)
+    session_cls = importlib.import_module(f"dlbench.harness.training.{framework}").Session
+    cfg = TrainConfig(model=name, framework=framework, batch_size=4, steps=2, warmup_steps=0,
+                      learning_rate=spec.default_lr)
+    session = session_cls(spec, cfg, synthetic.image_batches(spec, 4, 2, seed=0,
+                                                             layout=session_cls.layout))
+    export = importlib.import_module(f"dlbench.models.weights.{framework}").export_weights
+    before = export(session.model)
+    losses = [session.step(0), session.step(1)]
+    after = export(session.model)
+    assert all(math.isfinite(x) for x in losses)
+    assert sorted(k for k in before if np.array_equal(before[k], after[k])) == []
 
 
 @pytest.mark.parametrize("name,params,macs", [
