@@ -51,29 +51,49 @@ ROUGH_P99 = ("* p99 from fewer samples than it needs (688 for 99.9 % confidence 
              "largest sample lies above the true p99): a rough figure.")
 
 
-def kernel_mark(record: dict[str, Any]) -> str:
-    """The short mark a kernel-bound cell's throughput gets (" (kernel 82%)"); the
-    explanation is printed once under the table (``kernel_note``), not on every row."""
+def cpu_mark(record: dict[str, Any]) -> str:
+    """The short marks a cell's throughput gets for where its CPU time went: " (kernel
+    82%)" when kernel-bound, " (others 35%)" when other processes held its CPUs.  The
+    explanations are printed once under the table (``cpu_note``), not on every row."""
     m = record.get("metrics") or {}
-    if not m.get("kernel_bound") or m.get("kernel_share") is None:
-        return ""
-    return f" (kernel {m['kernel_share']:.0%})"
+    mark = ""
+    if m.get("kernel_bound") and m.get("kernel_share") is not None:
+        mark += f" (kernel {m['kernel_share']:.0%})"
+    if _contended(m):
+        mark += f" (others {m['contended_share']:.0%})"
+    return mark
 
 
-def kernel_note(records: Sequence[dict[str, Any]]) -> str | None:
-    """The footnote for the kernel-bound cells of a table, with each distinct hint once."""
+def _contended(m: dict[str, Any]) -> bool:
+    from dlbench.harness.stats import CONTENDED_BOUND
+
+    return (m.get("contended_share") or 0) > CONTENDED_BOUND
+
+
+def cpu_note(records: Sequence[dict[str, Any]]) -> str | None:
+    """The footnotes for a table's marked cells, each distinct hint once."""
     from dlbench.harness.cpuusage import KERNEL_BOUND
+    from dlbench.harness.stats import CONTENDED_BOUND
 
-    flagged = [r for r in records if r.get("status") != "failed" and kernel_mark(r)]
-    if not flagged:
-        return None
-    faults = sorted((r.get("metrics") or {}).get("minor_faults_per_iteration") or 0
-                    for r in flagged)
-    spread = f"{faults[0]:,.0f}" + (f" to {faults[-1]:,.0f}" if faults[-1] != faults[0] else "")
-    hints = list(dict.fromkeys((r.get("metrics") or {}).get("kernel_hint") or "" for r in flagged))
-    return (f"(kernel N%): N% of the measured window's CPU time went to the kernel, over "
-            f"{KERNEL_BOUND:.0%} ({spread} minor page faults per iteration); "
-            + "; ".join(h for h in hints if h) + ".")
+    live = [r for r in records if r.get("status") != "failed"]
+    notes = []
+    flagged = [r for r in live if (r.get("metrics") or {}).get("kernel_bound")]
+    if flagged:
+        faults = sorted((r.get("metrics") or {}).get("minor_faults_per_iteration") or 0
+                        for r in flagged)
+        spread = f"{faults[0]:,.0f}" + (f" to {faults[-1]:,.0f}"
+                                        if faults[-1] != faults[0] else "")
+        hints = list(dict.fromkeys((r.get("metrics") or {}).get("kernel_hint") or ""
+                                   for r in flagged))
+        notes.append(f"(kernel N%): N% of the measured window's CPU time went to the kernel, "
+                     f"over {KERNEL_BOUND:.0%} ({spread} minor page faults per iteration); "
+                     + "; ".join(h for h in hints if h) + ".")
+    if any(_contended(r.get("metrics") or {}) for r in live):
+        notes.append(f"(others N%): N% of the CPUs the cell ran on went to other processes "
+                     f"or the hypervisor (steal) while it measured, over "
+                     f"{CONTENDED_BOUND:.0%}: the figure is not the cell's alone; measure "
+                     f"again on an idle machine.")
+    return "\n\n".join(notes) or None
 
 
 def allocator_of(record: dict[str, Any]) -> str:
@@ -155,7 +175,7 @@ def train_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         st = m["step_time_s"]
         rows.append([
             network, framework.strip(), resource, r["precision"], r["batch_size"],
-            f"{r['throughput_sps']:.2f}{kernel_mark(r)}",
+            f"{r['throughput_sps']:.2f}{cpu_mark(r)}",
             f"{_ms(st['p50'])} ({_ms(st['p90'])})",
             f"{m['warmup_steps']} steps, {m['warmup_total_s']:.1f} s",
             f"{m['loss_start']:.3f} → {m['loss_end']:.3f}",
@@ -195,5 +215,5 @@ def train_table(records: Sequence[dict[str, Any]]) -> str:
             for r, row in zip(records, train_rows(records))]
     headers = list(train_headers(records) + tuple(h for h, _ in extra))
     add_allocator_column(headers, rows, records)
-    note = kernel_note(records)
+    note = cpu_note(records)
     return markdown(headers, rows) + (f"\n\n{note}" if note else "")

@@ -125,10 +125,12 @@ def test_markdown_tables_carry_the_database_figures(cli, db):
     assert row["Framework version"] == f"PyTorch {train['framework_version']}"
     assert row["Resource"] == train["context"]["resource"]
     assert int(row["Batch size"]) == train["batch_size"] == 4
-    # A loaded machine can push this tiny run's kernel share past 10 %: then it is marked.
-    kernel = bool(train["metrics"].get("kernel_bound"))
-    assert re.fullmatch(r"[\d.]+ images/sec" + (r" \(kernel \d+%\)" if kernel else ""),
-                        row["Throughput"]), row["Throughput"]
+    # A loaded machine can push this tiny run's kernel share past 10 %, and the suite's
+    # other worker can hold more than 10 % of its CPUs: then each is marked.
+    m = train["metrics"]
+    marks = ((r" \(kernel \d+%\)" if m.get("kernel_bound") else "")
+             + (r" \(others \d+%\)" if (m.get("contended_share") or 0) > 0.10 else ""))
+    assert re.fullmatch(r"[\d.]+ images/sec" + marks, row["Throughput"]), row["Throughput"]
     assert _value(row["Throughput"]) == pytest.approx(train["throughput_sps"], rel=1e-3)
     assert row["Speedup"] == "-"
 

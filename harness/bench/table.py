@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from dlbench.harness.tables import (ROUGH_P99, add_allocator_column, artifact_label,
-                                     kernel_mark, kernel_note, markdown, milliseconds,
+                                     cpu_mark, cpu_note, markdown, milliseconds,
                                      network_name)
 
 BENCH_HEADERS = ("Network", "Artifact", "Backend", "Resource", "Precision", "Batch size",
@@ -43,7 +43,7 @@ def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         thr = f"{r['throughput_sps']:.4g}" if r.get("throughput_sps") is not None else "-"
         if r["status"] == "unstable":
             thr += " (unstable)"
-        thr += kernel_mark(r)
+        thr += cpu_mark(r)
         if r.get("scenario") == "server" and (m.get("server") or {}).get("latency_bound_ms"):
             thr += f" @ p99 <= {m['server']['latency_bound_ms']:g} ms"
         rows.append(head + [
@@ -72,7 +72,7 @@ def bench_table(records: Sequence[dict[str, Any]]) -> str:
     if any(not ((r.get("metrics") or {}).get("percentile_support") or {}).get("p99", True)
            for r in records if r["status"] != "failed"):
         text += "\n\n" + ROUGH_P99
-    note = kernel_note(records)
+    note = cpu_note(records)
     if note:
         text += "\n\n" + note
     return text

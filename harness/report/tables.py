@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from dlbench.harness import stats
 from dlbench.harness.frameworks import FRAMEWORKS
 from dlbench.harness.tables import (ROUGH_P99, add_allocator_column, artifact_label,
-                                     kernel_mark, kernel_note, markdown, milliseconds,
+                                     cpu_mark, cpu_note, markdown, milliseconds,
                                      network_name, spec_unit, zoo_spec)
 
 
@@ -85,7 +85,7 @@ def _with_allocator(table: Table, records: Sequence[dict[str, Any]]) -> Table:
     """Records with different allocators share a table only with an Allocator column
     (before Precision), and kernel-bound rows get their footnote once."""
     add_allocator_column(table.headers, table.rows, records)
-    note = kernel_note(records)
+    note = cpu_note(records)
     if note:
         table.notes.append(note)
     return table
@@ -138,7 +138,7 @@ def training(records: Sequence[dict[str, Any]]) -> Table:
         n = devices(r)
         sp = speedups.get(r["id"])
         speedup = "-" if n == 1 else ("n/a (no 1-device run)" if sp is None else f"{sp:.2f}")
-        row = head + [f"{num(r.get('throughput_sps'))} {unit(r)}{kernel_mark(r)}", speedup]
+        row = head + [f"{num(r.get('throughput_sps'))} {unit(r)}{cpu_mark(r)}", speedup]
         if with_eval:
             ev = m.get("eval") or {}
             acc = ev.get("accuracy")
@@ -225,7 +225,7 @@ def inference(records: Sequence[dict[str, Any]],
         thr = f"{num(r.get('throughput_sps'))} {unit(r)}"
         if r["status"] == "unstable":
             thr += f" (UNSTABLE: {_unstable(m)})"
-        thr += kernel_mark(r)
+        thr += cpu_mark(r)
         bound = (m.get("server") or {}).get("latency_bound_ms")
         if r.get("scenario") == "server" and bound:
             thr += f" at p99 <= {bound:g} ms"

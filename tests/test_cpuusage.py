@@ -1,0 +1,55 @@
+"""Other processes' share of a cell's CPUs, read over its measured window
+(``harness.cpuusage``), with a real competing process.
+
+Core group.  The suite's other worker may be busy on the same cores, so the
+readings here are lower bounds, never "idle" claims.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dlbench.harness.cpuusage import CpuWindow
+from dlbench.harness.tables import cpu_mark, cpu_note
+
+SPIN = "import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 30: pass\n"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="needs Linux's /proc/stat")
+def test_a_competing_process_on_our_cpus_is_seen_and_our_own_work_is_not():
+    cpus = len(os.sched_getaffinity(0))
+    spinner = subprocess.Popen([sys.executable, "-c", SPIN])     # inherits our affinity
+    try:
+        time.sleep(0.3)                                  # let it start spinning
+        window = CpuWindow()
+        with window:
+            time.sleep(1.0)                              # this process: idle
+        c = window.report(1)["contention"]
+    finally:
+        spinner.kill()
+        spinner.wait()
+    # One spinning process holds one of our CPUs: 1/cpus of their time (less ticks lost).
+    assert c["cpus"] == cpus and c["wall_s"] == pytest.approx(1.0, abs=0.2)
+    assert c["others_share"] > 0.8 / cpus, c
+    assert 0.0 <= c["steal_share"] <= 1.0
+    own = CpuWindow()
+    with own:                                            # our own spin is not "others"
+        t = time.perf_counter()
+        while time.perf_counter() - t < 0.5:
+            pass
+    r = own.report(1)
+    assert r["cpu_time"]["user_s"] > 0.4
+    assert r["contention"]["others_s"] <= r["contention"]["wall_s"] * cpus - 0.4
+
+
+def test_a_contended_figure_is_marked_and_explained_once():
+    contended = {"status": "ok", "metrics": {"contended_share": 0.35}}
+    quiet = {"status": "ok", "metrics": {"contended_share": 0.02}}
+    assert cpu_mark(contended) == " (others 35%)" and cpu_mark(quiet) == ""
+    assert cpu_note([quiet]) is None
+    note = cpu_note([contended, dict(contended), quiet])
+    assert note.count("(others N%)") == 1 and "10%" in note
