@@ -189,9 +189,10 @@ def arrays(op: Op, seed: int = 0) -> dict[str, np.ndarray]:
 def from_model(model: str, batch: int) -> list[Layer]:
     """The distinct layers of a zoo network at ``batch``, from its walk, in network order:
     a CNN's convolutions with the ReLU (and the batch norm, where the walk has one) on
-    their output, and its classifier; a token network's embeddings, LSTMs (one direction), attention blocks
-    (one ``mha`` per block: its projections and products), layer norms and dense
-    layers.  Unpadded convolutions (LeNet's) are left out: this module's pad R//2."""
+    their output, and its classifier; a token network's embeddings, LSTMs (one
+    direction), attention blocks (one ``mha`` per block: its projections and products),
+    layer norms and dense layers.  Unpadded convolutions (LeNet's) are left out: this
+    module's pad R//2."""
     from dlbench.harness.micro.ops import conv_dims, fc_dims, walk_of
 
     spec, walk = walk_of(model)

@@ -59,7 +59,8 @@ def feature_map(cfg: dict) -> tuple[int, int, int]:
     """(C, H, W) of the map the flatten reads (512, 7, 7 for 224x224 input)."""
     size = cfg["image_size"] // POOL ** len(cfg["stages"])
     if size < 1:
-        raise ValueError(f"{cfg['image_size']}px input is pooled away by {len(cfg['stages'])} stages")
+        raise ValueError(f"{cfg['image_size']}px input is pooled away by "
+                         f"{len(cfg['stages'])} stages")
     return cfg["stages"][-1][-1], size, size
 
 
