@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from dlbench.harness.frameworks import FRAMEWORKS
+from dlbench.harness.stats import CONTENDED_BOUND
 from dlbench.models.registry import get_model
 
 
@@ -65,15 +66,12 @@ def cpu_mark(record: dict[str, Any]) -> str:
 
 
 def _contended(m: dict[str, Any]) -> bool:
-    from dlbench.harness.stats import CONTENDED_BOUND
-
     return (m.get("contended_share") or 0) > CONTENDED_BOUND
 
 
 def cpu_note(records: Sequence[dict[str, Any]]) -> str | None:
     """The footnotes for a table's marked cells, each distinct hint once."""
     from dlbench.harness.cpuusage import KERNEL_BOUND
-    from dlbench.harness.stats import CONTENDED_BOUND
 
     live = [r for r in records if r.get("status") != "failed"]
     notes = []

@@ -72,7 +72,8 @@ def _smallest_of_each_family() -> set[str]:
 # Each image family's smallest network (a mini, LeNet): a real training step of each,
 # in the trainer's own session, is cheap enough for every family in every framework
 # (ResNet-152's mini is ResNet-50's code with more blocks).
-STEP_CASES = [c for c in CASES if c.values[0] in _smallest_of_each_family()
+SMALLEST = _smallest_of_each_family()
+STEP_CASES = [c for c in CASES if c.values[0] in SMALLEST
               and not get_model(c.values[0]).token_inputs]
 
 

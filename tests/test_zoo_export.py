@@ -11,9 +11,6 @@ concatenations and the batch norms on them that no convolution absorbs.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -21,22 +18,16 @@ FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 MODELS = ("vgg16-mini", "densenet121-mini")
 
 
-def _dlbench(*argv: str, cwd, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dlbench.harness", *argv], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, DLBENCH_DB=str(cwd / "results.sqlite")))
-
-
 @pytest.mark.parametrize("model", MODELS)
-def test_trained_in_every_framework_and_exported_verified(model, tmp_path):
-    train = _dlbench("train", model, "--steps", "1", "--warmup-steps", "0", "--batch-size", "4",
-                     "--threads", "1", "--out", "train", "--json", "train.json", cwd=tmp_path)
+def test_trained_in_every_framework_and_exported_verified(model, cli, workdir):
+    train = cli("train", model, "--steps", "1", "--warmup-steps", "0", "--batch-size", "4",
+                "--threads", "1", "--out", "train", "--json", "train.json")
     assert train.returncode == 0, train.stderr[-3000:]
-    assert [r["status"] for r in json.loads((tmp_path / "train.json").read_text())] == ["ok"] * 3
-    dirs = [str(tmp_path / "train" / model / fw) for fw in FRAMEWORKS]
-    out = _dlbench("export", *dirs, "--threads", "1", "--json", "export.json", cwd=tmp_path)
+    assert [r["status"] for r in json.loads((workdir / "train.json").read_text())] == ["ok"] * 3
+    dirs = [str(workdir / "train" / model / fw) for fw in FRAMEWORKS]
+    out = cli("export", *dirs, "--threads", "1", "--json", "export.json")
     assert out.returncode == 0, out.stderr[-3000:]
-    records = json.loads((tmp_path / "export.json").read_text())
+    records = json.loads((workdir / "export.json").read_text())
     assert [r["framework"] for r in records] == list(FRAMEWORKS)
     for r in records:
         assert r["status"] == "ok" and r["model"] == model, (r["framework"], r["error"])
