@@ -20,6 +20,8 @@ from dlbench.models.errors import UserError
 
 KINDS = {
     "train": "dlbench.harness.training.runner:child",
+    # One rank of a data-parallel training cell, started by a framework's launcher.
+    "train_rank": "dlbench.harness.training.ranks:child",
     # Conversions: native reference outputs + ONNX/MindIR export (one framework per process),
     # TensorRT engine build + run, and any artifact's outputs through its runner (verify).
     "export": "dlbench.harness.convert.export_cell:child",
@@ -58,8 +60,23 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
+def rank_output(out: str) -> str:
+    """Where this rank reports: each node's first rank in ``out`` (every rank holds the
+    gathered figures), the others beside it under their global rank.  Each launcher
+    names ranks its own way; MindSpore's scheduler runs this module too (it trains
+    nothing and reports apart)."""
+    if os.environ.get("MS_ROLE") == "MS_SCHED":
+        return out + ".scheduler"
+    env = os.environ
+    local = env.get("LOCAL_RANK") or env.get("DLBENCH_LOCAL_RANK") or env.get("DEVICE_ID", "0")
+    rank = env.get("RANK") or env.get("DLBENCH_RANK") or env.get("RANK_ID") or local
+    return out if local == "0" else f"{out}.rank{rank}"
+
+
 def main(argv: list[str]) -> int:
     kind, inp, out = argv
+    if kind == "train_rank":
+        out = rank_output(out)
     die_with_parent()
     with open(inp, encoding="utf-8") as fh:
         payload = json.load(fh)

@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from dlbench.models.atomic import write_json
 
@@ -64,7 +64,8 @@ def _last_line(text: str) -> str:
 
 
 def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None = None,
-             timeout: float | None = None) -> CellOutcome:
+             timeout: float | None = None,
+             launcher: Callable[[Path, list[str]], list[str]] | None = None) -> CellOutcome:
     """Run one cell to completion or timeout.
 
     The child's working directory is a scratch directory removed afterwards:
@@ -72,14 +73,20 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
     rank_0/ and rewritten_network/) leave nothing behind; paths in ``payload``
     must therefore be absolute.  ``env`` comes from ``cellenv.cell_environment`` (threads
     and the allocator, fixed before the child imports anything); None inherits ours.
+    ``launcher`` turns (scratch directory, cell arguments) into the command that starts
+    the cell through a framework's launcher (``training.scaling``): its ranks report in
+    ``out.json`` (the first rank) and ``out.json.rank<R>`` (the others).
     """
     with tempfile.TemporaryDirectory(prefix="dlbench-cell-") as tmp:
         inp, out, log = Path(tmp, "in.json"), Path(tmp, "out.json"), Path(tmp, "log.txt")
         write_json(inp, payload)
         start = time.perf_counter()
         with open(log, "wb") as log_fh:
+            cell = [kind, str(inp), str(out)]
+            command = (launcher(Path(tmp), cell) if launcher else
+                       [sys.executable, "-m", "dlbench.harness.cell", *cell])
             proc = subprocess.Popen(
-                [sys.executable, "-m", "dlbench.harness.cell", kind, str(inp), str(out)],
+                command,
                 stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
                 env=env, cwd=tmp, start_new_session=True)
             status, polled, timed_out = _wait(proc.pid, start, timeout)
@@ -102,12 +109,28 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
             outcome.error = reply.get("error")
             outcome.traceback = reply.get("traceback")
             return outcome
-        if proc.returncode is not None and proc.returncode < 0:
+        if (failed_rank := _failed_rank(out)) is not None:
+            outcome.error, outcome.traceback = failed_rank
+        elif proc.returncode is not None and proc.returncode < 0:
             outcome.error = _signal_reason(-proc.returncode)
         else:
             outcome.error = (f"exited with status {proc.returncode} without a result"
                              + (f": {_last_line(tail)}" if _last_line(tail) else ""))
         return outcome
+
+
+def _failed_rank(out: Path) -> tuple[str, str | None] | None:
+    """The first failed rank's own error, when a launcher's cell ended without a result:
+    the launcher's last line only says that a rank failed, the rank says why."""
+    for path in sorted(out.parent.glob(out.name + ".rank*")):
+        try:
+            reply = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if reply.get("status") != "ok":
+            rank = path.name.rsplit(".rank", 1)[1]
+            return f"rank {rank}: {reply.get('error')}", reply.get("traceback")
+    return None
 
 
 def _wait(pid: int, start: float, timeout: float | None) -> tuple[int | None, float, bool]:
@@ -148,7 +171,21 @@ def _rss_mb(pid: int) -> float:
 
 
 def _kill_group(pid: int) -> None:
+    """Kill the cell's process group and every descendant: a launcher's ranks may run
+    in sessions of their own (torchrun starts each in a new one), out of the group's
+    reach, and must not outlive the cell."""
+    import psutil
+
+    try:
+        tree = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        tree = []
     try:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    for child in tree:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass

@@ -215,3 +215,52 @@ def train_table(records: Sequence[dict[str, Any]]) -> str:
     add_allocator_column(headers, rows, records)
     note = cpu_note(records)
     return markdown(headers, rows) + (f"\n\n{note}" if note else "")
+
+
+SCALING_HEADERS = ("Network", "Network Type", "Dataset", "Framework", "Resource", "Precision",
+                   "Batch Size (per device)", "Throughput", "Speedup", "T_N/T_1",
+                   "Rank step time min–max")
+SCALING_NOTE = ("Speedup = T_N/(N·T_1): scaling efficiency, 1.00 is perfect (the MindSpore "
+                "page's definition); T_N/T_1 is the raw gain. T_N is the throughput on N "
+                "devices (global samples over the span from the earliest rank's start to the "
+                "latest rank's end), T_1 the same cell's on one device.")
+
+
+def scaling_table(records: Sequence[dict[str, Any]]) -> str:
+    """Data-parallel training cells in the MindSpore benchmark page's layout, each compared
+    with its one-device cell (same model, framework, precision, per-device batch, scaling
+    mode and machine); without one, Speedup stays empty rather than guessed."""
+    def key(r):
+        c = r.get("context") or {}
+        return (r["model"], r["framework"], r["precision"], r["batch_size"],
+                (c.get("scaling") or {}).get("mode"), r.get("machine_id"))
+
+    def world(r):
+        return ((r.get("context") or {}).get("topology") or {}).get("world_size", 1)
+
+    ones = {key(r): r["throughput_sps"] for r in records
+            if r["status"] == "ok" and world(r) == 1}
+    unit = train_headers(records)[THROUGHPUT_COLUMN].removeprefix("Throughput ")
+    rows = []
+    for r in records:
+        spec = zoo_spec(r["model"])
+        c = r.get("context") or {}
+        fw = FRAMEWORKS.get(r["framework"])
+        head = [network_name(r["model"]), spec.network_type if spec else "",
+                (c.get("config") or {}).get("data", ""),
+                f"{fw.display if fw else r['framework']} {r.get('framework_version') or ''}",
+                c.get("resource") or r.get("device"), r["precision"], r["batch_size"]]
+        if r["status"] != "ok":
+            rows.append(head + [f"FAILED: {r.get('error')}", "", "", ""])
+            continue
+        m = r.get("metrics") or {}
+        t1, n = ones.get(key(r)), world(r)
+        spread = (f"{_ms(m['rank_step_time_min_s'])}–{_ms(m['rank_step_time_max_s'])}"
+                  if "rank_step_time_min_s" in m else "")
+        rows.append(head + [f"{r['throughput_sps']:.2f}{cpu_mark(r)}",
+                            f"{r['throughput_sps'] / (n * t1):.2f}" if t1 else "",
+                            f"{r['throughput_sps'] / t1:.2f}" if t1 else "", spread])
+    headers = list(SCALING_HEADERS)
+    headers[7] = f"Throughput {unit}"
+    notes = "\n\n".join(filter(None, [SCALING_NOTE, cpu_note(records)]))
+    return f"{markdown(headers, rows)}\n\n{notes}"

@@ -28,6 +28,8 @@ def add_arguments(p) -> None:
     axes.add_argument("--backend", action="append", metavar="NAME")
     axes.add_argument("--with", dest="with_", action="append", metavar="PACKAGE==VERSION",
                       help="the --with environments of micro cells ('installed': dlbench's own)")
+    axes.add_argument("--devices", action="append", metavar="N",
+                      help="data-parallel training cells on N devices (dlbench train --devices)")
     axes.add_argument("--run", action="append", metavar="RUN_ID")
     narrow = p.add_argument_group("narrowing filters (both sides)")
     narrow.add_argument("--model")
@@ -69,6 +71,7 @@ def run(args) -> int:
     from dlbench.harness.compare import compare
     from dlbench.harness.compare.noise import Calibration, floor_for
     from dlbench.harness.config import field_default
+    from dlbench.harness.bench.request import split
     from dlbench.harness.compare.sources import INSTALLED, Filters, axis_values, load_sides
     from dlbench.harness.compare.table import (comparison_table, footnote, paper_table, unmatched)
     from dlbench.models.errors import UserError
@@ -96,11 +99,13 @@ def run(args) -> int:
     filters = Filters(model=args.model, kind=args.kind, precision=args.precision,
                       batch_size=args.batch_size)
     axes = []
-    for name in ("framework", "backend", "with"):
+    for name in ("framework", "backend", "with", "devices"):
         values = axis_values(name, getattr(args, "with_" if name == "with" else name))
         if values:
             if name == "with":          # the installed packages: no --with environment
                 values = tuple(None if v == INSTALLED else v for v in values)
+            if name == "devices":
+                values = tuple(split([v], int)[0] for v in values)
             filters.baseline[name], filters.candidate[name] = values
             axes.append(name)
     runs = axis_values("run", args.run)

@@ -64,6 +64,25 @@ def add_arguments(p) -> None:
                         "model of your own")
     p.add_argument("--loss-output", default=None, metavar="NAME",
                    help="the output the loss is on (default: the model's first)")
+    g = p.add_argument_group(
+        "data-parallel scaling", "each cell runs on the framework's own launcher (torchrun, "
+        "msrun, TF_CONFIG workers); the table adds Speedup = T_N/(N*T_1)")
+    g.add_argument("--devices", action="append", default=None, metavar="N[,N...]",
+                   help="devices per node, a sweep axis (e.g. 1,2,4); on a CPU a device is "
+                        "one process pinned to its share of the cores")
+    g.add_argument("--scaling", default="weak", choices=("weak", "strong"),
+                   help="weak (default): --batch-size per device, the global batch grows; "
+                        "strong: --batch-size is the global batch, split over the devices")
+    g.add_argument("--nodes", type=int, default=1, help="nodes taking part (default 1)")
+    g.add_argument("--node-rank", type=int, default=0, help="this node's index (default 0)")
+    g.add_argument("--master-addr", default="127.0.0.1",
+                   help="node 0's address, which every node names (default 127.0.0.1)")
+    g.add_argument("--master-port", type=int, default=0,
+                   help="node 0's rendezvous port; required with --nodes > 1 (default: a "
+                        "free port per cell)")
+    g.add_argument("--node-addrs", default=None, metavar="HOST,HOST",
+                   help="every node's address in node-rank order (TensorFlow on several "
+                        "nodes: TF_CONFIG names every worker)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=None,
                    help="SGD learning rate, momentum 0.9 (default: the model's own, 0.05 for "
@@ -85,9 +104,10 @@ def frameworks_from(values, default) -> list[str]:
 
 def run(args) -> int:
     from dlbench.harness.bench.input_args import parse_int_range
+    from dlbench.harness.bench.request import split
     from dlbench.harness.commands import user_inputs
     from dlbench.harness.progress import with_progress
-    from dlbench.harness.tables import train_table
+    from dlbench.harness.tables import scaling_table, train_table
     from dlbench.harness.training.runner import TrainRequest, train
 
     shapes, given = user_inputs(args)
@@ -102,8 +122,11 @@ def run(args) -> int:
         eval_samples=args.eval_samples, seed=args.seed,
         learning_rate=args.lr, out=args.out, db=args.db, json_path=args.json_path,
         timeout=args.timeout,
+        devices=split(args.devices, int) if args.devices else None, scaling=args.scaling,
+        nodes=args.nodes, node_rank=args.node_rank, master_addr=args.master_addr,
+        master_port=args.master_port, node_addrs=split([args.node_addrs or ""]),
         **({"allocator": args.allocator} if args.allocator is not None else {}))
     what = args.model or args.model_from
     records = with_progress(args, f"train {what}", "train", lambda say: train(req, progress=say))
-    print(train_table(records))
+    print(scaling_table(records) if req.devices else train_table(records))
     return 0 if all(r["status"] == "ok" for r in records) else 1

@@ -13,16 +13,25 @@ from typing import Any, Iterable
 
 IDENTITY = ("kind", "model", "device", "precision", "batch_size", "scenario",
             "intra_op_threads", "inter_op_threads", "backend", "framework", "machine_id", "with",
-            "mode")
+            "mode", "devices", "scaling")
 _STATUS_RANK = {"ok": 2, "unstable": 1}
 # Identity kept in a record's context, not a column: the --with environment of a micro or
-# layer cell (None: the installed packages), and a layer's mode (forward or train).
-CONTEXT_FIELDS = ("with", "mode")
+# layer cell (None: the installed packages), a layer's mode (forward or train), and a
+# data-parallel training cell's device count and scaling mode (None: one plain process).
+CONTEXT_FIELDS = ("with", "mode", "devices", "scaling")
+# What follows from the compared axis and may differ with it: each of N devices gets its
+# share of the cores.
+FOLLOWS = {"devices": ("intra_op_threads",)}
 
 
 def field(record: dict[str, Any], name: str) -> Any:
+    context = record.get("context") or {}
+    if name == "devices":
+        return (context.get("topology") or {}).get("world_size")
+    if name == "scaling":
+        return (context.get("scaling") or {}).get("mode")
     if name in CONTEXT_FIELDS:
-        return (record.get("context") or {}).get(name)
+        return context.get(name)
     return record.get(name)
 
 

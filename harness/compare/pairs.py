@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from dlbench.harness.compare.match import pair_cells
+from dlbench.harness.compare.match import FOLLOWS, pair_cells
 from dlbench.harness.compare.samples import (ITERATIONS, PROCESSES, process_samples,
                                              throughput_samples)
 from dlbench.harness.compare.stats import SLOWER, RatioEstimate, bootstrap_ratio
@@ -93,7 +93,8 @@ def compare(baseline: Iterable[dict[str, Any]], candidate: Iterable[dict[str, An
     Raises UserError when the sides share no machine (unless allowed) or no cell.
     """
     baseline, candidate, axes = list(baseline), list(candidate), tuple(axes)
-    ignore = axes + (("machine_id",) if allow_different_machines else ())
+    ignore = axes + tuple(f for a in axes for f in FOLLOWS.get(a, ())) + (
+        ("machine_id",) if allow_different_machines else ())
     machines_a = {r.get("machine_id") for r in baseline}
     machines_b = {r.get("machine_id") for r in candidate}
     if not allow_different_machines and not machines_a & machines_b:

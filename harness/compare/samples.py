@@ -39,6 +39,8 @@ def throughput_samples(record: dict[str, Any]) -> tuple[list[float] | None, str 
     if not batch:
         return None, "batch size unknown"
     if record.get("kind") == "train":
+        # A data-parallel step moves every rank's batch (its step time is the slowest rank's).
+        batch = m.get("global_batch") or batch
         times, scale = m.get("step_times_s"), 1.0
     elif record.get("kind") in ("bench", "micro"):       # micro: one call per iteration
         if record.get("scenario") == "server":

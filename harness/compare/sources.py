@@ -16,7 +16,7 @@ from dlbench.harness.results import ResultStore
 from dlbench.models.errors import UserError
 
 COMPARABLE_KINDS = ("train", "bench", "micro")
-AXES = ("framework", "backend", "with", "run")
+AXES = ("framework", "backend", "with", "devices", "run")
 # --with's value for the packages installed in dlbench's own environment.
 INSTALLED = "installed"
 
@@ -103,7 +103,7 @@ def load_sides(positionals: list[str], store: ResultStore, filters: Filters,
         if not (filters.baseline or filters.candidate):
             raise UserError("nothing to compare: give BASELINE CANDIDATE (run ids or --json "
                             "files), or an axis option twice (--framework, --backend, --with, "
-                            "--run)")
+                            "--devices, --run)")
         if filters.baseline == filters.candidate:
             raise UserError("baseline and candidate select the same records: the axis values "
                             "must differ")

@@ -39,6 +39,9 @@ class TrainConfig:
     momentum: float = 0.9
     eval: bool = False                  # evaluate on the held-out split after training
     eval_samples: int | None = None     # at most this many held-out samples (None: all)
+    # One rank of a data-parallel cell (harness.training.ranks): the session joins its
+    # framework's process group and averages gradients over it.
+    distributed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -55,6 +58,8 @@ class TrainSession(ABC):
     framework: str = ""
     layout: str = "NCHW"            # the image layout this framework's model takes
     checkpoint_suffix: str = ""
+    rank: int = 0                   # this process's place in a data-parallel group
+    world_size: int = 1
 
     def __init__(self, spec: ModelSpec, cfg: TrainConfig,
                  batches: list[tuple[np.ndarray, np.ndarray]]):
@@ -76,6 +81,19 @@ class TrainSession(ABC):
     @abstractmethod
     def save(self, directory: Path) -> str:
         """Write the native checkpoint into ``directory``; return its file name."""
+
+    def all_gather(self, row: np.ndarray) -> np.ndarray:
+        """Every rank's float64 ``row``, stacked in rank order, on every rank, through the
+        framework's own collective (so it also works across nodes); with one rank a
+        barrier-free stack of one."""
+        if self.world_size == 1:
+            return np.asarray(row, np.float64)[None]
+        raise NotImplementedError(f"the {self.framework} session cannot train data-parallel")
+
+    def weights_sum(self) -> float:
+        """Sum of every trainable weight's magnitude: data-parallel ranks must agree on it
+        after training, or their gradients were not averaged (``ranks.combine``)."""
+        raise NotImplementedError(f"the {self.framework} session cannot train data-parallel")
 
     def runtime(self) -> dict[str, Any]:
         """What actually ran: device the framework used, threads it reports."""

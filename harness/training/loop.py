@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dlbench.harness import stats
 from dlbench.harness.cpuusage import CpuWindow
 from dlbench.harness.training.base import TrainConfig, TrainSession
@@ -37,14 +39,17 @@ def _summary(samples: list[float]) -> dict[str, float]:
     return {"mean": s["mean"], "p50": s["p50"], "p90": s["p90"], "total": sum(samples)}
 
 
-def run(cfg: TrainConfig, out_dir: Path, spec: ModelSpec | None = None) -> dict[str, Any]:
+def run(cfg: TrainConfig, out_dir: Path, spec: ModelSpec | None = None,
+        rank: int = 0) -> dict[str, Any]:
     """Train per ``cfg``, save the checkpoint into ``out_dir``, return the metrics.
-    ``spec``: a user's model's (``harness.training.user``); default the zoo's ``cfg.model``."""
+    ``spec``: a user's model's (``harness.training.user``); default the zoo's ``cfg.model``.
+    ``rank``: in a data-parallel cell each rank trains on its own data (seeded apart); the
+    model's seed stays the same, so every rank starts from the same weights."""
     spec = spec or get_model(cfg.model)
     cls = session_class(cfg.framework)
     t0 = time.perf_counter()
     dataset, batches, stream = start(spec, cfg.data, cfg.batch_size,
-                                     cfg.warmup_steps + cfg.steps, cfg.seed, cls.layout)
+                                     cfg.warmup_steps + cfg.steps, cfg.seed + rank, cls.layout)
     if cfg.eval:
         dataset.require_eval()
     data_s = time.perf_counter() - t0
@@ -69,6 +74,9 @@ def run(cfg: TrainConfig, out_dir: Path, spec: ModelSpec | None = None) -> dict[
 
     times, losses, data_times = [], [], []
     cpu = CpuWindow()           # around each measured step only: data reading is not the step's
+    if cfg.distributed:
+        session.all_gather(np.zeros(1))      # a barrier: the window opens on every rank at once
+    epoch_start = time.time()
     loop_start = time.perf_counter()
     for i in range(cfg.warmup_steps, cfg.warmup_steps + cfg.steps):
         data_times.append(feed(i))
@@ -78,9 +86,13 @@ def run(cfg: TrainConfig, out_dir: Path, spec: ModelSpec | None = None) -> dict[
         times.append(time.perf_counter() - t0)
         cpu.end()
     wall_s = time.perf_counter() - loop_start
+    epoch_end = time.time()
     window_s = wall_s - sum(data_times)
 
-    checkpoint = user.save(session, out_dir) if user.is_user(spec) else session.save(out_dir)
+    checkpoint = None
+    if session.rank == 0:           # data-parallel ranks hold the same weights
+        checkpoint = (user.save(session, out_dir) if user.is_user(spec)
+                      else session.save(out_dir))
     summary = stats.summarize(times)
     all_losses = warm_losses + losses
     samples = cfg.steps * cfg.batch_size
@@ -108,6 +120,9 @@ def run(cfg: TrainConfig, out_dir: Path, spec: ModelSpec | None = None) -> dict[
         "runtime": session.runtime(),
         **cpu.report(cfg.steps),
     }
+    if cfg.distributed:
+        from dlbench.harness.training.gather import combine
+        metrics.update(combine(session, metrics, epoch_start, epoch_end))
     if cfg.eval:
         metrics["eval"] = evaluate(session, dataset, cfg, cls.layout)
     metrics["data"] = dataset.describe()

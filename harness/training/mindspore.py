@@ -153,6 +153,15 @@ class _WithLoss(nn.Cell):
         return self.loss(self.net(*args[:self.n_inputs]), *args[self.n_inputs:])
 
 
+class _Sum(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.all_reduce = ops.AllReduce()
+
+    def construct(self, x):
+        return self.all_reduce(x)
+
+
 class Session(TrainSession):
     framework = "mindspore"
     layout = "NCHW"
@@ -168,6 +177,8 @@ class Session(TrainSession):
         self.math = mathmode.mindspore_math(ms, self.target, cfg.precision)    # refuses tf32
         self.threads = apply_threads(cfg.intra_op_threads, cfg.inter_op_threads)
         ms.set_context(mode=ms.GRAPH_MODE)
+        if cfg.distributed:
+            self._join_cluster()
         ms.set_seed(cfg.seed)
 
         self.model = spec.build_for_training("mindspore")
@@ -184,6 +195,30 @@ class Session(TrainSession):
                                               optimizer, sens=LOSS_SCALE if amp else None)
         self.train_step.set_train()
         self.batches = [self.place(b) for b in batches]
+
+    def _join_cluster(self) -> None:
+        """Join msrun's dynamic cluster; in DATA_PARALLEL mode TrainOneStepCell builds its
+        own gradient reducer (a mean over ranks) into the compiled step."""
+        from mindspore.communication import get_group_size, get_rank, init
+
+        init()
+        ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL,
+                                     gradients_mean=True)
+        self.rank, self.world_size = get_rank(), get_group_size()
+
+    def all_gather(self, row: np.ndarray) -> np.ndarray:
+        """Each rank fills its own row of a zero table and the ranks sum the tables: an
+        all-gather made of the AllReduce every data-parallel step already compiles (the
+        CPU build registers no AllGather kernel in 2.8)."""
+        if not self.cfg.distributed:
+            return super().all_gather(row)
+        table = np.zeros((self.world_size, len(row)), np.float64)
+        table[self.rank] = row
+        return _Sum()(ms.Tensor(table)).asnumpy()
+
+    def weights_sum(self) -> float:
+        return float(sum(np.abs(p.asnumpy()).astype(np.float64).sum()
+                         for p in self.model.trainable_params()))
 
     @staticmethod
     def version() -> str:
@@ -238,4 +273,6 @@ class Session(TrainSession):
             "loss_scale": LOSS_SCALE if amp else None,
             "data_device": tensor_device(self.batches[0][0][0]),
             "math_mode": self.math,
+            **({"launcher": "msrun", "data_parallel": "DATA_PARALLEL (gradients_mean)",
+                "world_size": self.world_size} if self.cfg.distributed else {}),
         }

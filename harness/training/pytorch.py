@@ -7,6 +7,8 @@ in TensorFloat-32 on a GPU that has it.
 from __future__ import annotations
 
 import contextlib
+import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +71,8 @@ class Session(TrainSession):
         if cfg.precision not in ("fp32", "amp", "tf32"):
             raise UserError(f"--precision {cfg.precision}: PyTorch supports fp32, tf32 and amp")
         self.device = resolve_device(cfg.device)
+        if cfg.distributed:
+            self._join_group()
         self.math = mathmode.torch_math(torch, self.device.type, cfg.precision)
         apply_threads(cfg.intra_op_threads, cfg.inter_op_threads)
         # CPU autocast supports bf16 only; fp16 on CUDA needs loss scaling to not underflow.
@@ -78,12 +82,46 @@ class Session(TrainSession):
 
         torch.manual_seed(cfg.seed)         # seeds CUDA generators too
         self.model = spec.build_for_training("pytorch").to(self.device).train()
+        # DDP averages gradients during backward; the bare model is what is saved.
+        self.net = self.model
+        if cfg.distributed:
+            from torch.nn.parallel import DistributedDataParallel
+
+            self.net = DistributedDataParallel(
+                self.model, device_ids=[self.device] if self.device.type == "cuda" else None)
         self.loss_fn = loss_for(spec.objective, self.framework)
         # Frozen parameters (the LSTM's b_hh) are not the optimizer's.
         self.optimizer = torch.optim.SGD([p for p in self.model.parameters() if p.requires_grad],
                                          lr=cfg.learning_rate, momentum=cfg.momentum)
         self.label_dtype = getattr(torch, label_dtype(spec.objective, "int64"))
         self.batches = [self.place(b) for b in batches]
+
+    def _join_group(self) -> None:
+        """Join torchrun's process group: gloo on a CPU, NCCL on a GPU (one per local rank)."""
+        import torch.distributed as dist
+        from dlbench.harness.training.scaling import JOIN_TIMEOUT_S
+
+        backend = "gloo"
+        if self.device.type == "cuda":
+            self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+            torch.cuda.set_device(self.device)
+            backend = "nccl"
+        dist.init_process_group(backend, timeout=timedelta(seconds=JOIN_TIMEOUT_S))
+        self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
+
+    def all_gather(self, row: np.ndarray) -> np.ndarray:
+        if not self.cfg.distributed:
+            return super().all_gather(row)
+        import torch.distributed as dist
+
+        mine = torch.from_numpy(np.asarray(row, np.float64)).to(self.device)
+        rows = [torch.zeros_like(mine) for _ in range(self.world_size)]
+        dist.all_gather(rows, mine)
+        return torch.stack(rows).cpu().numpy()
+
+    def weights_sum(self) -> float:
+        with torch.no_grad():
+            return float(sum(p.double().abs().sum() for p in self.model.parameters()))
 
     @staticmethod
     def version() -> str:
@@ -98,7 +136,7 @@ class Session(TrainSession):
         x, y = self.batches[index % len(self.batches)]
         self.optimizer.zero_grad(set_to_none=True)
         with self._autocast():
-            outputs = self.model(*x)
+            outputs = self.net(*x)
         loss = self.loss_fn(outputs, y)
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
@@ -149,6 +187,10 @@ class Session(TrainSession):
             "autocast_dtype": str(self.amp_dtype).removeprefix("torch.") if self.amp_dtype else None,
             "math_mode": self.math,
         }
+        if self.cfg.distributed:
+            import torch.distributed as dist
+            info.update(launcher="torchrun", data_parallel="DistributedDataParallel",
+                        backend=dist.get_backend(), world_size=self.world_size)
         if self.device.type == "cuda":
             info["device_name"] = torch.cuda.get_device_name(self.device)
             info["cuda"] = torch.version.cuda

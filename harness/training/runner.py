@@ -22,6 +22,7 @@ from dlbench.harness.launcher import run_cell
 from dlbench.harness.results import ResultStore
 from dlbench.harness.tables import spec_unit
 from dlbench.harness.threads import ThreadConfig
+from dlbench.harness.training import scaling
 from dlbench.harness.training.base import DEVICES, PRECISIONS, TrainConfig
 from dlbench.models.registry import USER_FAMILY, get_model
 
@@ -56,6 +57,15 @@ class TrainRequest(CommandOptions):
     int_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
     objective: str | None = None
     loss_output: str | None = None
+    # Data-parallel scaling (harness.training.scaling): None trains in one plain process;
+    # a list sweeps the devices per node, each cell through the framework's launcher.
+    devices: list[int] | None = None
+    nodes: int = 1
+    node_rank: int = 0
+    master_addr: str = scaling.LOOPBACK
+    master_port: int = 0
+    node_addrs: list[str] = field(default_factory=list)
+    scaling: str = "weak"
 
     @property
     def user(self) -> bool:
@@ -115,6 +125,19 @@ def validate(req: TrainRequest, spec=None) -> None:
     if req.device == "ascend" and not fp["ascend"]:
         raise UserError("--device ascend: no Ascend NPU on this machine (no /dev/davinci*)")
     _validate_data(req, spec)
+    if req.devices is not None:
+        if not req.devices:
+            raise UserError("--devices: give at least one count, e.g. --devices 1,2")
+        for n in req.devices:
+            scaling.check(scaling.Topology(n, req.nodes, req.node_rank, req.master_addr,
+                                           req.master_port, tuple(req.node_addrs)),
+                          req.frameworks)
+            if req.user:
+                raise UserError("--devices: data-parallel training is for zoo models")
+            scaling.split_batch(req.batch_size or spec.default_batch_size, n * req.nodes,
+                                req.scaling)
+    elif req.nodes != 1:
+        raise UserError("--nodes needs --devices (the devices per node)")
     if req.timeout is not None and req.timeout <= 0:
         raise UserError("--timeout must be positive")
     for name in req.frameworks:
@@ -175,25 +198,44 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
     batch = spec.default_batch_size if user_payload else req.batch_size or spec.default_batch_size
     lr = spec.default_lr if req.learning_rate is None else req.learning_rate
     records, usage_errors = [], []
-    for i, name in enumerate(req.frameworks, 1):
+    cells = [(name, n) for name in req.frameworks for n in (req.devices or [None])]
+    for i, (name, devices) in enumerate(cells, 1):
+        topo = None if devices is None else _topology(req, devices, i - 1)
+        intra = threads.intra_op if topo is None else scaling.cores_per_rank(devices,
+                                                                              req.threads)
         cfg = TrainConfig(model=spec.name, framework=name, batch_size=batch, steps=req.steps,
                           warmup_steps=req.warmup_steps, device=req.device,
-                          precision=req.precision, intra_op_threads=threads.intra_op,
+                          precision=req.precision, intra_op_threads=intra,
                           inter_op_threads=threads.inter_op, seed=req.seed,
                           data=canonical(req.data), learning_rate=lr,
-                          eval=req.eval, eval_samples=req.eval_samples)
-        progress(f"[{i}/{len(req.frameworks)}] training {spec.name} in {name}: batch {batch}, "
-                 f"{req.warmup_steps} warm-up + {req.steps} measured steps on {req.device}")
-        final_dir = Path(req.out) / spec.name / name
+                          eval=req.eval, eval_samples=req.eval_samples,
+                          distributed=topo is not None)
+        cell_env, launch, where = env, None, ""
+        if topo is not None:
+            cfg.batch_size = scaling.split_batch(batch, topo.world_size, req.scaling)
+            cell_env = cell_environment(ThreadConfig(intra, threads.inter_op), req.allocator,
+                                        mathmode.environment(req.device, req.precision))
+            launch = scaling.launcher(name, topo, cell_env, req.device)
+            where = (f" × {topo.world_size} ({req.scaling} scaling, "
+                     f"{cfg.batch_size} per device)")
+        progress(f"[{i}/{len(cells)}] training {spec.name} in {name}: batch {cfg.batch_size}, "
+                 f"{req.warmup_steps} warm-up + {req.steps} measured steps on "
+                 f"{req.device}{where}")
+        final_dir = Path(req.out) / spec.name / (name if topo is None else
+                                                 f"{name}-{topo.world_size}dev")
         started = now_iso()
         try:
             with staged_directory(final_dir) as stage:
-                outcome = run_cell("train", {"config": cfg.to_dict(), "user": user_payload,
-                                             "out_dir": str(stage.resolve())},
-                                   env=env, timeout=req.timeout)
+                outcome = run_cell("train" if topo is None else "train_rank",
+                                   {"config": cfg.to_dict(), "user": user_payload,
+                                    "out_dir": str(stage.resolve()),
+                                    "devices_per_node": devices},
+                                   env=cell_env, timeout=req.timeout, launcher=launch)
                 if outcome.status == "usage_error":
                     raise UserError(outcome.error)
-                record = _record(req, cfg, spec, outcome, fp, run_id, started, env)
+                record = _record(req, cfg, spec, outcome, fp, run_id, started, cell_env, topo)
+                if topo is not None and topo.node_rank > 0:
+                    raise _OtherNode()
                 if outcome.ok:
                     record["context"]["checkpoint"] = str(final_dir / outcome.result["checkpoint"])
                 record["id"] = store.add(record, fp)
@@ -207,6 +249,9 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
             continue
         except _Failed:
             progress(f"    {name} FAILED: {record['error']}")
+        except _OtherNode:
+            state = "done" if outcome.ok else f"FAILED: {record['error']}"
+            progress(f"    node {topo.node_rank} {state}; node 0 stores the record")
         else:
             per = spec_unit(spec).replace("/sec", "/s")
             saved = record["context"]["checkpoint"] if user_payload else final_dir
@@ -223,8 +268,22 @@ class _Failed(Exception):
     """A cell failed at run time: its record is stored, its directory discarded."""
 
 
+class _OtherNode(Exception):
+    """A node other than the first ran its ranks: node 0 stores the cell's record (every
+    rank gathered the same figures) and the checkpoint; this node keeps neither."""
+
+
+def _topology(req: TrainRequest, devices: int, index: int) -> scaling.Topology:
+    """The cell's topology; one node picks a free port per cell, several nodes count up
+    from --master-port (every node runs the same sweep, so they agree)."""
+    stride = max(req.devices) + 1           # TensorFlow's workers listen after the master port
+    port = req.master_port + index * stride if req.master_port else scaling.free_port()
+    return scaling.Topology(devices, req.nodes, req.node_rank, req.master_addr, port,
+                            tuple(req.node_addrs))
+
+
 def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, started,
-            env) -> dict[str, Any]:
+            env, topo: scaling.Topology | None = None) -> dict[str, Any]:
     result = dict(outcome.result)
     runtime = result.pop("runtime", {})
     data = result.pop("data", None)
@@ -241,6 +300,8 @@ def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, star
                         loss_output=user["output"],
                         inputs={i.name: list(i.shape) for i in spec.inputs})
     identity.update(allocator_identity(req.allocator))
+    if topo is not None:        # a run without --devices keeps its keys
+        identity.update(devices=topo.devices, nodes=topo.nodes, scaling=req.scaling)
     metrics = {k: v for k, v in result.items() if k not in ("framework_version", "layout",
                                                              "checkpoint")}
     metrics["peak_rss_mb"] = outcome.peak_rss_mb
@@ -270,6 +331,16 @@ def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, star
         "log_tail": None if outcome.ok else outcome.log_tail,
         **req.extra_context,
     })
+    if topo is not None:
+        gpu = (runtime.get("device_name") or runtime.get("gpu_name")) if outcome.ok else None
+        record["context"].update(
+            resource=scaling.resource(topo, cfg.device, cfg.intra_op_threads, gpu),
+            topology={**topo.to_dict(), "launcher": scaling.LAUNCHERS[cfg.framework]},
+            scaling={"mode": req.scaling, "per_device_batch": cfg.batch_size,
+                     "global_batch": cfg.batch_size * topo.world_size},
+            data_parallel_note=scaling.NOTE)
+        if outcome.ok:
+            record["peak_rss_mb"] = metrics["peak_rss_mb"] = result.get("peak_rss_mb_max")
     return record
 
 

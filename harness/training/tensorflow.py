@@ -14,6 +14,8 @@ instead of quietly training on the CPU.
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import sys
 import warnings
@@ -26,6 +28,7 @@ if "tensorflow" not in sys.modules:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
+import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from dlbench.harness import mathmode  # noqa: E402
@@ -101,6 +104,15 @@ def model_inputs(x: tuple):
     return x[0] if len(x) == 1 else list(x)
 
 
+def _worker_strategy(device: str):
+    """This worker's MultiWorkerMirroredStrategy (the cluster from TF_CONFIG): ring
+    all-reduce over gRPC on a CPU, NCCL on GPUs."""
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=tf.distribute.experimental.CommunicationImplementation.NCCL
+        if device == "gpu" else tf.distribute.experimental.CommunicationImplementation.RING)
+    return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+
+
 class Session(TrainSession):
     framework = "tensorflow"
     layout = "NHWC"
@@ -111,11 +123,16 @@ class Session(TrainSession):
         super().__init__(spec, cfg, batches)
         self._threads_applied = _apply_threads(cfg.intra_op_threads, cfg.inter_op_threads)
         self._device = _device(cfg.device)
+        # MultiWorkerMirroredStrategy must exist before other TensorFlow work starts.
+        self.strategy = _worker_strategy(cfg.device) if cfg.distributed else None
+        if self.strategy is not None:
+            self.rank = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+            self.world_size = self.strategy.num_replicas_in_sync
         self._policy = _dtype_policy(cfg.precision, cfg.device)
         tf.config.set_soft_device_placement(False)
         self.math = mathmode.tensorflow_math(tf, cfg.device, cfg.precision)
         keras.utils.set_random_seed(cfg.seed)
-        with tf.device(self._device):
+        with self._scope():
             self.model = self._build(spec)
             optimizer = keras.optimizers.SGD(learning_rate=cfg.learning_rate,
                                              momentum=cfg.momentum)
@@ -125,7 +142,20 @@ class Session(TrainSession):
             self.optimizer = optimizer
             self.batches = [self.place(b) for b in batches]
         self._loss = loss_for(spec.objective, self.framework)
-        self._train_step = tf.function(self._step_graph, jit_compile=False)
+        step = self._step_graph
+        if self.strategy is not None:
+            def step(inputs, labels):
+                return self.strategy.run(self._step_graph, args=(inputs, labels))
+        self._train_step = tf.function(step, jit_compile=False)
+
+    def _scope(self):
+        """Where variables are made: the strategy's scope (mirrored, all-reduced by the
+        optimizer) in a data-parallel cell, else the device."""
+        return self.strategy.scope() if self.strategy is not None else tf.device(self._device)
+
+    def _placed(self):
+        # Under the strategy each worker runs its one replica on its own device.
+        return contextlib.nullcontext() if self.strategy is not None else tf.device(self._device)
 
     def _build(self, spec: ModelSpec) -> keras.Model:
         # Keras picks the compute dtype from the global policy at layer
@@ -138,14 +168,26 @@ class Session(TrainSession):
             keras.mixed_precision.set_global_policy(previous)
 
     def _step_graph(self, inputs, labels):
-        with tf.device(self._device):
+        with self._placed():
             with tf.GradientTape() as tape:
                 outputs = self.model(model_inputs(inputs), training=True)
                 loss = self._loss(outputs, labels)
-                scaled = self.optimizer.scale_loss(loss)     # identity unless fp16
+                # identity unless fp16; the strategy sums replicas' gradients: mean them
+                scaled = self.optimizer.scale_loss(loss) / self.world_size
             grads = tape.gradient(scaled, self.model.trainable_variables)
             self.optimizer.apply(grads, self.model.trainable_variables)
         return loss
+
+    def all_gather(self, row):
+        if self.strategy is None:
+            return super().all_gather(row)
+        mine = tf.constant(row, tf.float64)[None]
+        values = self.strategy.experimental_distribute_values_from_function(lambda _: mine)
+        return self.strategy.gather(values, axis=0).numpy()
+
+    def weights_sum(self) -> float:
+        return float(sum(np.abs(v.numpy()).astype(np.float64).sum()
+                         for v in self.model.trainable_variables))
 
     @staticmethod
     def version() -> str:
@@ -202,6 +244,10 @@ class Session(TrainSession):
             "math_mode": self.math,
             "soft_device_placement": bool(tf.config.get_soft_device_placement()),
         }
+        if self.strategy is not None:
+            info.update(launcher="TF_CONFIG workers", data_parallel="MultiWorkerMirroredStrategy",
+                        world_size=self.world_size,
+                        collective="NCCL" if self.cfg.device == "gpu" else "RING")
         if self._device.startswith("/GPU"):
             gpu = tf.config.list_physical_devices("GPU")[0]
             info["gpu_name"] = tf.config.experimental.get_device_details(gpu).get("device_name")
