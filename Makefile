@@ -19,7 +19,7 @@ RUN_ARGS  ?=
 # Root installs Debian packages directly; anyone else through sudo.
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install lock demo test browser allocators clean
+.PHONY: install lock demo test browser allocators postgres clean
 
 install: $(STAMP) allocators
 
@@ -45,7 +45,7 @@ demo: install
 	$(VENV)/bin/dlbench env --peak
 	$(VENV)/bin/dlbench run resnet50 --workdir $(DEMO) --resume $(RUN_ARGS)
 
-test: install browser
+test: install browser postgres
 	$(PY) tests/suites.py $(PYTEST_ARGS)
 
 # Debian's Chromium, for the test that opens the HTML report in a headless browser.
@@ -62,6 +62,16 @@ allocators:
 	    || { $(SUDO) apt-get update -q >/dev/null 2>&1 \
 	         && $(SUDO) apt-get install -y -q $(ALLOC_PKGS) >/dev/null 2>&1; } \
 	    || echo "note: could not install $(ALLOC_PKGS): --allocator jemalloc/tcmalloc unavailable"
+
+# Debian's PostgreSQL server, for the tests of --db postgresql:// (tests/pgserver.py starts a
+# private one with its initdb).  Best effort like the others; without it those tests fail and
+# name this target.  Debian keeps initdb off PATH, in /usr/lib/postgresql/VERSION/bin.
+postgres:
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+	    || $(SUDO) apt-get install -y -q postgresql >/dev/null 2>&1 \
+	    || { $(SUDO) apt-get update -q >/dev/null 2>&1 \
+	         && $(SUDO) apt-get install -y -q postgresql >/dev/null 2>&1; } \
+	    || echo "note: could not install postgresql: the --db postgresql:// tests will fail"
 
 clean:
 	rm -rf runs results .pytest_cache

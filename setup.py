@@ -36,6 +36,9 @@ TEST = ["pytest>=8.0", "pytest-xdist>=3.5"]
 # --with PACKAGE==VERSION makes its overlay environments with uv (harness.envs): a
 # self-contained binary wheel, seconds where pip takes minutes to resolve a framework.
 ENVS = ["uv>=0.5"]
+# --db postgresql://... (harness.store.postgres): psycopg 3 with its bundled libpq, so a
+# machine needs no PostgreSQL client library of its own; imported only for such a URL.
+POSTGRES = ["psycopg[binary]>=3.1"]
 # Bottom to top: each layer imports only the ones before it (tests/test_layers.py).
 LAYERS = ("models", "converters", "harness")
 
@@ -61,7 +64,8 @@ setup(
         "report": REPORT,
         "data": DATA,
         "envs": ENVS,
-        "cpu": PYTORCH + TENSORFLOW + MINDSPORE + ONNX + REPORT + DATA + ENVS,
+        "postgres": POSTGRES,
+        "cpu": PYTORCH + TENSORFLOW + MINDSPORE + ONNX + REPORT + DATA + ENVS + POSTGRES,
         "test": TEST,
     },
     entry_points={"console_scripts": ["dlbench = dlbench.harness.cli:main"]},

@@ -20,6 +20,7 @@ import math
 from typing import Any
 
 from dlbench.models.errors import UserError
+from dlbench.harness.store.url import mask
 
 # Options that steer this invocation but are not part of what it measures.
 NOT_CONFIG = ("help", "config", "print_config", "debug")
@@ -227,7 +228,9 @@ def resolved(args: argparse.Namespace) -> dict[str, Any]:
     """The configuration in force, keyed as a config file is: what ``--config`` reads back.
 
     An option left at "no value" (None) is left out: TOML has no null, and leaving
-    a key out is how a file says "the default".
+    a key out is how a file says "the default".  A database URL's password is masked:
+    records keep this, and ``--print-config`` output gets pasted (a server's password
+    belongs in ``~/.pgpass`` or ``$PGPASSWORD``, which libpq reads).
     """
     p = getattr(args, "_config_parser", None)
     out: dict[str, Any] = {}
@@ -238,7 +241,7 @@ def resolved(args: argparse.Namespace) -> dict[str, Any]:
         if value is None or _unset(value):
             continue
         out[key_of(a)] = list(value) if isinstance(value, (list, tuple)) else value
-    return out
+    return {k: mask(v) if isinstance(v, str) else v for k, v in out.items()}
 
 
 def _toml_value(v: Any) -> str:

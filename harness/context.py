@@ -31,7 +31,11 @@ def now_iso() -> str:
 
 
 def command_line(argv: list[str] | None = None) -> str:
-    return shlex.join(["dlbench", *(sys.argv[1:] if argv is None else argv)])
+    """The command as typed, a database URL's password masked: records and run.json keep it,
+    and a shared results database must not hand out the credentials it was written with."""
+    from dlbench.harness.store.url import mask
+
+    return mask(shlex.join(["dlbench", *(sys.argv[1:] if argv is None else argv)]))
 
 
 def cell_key(kind: str, identity: dict[str, Any]) -> str:

@@ -1,99 +1,31 @@
 """The results database: every measurement with the context that makes it mean something.
 
-SQLite, because a single file is easy to ship next to a report and the stdlib
-writes it atomically (one transaction per record).  The schema is the
-project's contract with its users; it is documented in docs/results-schema.md
-and versioned with ``PRAGMA user_version``.
+One API over two backends (``harness.store``): an SQLite file by default, because a
+single file is easy to ship next to a report and the stdlib writes it atomically
+(one transaction per record); or a PostgreSQL server (``--db postgresql://...`` or
+``$DLBENCH_DB``) that many machines fill at once.  The schema is the project's
+contract with its users; it is documented in docs/results-schema.md and
+versioned (SQLite's ``PRAGMA user_version``, PostgreSQL's ``dlbench_schema``).
 """
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
-from contextlib import closing
+import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from dlbench.models.atomic import check_can_create
 from dlbench.models.errors import UserError
+from dlbench.harness.store import DEFAULT_DB, Unreachable, url
+from dlbench.harness.store.schema import (ADD_MACHINE, ARTIFACT_COLUMNS, COLUMNS, SCHEMA,
+                                          SCHEMA_VERSION, artifact_row, decode_artifact,
+                                          decode_record, machine_row, record_row)
+from dlbench.harness.store.sqlite import SqliteBackend
 
-SCHEMA_VERSION = 1
-DEFAULT_DB = Path("results") / "dlbench.sqlite"
-
-# Columns a record carries at top level, in addition to id, context and metrics.
-COLUMNS = (
-    "run_id", "kind", "cell_key", "status", "error", "started_at", "duration_s",
-    "model", "framework", "framework_version", "backend", "backend_version",
-    "device", "precision", "batch_size", "scenario",
-    "intra_op_threads", "inter_op_threads", "iterations", "warmup_iterations",
-    "throughput_sps", "peak_rss_mb", "machine_id", "dlbench_version", "git_commit",
-    "command_line",
-)
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS machines (
-    machine_id   TEXT PRIMARY KEY,
-    fingerprint  TEXT NOT NULL,
-    first_seen   TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS records (
-    id                 INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id             TEXT NOT NULL,
-    kind               TEXT NOT NULL,
-    cell_key           TEXT NOT NULL,
-    status             TEXT NOT NULL,
-    error              TEXT,
-    started_at         TEXT NOT NULL,
-    duration_s         REAL,
-    model              TEXT,
-    framework          TEXT,
-    framework_version  TEXT,
-    backend            TEXT,
-    backend_version    TEXT,
-    device             TEXT,
-    precision          TEXT,
-    batch_size         INTEGER,
-    scenario           TEXT,
-    intra_op_threads   INTEGER,
-    inter_op_threads   INTEGER,
-    iterations         INTEGER,
-    warmup_iterations  INTEGER,
-    throughput_sps     REAL,
-    peak_rss_mb        REAL,
-    machine_id         TEXT NOT NULL REFERENCES machines(machine_id),
-    dlbench_version    TEXT,
-    git_commit         TEXT,
-    command_line       TEXT,
-    context            TEXT NOT NULL,
-    metrics            TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS records_run ON records(run_id);
-CREATE INDEX IF NOT EXISTS records_cell ON records(cell_key, status);
-CREATE TABLE IF NOT EXISTS artifacts (
-    id             INTEGER PRIMARY KEY AUTOINCREMENT,
-    path           TEXT NOT NULL,
-    sha256         TEXT NOT NULL,
-    format         TEXT NOT NULL,
-    precision      TEXT,
-    model          TEXT,
-    framework      TEXT,
-    hop            TEXT,
-    size_bytes     INTEGER,
-    source_path    TEXT,
-    source_sha256  TEXT,
-    verified       INTEGER NOT NULL,
-    verdict        TEXT NOT NULL,
-    created_at     TEXT NOT NULL,
-    record_id      INTEGER REFERENCES records(id)
-);
-CREATE INDEX IF NOT EXISTS artifacts_sha ON artifacts(sha256);
-"""
-
-# Columns of an ``artifacts`` row (a converted file and its verification verdict).
-ARTIFACT_COLUMNS = (
-    "path", "sha256", "format", "precision", "model", "framework", "hop", "size_bytes",
-    "source_path", "source_sha256", "verified", "verdict", "created_at", "record_id",
-)
+__all__ = ["ARTIFACT_COLUMNS", "COLUMNS", "DEFAULT_DB", "SCHEMA", "SCHEMA_VERSION",
+           "ResultStore", "decode_record", "default_db", "sweep_store"]
 
 
 def sweep_store(db: str | os.PathLike | None, json_path: str | None = None) -> "ResultStore":
@@ -106,60 +38,68 @@ def sweep_store(db: str | os.PathLike | None, json_path: str | None = None) -> "
     return store
 
 
-def default_path() -> Path:
-    return Path(os.environ.get("DLBENCH_DB") or DEFAULT_DB)
+def default_db() -> str:
+    return os.environ.get("DLBENCH_DB") or str(DEFAULT_DB)
 
 
 class ResultStore:
+    """``ResultStore(path)`` with a file path, a ``postgresql://`` URL, or None for
+    ``$DLBENCH_DB`` (either kind) or ``results/dlbench.sqlite``.
+
+    ``path`` is what messages name: the SQLite file's ``Path``, or the URL with its
+    password masked.  SQL fragments callers pass (``records(where, params)``) use ``?``
+    placeholders on either backend.
+    """
+
     def __init__(self, path: str | os.PathLike | None = None):
-        self.path = Path(path) if path else default_path()
+        location = str(path) if path else default_db()
+        if url.is_url(location):
+            from dlbench.harness.store.postgres import PostgresBackend
+
+            self._backend = PostgresBackend(location.strip())
+        else:
+            self._backend = SqliteBackend(Path(location))
+        self.path = self._backend.path
+        self._read_from_spool = False
 
     def check_writable(self) -> None:
         """Fail before a long run, not after it: open (or create) the database."""
-        self._connect().close()
+        self._backend.check_writable()
 
-    def _connect(self) -> sqlite3.Connection:
-        if self.path.is_dir():
-            raise UserError(f"cannot use {self.path} as the results database: it is a directory")
-        if not self.path.exists():
-            check_can_create(self.path)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            con = sqlite3.connect(self.path, timeout=60)
-            con.row_factory = sqlite3.Row
-            version = con.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise UserError(f"{self.path} has results schema {version}; this dlbench "
-                                f"reads up to {SCHEMA_VERSION}: upgrade dlbench")
-            con.executescript(SCHEMA)
-            con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        except sqlite3.OperationalError as exc:
-            raise UserError(f"cannot write results database {self.path}: {exc}") from None
-        except sqlite3.DatabaseError as exc:
-            raise UserError(f"{self.path} is not a dlbench results database ({exc})") from None
-        return con
+    def exists(self) -> bool:
+        """Whether there is anything to read (a missing file is not created by looking)."""
+        return self._backend.exists()
 
     def add(self, record: dict[str, Any], machine: dict[str, Any]) -> int:
-        """Store one record (and its machine, once); return its id."""
-        row = {c: record.get(c) for c in COLUMNS}
-        row["machine_id"] = machine["machine_id"]
-        row["context"] = json.dumps(record.get("context", {}), sort_keys=True, default=str)
-        row["metrics"] = json.dumps(record.get("metrics", {}), sort_keys=True, default=str)
-        names = list(row)
-        with closing(self._connect()) as con, con:
-            con.execute("INSERT OR IGNORE INTO machines VALUES (?, ?, datetime('now'))",
-                        (machine["machine_id"], json.dumps(machine, sort_keys=True)))
-            cur = con.execute(
-                f"INSERT INTO records ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-                [row[n] for n in names])
-            return int(cur.lastrowid)
+        """Store one record (and its machine, once); return its id.  A record the server
+        could not take is kept in the local spool: its id is then negative (the spool's,
+        negated) and ``record["spooled_to"]`` says where it waits."""
+        row = record_row(record, machine)
+
+        def work(s) -> int:
+            s.execute(ADD_MACHINE, machine_row(machine))
+            return s.insert("records", row)
+        rid = self._write(work, f"record of {record.get('kind')} cell {record.get('cell_key')}")
+        if rid < 0:
+            record["spooled_to"] = str(self._backend.spool.path)
+        return rid
+
+    def add_artifact(self, artifact: dict[str, Any]) -> int:
+        """Store one converted file with its verdict; return its row id.
+
+        Rows are never updated: verifying a file again adds a row, and the
+        newest row for a sha256 is what ``artifact`` returns.  The row of a spooled
+        record (negative id) waits in the spool with it, to be linked when both move.
+        """
+        row = artifact_row(artifact)
+        if (row["record_id"] or 0) < 0:
+            row["record_id"] = -row["record_id"]
+            return -self._spool_write(lambda s: s.insert("artifacts", row))
+        return self._write(lambda s: s.insert("artifacts", row), f"artifact {row['sha256']}")
 
     def records(self, where: str = "1=1", params: Iterable[Any] = ()) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        with closing(self._connect()) as con:
-            rows = con.execute(f"SELECT * FROM records WHERE {where} ORDER BY id", tuple(params))
-            return [decode_record(dict(r)) for r in rows]
+        sql = f"SELECT * FROM records WHERE {where} ORDER BY id"
+        return [decode_record(r) for r in self._read(lambda s: s.rows(sql, params), [])]
 
     def finished_cell_keys(self, keys: Iterable[str], run_id: str | None = None) -> set[str]:
         """Which of ``keys`` already have a stored record that is not a failure.
@@ -170,58 +110,35 @@ class ResultStore:
         again would give the run two records for one cell.
         """
         keys = list(keys)
-        if not keys or not self.path.exists():
+        if not keys:
             return set()
         scope, extra = ("run_id = ?", [run_id]) if run_id else ("status != 'failed'", [])
-        with closing(self._connect()) as con:
+
+        def work(s) -> set[str]:
             found = set()
             for i in range(0, len(keys), 500):
                 chunk = keys[i:i + 500]
-                rows = con.execute(
+                found.update(r["cell_key"] for r in s.rows(
                     f"SELECT DISTINCT cell_key FROM records WHERE {scope} AND "
-                    f"cell_key IN ({', '.join('?' * len(chunk))})", extra + chunk)
-                found.update(r[0] for r in rows)
-        return found
-
-    def add_artifact(self, artifact: dict[str, Any]) -> int:
-        """Store one converted file with its verdict; return its row id.
-
-        Rows are never updated: verifying a file again adds a row, and the
-        newest row for a sha256 is what ``artifact`` returns.
-        """
-        row = {c: artifact.get(c) for c in ARTIFACT_COLUMNS}
-        row["verified"] = 1 if artifact.get("verified") else 0
-        row["verdict"] = json.dumps(artifact.get("verdict") or {}, sort_keys=True, default=str)
-        names = list(row)
-        with closing(self._connect()) as con, con:
-            cur = con.execute(
-                f"INSERT INTO artifacts ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-                [row[n] for n in names])
-            return int(cur.lastrowid)
+                    f"cell_key IN ({', '.join('?' * len(chunk))})", extra + chunk))
+            return found
+        return self._read(work, set())
 
     def artifacts(self, where: str = "1=1", params: Iterable[Any] = ()) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        with closing(self._connect()) as con:
-            rows = con.execute(f"SELECT * FROM artifacts WHERE {where} ORDER BY id", tuple(params))
-            return [_decode_artifact(dict(r)) for r in rows]
+        sql = f"SELECT * FROM artifacts WHERE {where} ORDER BY id"
+        return [decode_artifact(r) for r in self._read(lambda s: s.rows(sql, params), [])]
 
     def artifact(self, sha256: str) -> dict[str, Any] | None:
         """The newest verdict on the file with this content, or None if never converted here."""
-        if not self.path.exists():
-            return None
-        with closing(self._connect()) as con:
-            row = con.execute("SELECT * FROM artifacts WHERE sha256 = ? ORDER BY id DESC LIMIT 1",
-                              (sha256,)).fetchone()
-        return _decode_artifact(dict(row)) if row else None
+        rows = self._read(lambda s: s.rows(
+            "SELECT * FROM artifacts WHERE sha256 = ? ORDER BY id DESC LIMIT 1", (sha256,)), [])
+        return decode_artifact(rows[0]) if rows else None
 
     def noise_floor(self, machine_id: str, threads: int | None = None) -> dict[str, Any] | None:
         """The newest ``noise_floor`` record of this machine (``dlbench compare --calibrate``)
         measured at ``threads`` intra-op threads, or None.  A record kind, not a table of its
         own: it carries the same context as every measurement (versions, thread settings, the
         cell it was measured with)."""
-        if not self.path.exists():
-            return None
         rows = self.records("kind = ? AND status = ? AND machine_id = ?",
                             ("noise_floor", "ok", machine_id))
         if threads is not None:
@@ -229,21 +146,54 @@ class ResultStore:
         return rows[-1] if rows else None
 
     def machine(self, machine_id: str) -> dict[str, Any] | None:
-        with closing(self._connect()) as con:
-            row = con.execute("SELECT fingerprint FROM machines WHERE machine_id = ?",
-                              (machine_id,)).fetchone()
-        return json.loads(row[0]) if row else None
+        rows = self._read(lambda s: s.rows(
+            "SELECT fingerprint FROM machines WHERE machine_id = ?", (machine_id,)), [])
+        return json.loads(rows[0]["fingerprint"]) if rows else None
 
+    @contextmanager
+    def reading(self) -> Iterator[Any]:
+        """A read-only session for reports (``rows(sql, params)``, ``tables()``): it never
+        creates, upgrades or locks the database, so a report works on a copy shipped next
+        to it, and a wrong path or an empty server is an error, not a new database."""
+        with self._backend.session("readonly") as s:
+            tables = s.tables()
+            if not {"records", "machines"} <= tables:
+                raise UserError(f"results database {self.path} has no records"
+                                + ("" if not tables else
+                                   " (it is not a dlbench results database)"))
+            yield s
 
-def decode_record(row: dict[str, Any]) -> dict[str, Any]:
-    """A stored row as the record dict (JSON columns parsed); readers that open the file
-    themselves (read-only reports) decode rows through this too."""
-    row["context"] = json.loads(row["context"])
-    row["metrics"] = json.loads(row["metrics"])
-    return row
+    def _write(self, work: Callable[[Any], int], what: str) -> int:
+        try:
+            with self._backend.session("write") as s:
+                return work(s)
+        except Unreachable as exc:
+            rid = -self._spool_write(work)
+            print(f"warning: results database {self.path} unreachable ({exc.reason}): {what} "
+                  f"kept in {self._backend.spool.path}; it moves to the server at the next "
+                  f"successful connection", file=sys.stderr)
+            return rid
 
+    def _spool_write(self, work: Callable[[Any], int]) -> int:
+        with self._backend.spool.session("write") as s:
+            return work(s)
 
-def _decode_artifact(row: dict[str, Any]) -> dict[str, Any]:
-    row["verified"] = bool(row["verified"])
-    row["verdict"] = json.loads(row["verdict"])
-    return row
+    def _read(self, work: Callable[[Any], Any], empty: Any) -> Any:
+        """``work`` on the database; mid-sweep, with the server gone, on the spool, so the
+        cell being stored is not lost to a lookup (its peak, its artifact's verdict)."""
+        if not self._backend.exists():
+            return empty
+        try:
+            with self._backend.session("read") as s:
+                return work(s)
+        except Unreachable as exc:
+            spool = self._backend.spool
+            if not self._read_from_spool:
+                self._read_from_spool = True
+                print(f"warning: results database {self.path} unreachable ({exc.reason}): "
+                      f"reading only what {spool.path} holds until it is back", file=sys.stderr)
+            if not spool.exists():
+                return empty
+            with spool.session("read") as s:
+                return work(s)
+

@@ -9,8 +9,16 @@ from dlbench.harness.results import COLUMNS, SCHEMA_VERSION, ResultStore
 MACHINE = {"machine_id": "m1", "cpu": {"model": "x"}}
 
 
-def test_round_trip_keeps_columns_context_and_metrics(tmp_path):
-    store = ResultStore(tmp_path / "sub" / "r.sqlite")
+@pytest.fixture
+def new_store(tmp_path):
+    """A fresh, empty store per call.  The tests that take it hold for every backend:
+    tests/test_results_postgres.py runs them again on a real PostgreSQL server."""
+    made = iter(range(1000))
+    return lambda: ResultStore(tmp_path / f"s{next(made)}" / "r.sqlite")
+
+
+def test_round_trip_keeps_columns_context_and_metrics(new_store):
+    store = new_store()
     rid = store.add({"run_id": "r", "kind": "train", "cell_key": "k", "status": "ok",
                      "started_at": "t", "model": "m", "batch_size": 4, "throughput_sps": 12.5,
                      "context": {"a": 1}, "metrics": {"samples": [1, 2]}}, MACHINE)
@@ -18,11 +26,36 @@ def test_round_trip_keeps_columns_context_and_metrics(tmp_path):
     assert rec["id"] == rid and rec["throughput_sps"] == 12.5 and rec["batch_size"] == 4
     assert rec["context"] == {"a": 1} and rec["metrics"] == {"samples": [1, 2]}
     assert rec["machine_id"] == "m1"
-    assert store.machine("m1") == MACHINE
+    assert store.machine("m1") == MACHINE and store.machine("m2") is None
+    assert store.exists()
+
+
+def test_artifacts_round_trip_newest_first(new_store):
+    store = new_store()
+    assert store.artifact("abc") is None
+    rid = store.add({"run_id": "r", "kind": "convert", "cell_key": "k", "status": "ok",
+                     "started_at": "t"}, MACHINE)
+    for verified in (False, True):
+        store.add_artifact({"path": "/m.onnx", "sha256": "abc", "format": "onnx",
+                            "verified": verified, "verdict": {"ok": verified},
+                            "created_at": "t", "record_id": rid, "size_bytes": 2 ** 40})
+    newest = store.artifact("abc")
+    assert newest["verified"] is True and newest["verdict"] == {"ok": True}
+    assert newest["record_id"] == rid and newest["size_bytes"] == 2 ** 40
+    assert [a["verified"] for a in store.artifacts("sha256 = ?", ["abc"])] == [False, True]
+
+
+def test_sqlite_schema_version_and_columns(tmp_path):
+    store = ResultStore(tmp_path / "sub" / "r.sqlite")
+    store.check_writable()
     con = sqlite3.connect(store.path)
     assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     cols = {r[1] for r in con.execute("PRAGMA table_info(records)")}
     assert set(COLUMNS) <= cols
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    con.close()
+    with pytest.raises(UserError, match="upgrade dlbench"):
+        store.check_writable()
 
 
 def test_not_a_database_is_a_user_error(tmp_path):
@@ -44,13 +77,19 @@ def test_schema_is_documented():
         assert f"`{col}`" in doc, f"column {col} is not documented"
 
 
-def test_finished_cell_keys_ignores_failures(tmp_path):
-    store = ResultStore(tmp_path / "r.sqlite")
+def test_finished_cell_keys_ignores_failures(new_store):
+    store = new_store()
     assert store.finished_cell_keys(["a"]) == set()
     for key, status in (("a", "ok"), ("b", "failed"), ("c", "unstable")):
         store.add({"run_id": "r", "kind": "bench", "cell_key": key, "status": status,
                    "started_at": "t"}, MACHINE)
+    store.add({"run_id": "r2", "kind": "bench", "cell_key": "e", "status": "failed",
+               "started_at": "t"}, MACHINE)
     assert store.finished_cell_keys(["a", "b", "c", "d"]) == {"a", "c"}
+    # Within one run (a resumed `dlbench run`) a stored failure counts as measured.
+    assert store.finished_cell_keys(["a", "e"], run_id="r2") == {"e"}
+    many = [f"x{i}" for i in range(1200)] + ["c"]          # more than one chunk of keys
+    assert store.finished_cell_keys(many) == {"c"}
 
 
 def _peak(store, threads, gflops, machine_id="m1", started="2026-01-01T00:00:00"):
@@ -66,13 +105,13 @@ def _peak(store, threads, gflops, machine_id="m1", started="2026-01-01T00:00:00"
     return store.add(rec, fp)
 
 
-def test_peak_is_matched_on_thread_count_and_the_best_one_counts(tmp_path):
+def test_peak_is_matched_on_thread_count_and_the_best_one_counts(new_store):
     """The class of bug behind "176.6 % of peak": a 1-thread cell divided by a 2-thread peak
     that other processes had pushed down.  Each thread count has its own peak, and a later,
     lower measurement (a busy machine) does not replace a better one."""
     from dlbench.harness.bench.peak import lookup, missing_thread_counts, share_of_peak
 
-    store = ResultStore(tmp_path / "r.sqlite")
+    store = new_store()
     assert share_of_peak(store, "m1", "cpu", "fp32", 1, 50.0) == {}      # no peak: nothing
     one = _peak(store, 1, 100.0)
     _peak(store, 1, 40.0, started="2026-02-01T00:00:00")                 # newer, worse
@@ -106,11 +145,11 @@ def test_noise_floor_is_the_newest_ok_record_of_the_machine(tmp_path):
     assert store.noise_floor("m2") is None
 
 
-def test_noise_floor_is_matched_on_thread_count(tmp_path):
+def test_noise_floor_is_matched_on_thread_count(new_store):
     """One thread's floor says nothing of two threads' (7 % and 35 % on the 2-core machine)."""
     from dlbench.harness.compare.noise import floor_for
 
-    store = ResultStore(tmp_path / "r.sqlite")
+    store = new_store()
     for threads, value in ((1, 0.07), (2, 0.35)):
         store.add({"run_id": "r", "kind": "noise_floor", "cell_key": "k", "status": "ok",
                    "started_at": "t", "intra_op_threads": threads,

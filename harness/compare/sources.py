@@ -80,7 +80,7 @@ def load_run(store: ResultStore, run_id: str) -> list[dict[str, Any]]:
 
 
 def load_database(store: ResultStore) -> list[dict[str, Any]]:
-    if not store.path.exists():
+    if not store.exists():
         raise UserError(f"no results database at {store.path} (set --db or $DLBENCH_DB)")
     records = store.records()
     if not records:

@@ -97,9 +97,13 @@ def _tensorrt_missing() -> str | None:
 
 
 def shell_line(argv: list[str]) -> str:
-    """One command as a shell reads it; ``$DLBENCH_RUN_ID`` stays a variable."""
-    return " ".join('"$DLBENCH_RUN_ID"' if a == "$DLBENCH_RUN_ID" else shlex.quote(a)
-                    for a in argv)
+    """One command as a shell reads it; ``$DLBENCH_RUN_ID`` stays a variable.  A database
+    URL's password is masked: printed steps end up in logs and scripts (libpq reads it from
+    ``~/.pgpass`` or ``$PGPASSWORD`` instead)."""
+    from dlbench.harness.store.url import mask
+
+    return mask(" ".join('"$DLBENCH_RUN_ID"' if a == "$DLBENCH_RUN_ID" else shlex.quote(a)
+                         for a in argv))
 
 
 def print_steps(plan: Plan) -> str:
