@@ -39,6 +39,10 @@ ENVS = ["uv>=0.5"]
 # --db postgresql://... (harness.store.postgres): psycopg 3 with its bundled libpq, so a
 # machine needs no PostgreSQL client library of its own; imported only for such a URL.
 POSTGRES = ["psycopg[binary]>=3.1"]
+# --executor ray runs cells as tasks on a Ray cluster (harness.executors): Ray's core
+# wheel is enough (no dashboard or autoscaler extras); in cpu so CI runs its tests
+# against a real cluster.  Imported only with --executor ray.
+RAY = ["ray>=2.60.0"]
 # Bottom to top: each layer imports only the ones before it (tests/test_layers.py).
 LAYERS = ("models", "converters", "harness")
 
@@ -65,7 +69,8 @@ setup(
         "data": DATA,
         "envs": ENVS,
         "postgres": POSTGRES,
-        "cpu": PYTORCH + TENSORFLOW + MINDSPORE + ONNX + REPORT + DATA + ENVS + POSTGRES,
+        "ray": RAY,
+        "cpu": PYTORCH + TENSORFLOW + MINDSPORE + ONNX + REPORT + DATA + ENVS + POSTGRES + RAY,
         "test": TEST,
     },
     entry_points={"console_scripts": ["dlbench = dlbench.harness.cli:main"]},

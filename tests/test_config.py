@@ -155,12 +155,13 @@ BENCH_FIELDS = {"device_id": "device_id", "batch_sizes": "batch_sizes", "repeats
                 "repeat_spread_threshold", "seed": "seed", "max_wait_ms": "max_wait_ms",
                 "latency_bound_ms": "latency_bound_ms", "model": "model", "timeout": "timeout",
                 "resume": "resume", "db": "db", "json_path": "json_path",
-                "allocator": "allocator"}
+                "allocator": "allocator", "executor": "executor"}
 RUN_FIELDS = {"frameworks": "frameworks", "backends": "backends", "precisions": "precisions",
               "batch_sizes": "batch_sizes", "train_steps": "train_steps",
               "warmup_steps": "warmup_steps", "train_batch_size": "train_batch_size",
               "device": "device", "threads": "threads", "seed": "seed", "workdir": "workdir",
-              "resume": "resume", "db": "db", "timeout": "timeout", "allocator": "allocator"}
+              "resume": "resume", "db": "db", "timeout": "timeout", "allocator": "allocator",
+              "executor": "executor"}
 RUN_RULE = config.field_default(RunRequest, "rule")
 CASES = ([("bench", d, config.field_default(BenchRequest, f)) for d, f in BENCH_FIELDS.items()]
          + [("bench", d, config.field_default(StopRule, f)) for d, f in RULE_FIELDS.items()]

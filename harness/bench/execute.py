@@ -1,8 +1,9 @@
 """``dlbench bench`` as a Python API: plan the cells, run each in its own process, store it.
 
 request (checked once) -> plan of cells -> launcher -> cell process -> record -> store.
-Each cell runs through ``harness.launcher.run_cell`` with a per-cell timeout: a
-crash, an out-of-memory kill or a hang is that cell's recorded failure and the
+Each cell runs through ``harness.launcher.run_cell`` with a per-cell timeout, on this
+machine or, with ``--executor ray``, on a Ray cluster's node (``harness.executors``):
+a crash, an out-of-memory kill or a hang is that cell's recorded failure and the
 sweep goes on.  Each finished cell is stored at once (one SQLite transaction)
 and the ``--json`` file is rewritten atomically, so an interrupted sweep leaves
 complete records only, and ``--resume`` skips cells whose identity already has
@@ -10,15 +11,11 @@ a stored, non-failed record.
 """
 from __future__ import annotations
 
-import os
-import signal
 import tempfile
 import threading
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
-
-import psutil
 
 from dlbench.harness.backends.base import RunConfig
 from dlbench.harness.bench import inputs as inputs_mod
@@ -30,7 +27,8 @@ from dlbench.harness.bench.request import BenchRequest
 from dlbench.harness.context import new_run_id, now_iso
 from dlbench.harness.records import keep
 from dlbench.harness.fingerprint import fingerprint
-from dlbench.harness.launcher import CellOutcome, run_cell
+from dlbench.harness.executors import Executor, Needs, open_executor
+from dlbench.harness.launcher import CellOutcome
 from dlbench.harness.results import ResultStore, sweep_store
 from dlbench.models.atomic import write_json
 from dlbench.models.errors import UserError
@@ -63,23 +61,16 @@ def payload(c: Cell, req: BenchRequest, progress_path: str) -> dict[str, Any]:
     }
 
 
-def _kill_children() -> None:
-    """End the cell we started (its own session: Ctrl-C does not reach it)."""
-    for child in psutil.Process().children():
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _watch(payload: dict[str, Any], env: dict[str, str], timeout: float | None,
-           bar: Progress, progress_path: str) -> CellOutcome:
+def _watch(executor: Executor, payload: dict[str, Any], env: dict[str, str],
+           timeout: float | None, needs: Needs, bar: Progress,
+           progress_path: str) -> tuple[CellOutcome, dict[str, Any]]:
     """Run the cell on a thread so the main one can draw its progress and take Ctrl-C."""
     box: dict[str, Any] = {}
 
     def target() -> None:
         try:
-            box["outcome"] = run_cell("bench", payload, env=env, timeout=timeout)
+            box["outcome"] = executor.run("bench", payload, env=env, timeout=timeout,
+                                          needs=needs)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
             box["error"] = exc
 
@@ -90,7 +81,7 @@ def _watch(payload: dict[str, Any], env: dict[str, str], timeout: float | None,
             worker.join(0.25)
             bar.update(read_progress(progress_path))
     except BaseException:
-        _kill_children()
+        executor.interrupt()
         worker.join(10)
         raise
     if "error" in box:
@@ -115,21 +106,24 @@ def _resumed(req: BenchRequest, store: ResultStore, keys: list[str]) -> tuple[se
     return done, [dict(previous[k], resumed=True) for k in keys if k in previous]
 
 
-def _run_repeats(cell: Cell, req: BenchRequest, bar: Progress,
-                 progress_path: str) -> list[CellOutcome]:
+def _run_repeats(cell: Cell, req: BenchRequest, executor: Executor, bar: Progress,
+                 progress_path: str) -> tuple[list[CellOutcome], dict[str, Any] | None]:
     """The cell ``--repeats`` times, each in a fresh process; the first failure ends it.
-    A --with environment that cannot be made is the cell's failure, with uv's reason."""
+    A --with environment that cannot be made is the cell's failure, with uv's reason.
+    Also where the cell ran: repeats after the first run on the first one's node."""
     from dlbench.harness import envs
 
     overlay, env_error = envs.prepare(cell.env) if cell.env else (None, None)
     if env_error:
-        return [CellOutcome("failed", error=env_error)]
-    outcomes = []
+        return [CellOutcome("failed", error=env_error)], None
+    outcomes, ran = [], None
+    needs = Needs(cpus=cell.intra_op, device=cell.device)
     for _ in range(req.repeats):
         Path(progress_path).unlink(missing_ok=True)
         try:
-            outcome = _watch(payload(cell, req, progress_path), cell.environment(overlay),
-                             req.timeout, bar, progress_path)
+            outcome, where = _watch(executor, payload(cell, req, progress_path),
+                                    cell.environment(overlay), req.timeout, needs, bar,
+                                    progress_path)
         except BaseException:
             bar.abandon()                 # Ctrl-C: the CLI's message gets a clean line
             raise
@@ -137,9 +131,12 @@ def _run_repeats(cell: Cell, req: BenchRequest, bar: Progress,
             bar.abandon()
             raise UserError(f"{cell.label}: {outcome.error}")
         outcomes.append(outcome)
+        ran = ran or where
+        node = where.get("executor", {}).get("node", {}).get("node_id")
+        needs = Needs(needs.cpus, needs.device, node=needs.node or node)
         if not outcome.ok:
             break
-    return outcomes
+    return outcomes, ran
 
 
 def run_bench(req: BenchRequest, show_progress: bool = True,
@@ -155,6 +152,7 @@ def run_bench(req: BenchRequest, show_progress: bool = True,
     run_id = new_run_id()
     keys = [identity_key(c, req, fp["machine_id"]) for c in cells]
     done, records = _resumed(req, store, keys)
+    executor = open_executor(req.executor, req.ray_resources)
     bar = open_sweep(len(cells), len(done), notes, "bench", store.path, show_progress)
     for n in ensure_peaks(store, fp, [c for c, k in zip(cells, keys) if k not in done]):
         bar.note(n)
@@ -165,8 +163,8 @@ def run_bench(req: BenchRequest, show_progress: bool = True,
                 continue
             bar.start(cell.label)
             started = now_iso()
-            outcomes = _run_repeats(cell, req, bar, progress_path)
-            record = make_record(cell, req, outcomes, fp, run_id, started, store)
+            outcomes, ran = _run_repeats(cell, req, executor, bar, progress_path)
+            record = make_record(cell, req, outcomes, fp, run_id, started, store, ran)
             keep(record, store, fp, records, req.json_path, on_record)
             bar.finish(summary(record))
     if req.json_path:

@@ -99,8 +99,11 @@ def _metrics(c: Cell, req: BenchRequest, outcomes: list[CellOutcome], failed: Ce
 
 
 def make_record(c: Cell, req: BenchRequest, outcomes: list[CellOutcome], fp: dict[str, Any],
-                run_id: str, started: str, store: ResultStore) -> dict[str, Any]:
-    """The cell's record; its key is the plan's (``plan.identity_key``: same identity)."""
+                run_id: str, started: str, store: ResultStore,
+                ran: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The cell's record; its key is the plan's (``plan.identity_key``: same identity).
+    ``ran`` is the executor's word on where the cell ran and the environment it was given
+    there (``harness.executors``): it replaces the parent's description of that environment."""
     failed = next((o for o in outcomes if not o.ok), None)
     chosen = failed or _median_outcome(outcomes)
     result = chosen.result or {}
@@ -143,6 +146,7 @@ def make_record(c: Cell, req: BenchRequest, outcomes: list[CellOutcome], fp: dic
         **envs.record_context(c.env, result.get("packages")),
         "traceback": chosen.traceback if failed else None,
         "log_tail": chosen.log_tail if failed else None,
+        **(ran or {}),
     })
     # Flat keys for --json readers (the issue's contract); the database keeps them in metrics.
     record.update({

@@ -12,6 +12,7 @@ from typing import Any
 
 from dlbench.harness.allocator import DEFAULT_ALLOCATOR, check as check_allocator
 from dlbench.harness.bench.measure import StopRule
+from dlbench.harness.executors import DEFAULT_EXECUTOR, check as check_executor
 from dlbench.harness.stats import BETWEEN_PROCESSES_THRESHOLD, WITHIN_PROCESS_THRESHOLD
 from dlbench.harness.bench.scenarios import get_scenario
 from dlbench.harness.threads import physical_cores
@@ -79,6 +80,10 @@ class BenchRequest:
     argv: list[str] | None = None
     # The resolved CLI configuration (``--print-config``'s keys), kept in every record.
     config: dict[str, Any] | None = None
+    # Where the cells run (harness.executors): local, ray or ray=ADDRESS; and the Ray
+    # resources (NAME[=AMOUNT]) every cell's task asks for besides its threads and device.
+    executor: str = DEFAULT_EXECUTOR
+    ray_resources: list[str] = field(default_factory=list)
 
     # The defaults a field leaves open, decided in one place for the plan and the checks.
     def thread_counts(self) -> list[int]:
@@ -136,6 +141,7 @@ class BenchRequest:
         check_allocator(self.allocator)
         from dlbench.harness.envs import check_specs
         check_specs(self.with_specs)
+        check_executor(self.executor, self.ray_resources, self.device_id, self.with_specs)
         if self.iqr_threshold <= 0:
             raise UserError("--iqr-threshold must be positive")
         if self.repeat_spread_threshold <= 0:

@@ -33,3 +33,18 @@ def user_inputs(args) -> tuple[dict, dict]:
 
     return (shapes_from(args.shape, []),
             collect("--input", (parse_input(a) for a in args.inputs)))
+
+
+def add_executor_arguments(p, what: str, default: str) -> None:
+    """``--executor`` and ``--ray-resources``, said the same by every command that has them;
+    ``default`` is the command's request's (harness.config.field_default)."""
+    p.add_argument("--executor", default=default, metavar="local|ray[=ADDRESS]",
+                   help=f"where {what} run: local, each a process of this machine; ray, "
+                        f"each a task on the Ray cluster running here, or on the one at "
+                        f"ray=HOST:PORT (or ray://HOST:PORT), whose nodes must see the model "
+                        f"files at the same paths (default %(default)s)")
+    p.add_argument("--ray-resources", action="append", default=[], metavar="NAME[=AMOUNT]",
+                   help="with --executor ray: a resource every cell asks for besides its "
+                        "threads and device, e.g. node:10.0.0.5 (that node), "
+                        "accelerator_type:H100, or a label the nodes were started with; "
+                        "repeat or comma-separate")

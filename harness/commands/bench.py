@@ -17,7 +17,7 @@ HELP = "measure inference latency/throughput across backends, batch sizes and sc
 
 
 def add_arguments(p) -> None:
-    from dlbench.harness.commands import add_user_model_arguments
+    from dlbench.harness.commands import add_executor_arguments, add_user_model_arguments
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import BenchRequest
     from dlbench.harness.config import add_config_arguments, cli_form, field_default, show
@@ -139,6 +139,8 @@ def add_arguments(p) -> None:
                    help="also write one record per cell here")
     o.add_argument("--quiet", "-q", "--no-progress", dest="quiet", action="store_true",
                    help="no progress on stderr (--no-progress is the same)")
+    add_executor_arguments(p.add_argument_group("where the cells run"), "the cells",
+                           req("executor"))
     add_config_arguments(p)
 
 
@@ -187,6 +189,7 @@ def request_from(args, argv=None):
         latency_bound_ms=args.latency_bound_ms, model=args.model,
         model_from=args.model_from, weights=args.weights, timeout=args.timeout,
         resume=args.resume, db=args.db, json_path=args.json_path, argv=argv,
+        executor=args.executor, ray_resources=list(args.ray_resources),
         config=resolved(args), **unset)
 
 

@@ -18,7 +18,7 @@ HELP = "the whole chain for one model: train, convert, verify, benchmark (resuma
 
 
 def add_arguments(p) -> None:
-    from dlbench.harness.commands import add_user_model_arguments
+    from dlbench.harness.commands import add_executor_arguments, add_user_model_arguments
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.config import add_config_arguments, cli_form, field_default
     from dlbench.harness.pipeline.runner import RunRequest
@@ -88,6 +88,9 @@ def add_arguments(p) -> None:
                    default=None, help="print the dlbench commands this run would perform, one a "
                    "line, and run nothing; 'script': as scripts/FAMILY.sh (its knobs default to "
                    "this run's options)")
+    add_executor_arguments(p.add_argument_group("where the benchmark cells run (training, "
+                                                "export and builds run here)"),
+                           "the benchmark cells", req("executor"))
     add_config_arguments(p)
 
 
@@ -162,6 +165,7 @@ def request_from(args, argv=None):
                       min_iterations=args.min_iterations, min_duration_s=args.min_duration,
                       iterations=args.iterations),
         workdir=args.workdir, resume=args.resume, db=args.db, timeout=args.timeout,
+        executor=args.executor, ray_resources=list(args.ray_resources),
         show_progress=not args.quiet, argv=argv, config=resolved(args))
 
 

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from dlbench.harness.allocator import DEFAULT_ALLOCATOR, check as check_allocator
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.context import RUN_ID_ENV, command_line, new_run_id, now_iso
+from dlbench.harness.executors import DEFAULT_EXECUTOR, check as check_executor, open_executor
 from dlbench.models.errors import UserError
 from dlbench.harness.pipeline.plan import Plan, build_plan
 from dlbench.harness.pipeline.stages import Context, Stage
@@ -64,6 +65,10 @@ class RunRequest:
     show_progress: bool = True
     argv: list[str] | None = None
     config: dict[str, Any] | None = None       # the resolved CLI configuration, kept with the run
+    # Where the benchmark cells run (harness.executors); how a cell runs, not what it
+    # measures, so a resumed run may change it.
+    executor: str = DEFAULT_EXECUTOR
+    ray_resources: list[str] = field(default_factory=list)
     # A user's own model (harness.pipeline.user.UserModel) instead of a zoo name: no
     # training; ``model`` becomes its name once probed.
     user: Any = None
@@ -157,6 +162,7 @@ def validate(req: RunRequest) -> None:
     if req.timeout is not None and req.timeout <= 0:
         raise UserError("--timeout must be positive")
     check_allocator(req.allocator)
+    check_executor(req.executor, req.ray_resources)
     req.rule.validate()
     # The training checks (steps, batch, device, threads) with the frameworks that
     # are installed; a missing one is a stage reported as unavailable, not bad input.
@@ -248,6 +254,7 @@ def run_pipeline(req: RunRequest, progress: Callable[[str], None] | None = None
 
     store = ResultStore(req.db)
     store.check_writable()
+    open_executor(req.executor, req.ray_resources)      # no cluster there: exit 2 at once
     wd, run_id, resumed = _open_workdir(req)
     ctx = Context(req, wd, run_id, progress=say)
     say(f"dlbench run {req.model}: run {run_id}, work directory {wd.root}"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from dlbench.harness.executors import command_args
 from dlbench.models.errors import UserError, first_line
 
 OK_STATUSES = ("ok", "unverified")
@@ -314,7 +315,8 @@ class BenchStage(Stage):
                  "--min-iterations", str(rule.min_iterations),
                  "--min-duration", _num(rule.min_duration_s)]
                 + (["--iterations", str(rule.iterations)] if rule.iterations else [])
-                + threads_args(req) + allocator_args(req) + inputs + common_tail(req))
+                + threads_args(req) + allocator_args(req) + inputs + common_tail(req)
+                + command_args(req.executor, req.ray_resources))
 
     def artifacts(self, ctx: Context) -> list[str]:
         paths = []
@@ -351,7 +353,8 @@ class BenchStage(Stage):
                 model_from=user.model_from if code else None,
                 weights=user.weights if code else None,
                 rule=req.rule, timeout=req.timeout, resume_run=ctx.run_id, db=req.db,
-                argv=req.argv, config=req.config), show_progress=req.show_progress)
+                argv=req.argv, config=req.config, executor=req.executor,
+                ray_resources=req.ray_resources), show_progress=req.show_progress)
         except UserError as exc:
             return _result("failed", first_line(exc))
         failed = [r for r in records if r["status"] == "failed"]
