@@ -101,9 +101,11 @@ def _wait_for_rank(rank: int, deadline: float = 120):
 def test_a_failed_rank_fails_its_cell_kills_its_peers_and_the_sweep_goes_on(workdir, fault):
     """A rank killed mid-run (crash) or stopped (hang): the cell fails with the reason,
     no rank outlives it, and the next cell of the sweep still runs."""
+    # Long enough for the fault to land mid-run, short enough for the one-device cell to
+    # finish well inside the hang's timeout on a loaded machine.
     proc = _start(workdir, "train", "lenet5", "-f", "pytorch", "--devices", "2,1",
-                  "--steps", "4000", "--warmup-steps", "1", "--batch-size", "8",
-                  "--timeout", "40" if fault == "hang" else "300", "--json", "dp.json")
+                  "--steps", "600", "--warmup-steps", "1", "--batch-size", "8",
+                  "--timeout", "60" if fault == "hang" else "300", "--json", "dp.json")
     victim = _wait_for_rank(1)
     time.sleep(3)                   # into the measured steps
     victim.send_signal(signal.SIGKILL if fault == "crash" else signal.SIGSTOP)
@@ -114,10 +116,11 @@ def test_a_failed_rank_fails_its_cell_kills_its_peers_and_the_sweep_goes_on(work
     two, one = _records(workdir, "dp.json")
     assert two["status"] == "failed", two
     if fault == "hang":
-        assert "timed out after 40 s" in two["error"]
-    else:
-        assert "exited with status" in two["error"] or "rank 1" in two["error"]
-    assert one["status"] == "ok" and one["context"]["topology"]["world_size"] == 1
+        assert "timed out after 60 s" in two["error"]
+    else:       # the launcher's word, the dead rank's, or a peer's broken connection
+        assert two["error"]
+    assert one["status"] == "ok", (one["error"], one["context"].get("log_tail"))
+    assert one["context"]["topology"]["world_size"] == 1
     assert not _rank_processes(), "a rank outlived its cell"
     assert not (workdir / "runs" / "lenet5" / "pytorch-2dev").exists()
 
