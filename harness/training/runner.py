@@ -128,12 +128,12 @@ def validate(req: TrainRequest, spec=None) -> None:
     if req.devices is not None:
         if not req.devices:
             raise UserError("--devices: give at least one count, e.g. --devices 1,2")
+        if req.user:
+            raise UserError("--devices: data-parallel training is for zoo models")
         for n in req.devices:
             scaling.check(scaling.Topology(n, req.nodes, req.node_rank, req.master_addr,
                                            req.master_port, tuple(req.node_addrs)),
                           req.frameworks)
-            if req.user:
-                raise UserError("--devices: data-parallel training is for zoo models")
             scaling.split_batch(req.batch_size or spec.default_batch_size, n * req.nodes,
                                 req.scaling)
     elif req.nodes != 1:

@@ -58,10 +58,6 @@ class Topology:
     def world_size(self) -> int:
         return self.devices * self.nodes
 
-    def with_port(self, port: int) -> "Topology":
-        return Topology(self.devices, self.nodes, self.node_rank, self.master_addr, port,
-                        self.node_addrs)
-
     def to_dict(self) -> dict:
         return {**asdict(self), "node_addrs": list(self.node_addrs),
                 "world_size": self.world_size}
