@@ -89,7 +89,13 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
                 command,
                 stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
                 env=env, cwd=tmp, start_new_session=True)
-            status, polled, timed_out = _wait(proc.pid, start, timeout)
+            try:
+                status, polled, timed_out = _wait(proc.pid, start, timeout)
+            except BaseException:
+                # Ctrl-C: a cell dies with us by its parent-death signal, but a launcher
+                # (torchrun, msrun) has none and would keep its ranks training for nobody.
+                _kill_group(proc.pid)
+                raise
             proc.returncode = os.waitstatus_to_exitcode(status) if status is not None else None
         wall = time.perf_counter() - start
         peak = polled or None

@@ -125,6 +125,23 @@ def test_a_failed_rank_fails_its_cell_kills_its_peers_and_the_sweep_goes_on(work
     assert not (workdir / "runs" / "lenet5" / "pytorch-2dev").exists()
 
 
+def test_ctrl_c_ends_the_launcher_and_its_ranks(workdir):
+    """A launcher has no parent-death signal of its own: interrupting dlbench must end
+    torchrun and its ranks, not leave them training for nobody."""
+    proc = _start(workdir, "train", "lenet5", "-f", "pytorch", "--devices", "2",
+                  "--steps", "100000", "--warmup-steps", "1", "--batch-size", "8")
+    _wait_for_rank(1)
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    time.sleep(1)
+    assert not _rank_processes(), "a rank outlived an interrupted dlbench"
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
