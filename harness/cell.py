@@ -60,17 +60,24 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
+def launcher_rank() -> tuple[int, int]:
+    """(global rank, rank on this node) as the launcher exported them: torchrun's RANK and
+    LOCAL_RANK, msrun's RANK_ID and DEVICE_ID, the TensorFlow worker launcher's own."""
+    env = os.environ
+    local = int(env.get("LOCAL_RANK") or env.get("DLBENCH_LOCAL_RANK") or
+                env.get("DEVICE_ID") or 0)
+    rank = int(env.get("RANK") or env.get("DLBENCH_RANK") or env.get("RANK_ID") or local)
+    return rank, local
+
+
 def rank_output(out: str) -> str:
     """Where this rank reports: each node's first rank in ``out`` (every rank holds the
-    gathered figures), the others beside it under their global rank.  Each launcher
-    names ranks its own way; MindSpore's scheduler runs this module too (it trains
-    nothing and reports apart)."""
+    gathered figures), the others beside it under their global rank.  MindSpore's
+    scheduler runs this module too (it trains nothing and reports apart)."""
     if os.environ.get("MS_ROLE") == "MS_SCHED":
         return out + ".scheduler"
-    env = os.environ
-    local = env.get("LOCAL_RANK") or env.get("DLBENCH_LOCAL_RANK") or env.get("DEVICE_ID", "0")
-    rank = env.get("RANK") or env.get("DLBENCH_RANK") or env.get("RANK_ID") or local
-    return out if local == "0" else f"{out}.rank{rank}"
+    rank, local = launcher_rank()
+    return out if local == 0 else f"{out}.rank{rank}"
 
 
 def main(argv: list[str]) -> int:

@@ -230,13 +230,14 @@ def scaling_table(records: Sequence[dict[str, Any]]) -> str:
     """Data-parallel training cells in the MindSpore benchmark page's layout, each compared
     with its one-device cell (same model, framework, precision, per-device batch, scaling
     mode and machine); without one, Speedup stays empty rather than guessed."""
+    from dlbench.harness.compare.match import field
+
     def key(r):
-        c = r.get("context") or {}
         return (r["model"], r["framework"], r["precision"], r["batch_size"],
-                (c.get("scaling") or {}).get("mode"), r.get("machine_id"))
+                field(r, "scaling"), r.get("machine_id"))
 
     def world(r):
-        return ((r.get("context") or {}).get("topology") or {}).get("world_size", 1)
+        return field(r, "devices") or 1
 
     ones = {key(r): r["throughput_sps"] for r in records
             if r["status"] == "ok" and world(r) == 1}

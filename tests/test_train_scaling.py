@@ -202,7 +202,7 @@ class _Ranks:
         return self.rows
 
     def weights_sum(self):
-        return self.rows[0, 11]
+        return self.rows[0, gather.WEIGHTS]
 
 
 def _row(rank, start, end, steps, weights=10.0):

@@ -15,10 +15,12 @@ from typing import Any
 import numpy as np
 
 from dlbench.harness import stats
+from dlbench.harness.cell import own_peak_rss_mb
 
-# The fixed head of each rank's gathered row, then its measured step times.
-_HEAD = ("rank", "start", "start", "start", "end", "end", "end", "window_s", "data_s",
-         "peak_rss_mb", "loss_end", "weights_sum")
+# Each rank's gathered row: these columns (a wall-clock time as three float32-exact
+# parts, ``_split``), then its measured step times from STEPS on.
+RANK, START, END, WINDOW, DATA, RSS, LOSS, WEIGHTS = 0, slice(1, 4), slice(4, 7), 7, 8, 9, 10, 11
+STEPS = 12
 # How far ranks' weight sums may differ (relative) and still count as one model: all-reduce
 # sums in a different order on each rank, float32 rounding apart.
 SYNC_TOLERANCE = 1e-5
@@ -36,31 +38,25 @@ def _joined(parts) -> np.ndarray:
     return parts[:, 0].astype(np.float64) * 1e6 + parts[:, 1] + parts[:, 2]
 
 
-def _own_peak_rss_mb() -> float:
-    from dlbench.harness.cell import own_peak_rss_mb
-    return own_peak_rss_mb() or 0.0
-
-
 def combine(session, metrics: dict[str, Any], start: float, end: float) -> dict[str, Any]:
     """The cell's figures from every rank's (gathered on every rank, so each node's first
     rank can report them)."""
     times = metrics["step_times_s"]
     row = np.array([session.rank, *_split(start), *_split(end), metrics["window_s"],
-                    sum(metrics["data_time_s"]), _own_peak_rss_mb(), metrics["loss_end"],
+                    sum(metrics["data_time_s"]), own_peak_rss_mb() or 0.0, metrics["loss_end"],
                     session.weights_sum(), *times], np.float64)
     table = session.all_gather(row)
-    table = table[np.argsort(table[:, 0])]
-    starts, ends = _joined(table[:, 1:4]), _joined(table[:, 4:7])
-    head = len(_HEAD)
+    table = table[np.argsort(table[:, RANK])]
+    starts, ends = _joined(table[:, START]), _joined(table[:, END])
     ranks = []
     for r, t0, t1 in zip(table, starts, ends):
-        s = stats.summarize(list(r[head:]))
-        ranks.append({"rank": int(r[0]), "start_s": t0 - starts.min(),
-                      "end_s": t1 - starts.min(), "window_s": r[7], "data_s": r[8],
-                      "peak_rss_mb": r[9], "loss_end": r[10],
+        s = stats.summarize(list(r[STEPS:]))
+        ranks.append({"rank": int(r[RANK]), "start_s": t0 - starts.min(),
+                      "end_s": t1 - starts.min(), "window_s": r[WINDOW], "data_s": r[DATA],
+                      "peak_rss_mb": r[RSS], "loss_end": r[LOSS],
                       "step_time_s": {k: s[k] for k in ("min", "p50", "max")}})
     world = len(ranks)
-    sums = table[:, 11]
+    sums = table[:, WEIGHTS]
     drift = float((sums.max() - sums.min()) / max(abs(sums).max(), 1e-30))
     if drift > SYNC_TOLERANCE:
         raise RuntimeError(f"the ranks' weights differ after training (relative {drift:.2g}): "
@@ -70,7 +66,7 @@ def combine(session, metrics: dict[str, Any], start: float, end: float) -> dict[
     batch = session.cfg.batch_size
     samples = world * len(times) * batch
     # A step ends when its slowest rank ends it: the all-reduce waits for that one.
-    slowest = table[:, head:].max(axis=0).tolist()
+    slowest = table[:, STEPS:].max(axis=0).tolist()
     summary = stats.summarize(slowest)
     return {
         "world_size": world,

@@ -10,16 +10,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from dlbench.harness.cell import launcher_rank
 from dlbench.harness.training.base import TrainConfig
-
-
-def env_rank() -> tuple[int, int]:
-    """(global rank, rank on this node) as the launcher exported them."""
-    env = os.environ
-    local = int(env.get("LOCAL_RANK") or env.get("DLBENCH_LOCAL_RANK") or
-                env.get("DEVICE_ID") or 0)
-    rank = int(env.get("RANK") or env.get("DLBENCH_RANK") or env.get("RANK_ID") or local)
-    return rank, local
 
 
 def pin_cpus(local: int, per_node: int) -> list[int]:
@@ -39,7 +31,7 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
     from dlbench.harness.training.user import from_dict
 
     cfg = TrainConfig(**payload["config"])
-    rank, local = env_rank()
+    rank, local = launcher_rank()
     cpus = pin_cpus(local, payload["devices_per_node"]) if cfg.device == "cpu" else None
     spec = from_dict(payload["user"]) if payload.get("user") else None
     result = run(cfg, Path(payload["out_dir"]), spec, rank=rank)
