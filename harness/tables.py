@@ -99,20 +99,21 @@ def allocator_of(record: dict[str, Any]) -> str:
     return ((record.get("context") or {}).get("allocator") or {}).get("name") or "unrecorded"
 
 
-def mixed_allocators(records: Sequence[dict[str, Any]]) -> bool:
-    """Whether a table needs an Allocator column: its rows would otherwise look alike."""
-    return len({allocator_of(r) for r in records}) > 1
+def with_of(record: dict[str, Any]) -> str:
+    """The --with environment a record's cell ran in ("installed": dlbench's own packages)."""
+    return (record.get("context") or {}).get("with") or "installed"
 
 
-def add_allocator_column(headers: list[str], rows: list[list[Any]],
-                         records: Sequence[dict[str, Any]]) -> None:
-    """An Allocator column before Precision, in place, when the rows ran different ones."""
-    if not mixed_allocators(records):
-        return
-    at = headers.index("Precision")
-    headers.insert(at, "Allocator")
-    for row, r in zip(rows, records):
-        row.insert(at, allocator_of(r))
+def add_context_columns(headers: list[str], rows: list[list[Any]],
+                        records: Sequence[dict[str, Any]]) -> None:
+    """Allocator and With (--with) columns before Precision, in place, each only when the
+    rows differ in it: they would otherwise look alike."""
+    for title, value in (("Allocator", allocator_of), ("With", with_of)):
+        if len({value(r) for r in records}) > 1:
+            at = headers.index("Precision")
+            headers.insert(at, title)
+            for row, r in zip(rows, records):
+                row.insert(at, value(r))
 
 
 def milliseconds(ms: float | None) -> str:
@@ -212,7 +213,7 @@ def train_table(records: Sequence[dict[str, Any]]) -> str:
                    for _, cell in extra]
             for r, row in zip(records, train_rows(records))]
     headers = list(train_headers(records) + tuple(h for h, _ in extra))
-    add_allocator_column(headers, rows, records)
+    add_context_columns(headers, rows, records)
     note = cpu_note(records)
     return markdown(headers, rows) + (f"\n\n{note}" if note else "")
 

@@ -186,3 +186,20 @@ def test_with_is_an_axis_of_cached_environments(cli, workdir, monkeypatch):
     assert "dlbprobe==1.0" in ok["context"]["packages"] and ok["cell_key"] != bad["cell_key"]
     assert bad["status"] == "failed" and "cannot install" in bad["error"]
     assert {p.name: p.stat().st_mtime_ns for p in cache.iterdir()} == made
+
+    # So does train: a checkpoint per environment, a With column, the failure a record.
+    res = cli("train", "lenet5", "-f", "pytorch", "--steps", "2", "--warmup-steps", "0",
+              "--batch-size", "8", "--threads", "1", "--with", "dlbprobe==1.0", "--with",
+              "dlbprobe==9.9", "--out", "runs", "--db", str(db), "--json", "t.json")
+    assert res.returncode == 1, res.stderr
+    ok, bad = json.loads((workdir / "t.json").read_text())
+    assert ok["status"] == "ok", ok["error"]
+    assert ok["context"]["with"] == "dlbprobe==1.0" and "dlbprobe==1.0" in ok["context"]["packages"]
+    assert any(p.startswith("torch==") for p in ok["context"]["packages"])
+    assert ok["context"]["with_resolution"]["dependencies"] == "pinned to the installed versions"
+    assert Path(ok["context"]["checkpoint"]).parent == Path("runs/lenet5/pytorch-with-dlbprobe-1.0")
+    assert bad["status"] == "failed" and "cannot install" in bad["error"]
+    assert not (workdir / "runs/lenet5/pytorch-with-dlbprobe-9.9").exists()
+    header = next(ln for ln in res.stdout.splitlines() if "Precision" in ln)
+    columns = [c.strip() for c in header.split("|")]
+    assert columns[columns.index("Precision") - 1] == "With" and "dlbprobe==9.9" in res.stdout

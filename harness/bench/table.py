@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from dlbench.harness.tables import (ROUGH_P99, add_allocator_column, artifact_label,
+from dlbench.harness.tables import (ROUGH_P99, add_context_columns, artifact_label,
                                      cpu_mark, cpu_note, markdown, milliseconds,
                                      network_name)
 
@@ -67,7 +67,7 @@ def spread(m: dict[str, Any]) -> str:
 
 def bench_table(records: Sequence[dict[str, Any]]) -> str:
     headers, rows = list(BENCH_HEADERS), bench_rows(records)
-    add_allocator_column(headers, rows, records)
+    add_context_columns(headers, rows, records)
     text = markdown(headers, rows)
     if any(not ((r.get("metrics") or {}).get("percentile_support") or {}).get("p99", True)
            for r in records if r["status"] != "failed"):

@@ -48,3 +48,13 @@ def add_executor_arguments(p, what: str, default: str) -> None:
                         "threads and device, e.g. node:10.0.0.5 (that node), "
                         "accelerator_type:H100, or a label the nodes were started with; "
                         "repeat or comma-separate")
+
+
+def add_with_argument(p, what: str = "cells") -> None:
+    """``--with PACKAGE==VERSION``, the library-version axis (harness.envs), said the same
+    by every command that has it."""
+    p.add_argument("--with", dest="with_specs", action="append", default=[],
+                   metavar="PACKAGE==VERSION",
+                   help=f"run the {what} with this version of a package instead of the "
+                        f"installed one (an environment made once with uv and cached); "
+                        f"repeat: each is a value of the axis")

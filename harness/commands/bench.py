@@ -17,7 +17,8 @@ HELP = "measure inference latency/throughput across backends, batch sizes and sc
 
 
 def add_arguments(p) -> None:
-    from dlbench.harness.commands import add_executor_arguments, add_user_model_arguments
+    from dlbench.harness.commands import (add_executor_arguments, add_user_model_arguments,
+                                          add_with_argument)
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import BenchRequest
     from dlbench.harness.config import add_config_arguments, cli_form, field_default, show
@@ -51,11 +52,7 @@ def add_arguments(p) -> None:
     p.add_argument("--allocator", default=req("allocator"), metavar="NAME",
                    help="memory allocator of each cell's process: system, tuned (glibc keeping "
                         "freed memory), jemalloc or tcmalloc (default %(default)s)")
-    p.add_argument("--with", dest="with_specs", action="append", default=[],
-                   metavar="PACKAGE==VERSION",
-                   help="run the cells with this version of a package instead of the "
-                        "installed one (an environment made once with uv and cached); repeat: "
-                        "each is a value of the axis")
+    add_with_argument(p)
     p.add_argument("--scenario", action="append", default=None,
                    help=f"offline, single-stream, server; repeat or comma-separate (default "
                         f"{show(field_default(BenchRequest, 'scenarios'))})")

@@ -26,6 +26,7 @@ def add_arguments(p) -> None:
 
 def add_common_arguments(p, layer: bool = False) -> None:
     """What ``micro`` and ``layer`` share: engines, precisions, axes, measurement, output."""
+    from dlbench.harness.commands import add_with_argument
     from dlbench.harness.config import field_default
     from dlbench.harness.micro.engines import ENGINES, PRECISIONS, LAYER_ENGINES
     from dlbench.harness.micro.sweep import MicroRequest
@@ -50,11 +51,7 @@ def add_common_arguments(p, layer: bool = False) -> None:
                    help="intra-op threads, comma-separated to sweep (default: physical cores)")
     p.add_argument("--allocator", default=field_default(MicroRequest, "allocator"),
                    help="memory allocator of each cell (default %(default)s)")
-    p.add_argument("--with", dest="with_specs", action="append", default=[],
-                   metavar="PACKAGE==VERSION",
-                   help="run the cells with this version of a package instead of the installed "
-                        "one (an environment made once with uv and cached); repeat: each is a "
-                        "value of the axis")
+    add_with_argument(p)
     g = p.add_argument_group("measurement")
     g.add_argument("--warmup", type=int, default=rule.warmup, help="default %(default)s")
     g.add_argument("--min-iterations", type=int, default=rule.min_iterations,

@@ -6,8 +6,9 @@ A zoo model trains in each framework it has; a model of your own (a file, or
 
 Each framework runs in its own process on data generated before the clock
 starts; warm-up steps are timed but reported apart.  The checkpoint and a
-manifest.json land in OUT/MODEL/FRAMEWORK/, one record per framework in the
-results database.  Exit status: 0 all ran, 1 a run failed, 2 bad input.
+manifest.json land in OUT/MODEL/FRAMEWORK/ (FRAMEWORK-Ndev/ for --devices N,
+FRAMEWORK-with-PACKAGE-VERSION/ for --with), one record per cell in the results
+database.  Exit status: 0 all ran, 1 a run failed, 2 bad input.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ HELP = "train a model briefly in native frameworks and record training throughpu
 
 def add_arguments(p) -> None:
     from dlbench.harness.allocator import DEFAULT_ALLOCATOR   # TrainRequest's, without its imports
-    from dlbench.harness.commands import add_user_model_arguments
+    from dlbench.harness.commands import add_user_model_arguments, add_with_argument
 
     p.add_argument("model", nargs="?", default=None,
                    help="zoo model name (see 'dlbench models'), or a model file of your own "
@@ -38,6 +39,7 @@ def add_arguments(p) -> None:
     p.add_argument("--allocator", default=None, metavar="NAME",
                    help="memory allocator of each run's process: system, tuned (glibc keeping "
                         f"freed memory), jemalloc or tcmalloc (default {DEFAULT_ALLOCATOR})")
+    add_with_argument(p, "training runs")
     p.add_argument("--data", default="synthetic", metavar="DATA",
                    help="synthetic (default; made before the clock); digits (scikit-learn's "
                         "bundled 8x8 digits, no download); or PATH to data you have, its format "
@@ -125,6 +127,7 @@ def run(args) -> int:
         devices=split(args.devices, int) if args.devices else None, scaling=args.scaling,
         nodes=args.nodes, node_rank=args.node_rank, master_addr=args.master_addr,
         master_port=args.master_port, node_addrs=split([args.node_addrs or ""]),
+        with_specs=args.with_specs,
         **({"allocator": args.allocator} if args.allocator is not None else {}))
     what = args.model or args.model_from
     records = with_progress(args, f"train {what}", "train", lambda say: train(req, progress=say))

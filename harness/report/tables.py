@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from dlbench.harness import stats
 from dlbench.harness.frameworks import FRAMEWORKS
-from dlbench.harness.tables import (ROUGH_P99, add_allocator_column, artifact_label,
+from dlbench.harness.tables import (ROUGH_P99, add_context_columns, artifact_label,
                                      cpu_mark, cpu_note, markdown, milliseconds,
                                      network_name, spec_unit, zoo_spec)
 
@@ -82,9 +82,9 @@ def _with_machine(table: Table, records: Sequence[dict[str, Any]]) -> Table:
 
 
 def _with_allocator(table: Table, records: Sequence[dict[str, Any]]) -> Table:
-    """Records with different allocators share a table only with an Allocator column
-    (before Precision), and kernel-bound rows get their footnote once."""
-    add_allocator_column(table.headers, table.rows, records)
+    """Records with different allocators or --with environments share a table only with
+    a column for it (before Precision), and kernel-bound rows get their footnote once."""
+    add_context_columns(table.headers, table.rows, records)
     note = cpu_note(records)
     if note:
         table.notes.append(note)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.harness.cell import launcher_rank
+from dlbench.harness.envs import imported_packages
 from dlbench.harness.training.base import TrainConfig
 
 
@@ -36,4 +37,4 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
     spec = from_dict(payload["user"]) if payload.get("user") else None
     result = run(cfg, Path(payload["out_dir"]), spec, rank=rank)
     result["runtime"].update(rank=rank, local_rank=local, cpus=cpus)
-    return result
+    return {**result, "packages": imported_packages() if payload.get("packages") else None}

@@ -11,14 +11,14 @@ from dlbench.harness import __version__, records
 from dlbench.harness.allocator import DEFAULT_ALLOCATOR, check as check_allocator
 from dlbench.harness.allocator import identity as allocator_identity
 from dlbench.harness.cellenv import cell_environment
-from dlbench.harness import mathmode
+from dlbench.harness import envs, mathmode
 from dlbench.models.atomic import check_can_create, staged_directory, write_json
 from dlbench.harness.context import CommandOptions, new_run_id, now_iso
 from dlbench.harness.data import canonical
 from dlbench.models.errors import UserError
 from dlbench.harness.fingerprint import fingerprint
-from dlbench.harness.frameworks import require
-from dlbench.harness.launcher import run_cell
+from dlbench.harness.frameworks import get_framework, require
+from dlbench.harness.launcher import CellOutcome, run_cell
 from dlbench.harness.results import ResultStore
 from dlbench.harness.tables import spec_unit
 from dlbench.harness.threads import ThreadConfig
@@ -47,6 +47,9 @@ class TrainRequest(CommandOptions):
     out: str = "runs"
     # The memory allocator of each run's process (harness.allocator: why tuned is the default).
     allocator: str = DEFAULT_ALLOCATOR
+    # --with PACKAGE==VERSION: a sweep axis; each value's cells run in that cached overlay
+    # (harness.envs) instead of the installed package, to time one library against another.
+    with_specs: list[str] = field(default_factory=list)
     extra_context: dict[str, Any] = field(default_factory=dict)
     # A user's own model (harness.training.user): ``model`` a file of its framework, or
     # ``model_from`` code; inputs sized as for bench; ``objective`` says what the loss is.
@@ -100,8 +103,10 @@ def validate(req: TrainRequest, spec=None) -> None:
     spec = spec or model_spec(req)
     if not req.frameworks:
         raise UserError("no framework given")
+    envs.check_specs(req.with_specs)
     for name in req.frameworks:
-        require(name)
+        if not envs.provides(req.with_specs, get_framework(name).distribution):
+            require(name)
         if name not in spec.builders:
             raise UserError(f"model {spec.name!r} has no {name} implementation")
     for flag, value, low in (("--batch-size", req.batch_size, 1), ("--steps", req.steps, 1),
@@ -169,7 +174,8 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
     from dlbench.harness.training.user import from_dict
 
     spec = from_dict(payload["user"]) if payload.get("user") else None
-    return run(TrainConfig(**payload["config"]), Path(payload["out_dir"]), spec)
+    result = run(TrainConfig(**payload["config"]), Path(payload["out_dir"]), spec)
+    return {**result, "packages": envs.imported_packages() if payload.get("packages") else None}
 
 
 def _progress(msg: str) -> None:
@@ -190,7 +196,6 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
     from dlbench.harness.training import user
     user_payload = user.to_dict(spec) if user.is_user(spec) else None
     threads = ThreadConfig.default(req.threads, req.inter_op_threads)
-    env = cell_environment(threads, req.allocator, mathmode.environment(req.device, req.precision))
     store = ResultStore(req.db)
     fp = fingerprint()
     run_id = new_run_id()
@@ -198,8 +203,9 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
     batch = spec.default_batch_size if user_payload else req.batch_size or spec.default_batch_size
     lr = spec.default_lr if req.learning_rate is None else req.learning_rate
     records, usage_errors = [], []
-    cells = [(name, n) for name in req.frameworks for n in (req.devices or [None])]
-    for i, (name, devices) in enumerate(cells, 1):
+    cells = [(name, n, w) for name in req.frameworks for n in (req.devices or [None])
+             for w in (req.with_specs or [""])]
+    for i, (name, devices, with_spec) in enumerate(cells, 1):
         topo = None if devices is None else _topology(req, devices, i - 1)
         intra = threads.intra_op if topo is None else scaling.cores_per_rank(devices,
                                                                               req.threads)
@@ -210,30 +216,34 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
                           data=canonical(req.data), learning_rate=lr,
                           eval=req.eval, eval_samples=req.eval_samples,
                           distributed=topo is not None)
-        cell_env, launch, where = env, None, ""
+        overlay, env_error = envs.prepare(with_spec) if with_spec else (None, None)
+        extra = {**mathmode.environment(req.device, req.precision),
+                 **(envs.environment(overlay) if overlay else {})}
+        cell_env = cell_environment(ThreadConfig(intra, threads.inter_op), req.allocator, extra)
+        launch, where = None, f" [{with_spec}]" if with_spec else ""
         if topo is not None:
             cfg.batch_size = scaling.split_batch(batch, topo.world_size, req.scaling)
-            cell_env = cell_environment(ThreadConfig(intra, threads.inter_op), req.allocator,
-                                        mathmode.environment(req.device, req.precision))
             launch = scaling.launcher(name, topo, cell_env, req.device)
-            where = (f" × {topo.world_size} ({req.scaling} scaling, "
-                     f"{cfg.batch_size} per device)")
+            where += (f" × {topo.world_size} ({req.scaling} scaling, "
+                      f"{cfg.batch_size} per device)")
         progress(f"[{i}/{len(cells)}] training {spec.name} in {name}: batch {cfg.batch_size}, "
                  f"{req.warmup_steps} warm-up + {req.steps} measured steps on "
                  f"{req.device}{where}")
-        final_dir = Path(req.out) / spec.name / (name if topo is None else
-                                                 f"{name}-{topo.world_size}dev")
+        final_dir = Path(req.out) / spec.name / (
+            name + ("" if topo is None else f"-{topo.world_size}dev")
+            + (f"-with-{with_spec.replace('==', '-')}" if with_spec else ""))
         started = now_iso()
         try:
             with staged_directory(final_dir) as stage:
-                outcome = run_cell("train" if topo is None else "train_rank",
-                                   {"config": cfg.to_dict(), "user": user_payload,
-                                    "out_dir": str(stage.resolve()),
-                                    "devices_per_node": devices},
-                                   env=cell_env, timeout=req.timeout, launcher=launch)
+                outcome = CellOutcome("failed", error=env_error) if env_error else run_cell(
+                    "train" if topo is None else "train_rank",
+                    {"config": cfg.to_dict(), "user": user_payload, "packages": bool(with_spec),
+                     "out_dir": str(stage.resolve()), "devices_per_node": devices},
+                    env=cell_env, timeout=req.timeout, launcher=launch)
                 if outcome.status == "usage_error":
                     raise UserError(outcome.error)
-                record = _record(req, cfg, spec, outcome, fp, run_id, started, cell_env, topo)
+                record = _record(req, cfg, spec, outcome, fp, run_id, started, cell_env, topo,
+                                 with_spec)
                 if topo is not None and topo.node_rank > 0:
                     raise _OtherNode()
                 if outcome.ok:
@@ -283,9 +293,10 @@ def _topology(req: TrainRequest, devices: int, index: int) -> scaling.Topology:
 
 
 def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, started,
-            env, topo: scaling.Topology | None = None) -> dict[str, Any]:
+            env, topo: scaling.Topology | None = None, with_spec: str = "") -> dict[str, Any]:
     result = dict(outcome.result)
     runtime = result.pop("runtime", {})
+    packages = result.pop("packages", None)
     data = result.pop("data", None)
     identity = {"model": spec.name, "framework": cfg.framework, "device": cfg.device,
                 "precision": cfg.precision, "batch_size": cfg.batch_size, "steps": cfg.steps,
@@ -302,6 +313,8 @@ def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, star
     identity.update(allocator_identity(req.allocator))
     if topo is not None:        # a run without --devices keeps its keys
         identity.update(devices=topo.devices, nodes=topo.nodes, scaling=req.scaling)
+    if with_spec:               # and one without --with
+        identity["with"] = with_spec
     metrics = {k: v for k, v in result.items() if k not in ("framework_version", "layout",
                                                              "checkpoint")}
     metrics["peak_rss_mb"] = outcome.peak_rss_mb
@@ -329,6 +342,7 @@ def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, star
             "objective": spec.objective} if user else {}),
         "traceback": outcome.traceback,
         "log_tail": None if outcome.ok else outcome.log_tail,
+        **envs.record_context(with_spec, packages),
         **req.extra_context,
     })
     if topo is not None:
