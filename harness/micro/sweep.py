@@ -152,10 +152,13 @@ def plan(req: MicroRequest) -> tuple[list[MicroCell], list[str]]:
                                                          req.with_specs or [""]):
         for name in chosen:
             what = f"{mode} layer" if layer else f"{req.kind} kernel"
-            have = engines_mod.module(name, layer).SUPPORTS.get(mode if layer else req.kind, ())
+            mod = engines_mod.module(name, layer)
+            have = mod.SUPPORTS.get(mode if layer else req.kind, ())
             if precision not in have:
+                why = getattr(mod, "WHY_NOT", {}).get(precision)
                 note = (f"{name} has no {precision} {what}"
-                        + (f" (it has {', '.join(have)})" if have else "") + ": left out")
+                        + (f" (it has {', '.join(have)})" if have else "")
+                        + (f": {why}" if why else "") + ": left out")
                 notes += [note] if note not in notes else []
                 continue
             cells.append(MicroCell(op, name, precision, t, env, mode))

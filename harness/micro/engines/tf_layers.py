@@ -2,7 +2,9 @@
 weights imported (``models.weights.tensorflow``), run in a ``tf.function``;
 images NHWC (transposed before the clock, back for the comparison).  A
 strided convolution is ZeroPadding2D + a "valid" one, as Keras' own ResNets
-write it: "same" pads asymmetrically at stride 2, which is another layer."""
+write it: "same" pads asymmetrically at stride 2, which is another layer.  bf16
+is Keras' "bfloat16" dtype policy on the layer (weights, input and compute in
+bfloat16, as PyTorch's ``.to(bfloat16)``), not mixed precision."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,28 +15,32 @@ from dlbench.harness.micro.engines import Kernel
 
 FRAMEWORK = "tensorflow"
 DEVICES = ("cpu", "cuda")
-SUPPORTS = {"forward": ("fp32",), "train": ("fp32",)}
+SUPPORTS = {"forward": ("fp32", "bf16"), "train": ("fp32", "bf16")}
+DTYPES = {"fp32": "float32", "bf16": "bfloat16"}
 IMAGES = ("conv", "dwconv", "maxpool", "avgpool", "bn")
 
 
-def _layers(keras, op) -> list:
+def _layers(keras, op, dtype: str) -> list:
     d, k, L = op.dims, op.kernel, keras.layers
+    kw = {"name": "layer", "dtype": dtype}
     if k in ("conv", "dwconv"):
         r, s = (d[5], d[6]) if k == "conv" else (d[4], d[5])
-        make = (lambda pad: L.Conv2D(d[4], r, strides=s, padding=pad, name="layer")) \
-            if k == "conv" else (lambda pad: L.DepthwiseConv2D(r, strides=s, padding=pad,
-                                                               name="layer"))
-        return [make("same")] if s == 1 else [L.ZeroPadding2D(r // 2), make("valid")]
+        make = (lambda pad: L.Conv2D(d[4], r, strides=s, padding=pad, **kw)) \
+            if k == "conv" else (lambda pad: L.DepthwiseConv2D(r, strides=s, padding=pad, **kw))
+        return [make("same")] if s == 1 else [L.ZeroPadding2D(r // 2, dtype=dtype),
+                                              make("valid")]
     return [{
-        "dense": lambda: L.Dense(d[2], name="layer"),
-        "bn": lambda: L.BatchNormalization(epsilon=layers.EPS, name="layer"),
-        "maxpool": lambda: L.MaxPooling2D(d[4], d[5], name="layer"),
-        "avgpool": lambda: L.AveragePooling2D(d[4], d[5], name="layer"),
-        "layernorm": lambda: L.LayerNormalization(epsilon=layers.EPS, name="layer"),
-        "embedding": lambda: L.Embedding(d[2], d[3], name="layer"),
-        "lstm": lambda: L.LSTM(d[3], return_sequences=True, name="layer"),
-        "mha": lambda: L.MultiHeadAttention(d[3], d[2] // d[3], name="layer"),
-    }.get(k, lambda: L.Activation(k, name="layer"))()]
+        "dense": lambda: L.Dense(d[2], **kw),
+        "bn": lambda: L.BatchNormalization(epsilon=layers.EPS, **kw),
+        "maxpool": lambda: L.MaxPooling2D(d[4], d[5], **kw),
+        "avgpool": lambda: L.AveragePooling2D(d[4], d[5], **kw),
+        "layernorm": lambda: L.LayerNormalization(epsilon=layers.EPS, **kw),
+        "embedding": lambda: L.Embedding(d[2], d[3], **kw),
+        # Weights are imported: the default orthogonal recurrent initializer would only
+        # cost a QR, which has no bfloat16 kernel.
+        "lstm": lambda: L.LSTM(d[3], return_sequences=True, recurrent_initializer="zeros", **kw),
+        "mha": lambda: L.MultiHeadAttention(d[3], d[2] // d[3], **kw),
+    }.get(k, lambda: L.Activation(k, **kw))()]
 
 
 def _mha_weights(mha, arrays, heads: int) -> None:
@@ -62,10 +68,11 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
     image = op.kernel in IMAGES
     x_np = np.ascontiguousarray(arrays["x"].transpose(0, 2, 3, 1)) if image else arrays["x"]
     cot_np = np.ascontiguousarray(arrays["cot"].transpose(0, 2, 3, 1)) if image else arrays["cot"]
-    inp = keras.Input(x_np.shape[1:], batch_size=x_np.shape[0],
-                      dtype="int64" if op.kernel == "embedding" else None)
+    dtype = DTYPES[precision]
+    ids = op.kernel == "embedding"
+    inp = keras.Input(x_np.shape[1:], batch_size=x_np.shape[0], dtype="int64" if ids else dtype)
     out = inp
-    for lay in _layers(keras, op):
+    for lay in _layers(keras, op, dtype):
         out = lay(out, out) if op.kernel == "mha" else lay(out)       # self-attention
     model = keras.Model(inp, out)
     if op.kernel == "mha":
@@ -73,7 +80,8 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
     else:
         import_weights(model, layers.canonical(op, arrays))
     with tf.device("/GPU:0" if device == "cuda" else "/CPU:0"):
-        x, cot = tf.constant(x_np), tf.constant(cot_np)
+        x = tf.constant(x_np) if ids else tf.cast(tf.constant(x_np), dtype)
+        cot = tf.cast(tf.constant(cot_np), dtype)
     layer = model.get_layer("layer")
     box = {}
     if mode == "forward":
@@ -98,12 +106,13 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
 
     def take(name, to_nchw):
         def get():
-            got = box[name].numpy()
+            got = box[name].numpy().astype(np.float32)
             return got.transpose(0, 3, 1, 2) if to_nchw else got
         return get
     notes = ["ZeroPadding2D + valid convolution (Keras' own strided form)"] \
         if any(isinstance(lay, keras.layers.ZeroPadding2D) for lay in model.layers) else []
     return Kernel(step, take("out", image), f"tensorflow {tf.__version__} (keras "
-                  f"{keras.__version__}, {type(layer).__name__})", "NHWC" if image else "",
+                  f"{keras.__version__}, {type(layer).__name__}, "
+                  f"{layer.dtype_policy.name})", "NHWC" if image else "",
                   notes, math, grad=take("grad", image and op.kernel != "embedding")
                   if mode == "train" else None)
