@@ -58,6 +58,7 @@ def db(tmp_path_factory):
     # Micro cells: a GEMM (the roofline's compute ceiling) and the streams (its bandwidth).
     micro = ("--threads", "1", "--min-duration", "0.05", "--warmup", "1", "-q")
     cli("micro", "gemm", "--shape", "64", "--engine", "numpy,onnxruntime", *micro)
+    cli("micro", "gemm", "--shape", "64", "--engine", "onnxruntime", "--precision", "int8", *micro)
     cli("micro", "memory", "--shape", "1", "--engine", "numpy", *micro)
     return path
 
@@ -106,7 +107,7 @@ def test_markdown_tables_carry_the_database_figures(cli, db):
     micro = _as_dicts(sections["Micro and layer benchmarks"])
     assert [(r["Op"], r["Engine"].split()[0]) for r in micro] == [
         ("gemm 64x64x64", "numpy"), ("gemm 64x64x64", "onnxruntime"),
-        ("copy 1MiB", "numpy"), ("triad 1MiB", "numpy")]
+        ("gemm 64x64x64", "onnxruntime"), ("copy 1MiB", "numpy"), ("triad 1MiB", "numpy")]
     for r, rec in zip(micro, _records(db, "kind='micro'")):
         assert r["Status"].startswith(rec["status"])
         m = rec["metrics"]
@@ -343,6 +344,21 @@ def test_html_is_one_self_contained_file_with_five_charts(cli, db, tmp_path):
         assert f"<h2>{title}</h2>" in html
     bench = _records(db, "kind='bench' AND status='failed'")
     assert f"FAILED: {bench[0]['error']}" in html
+
+
+def test_the_roofline_has_a_ceiling_per_device_and_precision(db):
+    from dlbench.harness.report.plots import ceilings
+
+    micro = ResultStore(str(db)).records("kind = 'micro' AND status != 'failed'", [])
+    roofs = ceilings(micro)
+    assert set(roofs) == {("cpu", "fp32"), ("cpu", "int8")}
+    best = {p: max(r["metrics"]["gflops"] for r in micro if r["precision"] == p and
+                   r["context"]["op"]["kind"] == "gemm") for p in ("fp32", "int8")}
+    stream = max(r["metrics"]["gbps"] for r in micro if r["context"]["op"]["kind"] == "memory")
+    assert roofs == {("cpu", p): (best[p], stream) for p in ("fp32", "int8")}
+    # A device without a memory stream has no ceiling: none is borrowed from another.
+    elsewhere = [dict(r, device="cuda") for r in micro if r["context"]["op"]["kind"] == "gemm"]
+    assert set(ceilings(micro + elsewhere)) == set(roofs)
 
 
 def test_html_skips_charts_without_data_with_a_note(cli, db, tmp_path):

@@ -12,7 +12,9 @@ thread count.
 * CPU, fp32: the best of ``dlbench micro gemm``'s numpy kernel (the BLAS
   numpy ships, OpenBLAS in the wheels), its ONNX Runtime kernel (MLAS) and
   its PyTorch one (oneDNN/MKL) when they are installed, on float32 matrices,
-  threads = physical cores.  The
+  threads = physical cores; bf16 and int8 the same way with the engines that
+  have those kernels (PyTorch's bf16 matmul, PyTorch's ``_int_mm`` and ONNX
+  Runtime's ``MatMulInteger``), each its own ceiling.  The
   best library counts: a peak below what a real network's convolutions reach
   (ONNX Runtime's ResNet-50 convolutions run at about 1.9x OpenBLAS's SGEMM
   on this project's Zen 5 machine) would put cells above 100 % of "peak";
@@ -53,14 +55,20 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
     device, seconds = payload["device"], float(payload.get("seconds", 2.0))
     if device == "cpu":
         n = int(payload.get("n") or CPU_N)
-        candidates = [c for c in (_micro_gemm(e, n, seconds, int(payload.get("threads") or 0))
-                                  for e in CPU_ENGINES) if c]
-        best = max(candidates, key=lambda c: c["gflops"])
-        return {"results": [{"precision": "fp32", "n": n, **best,
-                             "candidates": [{k: c[k] for k in ("library", "gflops")}
-                                            for c in candidates],
-                             "math_mode": {"sgemm": "IEEE float32 (BLAS, MLAS)",
-                                           "env": mathmode.env_in_force()}}]}
+        threads = int(payload.get("threads") or 0)
+        results = []
+        for precision in payload.get("precisions") or CPU_PRECISIONS:
+            candidates = [c for c in (_micro_gemm(e, n, seconds, threads, precision)
+                                      for e in CPU_ENGINES) if c]
+            if not candidates:
+                continue
+            best = max(candidates, key=lambda c: c["gflops"])
+            results.append({"precision": precision, "n": n, **best,
+                            "candidates": [{k: c[k] for k in ("library", "gflops")}
+                                           for c in candidates],
+                            "math_mode": {"gemm": CPU_MATH[precision],
+                                          "env": mathmode.env_in_force()}})
+        return {"results": results}
     if device == "cuda":
         import torch
 
@@ -86,33 +94,47 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
     raise RuntimeError(f"no GEMM micro-benchmark for device {device!r}")
 
 
-# The CPU peak is the best of these ``dlbench micro`` engines' fp32 GEMM kernels: the ones
+# The CPU peak is the best of these ``dlbench micro`` engines' GEMM kernels: the ones
 # that share a process (TensorFlow and MindSpore cannot, and would need one each).
 CPU_ENGINES = ("numpy", "onnxruntime", "pytorch")
+# One CPU ceiling per precision a micro engine has a GEMM for: a bf16 or int8 cell divided
+# by the fp32 peak would read far above 100 % on a CPU with bf16 or VNNI instructions.
+CPU_PRECISIONS = ("fp32", "bf16", "int8")
+CPU_MATH = {"fp32": "IEEE float32 (BLAS, MLAS, oneDNN)",
+            "bf16": "bfloat16 inputs, float32 accumulation",
+            "int8": "int8 inputs, int32 accumulation"}
 
 
-def _micro_gemm(engine: str, n: int, seconds: float, threads: int) -> dict[str, Any] | None:
-    """One engine's square fp32 GEMM, built as ``dlbench micro gemm`` builds it (the same
+def _micro_gemm(engine: str, n: int, seconds: float, threads: int,
+                precision: str = "fp32") -> dict[str, Any] | None:
+    """One engine's square GEMM, built as ``dlbench micro gemm`` builds it (the same
     kernel, so a peak and a micro cell are one measurement), or None when the engine is
-    not installed."""
+    not installed or has no kernel for ``precision``.  Only fp32's failure is the cell's:
+    a missing bf16 or int8 kernel (a CPU without the instructions) leaves that ceiling
+    out rather than losing the fp32 one."""
     from dlbench.harness.frameworks import is_installed
     from dlbench.harness.micro import engines
     from dlbench.harness.micro.ops import Op
     from dlbench.harness.threads import physical_cores
 
     module = engines.module(engine)
-    if not is_installed(module.FRAMEWORK):
+    if not is_installed(module.FRAMEWORK) or precision not in module.SUPPORTS["gemm"]:
         return None
     op = Op("gemm", (n, n, n))
-    inputs = engines.make_inputs(op, "fp32")
-    kernel = module.build(op, "fp32", "cpu", inputs, threads or physical_cores())
-    res = _time_best(kernel.step, lambda: None, op.flops(), seconds)
-    engines.check(op, "fp32", inputs, kernel)
+    try:
+        inputs = engines.make_inputs(op, precision)
+        kernel = module.build(op, precision, "cpu", inputs, threads or physical_cores())
+        res = _time_best(kernel.step, lambda: None, op.flops(), seconds)
+        engines.check(op, precision, inputs, kernel)
+    except Exception:
+        if precision == "fp32":
+            raise
+        return None
     return {"library": kernel.library, **res}
 
 
 # Which measured peak a cell's precision is compared with.
-PEAK_PRECISION = {"fp32": "fp32", "tf32": "tf32", "fp16": "fp16", "bf16": "bf16", "int8": None}
+PEAK_PRECISION = {"fp32": "fp32", "tf32": "tf32", "fp16": "fp16", "bf16": "bf16", "int8": "int8"}
 
 
 def _peak_rows(store, machine_id: str, device: str, precision: str,

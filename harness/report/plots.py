@@ -160,42 +160,58 @@ def _bars(ax, values: dict[str, float], title: str, ylabel: str) -> None:
     ax.set_title(title)
 
 
+def ceilings(cells) -> dict[tuple[str, str], tuple[float, float]]:
+    """(device, precision) -> (its best GEMM's GFLOP/s, the device's best stream's GB/s),
+    for the devices that have both: a ceiling is what was measured on that device."""
+    streams: dict[str, float] = {}
+    gemms: dict[tuple[str, str], float] = {}
+    for r in cells:
+        kind = r["context"]["op"]["kind"]
+        if kind == "memory" and r["metrics"].get("gbps"):
+            streams[r["device"]] = max(streams.get(r["device"], 0.0), r["metrics"]["gbps"])
+        elif kind == "gemm" and r["metrics"].get("gflops"):
+            key = (r["device"], r["precision"])
+            gemms[key] = max(gemms.get(key, 0.0), r["metrics"]["gflops"])
+    return {k: (v, streams[k[0]]) for k, v in sorted(gemms.items()) if k[0] in streams}
+
+
 def roofline(records) -> Plot:
     """Arithmetic intensity (FLOPs per byte a call must move) against GFLOP/s, under the
-    ceilings measured here: the best fp32 GEMM (compute) and the best memory stream
-    (bandwidth), per device; each micro and layer cell placed by its own counts."""
+    ceilings measured here, per device: the best GEMM of each precision (compute; bf16's
+    and int8's lie above fp32's on a CPU with those instructions) and the best memory
+    stream (bandwidth); each micro and layer cell placed by its own counts."""
     title = "Roofline (micro and layer cells)"
     cells = [r for r in records if r["kind"] == "micro" and r["status"] != "failed"]
     points = [(r["metrics"]["flops_per_call"] / r["metrics"]["bytes_per_call"],
                r["metrics"]["gflops"], r) for r in cells if r["metrics"].get("gflops")]
-    streams = [r["metrics"]["gbps"] for r in cells if r["context"]["op"]["kind"] == "memory"]
-    gemms = [r["metrics"]["gflops"] for r in cells if r["context"]["op"]["kind"] == "gemm"
-             and r["precision"] == "fp32"]
-    if not points or not streams or not gemms:
-        return Plot(title, None, "needs micro cells with FLOPs, a fp32 GEMM (the compute "
-                                 "ceiling) and a memory stream (the bandwidth ceiling): "
+    roofs = ceilings(cells)
+    if not points or not roofs:
+        return Plot(title, None, "needs micro cells with FLOPs, a GEMM (the compute ceiling) "
+                                 "and a memory stream (the bandwidth ceiling) on one device: "
                                  "dlbench micro gemm; dlbench micro memory")
-    peak, bandwidth = max(gemms), max(streams)
 
     def draw(ax):
+        ridges = [peak / bw for peak, bw in roofs.values()]
         xs = [p[0] for p in points]
-        lo, hi = min(xs + [peak / bandwidth]) / 4, max(xs + [peak / bandwidth]) * 4
-        ridge = peak / bandwidth
-        ax.plot([lo, ridge, hi], [bandwidth * lo, peak, peak], color="black", linewidth=2,
-                label=f"ceilings: {peak:.4g} GFLOP/s (best fp32 GEMM), {bandwidth:.4g} GB/s "
-                      f"(best stream)")
+        lo, hi = min(xs + ridges) / 4, max(xs + ridges) * 4
+        for (device, precision), (peak, bw) in roofs.items():
+            ridge = peak / bw
+            ax.plot([lo, ridge, hi], [bw * lo, peak, peak], linewidth=2,
+                    linestyle="-" if precision == "fp32" else "--",
+                    label=f"{device} {precision} ceiling: {peak:.4g} GFLOP/s, {bw:.4g} GB/s")
         groups: dict[str, list[tuple[float, float]]] = {}
         for x, y, r in points:
-            groups.setdefault(f"{r['backend']} {r['precision']}", []).append((x, y))
+            groups.setdefault(f"{r['backend']} {r['device']} {r['precision']}", []).append((x, y))
         for label, pts in sorted(groups.items()):
             ax.scatter(*zip(*pts), label=label, s=30, alpha=0.8)
         ax.set_xscale("log")
         ax.set_yscale("log")
         _labels(ax, title, "arithmetic intensity (FLOP per byte moved)", "GFLOP/s", 7)
-    return Plot(title, _png(draw), "Each point is one cell. The compute ceiling is fp32's: "
-                                   "bf16 and int8 cells may sit above it. Model cells are not "
-                                   "placed: a bench record counts FLOPs but not the bytes a "
-                                   "network moves.")
+    return Plot(title, _png(draw), "Each point is one cell. Each device and precision "
+                                   "with a GEMM cell has its own compute ceiling (its best "
+                                   "GEMM here), under that device's best memory stream. "
+                                   "Model cells are not placed: a bench record counts FLOPs "
+                                   "but not the bytes a network moves.")
 
 
 def all_plots(records: Sequence[dict[str, Any]]) -> list[Plot]:
