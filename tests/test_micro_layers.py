@@ -99,6 +99,21 @@ def test_train_mode_compares_gradients_too(cli, workdir):
             r["model"].split()[0], r["model"].split()[1]).flops()
 
 
+def test_a_resumed_group_keeps_its_reference(cli, workdir):
+    """The reference engine's cell done in an earlier sweep: a resumed sweep compares the
+    next engine with its stored sample instead of making that engine the reference."""
+    db = str(workdir / "r.sqlite")
+    res = cli("layer", "tanh", "--shape", "4x10", "-e", "pytorch", "--db", db, *FAST)
+    assert res.returncode == 0, res.stdout[-3000:]
+    res = cli("layer", "tanh", "--shape", "4x10", "-e", "pytorch,onnxruntime", "--resume",
+              "--db", db, *FAST)
+    assert res.returncode == 0, res.stdout[-3000:]
+    first, ort = micro_records(db)
+    assert first["backend"] == "pytorch" and ort["backend"] == "onnxruntime"
+    assert ort["metrics"]["agreement"]["reference"] == "pytorch"
+    assert ort["metrics"]["agreement"]["output"] <= 1e-3
+
+
 def test_bad_input_is_one_line(cli, workdir):
     for args, needle in ((["conv"], "--shape"), (["conv", "--shape", "1x3"], "NxCxHxW:KkR"),
                          (["relu", "--shape", "4", "--mode", "backward"], "unknown mode"),

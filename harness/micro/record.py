@@ -22,6 +22,17 @@ TRAIN_FACTOR = 3
 AGREEMENT = {"fp32": 1e-3, "bf16": 5e-2}
 
 
+def resumed_reference(reference: dict[str, Any], store, key: str) -> None:
+    """A skipped (resumed) cell of a layer group: the reference, if it is the group's
+    first, from its stored record's sample."""
+    if reference:
+        return
+    rows = store.records("cell_key = ? AND status != 'failed'", [key])
+    if rows:
+        reference.update(engine=rows[-1]["backend"],
+                         sample=(rows[-1].get("context") or {}).get("sample"))
+
+
 def agree(record: dict[str, Any], reference: dict[str, Any]) -> None:
     """Compare a layer cell's output (and gradient) sample with its group's reference (the
     first engine that ran it); the first one becomes the reference.  A disagreement
@@ -30,6 +41,14 @@ def agree(record: dict[str, Any], reference: dict[str, Any]) -> None:
 
     sample = (record.get("metrics") or {}).pop("sample", None)
     if record["status"] == "failed" or sample is None:
+        return
+    # Kept with the record: a resumed sweep that skips this cell takes its reference
+    # from here, instead of letting the next engine become the reference unseen.
+    record.setdefault("context", {})["sample"] = sample
+    if reference.get("sample") is None and reference.get("engine"):
+        record["metrics"]["agreement"] = {"reference": reference["engine"], "unchecked": (
+            f"the reference cell ({reference['engine']}) was resumed from a record that "
+            f"kept no output sample: run the group again without --resume to compare")}
         return
     if not reference:
         reference.update(engine=record["backend"], sample=sample)

@@ -173,7 +173,8 @@ def run_micro(req: MicroRequest, show_progress: bool = True,
     from dlbench.harness import envs
     from dlbench.harness.context import new_run_id, now_iso
     from dlbench.harness.fingerprint import fingerprint
-    from dlbench.harness.micro.record import agree, cell_key_of, make_record
+    from dlbench.harness.micro.record import (agree, cell_key_of, make_record,
+                                              resumed_reference)
     from dlbench.harness.progress import open_sweep
     from dlbench.harness.results import sweep_store
     from dlbench.harness.records import keep
@@ -189,6 +190,8 @@ def run_micro(req: MicroRequest, show_progress: bool = True,
     references: dict[tuple, dict[str, Any]] = {}
     for cell, key in zip(cells, keys):
         if key in done:
+            if cell.mode:
+                resumed_reference(references.setdefault(cell.group, {}), store, key)
             continue
         bar.start(cell.label)
         started = now_iso()
