@@ -1,9 +1,12 @@
 """Parameter and multiply-add counts of a CNN described as a walk of plain ops.
 
 A family's ``walk(cfg)`` yields, in network order, ``("conv", cin, cout, k,
-stride, out_hw)``, ``("bn", channels)``, ``("bias", channels)`` and ``("fc",
-cin, cout)``; these sums are the framework-free reference every framework's
-real network is tested against.  A convolution's bias is its own op, because
+stride, out_hw)``, ``("bn", channels)``, ``("bias", channels)``, ``("fc",
+cin, cout)`` and ``("pool", "max"|"avg", channels, k, stride, pad, in_hw)``
+(a global average pool is k = in_hw); these sums are the framework-free
+reference every framework's real network is tested against.  Pools count
+nothing (no parameters, no multiply-adds) but are listed, so that ``dlbench
+layer --model`` can time them with the network's own windows.  A convolution's bias is its own op, because
 in networks with batch norm (most here) the conv has none: BN's mean
 subtraction would cancel it; VGG's convolutions, without BN, carry one.  Batch
 norm trains gamma and beta only, and element-wise work (BN, ReLU, pooling,
@@ -18,6 +21,8 @@ from typing import Iterable
 def parameters(ops: Iterable[tuple]) -> int:
     total = 0
     for op in ops:
+        if op[0] == "pool":
+            continue
         if op[0] == "conv":
             _, cin, cout, k, _, _ = op
             total += cin * cout * k * k

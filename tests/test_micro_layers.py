@@ -13,7 +13,7 @@ from dlbench.models.errors import UserError
 
 FAST = ["--min-duration", "0.02", "--min-iterations", "2", "--warmup", "1", "--threads", "1"]
 SHAPES = {"conv": "2x8x12x12:16k3s2", "dwconv": "2x8x12x12:k3", "dense": "8x32x16",
-          "bn": "2x8x6x6", "maxpool": "2x4x8x8:k2", "avgpool": "2x4x9x9:k3s2",
+          "bn": "2x8x6x6", "maxpool": "2x4x9x9:k3s2p1", "avgpool": "2x4x9x9:k3s2",
           "layernorm": "2x5x16", "embedding": "4x6:50x8", "lstm": "3x5x8:12", "mha": "2x5x16:h4",
           "relu": "4x10", "gelu": "4x10", "sigmoid": "4x10", "tanh": "4x10"}
 # Backward differs in kind for these (weights, batch statistics, recurrence, a gather).
@@ -27,7 +27,9 @@ def test_shapes_parse_count_and_come_from_the_walk():
     assert conv.flops() == 2 * 16 * 64 * 56 * 56 * 64 * 9
     pool = layers.parse("maxpool", "1x64x112x112:k3s2")
     assert layers.out_shape(pool) == (1, 64, 55, 55)
-    assert layers.parse("avgpool", "1x8x4x4:k2").dims[-1] == 2        # stride = window
+    assert layers.parse("avgpool", "1x8x4x4:k2").dims[5] == 2         # stride = window
+    padded = layers.parse("maxpool", "1x64x112x112:k3s2p1")
+    assert padded.label == "maxpool 1x64x112x112:k3s2p1" and layers.out_shape(padded)[2:] == (56, 56)
     lstm = layers.parse("lstm", "32x50x128:256")
     assert lstm.flops() == 2 * 32 * 50 * 4 * 256 * (128 + 256)
     for kind, bad in (("conv", "1x3x8x8"), ("lstm", "2x3x4"), ("maxpool", "1x1x2x2:k3"),
@@ -39,6 +41,9 @@ def test_shapes_parse_count_and_come_from_the_walk():
     assert kinds[:3] == ["conv", "bn", "relu"] and kinds[-1] == "dense"
     assert resnet[0].dims == (2, 3, 224, 224, 64, 7, 2) and resnet[1].dims == (2, 64, 112, 112)
     assert len(set(resnet)) == len(resnet)
+    # The network's own pooling windows: the padded stem max pool, the global average.
+    assert [op.label for op in resnet if "pool" in op.kernel] == [
+        "maxpool 2x64x112x112:k3s2p1", "avgpool 2x2048x7x7:k7"]
     bert = [op.label for op in layers.from_model("bert-tiny", 2)]
     assert "mha 2x64x128:h2" in bert and "layernorm 2x64x128" in bert
     assert "embedding 2x64:1024x128" in bert and "dense 128x128x512" in bert   # 2 x 64 tokens

@@ -13,8 +13,10 @@ Shapes (``--shape``):
 * ``dense`` ``BxIxO``; ``lstm`` ``BxTxI:H``; ``embedding`` ``BxT:VxD``;
 * ``mha`` ``BxTxE:hHEADS``: self-attention (query = key = value = the input),
   projections with bias, no mask, as PyTorch's ``nn.MultiheadAttention``;
-* ``maxpool`` / ``avgpool`` ``NxCxHxW:kR[sS]`` (no padding: engines pad
-  pooling windows differently, and a padded window is no longer the same layer);
+* ``maxpool`` ``NxCxHxW:kR[sS][pP]``, ``avgpool`` ``NxCxHxW:kR[sS]``: a max
+  pool's padding is -inf in every engine (Keras pads it explicitly before a
+  "valid" pool), so the padded window is one layer everywhere; an average
+  pool takes none, since engines disagree on whether padded cells count;
 * ``bn`` ``NxCxHxW``; ``layernorm`` ``BxTxD``; ``relu``, ``gelu``,
   ``sigmoid``, ``tanh`` any ``AxBx...``.
 """
@@ -34,11 +36,12 @@ TYPES = ("conv", "dwconv", "dense", "bn", "maxpool", "avgpool", "layernorm", "em
          "lstm", "mha", *ACTIVATIONS)
 MODES = ("forward", "train")            # train: forward + backward (input and weight grads)
 EPS = 1e-5                              # batch and layer norm, the same in every engine
+_POOL = r"(\d+)x(\d+)x(\d+)x(\d+):k(\d+)(?:s(\d+))?(?:p(\d+))?"
 _FORMS = {
     "conv": (r"(\d+)x(\d+)x(\d+)x(\d+):(\d+)k(\d+)(?:s(\d+))?", "NxCxHxW:KkR[sS]"),
     "dwconv": (r"(\d+)x(\d+)x(\d+)x(\d+):k(\d+)(?:s(\d+))?", "NxCxHxW:kR[sS]"),
-    "maxpool": (r"(\d+)x(\d+)x(\d+)x(\d+):k(\d+)(?:s(\d+))?", "NxCxHxW:kR[sS]"),
-    "avgpool": (r"(\d+)x(\d+)x(\d+)x(\d+):k(\d+)(?:s(\d+))?", "NxCxHxW:kR[sS]"),
+    "maxpool": (_POOL, "NxCxHxW:kR[sS][pP]"),
+    "avgpool": (_POOL, "NxCxHxW:kR[sS]"),
     "dense": (r"(\d+)x(\d+)x(\d+)", "BxIxO"),
     "lstm": (r"(\d+)x(\d+)x(\d+):(\d+)", "BxTxI:H"),
     "mha": (r"(\d+)x(\d+)x(\d+):h(\d+)", "BxTxE:hHEADS"),
@@ -76,10 +79,15 @@ def parse(kind: str, text: str) -> Layer:
     else:
         defaults = {"conv": "1", "dwconv": "1", "maxpool": None, "avgpool": None}
         dims = tuple(int(g) for g in m.groups(default=defaults.get(kind) or "0"))
-        if kind in ("maxpool", "avgpool") and dims[-1] == 0:     # stride defaults to the window
-            dims = dims[:-1] + (dims[-2],)
+        if kind in ("maxpool", "avgpool") and dims[5] == 0:      # stride defaults to the window
+            dims = dims[:5] + (dims[4],) + dims[6:]
     op = Layer("layer", dims, kind)
-    if min(dims) <= 0 or min(out_shape(op)) <= 0:
+    if kind == "avgpool" and dims[6]:
+        raise UserError(f"--shape {text!r}: an avgpool takes no padding (engines disagree on "
+                        f"whether padded cells count in the average)")
+    if kind == "maxpool" and 2 * dims[6] > dims[4]:
+        raise UserError(f"--shape {text!r}: padding must be at most half the window")
+    if min(dims[:6]) <= 0 or min(out_shape(op)) <= 0:
         raise UserError(f"--shape {text!r}: every size must be positive and the window must "
                         f"fit the input")
     return op
@@ -91,6 +99,7 @@ def label(op: Op) -> str:
         text = f"{d[0]}x{d[1]}x{d[2]}x{d[3]}:{d[4]}k{d[5]}" + (f"s{d[6]}" if d[6] != 1 else "")
     elif op.kernel in ("dwconv", "maxpool", "avgpool"):
         text = f"{d[0]}x{d[1]}x{d[2]}x{d[3]}:k{d[4]}" + (f"s{d[5]}" if d[5] != 1 else "")
+        text += f"p{d[6]}" if op.kernel == "maxpool" and d[6] else ""
     elif op.kernel == "lstm":
         text = f"{d[0]}x{d[1]}x{d[2]}:{d[3]}"
     elif op.kernel == "embedding":
@@ -112,7 +121,7 @@ def out_shape(op: Op) -> tuple[int, ...]:
         channels, r, s = (d[4], d[5], d[6]) if k == "conv" else (d[1], d[4], d[5])
         return (d[0], channels, _window(d[2], r, s, r // 2), _window(d[3], r, s, r // 2))
     if k in ("maxpool", "avgpool"):
-        return (d[0], d[1], _window(d[2], d[4], d[5], 0), _window(d[3], d[4], d[5], 0))
+        return (d[0], d[1], _window(d[2], d[4], d[5], d[6]), _window(d[3], d[4], d[5], d[6]))
     if k == "dense":
         return (d[0], d[2])
     if k == "lstm":
@@ -189,7 +198,7 @@ def arrays(op: Op, seed: int = 0) -> dict[str, np.ndarray]:
 def from_model(model: str, batch: int) -> list[Layer]:
     """The distinct layers of a zoo network at ``batch``, from its walk, in network order:
     a CNN's convolutions with the ReLU (and the batch norm, where the walk has one) on
-    their output, and its classifier; a token network's embeddings, LSTMs (one
+    their output, its pooling windows, and its classifier; a token network's embeddings, LSTMs (one
     direction), attention blocks (one ``mha`` per block: its projections and products),
     layer norms and dense layers.  Unpadded convolutions (LeNet's) are left out: this
     module's pad R//2."""
@@ -208,6 +217,9 @@ def from_model(model: str, batch: int) -> list[Layer]:
             if i + 1 < len(walk) and walk[i + 1][0] == "bn":     # VGG's have none
                 add("bn", *out_shape(conv))
             add("relu", *out_shape(conv))
+        elif op[0] == "pool":                       # (kind, channels, k, stride, pad, in)
+            _, how, c, k, stride, pad, size = op
+            add(f"{how}pool", batch, c, size, size, k, stride, pad)
         elif op[0] == "fc":
             add("dense", *fc_dims(op, batch))
         elif op[0] == "dense":                      # (positions, in, out): per token or first

@@ -83,13 +83,15 @@ def out_channels(cfg: dict) -> int:
 
 
 def walk(cfg: dict):
-    """Yield ("conv", cin, cout, k, stride, out_hw) / ("bn", c) / ("fc", cin, cout)
-    in network order; counts below are sums over this walk."""
+    """Yield ("conv", cin, cout, k, stride, out_hw) / ("bn", c) / ("pool", ...) /
+    ("fc", cin, cout) in network order (models.walkcount); counts below are sums
+    over this walk."""
     k, width = cfg["growth_rate"], BN_SIZE * cfg["growth_rate"]
     size = _conv_out(cfg["image_size"], 7, 2, 3)
     yield ("conv", 3, cfg["init_features"], 7, 2, size)
     yield ("bn", cfg["init_features"])
-    size = _conv_out(size, 3, 2, 1)               # max pool
+    yield ("pool", "max", cfg["init_features"], 3, 2, 1, size)
+    size = _conv_out(size, 3, 2, 1)
     for entry in blocks(cfg):
         if entry[0] == "block":
             _, _, c, layers = entry
@@ -103,9 +105,11 @@ def walk(cfg: dict):
             _, _, cin, cout = entry
             yield ("bn", cin)
             yield ("conv", cin, cout, 1, 1, size)
-            size = _conv_out(size, 2, 2, 0)       # average pool
+            yield ("pool", "avg", cout, 2, 2, 0, size)
+            size = _conv_out(size, 2, 2, 0)
     c = out_channels(cfg)
     yield ("bn", c)
+    yield ("pool", "avg", c, size, 1, 0, size)
     yield ("fc", c, cfg["num_classes"])
 
 

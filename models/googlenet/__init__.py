@@ -82,7 +82,8 @@ def out_channels(widths) -> int:
 
 
 def walk(cfg: dict):
-    """Yield ("conv", cin, cout, k, stride, out_hw) / ("bn", c) / ("fc", cin, cout)."""
+    """Yield ("conv", cin, cout, k, stride, out_hw) / ("bn", c) / ("pool", ...) /
+    ("fc", cin, cout) in network order (models.walkcount)."""
     size = cfg["image_size"]
     cin = cfg["stem"]
     for block in blocks(cfg):
@@ -90,14 +91,19 @@ def walk(cfg: dict):
             yield ("conv", 3, block[1], 3, 1, size)
             yield ("bn", block[1])
         elif block[0] == "pool":
+            yield ("pool", "max", cin, 3, 2, 1, size)
             size = _conv_out(size, 3, 2, 1)
         else:
             _, _, cin, (n1, r3, n3, r5, n5, pool) = block
             for a, b, k in ((cin, n1, 1), (cin, r3, 1), (r3, n3, 3), (cin, r5, 1),
-                            (r5, n5, 3), (n5, n5, 3), (cin, pool, 1)):
+                            (r5, n5, 3), (n5, n5, 3), ("pool", cin, 3), (cin, pool, 1)):
+                if a == "pool":                     # the pool branch's 3x3/1 window
+                    yield ("pool", "max", b, k, 1, 1, size)
+                    continue
                 yield ("conv", a, b, k, 1, size)
                 yield ("bn", b)
             cin = n1 + n3 + n5 + pool
+    yield ("pool", "avg", cin, size, 1, 0, size)
     yield ("fc", cin, cfg["num_classes"])
 
 

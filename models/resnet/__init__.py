@@ -27,13 +27,15 @@ def _conv_out(size: int, kernel: int, stride: int, pad: int) -> int:
 
 
 def walk(cfg: dict):
-    """Yield ("conv", cin, cout, k, stride, out_hw) / ("bn", c) / ("fc", cin, cout)
-    in network order; counts below are sums over this walk."""
+    """Yield ("conv", cin, cout, k, stride, out_hw) / ("bn", c) / ("pool", ...) /
+    ("fc", cin, cout) in network order (models.walkcount); counts below are sums
+    over this walk."""
     width, size = cfg["width"], cfg["image_size"]
     size = _conv_out(size, 7, 2, 3)
     yield ("conv", 3, width, 7, 2, size)
     yield ("bn", width)
-    size = _conv_out(size, 3, 2, 1)            # max pool
+    yield ("pool", "max", width, 3, 2, 1, size)
+    size = _conv_out(size, 3, 2, 1)
     cin = width
     for stage, blocks in enumerate(cfg["layers"]):
         planes = width * 2 ** stage
@@ -50,6 +52,7 @@ def walk(cfg: dict):
                 yield ("conv", cin, planes * EXPANSION, 1, stride, out)
                 yield ("bn", planes * EXPANSION)
             cin, size = planes * EXPANSION, out
+    yield ("pool", "avg", cin, size, 1, 0, size)
     yield ("fc", cin, cfg["num_classes"])
 
 

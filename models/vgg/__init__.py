@@ -75,10 +75,13 @@ def dense(cfg: dict):
 
 
 def walk(cfg: dict):
-    """Yield ("conv", cin, cout, 3, 1, out_hw) / ("bias", c) / ("fc", cin, cout) in order."""
-    for _, cin, cout, size, _ in convs(cfg):
+    """Yield ("conv", cin, cout, 3, 1, out_hw) / ("bias", c) / ("pool", ...) / ("fc", cin,
+    cout) in order (models.walkcount)."""
+    for _, cin, cout, size, closes in convs(cfg):
         yield ("conv", cin, cout, 3, 1, size)
         yield ("bias", cout)
+        if closes:
+            yield ("pool", "max", cout, POOL, POOL, 0, size)
     for _, cin, cout in dense(cfg):
         yield ("fc", cin, cout)
 

@@ -43,7 +43,8 @@ def _node(op, arrays):
             {"g": a["gamma"], "bt": a["beta"], "m": a["mean"], "v": a["var"]}
     if k in ("maxpool", "avgpool"):
         return [helper.make_node("MaxPool" if k == "maxpool" else "AveragePool", ["x"], ["y"],
-                                 kernel_shape=[d[4]] * 2, strides=[d[5]] * 2)], {}
+                                 kernel_shape=[d[4]] * 2, strides=[d[5]] * 2,
+                                 pads=[d[6]] * 4)], {}
     if k == "layernorm":
         return [helper.make_node("LayerNormalization", ["x", "g", "bt"], ["y"], axis=-1,
                                  epsilon=layers.EPS)], {"g": a["gamma"], "bt": a["beta"]}

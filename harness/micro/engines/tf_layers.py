@@ -29,6 +29,8 @@ def _layers(keras, op, dtype: str) -> list:
             if k == "conv" else (lambda pad: L.DepthwiseConv2D(r, strides=s, padding=pad, **kw))
         return [make("same")] if s == 1 else [L.ZeroPadding2D(r // 2, dtype=dtype),
                                               make("valid")]
+    if k == "maxpool" and d[6]:         # Keras' "same" pads asymmetrically, and with zeros
+        return [_pad(keras, d[6], float("-inf"), dtype), L.MaxPooling2D(d[4], d[5], **kw)]
     return [{
         "dense": lambda: L.Dense(d[2], **kw),
         "bn": lambda: L.BatchNormalization(epsilon=layers.EPS, **kw),
@@ -41,6 +43,15 @@ def _layers(keras, op, dtype: str) -> list:
         "lstm": lambda: L.LSTM(d[3], return_sequences=True, recurrent_initializer="zeros", **kw),
         "mha": lambda: L.MultiHeadAttention(d[3], d[2] // d[3], **kw),
     }.get(k, lambda: L.Activation(k, **kw))()]
+
+
+def _pad(keras, p: int, value: float, dtype: str):
+    """A layer padding H and W by ``p`` with ``value`` (a max pool's -inf: PyTorch's,
+    ONNX's and MindSpore's padded windows ignore the padding)."""
+    class Pad(keras.layers.Layer):
+        def call(self, x):
+            return keras.ops.pad(x, [[0, 0], [p, p], [p, p], [0, 0]], constant_values=value)
+    return Pad(dtype=dtype, name="pad")
 
 
 def _mha_weights(mha, arrays, heads: int) -> None:
@@ -111,6 +122,8 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
         return get
     notes = ["ZeroPadding2D + valid convolution (Keras' own strided form)"] \
         if any(isinstance(lay, keras.layers.ZeroPadding2D) for lay in model.layers) else []
+    notes += ["-inf padding + valid max pool (Keras' \"same\" pads with zeros, asymmetrically)"] \
+        if any(lay.name == "pad" for lay in model.layers) else []
     return Kernel(step, take("out", image), f"tensorflow {tf.__version__} (keras "
                   f"{keras.__version__}, {type(layer).__name__}, "
                   f"{layer.dtype_policy.name})", "NHWC" if image else "",

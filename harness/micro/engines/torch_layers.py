@@ -20,7 +20,7 @@ def _layer(nn, op):
         "dwconv": lambda: nn.Conv2d(d[1], d[1], d[4], d[5], d[4] // 2, groups=d[1]),
         "dense": lambda: nn.Linear(d[1], d[2]),
         "bn": lambda: nn.BatchNorm2d(d[1], eps=layers.EPS),
-        "maxpool": lambda: nn.MaxPool2d(d[4], d[5]),
+        "maxpool": lambda: nn.MaxPool2d(d[4], d[5], d[6]),
         "avgpool": lambda: nn.AvgPool2d(d[4], d[5]),
         "layernorm": lambda: nn.LayerNorm(d[-1], eps=layers.EPS),
         "embedding": lambda: nn.Embedding(d[2], d[3]),
