@@ -89,8 +89,10 @@ class KerasToOnnx(ExportHop):
         batch = None if options.dynamic_batch else options.batch_size
         images = [len(i.shape) == 3 and not i.dtype.startswith("int") for i in spec.inputs]
         # Token inputs: any sequence length (tf2onnx names the dimension; normalize_io
-        # renames it "sequence").  Images: NCHW, as the other frameworks' exports.
+        # renames it "sequence"); a one-id input (DIN's candidate item) is no sequence
+        # and keeps its length.  Images: NCHW, as the other frameworks' exports.
         signature = [tf.TensorSpec((batch, None) if i.dtype.startswith("int") and len(i.shape) == 1
+                                   and i.shape[0] != 1
                                    else (batch, *i.shape), tf.as_dtype(i.dtype), name=name)
                      for i, name in zip(spec.inputs, input_names(spec))]
 

@@ -39,7 +39,8 @@ class TorchToOnnx(ExportHop):
         # Zeros in each input's dtype: a valid image and a valid token id alike.
         examples = tuple(torch.zeros((batch, *i.shape), dtype=getattr(torch, i.dtype))
                          for i in spec.inputs)
-        tokens = [i.dtype.startswith("int") for i in spec.inputs]
+        # Id sequences; a one-id input (DIN's candidate item) is none and keeps its length.
+        tokens = [i.dtype.startswith("int") and tuple(i.shape) != (1,) for i in spec.inputs]
         names = input_names(spec)
         model = model.cpu().eval()
         kwargs: dict[str, Any] = dict(input_names=names, output_names=[OUTPUT_NAME],

@@ -12,7 +12,10 @@ computed, never by how the score was summed: ``dlbench train --eval`` and
   cross-entropy per masked token + next-sentence cross-entropy per pair) and,
   as the accuracy, the masked-LM accuracy (share of masked tokens predicted),
   which is what BERT pre-training reports; next-sentence accuracy beside it;
-* regression: mean squared error per output element, and no accuracy.
+* regression: mean squared error per output element, and no accuracy;
+* ctr (click-through rate, DIN): the classification loss and accuracy of the
+  two logits, and the ROC AUC of the click probability, which is what CTR work
+  reports (a click model's accuracy mostly reflects the click rate).
 """
 from __future__ import annotations
 
@@ -127,8 +130,53 @@ class SquaredErrorTally:
                 "samples": self.samples}
 
 
+def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """Area under the ROC curve: the probability that a random positive scores above
+    a random negative, ties counting one half (the Mann-Whitney U statistic over
+    both classes' counts).  Ranks are 1-based, tied scores share their mean rank;
+    NaN when either class is absent (no pair to compare)."""
+    s = np.asarray(scores, dtype=np.float64).reshape(-1)
+    y = np.asarray(labels).reshape(-1).astype(bool)
+    if s.shape != y.shape:
+        raise ValueError(f"{s.size} scores for {y.size} labels")
+    positives, negatives = int(y.sum()), int((~y).sum())
+    if not positives or not negatives:
+        return float("nan")
+    order = np.argsort(s, kind="mergesort")
+    sorted_s = s[order]
+    # Mean 1-based rank of each run of equal scores.
+    starts = np.flatnonzero(np.r_[True, sorted_s[1:] != sorted_s[:-1]])
+    ends = np.r_[starts[1:], len(s)]
+    ranks = np.empty(len(s), np.float64)
+    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
+    u = ranks[y].sum() - positives * (positives + 1) / 2.0
+    return float(u / (positives * negatives))
+
+
+@dataclass
+class ClickTally(Tally):
+    """CTR: the 2-logit classification tally, plus the AUC of p(click) =
+    softmax(z)[1] (ranked as z1 - z0, the same order without overflow)."""
+
+    def __post_init__(self):
+        self.scores: list[np.ndarray] = []
+        self.labels: list[np.ndarray] = []
+
+    def add(self, logits, labels: np.ndarray) -> None:
+        super().add(logits, labels)
+        if isinstance(logits, (tuple, list)):
+            (logits,) = logits
+        z = np.asarray(logits, dtype=np.float64).reshape(-1, 2)
+        self.scores.append(z[:, 1] - z[:, 0])
+        self.labels.append(np.asarray(labels).reshape(-1))
+
+    def result(self) -> dict[str, float | int]:
+        out = super().result()
+        return {**out, "auc": roc_auc(np.concatenate(self.scores), np.concatenate(self.labels))}
+
+
 TALLIES = {"classification": Tally, "bert-pretraining": MaskedLMTally,
-           "regression": SquaredErrorTally}
+           "regression": SquaredErrorTally, "ctr": ClickTally}
 
 
 def tally_for(objective: str):

@@ -24,7 +24,10 @@ THROUGHPUT_COLUMN = 5
 
 def spec_unit(spec) -> str:
     """What one sample of a zoo model is, as a throughput unit: an image for image
-    models, a sentence for token (text) models."""
+    models, a sentence for token (text) models, a sample (one user's candidate ad)
+    for click-through-rate models, whose integer ids are no text."""
+    if spec.task == "ctr-prediction":
+        return "samples/sec"
     if spec.task.startswith("image") or any(len(i.shape) == 3 and i.dtype.startswith("float")
                                             for i in spec.inputs):
         return "images/sec"
@@ -197,6 +200,8 @@ def _extra_columns(records: Sequence[dict[str, Any]]) -> list[tuple[str, Any]]:
         if not ev:
             return ""
         acc = "-" if ev.get("accuracy") is None else f"{ev['accuracy'] * 100:.1f} %"
+        if ev.get("auc") is not None:          # click-through-rate models (harness.scoring)
+            acc += f", AUC {ev['auc']:.3f}"
         return f"{ev['loss']:.3f} / {acc} ({ev['samples']})"
 
     cols = []

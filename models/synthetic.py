@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.models.registry import SYNTHETIC_DATA, ModelSpec, resolve_entry
+from dlbench.models.registry import OBJECTIVES, SYNTHETIC_DATA, ModelSpec, resolve_entry
 
 PATTERN_RES = 8      # side of the per-class pattern before upsampling
 NOISE = 0.5
@@ -161,7 +161,12 @@ def batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0,
 def sample_inputs(spec: ModelSpec, batch_size: int, seed: int = 0,
                   layout: str = "NCHW") -> tuple[np.ndarray, ...]:
     """One batch of the classification network's inputs, as a tuple in
-    ``spec.inputs`` order (for tests, verification and probes)."""
+    ``spec.inputs`` order (for tests, verification and probes).  An objective
+    that trains the inference network itself and has its own synthetic data
+    (DIN's click logs) gives that data's inputs: its several id inputs have
+    their own shapes and ranges, which ``token_batches`` does not know."""
+    if OBJECTIVES.get(spec.objective, "") is None and spec.objective in SYNTHETIC_DATA:
+        return resolve_entry(SYNTHETIC_DATA[spec.objective])(spec, batch_size, 1, seed)[0][0]
     if spec.token_inputs:
         return token_batches(spec, batch_size, 1, seed)[0][0]
     return (image_batches(spec, batch_size, 1, seed, layout)[0][0],)

@@ -24,7 +24,7 @@ FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 # lstm-tiny: embedding, two bidirectional LSTM layers (PyTorch's gate order and two
 # biases on one side, Keras' transposed kernels and single bias on the other).
 MODELS = ("googlenet-mini", "resnet50-mini", "lenet5", "lstm-tiny", "vgg16-mini",
-          "densenet121-mini")
+          "densenet121-mini", "din-mini")
 # Max |difference| allowed, relative to the logits' largest magnitude: fp32
 # rounding through ~60 layers measured at most ~1e-6 of the scale here (32
 # recurrent steps of lstm-tiny: ~1e-7).

@@ -6,7 +6,8 @@ framework in its own cell), and this process only reads their JSON.  ResNet-50's
 export is tests/test_convert_export.py's (ResNet-152 is the same code with more
 blocks); a family whose layers differ gets its own case here: VGG's biased
 convolutions and channels-first flatten before the dense layers, DenseNet's
-concatenations and the batch norms on them that no convolution absorbs.
+concatenations and the batch norms on them that no convolution absorbs, DIN's four
+id inputs (two sequences, two single ids) and its masked, unnormalized attention.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import json
 import pytest
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
-MODELS = ("vgg16-mini", "densenet121-mini")
+MODELS = ("vgg16-mini", "densenet121-mini", "din-mini")
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -48,12 +48,22 @@ LOSSES: dict[str, dict[str, str]] = {
         "tensorflow": "dlbench.harness.training.tensorflow:regression_loss",
         "mindspore": "dlbench.harness.training.mindspore:RegressionLoss",
     },
+    # Click-through rate (DIN): the network gives 2 logits (no click, click), and
+    # softmax cross-entropy over two logits IS binary cross-entropy on their
+    # difference, so the classification losses are the CTR losses; the objective
+    # differs in its held-out score (AUC, harness.scoring).
+    "ctr": {
+        "pytorch": "dlbench.harness.training.pytorch:classification_loss",
+        "tensorflow": "dlbench.harness.training.tensorflow:classification_loss",
+        "mindspore": "dlbench.harness.training.mindspore:ClassificationLoss",
+    },
 }
 # Names of the label arrays, in the order losses receive them (None: one array).
 LABELS: dict[str, tuple[str, ...] | None] = {
     "classification": None,
     "bert-pretraining": ("mlm_labels", "nsp_labels"),
     "regression": None,
+    "ctr": None,
 }
 # The labels' numpy dtype where they are not class indices (the sessions' int64/int32).
 LABEL_DTYPES: dict[str, str] = {"regression": "float32"}

@@ -66,6 +66,7 @@ RULES: dict[type, Rule] = {
     nn.Embedding: simple(("weight", "embedding_table")),
     nn.LSTM: Rule(export=_lstm_export, load=_lstm_load),
     nn.LayerNorm: simple(("weight", "gamma"), ("bias", "beta")),
+    nn.PReLU: simple(("weight", "w")),               # slopes, one per unit (DIN)
     # BERT's masked-LM decoder owns only its bias; its weight is the word embeddings'.
     BertTiedDecoder: simple(("bias", "bias")),
 }

@@ -48,6 +48,7 @@ RULES: dict[type, Rule] = {
     nn.Embedding: simple(("weight", "weight")),
     nn.LSTM: Rule(export=_lstm_export, load=_lstm_load),
     nn.LayerNorm: simple(("weight", "weight"), ("bias", "bias")),
+    nn.PReLU: simple(("weight", "weight")),          # slopes, one per unit (DIN)
     # BERT's masked-LM decoder owns only its bias; its weight is the word embeddings'.
     BertTiedDecoder: simple(("bias", "bias")),
 }

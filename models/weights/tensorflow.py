@@ -11,6 +11,7 @@ import keras
 import numpy as np
 
 from dlbench.models.bert.keras import Bias as BertBias
+from dlbench.models.din.keras import PReLU as DinPReLU
 from dlbench.models.weights import WeightMismatch
 from dlbench.models.weights.rules import (Param, Rule, export_layers, import_layers, ruled_layers,
                                   simple, transpose as _t)
@@ -90,6 +91,8 @@ RULES: dict[type, Rule] = {
     keras.layers.LSTM: Rule(export=_lstm_export, load=_lstm_load),
     keras.layers.Bidirectional: Rule(export=_lstm_export, load=_lstm_load),
     keras.layers.LayerNormalization: simple(("weight", "gamma"), ("bias", "beta")),
+    # DIN's PReLU on the last axis: its slopes, one per unit (PyTorch's nn.PReLU weight).
+    DinPReLU: simple(("weight", "alpha")),
     # BERT's masked-LM decoder bias (its weight is the word embeddings').
     BertBias: simple(("bias", "bias")),
 }
