@@ -48,12 +48,19 @@ LOSSES: dict[str, dict[str, str]] = {
         "tensorflow": "dlbench.harness.training.tensorflow:regression_loss",
         "mindspore": "dlbench.harness.training.mindspore:RegressionLoss",
     },
+    "ctc": {
+        "pytorch": "dlbench.models.deepspeech2.torch:ctc_loss",
+        "tensorflow": "dlbench.models.deepspeech2.keras:ctc_loss",
+        "mindspore": "dlbench.models.deepspeech2.mindspore:CTCLoss",
+    },
 }
 # Names of the label arrays, in the order losses receive them (None: one array).
 LABELS: dict[str, tuple[str, ...] | None] = {
     "classification": None,
     "bert-pretraining": ("mlm_labels", "nsp_labels"),
     "regression": None,
+    # Padded transcripts, their lengths, and each utterance's frames after the conv strides.
+    "ctc": ("transcripts", "transcript_lengths", "output_frames"),
 }
 # The labels' numpy dtype where they are not class indices (the sessions' int64/int32).
 LABEL_DTYPES: dict[str, str] = {"regression": "float32"}
