@@ -172,6 +172,17 @@ TALLIES = {"classification": Tally, "bert-pretraining": MaskedLMTally,
            "regression": SquaredErrorTally, "ctc": CharacterErrorTally}
 
 
+# Objectives whose exported (inference) network is the trained one and whose held-out
+# score is their own, not a classifier's: ``dlbench eval`` scores their artifacts with it.
+INFERENCE_TALLIES = ("ctc",)
+
+
+def inference_tally(objective: str):
+    """The tally ``dlbench eval`` scores an artifact with: the objective's own where its
+    inference network is what training built (CTC logits), else the classifier's."""
+    return TALLIES[objective]() if objective in INFERENCE_TALLIES else Tally()
+
+
 def tally_for(objective: str):
     try:
         return TALLIES[objective]()

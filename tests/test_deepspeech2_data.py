@@ -131,3 +131,12 @@ def test_greedy_decoding_and_character_error_tally():
     r = tally.result()
     assert r["cer"] == pytest.approx(1 / 10) and r["accuracy"] == pytest.approx(0.9)
     assert r["exact_transcripts"] == 1 and r["samples"] == 2 and np.isfinite(r["loss"])
+
+
+def test_dlbench_eval_scores_ctc_artifacts_with_the_character_error_tally():
+    from dlbench.harness.scoring import CharacterErrorTally, Tally, inference_tally
+
+    assert isinstance(inference_tally("ctc"), CharacterErrorTally)
+    # BERT's artifacts are its classification network, not its pre-training one.
+    assert type(inference_tally("bert-pretraining")) is Tally
+    assert type(inference_tally("classification")) is Tally

@@ -8,9 +8,9 @@ The rule for ``--data VALUE`` (also in ``dlbench train --help``):
   * otherwise PATH, detected in this order: a ``.npz`` file -> npz; a ``.txt``
     file -> text (BERT pre-training corpus); a directory with
     ``data_batch_*.bin`` (or ``cifar-10-batches-bin/`` holding them) -> cifar10;
-    one with ``train/pos`` and ``train/neg`` -> aclimdb; one with ``*.trans.txt``
-    transcripts and .wav files -> librispeech (DeepSpeech2); one with class
-    sub-folders of images (under ``train/`` or directly) -> imagefolder.
+    one with ``train/pos`` and ``train/neg`` -> aclimdb; one with class
+    sub-folders of images (under ``train/`` or directly) -> imagefolder; one with
+    ``*.trans.txt`` transcripts beside .wav files -> librispeech (DeepSpeech2).
 Nothing is ever downloaded: PATH is data the user already has.  A user's own
 model (``dlbench train --model-from``) reads synthetic data or an .npz in its
 signature's shape (``signature``).
@@ -30,8 +30,9 @@ FORMATS = {
     "text": (textcorpus.looks_like, textcorpus.TextCorpus),
     "cifar10": (cifar10.looks_like, cifar10.Cifar10),
     "aclimdb": (aclimdb.looks_like, aclimdb.AclImdb),
-    "librispeech": (librispeech.looks_like, librispeech.LibriSpeech),
     "imagefolder": (imagefolder.looks_like, imagefolder.ImageFolder),
+    # Last: its look searches a few folder levels for transcripts.
+    "librispeech": (librispeech.looks_like, librispeech.LibriSpeech),
 }
 NAMED = ("synthetic", "digits")
 
