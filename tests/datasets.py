@@ -139,7 +139,8 @@ def write_librispeech(root: Path, utterances: dict[str, list[tuple[str, float]]]
         for i, (text, seconds) in enumerate(items):
             utt = f"19-198-{i:04d}"
             t = np.arange(int(seconds * rate)) / rate
-            signal = 0.3 * np.sin(2 * np.pi * (300 + 100 * i) * t) + 0.01 * rng.standard_normal(len(t))
+            signal = (0.3 * np.sin(2 * np.pi * (300 + 100 * i) * t)
+                      + 0.01 * rng.standard_normal(len(t)))
             with wave.open(str(folder / f"{utt}.wav"), "wb") as w:
                 w.setnchannels(1)
                 w.setsampwidth(2)
