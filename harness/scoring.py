@@ -16,6 +16,10 @@ computed, never by how the score was summed: ``dlbench train --eval`` and
 * ctr (click-through rate, DIN): the classification loss and accuracy of the
   two logits, and the ROC AUC of the click probability, which is what CTR work
   reports (a click model's accuracy mostly reflects the click rate).
+* ctc (DeepSpeech2): mean CTC loss per utterance (the training objective,
+  recomputed in numpy), and greedy decoding's character error rate (edit
+  distance over reference characters); the accuracy is 1 - CER, floored at 0
+  (a CER counts insertions, so it can pass 1).
 """
 from __future__ import annotations
 
@@ -175,8 +179,57 @@ class ClickTally(Tally):
         return {**out, "auc": roc_auc(np.concatenate(self.scores), np.concatenate(self.labels))}
 
 
+@dataclass
+class CharacterErrorTally:
+    """CTC: outputs (logits (B, frames, classes),), labels (transcripts (B, S) padded,
+    transcript lengths (B,), output frames (B,)); decoding is greedy, outside the graph."""
+    loss_sum: float = 0.0
+    errors: int = 0
+    chars: int = 0
+    exact: int = 0
+    samples: int = 0
+
+    def add(self, outputs, labels) -> None:
+        from dlbench.models.deepspeech2 import ctc
+
+        if isinstance(outputs, (tuple, list)):
+            (outputs,) = outputs
+        logits = np.asarray(outputs, dtype=np.float64)
+        transcripts, lengths, frames = (np.asarray(a).astype(np.int64) for a in labels)
+        if logits.ndim != 3 or logits.shape[0] != len(lengths):
+            raise ValueError(f"logits of shape {list(logits.shape)} for {len(lengths)} "
+                             f"transcripts; expected (batch, frames, classes)")
+        for z, target, n, t in zip(logits, transcripts, lengths, frames):
+            ref = target[:n].tolist()
+            self.loss_sum += ctc.nll(z, ref, int(t))
+            distance = ctc.edit_distance(ctc.greedy(z, int(t)), ref)
+            self.errors += distance
+            self.exact += int(distance == 0)
+            self.chars += len(ref)
+            self.samples += 1
+
+    def result(self) -> dict[str, float | int]:
+        if not self.samples or not self.chars:
+            raise RuntimeError("the held-out split gave no samples (or no characters)")
+        cer = self.errors / self.chars
+        return {"loss": self.loss_sum / self.samples, "accuracy": max(0.0, 1.0 - cer),
+                "cer": cer, "exact_transcripts": self.exact, "samples": self.samples}
+
+
 TALLIES = {"classification": Tally, "bert-pretraining": MaskedLMTally,
-           "regression": SquaredErrorTally, "ctr": ClickTally}
+           "regression": SquaredErrorTally, "ctr": ClickTally,
+           "ctc": CharacterErrorTally}
+
+
+# Objectives whose exported (inference) network is the trained one and whose held-out
+# score is their own, not a classifier's: ``dlbench eval`` scores their artifacts with it.
+INFERENCE_TALLIES = ("ctc", "ctr")
+
+
+def inference_tally(objective: str):
+    """The tally ``dlbench eval`` scores an artifact with: the objective's own where its
+    inference network is what training built (CTC logits), else the classifier's."""
+    return TALLIES[objective]() if objective in INFERENCE_TALLIES else Tally()
 
 
 def tally_for(objective: str):

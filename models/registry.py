@@ -33,6 +33,7 @@ OBJECTIVES: dict[str, str | None] = {
     "bert-pretraining": "pretraining",  # masked-LM (labels != -100) + next-sentence
     "regression": None,                 # mean squared error on the output (a user's model)
     "ctr": None,                        # click-through rate: 2-logit cross-entropy, scored by AUC
+    "ctc": None,                        # CTC on per-frame character logits (DeepSpeech2)
 }
 # Objective -> "module:function(framework, spec, trained)" that turns the
 # trained network into the inference (classification) one.  A checkpoint holds
@@ -47,6 +48,7 @@ INFERENCE_FROM_TRAINING: dict[str, str] = {
 SYNTHETIC_DATA: dict[str, str] = {
     "bert-pretraining": "dlbench.models.bert.data:bert_pretraining_batches",
     "ctr": "dlbench.models.din.data:ctr_batches",
+    "ctc": "dlbench.models.deepspeech2.data:ctc_batches",
 }
 
 
@@ -198,7 +200,8 @@ _LOADED = False
 
 # Modules whose import registers models.  Adding a family = adding it here.
 _FAMILIES = ("dlbench.models.resnet", "dlbench.models.googlenet", "dlbench.models.lstm", "dlbench.models.bert", "dlbench.models.lenet",
-             "dlbench.models.vgg", "dlbench.models.densenet", "dlbench.models.din")
+             "dlbench.models.vgg", "dlbench.models.densenet", "dlbench.models.din",
+             "dlbench.models.deepspeech2")
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:

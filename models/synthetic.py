@@ -150,7 +150,8 @@ def batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0,
     them only); token models get a tuple of input arrays.
     """
     if spec.objective in SYNTHETIC_DATA:
-        return resolve_entry(SYNTHETIC_DATA[spec.objective])(spec, batch_size, n_batches, seed)
+        out = resolve_entry(SYNTHETIC_DATA[spec.objective])(spec, batch_size, n_batches, seed)
+        return [(_in_layout(x, layout), y) for x, y in out]
     if spec.objective != "classification":
         raise ValueError(f"{spec.name}: no synthetic data for objective {spec.objective!r}")
     if spec.token_inputs:
@@ -158,15 +159,29 @@ def batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0,
     return image_batches(spec, batch_size, n_batches, seed, layout)
 
 
+def _in_layout(x: Any, layout: str) -> Any:
+    """An objective's batch inputs with its NCHW float arrays (DeepSpeech2's spectrograms)
+    in ``layout``; token ids and other arrays as they are."""
+    if layout == "NCHW":
+        return x
+    if isinstance(x, np.ndarray):
+        return (np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+                if x.ndim == 4 and x.dtype.kind == "f" else x)
+    return type(x)(_in_layout(a, layout) for a in x)
+
+
 def sample_inputs(spec: ModelSpec, batch_size: int, seed: int = 0,
                   layout: str = "NCHW") -> tuple[np.ndarray, ...]:
     """One batch of the classification network's inputs, as a tuple in
     ``spec.inputs`` order (for tests, verification and probes).  An objective
     that trains the inference network itself and has its own synthetic data
-    (DIN's click logs) gives that data's inputs: its several id inputs have
-    their own shapes and ranges, which ``token_batches`` does not know."""
+    (DIN's click logs, DeepSpeech2's spectrograms) gives that data's inputs: DIN's
+    several id inputs have their own shapes and ranges, which ``token_batches``
+    does not know."""
     if OBJECTIVES.get(spec.objective, "") is None and spec.objective in SYNTHETIC_DATA:
-        return resolve_entry(SYNTHETIC_DATA[spec.objective])(spec, batch_size, 1, seed)[0][0]
+        (x, _), = resolve_entry(SYNTHETIC_DATA[spec.objective])(spec, batch_size, 1, seed)
+        x = _in_layout(x, layout)
+        return x if isinstance(x, tuple) else (x,)
     if spec.token_inputs:
         return token_batches(spec, batch_size, 1, seed)[0][0]
     return (image_batches(spec, batch_size, 1, seed, layout)[0][0],)

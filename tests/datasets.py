@@ -121,3 +121,30 @@ def check_eval_is_inference_mode(session_cls, framework: str, **cfg) -> None:
     assert whole["correct"] == halves["correct"] and 0 <= whole["correct"] <= 4
     assert abs(whole["loss"] - halves["loss"]) < 1e-3 * max(1.0, abs(whole["loss"]))
     assert abs(whole["loss"] - again["loss"]) < 1e-5 * max(1.0, abs(whole["loss"]))
+
+
+def write_librispeech(root: Path, utterances: dict[str, list[tuple[str, float]]],
+                      rate: int = 16_000) -> None:
+    """LibriSpeech's layout with .wav audio: ``root/SPLIT/SPEAKER/CHAPTER/`` holding
+    ``SPEAKER-CHAPTER.trans.txt`` (``ID TRANSCRIPT`` lines, upper case as LibriSpeech's)
+    and ``ID.wav`` (16-bit PCM mono): ``utterances`` maps SPLIT to (transcript, seconds);
+    each utterance is a tone whose pitch follows its index, plus a little noise."""
+    import wave
+
+    rng = np.random.default_rng(0)
+    for split, items in utterances.items():
+        folder = root / split / "19" / "198"
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for i, (text, seconds) in enumerate(items):
+            utt = f"19-198-{i:04d}"
+            t = np.arange(int(seconds * rate)) / rate
+            signal = (0.3 * np.sin(2 * np.pi * (300 + 100 * i) * t)
+                      + 0.01 * rng.standard_normal(len(t)))
+            with wave.open(str(folder / f"{utt}.wav"), "wb") as w:
+                w.setnchannels(1)
+                w.setsampwidth(2)
+                w.setframerate(rate)
+                w.writeframes((signal * 32767).astype("<i2").tobytes())
+            lines.append(f"{utt} {text.upper()}")
+        (folder / "19-198.trans.txt").write_text("\n".join(lines) + "\n")

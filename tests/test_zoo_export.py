@@ -7,7 +7,9 @@ export is tests/test_convert_export.py's (ResNet-152 is the same code with more
 blocks); a family whose layers differ gets its own case here: VGG's biased
 convolutions and channels-first flatten before the dense layers, DenseNet's
 concatenations and the batch norms on them that no convolution absorbs, DIN's four
-id inputs (two sequences, two single ids) and its masked, unnormalized attention.
+id inputs (two sequences, two single ids) and its masked, unnormalized attention,
+DeepSpeech2's unequal conv padding (explicit in MindSpore, whose exporter misorders
+it), LSTMs and per-frame logits.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import json
 import pytest
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
-MODELS = ("vgg16-mini", "densenet121-mini", "din-mini")
+MODELS = ("vgg16-mini", "densenet121-mini", "din-mini", "deepspeech2-mini")
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -35,5 +37,7 @@ def test_trained_in_every_framework_and_exported_verified(model, cli, workdir):
         verdict = r["metrics"]["verdict"]
         assert verdict["ok"] and verdict["batch_sizes"] == [1, 8]
         logits = verdict["outputs"]["logits"]
-        assert logits["cosine"] > 0.99999 and logits["max_rel"] < 1e-3 and logits["top1"] == 1.0
+        assert logits["cosine"] > 0.99999 and logits["max_rel"] < 1e-3
+        # Per-frame character logits (DeepSpeech2) are no classifier's: no top-1.
+        assert logits["top1"] == (None if model.startswith("deepspeech2") else 1.0)
         assert r["context"]["hop"] == f"{r['framework']}->onnx"

@@ -4,13 +4,14 @@ The rule for ``--data VALUE`` (also in ``dlbench train --help``):
   * ``synthetic`` (default) -- generated before the clock (``models.synthetic``);
   * ``digits`` -- scikit-learn's bundled 8x8 digits, no download (``digits``);
   * ``FORMAT:PATH`` -- force a reader: ``cifar10``, ``imagefolder``, ``aclimdb``,
-    ``text``, ``ctr`` or ``npz``;
+    ``text``, ``ctr``, ``librispeech`` or ``npz``;
   * otherwise PATH, detected in this order: a ``.npz`` file -> npz; a ``.txt``
     file -> text (BERT pre-training corpus); a directory with
     ``data_batch_*.bin`` (or ``cifar-10-batches-bin/`` holding them) -> cifar10;
     one with ``train/pos`` and ``train/neg`` -> aclimdb; one with
     ``local_train_splitByUser`` -> ctr (DIN's click logs); one with class
-    sub-folders of images (under ``train/`` or directly) -> imagefolder.
+    sub-folders of images (under ``train/`` or directly) -> imagefolder; one with
+    ``*.trans.txt`` transcripts beside .wav files -> librispeech (DeepSpeech2).
 Nothing is ever downloaded: PATH is data the user already has.  A user's own
 model (``dlbench train --model-from``) reads synthetic data or an .npz in its
 signature's shape (``signature``).
@@ -19,7 +20,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlbench.harness.data import aclimdb, cifar10, ctr, imagefolder, npz, textcorpus
+from dlbench.harness.data import (aclimdb, cifar10, ctr, imagefolder, librispeech, npz,
+                                  textcorpus)
 from dlbench.harness.data.base import Dataset
 from dlbench.models.errors import UserError
 from dlbench.models.registry import USER_FAMILY, ModelSpec
@@ -32,6 +34,8 @@ FORMATS = {
     "aclimdb": (aclimdb.looks_like, aclimdb.AclImdb),
     "ctr": (ctr.looks_like, ctr.ClickLog),
     "imagefolder": (imagefolder.looks_like, imagefolder.ImageFolder),
+    # Last: its look searches a few folder levels for transcripts.
+    "librispeech": (librispeech.looks_like, librispeech.LibriSpeech),
 }
 NAMED = ("synthetic", "digits")
 
@@ -54,7 +58,8 @@ def parse(data: str) -> tuple[str, Path | None]:
             return fmt, path
     raise UserError(f"--data {data}: format not recognized (want an .npz, a .txt corpus, a "
                     "CIFAR-10 binary directory, an aclImdb directory, DIN click logs "
-                    "(local_train_splitByUser) or class folders of images; or say FORMAT:PATH)")
+                    "(local_train_splitByUser), LibriSpeech-style wav + .trans.txt folders "
+                    "or class folders of images; or say FORMAT:PATH)")
 
 
 def canonical(data: str) -> str:

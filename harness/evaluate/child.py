@@ -18,7 +18,7 @@ import numpy as np
 from dlbench.harness.backends import get_backend
 from dlbench.harness.backends.base import ArtifactRef, RunConfig
 from dlbench.harness.evaluate import data
-from dlbench.harness.scoring import Tally
+from dlbench.harness.scoring import inference_tally
 
 
 def _feeds(names: list[str], x: Any, casts: list[str]) -> dict[str, np.ndarray]:
@@ -44,7 +44,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     names = [t.name for t in signature]
     casts = [t.dtype for t in signature]
     ds = data.open_heldout(payload["data"], spec)
-    tally, batches = Tally(), 0
+    tally, batches = inference_tally(spec.objective), 0
     t0 = time.perf_counter()
     for x, y in data.heldout_batches(ds, int(payload["batch_size"]), payload.get("limit")):
         runner.run(runner.prepare(_feeds(names, x, casts)))

@@ -57,6 +57,11 @@ LOSSES: dict[str, dict[str, str]] = {
         "tensorflow": "dlbench.harness.training.tensorflow:classification_loss",
         "mindspore": "dlbench.harness.training.mindspore:ClassificationLoss",
     },
+    "ctc": {
+        "pytorch": "dlbench.models.deepspeech2.torch:ctc_loss",
+        "tensorflow": "dlbench.models.deepspeech2.keras:ctc_loss",
+        "mindspore": "dlbench.models.deepspeech2.mindspore:CTCLoss",
+    },
 }
 # Names of the label arrays, in the order losses receive them (None: one array).
 LABELS: dict[str, tuple[str, ...] | None] = {
@@ -64,6 +69,8 @@ LABELS: dict[str, tuple[str, ...] | None] = {
     "bert-pretraining": ("mlm_labels", "nsp_labels"),
     "regression": None,
     "ctr": None,
+    # Padded transcripts, their lengths, and each utterance's frames after the conv strides.
+    "ctc": ("transcripts", "transcript_lengths", "output_frames"),
 }
 # The labels' numpy dtype where they are not class indices (the sessions' int64/int32).
 LABEL_DTYPES: dict[str, str] = {"regression": "float32"}

@@ -46,8 +46,9 @@ def forward_macs(model: nn.Cell, spec: ModelSpec) -> int:
         oh, ow = out.shape[2], out.shape[3]
         macs.append(oh * ow * kh * kw * (cell.in_channels // cell.group) * cell.out_channels)
 
-    def dense_hook(cell, _args, _out):
-        macs.append(cell.in_channels * cell.out_channels)
+    def dense_hook(cell, _args, out):
+        # A Dense on a (batch, ..., features) input runs once per position.
+        macs.append(int(np.prod(out.shape[1:-1])) * cell.in_channels * cell.out_channels)
 
     def lstm_hook(cell, _args, out):
         # 4·hidden·(input + hidden) per time step, layer and direction.

@@ -1,0 +1,97 @@
+"""DeepSpeech2 in PyTorch: its CTC loss is the numpy reference's, the two LSTM directions
+are summed, and it learns synthetic utterances through the harness session.
+
+Counts, canonical names and a training step of every zoo family are tests/test_models.py's;
+transfer across frameworks tests/test_weights_transfer.py's; export tests/test_zoo_export.py's.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from dlbench.harness.training.base import TrainConfig  # noqa: E402
+from dlbench.harness.training.pytorch import Session  # noqa: E402
+from dlbench.models import synthetic  # noqa: E402
+from dlbench.models.deepspeech2 import ctc  # noqa: E402
+from dlbench.models.deepspeech2.torch import ctc_loss  # noqa: E402
+from dlbench.models.native import pytorch as native  # noqa: E402
+from dlbench.models.registry import get_model  # noqa: E402
+
+MINI = "deepspeech2-mini"
+
+
+def ctc_case(seed: int = 0):
+    """Random logits (4, 32, 29) and labels of several lengths, one with a repeated letter."""
+    rng = np.random.default_rng(seed)
+    logits = rng.standard_normal((4, 32, 29)).astype(np.float32)
+    transcripts = np.zeros((4, 12), np.int32)
+    targets = [[8, 5, 12, 12, 15], [1], [3, 4, 5, 6, 7, 8, 9, 10, 11, 12], [2, 2]]
+    for row, t in enumerate(targets):
+        transcripts[row, :len(t)] = t
+    lengths = np.array([len(t) for t in targets], np.int32)
+    frames = np.array([32, 7, 20, 3], np.int32)
+    reference = np.mean([ctc.nll(z, t, f) for z, t, f in zip(logits, targets, frames)])
+    return logits, (transcripts, lengths, frames), reference
+
+
+def test_ctc_loss_is_the_mean_negative_log_likelihood():
+    logits, labels, reference = ctc_case()
+    loss = ctc_loss(torch.from_numpy(logits), tuple(torch.from_numpy(a).long() for a in labels))
+    assert float(loss) == pytest.approx(reference, rel=1e-5)
+
+
+def test_directions_are_summed_and_frozen_hidden_biases_stay_zero():
+    spec = get_model(MINI)
+    model = spec.build("pytorch", seed=0).eval()
+    frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
+    assert frozen and all(".bias_hh_" in n for n in frozen)
+    x = torch.from_numpy(synthetic.sample_inputs(spec, 2)[0])
+    with torch.no_grad():
+        h = torch.clamp(model.bn1(model.conv1(x)), 0, 20)
+        h = torch.clamp(model.bn2(model.conv2(h)), 0, 20)
+        assert h.shape == (2, 8, 41, 32)
+        h = h.permute(0, 3, 1, 2).reshape(2, 32, 8 * 41)     # frame features, channel-major
+        for lstm in model.rnn:
+            out, _ = lstm(h)
+            h = out[..., :32] + out[..., 32:]
+        torch.testing.assert_close(model(x), model.fc(h))
+
+
+def test_session_learns_synthetic_utterances_and_the_checkpoint_reloads(tmp_path):
+    spec = get_model(MINI)
+    cfg = TrainConfig(model=MINI, framework="pytorch", batch_size=8, steps=12, warmup_steps=0,
+                      learning_rate=spec.default_lr, intra_op_threads=1, inter_op_threads=1)
+    session = Session(spec, cfg, synthetic.batches(spec, 8, 4, seed=0))
+    losses = [session.step(i) for i in range(12)]
+    assert np.mean(losses[-3:]) < 0.5 * np.mean(losses[:3]), losses
+    score = session.evaluate(synthetic.batches(spec, 8, 1, seed=9))
+    assert set(score) >= {"loss", "accuracy", "cer"} and score["samples"] == 8
+    name = session.save(tmp_path)
+    loaded = native.load(spec, tmp_path / name)
+    x = synthetic.sample_inputs(spec, 2, seed=3)
+    session.model.eval()
+    np.testing.assert_array_equal(native.predict(loaded, x), native.predict(session.model, x))
+
+
+def test_librispeech_folder_trains_and_scores_through_the_shared_loop(tmp_path):
+    """Real data (wav + transcripts the test writes) through ``dlbench train``'s loop with
+    --eval: per-step batches from the reader, CER on the dev split."""
+    from datasets import write_librispeech
+
+    from dlbench.harness.training import loop
+
+    write_librispeech(tmp_path / "ls", {
+        "train-clean-100": [(t, 0.3) for t in ("one", "two", "three", "four", "five")],
+        "dev-clean": [("six", 0.3), ("seven", 0.3), ("eight", 0.35)]})
+    cfg = TrainConfig(model=MINI, framework="pytorch", batch_size=2, steps=2, warmup_steps=1,
+                      data=str(tmp_path / "ls"), eval=True, intra_op_threads=1,
+                      inter_op_threads=1)
+    r = loop.run(cfg, tmp_path / "out")
+    assert r["data"]["reader"] == "librispeech"
+    assert r["data"]["splits"] == {"train": 5, "test": 3} and r["data"]["skipped"] == 0
+    assert len(r["data_time_s"]) == 2 and all(t > 0 for t in r["data_time_s"])
+    ev = r["eval"]
+    assert ev["samples"] == 3 and ev["split"] == "test" and ev["cer"] >= 0
+    assert 0 < ev["loss"] < 1000
