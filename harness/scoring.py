@@ -12,7 +12,9 @@ computed, never by how the score was summed: ``dlbench train --eval`` and
   cross-entropy per masked token + next-sentence cross-entropy per pair) and,
   as the accuracy, the masked-LM accuracy (share of masked tokens predicted),
   which is what BERT pre-training reports; next-sentence accuracy beside it;
-* regression: mean squared error per output element, and no accuracy.
+* regression: mean squared error per output element, and no accuracy;
+* seq2seq (translation, teacher forced): cross-entropy per target token and token
+  accuracy (arg-max equals the reference token), both over non-padding positions.
 """
 from __future__ import annotations
 
@@ -127,8 +129,38 @@ class SquaredErrorTally:
                 "samples": self.samples}
 
 
+@dataclass
+class TokenTally:
+    """Translation with teacher forcing: logits (B, T, V) against target ids (B, T),
+    padding (id 0) left out; the accuracy is per token, as the training loss is."""
+    loss_sum: float = 0.0
+    correct: int = 0
+    tokens: int = 0
+    samples: int = 0
+
+    def add(self, outputs, labels) -> None:
+        if isinstance(outputs, (tuple, list)):
+            (outputs,) = outputs
+        z = np.asarray(outputs, dtype=np.float64)
+        y = np.asarray(labels).astype(np.int64)
+        if z.shape[:-1] != y.shape:
+            raise ValueError(f"logits of shape {list(z.shape)} for target ids {list(y.shape)}")
+        keep = y.reshape(-1) != 0
+        z, t = z.reshape(-1, z.shape[-1])[keep], y.reshape(-1)[keep]
+        self.loss_sum += float(_cross_entropy(z, t).sum())
+        self.correct += int((z.argmax(axis=1) == t).sum())
+        self.tokens += int(keep.sum())
+        self.samples += int(y.shape[0])
+
+    def result(self) -> dict[str, float | int]:
+        if not self.tokens:
+            raise RuntimeError("the held-out split gave no target tokens")
+        return {"loss": self.loss_sum / self.tokens, "accuracy": self.correct / self.tokens,
+                "correct": self.correct, "samples": self.samples, "tokens": self.tokens}
+
+
 TALLIES = {"classification": Tally, "bert-pretraining": MaskedLMTally,
-           "regression": SquaredErrorTally}
+           "regression": SquaredErrorTally, "seq2seq": TokenTally}
 
 
 def tally_for(objective: str):
