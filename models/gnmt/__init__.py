@@ -53,6 +53,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import numpy as np
+
 from dlbench.models.registry import InputSpec, ModelSpec, RunDefaults, register_model
 
 BUILDERS = {
@@ -124,6 +126,23 @@ def count_macs(cfg: dict) -> int:
         elif op[0] == "matmul":
             total += op[2]
     return total
+
+
+def example_inputs(cfg: dict, batch: int, seed: int = 0) -> tuple[np.ndarray, ...]:
+    """(src, tgt_in) int32 for the teacher-forced network, (src,) for the greedy one, with
+    a padded source tail of a different length per row (row 0 unpadded): tests that compare
+    frameworks need inputs that exercise the attention's mask."""
+    rng = np.random.default_rng(seed)
+    s, t = cfg["src_len"], cfg["tgt_len"]
+    src = rng.integers(BOS_ID + 2, cfg["vocab_size"], (batch, s))
+    lengths = rng.integers(max(1, s // 2), s + 1, (batch, 1))
+    lengths[0] = s
+    src = np.where(np.arange(s)[None] < lengths, src, PAD_ID).astype(np.int32)
+    if cfg["decoder"] == "greedy":
+        return (src,)
+    tgt_in = rng.integers(BOS_ID + 2, cfg["vocab_size"], (batch, t)).astype(np.int32)
+    tgt_in[:, 0] = BOS_ID
+    return src, tgt_in
 
 
 def parameter_count(spec: ModelSpec) -> int:
