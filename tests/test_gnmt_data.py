@@ -50,7 +50,7 @@ def test_synthetic_pairs_are_learnable_and_teacher_forced():
     pairs = {(int(a), int(b)) for (s, _), t in again for a, b in zip(s.ravel(), t.ravel())
              if a != PAD_ID and b not in (PAD_ID, EOS_ID)}
     assert len({a for a, _ in pairs}) == len(pairs) <= 16
-    with pytest.raises(ValueError, match="greedily"):
+    with pytest.raises(UserError, match="greedily"):
         synthetic.batches(get_model("gnmt-mini-greedy"), 2, 1)
 
 

@@ -23,8 +23,10 @@ CHILD = Path(__file__).with_name("transfer_child.py")
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 # lstm-tiny: embedding, two bidirectional LSTM layers (PyTorch's gate order and two
 # biases on one side, Keras' transposed kernels and single bias on the other).
+# gnmt-mini: LSTMs in both directions, the attention's dense layers on 3-D and 4-D
+# inputs, a padded source; gnmt-mini-greedy: its arg-max fed back for 12 steps.
 MODELS = ("googlenet-mini", "resnet50-mini", "lenet5", "lstm-tiny", "vgg16-mini",
-          "densenet121-mini")
+          "densenet121-mini", "gnmt-mini", "gnmt-mini-greedy")
 # Max |difference| allowed, relative to the logits' largest magnitude: fp32
 # rounding through ~60 layers measured at most ~1e-6 of the scale here (32
 # recurrent steps of lstm-tiny: ~1e-7).
@@ -63,7 +65,9 @@ def test_imported_weights_reproduce_the_source_logits(transferred, model, source
     ref = np.load(transferred / f"{model}.{source}.out.npz")
     got = np.load(transferred / f"{model}.{source}-{target}.out.npz")
     logits = ref["logits"]
-    assert logits.shape == got["logits"].shape == (4, get_model(model).num_classes)
+    # (batch, classes), or (batch, steps, vocabulary) for a translation model
+    assert logits.shape == got["logits"].shape and logits.shape[0] == 4
+    assert logits.shape[-1] == get_model(model).num_classes
     scale = float(np.abs(logits).max())
     bound = ATOL + RTOL * scale
     # The inputs must tell samples apart, or equal logits would prove little.

@@ -84,6 +84,11 @@ def target_steps(cfg: dict) -> int:
     return cfg["decode_len"] if check_decoder(cfg["decoder"]) == "greedy" else cfg["tgt_len"]
 
 
+def output_shape(cfg: dict) -> tuple[int, int]:
+    """Logits per sample: (decoder steps, vocabulary), not a classifier's (classes,)."""
+    return (target_steps(cfg), cfg["vocab_size"])
+
+
 def walk(cfg: dict) -> Iterator[tuple]:
     """Network order, as ("embedding", rows, dim) / ("lstm", name, cin, hidden, steps)
     (one per direction) / ("dense", name, positions, in, out, bias) / ("matmul", name, macs)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dlbench.models.errors import UserError
 from dlbench.models.gnmt import BOS_ID, EOS_ID, PAD_ID
 from dlbench.models.registry import ModelSpec
 
@@ -35,7 +36,7 @@ def teacher_inputs(tgt_out: np.ndarray) -> np.ndarray:
 def seq2seq_batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0):
     cfg = spec.config
     if cfg["decoder"] != "teacher":
-        raise ValueError(f"{spec.name} decodes greedily and does not train: train the "
+        raise UserError(f"{spec.name} decodes greedily and does not train: train the "
                          f"teacher-forced model and load its checkpoint with --model {spec.name}")
     vocab, src_len, tgt_len = cfg["vocab_size"], cfg["src_len"], cfg["tgt_len"]
     if vocab - FIRST_WORD < 2:
