@@ -113,3 +113,11 @@ def test_parallel_text_refusals(tmp_path):
     (tmp_path / "train.fr").write_text("x\n")
     with pytest.raises(UserError, match="exactly one other"):
         open_dataset(f"parallel:{tmp_path / 'train.en'}", MINI)
+
+
+def test_eval_feeds_a_readers_named_inputs_in_the_models_order():
+    from dlbench.harness.evaluate.child import _feeds
+
+    src, tgt_in = np.zeros((2, 3), np.int32), np.ones((2, 3), np.int32)
+    feeds = _feeds(["src", "tgt_in"], {"tgt_in": tgt_in, "src": src}, ["int32", "int32"])
+    assert list(feeds) == ["src", "tgt_in"] and (feeds["tgt_in"] == 1).all()

@@ -18,10 +18,12 @@ import numpy as np
 from dlbench.harness.backends import get_backend
 from dlbench.harness.backends.base import ArtifactRef, RunConfig
 from dlbench.harness.evaluate import data
-from dlbench.harness.scoring import Tally
+from dlbench.harness.scoring import Tally, tally_for
 
 
 def _feeds(names: list[str], x: Any, casts: list[str]) -> dict[str, np.ndarray]:
+    if isinstance(x, dict) and set(names) <= set(x):      # a token reader's inputs, by name
+        x = tuple(x[n] for n in names)
     xs = x if isinstance(x, (tuple, list)) else (x,)
     if len(xs) != len(names):
         raise ValueError(f"the data gives {len(xs)} inputs, the model takes {len(names)} "
@@ -44,7 +46,10 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     names = [t.name for t in signature]
     casts = [t.dtype for t in signature]
     ds = data.open_heldout(payload["data"], spec)
-    tally, batches = Tally(), 0
+    # Translation scores its own exported network's objective (token accuracy over
+    # non-padding targets); BERT's exported network is the classifier, scored as one.
+    tally = tally_for(spec.objective) if spec.objective == "seq2seq" else Tally()
+    batches = 0
     t0 = time.perf_counter()
     for x, y in data.heldout_batches(ds, int(payload["batch_size"]), payload.get("limit")):
         runner.run(runner.prepare(_feeds(names, x, casts)))
