@@ -20,6 +20,8 @@ computed, never by how the score was summed: ``dlbench train --eval`` and
   recomputed in numpy), and greedy decoding's character error rate (edit
   distance over reference characters); the accuracy is 1 - CER, floored at 0
   (a CER counts insertions, so it can pass 1).
+* seq2seq (translation, teacher forced): cross-entropy per target token and token
+  accuracy (arg-max equals the reference token), both over non-padding positions.
 """
 from __future__ import annotations
 
@@ -134,6 +136,36 @@ class SquaredErrorTally:
                 "samples": self.samples}
 
 
+@dataclass
+class TokenTally:
+    """Translation with teacher forcing: logits (B, T, V) against target ids (B, T),
+    padding (id 0) left out; the accuracy is per token, as the training loss is."""
+    loss_sum: float = 0.0
+    correct: int = 0
+    tokens: int = 0
+    samples: int = 0
+
+    def add(self, outputs, labels) -> None:
+        if isinstance(outputs, (tuple, list)):
+            (outputs,) = outputs
+        z = np.asarray(outputs, dtype=np.float64)
+        y = np.asarray(labels).astype(np.int64)
+        if z.shape[:-1] != y.shape:
+            raise ValueError(f"logits of shape {list(z.shape)} for target ids {list(y.shape)}")
+        keep = y.reshape(-1) != 0
+        z, t = z.reshape(-1, z.shape[-1])[keep], y.reshape(-1)[keep]
+        self.loss_sum += float(_cross_entropy(z, t).sum())
+        self.correct += int((z.argmax(axis=1) == t).sum())
+        self.tokens += int(keep.sum())
+        self.samples += int(y.shape[0])
+
+    def result(self) -> dict[str, float | int]:
+        if not self.tokens:
+            raise RuntimeError("the held-out split gave no target tokens")
+        return {"loss": self.loss_sum / self.tokens, "accuracy": self.correct / self.tokens,
+                "correct": self.correct, "samples": self.samples, "tokens": self.tokens}
+
+
 def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
     """Area under the ROC curve: the probability that a random positive scores above
     a random negative, ties counting one half (the Mann-Whitney U statistic over
@@ -218,12 +250,12 @@ class CharacterErrorTally:
 
 TALLIES = {"classification": Tally, "bert-pretraining": MaskedLMTally,
            "regression": SquaredErrorTally, "ctr": ClickTally,
-           "ctc": CharacterErrorTally}
+           "ctc": CharacterErrorTally, "seq2seq": TokenTally}
 
 
 # Objectives whose exported (inference) network is the trained one and whose held-out
 # score is their own, not a classifier's: ``dlbench eval`` scores their artifacts with it.
-INFERENCE_TALLIES = ("ctc", "ctr")
+INFERENCE_TALLIES = ("ctc", "ctr", "seq2seq")
 
 
 def inference_tally(objective: str):

@@ -34,6 +34,7 @@ OBJECTIVES: dict[str, str | None] = {
     "regression": None,                 # mean squared error on the output (a user's model)
     "ctr": None,                        # click-through rate: 2-logit cross-entropy, scored by AUC
     "ctc": None,                        # CTC on per-frame character logits (DeepSpeech2)
+    "seq2seq": None,                    # per-position cross-entropy, padding (id 0) ignored
 }
 # Objective -> "module:function(framework, spec, trained)" that turns the
 # trained network into the inference (classification) one.  A checkpoint holds
@@ -49,6 +50,7 @@ SYNTHETIC_DATA: dict[str, str] = {
     "bert-pretraining": "dlbench.models.bert.data:bert_pretraining_batches",
     "ctr": "dlbench.models.din.data:ctr_batches",
     "ctc": "dlbench.models.deepspeech2.data:ctc_batches",
+    "seq2seq": "dlbench.models.gnmt.data:seq2seq_batches",
 }
 
 
@@ -201,7 +203,7 @@ _LOADED = False
 # Modules whose import registers models.  Adding a family = adding it here.
 _FAMILIES = ("dlbench.models.resnet", "dlbench.models.googlenet", "dlbench.models.lstm", "dlbench.models.bert", "dlbench.models.lenet",
              "dlbench.models.vgg", "dlbench.models.densenet", "dlbench.models.din",
-             "dlbench.models.deepspeech2")
+             "dlbench.models.deepspeech2", "dlbench.models.gnmt")
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:

@@ -12,8 +12,12 @@ import pytest
 
 from dlbench.models.registry import get_model, list_models
 
+# Left out: gnmt-greedy is gnmt-mini-greedy's code at gnmt's sizes, with gnmt's counts
+# (tests/test_gnmt_data.py), and its 50 unrolled decoder steps take MindSpore minutes to
+# trace and compile (PyNative hooks, then graph mode) where gnmt itself takes seconds.
+LEFT_OUT = {"gnmt-greedy"}
 CASES = [pytest.param(m, fw, marks=getattr(pytest.mark, fw), id=f"{m}-{fw}")
-         for m in list_models() for fw in get_model(m).frameworks]
+         for m in list_models() if m not in LEFT_OUT for fw in get_model(m).frameworks]
 
 
 def _forward(framework, model, x):
@@ -39,18 +43,15 @@ def test_same_parameters_flops_and_output_shape(name, framework):
         c, h, w = spec.inputs[0].shape
         x = np.random.default_rng(0).standard_normal((2, c, h, w)).astype(np.float32)
     y = _forward(framework, model, x)        # predict takes NCHW and converts itself
-    if spec.objective == "ctc":              # per-frame character logits (DeepSpeech2)
-        from dlbench.models.deepspeech2 import output_frames
-        frames = output_frames(spec.config, spec.inputs[0].shape[-1])
-        assert y.shape == (2, frames, spec.num_classes)
-    else:
-        assert y.shape == (2, spec.num_classes)
+    family = importlib.import_module(f"dlbench.models.{spec.family}")
+    # A family whose logits are not a classifier's (batch, classes) says what they are.
+    per_sample = getattr(family, "output_shape", lambda cfg: (spec.num_classes,))(spec.config)
+    assert y.shape == (2, *per_sample)
     assert np.isfinite(y).all()
     # A family that spells out its weight names (independently of any framework)
     # holds every builder to them: a misnamed or reshaped layer fails here, not in
     # a weight transfer.
-    canonical = getattr(importlib.import_module(f"dlbench.models.{spec.family}"),
-                        "canonical_shapes", None)
+    canonical = getattr(family, "canonical_shapes", None)
     if canonical is not None:
         exported = importlib.import_module(f"dlbench.models.weights.{framework}").export_weights
         assert {k: v.shape for k, v in exported(model).items()} == canonical(spec.config)

@@ -25,8 +25,10 @@ FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 # biases on one side, Keras' transposed kernels and single bias on the other).
 # deepspeech2-mini: asymmetric conv padding, batch norm, channel-major frame features,
 # bidirectional LSTMs with summed directions, a dense layer at every frame.
+# gnmt-mini: LSTMs in both directions, the attention's dense layers on 3-D and 4-D
+# inputs, a padded source; gnmt-mini-greedy: its arg-max fed back for 12 steps.
 MODELS = ("googlenet-mini", "resnet50-mini", "lenet5", "lstm-tiny", "vgg16-mini",
-          "densenet121-mini", "din-mini", "deepspeech2-mini")
+          "densenet121-mini", "din-mini", "deepspeech2-mini", "gnmt-mini", "gnmt-mini-greedy")
 # Max |difference| allowed, relative to the logits' largest magnitude: fp32
 # rounding through ~60 layers measured at most ~1e-6 of the scale here (32
 # recurrent steps of lstm-tiny: ~1e-7).
@@ -65,9 +67,10 @@ def test_imported_weights_reproduce_the_source_logits(transferred, model, source
     ref = np.load(transferred / f"{model}.{source}.out.npz")
     got = np.load(transferred / f"{model}.{source}-{target}.out.npz")
     logits = ref["logits"]
-    # (4, classes), or (4, frames, classes) for per-frame logits (DeepSpeech2).
-    assert logits.shape == got["logits"].shape
-    assert logits.shape[0] == 4 and logits.shape[-1] == get_model(model).num_classes
+    # (batch, classes), or (batch, frames|steps, classes) for per-frame (DeepSpeech2) or
+    # per-position (translation) logits.
+    assert logits.shape == got["logits"].shape and logits.shape[0] == 4
+    assert logits.shape[-1] == get_model(model).num_classes
     scale = float(np.abs(logits).max())
     bound = ATOL + RTOL * scale
     # The inputs must tell samples apart, or equal logits would prove little.

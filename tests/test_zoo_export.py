@@ -9,11 +9,14 @@ convolutions and channels-first flatten before the dense layers, DenseNet's
 concatenations and the batch norms on them that no convolution absorbs, DIN's four
 id inputs (two sequences, two single ids) and its masked, unnormalized attention,
 DeepSpeech2's unequal conv padding (explicit in MindSpore, whose exporter misorders
-it), LSTMs and per-frame logits.
+it), LSTMs and per-frame logits; GNMT's recurrent encoder-decoder with attention,
+teacher forced and greedy (the same checkpoint loaded into the unrolled greedy
+network with ``--model``).
 """
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -41,3 +44,35 @@ def test_trained_in_every_framework_and_exported_verified(model, cli, workdir):
         # Per-frame character logits (DeepSpeech2) are no classifier's: no top-1.
         assert logits["top1"] == (None if model.startswith("deepspeech2") else 1.0)
         assert r["context"]["hop"] == f"{r['framework']}->onnx"
+
+
+CHECKPOINTS = {"pytorch": "model.pt", "tensorflow": "model.keras", "mindspore": "model.ckpt"}
+
+
+def _verified(records, model, shape):
+    assert [r["framework"] for r in records] == list(FRAMEWORKS)
+    for r in records:
+        assert r["status"] == "ok" and r["model"] == model, (r["framework"], r["error"])
+        verdict = r["metrics"]["verdict"]
+        assert verdict["ok"] and verdict["batch_sizes"] == [1, 8]
+        logits = verdict["outputs"]["logits"]
+        assert logits["shape"] == shape and logits["cosine"] > 0.99999
+        assert logits["max_rel"] < 1e-3
+
+
+def test_gnmt_teacher_forced_and_greedy_exported_verified(cli, workdir):
+    train = cli("train", "gnmt-mini", "--steps", "1", "--warmup-steps", "0", "--batch-size", "4",
+                "--threads", "1", "--out", "train", "--json", "train.json")
+    assert train.returncode == 0, train.stderr[-3000:]
+    dirs = [workdir / "train" / "gnmt-mini" / fw for fw in FRAMEWORKS]
+    out = cli("export", *map(str, dirs), "--threads", "1", "--json", "export.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    _verified(json.loads((workdir / "export.json").read_text()), "gnmt-mini", [12, 64])
+    greedy = []
+    for fw, directory in zip(FRAMEWORKS, dirs):
+        (workdir / "greedy" / fw).mkdir(parents=True)
+        greedy.append(shutil.copy(directory / CHECKPOINTS[fw], workdir / "greedy" / fw))
+    out = cli("export", *map(str, greedy), "--model", "gnmt-mini-greedy", "--threads", "1",
+              "--json", "greedy.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    _verified(json.loads((workdir / "greedy.json").read_text()), "gnmt-mini-greedy", [12, 64])

@@ -33,6 +33,9 @@ BATCH = 4
 
 
 def inputs(spec):
+    if spec.family == "gnmt":       # padded sources: the attention's mask must agree too
+        from dlbench.models.gnmt import example_inputs
+        return example_inputs(spec.config, BATCH, seed=INPUT_SEED)
     if spec.token_inputs:           # token ids (a tuple, one array per input): models.synthetic
         from dlbench.models import synthetic
         return synthetic.sample_inputs(spec, BATCH, seed=INPUT_SEED)

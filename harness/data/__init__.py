@@ -4,9 +4,10 @@ The rule for ``--data VALUE`` (also in ``dlbench train --help``):
   * ``synthetic`` (default) -- generated before the clock (``models.synthetic``);
   * ``digits`` -- scikit-learn's bundled 8x8 digits, no download (``digits``);
   * ``FORMAT:PATH`` -- force a reader: ``cifar10``, ``imagefolder``, ``aclimdb``,
-    ``text``, ``ctr``, ``librispeech`` or ``npz``;
-  * otherwise PATH, detected in this order: a ``.npz`` file -> npz; a ``.txt``
-    file -> text (BERT pre-training corpus); a directory with
+    ``text``, ``parallel``, ``ctr``, ``librispeech`` or ``npz``;
+  * otherwise PATH, detected in this order: a ``.npz`` file -> npz; a file
+    ``train.XX`` with one ``train.YY`` beside it -> parallel (translation
+    source and target); a ``.txt`` file -> text (BERT pre-training corpus); a directory with
     ``data_batch_*.bin`` (or ``cifar-10-batches-bin/`` holding them) -> cifar10;
     one with ``train/pos`` and ``train/neg`` -> aclimdb; one with
     ``local_train_splitByUser`` -> ctr (DIN's click logs); one with class
@@ -21,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dlbench.harness.data import (aclimdb, cifar10, ctr, imagefolder, librispeech, npz,
-                                  textcorpus)
+                                  parallel, textcorpus)
 from dlbench.harness.data.base import Dataset
 from dlbench.models.errors import UserError
 from dlbench.models.registry import USER_FAMILY, ModelSpec
@@ -29,6 +30,7 @@ from dlbench.models.registry import USER_FAMILY, ModelSpec
 # Formats that take a PATH, in detection order.
 FORMATS = {
     "npz": (npz.looks_like, npz.Npz),
+    "parallel": (parallel.looks_like, parallel.ParallelText),
     "text": (textcorpus.looks_like, textcorpus.TextCorpus),
     "cifar10": (cifar10.looks_like, cifar10.Cifar10),
     "aclimdb": (aclimdb.looks_like, aclimdb.AclImdb),
@@ -56,10 +58,10 @@ def parse(data: str) -> tuple[str, Path | None]:
     for fmt, (looks_like, _) in FORMATS.items():
         if looks_like(path):
             return fmt, path
-    raise UserError(f"--data {data}: format not recognized (want an .npz, a .txt corpus, a "
-                    "CIFAR-10 binary directory, an aclImdb directory, DIN click logs "
-                    "(local_train_splitByUser), LibriSpeech-style wav + .trans.txt folders "
-                    "or class folders of images; or say FORMAT:PATH)")
+    raise UserError(f"--data {data}: format not recognized (want an .npz, a train.XX/train.YY "
+                    "parallel pair, a .txt corpus, a CIFAR-10 binary directory, an aclImdb "
+                    "directory, DIN click logs (local_train_splitByUser), LibriSpeech-style "
+                    "wav + .trans.txt folders or class folders of images; or say FORMAT:PATH)")
 
 
 def canonical(data: str) -> str:

@@ -22,6 +22,8 @@ from dlbench.harness.scoring import inference_tally
 
 
 def _feeds(names: list[str], x: Any, casts: list[str]) -> dict[str, np.ndarray]:
+    if isinstance(x, dict) and set(names) <= set(x):      # a token reader's inputs, by name
+        x = tuple(x[n] for n in names)
     xs = x if isinstance(x, (tuple, list)) else (x,)
     if len(xs) != len(names):
         raise ValueError(f"the data gives {len(xs)} inputs, the model takes {len(names)} "

@@ -17,7 +17,10 @@ The loss contracts:
 
 Classification losses read classes on the last axis and flatten the rest:
 ``(batch, classes)`` logits take ``(batch,)`` labels, and a user's per-position
-output ``(batch, steps, classes)`` takes ``(batch, steps)``.
+output ``(batch, steps, classes)`` takes ``(batch, steps)``.  ``seq2seq`` (translation
+with teacher forcing) is that per-position cross-entropy with padded target
+positions (id 0) left out of the mean: classification would count them, and a batch
+of short sentences would mostly learn to predict padding.
 
 Batches come as ``(inputs, labels)``: inputs one array (images), a tuple in
 ``spec.inputs`` order, or a dict by input name (``harness.data`` token
@@ -42,6 +45,11 @@ LOSSES: dict[str, dict[str, str]] = {
         "pytorch": "dlbench.models.bert.torch:pretraining_loss",
         "tensorflow": "dlbench.models.bert.keras:pretraining_loss",
         "mindspore": "dlbench.models.bert.mindspore:PretrainingLoss",
+    },
+    "seq2seq": {
+        "pytorch": "dlbench.models.gnmt.torch:seq2seq_loss",
+        "tensorflow": "dlbench.models.gnmt.keras:seq2seq_loss",
+        "mindspore": "dlbench.models.gnmt.mindspore:Seq2SeqLoss",
     },
     "regression": {
         "pytorch": "dlbench.harness.training.pytorch:regression_loss",
@@ -71,6 +79,7 @@ LABELS: dict[str, tuple[str, ...] | None] = {
     "ctr": None,
     # Padded transcripts, their lengths, and each utterance's frames after the conv strides.
     "ctc": ("transcripts", "transcript_lengths", "output_frames"),
+    "seq2seq": None,
 }
 # The labels' numpy dtype where they are not class indices (the sessions' int64/int32).
 LABEL_DTYPES: dict[str, str] = {"regression": "float32"}

@@ -95,6 +95,11 @@ def output_frames(cfg: dict, frames):
     return frames
 
 
+def output_shape(cfg: dict) -> tuple[int, int]:
+    """Logits per utterance: (frames after the convolutions, characters), per frame."""
+    return (output_frames(cfg, cfg["frames"]), cfg["num_classes"])
+
+
 def walk(cfg: dict):
     """Yield ("conv", cin, cout, (kf, kt), (out_f, out_t)), ("bn", c), ("lstm", layer,
     direction, input, hidden, steps) and ("fc", in, out, positions) in network order."""
