@@ -32,6 +32,7 @@ OBJECTIVES: dict[str, str | None] = {
     "classification": None,             # cross-entropy on the logits
     "bert-pretraining": "pretraining",  # masked-LM (labels != -100) + next-sentence
     "regression": None,                 # mean squared error on the output (a user's model)
+    "detection": None,                  # SSD's multibox loss on the raw heads (models.ssd)
 }
 # Objective -> "module:function(framework, spec, trained)" that turns the
 # trained network into the inference (classification) one.  A checkpoint holds
@@ -45,6 +46,7 @@ INFERENCE_FROM_TRAINING: dict[str, str] = {
 # Named, not imported: the family's data module builds on models.synthetic itself.
 SYNTHETIC_DATA: dict[str, str] = {
     "bert-pretraining": "dlbench.models.bert.data:bert_pretraining_batches",
+    "detection": "dlbench.models.ssd.data:detection_batches",
 }
 
 
@@ -196,7 +198,7 @@ _LOADED = False
 
 # Modules whose import registers models.  Adding a family = adding it here.
 _FAMILIES = ("dlbench.models.resnet", "dlbench.models.googlenet", "dlbench.models.lstm", "dlbench.models.bert", "dlbench.models.lenet",
-             "dlbench.models.vgg", "dlbench.models.densenet")
+             "dlbench.models.vgg", "dlbench.models.densenet", "dlbench.models.ssd")
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:

@@ -14,7 +14,8 @@ seed drives everything; the same seed gives the same bytes.
 Token models get the same treatment (``token_batches``: each class has its
 own words); BERT pre-training batches come from
 ``models.bert.data.bert_pretraining_batches`` (a Zipf-weighted Markov corpus,
-masked as BERT does); ``batches`` picks by objective and input type.
+masked as BERT does), SSD's detection batches from ``models.ssd.data`` (image
+objectives also take the layout); ``batches`` picks by objective and input type.
 """
 from __future__ import annotations
 
@@ -150,7 +151,10 @@ def batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0,
     them only); token models get a tuple of input arrays.
     """
     if spec.objective in SYNTHETIC_DATA:
-        return resolve_entry(SYNTHETIC_DATA[spec.objective])(spec, batch_size, n_batches, seed)
+        make = resolve_entry(SYNTHETIC_DATA[spec.objective])
+        if spec.token_inputs:
+            return make(spec, batch_size, n_batches, seed)
+        return make(spec, batch_size, n_batches, seed, layout=layout)     # images: a layout
     if spec.objective != "classification":
         raise ValueError(f"{spec.name}: no synthetic data for objective {spec.objective!r}")
     if spec.token_inputs:

@@ -43,6 +43,11 @@ LOSSES: dict[str, dict[str, str]] = {
         "tensorflow": "dlbench.models.bert.keras:pretraining_loss",
         "mindspore": "dlbench.models.bert.mindspore:PretrainingLoss",
     },
+    "detection": {
+        "pytorch": "dlbench.models.ssd.torch:detection_loss",
+        "tensorflow": "dlbench.models.ssd.keras:detection_loss",
+        "mindspore": "dlbench.models.ssd.mindspore:DetectionLoss",
+    },
     "regression": {
         "pytorch": "dlbench.harness.training.pytorch:regression_loss",
         "tensorflow": "dlbench.harness.training.tensorflow:regression_loss",
@@ -54,9 +59,12 @@ LABELS: dict[str, tuple[str, ...] | None] = {
     "classification": None,
     "bert-pretraining": ("mlm_labels", "nsp_labels"),
     "regression": None,
+    "detection": ("class_targets", "box_targets"),
 }
 # The labels' numpy dtype where they are not class indices (the sessions' int64/int32).
-LABEL_DTYPES: dict[str, str] = {"regression": "float32"}
+# Detection's class targets travel as float32 beside its box targets (one dtype per
+# objective); its losses cast them back to integers.
+LABEL_DTYPES: dict[str, str] = {"regression": "float32", "detection": "float32"}
 
 
 def label_dtype(objective: str, integer: str) -> str:

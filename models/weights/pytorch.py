@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from dlbench.models.bert.torch import TiedDecoder as BertTiedDecoder
+from dlbench.models.ssd.torch import L2Norm as SsdL2Norm
 from dlbench.models.weights.rules import Param, Rule, export_layers, import_layers, ruled_layers, simple
 
 _NOT_WEIGHTS = {"num_batches_tracked"}       # a BN step counter, not part of the function
@@ -50,6 +51,8 @@ RULES: dict[type, Rule] = {
     nn.LayerNorm: simple(("weight", "weight"), ("bias", "bias")),
     # BERT's masked-LM decoder owns only its bias; its weight is the word embeddings'.
     BertTiedDecoder: simple(("bias", "bias")),
+    # SSD's conv4_3 L2 normalization: one learned scale per channel.
+    SsdL2Norm: simple(("weight", "weight")),
 }
 
 

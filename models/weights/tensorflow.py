@@ -11,6 +11,7 @@ import keras
 import numpy as np
 
 from dlbench.models.bert.keras import Bias as BertBias
+from dlbench.models.ssd.keras import L2Norm as SsdL2Norm
 from dlbench.models.weights import WeightMismatch
 from dlbench.models.weights.rules import (Param, Rule, export_layers, import_layers, ruled_layers,
                                   simple, transpose as _t)
@@ -92,6 +93,8 @@ RULES: dict[type, Rule] = {
     keras.layers.LayerNormalization: simple(("weight", "gamma"), ("bias", "beta")),
     # BERT's masked-LM decoder bias (its weight is the word embeddings').
     BertBias: simple(("bias", "bias")),
+    # SSD's conv4_3 L2 normalization: one learned scale per channel.
+    SsdL2Norm: simple(("weight", "gamma")),
 }
 
 
