@@ -39,13 +39,15 @@ def test_same_parameters_flops_and_output_shape(name, framework):
         c, h, w = spec.inputs[0].shape
         x = np.random.default_rng(0).standard_normal((2, c, h, w)).astype(np.float32)
     y = _forward(framework, model, x)        # predict takes NCHW and converts itself
-    assert y.shape == (2, spec.num_classes)
+    family = importlib.import_module(f"dlbench.models.{spec.family}")
+    # (batch, classes), or the family's own per-sample shape (SSD: priors x (4 + classes))
+    own = getattr(family, "output_shape", None)
+    assert y.shape == (2, *(own(spec.config) if own else (spec.num_classes,)))
     assert np.isfinite(y).all()
     # A family that spells out its weight names (independently of any framework)
     # holds every builder to them: a misnamed or reshaped layer fails here, not in
     # a weight transfer.
-    canonical = getattr(importlib.import_module(f"dlbench.models.{spec.family}"),
-                        "canonical_shapes", None)
+    canonical = getattr(family, "canonical_shapes", None)
     if canonical is not None:
         exported = importlib.import_module(f"dlbench.models.weights.{framework}").export_weights
         assert {k: v.shape for k, v in exported(model).items()} == canonical(spec.config)
@@ -91,8 +93,9 @@ def test_two_training_steps_move_every_weight_and_statistic(name, framework):
     session_cls = importlib.import_module(f"dlbench.harness.training.{framework}").Session
     cfg = TrainConfig(model=name, framework=framework, batch_size=4, steps=2, warmup_steps=0,
                       learning_rate=spec.default_lr)
-    session = session_cls(spec, cfg, synthetic.image_batches(spec, 4, 2, seed=0,
-                                                             layout=session_cls.layout))
+    # The objective's own batches (SSD's matched detection targets; images for classifiers).
+    session = session_cls(spec, cfg, synthetic.batches(spec, 4, 2, seed=0,
+                                                       layout=session_cls.layout))
     export = importlib.import_module(f"dlbench.models.weights.{framework}").export_weights
     before = export(session.model)
     losses = [session.step(0), session.step(1)]

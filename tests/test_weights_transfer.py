@@ -23,8 +23,9 @@ CHILD = Path(__file__).with_name("transfer_child.py")
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 # lstm-tiny: embedding, two bidirectional LSTM layers (PyTorch's gate order and two
 # biases on one side, Keras' transposed kernels and single bias on the other).
+# ssd300-mini: both raw heads of every prior, the L2Norm scale, dilated and padded convs.
 MODELS = ("googlenet-mini", "resnet50-mini", "lenet5", "lstm-tiny", "vgg16-mini",
-          "densenet121-mini")
+          "densenet121-mini", "ssd300-mini")
 # Max |difference| allowed, relative to the logits' largest magnitude: fp32
 # rounding through ~60 layers measured at most ~1e-6 of the scale here (32
 # recurrent steps of lstm-tiny: ~1e-7).
@@ -54,6 +55,15 @@ def transferred(tmp_path_factory):
     return directory
 
 
+def _output_shape(model: str) -> tuple[int, ...]:
+    """Per sample: (classes,), or the family's own (SSD: (priors, 4 + classes))."""
+    import importlib
+
+    spec = get_model(model)
+    own = getattr(importlib.import_module(f"dlbench.models.{spec.family}"), "output_shape", None)
+    return tuple(own(spec.config)) if own else (spec.num_classes,)
+
+
 CASES = [pytest.param(m, s, t, id=f"{m}-{s}-to-{t}")
          for m in MODELS for s in FRAMEWORKS for t in FRAMEWORKS if s != t]
 
@@ -63,7 +73,7 @@ def test_imported_weights_reproduce_the_source_logits(transferred, model, source
     ref = np.load(transferred / f"{model}.{source}.out.npz")
     got = np.load(transferred / f"{model}.{source}-{target}.out.npz")
     logits = ref["logits"]
-    assert logits.shape == got["logits"].shape == (4, get_model(model).num_classes)
+    assert logits.shape == got["logits"].shape == (4, *_output_shape(model))
     scale = float(np.abs(logits).max())
     bound = ATOL + RTOL * scale
     # The inputs must tell samples apart, or equal logits would prove little.

@@ -78,8 +78,11 @@ class SSD(nn.Cell):
         return self.relu(layer(x))
 
     def _flat(self, y, width: int):
-        """(B, boxes * width, H, W) -> (B, H * W * boxes, width): (row, column, box)."""
-        return ops.reshape(ops.transpose(y, (0, 2, 3, 1)), (y.shape[0], -1, width))
+        """(B, boxes * width, H, W) -> (B, H * W * boxes, width): (row, column, box).
+        The batch is the reshape's -1: the ONNX exporter writes the shape it is given,
+        so a traced batch would be baked into the file."""
+        n = y.shape[1] * y.shape[2] * y.shape[3] // width
+        return ops.reshape(ops.transpose(y, (0, 2, 3, 1)), (-1, n, width))
 
     def construct(self, x):
         x = self.pool(self._c(self.conv1_2, self._c(self.conv1_1, x)))
