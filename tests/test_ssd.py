@@ -186,3 +186,43 @@ def test_voc_reader_refuses_a_classifier(tmp_path):
     write_voc(tmp_path / "voc")
     with pytest.raises(UserError, match="detection data"):
         open_dataset(f"voc:{tmp_path / 'voc'}", get_model("vgg16-mini"))
+
+
+def write_coco(root) -> None:
+    """annotations/instances_{train,val}2017.json + train2017/, val2017/ JPEGs; two
+    categories with COCO's sparse ids (3: car, 18: dog) and one crowd region."""
+    import json
+
+    from PIL import Image
+
+    cats = [{"id": 18, "name": "dog"}, {"id": 3, "name": "car"}]
+    (root / "annotations").mkdir(parents=True)
+    for split, n in (("train2017", 2), ("val2017", 1)):
+        (root / split).mkdir()
+        images, anns = [], []
+        for i in range(n):
+            img = Image.new("RGB", (200, 100), (40, 40, 40))
+            img.paste((0, 0, 255), (20, 10, 120, 90))
+            img.save(root / split / f"{i:012d}.jpg", quality=95)
+            images.append({"id": i + 1, "file_name": f"{i:012d}.jpg", "width": 200, "height": 100})
+            anns.append({"id": 2 * i + 1, "image_id": i + 1, "category_id": 18,
+                         "bbox": [20, 10, 100, 80], "iscrowd": 0})
+            anns.append({"id": 2 * i + 2, "image_id": i + 1, "category_id": 3,
+                         "bbox": [0, 0, 10, 10], "iscrowd": 1})
+        (root / "annotations" / f"instances_{split}.json").write_text(
+            json.dumps({"images": images, "annotations": anns, "categories": cats}))
+
+
+def test_coco_reader_renumbers_categories_and_leaves_crowds_out(tmp_path):
+    from dlbench.harness.data import open_dataset, parse
+
+    write_coco(tmp_path / "coco")
+    assert parse(str(tmp_path / "coco"))[0] == "coco"
+    ds = open_dataset(str(tmp_path / "coco"), MINI)
+    ds.prepare()
+    assert ds.split_sizes() == {"train2017": 2, "val2017": 1} and ds.eval_split == "val2017"
+    _, boxes, labels = ds.items["train"][0]
+    assert labels.tolist() == [2]                      # dog: id 18, second by id after car (3)
+    np.testing.assert_allclose(boxes, [[0.1, 0.1, 0.6, 0.9]], atol=1e-6)
+    (x, (cls, _)), = list(ds.eval_batches(4, "NCHW"))
+    assert x.shape == (1, 3, 268, 268) and sorted(np.unique(cls).tolist()) == [0, 2]

@@ -4,13 +4,14 @@ The rule for ``--data VALUE`` (also in ``dlbench train --help``):
   * ``synthetic`` (default) -- generated before the clock (``models.synthetic``);
   * ``digits`` -- scikit-learn's bundled 8x8 digits, no download (``digits``);
   * ``FORMAT:PATH`` -- force a reader: ``cifar10``, ``imagefolder``, ``aclimdb``,
-    ``voc``, ``text`` or ``npz``;
+    ``voc``, ``coco``, ``text`` or ``npz``;
   * otherwise PATH, detected in this order: a ``.npz`` file -> npz; a ``.txt``
     file -> text (BERT pre-training corpus); a directory with
     ``data_batch_*.bin`` (or ``cifar-10-batches-bin/`` holding them) -> cifar10;
     one with ``train/pos`` and ``train/neg`` -> aclimdb; one with
-    ``Annotations/``, ``JPEGImages/`` and ``ImageSets/Main/`` -> voc (detection,
-    SSD; before imagefolder, which would take JPEGImages/ for a class); one with class
+    ``Annotations/``, ``JPEGImages/`` and ``ImageSets/Main/`` -> voc; one with
+    ``annotations/instances_train*.json`` -> coco (both detection, for SSD, and
+    before imagefolder, which would take their image folders for classes); one with class
     sub-folders of images (under ``train/`` or directly) -> imagefolder.
 Nothing is ever downloaded: PATH is data the user already has.  A user's own
 model (``dlbench train --model-from``) reads synthetic data or an .npz in its
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlbench.harness.data import aclimdb, cifar10, imagefolder, npz, textcorpus, voc
+from dlbench.harness.data import aclimdb, cifar10, coco, imagefolder, npz, textcorpus, voc
 from dlbench.harness.data.base import Dataset
 from dlbench.models.errors import UserError
 from dlbench.models.registry import USER_FAMILY, ModelSpec
@@ -32,6 +33,7 @@ FORMATS = {
     "cifar10": (cifar10.looks_like, cifar10.Cifar10),
     "aclimdb": (aclimdb.looks_like, aclimdb.AclImdb),
     "voc": (voc.looks_like, voc.Voc),
+    "coco": (coco.looks_like, coco.Coco),
     "imagefolder": (imagefolder.looks_like, imagefolder.ImageFolder),
 }
 NAMED = ("synthetic", "digits")
@@ -54,8 +56,8 @@ def parse(data: str) -> tuple[str, Path | None]:
         if looks_like(path):
             return fmt, path
     raise UserError(f"--data {data}: format not recognized (want an .npz, a .txt corpus, a "
-                    "CIFAR-10 binary directory, an aclImdb directory, a PASCAL VOC directory or "
-                    "class folders of images; or say FORMAT:PATH)")
+                    "CIFAR-10 binary directory, an aclImdb directory, a PASCAL VOC or COCO "
+                    "directory or class folders of images; or say FORMAT:PATH)")
 
 
 def canonical(data: str) -> str:

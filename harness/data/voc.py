@@ -63,47 +63,21 @@ def parse_annotation(xml_path: Path, source: str) -> tuple[np.ndarray, np.ndarra
     return np.asarray(boxes, np.float32).reshape(-1, 4), np.asarray(labels, np.int64)
 
 
-class Voc(Dataset):
-    format = "voc"
+class DetectionSet(Dataset):
+    """What the VOC and COCO readers share: ``self.items[role]`` lists (image path,
+    corner boxes as fractions, labels 1..K) per role ("train", "eval"); decoding,
+    flipping, normalizing and matching happen per step in ``_batch``."""
 
-    def __init__(self, spec: ModelSpec, path: Path):
+    def __init__(self, spec: ModelSpec, path: Path, classes: int):
         super().__init__(spec, path)
         source = self.describe_source()
         if spec.objective != "detection":
             raise UserError(f"{source}: detection data, but {spec.name} trains "
                             f"{spec.objective!r}")
         self.shape = image_input(spec, source)
-        self.check_classes(source, len(CLASSES) + 1)
-        if not looks_like(path):
-            raise UserError(f"{source}: want Annotations/, JPEGImages/ and ImageSets/Main/")
-        main = path / "ImageSets" / "Main"
-        train = next((s for s in SPLITS if (main / f"{s}.txt").is_file()), None)
-        if train is None:
-            raise UserError(f"{source}: no ImageSets/Main/trainval.txt or train.txt")
-        held = [s for s in ("test", "val") if (main / f"{s}.txt").is_file()
-                and not (s == "val" and train == "trainval")]
-        self.splits = {"train": train, **({"eval": held[0]} if held else {})}
-        self.eval_split = held[0] if held else None
+        self.check_classes(source, classes + 1)
+        self.splits: dict[str, str] = {}
         self.items: dict[str, list[tuple[Path, np.ndarray, np.ndarray]]] = {}
-
-    def no_eval_reason(self) -> str:
-        return "no ImageSets/Main/test.txt (or val.txt beside train.txt)"
-
-    def prepare(self) -> None:
-        """Read every listed annotation once, before the clock."""
-        source = self.describe_source()
-        for role, split in self.splits.items():
-            ids = (self.path / "ImageSets" / "Main" / f"{split}.txt").read_text().split()
-            items = []
-            for i in ids:
-                jpg = self.path / "JPEGImages" / f"{i}.jpg"
-                if not jpg.is_file():
-                    raise UserError(f"{source}: {split}.txt lists {i}, but {jpg} is missing")
-                items.append((jpg, *parse_annotation(self.path / "Annotations" / f"{i}.xml",
-                                                     source)))
-            if not items:
-                raise UserError(f"{source}: ImageSets/Main/{split}.txt lists no image")
-            self.items[role] = items
 
     def split_sizes(self) -> dict[str, int]:
         return {self.splits[r]: len(v) for r, v in self.items.items()}
@@ -150,3 +124,40 @@ class Voc(Dataset):
         items = self.items["eval"]
         for idx in ordered_indices(len(items), batch_size, limit):
             yield self._batch([items[i] for i in idx], None, layout)
+
+
+class Voc(DetectionSet):
+    format = "voc"
+
+    def __init__(self, spec: ModelSpec, path: Path):
+        super().__init__(spec, path, len(CLASSES))
+        source = self.describe_source()
+        if not looks_like(path):
+            raise UserError(f"{source}: want Annotations/, JPEGImages/ and ImageSets/Main/")
+        main = path / "ImageSets" / "Main"
+        train = next((s for s in SPLITS if (main / f"{s}.txt").is_file()), None)
+        if train is None:
+            raise UserError(f"{source}: no ImageSets/Main/trainval.txt or train.txt")
+        held = [s for s in ("test", "val") if (main / f"{s}.txt").is_file()
+                and not (s == "val" and train == "trainval")]
+        self.splits = {"train": train, **({"eval": held[0]} if held else {})}
+        self.eval_split = held[0] if held else None
+
+    def no_eval_reason(self) -> str:
+        return "no ImageSets/Main/test.txt (or val.txt beside train.txt)"
+
+    def prepare(self) -> None:
+        """Read every listed annotation once, before the clock."""
+        source = self.describe_source()
+        for role, split in self.splits.items():
+            ids = (self.path / "ImageSets" / "Main" / f"{split}.txt").read_text().split()
+            items = []
+            for i in ids:
+                jpg = self.path / "JPEGImages" / f"{i}.jpg"
+                if not jpg.is_file():
+                    raise UserError(f"{source}: {split}.txt lists {i}, but {jpg} is missing")
+                items.append((jpg, *parse_annotation(self.path / "Annotations" / f"{i}.xml",
+                                                     source)))
+            if not items:
+                raise UserError(f"{source}: ImageSets/Main/{split}.txt lists no image")
+            self.items[role] = items
