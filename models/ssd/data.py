@@ -2,10 +2,11 @@
 
 Each image is a dark noisy background with two or three axis-aligned
 rectangles, each filled with its class's colour plus noise, their sizes cycling
-through the prior scales of the six maps; the boxes are known exactly, so a detector's loss falls within a few steps (colour gives the class,
-the edges give the box).  Only ``ACTIVE_CLASSES`` colours are used, for the
-reason ``models.synthetic`` gives.  Matching against the priors
-(``boxes.targets``) happens here, before the clock.  A batch is
+through the prior scales of the six maps; the boxes are known exactly, so a
+detector's loss falls within a few steps (colour gives the class, the edges
+give the box).  Only ``ACTIVE_CLASSES`` colours are used, for the reason
+``models.synthetic`` gives.  Matching against the priors (``boxes.targets``)
+happens here, before the clock.  A batch is
 ``(images, (class targets (B, P) float32, box targets (B, P, 4) float32))``;
 the class targets are float so that both label arrays share one dtype (the
 sessions convert labels to one dtype per objective), and each loss casts them
