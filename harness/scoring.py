@@ -22,6 +22,13 @@ computed, never by how the score was summed: ``dlbench train --eval`` and
   (a CER counts insertions, so it can pass 1).
 * seq2seq (translation, teacher forced): cross-entropy per target token and token
   accuracy (arg-max equals the reference token), both over non-padding positions.
+* detection (SSD): the multibox training loss over the whole split (summed,
+  divided by the split's positive priors) and, as the accuracy, the share of
+  images whose single top detection (highest non-background softmax score over
+  every prior, its box decoded) names a ground-truth object's class with IoU >=
+  0.5 against that object's box; ``mean_top_iou`` is that IoU averaged over
+  images (0 for a wrong class).  The ground truth is read back from the
+  matched targets: every object owns at least its best prior.
 """
 from __future__ import annotations
 
@@ -248,9 +255,54 @@ class CharacterErrorTally:
                 "cer": cer, "exact_transcripts": self.exact, "samples": self.samples}
 
 
+@dataclass
+class DetectionTally:
+    """SSD: outputs (batch, priors, 4 + classes) raw heads, labels (class targets,
+    box targets) as ``models.ssd.data`` makes them."""
+    config: dict
+    loss_sum: float = 0.0
+    positives: int = 0
+    correct: int = 0
+    iou_sum: float = 0.0
+    samples: int = 0
+
+    def add(self, outputs, labels) -> None:
+        from dlbench.models.ssd import boxes
+
+        if isinstance(outputs, (tuple, list)):
+            (outputs,) = outputs
+        z = np.asarray(outputs, np.float64)
+        cls_t, loc_t = (np.asarray(a, np.float64) for a in labels)
+        total, pos = boxes.multibox_loss(z, cls_t, loc_t, self.config["neg_pos_ratio"])
+        self.loss_sum, self.positives = self.loss_sum + total, self.positives + pos
+        pri = boxes.priors_for(self.config).astype(np.float64)
+        var = self.config["variances"]
+        for zi, ci, li in zip(z, cls_t.astype(np.int64), loc_t):
+            probs = boxes.softmax(zi[:, 4:])[:, 1:]
+            best = np.unravel_index(np.argmax(probs), probs.shape)
+            box = boxes.decode(zi[best[0], :4], pri[best[0]], var)
+            own = ci == best[1] + 1                 # priors matched to objects of that class
+            truth = boxes.decode(li[own], pri[own], var)
+            top = float(boxes.iou(box[None], truth).max()) if own.any() else 0.0
+            self.correct += int(top >= 0.5)
+            self.iou_sum += top
+            self.samples += 1
+
+    def result(self) -> dict[str, float | int]:
+        if not self.samples:
+            raise RuntimeError("the held-out split gave no samples")
+        return {"loss": self.loss_sum / max(self.positives, 1),
+                "accuracy": self.correct / self.samples, "correct": self.correct,
+                "samples": self.samples, "mean_top_iou": self.iou_sum / self.samples}
+
+
+# Tallies that need the model's configuration (SSD's priors and loss settings).
+NEEDS_CONFIG = {"detection"}
+
+
 TALLIES = {"classification": Tally, "bert-pretraining": MaskedLMTally,
            "regression": SquaredErrorTally, "ctr": ClickTally,
-           "ctc": CharacterErrorTally, "seq2seq": TokenTally}
+           "ctc": CharacterErrorTally, "seq2seq": TokenTally, "detection": DetectionTally}
 
 
 # Objectives whose exported (inference) network is the trained one and whose held-out
@@ -258,14 +310,19 @@ TALLIES = {"classification": Tally, "bert-pretraining": MaskedLMTally,
 INFERENCE_TALLIES = ("ctc", "ctr", "seq2seq")
 
 
-def inference_tally(objective: str):
+def inference_tally(objective: str, spec=None):
     """The tally ``dlbench eval`` scores an artifact with: the objective's own where its
     inference network is what training built (CTC logits), else the classifier's."""
-    return TALLIES[objective]() if objective in INFERENCE_TALLIES else Tally()
+    return tally_for(objective, spec) if objective in INFERENCE_TALLIES else Tally()
 
 
-def tally_for(objective: str):
+def tally_for(objective: str, spec=None):
     try:
-        return TALLIES[objective]()
+        cls = TALLIES[objective]
     except KeyError:
         raise ValueError(f"no held-out score is defined for objective {objective!r}") from None
+    if objective in NEEDS_CONFIG:
+        if spec is None:
+            raise ValueError(f"the {objective} score needs the model's spec")
+        return cls(dict(spec.config))
+    return cls()

@@ -35,6 +35,7 @@ OBJECTIVES: dict[str, str | None] = {
     "ctr": None,                        # click-through rate: 2-logit cross-entropy, scored by AUC
     "ctc": None,                        # CTC on per-frame character logits (DeepSpeech2)
     "seq2seq": None,                    # per-position cross-entropy, padding (id 0) ignored
+    "detection": None,                  # SSD's multibox loss on the raw heads (models.ssd)
 }
 # Objective -> "module:function(framework, spec, trained)" that turns the
 # trained network into the inference (classification) one.  A checkpoint holds
@@ -51,6 +52,7 @@ SYNTHETIC_DATA: dict[str, str] = {
     "ctr": "dlbench.models.din.data:ctr_batches",
     "ctc": "dlbench.models.deepspeech2.data:ctc_batches",
     "seq2seq": "dlbench.models.gnmt.data:seq2seq_batches",
+    "detection": "dlbench.models.ssd.data:detection_batches",
 }
 
 
@@ -203,7 +205,7 @@ _LOADED = False
 # Modules whose import registers models.  Adding a family = adding it here.
 _FAMILIES = ("dlbench.models.resnet", "dlbench.models.googlenet", "dlbench.models.lstm", "dlbench.models.bert", "dlbench.models.lenet",
              "dlbench.models.vgg", "dlbench.models.densenet", "dlbench.models.din",
-             "dlbench.models.deepspeech2", "dlbench.models.gnmt")
+             "dlbench.models.deepspeech2", "dlbench.models.gnmt", "dlbench.models.ssd")
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:

@@ -14,7 +14,8 @@ seed drives everything; the same seed gives the same bytes.
 Token models get the same treatment (``token_batches``: each class has its
 own words); BERT pre-training batches come from
 ``models.bert.data.bert_pretraining_batches`` (a Zipf-weighted Markov corpus,
-masked as BERT does); ``batches`` picks by objective and input type.
+masked as BERT does), SSD's detection batches from ``models.ssd.data`` (image
+objectives also take the layout); ``batches`` picks by objective and input type.
 """
 from __future__ import annotations
 

@@ -98,6 +98,7 @@ def test_two_training_steps_move_every_weight_and_statistic(name, framework):
     session_cls = importlib.import_module(f"dlbench.harness.training.{framework}").Session
     cfg = TrainConfig(model=name, framework=framework, batch_size=4, steps=2, warmup_steps=0,
                       learning_rate=spec.default_lr)
+    # The objective's own batches (SSD's matched detection targets; images for classifiers).
     session = session_cls(spec, cfg, synthetic.batches(spec, 4, 2, seed=0,
                                                        layout=session_cls.layout))
     export = importlib.import_module(f"dlbench.models.weights.{framework}").export_weights

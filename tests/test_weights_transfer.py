@@ -27,8 +27,10 @@ FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 # bidirectional LSTMs with summed directions, a dense layer at every frame.
 # gnmt-mini: LSTMs in both directions, the attention's dense layers on 3-D and 4-D
 # inputs, a padded source; gnmt-mini-greedy: its arg-max fed back for 12 steps.
+# ssd300-mini: both raw heads of every prior, the L2Norm scale, dilated and padded convs.
 MODELS = ("googlenet-mini", "resnet50-mini", "lenet5", "lstm-tiny", "vgg16-mini",
-          "densenet121-mini", "din-mini", "deepspeech2-mini", "gnmt-mini", "gnmt-mini-greedy")
+          "densenet121-mini", "din-mini", "deepspeech2-mini", "gnmt-mini", "gnmt-mini-greedy",
+          "ssd300-mini")
 # Max |difference| allowed, relative to the logits' largest magnitude: fp32
 # rounding through ~60 layers measured at most ~1e-6 of the scale here (32
 # recurrent steps of lstm-tiny: ~1e-7).
@@ -58,6 +60,15 @@ def transferred(tmp_path_factory):
     return directory
 
 
+def _output_shape(model: str) -> tuple[int, ...]:
+    """Per sample: (classes,), or the family's own (SSD: (priors, 4 + classes))."""
+    import importlib
+
+    spec = get_model(model)
+    own = getattr(importlib.import_module(f"dlbench.models.{spec.family}"), "output_shape", None)
+    return tuple(own(spec.config)) if own else (spec.num_classes,)
+
+
 CASES = [pytest.param(m, s, t, id=f"{m}-{s}-to-{t}")
          for m in MODELS for s in FRAMEWORKS for t in FRAMEWORKS if s != t]
 
@@ -67,10 +78,7 @@ def test_imported_weights_reproduce_the_source_logits(transferred, model, source
     ref = np.load(transferred / f"{model}.{source}.out.npz")
     got = np.load(transferred / f"{model}.{source}-{target}.out.npz")
     logits = ref["logits"]
-    # (batch, classes), or (batch, frames|steps, classes) for per-frame (DeepSpeech2) or
-    # per-position (translation) logits.
-    assert logits.shape == got["logits"].shape and logits.shape[0] == 4
-    assert logits.shape[-1] == get_model(model).num_classes
+    assert logits.shape == got["logits"].shape == (4, *_output_shape(model))
     scale = float(np.abs(logits).max())
     bound = ATOL + RTOL * scale
     # The inputs must tell samples apart, or equal logits would prove little.

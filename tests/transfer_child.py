@@ -52,6 +52,8 @@ def perturb(weights: dict, seed: int) -> dict:
         if layer in bn:
             lo, hi = {"weight": (0.5, 1.5), "running_var": (0.5, 2.0)}.get(suffix, (-0.3, 0.3))
             out[key] = rng.uniform(lo, hi, value.shape).astype(np.float32)
+        elif key.endswith("_norm.weight"):      # SSD's L2Norm scale: 20 in every channel
+            out[key] = rng.uniform(10.0, 30.0, value.shape).astype(np.float32)
         elif suffix == "bias":
             span = 0.1 * _gain(weights.get(f"{layer}.weight"))
             out[key] = rng.uniform(-span, span, value.shape).astype(np.float32)

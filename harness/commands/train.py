@@ -49,7 +49,7 @@ def add_arguments(p) -> None:
                         "test_batch.bin; an aclImdb directory (train/{pos,neg}/*.txt, test/); "
                         "an image-folder directory (ROOT/train/<class>/*.JPEG + optional "
                         "ROOT/val/, or ROOT/<class>/*.jpg). FORMAT:PATH forces a reader "
-                        "(cifar10, imagefolder, aclimdb, text, npz). Real data is read per "
+                        "(cifar10, imagefolder, aclimdb, voc, coco, text, npz). Real data is read per "
                         "step; its time is reported as data time, apart from the step")
     p.add_argument("--eval", action="store_true",
                    help="after training, held-out loss and top-1 accuracy in inference mode "

@@ -4,13 +4,16 @@ The rule for ``--data VALUE`` (also in ``dlbench train --help``):
   * ``synthetic`` (default) -- generated before the clock (``models.synthetic``);
   * ``digits`` -- scikit-learn's bundled 8x8 digits, no download (``digits``);
   * ``FORMAT:PATH`` -- force a reader: ``cifar10``, ``imagefolder``, ``aclimdb``,
-    ``text``, ``parallel``, ``ctr``, ``librispeech`` or ``npz``;
+    ``text``, ``parallel``, ``ctr``, ``librispeech``, ``voc``, ``coco`` or ``npz``;
   * otherwise PATH, detected in this order: a ``.npz`` file -> npz; a file
     ``train.XX`` with one ``train.YY`` beside it -> parallel (translation
     source and target); a ``.txt`` file -> text (BERT pre-training corpus); a directory with
     ``data_batch_*.bin`` (or ``cifar-10-batches-bin/`` holding them) -> cifar10;
     one with ``train/pos`` and ``train/neg`` -> aclimdb; one with
-    ``local_train_splitByUser`` -> ctr (DIN's click logs); one with class
+    ``local_train_splitByUser`` -> ctr (DIN's click logs); one with
+    ``Annotations/``, ``JPEGImages/`` and ``ImageSets/Main/`` -> voc; one with
+    ``annotations/instances_train*.json`` -> coco (both detection, for SSD, and
+    before imagefolder, which would take their image folders for classes); one with class
     sub-folders of images (under ``train/`` or directly) -> imagefolder; one with
     ``*.trans.txt`` transcripts beside .wav files -> librispeech (DeepSpeech2).
 Nothing is ever downloaded: PATH is data the user already has.  A user's own
@@ -21,8 +24,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlbench.harness.data import (aclimdb, cifar10, ctr, imagefolder, librispeech, npz,
-                                  parallel, textcorpus)
+from dlbench.harness.data import (aclimdb, cifar10, coco, ctr, imagefolder, librispeech, npz,
+                                  parallel, textcorpus, voc)
 from dlbench.harness.data.base import Dataset
 from dlbench.models.errors import UserError
 from dlbench.models.registry import USER_FAMILY, ModelSpec
@@ -35,6 +38,8 @@ FORMATS = {
     "cifar10": (cifar10.looks_like, cifar10.Cifar10),
     "aclimdb": (aclimdb.looks_like, aclimdb.AclImdb),
     "ctr": (ctr.looks_like, ctr.ClickLog),
+    "voc": (voc.looks_like, voc.Voc),
+    "coco": (coco.looks_like, coco.Coco),
     "imagefolder": (imagefolder.looks_like, imagefolder.ImageFolder),
     # Last: its look searches a few folder levels for transcripts.
     "librispeech": (librispeech.looks_like, librispeech.LibriSpeech),
@@ -60,8 +65,9 @@ def parse(data: str) -> tuple[str, Path | None]:
             return fmt, path
     raise UserError(f"--data {data}: format not recognized (want an .npz, a train.XX/train.YY "
                     "parallel pair, a .txt corpus, a CIFAR-10 binary directory, an aclImdb "
-                    "directory, DIN click logs (local_train_splitByUser), LibriSpeech-style "
-                    "wav + .trans.txt folders or class folders of images; or say FORMAT:PATH)")
+                    "directory, DIN click logs (local_train_splitByUser), a PASCAL VOC or COCO "
+                    "directory, LibriSpeech-style wav + .trans.txt folders or class folders of "
+                    "images; or say FORMAT:PATH)")
 
 
 def canonical(data: str) -> str:

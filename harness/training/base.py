@@ -117,7 +117,7 @@ class TrainSession(ABC):
         from dlbench.harness.scoring import tally_for
         from dlbench.harness.training.objectives import labels_of
 
-        tally = tally_for(self.spec.objective)
+        tally = tally_for(self.spec.objective, self.spec)
         for outputs, labels in self.eval_outputs(batches):
             tally.add(outputs, labels_of(self.spec, labels))
         return tally.result()

@@ -51,6 +51,11 @@ LOSSES: dict[str, dict[str, str]] = {
         "tensorflow": "dlbench.models.gnmt.keras:seq2seq_loss",
         "mindspore": "dlbench.models.gnmt.mindspore:Seq2SeqLoss",
     },
+    "detection": {
+        "pytorch": "dlbench.models.ssd.torch:detection_loss",
+        "tensorflow": "dlbench.models.ssd.keras:detection_loss",
+        "mindspore": "dlbench.models.ssd.mindspore:DetectionLoss",
+    },
     "regression": {
         "pytorch": "dlbench.harness.training.pytorch:regression_loss",
         "tensorflow": "dlbench.harness.training.tensorflow:regression_loss",
@@ -80,9 +85,12 @@ LABELS: dict[str, tuple[str, ...] | None] = {
     # Padded transcripts, their lengths, and each utterance's frames after the conv strides.
     "ctc": ("transcripts", "transcript_lengths", "output_frames"),
     "seq2seq": None,
+    "detection": ("class_targets", "box_targets"),
 }
 # The labels' numpy dtype where they are not class indices (the sessions' int64/int32).
-LABEL_DTYPES: dict[str, str] = {"regression": "float32"}
+# Detection's class targets travel as float32 beside its box targets (one dtype per
+# objective); its losses cast them back to integers.
+LABEL_DTYPES: dict[str, str] = {"regression": "float32", "detection": "float32"}
 
 
 def label_dtype(objective: str, integer: str) -> str:

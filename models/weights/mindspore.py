@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
 from dlbench.models.bert.mindspore import TiedDecoder as BertTiedDecoder  # noqa: E402
+from dlbench.models.ssd.mindspore import L2Norm as SsdL2Norm  # noqa: E402
 from dlbench.models.weights.rules import (Param, Rule, export_layers, import_layers,  # noqa: E402
                                   ruled_layers, simple)
 
@@ -69,6 +70,8 @@ RULES: dict[type, Rule] = {
     nn.PReLU: simple(("weight", "w")),               # slopes, one per unit (DIN)
     # BERT's masked-LM decoder owns only its bias; its weight is the word embeddings'.
     BertTiedDecoder: simple(("bias", "bias")),
+    # SSD's conv4_3 L2 normalization: one learned scale per channel.
+    SsdL2Norm: simple(("weight", "weight")),
 }
 
 

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from dlbench.models.bert.torch import TiedDecoder as BertTiedDecoder
+from dlbench.models.ssd.torch import L2Norm as SsdL2Norm
 from dlbench.models.weights.rules import Param, Rule, export_layers, import_layers, ruled_layers, simple
 
 _NOT_WEIGHTS = {"num_batches_tracked"}       # a BN step counter, not part of the function
@@ -51,6 +52,8 @@ RULES: dict[type, Rule] = {
     nn.PReLU: simple(("weight", "weight")),          # slopes, one per unit (DIN)
     # BERT's masked-LM decoder owns only its bias; its weight is the word embeddings'.
     BertTiedDecoder: simple(("bias", "bias")),
+    # SSD's conv4_3 L2 normalization: one learned scale per channel.
+    SsdL2Norm: simple(("weight", "weight")),
 }
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from dlbench.models.bert.keras import Bias as BertBias
 from dlbench.models.din.keras import PReLU as DinPReLU
+from dlbench.models.ssd.keras import L2Norm as SsdL2Norm
 from dlbench.models.weights import WeightMismatch
 from dlbench.models.weights.rules import (Param, Rule, export_layers, import_layers, ruled_layers,
                                   simple, transpose as _t)
@@ -95,6 +96,8 @@ RULES: dict[type, Rule] = {
     DinPReLU: simple(("weight", "alpha")),
     # BERT's masked-LM decoder bias (its weight is the word embeddings').
     BertBias: simple(("bias", "bias")),
+    # SSD's conv4_3 L2 normalization: one learned scale per channel.
+    SsdL2Norm: simple(("weight", "gamma")),
 }
 
 
