@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.models.registry import OBJECTIVES, SYNTHETIC_DATA, ModelSpec, resolve_entry
+from dlbench.models.registry import SYNTHETIC_DATA, ModelSpec, resolve_entry
 
 PATTERN_RES = 8      # side of the per-class pattern before upsampling
 NOISE = 0.5
@@ -171,18 +171,21 @@ def _in_layout(x: Any, layout: str) -> Any:
     return type(x)(_in_layout(a, layout) for a in x)
 
 
+# Objectives whose inference inputs only their own synthetic data can make: DIN's four id
+# inputs differ in shape and range, which ``token_batches`` does not know.
+OWN_SAMPLE_INPUTS = ("ctr",)
+
+
 def sample_inputs(spec: ModelSpec, batch_size: int, seed: int = 0,
                   layout: str = "NCHW") -> tuple[np.ndarray, ...]:
     """One batch of the classification network's inputs, as a tuple in
     ``spec.inputs`` order (for tests, verification and probes).  An objective
-    that trains the inference network itself and has its own synthetic data
-    (DIN's click logs, DeepSpeech2's spectrograms) gives that data's inputs: DIN's
-    several id inputs have their own shapes and ranges, which ``token_batches``
-    does not know."""
-    if OBJECTIVES.get(spec.objective, "") is None and spec.objective in SYNTHETIC_DATA:
+    in ``OWN_SAMPLE_INPUTS`` gives its own synthetic data's inputs.  Others are made
+    from ``spec.inputs``, which is what an inference network takes (a greedy decoder
+    takes the source alone, where its training data would hold two inputs)."""
+    if spec.objective in OWN_SAMPLE_INPUTS:
         (x, _), = resolve_entry(SYNTHETIC_DATA[spec.objective])(spec, batch_size, 1, seed)
-        x = _in_layout(x, layout)
-        return x if isinstance(x, tuple) else (x,)
+        return x
     if spec.token_inputs:
         return token_batches(spec, batch_size, 1, seed)[0][0]
     return (image_batches(spec, batch_size, 1, seed, layout)[0][0],)

@@ -317,6 +317,8 @@ def forward_macs(model: nn.Cell, spec: ModelSpec, inputs=None) -> int:
     hooks fire only in PyNative mode, so the mode is switched for the probe
     and restored after.
     """
+    from dlbench.models.counting.mindspore import trace
+
     if inputs is None:
         inputs = example_inputs(spec.config, 1)
     macs = []
@@ -335,16 +337,7 @@ def forward_macs(model: nn.Cell, spec: ModelSpec, inputs=None) -> int:
     hooks = {nn.Dense: dense_hook, ScaledDotProduct: attention_hook, TiedDecoder: decoder_hook}
     handles = [cell.register_forward_hook(hook) for _, cell in model.cells_and_names()
                for kind, hook in hooks.items() if isinstance(cell, kind)]
-    mode, was_training = ms.get_context("mode"), model.training
-    try:
-        ms.set_context(mode=ms.PYNATIVE_MODE)
-        model.set_train(False)
-        model(*[ms.Tensor(a) for a in inputs])
-    finally:
-        for h in handles:
-            h.remove()
-        model.set_train(was_training)
-        ms.set_context(mode=mode)
+    trace(model, handles, list(inputs))
     return int(sum(macs)) // int(inputs[0].shape[0])
 
 

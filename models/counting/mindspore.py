@@ -65,17 +65,28 @@ def forward_macs(model: nn.Cell, spec: ModelSpec) -> int:
             handles.append(cell.register_forward_hook(dense_hook))
         elif isinstance(cell, nn.LSTM):
             handles.append(cell.register_forward_hook(lstm_hook))
+    trace(model, handles, one_sample(spec))
+    return int(sum(macs))
+
+
+def one_sample(spec: ModelSpec, fill: int = 0) -> list[np.ndarray]:
+    """A batch of one, every input filled with ``fill`` in its own dtype (0: a valid token
+    id as well as an image)."""
+    return [np.full((1, *i.shape), fill, i.dtype if i.dtype.startswith("int") else np.float32)
+            for i in spec.inputs]
+
+
+def trace(model: nn.Cell, handles: list, inputs: list[np.ndarray]) -> None:
+    """One forward of ``model`` on ``inputs`` for its forward hooks to count: in PyNative
+    mode (hooks fire only there) and inference mode (batch-norm statistics stay put);
+    the hooks are removed and the mode and training flag restored after."""
     mode, was_training = ms.get_context("mode"), model.training
     try:
         ms.set_context(mode=ms.PYNATIVE_MODE)
         model.set_train(False)
-        # Zeros of each input's own dtype: a valid token id as well as an image.
-        xs = [ms.Tensor(np.zeros((1,) + tuple(i.shape), i.dtype if i.dtype.startswith("int")
-                                 else np.float32)) for i in spec.inputs]
-        model(*xs)
+        model(*[ms.Tensor(a) for a in inputs])
     finally:
         for h in handles:
             h.remove()
         model.set_train(was_training)
         ms.set_context(mode=mode)
-    return int(sum(macs))

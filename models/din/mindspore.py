@@ -17,7 +17,6 @@ import os
 
 os.environ.setdefault("GLOG_v", "3")
 
-import numpy as np  # noqa: E402
 import mindspore as ms  # noqa: E402
 from mindspore import nn, ops  # noqa: E402
 from mindspore.common.initializer import Normal, Uniform  # noqa: E402
@@ -82,27 +81,3 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides) -> DIN:
     if seed is not None:
         ms.set_seed(seed)
     return DIN(cfg)
-
-
-def forward_macs(model: nn.Cell, spec: ModelSpec) -> int:
-    """Dense multiply-adds of one sample, each dense layer counted once per position it
-    runs at (the attention's at every behaviour), read from a traced batch-1 forward
-    (the generic MindSpore counter counts a dense layer once)."""
-    macs = []
-
-    def dense_hook(cell, _args, out):
-        macs.append(int(np.prod(out.shape[1:-1])) * cell.in_channels * cell.out_channels)
-
-    handles = [cell.register_forward_hook(dense_hook) for _, cell in model.cells_and_names()
-               if isinstance(cell, nn.Dense)]
-    mode, was_training = ms.get_context("mode"), model.training
-    try:
-        ms.set_context(mode=ms.PYNATIVE_MODE)
-        model.set_train(False)
-        model(*[ms.Tensor(np.ones((1, *i.shape), i.dtype)) for i in spec.inputs])
-    finally:
-        for h in handles:
-            h.remove()
-        model.set_train(was_training)
-        ms.set_context(mode=mode)
-    return int(sum(macs))

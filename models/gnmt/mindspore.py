@@ -129,6 +129,8 @@ def forward_macs(model: GNMT, spec: ModelSpec) -> int:
     """Multiply-adds of one sample, from hooks on every LSTM and dense layer (at the
     shapes they produce; a greedy network counts each step) and the attention's
     context product; a PyNative batch-1 forward, the mode restored after."""
+    from dlbench.models.counting.mindspore import one_sample, trace
+
     macs = []
 
     def lstm_hook(cell, _args, out):
@@ -149,16 +151,7 @@ def forward_macs(model: GNMT, spec: ModelSpec) -> int:
             handles.append(cell.register_forward_hook(lstm_hook))
         elif isinstance(cell, SeqDense):
             handles.append(cell.register_forward_hook(dense_hook))
-    mode, was_training = ms.get_context("mode"), model.training
-    try:
-        ms.set_context(mode=ms.PYNATIVE_MODE)
-        model.set_train(False)
-        model(*[ms.Tensor(np.full((1, *i.shape), 5, np.int32)) for i in spec.inputs])
-    finally:
-        for h in handles:
-            h.remove()
-        model.set_train(was_training)
-        ms.set_context(mode=mode)
+    trace(model, handles, one_sample(spec, fill=5))
     return int(sum(macs))
 
 
