@@ -68,9 +68,18 @@ def test_one_and_two_devices_record_every_rank(cli, workdir, framework):
     assert pair["baseline"]["throughput_sps"] == one["throughput_sps"]
 
 
+# dlbench as a terminal starts it: with Ctrl-C's default action.  A suite started in the
+# background of a non-interactive shell (`make test &`) hands every child SIGINT ignored,
+# and Python then installs no KeyboardInterrupt handler, so the Ctrl-C test would
+# interrupt nothing.
+_INTERRUPTIBLE = ("import runpy, signal, sys; signal.signal(signal.SIGINT, "
+                  "signal.default_int_handler); sys.argv[0] = 'dlbench'; "
+                  "runpy.run_module('dlbench.harness', run_name='__main__')")
+
+
 def _start(workdir, *args, db=None):
     env = dict(os.environ, **({"DLBENCH_DB": str(db)} if db else {}))
-    return subprocess.Popen([sys.executable, "-m", "dlbench.harness", *args],
+    return subprocess.Popen([sys.executable, "-c", _INTERRUPTIBLE, *args],
                             cwd=workdir, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
