@@ -39,11 +39,15 @@ def main() -> int:
     p.add_argument("--frameworks", default="pytorch,mindspore",
                    help="baseline first (default pytorch,mindspore); tensorflow works too")
     p.add_argument("--steps", type=int, default=10, help="measured steps per run (default 10)")
+    p.add_argument("--batch-size", action="append", default=[], metavar="MODEL=N",
+                   help="training batch of a model (default: the paper's for its three, "
+                        "32 for others)")
     p.add_argument("--warmup-steps", type=int, default=2)
     p.add_argument("--eval-samples", type=int, default=256)
     p.add_argument("--db", default=None, help="keep the records here (default: a temp file)")
     a = p.parse_args()
     batches = dict(DEFAULTS)
+    batches.update((m, int(n)) for m, _, n in (b.partition("=") for b in a.batch_size))
     baseline, *others = a.frameworks.split(",")
     with tempfile.TemporaryDirectory(prefix="dlbench-table2-") as tmp:
         env = dict(os.environ, DLBENCH_DB=a.db or str(Path(tmp, "table2.sqlite")))

@@ -70,8 +70,8 @@ def test_mismatched_weights_are_refused_and_nothing_is_written(mini, damage, mes
 
 
 def test_a_weighted_layer_without_a_rule_is_an_error():
-    net = nn.Sequential(nn.Linear(2, 3), nn.PReLU())
-    with pytest.raises(canonical.WeightMismatch, match="no pytorch weight rule.*PReLU"):
+    net = nn.Sequential(nn.Linear(2, 3), nn.Bilinear(3, 3, 2))
+    with pytest.raises(canonical.WeightMismatch, match="no pytorch weight rule.*Bilinear"):
         export_weights(net)
 
 

@@ -33,7 +33,7 @@ def _lstm_macs(module: nn.LSTM, output) -> int:
     return steps * total
 
 
-def _layer_macs(module: nn.Module, output: torch.Tensor) -> int:
+def layer_macs(module: nn.Module, output: torch.Tensor) -> int:
     """MACs for one sample (the probe batch has size 1)."""
     if isinstance(module, nn.LSTM):
         return _lstm_macs(module, output)
@@ -56,7 +56,7 @@ def forward_macs(model: nn.Module, spec: ModelSpec) -> int:
 
     def hook(module, _inputs, output):
         nonlocal total
-        total += _layer_macs(module, output)
+        total += layer_macs(module, output)
 
     handles = [m.register_forward_hook(hook) for m in model.modules()
                if isinstance(m, (nn.Conv2d, nn.Linear, nn.LSTM))]

@@ -98,13 +98,13 @@ def forward_macs(model: GNMT, spec: ModelSpec) -> int:
     """Multiply-adds of one sample, measured: hooks on every LSTM and linear layer read
     the shapes they really produce, and the attention's context product is read off its
     query and values; a greedy network runs its steps one by one and each counts."""
-    from dlbench.models.counting.pytorch import _layer_macs
+    from dlbench.models.counting.pytorch import layer_macs
 
     total = 0
 
     def layer(module, _inputs, output):
         nonlocal total
-        total += _layer_macs(module, output)
+        total += layer_macs(module, output)
 
     def context(_module, inputs, _output):
         nonlocal total
