@@ -197,3 +197,17 @@ def test_bad_checkpoints_are_one_line_and_exit_2(cli, workdir, minis):
     if not is_installed("onnxscript"):
         _one_line(cli("export", str(ck), "--exporter", "dynamo"), "needs onnxscript")
     assert not list(ck.glob(".*partial"))
+
+
+def test_model_given_overrides_a_manifests(tmp_path):
+    """`export RUN_DIR --model gnmt-mini-greedy` exports the greedy decoder, not the
+    teacher-forced network the manifest says trained (it was silently ignored)."""
+    from dlbench.models.native import checkpoint_manifest
+
+    (tmp_path / "model.pt").write_bytes(b"")
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"model": "gnmt-mini", "framework": "pytorch", "checkpoint": "model.pt"}))
+    _, as_trained = checkpoint_manifest(tmp_path)
+    assert as_trained["model"] == "gnmt-mini" and "trained_as" not in as_trained
+    _, asked = checkpoint_manifest(tmp_path, None, "gnmt-mini-greedy")
+    assert asked["model"] == "gnmt-mini-greedy" and asked["trained_as"] == "gnmt-mini"

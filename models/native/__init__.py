@@ -38,7 +38,9 @@ def checkpoint_manifest(path: str | Path, framework: str | None = None,
     """(checkpoint file, manifest) for a manifest, a run directory or a bare checkpoint.
 
     A bare checkpoint a user brings needs ``model`` (a zoo architecture); the
-    framework follows from the suffix unless given.
+    framework follows from the suffix unless given.  A given ``model`` also overrides
+    a manifest's: silently exporting the architecture it trained as would hand the user
+    a different network than the one asked for.
     """
     path = Path(path)
     if not path.exists():
@@ -56,6 +58,10 @@ def checkpoint_manifest(path: str | Path, framework: str | None = None,
             raise UserError(f"{path}: not a dlbench checkpoint manifest ({exc})") from None
         if not checkpoint.is_file():
             raise UserError(f"{path}: its checkpoint {checkpoint.name} is missing")
+        if model is not None and model != manifest["model"]:
+            # The user's --model wins over what trained it (a teacher-forced GNMT checkpoint
+            # into its greedy decoder); weights that do not fit fail the load, by name.
+            manifest = {**manifest, "model": model, "trained_as": manifest["model"]}
         return checkpoint, manifest
     framework = framework or SUFFIXES.get(path.suffix)
     if framework is None:
