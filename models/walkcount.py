@@ -44,3 +44,16 @@ def multiply_adds(ops: Iterable[tuple]) -> int:
         elif op[0] == "fc":
             total += op[1] * op[2]
     return total
+
+
+def lstm_parameters(cin: int, hidden: int) -> int:
+    """One LSTM layer and direction: four gates' input and recurrent weights and one
+    trainable bias per gate set (the zoo's convention; PyTorch's and MindSpore's second
+    bias is frozen at zero)."""
+    return 4 * hidden * (cin + hidden) + 4 * hidden
+
+
+def lstm_multiply_adds(cin: int, hidden: int, steps: int) -> int:
+    """One LSTM layer and direction over ``steps``: its gate matrix products (the gate
+    nonlinearities and element-wise products are left out, as for the CNNs' BN and ReLU)."""
+    return steps * 4 * hidden * (cin + hidden)

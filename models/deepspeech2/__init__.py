@@ -58,6 +58,7 @@ are left out, as the other families leave out element-wise work.
 """
 from __future__ import annotations
 
+from dlbench.models import walkcount
 from dlbench.models.registry import InputSpec, ModelSpec, RunDefaults, register_model
 
 BUILDERS = {
@@ -126,7 +127,7 @@ def parameter_count(spec: ModelSpec) -> int:
             total += 2 * op[1]
         elif op[0] == "lstm":
             _, _, _, cin, hidden, _ = op
-            total += 4 * hidden * (cin + hidden) + 4 * hidden     # one trainable bias
+            total += walkcount.lstm_parameters(cin, hidden)
         else:
             total += op[1] * op[2] + op[2]
     return total
@@ -140,7 +141,7 @@ def multiply_adds(spec: ModelSpec) -> int:
             total += f * t * kf * kt * cin * cout
         elif op[0] == "lstm":
             _, _, _, cin, hidden, steps = op
-            total += steps * 4 * hidden * (cin + hidden)
+            total += walkcount.lstm_multiply_adds(cin, hidden, steps)
         elif op[0] == "fc":
             total += op[1] * op[2] * op[3]
     return total

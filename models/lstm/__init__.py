@@ -42,6 +42,7 @@ out, as the ResNet count leaves out BN and ReLU; the embedding is a lookup.
 """
 from __future__ import annotations
 
+from dlbench.models import walkcount
 from dlbench.models.registry import InputSpec, ModelSpec, RunDefaults, register_model
 
 BUILDERS = {
@@ -74,7 +75,7 @@ def parameter_count(spec: ModelSpec) -> int:
             total += op[1] * op[2]
         elif op[0] == "lstm":
             _, _, _, cin, hidden, _ = op
-            total += 4 * hidden * (cin + hidden) + 4 * hidden      # one trainable bias
+            total += walkcount.lstm_parameters(cin, hidden)
         else:
             total += op[1] * op[2] + op[2]
     return total
@@ -85,7 +86,7 @@ def multiply_adds(spec: ModelSpec) -> int:
     for op in walk(spec.config):
         if op[0] == "lstm":
             _, _, _, cin, hidden, steps = op
-            total += steps * 4 * hidden * (cin + hidden)
+            total += walkcount.lstm_multiply_adds(cin, hidden, steps)
         elif op[0] == "fc":
             total += op[1] * op[2]
     return total
