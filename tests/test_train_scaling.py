@@ -20,6 +20,7 @@ import pytest
 from clitools import assert_usage_error
 from dlbench.harness.tables import scaling_table
 from dlbench.harness.training import gather, scaling
+from dlbench.models.errors import UserError
 
 STEPS = 3
 BATCH = 16
@@ -111,8 +112,11 @@ def test_a_failed_rank_fails_its_cell_kills_its_peers_and_the_sweep_goes_on(work
     """A rank killed mid-run (crash) or stopped (hang): the cell fails with the reason,
     no rank outlives it, and the next cell of the sweep still runs."""
     # Long enough for the fault to land mid-run, short enough for the one-device cell to
-    # finish well inside the hang's timeout on a loaded machine.
+    # finish well inside the hang's timeout on a loaded machine.  One thread per rank: the
+    # one-device cell would otherwise run two OpenMP threads on two busy cores, whose
+    # spinning barriers made it 28x slower under load (54 s, past the timeout, in CI).
     proc = _start(workdir, "train", "lenet5", "-f", "pytorch", "--devices", "2,1",
+                  "--threads", "1",
                   "--steps", "600", "--warmup-steps", "1", "--batch-size", "8",
                   "--timeout", "60" if fault == "hang" else "300", "--json", "dp.json")
     victim = _wait_for_rank(1)
@@ -151,19 +155,31 @@ def test_ctrl_c_ends_the_launcher_and_its_ranks(workdir):
     assert not _rank_processes(), "a rank outlived an interrupted dlbench"
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def test_chosen_ports_are_free_distinct_and_below_the_ephemeral_range():
+    """A rendezvous port inside the ephemeral range can be taken by anyone's outgoing
+    connection before the launcher binds it; a taken candidate is skipped."""
+    low = scaling._ephemeral_low()
+    ports = scaling.free_ports(3)
+    assert len(set(ports)) == 3 and all(scaling.PORT_FLOOR <= p < low for p in ports)
+    with socket.socket() as held:
+        held.bind((scaling.LOOPBACK, ports[0]))
+
+        class Fixed:
+            def sample(self, population, k):
+                return [ports[0], ports[1]]
+        assert scaling.free_ports(1, Fixed()) == [ports[1]]
+        with pytest.raises(UserError, match="free ports"):
+            scaling.free_ports(2, Fixed())
 
 
 def test_two_nodes_on_loopback_make_one_record(workdir):
     """Two dlbench processes as two nodes of one device each: node 0 stores the cell,
     with both ranks; node 1 stores nothing and says so."""
-    port = _free_port()
+    port = scaling.free_port()
     common = ("train", "lenet5", "-f", "pytorch", "--devices", "1", "--nodes", "2",
               "--master-addr", "127.0.0.1", "--master-port", str(port), "--steps", str(STEPS),
-              "--warmup-steps", "1", "--batch-size", str(BATCH), "--timeout", "300")
+              "--warmup-steps", "1", "--batch-size", str(BATCH), "--timeout", "300",
+              "--threads", "1")
     (workdir / "n1").mkdir()
     node1_db = workdir / "n1" / "results.sqlite"
     node1 = _start(workdir / "n1", *common, "--node-rank", "1", db=node1_db)

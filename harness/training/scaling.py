@@ -19,6 +19,7 @@ global batch.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import sys
@@ -36,6 +37,8 @@ NOTE = ("one device = one process; on a CPU each is pinned to its share of the c
         "Throughput = global samples / (latest rank's window end - earliest rank's start). "
         "Each rank trains on its own seeded data.")
 LOOPBACK = "127.0.0.1"
+# Chosen ports start here: above the well-known and most registered services' ports.
+PORT_FLOOR = 20000
 # How long the frameworks wait for every rank to join: a missing node should fail the cell
 # well inside a user's --timeout, not after MindSpore's default 600 s.
 JOIN_TIMEOUT_S = 300
@@ -112,17 +115,43 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports no one listens on now (held open together until all are
-    chosen, so the kernel cannot hand out one twice)."""
-    socks = [socket.socket() for _ in range(n)]
+def free_ports(n: int, rng: random.Random | None = None) -> list[int]:
+    """``n`` distinct ports no one listens on now, below the kernel's ephemeral range.
+
+    A port the kernel handed out for binding (port 0) is an ephemeral one: until the
+    launcher binds it, any process's outgoing connection may take it as its local port,
+    and a rendezvous client retrying against it before its server listens can connect to
+    itself (TCP simultaneous open), a hang with nothing in the log.  Ports below the
+    range are never handed out that way.  They are held open together until all are
+    chosen, so none is chosen twice."""
+    rng = rng or random.Random()
+    low = _ephemeral_low()
+    socks: list[socket.socket] = []
     try:
-        for s in socks:
-            s.bind((LOOPBACK, 0))
-        return [s.getsockname()[1] for s in socks]
+        for candidate in rng.sample(range(PORT_FLOOR, low), min(low - PORT_FLOOR, 4096)):
+            s = socket.socket()
+            try:
+                s.bind((LOOPBACK, candidate))
+            except OSError:
+                s.close()
+                continue
+            socks.append(s)
+            if len(socks) == n:
+                return [s.getsockname()[1] for s in socks]
+        raise UserError(f"no {n} free ports between {PORT_FLOOR} and {low} on {LOOPBACK}: "
+                        f"give --master-port")
     finally:
         for s in socks:
             s.close()
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (Linux; IANA's 49152 elsewhere)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 49152
+    return low if low > PORT_FLOOR + 64 else 49152
 
 
 def launcher(framework: str, topo: Topology, env: dict[str, str], device: str = "cpu"):
