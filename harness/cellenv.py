@@ -15,7 +15,8 @@ from typing import Any
 
 from dlbench.harness import allocator as allocator_mod
 from dlbench.harness.allocator import DEFAULT_ALLOCATOR
-from dlbench.harness.threads import THREAD_VARIABLES, ThreadConfig, in_force
+from dlbench.harness.threads import (THREAD_VARIABLES, ThreadConfig, affinity_in_force,
+                                     in_force)
 
 
 def cell_environment(threads: ThreadConfig, allocator: str = DEFAULT_ALLOCATOR,
@@ -30,8 +31,12 @@ def cell_environment(threads: ThreadConfig, allocator: str = DEFAULT_ALLOCATOR,
 
 
 def context(env: dict[str, str]) -> dict[str, Any]:
-    """A record's description of the cell environment: thread variables and allocator."""
-    return {"thread_environment": in_force(env), "allocator": allocator_mod.in_force(env)}
+    """A record's description of the cell environment: thread variables, allocator, and
+    the CPUs the run was confined to where it was (the default threads follow them)."""
+    out = {"thread_environment": in_force(env), "allocator": allocator_mod.in_force(env)}
+    if (cpus := affinity_in_force()) is not None:
+        out["cpu_affinity"] = cpus
+    return out
 
 
 def _allocator_owned(name: str) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 import traceback
@@ -70,3 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"dlbench {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `dlbench env | head`: the reader left; nothing more can be said on stdout, and
+        # Python's own flush at exit would print a second traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

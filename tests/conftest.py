@@ -24,6 +24,25 @@ if os.environ.get("DLBENCH_TEST_GROUP") == "mindspore":
     import mindspore  # noqa: F401,E402
 
 HEAVY = ("torch", "tensorflow", "mindspore", "tensorrt")
+
+
+def _pin_xdist_worker() -> None:
+    """Give each pytest-xdist worker its own share of the CPUs.  dlbench's cells default
+    to the cores they may use, so two workers that both saw every core ran two threads a
+    cell on two shared cores: spinning OpenMP and ONNX Runtime barriers then made cells
+    up to 28x slower (a one-device LeNet cell: 54 s against 8 s), which timed cells out
+    and made the core group most of the suite's time."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get(
+        "PYTEST_XDIST_WORKER_COUNT")
+    if not (worker and count and hasattr(os, "sched_setaffinity")):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    index, share = int(worker.removeprefix("gw")), len(cpus) // int(count)
+    if share:
+        os.sched_setaffinity(0, cpus[index * share:(index + 1) * share])
+
+
+_pin_xdist_worker()
 FRAMEWORK_GROUPS = ("pytorch", "tensorflow", "mindspore")
 CHROMIUM = "/usr/bin/chromium"     # what `browser`-marked tests drive (headless)
 

@@ -44,7 +44,7 @@ def mini(tmp_path_factory):
     d = tmp_path_factory.mktemp("mini")
     db = d / "r.sqlite"
     out = _cli("train", "resnet50-mini", "-f", "pytorch", "--steps", "24", "--warmup-steps", "1",
-               "--threads", "2", "--out", d / "runs", db=db)
+               "--out", d / "runs", db=db)
     assert out.returncode == 0, out.stderr[-3000:]
     ck = d / "runs" / "resnet50-mini" / "pytorch"
     out = _cli("export", ck, db=db)

@@ -53,7 +53,7 @@ def exported(resnet50, tmp_path_factory):
     d = tmp_path_factory.mktemp("export")
     env = dict(os.environ, DLBENCH_DB=str(d / "results.sqlite"))
     out = subprocess.run([sys.executable, "-m", "dlbench.harness", "export",
-                          *(str(resnet50[fw]) for fw in FRAMEWORKS), "--threads", "2",
+                          *(str(resnet50[fw]) for fw in FRAMEWORKS),
                           "--json", str(d / "export.json")],
                          capture_output=True, text=True, env=env, timeout=1800)
     return out, json.loads((d / "export.json").read_text()), d / "results.sqlite"

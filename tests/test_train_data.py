@@ -12,7 +12,7 @@ from datasets import write_aclimdb, write_cifar
 def test_cifar_directory_trains_with_data_time_and_eval(cli, workdir):
     write_cifar(workdir / "cifar", per_file=12, files=2, test=6)
     out = cli("train", "resnet50-mini", "-f", "pytorch", "--data", "cifar", "--eval",
-              "--batch-size", "4", "--steps", "3", "--warmup-steps", "1", "--threads", "2",
+              "--batch-size", "4", "--steps", "3", "--warmup-steps", "1",
               "--json", "t.json")
     assert out.returncode == 0, out.stderr[-3000:]
     [rec] = json.loads((workdir / "t.json").read_text())
@@ -31,7 +31,7 @@ def test_cifar_directory_trains_with_data_time_and_eval(cli, workdir):
 
 def test_digits_eval_learns_well_above_chance(cli, workdir):
     out = cli("train", "resnet50-mini", "-f", "pytorch", "--data", "digits", "--eval",
-              "--batch-size", "32", "--steps", "40", "--warmup-steps", "1", "--threads", "2",
+              "--batch-size", "32", "--steps", "40", "--warmup-steps", "1",
               "--json", "t.json")
     assert out.returncode == 0, out.stderr[-3000:]
     [rec] = json.loads((workdir / "t.json").read_text())

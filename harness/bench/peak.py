@@ -115,7 +115,7 @@ def _micro_gemm(engine: str, n: int, seconds: float, threads: int,
     from dlbench.harness.frameworks import is_installed
     from dlbench.harness.micro import engines
     from dlbench.harness.micro.ops import Op
-    from dlbench.harness.threads import physical_cores
+    from dlbench.harness.threads import usable_cores
 
     module = engines.module(engine)
     if not is_installed(module.FRAMEWORK) or precision not in module.SUPPORTS["gemm"]:
@@ -123,7 +123,7 @@ def _micro_gemm(engine: str, n: int, seconds: float, threads: int,
     op = Op("gemm", (n, n, n))
     try:
         inputs = engines.make_inputs(op, precision)
-        kernel = module.build(op, precision, "cpu", inputs, threads or physical_cores())
+        kernel = module.build(op, precision, "cpu", inputs, threads or usable_cores())
         res = _time_best(kernel.step, lambda: None, op.flops(), seconds)
         engines.check(op, precision, inputs, kernel)
     except Exception:
@@ -199,9 +199,9 @@ def share_of_peak(store, machine_id: str, device: str, precision: str, threads: 
 
 def peak_thread_counts(threads: list[int] | None = None) -> list[int]:
     """CPU thread counts a peak is measured at: the ones asked for, else physical cores."""
-    from dlbench.harness.threads import physical_cores
+    from dlbench.harness.threads import usable_cores
 
-    return sorted(set(threads or [physical_cores()]))
+    return sorted(set(threads or [usable_cores()]))
 
 
 def missing_thread_counts(store, machine_id: str, thread_counts) -> tuple[list[int], float]:

@@ -15,7 +15,7 @@ from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.executors import DEFAULT_EXECUTOR, check as check_executor
 from dlbench.harness.stats import BETWEEN_PROCESSES_THRESHOLD, WITHIN_PROCESS_THRESHOLD
 from dlbench.harness.bench.scenarios import get_scenario
-from dlbench.harness.threads import physical_cores
+from dlbench.harness.threads import usable_cores
 from dlbench.models.errors import UserError
 
 DEVICES = ("cpu", "cuda", "ascend")
@@ -87,7 +87,7 @@ class BenchRequest:
 
     # The defaults a field leaves open, decided in one place for the plan and the checks.
     def thread_counts(self) -> list[int]:
-        return self.threads or [physical_cores()]
+        return self.threads or [usable_cores()]
 
     def inter_op(self) -> int:
         return self.inter_op_threads or 1

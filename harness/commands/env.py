@@ -43,6 +43,7 @@ def run(args) -> int:
         f"host            {fp['hostname']} ({fp['os']})",
         f"CPU             {c['model']} ({c['architecture']}), {c['physical_cores']} physical / "
         f"{c['logical_cores']} logical cores, ISA: {', '.join(c['isa']) or '-'}",
+        *_confined(),
         f"memory          {fp['memory_gib']} GiB",
         "GPU             " + ("; ".join(f"{g['name']} (driver {g['driver']}, {g['memory']}, "
                                         f"sm {g['compute_capability']})" for g in fp["gpus"])
@@ -81,3 +82,14 @@ def _peaks(args):
         if not threads or min(threads) < 1:
             raise UserError("--peak-threads takes thread counts of at least 1")
     return measure_peaks(args.db, args.peak_seconds, threads=threads)
+
+
+def _confined() -> list[str]:
+    """A line when this process may use only some CPUs: the default thread count follows."""
+    from dlbench.harness.threads import affinity_in_force, usable_cores
+
+    cpus = affinity_in_force()
+    if cpus is None:
+        return []
+    return [f"confined to     CPUs {','.join(map(str, cpus))}: {usable_cores()} physical "
+            f"core(s), the default thread count"]

@@ -109,7 +109,7 @@ def plan(req: MicroRequest) -> tuple[list[MicroCell], list[str]]:
     """The cells, and notes on the combinations no engine offers (left out, said)."""
     from dlbench.harness import envs
     from dlbench.harness.frameworks import is_installed
-    from dlbench.harness.threads import physical_cores
+    from dlbench.harness.threads import usable_cores
 
     req.rule.validate()
     ops = ops_of(req)
@@ -141,7 +141,7 @@ def plan(req: MicroRequest) -> tuple[list[MicroCell], list[str]]:
     if bad:
         raise UserError(f"unknown precision(s) {', '.join(bad)} (micro has "
                         f"{', '.join(engines_mod.PRECISIONS)})")
-    threads = req.threads or [physical_cores()]
+    threads = req.threads or [usable_cores()]
     if min(threads) < 1:
         raise UserError("--threads must be at least 1")
     cells = []

@@ -26,7 +26,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from dlbench.harness.threads import physical_cores
+from dlbench.harness.threads import usable_cores
 from dlbench.models.errors import UserError
 
 SCALINGS = ("weak", "strong")
@@ -97,7 +97,7 @@ def split_batch(batch: int, devices: int, scaling: str) -> int:
 
 def cores_per_rank(devices: int, threads: int | None) -> int:
     """Each rank's intra-op threads: the user's count, else its share of the cores."""
-    return threads or max(1, physical_cores() // devices)
+    return threads or max(1, usable_cores() // devices)
 
 
 def resource(topo: Topology, device: str, threads: int, gpu_name: str | None = None) -> str:
