@@ -36,6 +36,7 @@ OBJECTIVES: dict[str, str | None] = {
     "ctc": None,                        # CTC on per-frame character logits (DeepSpeech2)
     "seq2seq": None,                    # per-position cross-entropy, padding (id 0) ignored
     "detection": None,                  # SSD's multibox loss on the raw heads (models.ssd)
+    "instance-segmentation": None,      # Mask R-CNN: RPN, box and mask losses on given boxes
 }
 # Objective -> "module:function(framework, spec, trained)" that turns the
 # trained network into the inference (classification) one.  A checkpoint holds
@@ -205,7 +206,8 @@ _LOADED = False
 # Modules whose import registers models.  Adding a family = adding it here.
 _FAMILIES = ("dlbench.models.resnet", "dlbench.models.googlenet", "dlbench.models.lstm", "dlbench.models.bert", "dlbench.models.lenet",
              "dlbench.models.vgg", "dlbench.models.densenet", "dlbench.models.din",
-             "dlbench.models.deepspeech2", "dlbench.models.gnmt", "dlbench.models.ssd")
+             "dlbench.models.deepspeech2", "dlbench.models.gnmt", "dlbench.models.ssd",
+             "dlbench.models.maskrcnn")
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:
