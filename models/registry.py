@@ -54,6 +54,7 @@ SYNTHETIC_DATA: dict[str, str] = {
     "ctc": "dlbench.models.deepspeech2.data:ctc_batches",
     "seq2seq": "dlbench.models.gnmt.data:seq2seq_batches",
     "detection": "dlbench.models.ssd.data:detection_batches",
+    "instance-segmentation": "dlbench.models.maskrcnn.data:instance_batches",
 }
 
 
