@@ -141,6 +141,11 @@ def test_roi_sampling_fractions_and_iou_rules():
     none = B.sample_rois(np.zeros((0, 4)), np.zeros(0), 32, 128.0, CFG["box_weights"],
                          np.random.default_rng(0))
     assert (none[1] == 0).all() and (B.area(none[0]) > 0).all()
+    # An image without objects: background everywhere, padded mask boxes, no NaN.
+    (r, m), y = B.batch_targets(CFG, [(np.zeros((0, 4)), np.zeros(0, int),
+                                       np.zeros((0, 128, 128)))], np.random.default_rng(0))
+    assert (y[0] >= 0).sum() == 256 and not y[2].any() and not y[4].any()
+    assert all(np.isfinite(a).all() for a in (r, m, *y))
 
 
 def test_mask_targets_of_a_known_rectangle():

@@ -38,7 +38,7 @@ Inputs and output: what is inside the graph
 Three inputs: ``image`` (3, S, S), ``rois`` (R, 4) and ``mask_rois`` (D, 4), boxes
 as pixel corners (x0, y0, x1, y1).  The graph is the network's raw heads on given
 boxes; everything that selects boxes is OUTSIDE it, in numpy
-(``models.maskrcnn.boxes``): RPN anchor decoding and proposal NMS, box decoding,
+(``models.maskrcnn.boxes``, ``.inference``): RPN anchor decoding and proposal NMS, box decoding,
 per-class NMS and mask pasting.  Selections (top-k, NMS) are discontinuous: inside
 one graph a tie broken differently by an exported or INT8 model would swap whole
 rows and no comparator could tell a broken conversion from a tie.  With boxes as
