@@ -14,7 +14,9 @@ shapes and no loop over boxes: the four levels of each image are flattened and
 concatenated (and the batch with them), every sample's four bilinear corners get an
 index into that one table (image offset + level offset + row x width + column, the
 level chosen per box by FPN's eq. 1) and ONE ``tf.gather`` reads them all, so the
-graph exports to ONNX as a single Gather.  The mask head runs on the boxes as a batch
+graph exports to ONNX as a single Gather.  (tf2onnx cannot push every NHWC
+Transpose into a convolution here, as it does for the classifiers: the gather table
+and the heads' permutes need the channels-last maps, so the mini's file keeps 28.)  The mask head runs on the boxes as a batch
 (``BoxesToBatch``): its layers run D times per sample, which ``forward_macs`` counts.
 
 Layer names are the canonical ones: the backbone is ``models.resnet.keras``'s blocks
