@@ -116,6 +116,11 @@ def output_width(cfg: dict) -> int:
     return sum(math.prod(shape) for _, shape in output_layout(cfg))
 
 
+def output_shape(cfg: dict) -> tuple[int]:
+    """Per-sample shape of ``logits`` (what the zoo tests hold every builder to)."""
+    return (output_width(cfg),)
+
+
 def split_output(cfg: dict, logits):
     """``{part: array (batch, *shape)}`` views of a (batch, L) output (numpy)."""
     out, at = {}, 0

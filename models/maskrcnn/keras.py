@@ -24,8 +24,9 @@ under ``backbone.``, the heads are named as in ``canonical_shapes``; the RPN hea
 three layers are called on P2..P6 (one set of weights).
 
 Initialization, after torchvision's Mask R-CNN: the backbone as the zoo's ResNet
-(kaiming normal fan-out, the last BN of each block at zero gamma, as
-``models.resnet.keras`` builds it); FPN convs kaiming uniform (a = 1) with zero bias;
+(kaiming normal fan-out) but every BN at gamma 1, as torchvision's detection backbones
+(zero-gamma residuals shield a block's first two BNs, whose gamma then moves by less
+than float32 resolves at 1.0 in a short run at Detectron's small rate); FPN convs kaiming uniform (a = 1) with zero bias;
 RPN convs normal std 0.01, zero bias; ``box_head.fc6``/``fc7`` PyTorch's nn.Linear
 default (uniform +-1/sqrt(fan_in), weight and bias); ``box_predictor.cls_score`` normal
 std 0.01 and ``bbox_pred`` std 0.001, zero bias (Detectron's); the mask head and
@@ -170,7 +171,7 @@ def _backbone(image, cfg):
         for b in range(blocks):
             x = _bottleneck(x, width * 2 ** stage, 2 if stage > 0 and b == 0 else 1,
                             downsample=b == 0, prefix=f"backbone.layer{stage + 1}.{b}",
-                            zero_init_residual=True)
+                            zero_init_residual=False)
         stages.append(x)
     return stages
 
