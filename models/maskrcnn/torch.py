@@ -169,18 +169,21 @@ def roi_align(levels: list[torch.Tensor], boxes: torch.Tensor, cfg: dict,
     y0, y1, wy0, wy1 = axis(ys, hgt)
     x0, x1, wx0, wx1 = axis(xs, wid)
     row_w = wid.long().unsqueeze(-1)
-    rows = torch.stack([y0 * row_w, y1 * row_w], -1)               # (B, N, S*r, 2)
-    cols = torch.stack([x0, x1], -1)
-    index = (base[..., None, None, None, None] + rows[:, :, :, None, :, None]
-             + cols[:, :, None, :, None, :])                       # (B, N, Sr, Sr, 2, 2)
-    weight = (torch.stack([wy0, wy1], -1)[:, :, :, None, :, None]
-              * torch.stack([wx0, wx1], -1)[:, :, None, :, None, :])
-    corners = table.index_select(0, index.reshape(-1))             # (B*N*Sr*Sr*4, C)
+    # (B, N, S, r, 2) per axis: bin, sample in the bin, lower/upper corner
+    rows = torch.stack([y0 * row_w, y1 * row_w], -1).reshape(b, n, size, ratio, 2)
+    cols = torch.stack([x0, x1], -1).reshape(b, n, size, ratio, 2)
+    wy = torch.stack([wy0, wy1], -1).reshape(b, n, size, ratio, 2) / ratio
+    wx = torch.stack([wx0, wx1], -1).reshape(b, n, size, ratio, 2) / ratio
+    # (B, N, bin row, bin column, sample row, sample column, corner row, corner column):
+    # one output value's 4 r^2 reads are adjacent, so a batched product sums them.
+    index = (base[..., None, None, None, None, None, None]
+             + rows[:, :, :, None, :, None, :, None] + cols[:, :, None, :, None, :, None, :])
+    weight = wy[:, :, :, None, :, None, :, None] * wx[:, :, None, :, None, :, None, :]
+    reads = 4 * ratio * ratio
+    corners = table.index_select(0, index.reshape(-1))        # (B*N*S*S*reads, C)
     c = table.shape[1]
-    v = corners.reshape(b, n, size, ratio, size, ratio, 4, c)
-    weight = weight.reshape(b, n, size, ratio, size, ratio, 4, 1) / (ratio * ratio)
-    out = (v * weight).sum((3, 5, 6))                              # (B, N, S, S, C)
-    return out.permute(0, 1, 4, 2, 3).reshape(b * n, c, size, size)
+    out = torch.matmul(weight.reshape(-1, 1, reads), corners.reshape(-1, reads, c))
+    return out.reshape(b, n, size, size, c).permute(0, 1, 4, 2, 3).reshape(b * n, c, size, size)
 
 
 class MaskRCNN(nn.Module):
