@@ -206,6 +206,10 @@ def test_onnx_export_matches_eager(tmp_path):
     net = MINI.build("pytorch", seed=0).eval()
     out = tmp_path / "maskrcnn.onnx"
     HOP.export(net, MINI, out, ExportOptions())           # dynamic batch, traced at 1
+    onnx = pytest.importorskip("onnx")
+    (logits,) = onnx.load(str(out)).graph.output
+    dims = [d.dim_param or d.dim_value for d in logits.type.tensor_type.shape.dim]
+    assert dims == ["batch", M.output_width(CFG)]          # only the batch is symbolic
     x = _inputs(np.random.default_rng(6), 2)
     want = native.predict(net, x)
     sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])

@@ -85,9 +85,10 @@ class FPN(nn.Module):
         outs = [getattr(self, f"layer{levels[-1]}")(top)]
         for level, c in zip(reversed(levels[:-1]), reversed(feats[:-1])):
             lateral = getattr(self, f"inner{level}")(c)
-            # Nearest 2x, cropped to the finer side (a no-op where sides halve exactly).
             up = F.interpolate(top, scale_factor=2.0, mode="nearest")
-            top = lateral + up[:, :, :lateral.shape[2], :lateral.shape[3]]
+            if up.shape[2:] != lateral.shape[2:]:        # an odd side: crop the extra row
+                up = up[:, :, :lateral.shape[2], :lateral.shape[3]]
+            top = lateral + up
             outs.insert(0, getattr(self, f"layer{level}")(top))
         outs.append(F.max_pool2d(outs[-1], 1, 2))              # P6: 1x1 pool, stride 2
         return outs
@@ -228,14 +229,14 @@ class MaskRCNN(nn.Module):
         x = roi_align(feats, rois.float(), cfg, cfg["box_roi_size"]).flatten(1)
         x = torch.relu(self.box_head.fc7(torch.relu(self.box_head.fc6(x))))
         box = torch.cat([self.box_predictor.cls_score(x), self.box_predictor.bbox_pred(x)], 1)
-        parts.append(box.reshape(batch, -1))
+        parts.append(box.unflatten(0, (batch, -1)).flatten(1))
 
         m = roi_align(feats, mask_rois.float(), cfg, cfg["mask_roi_size"])
         for i in range(1, M.MASK_CONVS + 1):
             m = torch.relu(getattr(self.mask_head, f"mask_fcn{i}")(m))
         m = torch.relu(self.mask_predictor.conv5_mask(m))
         m = self.mask_predictor.mask_fcn_logits(m)
-        parts.append(m.reshape(batch, -1))
+        parts.append(m.unflatten(0, (batch, -1)).flatten(1))
         return torch.cat(parts, 1).float()
 
 
