@@ -18,7 +18,7 @@ from dlbench.models.maskrcnn import reference as ref  # noqa: E402
 from dlbench.models.maskrcnn.torch import instance_segmentation_loss, roi_align  # noqa: E402
 from dlbench.models.native import pytorch as native  # noqa: E402
 from dlbench.models.registry import get_model  # noqa: E402
-from dlbench.models.weights.pytorch import export_weights  # noqa: E402
+from dlbench.models.weights.pytorch import export_weights, import_weights  # noqa: E402
 
 MINI = get_model("maskrcnn-mini")
 CFG = MINI.config
@@ -67,6 +67,10 @@ def test_counts_and_canonical_weights_match_the_contract():
     exported = export_weights(net)
     assert {k: v.shape for k, v in exported.items()} == M.canonical_shapes(CFG)
     assert "backbone.layer1.0.downsample.conv.weight" in exported
+    # and they load back by name: the transposed conv's rule included
+    other = import_weights(MINI.build("pytorch", seed=1), exported)
+    x = _inputs(np.random.default_rng(7), 1)
+    np.testing.assert_array_equal(native.predict(other.eval(), x), native.predict(net.eval(), x))
 
 
 def test_full_size_builds_at_the_published_size():

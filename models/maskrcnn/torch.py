@@ -183,7 +183,8 @@ def roi_align(levels: list[torch.Tensor], boxes: torch.Tensor, cfg: dict,
     reads = 4 * ratio * ratio
     corners = table.index_select(0, index.reshape(-1))        # (B*N*S*S*reads, C)
     c = table.shape[1]
-    out = torch.matmul(weight.reshape(-1, 1, reads), corners.reshape(-1, reads, c))
+    weight = weight.reshape(-1, 1, reads).to(corners.dtype)
+    out = torch.matmul(weight, corners.reshape(-1, reads, c))
     return out.reshape(b, n, size, size, c).permute(0, 1, 4, 2, 3).reshape(b * n, c, size, size)
 
 
