@@ -7,8 +7,10 @@ reads every sample's four bilinear corners whatever its box's level, which expor
 ONNX as one ``Gather`` and trains through ``index_add`` in backward.
 
 Initialization, in the spirit of torchvision's Mask R-CNN trained from scratch:
-the backbone as ``models.resnet.torch`` (kaiming-normal fan-out convs, BN gamma 1,
-beta 0, each block's last BN gamma 0 so that blocks start as the identity); FPN
+the backbone as ``models.resnet.torch`` (kaiming-normal fan-out convs) but every BN at
+gamma 1, beta 0, as torchvision's detection backbones (zero-gamma residuals shield a
+block's first two BNs, whose gamma then moves by less than float32 resolves at 1.0 in a
+short run at Detectron's small rate); FPN
 convs kaiming-uniform (a = 1) with zero bias (torchvision's FPN); the RPN head
 normal std 0.01, zero bias (torchvision's RPNHead); ``box_head.fc6``/``fc7``
 torch's default linear init (torchvision's TwoMLPHead); ``box_predictor.cls_score``
@@ -54,9 +56,6 @@ class Backbone(nn.Module):
             elif isinstance(m, nn.BatchNorm2d):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
-        for m in self.modules():
-            if isinstance(m, Bottleneck):
-                nn.init.zeros_(m.bn3.weight)
 
     def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
         x = self.maxpool(torch.relu(self.stem(x)))
