@@ -45,12 +45,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
-def class_scores(z: np.ndarray) -> np.ndarray | None:
-    """Per-class scores as (batch, classes), or None if ``z`` is not a classifier's output.
-    A head written as a 1×1 convolution (SqueezeNet, the Caffe DenseNet) gives
-    (batch, classes, 1, 1): the same scores, and they are read as such."""
+# Objectives whose network output is a (batch, N) matrix of something other than class
+# scores (Mask R-CNN's packed heads, a regression): no arg-max is read from it.
+NOT_CLASS_SCORES = ("instance-segmentation", "regression")
+
+
+def class_scores(z: np.ndarray, objective: str | None = None) -> np.ndarray | None:
+    """Per-class scores as (batch, classes), or None if ``z`` is not a classifier's output
+    (by its shape, or by the objective when it is known).  A head written as a 1×1
+    convolution (SqueezeNet, the Caffe DenseNet) gives (batch, classes, 1, 1): the same
+    scores, and they are read as such."""
     z = np.asarray(z)
-    if z.ndim < 2 or z.shape[1] < 2 or any(d != 1 for d in z.shape[2:]):
+    if objective in NOT_CLASS_SCORES or z.ndim < 2 or z.shape[1] < 2 or any(d != 1 for d in z.shape[2:]):
         return None
     return z.reshape(z.shape[0], z.shape[1])
 

@@ -298,3 +298,18 @@ def test_synthetic_reader_holds_out_tuples_of_inputs():
     ds = Synthetic(MINI)
     (x, y), = list(ds.eval_batches(4, "NCHW", limit=3))
     assert [a.shape[0] for a in x] == [3, 3, 3] and [a.shape[0] for a in y] == [3] * 6
+
+
+def test_the_comparator_reads_no_top1_from_the_packed_heads():
+    """A (batch, L) Mask R-CNN output looks like a classifier's by its shape; an int8
+    verdict gated on its arg-max would judge nothing real."""
+    from dlbench.harness.verify.compare import compare, tolerance
+
+    rng = np.random.default_rng(0)
+    ref = [{"logits": rng.standard_normal((2, 50)).astype(np.float32)}]
+    cand = [{"logits": ref[0]["logits"] * 1.001}]
+    heads = compare(ref, cand, tolerance("int8"), [2], model="maskrcnn-mini")
+    plain = compare(ref, cand, tolerance("int8"), [2], model="resnet50-mini")
+    unknown = compare(ref, cand, tolerance("int8"), [2])
+    assert heads.outputs[0].top1 is None and heads.ok
+    assert plain.outputs[0].top1 == 1.0 and unknown.outputs[0].top1 == 1.0
