@@ -84,6 +84,9 @@ class RunDefaults:
     # run time): static QDQ of a recurrent or token network either cannot be built
     # (MindSpore's opset-11 LSTM) or calibrates on ids.
     int8_mode: str = "static"
+    # Static INT8 of only these op types (build --quantize-op-types); None: every type the
+    # quantizer handles.
+    int8_op_types: tuple[str, ...] | None = None
     calib_data: str | None = None                        # build --calib-data (None: synthetic)
     train_data: str = "synthetic"                        # train --data
     eval: bool = False                                   # train --eval (held-out score)

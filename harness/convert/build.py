@@ -87,9 +87,10 @@ def plan(req: BuildRequest) -> _Plan:
         problems = availability_problems()
         if problems:
             raise UserError("cannot build a TensorRT engine here: " + "; ".join(problems))
-    if req.to == "fp16" and (opts.exclude_nodes or opts.exclude_op_types):
-        raise UserError("--exclude-nodes / --exclude-op-types choose what INT8 quantization "
-                        "leaves in float; --to fp16 converts every node")
+    if req.to == "fp16" and (opts.exclude_nodes or opts.exclude_op_types
+                             or opts.quantize_op_types):
+        raise UserError("--exclude-nodes / --exclude-op-types / --quantize-op-types choose "
+                        "what INT8 quantization quantizes; --to fp16 converts every node")
     hop.check_available(opts)
     source = Path(req.source)
     model = onnx_io.load(source)
