@@ -44,6 +44,7 @@ from mindspore import nn, ops  # noqa: E402
 from mindspore.common.initializer import HeNormal, HeUniform, Normal  # noqa: E402
 
 from dlbench.models import maskrcnn as M  # noqa: E402
+from dlbench.models.maskrcnn import reference as ref  # noqa: E402
 from dlbench.models.gnmt.mindspore import SeqDense  # noqa: E402
 from dlbench.models.registry import ModelSpec  # noqa: E402
 from dlbench.models.resnet import EXPANSION  # noqa: E402
@@ -90,16 +91,24 @@ class FPN(nn.Cell):
             _conv(c, f, 1, init) for c in channels)
         self.layer2, self.layer3, self.layer4, self.layer5 = (
             _conv(f, f, 3, init) for _ in channels)
-        # The levels halve exactly (even sides down to P5), so nearest 2x is the resize.
-        self.up3, self.up4, self.up5 = (ops.ResizeNearestNeighbor((sizes[lv - 1],) * 2)
-                                        for lv in (3, 4, 5))
+        # The levels halve exactly (even sides down to P5): nearest 2x is a tile.
+        if any(sizes[lv - 1] != 2 * sizes[lv] for lv in (3, 4, 5)):
+            raise ValueError(f"image_size: the FPN levels {sizes} must halve exactly")
         self.pool = nn.MaxPool2d(kernel_size=1, stride=2, pad_mode="valid")   # ceil for k=1
+
+    @staticmethod
+    def _up(x):
+        """Nearest 2x as reshape and Tile: the exporter writes ResizeNearestNeighbor's
+        sizes as the traced (batch, channels, rows, columns)."""
+        c, h, w = x.shape[1], x.shape[2], x.shape[3]
+        x = ops.tile(ops.reshape(x, (-1, c, h, 1, w, 1)), (1, 1, 1, 2, 1, 2))
+        return ops.reshape(x, (-1, c, 2 * h, 2 * w))
 
     def construct(self, c2, c3, c4, c5):
         t5 = self.inner5(c5)
-        t4 = self.inner4(c4) + self.up5(t5)
-        t3 = self.inner3(c3) + self.up4(t4)
-        t2 = self.inner2(c2) + self.up3(t3)
+        t4 = self.inner4(c4) + self._up(t5)
+        t3 = self.inner3(c3) + self._up(t4)
+        t2 = self.inner2(c2) + self._up(t3)
         p5 = self.layer5(t5)
         return self.layer2(t2), self.layer3(t3), self.layer4(t4), p5, self.pool(p5)
 
@@ -141,12 +150,14 @@ class RoIAlign(nn.Cell):
         self.lo, self.hi = float(M.ROI_LEVELS[0]), float(M.ROI_LEVELS[-1])
         self.base, self.inv_ln2 = float(M.CANONICAL_LEVEL), 1.0 / math.log(2.0)
 
-    def _axis(self, start, end, side):
-        """Per-row (or column) sample coordinates -> low/high corner, their weights
-        (zero outside), as reference.bilinear does separably."""
-        step = (end - start) / self.size
-        p = ops.expand_dims(start, -1) + ops.expand_dims(step, -1) * self.steps   # (B, N, Sr)
-        side = ops.expand_dims(side, -1)
+    def _axis(self, start, end, side, n: int):
+        """One axis of the sample grid, (B, N) box edges -> (B, N, Sr): low and high
+        corner, their weights (zero outside the map), as reference.bilinear does it
+        separably.  Axes are added by reshapes with a -1 batch: the exporter writes
+        ExpandDims as a Reshape to the traced shape."""
+        step = ops.reshape((end - start) / self.size, (-1, n, 1))
+        p = ops.reshape(start, (-1, n, 1)) + step * self.steps
+        side = ops.reshape(side, (-1, n, 1))
         inside = ops.cast(ops.logical_and(p >= -1.0, p <= side), ms.float32)
         p = ops.maximum(ops.minimum(p, side - 1.0), 0.0)
         low = ops.floor(p)
@@ -155,32 +166,31 @@ class RoIAlign(nn.Cell):
         return low, high, (1.0 - frac) * inside, frac * inside
 
     def construct(self, flat, boxes):
+        n, s, r, c = boxes.shape[1], self.size, self.ratio, flat.shape[2]
+        sr = s * r
         x0, y0, x1, y1 = boxes[:, :, 0], boxes[:, :, 1], boxes[:, :, 2], boxes[:, :, 3]
         scale = ops.sqrt(ops.maximum((x1 - x0) * (y1 - y0), 0.0))
         k = ops.floor(self.base + ops.log(scale / self.canonical + 1e-6) * self.inv_ln2)
         k = ops.maximum(ops.minimum(k, self.hi), self.lo)
-        onehot = ops.cast(ops.equal(ops.expand_dims(k, -1), self.levels), ms.float32)
+        onehot = ops.cast(ops.equal(ops.reshape(k, (-1, n, 1)), self.levels), ms.float32)
         inv = ops.reduce_sum(onehot * self.table[0], -1)                   # (B, N)
         side = ops.reduce_sum(onehot * self.table[1], -1)
         offset = ops.reduce_sum(onehot * self.table[2], -1)
-        ylo, yhi, wylo, wyhi = self._axis(y0 * inv - 0.5, y1 * inv - 0.5, side)
-        xlo, xhi, wxlo, wxhi = self._axis(x0 * inv - 0.5, x1 * inv - 0.5, side)
-        # Rows (B, N, Sr, 1) as cell offsets into the level, columns (B, N, 1, Sr).
-        base = ops.expand_dims(offset, -1)
-        width = ops.expand_dims(side, -1)
-        ylo = ops.expand_dims(base + ylo * width, -1)
-        yhi = ops.expand_dims(base + yhi * width, -1)
-        xlo, xhi = ops.expand_dims(xlo, 2), ops.expand_dims(xhi, 2)
-        wylo, wyhi = ops.expand_dims(wylo, -1), ops.expand_dims(wyhi, -1)
-        wxlo, wxhi = ops.expand_dims(wxlo, 2), ops.expand_dims(wxhi, 2)
-        index = ops.stack((ylo + xlo, ylo + xhi, yhi + xlo, yhi + xhi), 2)   # (B, N, 4, Sr, Sr)
-        weight = ops.stack((wylo * wxlo, wylo * wxhi, wyhi * wxlo, wyhi * wxhi), 2)
-        n, s, r, c = boxes.shape[1], self.size, self.ratio, flat.shape[2]
-        sr = s * r
+        ylo, yhi, wylo, wyhi = self._axis(y0 * inv - 0.5, y1 * inv - 0.5, side, n)
+        xlo, xhi, wxlo, wxhi = self._axis(x0 * inv - 0.5, x1 * inv - 0.5, side, n)
+        # Rows as cells into the concatenated levels (B, N, 1, Sr, 1); columns (B, N, 1, 1, Sr).
+        base, width = ops.reshape(offset, (-1, n, 1)), ops.reshape(side, (-1, n, 1))
+        rows, cols = (-1, n, 1, sr, 1), (-1, n, 1, 1, sr)
+        ylo, yhi = ops.reshape(base + ylo * width, rows), ops.reshape(base + yhi * width, rows)
+        xlo, xhi = ops.reshape(xlo, cols), ops.reshape(xhi, cols)
+        wylo, wyhi = ops.reshape(wylo, rows), ops.reshape(wyhi, rows)
+        wxlo, wxhi = ops.reshape(wxlo, cols), ops.reshape(wxhi, cols)
+        index = ops.concat((ylo + xlo, ylo + xhi, yhi + xlo, yhi + xhi), 2)  # (B, N, 4, Sr, Sr)
+        weight = ops.concat((wylo * wxlo, wylo * wxhi, wyhi * wxlo, wyhi * wxhi), 2)
         index = ops.reshape(ops.cast(index, ms.int32), (-1, n * 4 * sr * sr, 1))
         index = index + ops.zeros((1, 1, c), ms.int32)                     # every channel
         v = ops.reshape(ops.gather_elements(flat, 1, index), (-1, n, 4, sr, sr, c))
-        v = ops.reduce_sum(v * ops.expand_dims(weight, -1), 2)             # (B, N, Sr, Sr, C)
+        v = ops.reduce_sum(v * ops.reshape(weight, (-1, n, 4, sr, sr, 1)), 2)  # (B, N, Sr, Sr, C)
         v = ops.reduce_mean(ops.reshape(v, (-1, n, s, r, s, r, c)), (3, 5))  # (B, N, S, S, C)
         return ops.transpose(v, (0, 1, 4, 2, 3))
 
@@ -323,3 +333,63 @@ def forward_macs(model: MaskRCNN, spec: ModelSpec) -> int:
             handles.append(cell.register_forward_hook(dense_hook))
     trace(model, handles, one_sample(spec))
     return int(sum(macs))
+
+
+def _bce(z, y):
+    """Binary cross-entropy with logits, stable: max(z, 0) - z*y + log(1 + exp(-|z|))."""
+    return ops.maximum(z, 0.0) - z * y + ops.log1p(ops.exp(-ops.abs(z)))
+
+
+def _smooth_l1(d, beta: float):
+    a = ops.abs(d)
+    return ops.select(a < beta, 0.5 * a * a / beta, a - 0.5 * beta)
+
+
+class InstanceSegmentationLoss(nn.Cell):
+    """``reference.loss`` (the five terms' sum) in MindSpore ops, float32.
+
+    It is called without the spec, so the logits are split from the labels' shapes:
+    A anchors, R boxes, D mask boxes of M x M, and C = (L - 5A) / (5R + D M M)
+    classes.  Picking a class's deltas or mask is a one-hot product (no gather on
+    labels), and unsampled or padded rows are zeroed by masks, not skipped."""
+
+    def __init__(self):
+        super().__init__()
+        self.beta = ref.SMOOTH_L1_BETA
+
+    def construct(self, outputs, rpn_labels, rpn_targets, roi_labels, roi_targets,
+                  mask_classes, mask_targets):
+        z = ops.cast(outputs, ms.float32)
+        a, r, d, m = rpn_labels.shape[1], roi_labels.shape[1], mask_classes.shape[1], \
+            mask_targets.shape[2]
+        c = (z.shape[1] - 5 * a) // (5 * r + d * m * m)
+        one, zero = ms.Tensor(1.0, ms.float32), ms.Tensor(0.0, ms.float32)
+
+        rpn = ops.reshape(z[:, :5 * a], (-1, a, 5))
+        sampled = ops.cast(rpn_labels >= 0, ms.float32)
+        n_rpn = ops.maximum(ops.reduce_sum(sampled), 1.0)
+        objectness = ops.reduce_sum(_bce(rpn[:, :, 0], rpn_labels) * sampled) / n_rpn
+        positive = ops.cast(rpn_labels == 1, ms.float32)
+        rpn_box = ops.reduce_sum(ops.reduce_sum(_smooth_l1(rpn[:, :, 1:] - rpn_targets,
+                                                           self.beta), -1) * positive) / n_rpn
+
+        box = ops.reshape(z[:, 5 * a:5 * a + 5 * r * c], (-1, r, 5 * c))
+        valid = ops.cast(roi_labels >= 0, ms.float32)
+        n_roi = ops.maximum(ops.reduce_sum(valid), 1.0)
+        label = ops.one_hot(ops.cast(ops.maximum(roi_labels, 0.0), ms.int32), c, one, zero)
+        ce = -ops.reduce_sum(ops.log_softmax(box[:, :, :c], -1) * label, -1)
+        box_class = ops.reduce_sum(ce * valid) / n_roi
+        deltas = ops.reduce_sum(ops.reshape(box[:, :, c:], (-1, r, c, 4))
+                                * ops.expand_dims(label, -1), 2)
+        foreground = ops.cast(roi_labels > 0, ms.float32)
+        box_delta = ops.reduce_sum(ops.reduce_sum(_smooth_l1(deltas - roi_targets, self.beta),
+                                                  -1) * foreground) / n_roi
+
+        masks = ops.reshape(z[:, 5 * a + 5 * r * c:], (-1, d, c, m, m))
+        cls = ops.cast(mask_classes, ms.int32)
+        pick = ops.reshape(ops.one_hot(cls, c, one, zero), (-1, d, c, 1, 1))
+        mz = ops.reduce_sum(masks * pick, 2)                                  # (B, D, M, M)
+        used = ops.cast(cls > 0, ms.float32)
+        n_mask = ops.maximum(ops.reduce_sum(used) * (m * m), 1.0)
+        mask = ops.reduce_sum(ops.reduce_sum(_bce(mz, mask_targets), (2, 3)) * used) / n_mask
+        return objectness + rpn_box + box_class + box_delta + mask
