@@ -28,7 +28,8 @@ writes every traced shape as a constant), none of it changing the math:
   Runtime refuses to load, and it would bake the traced batch in.
 
 Initialization, in the spirit of torchvision's Mask R-CNN: the backbone as the zoo's
-ResNet (kaiming normal fan_out, zero-gamma last BN of each block); FPN convs kaiming
+ResNet (kaiming normal fan_out) but every BN at gamma 1, as torchvision's detection
+backbones (see ``models.maskrcnn.torch``); FPN convs kaiming
 uniform (a = 1), zero bias; the RPN head normal std 0.01, zero bias; ``fc6``/``fc7``
 kaiming uniform (a = sqrt 5, PyTorch's Linear default) with zero bias; the box
 predictor normal std 0.01 (classes) and 0.001 (deltas), zero bias (Detectron2); the
@@ -74,7 +75,7 @@ class Backbone(nn.Cell):
             planes, cells = width * 2 ** stage, []
             for b in range(blocks):
                 cells.append(Bottleneck(cin, planes, 2 if (stage > 0 and b == 0) else 1,
-                                        downsample=(b == 0), zero_init_residual=True))
+                                        downsample=(b == 0), zero_init_residual=False))
                 cin = planes * EXPANSION
             stages.append(nn.SequentialCell(cells))
         self.layer1, self.layer2, self.layer3, self.layer4 = stages
