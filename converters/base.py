@@ -76,12 +76,13 @@ class BuildOptions:
     keep_io_types: bool = True           # fp16: float32 inputs and outputs
     exclude_nodes: tuple[str, ...] = ()      # int8: nodes left in float, by name
     exclude_op_types: tuple[str, ...] = ()   # int8: op types left in float
+    quantize_op_types: tuple[str, ...] = ()  # int8: only these op types (empty: the quantizer's)
     float_tail: bool = True              # int8: fixed-range ops at the outputs stay float
     freeze: bool = True                  # initializers that are also graph inputs: fixed
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        for key in ("batch_sizes", "exclude_nodes", "exclude_op_types"):
+        for key in ("batch_sizes", "exclude_nodes", "exclude_op_types", "quantize_op_types"):
             d[key] = list(getattr(self, key))
         return d
 

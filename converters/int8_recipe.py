@@ -4,7 +4,8 @@ The rule (``float_tail``) keeps in float every op with a fixed output range
 (Softmax, LogSoftmax, Sigmoid, Tanh, HardSigmoid, Softsign) whose output
 reaches a graph output directly or only through shape-only ops (Reshape,
 Flatten, Identity, Squeeze, Unsqueeze, Transpose), together with those
-shape-only ops.  Why these and nowhere else:
+shape-only ops; and a Concat that packs several heads into one graph output,
+looking through it for the same ops.  Why these and nowhere else:
 
 * ONNX Runtime's quantizer does not calibrate a Softmax's output: it pins the
   range to [0, 1], so uint8 steps of 1/255.  A classifier that is unsure
@@ -21,6 +22,10 @@ shape-only ops.  Why these and nowhere else:
   cost a DequantizeLinear/QuantizeLinear pair per use and break ONNX
   Runtime's fused int8 chains, and calibration gives those tensors real
   ranges, so they stay quantized.
+* A Concat at the output has one quantization range for all it joins: Mask
+  R-CNN's mask logits (about +-180 after a short run) set a step of 1.4 and
+  its RPN and box outputs (under 1) all came out 0.  It buys no speed there
+  either.
 * The shape-only ops between such an op and the output go float with it: on
   a quantized tensor they would get Q/DQ pairs of their own, which puts the
   same fixed-range quantization back one node later.
@@ -39,6 +44,9 @@ from dlbench.converters.base import ConversionError
 
 FIXED_RANGE_OPS = ("Softmax", "LogSoftmax", "Sigmoid", "Tanh", "HardSigmoid", "Softsign")
 SHAPE_ONLY_OPS = ("Reshape", "Flatten", "Identity", "Squeeze", "Unsqueeze", "Transpose")
+# What the walk back from an output looks through: shapes, and a float-to-float Cast (a
+# PyTorch model's final ``.float()``).
+_TAIL_OPS = SHAPE_ONLY_OPS + ("Cast",)
 
 
 def name_nodes(graph) -> int:
@@ -60,24 +68,41 @@ def name_nodes(graph) -> int:
 
 
 def float_tail(graph) -> list[dict[str, str]]:
-    """Fixed-range ops at the graph outputs (through shape-only ops), and those ops."""
+    """Fixed-range ops and output-joining Concats at the graph outputs (through shape-only
+    ops), and those shape-only ops."""
     producer = {out: n for n in graph.node for out in n.output}
     found: dict[str, dict[str, str]] = {}
-    for output in graph.output:
-        chain, node = [], producer.get(output.name)
-        while node is not None and node.op_type in SHAPE_ONLY_OPS and node.input:
+
+    def walk(tensor: str, output: str) -> bool:
+        """Mark what ends at ``output`` from ``tensor`` up; True if anything was."""
+        chain, node = [], producer.get(tensor)
+        while node is not None and node.op_type in _TAIL_OPS and node.input:
             chain.append(node)
             node = producer.get(node.input[0])
-        if node is None or node.op_type not in FIXED_RANGE_OPS:
-            continue
+        if node is None:
+            return False
+        if node.op_type == "Concat":
+            # Heads packed into one output (SSD's boxes and scores, Mask R-CNN's RPN, box
+            # and mask heads): a quantized Concat gives all its inputs ONE range, and
+            # the small-valued heads round to zero next to the large ones.
+            for name in node.input:
+                walk(name, output)
+            reason = f"joins heads into graph output {output!r}: one range for all"
+        elif node.op_type in FIXED_RANGE_OPS:
+            reason = f"fixed output range at graph output {output!r}"
+        else:
+            return False
         through = f" through {', '.join(n.op_type for n in reversed(chain))}" if chain else ""
-        found.setdefault(node.name, {
-            "node": node.name, "op": node.op_type,
-            "reason": f"fixed output range at graph output {output.name!r}{through}"})
+        found.setdefault(node.name, {"node": node.name, "op": node.op_type,
+                                     "reason": reason + through})
         for n in chain:
             found.setdefault(n.name, {
                 "node": n.name, "op": n.op_type,
-                "reason": f"shape-only, after the float {node.op_type} at {output.name!r}"})
+                "reason": f"shape-only, after the float {node.op_type} at {output!r}"})
+        return True
+
+    for output in graph.output:
+        walk(output.name, output.name)
     return list(found.values())
 
 
@@ -117,6 +142,24 @@ def requested(graph, source_graph, nodes: Iterable[str],
                 result.setdefault(n.name, {"node": n.name, "op": op,
                                            "reason": f"--exclude-op-types {op}"})
     return list(result.values())
+
+
+def quantized_types(types: Iterable[str], quant: Any, *, dynamic: bool) -> list[str] | None:
+    """``--quantize-op-types`` as the quantizer's ``op_types_to_quantize`` (None: all it
+    handles).  A type the quantizer cannot quantize would silently quantize nothing:
+    refused, naming the ones it can."""
+    types = list(types)
+    if not types:
+        return None
+    registry = quant.registry
+    known = set(registry.IntegerOpsRegistry) if dynamic else (
+        set(registry.QDQRegistry) | set(registry.QLinearOpsRegistry))
+    unknown = [t for t in types if t not in known]
+    if unknown:
+        raise ConversionError(f"--quantize-op-types {','.join(unknown)}: ONNX Runtime's "
+                              f"{'dynamic' if dynamic else 'static'} quantizer does not "
+                              f"quantize that op type; it does {_brief(sorted(known), 40)}")
+    return types
 
 
 def float_nodes(graph, source_graph, options: Any, *, static: bool) -> list[dict[str, str]]:

@@ -54,9 +54,54 @@ class OnnxToFp16(BuildHop):
         convert, tool = _converter()
         model = onnx_io.load(source, check=False)
         converted = convert(model, keep_io_types=options.keep_io_types)
+        dropped = _drop_repeated_nodes(converted)
+        retyped = _type_value_info_as_initializers(converted)
         onnx_io.toposort(converted)          # the converter appends its I/O casts at the end
         onnx_io.save(converted, out)
-        return {"tool": tool, "keep_io_types": options.keep_io_types}
+        return {"tool": tool, "keep_io_types": options.keep_io_types,
+                **({"repeated_casts_dropped": dropped} if dropped else {}),
+                **({"value_info_retyped": retyped} if retyped else {})}
+
+
+def _type_value_info_as_initializers(model) -> list[str]:
+    """An initializer the converter kept in float32 (a Resize's scales: ops that must read
+    float32 there are on its block list) can keep a value_info entry it rewrote to float16;
+    the checker's type inference then rejects the file.  The initializer is what runs:
+    its type wins."""
+    dtypes = {t.name: t.data_type for t in model.graph.initializer}
+    fixed = []
+    for info in model.graph.value_info:
+        want = dtypes.get(info.name)
+        if want is not None and info.type.tensor_type.elem_type != want:
+            info.type.tensor_type.elem_type = want
+            fixed.append(info.name)
+    return fixed
+
+
+def _drop_repeated_nodes(model) -> int:
+    """The converter casts a float16 tensor back to float32 once per consumer it keeps in
+    float32, naming every cast after the tensor: a tensor read by four such ops (the
+    four ``Min`` clamps of RoIAlign's coordinates) gets four identical ``Cast`` nodes
+    with one output name, which breaks single assignment and fails the checker.  The
+    copies compute the same thing; keep the first.  Two DIFFERENT nodes with one output
+    name are a real conflict and fail the build."""
+    first: dict[str, bytes] = {}
+    keep, dropped = [], 0
+    for node in model.graph.node:
+        body = node.SerializeToString(deterministic=True)
+        clash = [o for o in node.output if o and o in first]
+        if not clash:
+            first.update({o: body for o in node.output if o})
+            keep.append(node)
+        elif all(first[o] == body for o in clash):
+            dropped += 1
+        else:
+            raise ConversionError(f"the float16 converter wrote two different nodes named "
+                                  f"{clash[0]!r}")
+    if dropped:
+        del model.graph.node[:]
+        model.graph.node.extend(keep)
+    return dropped
 
 
 HOP = OnnxToFp16()

@@ -165,14 +165,17 @@ class OnnxToInt8(BuildHop):
                                              options, static=not options.dynamic)
             del source_model                 # a folded VGG19 holds 0.5 GB of weights
             exclude = [d["node"] for d in floats]
+            only = int8_recipe.quantized_types(options.quantize_op_types, quant,
+                                               dynamic=options.dynamic)
             if options.dynamic:
                 quant.quantize_dynamic(str(pre), str(out), per_channel=options.per_channel,
                                        weight_type=quant.QuantType.QInt8,
-                                       nodes_to_exclude=exclude)
+                                       nodes_to_exclude=exclude, op_types_to_quantize=only)
                 info["recipe"] = {"mode": "dynamic", "weights": "int8",
                                   "per_channel": options.per_channel,
                                   "activations": "uint8, quantized per batch at run time",
-                                  "float_nodes": floats}
+                                  "float_nodes": floats,
+                                  "quantized_op_types": only or "every type the quantizer handles"}
                 return info
             batches = list(calibration)
             names = [i.name for i in onnx_summary.summarize(pre_model).inputs]
@@ -184,13 +187,15 @@ class OnnxToInt8(BuildHop):
                                   per_channel=options.per_channel, reduce_range=False,
                                   activation_type=activation, weight_type=quant.QuantType.QInt8,
                                   calibrate_method=quant.CalibrationMethod.MinMax,
-                                  nodes_to_exclude=exclude, extra_options=extra)
+                                  nodes_to_exclude=exclude, op_types_to_quantize=only,
+                                  extra_options=extra)
             info["recipe"] = {
                 "mode": "static", "format": "QDQ", "target": options.target,
                 "activations": "int8 symmetric" if symmetric else "uint8 asymmetric",
                 "weights": "int8 symmetric", "per_channel": options.per_channel,
                 "calibration_method": "MinMax", "reduce_range": False,
-                "float_tail": options.float_tail, "float_nodes": floats}
+                "float_tail": options.float_tail, "float_nodes": floats,
+                "quantized_op_types": only or "every type the quantizer handles"}
             info["calibration"] = {
                 "source": calibration_source,
                 "samples": int(sum(_rows(b) for b in batches)), "batch": _rows(batches[0])}

@@ -29,20 +29,34 @@ computed, never by how the score was summed: ``dlbench train --eval`` and
   0.5 against that object's box; ``mean_top_iou`` is that IoU averaged over
   images (0 for a wrong class).  The ground truth is read back from the
   matched targets: every object owns at least its best prior.
+* instance-segmentation (Mask R-CNN, raw heads on the batch's given boxes): the
+  training loss (``models.maskrcnn.reference``'s five terms, each reported too),
+  averaged over images; as the accuracy, the box head's class accuracy on the
+  foreground RoIs (arg-max over all classes equals the label); and ``mask_iou``,
+  the mean IoU of each labelled mask box's predicted mask (its class's logits >= 0,
+  i.e. probability >= 0.5) with its 28 x 28 target.  Cheap and selection-free, so an
+  exported or INT8 network is scored on exactly what the trained one computed; the
+  COCO AP of the full detect-then-segment pipeline is not computed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 
-def class_scores(z: np.ndarray) -> np.ndarray | None:
-    """Per-class scores as (batch, classes), or None if ``z`` is not a classifier's output.
-    A head written as a 1×1 convolution (SqueezeNet, the Caffe DenseNet) gives
-    (batch, classes, 1, 1): the same scores, and they are read as such."""
+# Objectives whose network output is a (batch, N) matrix of something other than class
+# scores (Mask R-CNN's packed heads, a regression): no arg-max is read from it.
+NOT_CLASS_SCORES = ("instance-segmentation", "regression")
+
+
+def class_scores(z: np.ndarray, objective: str | None = None) -> np.ndarray | None:
+    """Per-class scores as (batch, classes), or None if ``z`` is not a classifier's output
+    (by its shape, or by the objective when it is known).  A head written as a 1×1
+    convolution (SqueezeNet, the Caffe DenseNet) gives (batch, classes, 1, 1): the same
+    scores, and they are read as such."""
     z = np.asarray(z)
-    if z.ndim < 2 or z.shape[1] < 2 or any(d != 1 for d in z.shape[2:]):
+    if objective in NOT_CLASS_SCORES or z.ndim < 2 or z.shape[1] < 2 or any(d != 1 for d in z.shape[2:]):
         return None
     return z.reshape(z.shape[0], z.shape[1])
 
@@ -296,23 +310,81 @@ class DetectionTally:
                 "samples": self.samples, "mean_top_iou": self.iou_sum / self.samples}
 
 
-# Tallies that need the model's configuration (SSD's priors and loss settings).
-NEEDS_CONFIG = {"detection"}
+@dataclass
+class InstanceSegmentationTally:
+    """Mask R-CNN: outputs (batch, L) (``models.maskrcnn.output_layout``), labels the six
+    arrays ``models.maskrcnn.boxes`` makes."""
+    config: dict
+    loss_sum: float = 0.0
+    terms: dict = field(default_factory=dict)
+    correct: int = 0
+    foreground: int = 0
+    iou_sum: float = 0.0
+    masks: int = 0
+    samples: int = 0
+
+    def add(self, outputs, labels) -> None:
+        from dlbench.models import maskrcnn
+        from dlbench.models.maskrcnn import reference
+
+        if isinstance(outputs, (tuple, list)):
+            (outputs,) = outputs
+        z = np.asarray(outputs, np.float64)
+        width = maskrcnn.output_width(self.config)
+        if z.ndim != 2 or z.shape[1] != width:
+            raise ValueError(f"outputs of shape {list(z.shape)}; expected (batch, {width})")
+        labels = tuple(np.asarray(a, np.float64) for a in labels)
+        b = len(z)
+        for name, value in reference.loss_terms(z, labels, self.config).items():
+            self.terms[name] = self.terms.get(name, 0.0) + value * b
+            self.loss_sum += value * b
+        parts = maskrcnn.split_output(self.config, z)
+        c = self.config["num_classes"]
+        roi_labels = labels[2].astype(np.int64)
+        fg = roi_labels > 0
+        self.correct += int((parts["box"][..., :c].argmax(-1) == roi_labels)[fg].sum())
+        self.foreground += int(fg.sum())
+        classes = labels[4].astype(np.int64)
+        picked = np.take_along_axis(parts["mask"], classes[:, :, None, None, None], 2)[:, :, 0]
+        pred, truth = picked >= 0, labels[5] >= 0.5
+        union = (pred | truth).sum((-1, -2))
+        iou = np.where(union > 0, (pred & truth).sum((-1, -2)) / np.maximum(union, 1), 1.0)
+        self.iou_sum += float(iou[classes > 0].sum())
+        self.masks += int((classes > 0).sum())
+        self.samples += b
+
+    def result(self) -> dict[str, float | int]:
+        if not self.samples:
+            raise RuntimeError("the held-out split gave no samples")
+        return {"loss": self.loss_sum / self.samples,
+                "accuracy": self.correct / self.foreground if self.foreground else None,
+                "correct": self.correct, "samples": self.samples,
+                "foreground_rois": self.foreground,
+                "mask_iou": self.iou_sum / self.masks if self.masks else None,
+                "mask_boxes": self.masks,
+                "loss_terms": {k: v / self.samples for k, v in self.terms.items()}}
+
+
+# Tallies that need the model's configuration (SSD's priors and loss settings, Mask
+# R-CNN's output layout).
+NEEDS_CONFIG = {"detection", "instance-segmentation"}
 
 
 TALLIES = {"classification": Tally, "bert-pretraining": MaskedLMTally,
            "regression": SquaredErrorTally, "ctr": ClickTally,
-           "ctc": CharacterErrorTally, "seq2seq": TokenTally, "detection": DetectionTally}
+           "ctc": CharacterErrorTally, "seq2seq": TokenTally, "detection": DetectionTally,
+           "instance-segmentation": InstanceSegmentationTally}
 
 
 # Objectives whose exported (inference) network is the trained one and whose held-out
 # score is their own, not a classifier's: ``dlbench eval`` scores their artifacts with it.
-INFERENCE_TALLIES = ("ctc", "ctr", "seq2seq")
+INFERENCE_TALLIES = ("ctc", "ctr", "seq2seq", "instance-segmentation")
 
 
 def inference_tally(objective: str, spec=None):
     """The tally ``dlbench eval`` scores an artifact with: the objective's own where its
-    inference network is what training built (CTC logits), else the classifier's."""
+    inference network is what training built (CTC logits), else the classifier's.
+    Mask R-CNN's needs ``spec`` (its output layout)."""
     return tally_for(objective, spec) if objective in INFERENCE_TALLIES else Tally()
 
 

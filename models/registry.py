@@ -36,6 +36,7 @@ OBJECTIVES: dict[str, str | None] = {
     "ctc": None,                        # CTC on per-frame character logits (DeepSpeech2)
     "seq2seq": None,                    # per-position cross-entropy, padding (id 0) ignored
     "detection": None,                  # SSD's multibox loss on the raw heads (models.ssd)
+    "instance-segmentation": None,      # Mask R-CNN: RPN, box and mask losses on given boxes
 }
 # Objective -> "module:function(framework, spec, trained)" that turns the
 # trained network into the inference (classification) one.  A checkpoint holds
@@ -53,6 +54,7 @@ SYNTHETIC_DATA: dict[str, str] = {
     "ctc": "dlbench.models.deepspeech2.data:ctc_batches",
     "seq2seq": "dlbench.models.gnmt.data:seq2seq_batches",
     "detection": "dlbench.models.ssd.data:detection_batches",
+    "instance-segmentation": "dlbench.models.maskrcnn.data:instance_batches",
 }
 
 
@@ -82,6 +84,9 @@ class RunDefaults:
     # run time): static QDQ of a recurrent or token network either cannot be built
     # (MindSpore's opset-11 LSTM) or calibrates on ids.
     int8_mode: str = "static"
+    # Static INT8 of only these op types (build --quantize-op-types); None: every type the
+    # quantizer handles.
+    int8_op_types: tuple[str, ...] | None = None
     calib_data: str | None = None                        # build --calib-data (None: synthetic)
     train_data: str = "synthetic"                        # train --data
     eval: bool = False                                   # train --eval (held-out score)
@@ -205,7 +210,8 @@ _LOADED = False
 # Modules whose import registers models.  Adding a family = adding it here.
 _FAMILIES = ("dlbench.models.resnet", "dlbench.models.googlenet", "dlbench.models.lstm", "dlbench.models.bert", "dlbench.models.lenet",
              "dlbench.models.vgg", "dlbench.models.densenet", "dlbench.models.din",
-             "dlbench.models.deepspeech2", "dlbench.models.gnmt", "dlbench.models.ssd")
+             "dlbench.models.deepspeech2", "dlbench.models.gnmt", "dlbench.models.ssd",
+             "dlbench.models.maskrcnn")
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:

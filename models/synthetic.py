@@ -172,15 +172,26 @@ def _in_layout(x: Any, layout: str) -> Any:
 
 
 # Objectives whose inference inputs only their own synthetic data can make: DIN's four id
-# inputs differ in shape and range, which ``token_batches`` does not know.
-OWN_SAMPLE_INPUTS = ("ctr",)
+# inputs differ in shape and range, which ``token_batches`` does not know; Mask R-CNN's
+# box inputs must be boxes of the image (its sampled RoIs), not noise.
+OWN_SAMPLE_INPUTS = ("ctr", "instance-segmentation")
+# Objective -> its float inputs that hold pixel corner boxes (x0, y0, x1, y1) of the
+# square image input: what a signature-driven synthesizer (``harness.bench.inputs``)
+# must fill with valid boxes.
+BOX_INPUTS = {"instance-segmentation": ("rois", "mask_rois")}
+
+
+def box_ranges(spec: ModelSpec) -> dict[str, tuple[int, int]]:
+    """``{input: (0, image side)}`` of the spec's box inputs (none for most models)."""
+    names = BOX_INPUTS.get(spec.objective, ())
+    return {i.name: (0, int(spec.config["image_size"])) for i in spec.inputs if i.name in names}
 
 
 def sample_inputs(spec: ModelSpec, batch_size: int, seed: int = 0,
                   layout: str = "NCHW") -> tuple[np.ndarray, ...]:
     """One batch of the classification network's inputs, as a tuple in
     ``spec.inputs`` order (for tests, verification and probes).  An objective
-    in ``OWN_SAMPLE_INPUTS`` gives its own synthetic data's inputs.  Others are made
+    in ``OWN_SAMPLE_INPUTS`` gives its own synthetic data's inputs (NCHW images).  Others are made
     from ``spec.inputs``, which is what an inference network takes (a greedy decoder
     takes the source alone, where its training data would hold two inputs)."""
     if spec.objective in OWN_SAMPLE_INPUTS:

@@ -3,7 +3,11 @@
 A family's ``walk(cfg)`` yields, in network order, ``("conv", cin, cout, k,
 stride, out_hw)``, ``("bn", channels)``, ``("bias", channels)``, ``("fc",
 cin, cout)`` and ``("pool", "max"|"avg", channels, k, stride, pad, in_hw)``
-(a global average pool is k = in_hw); these sums are the framework-free
+(a global average pool is k = in_hw), ``("deconv", cin, cout, k, stride, in_hw)``
+(a transposed conv: k*k*cout multiply-adds per input pixel and input channel),
+and two wrappers for layers that run more than once a sample: ``("roi", n, op)``
+runs ``op`` on each of n boxes (its weights once, its multiply-adds n times) and
+``("shared", op)`` reruns an earlier layer's weights (multiply-adds only); these sums are the framework-free
 reference every framework's real network is tested against.  Pools count
 nothing (no parameters, no multiply-adds) but are listed, so that ``dlbench
 layer --model`` can time them with the network's own windows.  A convolution's bias is its own op, because
@@ -21,9 +25,11 @@ from typing import Iterable
 def parameters(ops: Iterable[tuple]) -> int:
     total = 0
     for op in ops:
-        if op[0] == "pool":
+        if op[0] == "roi":
+            op = op[2]
+        if op[0] in ("pool", "shared"):
             continue
-        if op[0] == "conv":
+        if op[0] in ("conv", "deconv"):
             _, cin, cout, k, _, _ = op
             total += cin * cout * k * k
         elif op[0] == "bn":
@@ -38,11 +44,16 @@ def parameters(ops: Iterable[tuple]) -> int:
 def multiply_adds(ops: Iterable[tuple]) -> int:
     total = 0
     for op in ops:
-        if op[0] == "conv":
+        times = 1
+        if op[0] == "roi":
+            times, op = op[1], op[2]
+        elif op[0] == "shared":
+            op = op[1]
+        if op[0] in ("conv", "deconv"):       # deconv: hw is the input's side
             _, cin, cout, k, _, hw = op
-            total += hw * hw * k * k * cin * cout
+            total += times * hw * hw * k * k * cin * cout
         elif op[0] == "fc":
-            total += op[1] * op[2]
+            total += times * op[1] * op[2]
     return total
 
 

@@ -28,9 +28,12 @@ FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 # gnmt-mini: LSTMs in both directions, the attention's dense layers on 3-D and 4-D
 # inputs, a padded source; gnmt-mini-greedy: its arg-max fed back for 12 steps.
 # ssd300-mini: both raw heads of every prior, the L2Norm scale, dilated and padded convs.
+# maskrcnn-mini: FPN's upsampling and P6 pool, the shared RPN head on five levels,
+# RoIAlign's gathers on every level, the channel-major flatten before fc6, the transposed
+# conv of the mask head.
 MODELS = ("googlenet-mini", "resnet50-mini", "lenet5", "lstm-tiny", "vgg16-mini",
           "densenet121-mini", "din-mini", "deepspeech2-mini", "gnmt-mini", "gnmt-mini-greedy",
-          "ssd300-mini")
+          "ssd300-mini", "maskrcnn-mini")
 # Max |difference| allowed, relative to the logits' largest magnitude: fp32
 # rounding through ~60 layers measured at most ~1e-6 of the scale here (32
 # recurrent steps of lstm-tiny: ~1e-7).

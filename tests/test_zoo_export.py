@@ -10,7 +10,9 @@ concatenations and the batch norms on them that no convolution absorbs, DIN's fo
 id inputs (two sequences, two single ids) and its masked, unnormalized attention,
 DeepSpeech2's unequal conv padding (explicit in MindSpore, whose exporter misorders
 it), LSTMs and per-frame logits; SSD's raw heads (box regressions and class scores
-of every prior in one output), dilated conv6, L2Norm and padded pools; GNMT's
+of every prior in one output), dilated conv6, L2Norm and padded pools; Mask R-CNN's
+three inputs (the image and two sets of boxes), RoIAlign's gathers and its packed raw heads
+(RPN, box and mask, in one output); GNMT's
 recurrent encoder-decoder with attention, teacher forced and greedy (the same
 checkpoint loaded into the unrolled greedy network with ``--model``).
 """
@@ -22,7 +24,8 @@ import shutil
 import pytest
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
-MODELS = ("vgg16-mini", "densenet121-mini", "din-mini", "deepspeech2-mini", "ssd300-mini")
+MODELS = ("vgg16-mini", "densenet121-mini", "din-mini", "deepspeech2-mini", "ssd300-mini",
+          "maskrcnn-mini")
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -42,9 +45,10 @@ def test_trained_in_every_framework_and_exported_verified(model, cli, workdir):
         assert verdict["ok"] and verdict["batch_sizes"] == [1, 8]
         logits = verdict["outputs"]["logits"]
         assert logits["cosine"] > 0.99999 and logits["max_rel"] < 1e-3
-        # Per-frame character logits (DeepSpeech2) and SSD's (batch, priors, 4 + classes)
-        # are no classifier's output: no top-1.
-        assert logits["top1"] == (None if model.startswith(("deepspeech2", "ssd")) else 1.0)
+        # Per-frame character logits (DeepSpeech2), SSD's (batch, priors, 4 + classes) and
+        # Mask R-CNN's packed heads are no classifier's output: no top-1.
+        assert logits["top1"] == (None if model.startswith(("deepspeech2", "ssd", "maskrcnn"))
+                                  else 1.0)
         assert r["context"]["hop"] == f"{r['framework']}->onnx"
 
 

@@ -36,8 +36,8 @@ def inputs(spec):
     if spec.family == "gnmt":       # padded sources: the attention's mask must agree too
         from dlbench.models.gnmt import example_inputs
         return example_inputs(spec.config, BATCH, seed=INPUT_SEED)
-    if spec.token_inputs:           # token ids (a tuple, one array per input): models.synthetic
-        from dlbench.models import synthetic
+    if spec.token_inputs or len(spec.inputs) > 1:   # ids, or boxes beside an image:
+        from dlbench.models import synthetic           # a tuple, one array per input
         return synthetic.sample_inputs(spec, BATCH, seed=INPUT_SEED)
     shape = (BATCH, *spec.inputs[0].shape)
     return np.random.default_rng(INPUT_SEED).standard_normal(shape).astype(np.float32)

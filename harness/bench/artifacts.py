@@ -174,8 +174,13 @@ def _zoo(name: str) -> Artifact:
 
 def spec_ranges(spec) -> dict[str, tuple[int, int]]:
     """Token inputs' value ranges from the zoo spec (an embedding's table size), the
-    native backends' counterpart of ``onnxinfo.embedding_ranges``."""
-    return {i.name: tuple(i.int_range) for i in spec.inputs if i.int_range}
+    native backends' counterpart of ``onnxinfo.embedding_ranges``; and the image's
+    extent for inputs that hold its boxes (Mask R-CNN's ``rois``: ``bench.inputs``
+    fills them with valid boxes, not noise)."""
+    from dlbench.models.synthetic import box_ranges
+
+    return {**{i.name: tuple(i.int_range) for i in spec.inputs if i.int_range},
+            **box_ranges(spec)}
 
 
 def _onnx(path: Path, arg: str) -> Artifact:
@@ -255,13 +260,14 @@ def _engine(path: Path, arg: str) -> Artifact:
     source = (sidecar.get("source") or {}).get("path") or sidecar.get("prepared_onnx")
     ref = ArtifactRef(str(path.resolve()), TRT_ENGINE, sidecar.get("model") or path.stem,
                       sidecar.get("framework"), None, sidecar)
-    art = Artifact(ref, arg, sha256_of(path), None, sidecar.get("precision"))
+    art = Artifact(ref, arg, sha256_of(path), None, sidecar.get("precision"),
+                   _zoo_ranges(ref.model))
     if source and Path(source).is_file():
         # The engine's inputs are its ONNX source's; the graph also gives FLOPs and tables.
         from dlbench.harness.bench import onnxinfo
         model = onnxinfo.load(source)
         art.signature = onnxinfo.signature(model)[0]
-        art.graph_ranges = onnxinfo.embedding_ranges(model)
+        art.graph_ranges = {**art.graph_ranges, **onnxinfo.embedding_ranges(model)}
         art.onnx_model = model
     return art
 
@@ -286,7 +292,8 @@ def _mindir(path: Path, arg: str, shapes=None, inputs=None, timeout=None) -> Art
         sidecar = dict(sidecar, inputs=[{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
                                         for t in sig])
     ref = ArtifactRef(str(path.resolve()), MINDIR, name, "mindspore", None, sidecar)
-    return Artifact(ref, arg, sha256_of(path), sig, sidecar.get("precision", "fp32"))
+    return Artifact(ref, arg, sha256_of(path), sig, sidecar.get("precision", "fp32"),
+                    _zoo_ranges(name))
 
 
 def _checkpoint(path: Path, arg: str, model: str | None, framework: str | None = None) -> Artifact:

@@ -15,7 +15,9 @@ Rules (documented in README "Benchmark"):
   are unknowns of their own; only a named symbol binds across dimensions.
 * ``--input NAME=VALUE`` / ``NAME=FILE.npy`` (``bench.given``) set an input
   outright; a file also sets its input's dynamic dimensions.
-* Floats are standard normal in their dtype; booleans and integer inputs
+* Floats are standard normal in their dtype, except a zoo model's box inputs
+  (Mask R-CNN's ``rois``, ``mask_rois``: (..., 4), with the image's extent in the
+  ranges), which are valid corner boxes inside the image; booleans and integer inputs
   named like a mask are ones; integer inputs that index an embedding table
   are uniform in [0, rows) (from the graph), or ``--int-range NAME=LOW:HIGH``
   ([LOW, HIGH)); any other integer input is zeros, a valid index anywhere,
@@ -50,7 +52,7 @@ class PlannedInput:
     name: str
     dtype: str
     shape: tuple[int, ...]
-    fill: str                          # normal | ones | uniform | zeros | value | file
+    fill: str                          # normal | boxes | ones | uniform | zeros | value | file
     low: int | None = None
     high: int | None = None
     given: GivenInput | None = None    # value | file: what the user set
@@ -58,7 +60,7 @@ class PlannedInput:
 
     def describe(self) -> dict[str, Any]:
         d = {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "fill": self.fill}
-        if self.fill == "uniform":
+        if self.fill in ("uniform", "boxes"):
             d["range"] = [self.low, self.high]
         elif self.fill == "value":
             d["value"] = self.given.value
@@ -208,6 +210,9 @@ def _fill(t: TensorInfo, shape: tuple[int, ...], int_ranges, graph_ranges,
     if kind == "f" or kind == "c":
         if t.name in int_ranges:
             raise UserError(f"--int-range {t.name}: input {t.name!r} is {t.dtype}, not an integer")
+        if t.name in graph_ranges and shape and shape[-1] == 4:    # boxes of the image
+            lo, hi = graph_ranges[t.name]
+            return PlannedInput(t.name, t.dtype, shape, "boxes", lo, hi)
         return PlannedInput(t.name, t.dtype, shape, "normal")
     if kind == "b":
         return PlannedInput(t.name, t.dtype, shape, "ones")
@@ -236,6 +241,8 @@ def synthesize(p: InputPlan, seed: int = 0) -> dict[str, np.ndarray]:
         if i.fill == "normal":
             x = rng.standard_normal(i.shape, dtype=np.float32)
             out[i.name] = np.asarray(x.astype(numpy_dtype(i.dtype)), order="C")  # 0-d stays 0-d
+        elif i.fill == "boxes":
+            out[i.name] = random_boxes(rng, i.shape, i.low, i.high).astype(numpy_dtype(i.dtype))
         elif i.fill == "ones":
             out[i.name] = np.ones(i.shape, dtype=numpy_dtype(i.dtype))
         elif i.fill == "uniform":
@@ -245,3 +252,17 @@ def synthesize(p: InputPlan, seed: int = 0) -> dict[str, np.ndarray]:
         else:
             out[i.name] = np.zeros(i.shape, dtype=numpy_dtype(i.dtype))
     return out
+
+
+def random_boxes(rng: np.random.Generator, shape: Sequence[int], low: float,
+                 high: float) -> np.ndarray:
+    """Corner boxes (x0, y0, x1, y1) of ``shape`` (..., 4) inside [low, high]^2: sides
+    log-uniform from 1/32 to 1/2 of the extent (every RoI level of a pyramid is read),
+    aspect 1/2..2, placed uniformly."""
+    n = int(np.prod(shape[:-1]))
+    extent = float(high - low)
+    side = extent * np.exp(rng.uniform(np.log(1 / 32), np.log(1 / 2), n))
+    aspect = np.exp(rng.uniform(np.log(0.5), np.log(2.0), n))
+    wh = np.stack([side / np.sqrt(aspect), side * np.sqrt(aspect)], 1)
+    lo = low + rng.uniform(0, 1, (n, 2)) * (extent - wh)
+    return np.concatenate([lo, lo + wh], 1).reshape(*shape)

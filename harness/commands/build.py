@@ -67,6 +67,10 @@ def add_arguments(p) -> None:
                         "quant_pre_process, as the per-layer error report prints them)")
     p.add_argument("--exclude-op-types", default=None, metavar="TYPE[,TYPE]",
                    help="int8: leave every node of these op types in float (e.g. Softmax)")
+    p.add_argument("--quantize-op-types", default=None, metavar="TYPE[,TYPE]",
+                   help="int8: quantize only nodes of these op types (e.g. Conv,MatMul,Gemm: the "
+                        "weighted layers), everything else stays float; default: every type "
+                        "ONNX Runtime's quantizer handles")
     p.add_argument("--float-tail", action=argparse.BooleanOptionalAction,
                    default=field_default(BuildOptions, "float_tail"),
                    help="int8: keep fixed-range ops (Softmax, Sigmoid, Tanh, ...) at the "
@@ -101,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
         calib_batch=args.calib_batch, calib_cache=args.calib_cache, dynamic=args.dynamic,
         per_channel=not args.per_tensor, target=args.target, keep_io_types=args.keep_io_types,
         exclude_nodes=_names(args.exclude_nodes), exclude_op_types=_names(args.exclude_op_types),
-        float_tail=args.float_tail, freeze=args.freeze)
+        quantize_op_types=_names(args.quantize_op_types), float_tail=args.float_tail,
+        freeze=args.freeze)
     req = BuildRequest(
         source=args.model, to=args.to, out=args.out, options=opts, precision=args.precision,
         verify_batch_sizes=verify.parse_batch_sizes(args.verify_batch_sizes),

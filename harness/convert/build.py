@@ -87,9 +87,10 @@ def plan(req: BuildRequest) -> _Plan:
         problems = availability_problems()
         if problems:
             raise UserError("cannot build a TensorRT engine here: " + "; ".join(problems))
-    if req.to == "fp16" and (opts.exclude_nodes or opts.exclude_op_types):
-        raise UserError("--exclude-nodes / --exclude-op-types choose what INT8 quantization "
-                        "leaves in float; --to fp16 converts every node")
+    if req.to == "fp16" and (opts.exclude_nodes or opts.exclude_op_types
+                             or opts.quantize_op_types):
+        raise UserError("--exclude-nodes / --exclude-op-types / --quantize-op-types choose "
+                        "what INT8 quantization quantizes; --to fp16 converts every node")
     hop.check_available(opts)
     source = Path(req.source)
     model = onnx_io.load(source)
@@ -244,7 +245,7 @@ def build(req: BuildRequest) -> dict[str, Any]:
         record["context"]["math_mode"] = mathmode.of_runs(reference=ref_info,
                                                           candidate=cand_info)
         verdict = cmp.compare(reference, candidate, cmp.tolerance(p.precision),
-                                 p.batch_sizes, req.seed)
+                              p.batch_sizes, req.seed, model=meta.get("model"))
         verify_s = reference_s + time.perf_counter() - verify_start + info.get("candidate_s", 0.0)
         if req.to == "int8" and not verdict.ok:
             record["metrics"]["layer_errors"] = _layer_errors(built_from, staged, inputs, threads)
@@ -279,7 +280,8 @@ def _normalized(p: _Plan, stage: Path, inputs, reference, threads: ThreadConfig,
     if info is None:
         return p.source, None
     outputs, _ = runners.outputs(_onnx_ref(path, {}), inputs, threads=threads)
-    verdict = cmp.compare(reference, outputs, cmp.tolerance("fp32"), p.batch_sizes, seed)
+    verdict = cmp.compare(reference, outputs, cmp.tolerance("fp32"), p.batch_sizes, seed,
+                          model=p.summary.metadata.get("model"))
     worst = verdict.worst
     info["verdict"] = {"ok": verdict.ok, "message": verdict.message,
                        "max_abs": worst.max_abs if worst else None,

@@ -312,7 +312,7 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
         record["context"]["math_mode"] = mathmode.of_runs(
             reference=result.get("reference_run"), candidate=cand_info)
         verdict = cmp.compare(reference, candidate, cmp.tolerance("fp32"), batch_sizes,
-                                 req.seed)
+                              req.seed, model=model)
         verify_s = time.perf_counter() - verify_start + result.get("reference_s", 0.0) \
             + result.get("candidate_s", 0.0)
         final.replace(p.out)

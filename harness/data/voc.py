@@ -67,14 +67,18 @@ class DetectionSet(Dataset):
     """What the VOC and COCO readers share: ``self.items[role]`` lists (image path,
     corner boxes as fractions, labels 1..K) per role ("train", "eval"); decoding,
     flipping, normalizing and matching happen per step in ``_batch``."""
+    # What the data can train: COCO's masks also serve instance segmentation.
+    objectives: tuple[str, ...] = ("detection",)
 
     def __init__(self, spec: ModelSpec, path: Path, classes: int):
         super().__init__(spec, path)
         source = self.describe_source()
-        if spec.objective != "detection":
-            raise UserError(f"{source}: detection data, but {spec.name} trains "
-                            f"{spec.objective!r}")
-        self.shape = image_input(spec, source)
+        if spec.objective not in self.objectives:
+            raise UserError(f"{source}: {' or '.join(self.objectives)} data, but {spec.name} "
+                            f"trains {spec.objective!r}")
+        # Mask R-CNN's box inputs are made from the annotations: the image is the first.
+        self.shape = (spec.inputs[0].shape if spec.objective == "instance-segmentation"
+                      else image_input(spec, source))
         self.check_classes(source, classes + 1)
         self.splits: dict[str, str] = {}
         self.items: dict[str, list[tuple[Path, np.ndarray, np.ndarray]]] = {}
@@ -83,29 +87,32 @@ class DetectionSet(Dataset):
         return {self.splits[r]: len(v) for r, v in self.items.items()}
 
     def _batch(self, items, rng, layout: str) -> Batch:
-        from PIL import Image
-
         from dlbench.models.ssd import boxes as ssd_boxes
 
         _, h, w = self.shape
         pixels = np.empty((len(items), h, w, 3), np.uint8)
         all_boxes, all_labels = [], []
         for k, (path, bx, lb) in enumerate(items):
-            try:
-                with Image.open(path) as img:
-                    pixels[k] = np.asarray(img.convert("RGB").resize((w, h), Image.BILINEAR))
-            except OSError as exc:
-                raise UserError(f"{self.describe_source()}: cannot decode {path} ({exc})") from None
+            pixels[k] = self._decode(path)
             bx = bx.copy()
             if rng is not None and rng.random() < 0.5:
                 pixels[k] = pixels[k, :, ::-1]
                 bx[:, [0, 2]] = 1.0 - bx[:, [2, 0]]
             all_boxes.append(bx)
             all_labels.append(lb)
-        images = pixels.transpose(0, 3, 1, 2).astype(np.float32) / 255.0
-        images = imageops.normalize(images, imageops.IMAGENET_MEAN, imageops.IMAGENET_STD)
         targets = ssd_boxes.targets(self.spec.config, all_boxes, all_labels)
-        return to_layout(images, layout), targets
+        return to_layout(normalized(pixels), layout), targets
+
+    def _decode(self, path: Path) -> np.ndarray:
+        """(H, W, 3) uint8: the image warped to the model's input (aspect not kept)."""
+        from PIL import Image
+
+        _, h, w = self.shape
+        try:
+            with Image.open(path) as img:
+                return np.asarray(img.convert("RGB").resize((w, h), Image.BILINEAR))
+        except OSError as exc:
+            raise UserError(f"{self.describe_source()}: cannot decode {path} ({exc})") from None
 
     def train_batches(self, batch_size: int, seed: int, layout: str) -> Iterator[Batch]:
         if not self.items:
@@ -124,6 +131,12 @@ class DetectionSet(Dataset):
         items = self.items["eval"]
         for idx in ordered_indices(len(items), batch_size, limit):
             yield self._batch([items[i] for i in idx], None, layout)
+
+
+def normalized(pixels: np.ndarray) -> np.ndarray:
+    """(N, H, W, 3) uint8 -> (N, 3, H, W) float32 with the ImageNet mean and std."""
+    images = pixels.transpose(0, 3, 1, 2).astype(np.float32) / 255.0
+    return imageops.normalize(images, imageops.IMAGENET_MEAN, imageops.IMAGENET_STD)
 
 
 class Voc(DetectionSet):

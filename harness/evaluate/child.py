@@ -46,7 +46,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     names = [t.name for t in signature]
     casts = [t.dtype for t in signature]
     ds = data.open_heldout(payload["data"], spec)
-    tally, batches = inference_tally(spec.objective), 0
+    tally, batches = inference_tally(spec.objective, spec), 0
     t0 = time.perf_counter()
     for x, y in data.heldout_batches(ds, int(payload["batch_size"]), payload.get("limit")):
         runner.run(runner.prepare(_feeds(names, x, casts)))

@@ -27,6 +27,7 @@ def eval_table(records: Sequence[dict[str, Any]]) -> str:
         if r["status"] != "ok" or not e:
             rows.append(head + ["", "", f"FAILED: {r.get('error')}", "", ""])
             continue
-        rows.append(head + [e["split"], e["samples"], f"{100 * e['accuracy']:.2f} %",
+        acc = "-" if e.get("accuracy") is None else f"{100 * e['accuracy']:.2f} %"
+        rows.append(head + [e["split"], e["samples"], acc,
                             f"{e['loss']:.4f}", f"{e['time_s']:.2f} s"])
     return markdown(HEADERS, rows)

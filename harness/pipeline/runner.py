@@ -50,6 +50,7 @@ class RunRequest:
     eval: bool | None = None
     learning_rate: float | None = None
     int8_mode: str | None = None
+    int8_op_types: tuple[str, ...] | None = None
     calib_data: str | None = None
     device: str = "cpu"
     threads: int | None = None
@@ -102,7 +103,7 @@ def resolve(req: RunRequest) -> RunRequest:
                           ("train_batch_size", spec.default_batch_size),
                           ("train_data", d.train_data), ("eval", d.eval),
                           ("learning_rate", d.learning_rate), ("int8_mode", d.int8_mode),
-                          ("calib_data", d.calib_data)):
+                          ("int8_op_types", d.int8_op_types), ("calib_data", d.calib_data)):
         if getattr(req, name) is None:
             setattr(req, name, default)
     return req

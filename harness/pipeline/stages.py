@@ -233,6 +233,8 @@ class BuildStage(Stage):
                     "--batch-sizes", ",".join(map(str, req.batch_sizes))]
         if self.target == "int8":
             return (["--dynamic"] if req.int8_mode == "dynamic" else []) + \
+                (["--quantize-op-types", ",".join(req.int8_op_types)]
+                 if req.int8_op_types else []) + \
                 (["--calib-data", req.calib_data] if req.calib_data else [])
         return []
 
@@ -240,7 +242,8 @@ class BuildStage(Stage):
         if self.target == "tensorrt":
             return {"batch_sizes": tuple(req.batch_sizes)}
         if self.target == "int8":
-            return {"dynamic": req.int8_mode == "dynamic", "calib_data": req.calib_data}
+            return {"dynamic": req.int8_mode == "dynamic", "calib_data": req.calib_data,
+                    "quantize_op_types": tuple(req.int8_op_types or ())}
         return {}
 
     def argv(self, req, wd, plan):

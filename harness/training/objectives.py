@@ -56,6 +56,13 @@ LOSSES: dict[str, dict[str, str]] = {
         "tensorflow": "dlbench.models.ssd.keras:detection_loss",
         "mindspore": "dlbench.models.ssd.mindspore:DetectionLoss",
     },
+    # Mask R-CNN: the five losses of ``models.maskrcnn.reference`` on the raw heads, the
+    # boxes and their targets made before the clock (``models.maskrcnn.boxes``).
+    "instance-segmentation": {
+        "pytorch": "dlbench.models.maskrcnn.torch:instance_segmentation_loss",
+        "tensorflow": "dlbench.models.maskrcnn.keras:instance_segmentation_loss",
+        "mindspore": "dlbench.models.maskrcnn.mindspore:InstanceSegmentationLoss",
+    },
     "regression": {
         "pytorch": "dlbench.harness.training.pytorch:regression_loss",
         "tensorflow": "dlbench.harness.training.tensorflow:regression_loss",
@@ -86,11 +93,15 @@ LABELS: dict[str, tuple[str, ...] | None] = {
     "ctc": ("transcripts", "transcript_lengths", "output_frames"),
     "seq2seq": None,
     "detection": ("class_targets", "box_targets"),
+    "instance-segmentation": ("rpn_labels", "rpn_targets", "roi_labels", "roi_targets",
+                              "mask_classes", "mask_targets"),
 }
 # The labels' numpy dtype where they are not class indices (the sessions' int64/int32).
 # Detection's class targets travel as float32 beside its box targets (one dtype per
-# objective); its losses cast them back to integers.
-LABEL_DTYPES: dict[str, str] = {"regression": "float32", "detection": "float32"}
+# objective); its losses cast them back to integers.  So do Mask R-CNN's anchor, RoI
+# and mask-box labels beside its deltas and mask targets.
+LABEL_DTYPES: dict[str, str] = {"regression": "float32", "detection": "float32",
+                                "instance-segmentation": "float32"}
 
 
 def label_dtype(objective: str, integer: str) -> str:

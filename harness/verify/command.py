@@ -164,7 +164,7 @@ def verify_files(req: VerifyRequest) -> dict[str, Any]:
         record["context"].update(reference_run=ref_info, candidate_run=cand_info,
                                  math_mode=mathmode.of_runs(reference=ref_info,
                                                             candidate=cand_info))
-        verdict = compare(ref_out, cand_out, tol, batch_sizes, req.seed)
+        verdict = compare(ref_out, cand_out, tol, batch_sizes, req.seed, model=record["model"])
         if req.layers:
             from dlbench.harness.verify.layers import layer_errors
 

@@ -150,8 +150,11 @@ def _cosines(ref: np.ndarray, cand: np.ndarray) -> np.ndarray:
 
 
 def compare(reference: Sequence[dict[str, np.ndarray]], candidate: Sequence[dict[str, np.ndarray]],
-            tol: Tolerance, batch_sizes: Sequence[int], seed: int = VERIFY_SEED) -> Verdict:
-    """Compare per-batch outputs (one dict per batch size, same order) against ``tol``."""
+            tol: Tolerance, batch_sizes: Sequence[int], seed: int = VERIFY_SEED,
+            model: str | None = None) -> Verdict:
+    """Compare per-batch outputs (one dict per batch size, same order) against ``tol``.
+    ``model``: the zoo name the artifacts carry, whose objective says whether a
+    (batch, N) output holds class scores (top-1 is read) or not (Mask R-CNN's heads)."""
     if len(reference) != len(candidate) or len(reference) != len(batch_sizes):
         raise ValueError("reference, candidate and batch_sizes differ in length")
     ref_names = list(reference[0])
@@ -163,15 +166,24 @@ def compare(reference: Sequence[dict[str, np.ndarray]], candidate: Sequence[dict
     # Outputs pair by name when the names agree, else by position (exporters rename).
     pairs = ([(n, n) for n in ref_names] if set(ref_names) == set(cand_names)
              else list(zip(ref_names, cand_names)))
+    objective = _objective(model)
     verdicts = []
     for ref_name, cand_name in pairs:
         verdicts.append(_compare_output(cand_name, [r[ref_name] for r in reference],
-                                        [c[cand_name] for c in candidate], tol, batch_sizes))
+                                        [c[cand_name] for c in candidate], tol, batch_sizes,
+                                        objective))
     ok = all(v.ok for v in verdicts)
     verdict = Verdict(ok=ok, precision=tol.precision, tolerance=asdict(tol),
                       batch_sizes=list(batch_sizes), seed=seed, outputs=verdicts, message="")
     verdict.message = _message(verdict)
     return verdict
+
+
+def _objective(model: str | None) -> str | None:
+    """A zoo model's objective (None for a user's model: its output's shape decides)."""
+    from dlbench.models.registry import get_model, list_models
+
+    return get_model(model).objective if model and model in list_models() else None
 
 
 def _mismatch(tol, batch_sizes, seed, why: str) -> Verdict:
@@ -180,7 +192,7 @@ def _mismatch(tol, batch_sizes, seed, why: str) -> Verdict:
 
 
 def _compare_output(name: str, refs: list[np.ndarray], cands: list[np.ndarray], tol: Tolerance,
-                    batch_sizes: Sequence[int]) -> OutputVerdict:
+                    batch_sizes: Sequence[int], objective: str | None = None) -> OutputVerdict:
     failures = []
     for b, r, c in zip(batch_sizes, refs, cands):
         r, c = np.asarray(r), np.asarray(c)
@@ -206,7 +218,8 @@ def _compare_output(name: str, refs: list[np.ndarray], cands: list[np.ndarray], 
     cosines = _cosines(ref, np.nan_to_num(cand)) if ref.size else np.ones(1)
     cosine = float(cosines.min())
     top1 = None
-    ref_scores, cand_scores = class_scores(ref), class_scores(np.nan_to_num(cand))
+    ref_scores = class_scores(ref, objective)
+    cand_scores = class_scores(np.nan_to_num(cand), objective)
     if ref_scores is not None:
         top1 = float((ref_scores.argmax(axis=1) == cand_scores.argmax(axis=1)).mean())
     bound = tol.bound(ref_absmax)

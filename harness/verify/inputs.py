@@ -67,17 +67,28 @@ def inputs_for_model(model_name: str, batch_sizes: Sequence[int],
                      seed: int = VERIFY_SEED) -> list[Any]:
     """One batch per size: an NCHW float32 array for image models; for token models
     a tuple of int arrays in ``spec.inputs`` order (``models.synthetic`` class words,
-    so a trained classifier's top-1 means something)."""
+    so a trained classifier's top-1 means something); for a model whose inputs only
+    its own data can make (``models.synthetic.OWN_SAMPLE_INPUTS``: DIN's ids, Mask
+    R-CNN's image with valid boxes), that data's inputs."""
     from dlbench.models.registry import get_model
 
     spec = get_model(model_name)
-    if spec.token_inputs:
+    if _own_inputs(spec):
         return token_stream(spec, batch_sizes, seed)
     return image_inputs(spec.inputs[0].shape, spec.num_classes, batch_sizes, seed)
 
 
+def _own_inputs(spec) -> bool:
+    """True when ``models.synthetic.sample_inputs`` makes the spec's inputs (token ids,
+    or an objective's own), not class-pattern images."""
+    from dlbench.models import synthetic
+
+    return spec.token_inputs or spec.objective in synthetic.OWN_SAMPLE_INPUTS
+
+
 def token_stream(spec, batch_sizes: Sequence[int], seed: int) -> list[tuple[np.ndarray, ...]]:
-    """Token-model batches of the given sizes from one generator (distinct batches)."""
+    """Batches of the given sizes from ``models.synthetic.sample_inputs`` (token models,
+    and objectives with their own sample inputs), each from its own seed."""
     from dlbench.models import synthetic
 
     return [synthetic.sample_inputs(spec, b, seed=seed + i) for i, b in enumerate(batch_sizes)]
@@ -85,11 +96,12 @@ def token_stream(spec, batch_sizes: Sequence[int], seed: int) -> list[tuple[np.n
 
 def calibration_stream(summary, batch: int, n_batches: int, seed: int = CALIB_SEED,
                        path: str = "model") -> list[Any]:
-    """INT8 calibration batches for an ONNX file: its zoo model's token inputs when it
-    is a dlbench token model, class-pattern images for one NCHW image input, else
+    """INT8 calibration batches for an ONNX file: its zoo model's own sample inputs when
+    it is a dlbench token model (or Mask R-CNN: ``_own_inputs``), class-pattern images
+    for one NCHW image input, else
     inputs made from its signature (``signature_inputs``)."""
     spec = _zoo_spec(summary)
-    if spec is not None and spec.token_inputs:
+    if spec is not None and _own_inputs(spec):
         return token_stream(spec, [batch] * n_batches, seed)
     if not _one_image(summary):
         return signature_inputs(summary, [batch] * n_batches, seed, path)
@@ -174,7 +186,7 @@ def inputs_for_onnx(summary, batch_sizes: Sequence[int], seed: int = VERIFY_SEED
                     path: str = "model") -> list[Any]:
     """Inputs for an ONNX file: its zoo model's if dlbench exported it, else from its shape."""
     spec = _zoo_spec(summary)
-    if spec is not None and spec.token_inputs:
+    if spec is not None and _own_inputs(spec):
         return token_stream(spec, batch_sizes, seed)
     if not _one_image(summary):
         return signature_inputs(summary, batch_sizes, seed, path)

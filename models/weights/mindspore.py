@@ -1,8 +1,8 @@
 """Canonical weights from and into a MindSpore ``nn.Cell``.
 
-MindSpore's Conv2d (out, in/groups, kH, kW) and Dense (out, in) already have
-PyTorch's layouts; batch norm calls its arrays gamma/beta/moving_mean/
-moving_variance.  Layers are found by Cell path (``cells_and_names``), not by
+MindSpore's Conv2d (out, in/groups, kH, kW), Conv2dTranspose (in, out/groups,
+kH, kW) and Dense (out, in) already have PyTorch's layouts; batch norm calls
+its arrays gamma/beta/moving_mean/moving_variance.  Layers are found by Cell path (``cells_and_names``), not by
 parameter name, so a network wrapped in a training cell still matches.
 """
 from __future__ import annotations
@@ -61,6 +61,8 @@ def _lstm_load(lstm, mine: dict[str, np.ndarray]) -> None:
 RULES: dict[type, Rule] = {
     nn.Conv1d: _WEIGHT_BIAS,
     nn.Conv2d: _WEIGHT_BIAS,
+    # (in, out, kH, kW) natively, as PyTorch's ConvTranspose2d: no conversion.
+    nn.Conv2dTranspose: _WEIGHT_BIAS,
     nn.Dense: _WEIGHT_BIAS,
     nn.BatchNorm1d: _BN,
     nn.BatchNorm2d: _BN,

@@ -43,6 +43,8 @@ def _lstm_load(lstm: nn.LSTM, mine: dict[str, np.ndarray]) -> None:
 RULES: dict[type, Rule] = {
     nn.Conv1d: _WEIGHT_BIAS,
     nn.Conv2d: _WEIGHT_BIAS,
+    # Canonical (in, out, kH, kW) is PyTorch's own transposed-conv layout (Mask R-CNN).
+    nn.ConvTranspose2d: _WEIGHT_BIAS,
     nn.Linear: _WEIGHT_BIAS,
     nn.BatchNorm1d: _BN,
     nn.BatchNorm2d: _BN,

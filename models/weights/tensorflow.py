@@ -26,6 +26,9 @@ _CONV2D = simple(("weight", "kernel", _t(*HWIO_TO_OIHW), _t(*OIHW_TO_HWIO)),
 # Conv1D kernel (k, in, out) <-> PyTorch (out, in, k).
 _CONV1D = simple(("weight", "kernel", _t(2, 1, 0), _t(2, 1, 0)),
                  Param("bias", "bias", optional=True))
+# Conv2DTranspose kernel (kH, kW, out, in) <-> PyTorch's ConvTranspose2d (in, out, kH, kW).
+_CONV2D_TRANSPOSE = simple(("weight", "kernel", _t(3, 2, 0, 1), _t(2, 3, 1, 0)),
+                           Param("bias", "bias", optional=True))
 _DENSE = simple(("weight", "kernel", _t(1, 0), _t(1, 0)), Param("bias", "bias", optional=True))
 # DepthwiseConv2D kernel (kH, kW, channels, 1) <-> PyTorch's grouped conv (channels, 1, kH, kW).
 _DEPTHWISE = simple(("weight", "kernel", _t(2, 3, 0, 1), _t(2, 3, 0, 1)),
@@ -86,6 +89,7 @@ RULES: dict[type, Rule] = {
     keras.layers.Conv1D: _CONV1D,
     keras.layers.DepthwiseConv2D: _DEPTHWISE,
     keras.layers.Conv2D: _CONV2D,
+    keras.layers.Conv2DTranspose: _CONV2D_TRANSPOSE,
     keras.layers.Dense: _DENSE,
     keras.layers.BatchNormalization: _BN,
     keras.layers.Embedding: simple(("weight", "embeddings")),
