@@ -33,18 +33,22 @@ def _lstm_macs(module: nn.LSTM, output) -> int:
     return steps * total
 
 
-def layer_macs(module: nn.Module, output: torch.Tensor) -> int:
-    """MACs for one sample (the probe batch has size 1)."""
+def layer_macs(module: nn.Module, output: torch.Tensor, inputs: tuple = ()) -> int:
+    """MACs of one call on a batch-1 probe.  A layer that runs on a batch of its own (a
+    detector's heads on each box) counts every row of it: the leading dimension."""
     if isinstance(module, nn.LSTM):
         return _lstm_macs(module, output)
+    if isinstance(module, nn.ConvTranspose2d):     # k*k*cout per input pixel and channel
+        kh, kw = module.kernel_size
+        n, _, in_h, in_w = inputs[0].shape
+        return n * in_h * in_w * kh * kw * module.in_channels * module.out_channels
     if isinstance(module, nn.Conv2d):
         kh, kw = module.kernel_size
-        out_h, out_w = output.shape[-2:]
-        return (out_h * out_w * kh * kw * module.in_channels * module.out_channels
+        n, _, out_h, out_w = output.shape
+        return (n * out_h * out_w * kh * kw * module.in_channels * module.out_channels
                 // module.groups)
-    # Linear: in * out for every position the layer is applied at.
-    positions = math.prod(output.shape[1:-1])
-    return positions * module.in_features * module.out_features
+    # Linear: in * out for every position (and row) the layer is applied at.
+    return output[..., 0].numel() * module.in_features * module.out_features
 
 
 def forward_macs(model: nn.Module, spec: ModelSpec) -> int:
@@ -54,12 +58,12 @@ def forward_macs(model: nn.Module, spec: ModelSpec) -> int:
         return int(family(model, spec))
     total = 0
 
-    def hook(module, _inputs, output):
+    def hook(module, inputs, output):
         nonlocal total
-        total += layer_macs(module, output)
+        total += layer_macs(module, output, inputs)
 
     handles = [m.register_forward_hook(hook) for m in model.modules()
-               if isinstance(m, (nn.Conv2d, nn.Linear, nn.LSTM))]
+               if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear, nn.LSTM))]
     param = next(model.parameters())
     # Zeros of each input's own dtype: a valid token id as well as an image.
     xs = [torch.zeros((1, *i.shape), device=param.device,

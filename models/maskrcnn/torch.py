@@ -248,44 +248,6 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> MaskRCN
     return MaskRCNN(cfg)
 
 
-def forward_macs(model: MaskRCNN, spec: ModelSpec) -> int:
-    """Multiply-adds of one sample, measured on a batch-1 probe: every conv, transposed
-    conv and linear layer counts its real output (or input) size times its leading
-    dimension, which for the heads is the number of boxes, and the shared RPN head
-    counts once per level it runs on."""
-    total = 0
-
-    def hook(module, inputs, output):
-        nonlocal total
-        if isinstance(module, nn.ConvTranspose2d):
-            kh, kw = module.kernel_size
-            _, _, h, w = inputs[0].shape
-            total += output.shape[0] * h * w * kh * kw * module.in_channels * module.out_channels
-        elif isinstance(module, nn.Conv2d):
-            kh, kw = module.kernel_size
-            _, _, h, w = output.shape
-            total += (output.shape[0] * h * w * kh * kw * module.in_channels
-                      * module.out_channels // module.groups)
-        else:
-            total += output[..., 0].numel() * module.in_features * module.out_features
-
-    handles = [m.register_forward_hook(hook) for m in model.modules()
-               if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear))]
-    param = next(model.parameters())
-    xs = [torch.zeros((1, *i.shape), device=param.device, dtype=param.dtype)
-          for i in spec.inputs]
-    was_training = model.training
-    try:
-        model.eval()                    # a probe must not move BN running statistics
-        with torch.no_grad():
-            model(*xs)
-    finally:
-        model.train(was_training)
-        for h in handles:
-            h.remove()
-    return int(total)
-
-
 def instance_segmentation_loss(outputs: torch.Tensor, labels) -> torch.Tensor:
     """``reference.loss``: the five terms' sum.  The spec is not passed, so the logits
     are split by the labels' shapes: A anchors, R boxes, D mask boxes of M x M, and
