@@ -361,6 +361,31 @@ def test_the_roofline_has_a_ceiling_per_device_and_precision(db):
     assert set(ceilings(micro + elsewhere)) == set(roofs)
 
 
+def test_onnx_bench_cells_join_the_roofline_by_their_compulsory_traffic(db):
+    """A bench cell of a counted graph: FLOPs over weights (once a batch), inputs and
+    outputs; a native cell has no graph count and is left out."""
+    import onnx
+
+    from dlbench.harness.report.plots import _model_point, roofline
+
+    store = ResultStore(str(db))
+    ort = store.records("kind = 'bench' AND status = 'ok' AND backend = 'onnxruntime' "
+                        "AND batch_size = 2", [])[0]
+    native = store.records("kind = 'bench' AND status = 'ok' AND backend = 'pytorch'", [])[0]
+    model = onnx.load(ort["model_path"] if "model_path" in ort else
+                      ort["context"]["artifact"]["path"])
+    weights = sum(onnx.numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
+    flops = ort["metrics"]["flops"]
+    assert flops["weight_bytes"] == weights
+    assert flops["io_bytes_per_sample"] == 4 * (3 * 64 * 64 + 10)    # an image, 10 logits
+    x, y = _model_point(ort)                          # at batch 2: the weights read once
+    per_sample = weights / 2 + 4 * (3 * 64 * 64 + 10)
+    assert x == pytest.approx(ort["metrics"]["gflops_per_sample"] * 1e9 / per_sample)
+    assert y == ort["metrics"]["achieved_gflops"]
+    assert _model_point(native) is None
+    assert "Model cells (triangles)" in roofline(store.records("1 = 1", [])).note
+
+
 def test_html_skips_charts_without_data_with_a_note(cli, db, tmp_path):
     export_run = _records(db, "kind='convert'")[0]["run_id"]
     out = _report(cli, db, "--run", export_run, "--format", "html")

@@ -22,6 +22,9 @@ for reductions and global pooling, five per element for Softmax/LogSoftmax,
 per recurrent step and hidden unit the gate activations and state updates
 (LSTM 9, GRU 7, RNN 1);
 data movement (Reshape, Transpose, Gather, Concat, ...) counts nothing.
+``weight_bytes`` and ``io_bytes_per_sample`` give the compulsory memory traffic
+(weights once a batch, inputs and outputs), what places a model cell on the report's
+roofline.
 Nodes whose shapes cannot be inferred are listed in ``uncounted``.  ONNX has
 no shape inference for ONNX Runtime's contrib recurrent ops, which would leave
 everything after a dynamically quantized LSTM unknown: their output shapes are
@@ -204,4 +207,35 @@ def count(model, shapes: dict[str, Sequence[int]], batch_size: int) -> dict[str,
         "other_gflops_per_sample": other / batch_size / 1e9,
         "macs_per_sample": macs / batch_size,
         "uncounted": uncounted,
+        **_compulsory_bytes(inferred, table, batch_size),
     }
+
+
+def _compulsory_bytes(model, table: dict[str, list[int]], batch_size: int) -> dict[str, Any]:
+    """The least a batch must move through memory: every weight read once a batch
+    (``weight_bytes``), the inputs read and the outputs written (``io_bytes_per_sample``;
+    None where a shape is unknown); ``compulsory_bytes_per_sample`` puts them together at
+    any batch.  A lower bound (activations that spill out of the caches move too), so the
+    intensity it gives is an upper bound: the roofline's model points sit at or right of
+    the truth."""
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    def nbytes(name: str, elem_type: int) -> int | None:
+        dims = table.get(name)
+        if dims is None:
+            return None
+        return _prod(dims) * tensor_dtype_to_np_dtype(elem_type).itemsize
+
+    weights = sum(_prod(t.dims) * tensor_dtype_to_np_dtype(t.data_type).itemsize
+                  for t in model.graph.initializer)
+    fixed = {t.name for t in model.graph.initializer}
+    edges = [nbytes(v.name, v.type.tensor_type.elem_type)
+             for v in list(model.graph.input) + list(model.graph.output) if v.name not in fixed]
+    io = None if any(e is None for e in edges) else sum(edges) / batch_size
+    return {"weight_bytes": weights, "io_bytes_per_sample": io}
+
+
+def compulsory_bytes_per_sample(flops: dict[str, Any], batch_size: int) -> float | None:
+    """Weights once a batch plus each sample's inputs and outputs (``_compulsory_bytes``)."""
+    w, io = flops.get("weight_bytes"), flops.get("io_bytes_per_sample")
+    return None if w is None or io is None else w / batch_size + io

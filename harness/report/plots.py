@@ -175,15 +175,31 @@ def ceilings(cells) -> dict[tuple[str, str], tuple[float, float]]:
     return {k: (v, streams[k[0]]) for k, v in sorted(gemms.items()) if k[0] in streams}
 
 
+def _model_point(r) -> tuple[float, float] | None:
+    """A bench cell's (FLOP per compulsory byte, achieved GFLOP/s), where its graph was
+    counted (``bench.flops``: weights once a batch, inputs and outputs)."""
+    from dlbench.harness.bench.flops import compulsory_bytes_per_sample
+
+    m = r.get("metrics") or {}
+    g = m.get("gflops_per_sample")
+    b = compulsory_bytes_per_sample(m.get("flops") or {}, r["batch_size"])
+    if not (g and b and m.get("achieved_gflops")):
+        return None
+    return g * 1e9 / b, m["achieved_gflops"]
+
+
 def roofline(records) -> Plot:
     """Arithmetic intensity (FLOPs per byte a call must move) against GFLOP/s, under the
     ceilings measured here, per device: the best GEMM of each precision (compute; bf16's
     and int8's lie above fp32's on a CPU with those instructions) and the best memory
-    stream (bandwidth); each micro and layer cell placed by its own counts."""
-    title = "Roofline (micro and layer cells)"
+    stream (bandwidth); each micro and layer cell placed by its own counts, and each
+    bench cell of a counted graph by its FLOPs over its compulsory traffic."""
+    title = "Roofline (micro, layer and model cells)"
     cells = [r for r in records if r["kind"] == "micro" and r["status"] != "failed"]
     points = [(r["metrics"]["flops_per_call"] / r["metrics"]["bytes_per_call"],
                r["metrics"]["gflops"], r) for r in cells if r["metrics"].get("gflops")]
+    points += [(*pt, r) for r in records if r["kind"] == "bench" and r["status"] != "failed"
+               and (pt := _model_point(r)) is not None]
     roofs = ceilings(cells)
     if not points or not roofs:
         return Plot(title, None, "needs micro cells with FLOPs, a GEMM (the compute ceiling) "
@@ -201,17 +217,24 @@ def roofline(records) -> Plot:
                     label=f"{device} {precision} ceiling: {peak:.4g} GFLOP/s, {bw:.4g} GB/s")
         groups: dict[str, list[tuple[float, float]]] = {}
         for x, y, r in points:
-            groups.setdefault(f"{r['backend']} {r['device']} {r['precision']}", []).append((x, y))
+            what = "model " if r["kind"] == "bench" else ""
+            groups.setdefault(f"{what}{r['backend']} {r['device']} {r['precision']}",
+                              []).append((x, y))
         for label, pts in sorted(groups.items()):
-            ax.scatter(*zip(*pts), label=label, s=30, alpha=0.8)
+            ax.scatter(*zip(*pts), label=label, s=30, alpha=0.8,
+                       marker="^" if label.startswith("model ") else "o")
         ax.set_xscale("log")
         ax.set_yscale("log")
         _labels(ax, title, "arithmetic intensity (FLOP per byte moved)", "GFLOP/s", 7)
     return Plot(title, _png(draw), "Each point is one cell. Each device and precision "
                                    "with a GEMM cell has its own compute ceiling (its best "
                                    "GEMM here), under that device's best memory stream. "
-                                   "Model cells are not placed: a bench record counts FLOPs "
-                                   "but not the bytes a network moves.")
+                                   "Model cells (triangles) count their ONNX graph's "
+                                   "FLOPs over its compulsory traffic (weights once a "
+                                   "batch, inputs, outputs): a lower bound on the bytes, "
+                                   "so a model sits at or right of its true intensity; "
+                                   "native-framework cells have no graph count and are "
+                                   "not placed.")
 
 
 def all_plots(records: Sequence[dict[str, Any]]) -> list[Plot]:
