@@ -98,7 +98,8 @@ def float_tail(graph) -> list[dict[str, str]]:
         for n in chain:
             found.setdefault(n.name, {
                 "node": n.name, "op": n.op_type,
-                "reason": f"shape-only, after the float {node.op_type} at {output!r}"})
+                "reason": f"{'shape-only' if n.op_type in SHAPE_ONLY_OPS else 'a cast'}, "
+                          f"after the float {node.op_type} at {output!r}"})
         return True
 
     for output in graph.output:

@@ -72,7 +72,8 @@ def test_int8_static_qdq_per_channel_is_verified_against_fp32(cli, workdir, onnx
     assert recipe == {"mode": "static", "format": "QDQ", "target": "cpu",
                       "activations": "uint8 asymmetric", "weights": "int8 symmetric",
                       "per_channel": True, "calibration_method": "MinMax", "reduce_range": False,
-                      "float_tail": True, "float_nodes": []}
+                      "float_tail": True, "float_nodes": [],
+                      "quantized_op_types": "every type the quantizer handles"}
     assert rec["context"]["build_info"]["quant_pre_process"] is True
     calib = rec["context"]["build_info"]["calibration"]
     assert calib["samples"] == 64 and "synthetic" in calib["source"]
@@ -105,6 +106,25 @@ def test_int8_static_qdq_per_channel_is_verified_against_fp32(cli, workdir, onnx
     assert rec["metrics"]["node_count"] == len(model.graph.node)
     assert rec["metrics"]["file_size_bytes"] == (workdir / "model.int8.onnx").stat().st_size
     assert "| model.int8.onnx | onnx->int8 | int8" in out.stdout
+
+
+def test_int8_of_chosen_op_types_leaves_the_rest_float(cli, workdir, onnx_mini):
+    """--quantize-op-types Conv: every convolution reads int8 weights, the classifier's
+    Gemm keeps its float ones; the recipe says which types."""
+    out = cli("build", "model.onnx", "--to", "int8", "--quantize-op-types", "Conv",
+              "--json", "int8.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    rec = only_record(workdir, "int8.json")
+    assert rec["context"]["build_info"]["recipe"]["quantized_op_types"] == ["Conv"]
+    g = onnx.load(workdir / "model.int8.onnx").graph
+    dequantized = {n.output[0] for n in g.node if n.op_type == "DequantizeLinear"}
+    convs = [n for n in g.node if n.op_type == "Conv"]
+    gemms = [n for n in g.node if n.op_type == "Gemm"]
+    assert convs and all(n.input[1] in dequantized for n in convs)
+    assert gemms and not any(i in dequantized for n in gemms for i in n.input)
+    bad = cli("build", "model.onnx", "--to", "int8", "--quantize-op-types", "Dense")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "--quantize-op-types Dense: ONNX Runtime's static quantizer" in bad.stderr
 
 
 def test_int8_calibrates_from_a_file(cli, workdir, onnx_mini):

@@ -55,6 +55,42 @@ def test_the_float_tail_is_the_fixed_range_ops_at_the_outputs_and_the_shape_ops_
     assert tail["tanh"]["op"] == "Tanh" and "'score'" in tail["tanh"]["reason"]
 
 
+def test_a_concat_packing_heads_into_the_output_stays_float_through_a_cast():
+    """SSD's and Mask R-CNN's heads packed into one output: a quantized Concat gives
+    them one range, and the small head rounds to 0 beside the large one."""
+    rng = np.random.default_rng(0)
+    init = [numpy_helper.from_array(rng.normal(0, 0.3, (c, 3, 1, 1)).astype(np.float32), n)
+            for n, c in (("wa", 2), ("wb", 3))]
+    nodes = [helper.make_node("Conv", ["input", "wa"], ["a"], "head_a"),
+             helper.make_node("Conv", ["input", "wb"], ["b"], "head_b"),
+             helper.make_node("Flatten", ["a"], ["fa"], "flat_a"),
+             helper.make_node("Flatten", ["b"], ["fb"], "flat_b"),
+             helper.make_node("Concat", ["fa", "fb"], ["packed"], "pack", axis=1),
+             helper.make_node("Cast", ["packed"], ["logits"], "to_float", to=TensorProto.FLOAT)]
+    g = helper.make_graph(
+        nodes, "packed", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 4, 4])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 80])], init)
+    tail = {d["node"]: d for d in int8_recipe.float_tail(helper.make_model(g).graph)}
+    # Each head's Flatten keeps its own head's range: only the join and what follows.
+    assert set(tail) == {"pack", "to_float"}
+    assert "joins heads into graph output 'logits'" in tail["pack"]["reason"]
+    assert "through Cast" in tail["pack"]["reason"]
+    assert tail["to_float"]["reason"] == "a cast, after the float Concat at 'logits'"
+
+
+def test_quantized_op_types_are_the_quantizers_or_refused_by_name():
+    from onnxruntime import quantization as quant
+
+    assert int8_recipe.quantized_types([], quant, dynamic=False) is None
+    assert int8_recipe.quantized_types(["Conv", "Gemm"], quant, dynamic=False) == ["Conv", "Gemm"]
+    with pytest.raises(ConversionError, match=r"--quantize-op-types Conv2d: .* static "
+                                              r"quantizer does not quantize that op type; "
+                                              r"it does .*ConvTranspose"):
+        int8_recipe.quantized_types(["Conv", "Conv2d"], quant, dynamic=False)
+    with pytest.raises(ConversionError, match="dynamic quantizer"):
+        int8_recipe.quantized_types(["Gemm"], quant, dynamic=True)
+
+
 def test_exclusions_name_nodes_of_the_graph_or_are_refused_saying_what_it_has():
     graph = _graph_with_tails()
     int8_recipe.name_nodes(graph)

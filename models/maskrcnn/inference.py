@@ -3,10 +3,11 @@ test-time rules): the RPN's outputs become proposals (the next run's ``rois``), 
 box head's become detections (the next run's ``mask_rois``), and the mask head's
 28 x 28 logits are pasted into the image.
 
-A full inference is therefore three hops around two network runs: run the network on
-the image with any boxes and read the RPN part; ``proposals`` -> run with those as
-``rois`` and read the box part; ``detections`` -> run with those as ``mask_rois`` and
-read the mask part; ``paste_masks``.  Selection (top-k, NMS) stays here so that every
+A full inference is therefore three network runs around the numpy steps: run the
+network on the image with any boxes and read the RPN part; ``proposals`` -> run with
+those as ``rois`` and read the box part; ``detections`` -> run with those as
+``mask_rois`` and read the mask part; ``paste_masks`` (three backbone passes where a
+fused two-stage graph makes one: ``benchmarks/detection_postprocess.py`` times it).  Selection (top-k, NMS) stays here so that every
 framework, export and precision is compared on the raw heads.
 """
 from __future__ import annotations

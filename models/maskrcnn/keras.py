@@ -45,7 +45,7 @@ from keras import layers
 from dlbench.models import maskrcnn as M
 from dlbench.models.maskrcnn.reference import SMOOTH_L1_BETA
 from dlbench.models.registry import ModelSpec
-from dlbench.models.resnet.keras import _bottleneck, _conv_bn, _conv_init
+from dlbench.models.resnet.keras import bottleneck, conv_bn, conv_init
 
 
 @keras.saving.register_keras_serializable(package="dlbench")
@@ -163,13 +163,13 @@ def _linear_default(fan_in):
 def _backbone(image, cfg):
     """C2..C5 of ``models.resnet.keras``'s ResNet, its layers under ``backbone.``."""
     width = cfg["width"]
-    x = _conv_bn(image, width, 7, 2, "backbone.stem.conv", "backbone.stem.bn", relu=True)
+    x = conv_bn(image, width, 7, 2, "backbone.stem.conv", "backbone.stem.bn", relu=True)
     x = layers.ZeroPadding2D(1, name="backbone.stem.pool.pad")(x)     # input >= 0: as -inf
     x = layers.MaxPooling2D(3, strides=2, padding="valid", name="backbone.stem.pool")(x)
     stages = []
     for stage, blocks in enumerate(cfg["layers"]):
         for b in range(blocks):
-            x = _bottleneck(x, width * 2 ** stage, 2 if stage > 0 and b == 0 else 1,
+            x = bottleneck(x, width * 2 ** stage, 2 if stage > 0 and b == 0 else 1,
                             downsample=b == 0, prefix=f"backbone.layer{stage + 1}.{b}",
                             zero_init_residual=False)
         stages.append(x)
@@ -239,7 +239,7 @@ def _mask_head(levels, mask_rois, cfg):
     """RoIAlign 14x14, four 3x3 convs, the 2x2/2 transposed conv and the 1x1 class
     logits, per box: (B, D * C * 28 * 28) in (box, class, row, column) order."""
     s, mw = cfg["mask_roi_size"], cfg["mask_channels"]
-    init = {"kernel_initializer": _conv_init(), "bias_initializer": "zeros"}
+    init = {"kernel_initializer": conv_init(), "bias_initializer": "zeros"}
     x = RoIAlign(s, cfg["sampling_ratio"], cfg["canonical_size"], name="mask_roi_align")(
         [levels[lv] for lv in M.ROI_LEVELS] + [mask_rois])
     x = BoxesToBatch(name="mask_head.boxes")(x)

@@ -28,19 +28,19 @@ BN_EPSILON = 1e-5
 BN_MOMENTUM = 0.9
 
 
-def _conv_init():
+def conv_init():
     # torchvision's ResNet init (kaiming_normal_, fan_out, relu), so a freshly
     # built network starts from the same distribution in every framework.
     return keras.initializers.VarianceScaling(2.0, mode="fan_out",
                                               distribution="untruncated_normal")
 
 
-def _conv_bn(x, filters: int, kernel: int, stride: int, conv_name: str, bn_name: str,
+def conv_bn(x, filters: int, kernel: int, stride: int, conv_name: str, bn_name: str,
              relu: bool, zero_gamma: bool = False):
     if kernel > 1:
         x = layers.ZeroPadding2D(kernel // 2, name=f"{conv_name}.pad")(x)
     x = layers.Conv2D(filters, kernel, strides=stride, padding="valid", use_bias=False,
-                      kernel_initializer=_conv_init(), name=conv_name)(x)
+                      kernel_initializer=conv_init(), name=conv_name)(x)
     x = layers.BatchNormalization(momentum=BN_MOMENTUM, epsilon=BN_EPSILON, name=bn_name,
                                   gamma_initializer="zeros" if zero_gamma else "ones")(x)
     if relu:
@@ -48,15 +48,15 @@ def _conv_bn(x, filters: int, kernel: int, stride: int, conv_name: str, bn_name:
     return x
 
 
-def _bottleneck(x, planes: int, stride: int, downsample: bool, prefix: str,
+def bottleneck(x, planes: int, stride: int, downsample: bool, prefix: str,
                 zero_init_residual: bool):
     shortcut = x
-    y = _conv_bn(x, planes, 1, 1, f"{prefix}.conv1", f"{prefix}.bn1", relu=True)
-    y = _conv_bn(y, planes, 3, stride, f"{prefix}.conv2", f"{prefix}.bn2", relu=True)
-    y = _conv_bn(y, planes * EXPANSION, 1, 1, f"{prefix}.conv3", f"{prefix}.bn3", relu=False,
+    y = conv_bn(x, planes, 1, 1, f"{prefix}.conv1", f"{prefix}.bn1", relu=True)
+    y = conv_bn(y, planes, 3, stride, f"{prefix}.conv2", f"{prefix}.bn2", relu=True)
+    y = conv_bn(y, planes * EXPANSION, 1, 1, f"{prefix}.conv3", f"{prefix}.bn3", relu=False,
                  zero_gamma=zero_init_residual)
     if downsample:
-        shortcut = _conv_bn(x, planes * EXPANSION, 1, stride, f"{prefix}.downsample.conv",
+        shortcut = conv_bn(x, planes * EXPANSION, 1, stride, f"{prefix}.downsample.conv",
                             f"{prefix}.downsample.bn", relu=False)
     y = layers.Add(name=f"{prefix}.add")([y, shortcut])
     return layers.ReLU(name=f"{prefix}.relu")(y)
@@ -81,7 +81,7 @@ def build(spec: ModelSpec, seed: int | None = None, zero_init_residual: bool = T
         keras.utils.set_random_seed(seed)
     width, size = cfg["width"], cfg["image_size"]
     inputs = keras.Input((size, size, 3), name="input")
-    x = _conv_bn(inputs, width, 7, 2, "stem.conv", "stem.bn", relu=True)
+    x = conv_bn(inputs, width, 7, 2, "stem.conv", "stem.bn", relu=True)
     # Zero padding is equivalent to PyTorch's -inf padding here: the input is a
     # ReLU output (>= 0) and every 3x3 window contains at least one real pixel,
     # so a padded zero can never exceed the window's true maximum.
@@ -91,7 +91,7 @@ def build(spec: ModelSpec, seed: int | None = None, zero_init_residual: bool = T
         planes = width * 2 ** stage
         for b in range(blocks):
             stride = 2 if (stage > 0 and b == 0) else 1
-            x = _bottleneck(x, planes, stride, downsample=(b == 0),
+            x = bottleneck(x, planes, stride, downsample=(b == 0),
                             prefix=f"layer{stage + 1}.{b}",
                             zero_init_residual=zero_init_residual)
     x = layers.GlobalAveragePooling2D(name="avgpool")(x)
