@@ -236,3 +236,16 @@ def test_excluded_nodes_and_op_types_stay_float_in_the_int8_graph(cli, workdir, 
                            options=BuildOptions(exclude_op_types=("LSTM",)),
                            db=str(workdir / "r.sqlite")))
     assert not (workdir / "x.onnx").exists()
+
+
+def test_sqnr_reads_infinities_both_sides_agree_on_and_fails_the_rest():
+    """The layer report once died with "math domain error" on a Mask R-CNN build: a
+    candidate tensor with an infinity the reference lacked."""
+    from dlbench.harness.verify.layers import sqnr_db
+
+    ref = np.array([1.0, -np.inf, 2.0])
+    assert sqnr_db(ref, ref) == 200.0
+    assert sqnr_db(ref, np.array([1.1, -np.inf, 2.0])) == pytest.approx(
+        20 * np.log10(np.sqrt(5) / 0.1))
+    assert sqnr_db(np.array([1.0, 2.0]), np.array([1.0, np.inf])) == -200.0
+    assert sqnr_db(np.zeros(3), np.ones(3)) == -200.0

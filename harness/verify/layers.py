@@ -42,7 +42,14 @@ QDQ_OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
 def sqnr_db(reference: np.ndarray, candidate: np.ndarray) -> float:
     """20·log10(‖reference‖ / ‖reference − candidate‖); capped at 200 dB when they agree."""
     ref = np.asarray(reference, dtype=np.float64).ravel()
-    noise = np.linalg.norm(ref - np.asarray(candidate, dtype=np.float64).ravel())
+    cand = np.asarray(candidate, dtype=np.float64).ravel()
+    finite = np.isfinite(ref) & np.isfinite(cand)
+    # Infinities are legitimate (a max pool's -inf padding, a log of 0) where both sides
+    # agree on them; anything else non-finite is as far off as a value can be.
+    if not np.array_equal(ref[~finite], cand[~finite]):
+        return -200.0
+    ref, cand = ref[finite], cand[finite]
+    noise = np.linalg.norm(ref - cand)
     signal = np.linalg.norm(ref)
     if noise == 0.0:
         return 200.0
