@@ -1,9 +1,10 @@
 """Thread settings, decided in the parent and applied before a framework loads.
 
 The seed table's rule for CPU runs: intra-op threads = physical cores (those
-this process may run on: ``usable_cores``), inter-op threads = 1.  OpenMP runtimes read their variables once, at load, so
-they are exported into the child's environment rather than set from Python
-after the framework is imported.  Whatever is in force is recorded.
+this process may run on: ``usable_cores``), inter-op threads = 1.  OpenMP
+runtimes read their variables once, at load, so they are exported into the
+child's environment rather than set from Python after the framework is
+imported.  Whatever is in force is recorded.
 """
 from __future__ import annotations
 
