@@ -29,39 +29,23 @@ from torch import nn
 from dlbench.models import maskrcnn as M
 from dlbench.models.maskrcnn.reference import SMOOTH_L1_BETA
 from dlbench.models.registry import ModelSpec
-from dlbench.models.resnet import EXPANSION
-from dlbench.models.resnet.torch import Bottleneck, ConvBN
+from dlbench.models.resnet.torch import ResNet
 
 
-class Backbone(nn.Module):
+class Backbone(ResNet):
     """``models.resnet.torch``'s ResNet without its classifier, returning C2..C5; the
-    same module paths (``stem.conv``, ``layer1.0.conv1`` ...) under ``backbone.``."""
+    same module paths (``stem.conv``, ``layer1.0.conv1`` ...) under ``backbone.``.
+    Every BN starts at gamma 1 (no zero-gamma residuals, as the module docstring says)."""
 
     def __init__(self, layers, width: int):
-        super().__init__()
-        self.stem = ConvBN(3, width, 7, 2)
-        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        cin = width
-        for stage, blocks in enumerate(layers):
-            planes = width * 2 ** stage
-            seq = nn.Sequential()
-            for b in range(blocks):
-                stride = 2 if (stage > 0 and b == 0) else 1
-                seq.append(Bottleneck(cin, planes, stride, downsample=(b == 0)))
-                cin = planes * EXPANSION
-            self.add_module(f"layer{stage + 1}", seq)
-        for m in self.modules():                   # models.resnet.torch's scheme
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(m, nn.BatchNorm2d):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
+        super().__init__(layers, width, num_classes=1, zero_init_residual=False)
+        del self.avgpool, self.fc              # a feature extractor has no classifier
 
     def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
-        x = self.maxpool(torch.relu(self.stem(x)))
+        x = self.maxpool(self.relu(self.stem(x)))
         out = []
-        for stage in (self.layer1, self.layer2, self.layer3, self.layer4):
-            x = stage(x)
+        for name in self.stages:
+            x = getattr(self, name)(x)
             out.append(x)
         return out
 
