@@ -378,13 +378,13 @@ TALLIES = {"classification": Tally, "bert-pretraining": MaskedLMTally,
 
 # Objectives whose exported (inference) network is the trained one and whose held-out
 # score is their own, not a classifier's: ``dlbench eval`` scores their artifacts with it.
-INFERENCE_TALLIES = ("ctc", "ctr", "seq2seq", "instance-segmentation")
+INFERENCE_TALLIES = ("ctc", "ctr", "seq2seq", "detection", "instance-segmentation")
 
 
 def inference_tally(objective: str, spec=None):
     """The tally ``dlbench eval`` scores an artifact with: the objective's own where its
     inference network is what training built (CTC logits), else the classifier's.
-    Mask R-CNN's needs ``spec`` (its output layout)."""
+    SSD's and Mask R-CNN's need ``spec`` (priors, output layout)."""
     return tally_for(objective, spec) if objective in INFERENCE_TALLIES else Tally()
 
 

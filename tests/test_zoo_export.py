@@ -23,9 +23,13 @@ import shutil
 
 import pytest
 
+from clitools import assert_usage_error
+
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 MODELS = ("vgg16-mini", "densenet121-mini", "din-mini", "deepspeech2-mini", "ssd300-mini",
           "maskrcnn-mini")
+# The detectors' own held-out figure that dlbench eval reports beside the loss.
+EVAL_KEYS = {"ssd300-mini": "mean_top_iou", "maskrcnn-mini": "mask_iou"}
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -50,6 +54,17 @@ def test_trained_in_every_framework_and_exported_verified(model, cli, workdir):
         assert logits["top1"] == (None if model.startswith(("deepspeech2", "ssd", "maskrcnn"))
                                   else 1.0)
         assert r["context"]["hop"] == f"{r['framework']}->onnx"
+    if model in EVAL_KEYS:
+        # A detector's exported file is scored with its own tally, on its own held-out
+        # scenes; class-labelled images are refused.
+        onnx_file = str(workdir / "train" / model / "pytorch" / "model.onnx")
+        out = cli("eval", onnx_file, "--data", "synthetic", "--batch-size", "8",
+                  "--json", "eval.json")
+        assert out.returncode == 0, out.stderr[-3000:]
+        [ev] = json.loads((workdir / "eval.json").read_text())
+        assert ev["status"] == "ok" and EVAL_KEYS[model] in ev["metrics"]["eval"], ev
+        assert_usage_error(cli("eval", onnx_file), "images labelled with a class",
+                           "scored on boxes")
 
 
 CHECKPOINTS = {"pytorch": "model.pt", "tensorflow": "model.keras", "mindspore": "model.ckpt"}
