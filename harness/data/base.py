@@ -116,18 +116,23 @@ BOX_OBJECTIVES = ("detection", "instance-segmentation")
 
 
 def image_input(spec: ModelSpec, source: str) -> tuple[int, int, int]:
-    """(C, H, W) of a model that takes one float image, or a UserError naming ``source``.
-    A detector's labels are boxes: class-labelled images would reach its loss as nonsense
-    (SSD's tally died unpacking a class index as box targets)."""
-    if spec.objective in BOX_OBJECTIVES:
-        raise UserError(f"{source}: images labelled with a class, but {spec.name} is scored "
-                        f"on boxes ({spec.objective}): use --data synthetic, voc:DIR or "
-                        f"coco:DIR")
+    """(C, H, W) of a model that takes one float image, or a UserError naming ``source``."""
     inp = spec.inputs[0]
     if len(spec.inputs) != 1 or len(inp.shape) != 3 or not inp.dtype.startswith("float"):
         shapes = ", ".join(f"{i.name} {i.dtype}{list(i.shape)}" for i in spec.inputs)
         raise UserError(f"{source}: image data, but {spec.name} takes {shapes}")
     return inp.shape  # type: ignore[return-value]
+
+
+def class_image_input(spec: ModelSpec, source: str) -> tuple[int, int, int]:
+    """``image_input`` for readers whose labels are one class per image.  A detector's
+    labels are boxes: class labels would reach its loss as nonsense (SSD's tally died
+    unpacking a class index as box targets)."""
+    if spec.objective in BOX_OBJECTIVES:
+        raise UserError(f"{source}: images labelled with a class, but {spec.name} is scored "
+                        f"on boxes ({spec.objective}): use --data synthetic, voc:DIR or "
+                        f"coco:DIR")
+    return image_input(spec, source)
 
 
 def token_input(spec: ModelSpec, source: str) -> tuple[int, int]:

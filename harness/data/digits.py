@@ -15,7 +15,7 @@ import numpy as np
 
 from dlbench.harness.data import imageops
 from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices,
-                               image_input, ordered_indices, to_layout)
+                               class_image_input, ordered_indices, to_layout)
 from dlbench.models.registry import ModelSpec
 
 CLASSES = 10
@@ -28,7 +28,7 @@ class Digits(Dataset):
 
     def __init__(self, spec: ModelSpec, path=None):
         super().__init__(spec, None)
-        self.shape = image_input(spec, "--data digits")
+        self.shape = class_image_input(spec, "--data digits")
         self.check_classes("--data digits", CLASSES)
         self.eval_split = "test"
         self.arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}

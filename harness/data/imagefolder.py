@@ -19,7 +19,7 @@ import numpy as np
 
 from dlbench.harness.data import imageops
 from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices,
-                               image_input, ordered_indices, to_layout)
+                               class_image_input, ordered_indices, to_layout)
 from dlbench.models.errors import UserError
 from dlbench.models.registry import ModelSpec
 
@@ -48,7 +48,7 @@ class ImageFolder(Dataset):
     def __init__(self, spec: ModelSpec, path: Path):
         super().__init__(spec, path)
         source = self.describe_source()
-        self.shape = image_input(spec, source)
+        self.shape = class_image_input(spec, source)
         if self.shape[0] != 3:
             raise UserError(f"{source}: RGB images, but {spec.name} takes {self.shape[0]} channels")
         if not path.is_dir():
