@@ -56,7 +56,8 @@ def class_scores(z: np.ndarray, objective: str | None = None) -> np.ndarray | No
     convolution (SqueezeNet, the Caffe DenseNet) gives (batch, classes, 1, 1): the same
     scores, and they are read as such."""
     z = np.asarray(z)
-    if objective in NOT_CLASS_SCORES or z.ndim < 2 or z.shape[1] < 2 or any(d != 1 for d in z.shape[2:]):
+    if (objective in NOT_CLASS_SCORES or z.ndim < 2 or z.shape[1] < 2
+            or any(d != 1 for d in z.shape[2:])):
         return None
     return z.reshape(z.shape[0], z.shape[1])
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from dlbench.models import maskrcnn as M
 from dlbench.models.maskrcnn import boxes as B, reference
+from dlbench.models.ssd.boxes import softmax
 
 PRE_NMS_PER_LEVEL = 1000      # Detectron2's test-time pre-NMS top-k, per level
 RPN_NMS = 0.7
@@ -63,11 +64,6 @@ def proposals(rpn: np.ndarray, cfg: dict, count: int) -> tuple[np.ndarray, np.nd
         out_boxes[i, :len(best)] = boxes[best]
         out_scores[i, :len(best)] = _sigmoid(scores[best])
     return out_boxes, out_scores
-
-
-def softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
 
 
 def detections(box: np.ndarray, rois: np.ndarray, cfg: dict,

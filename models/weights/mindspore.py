@@ -2,8 +2,9 @@
 
 MindSpore's Conv2d (out, in/groups, kH, kW), Conv2dTranspose (in, out/groups,
 kH, kW) and Dense (out, in) already have PyTorch's layouts; batch norm calls
-its arrays gamma/beta/moving_mean/moving_variance.  Layers are found by Cell path (``cells_and_names``), not by
-parameter name, so a network wrapped in a training cell still matches.
+its arrays gamma/beta/moving_mean/moving_variance.  Layers are found by Cell
+path (``cells_and_names``), not by parameter name, so a network wrapped in a
+training cell still matches.
 """
 from __future__ import annotations
 
