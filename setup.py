@@ -26,10 +26,10 @@ TENSORFLOW = ["tensorflow>=2.21.0", "tf2onnx>=1.17.0"]
 MINDSPORE = ["mindspore>=2.8.0,<2.9"]
 ONNX = ["onnx>=1.23.0", "onnxruntime>=1.31.0"]
 TENSORRT = ["tensorrt>=10.0", "cuda-python>=12.0"]
-# Reports draw their plots with matplotlib; the digits accuracy check reads
-# scikit-learn's bundled data set (no download).
+# Reports draw their plots with matplotlib.  The digits data set ships in the package
+# (harness/data/digits.npz): no scikit-learn, which every Keras import would pull in.
 REPORT = ["matplotlib>=3.8"]
-DATA = ["scikit-learn>=1.4", "pillow>=10.0"]
+DATA = ["pillow>=10.0"]
 # pytest-xdist runs each group on every core (tests/suites.py): most of a test's time
 # is one process importing a framework, which one core does alone.
 TEST = ["pytest>=8.0", "pytest-xdist>=3.5"]
@@ -57,7 +57,8 @@ setup(
                                                                 for s in ("", ".*")])],
     package_dir={f"dlbench.{t}": t for t in LAYERS},
     # The lock ships inside the package so `dlbench env` can say where an install differs.
-    package_data={"dlbench.harness": ["constraints-cpu.txt"]},
+    package_data={"dlbench.harness": ["constraints-cpu.txt"],
+                  "dlbench.harness.data": ["digits.npz"]},
     install_requires=["numpy>=1.26", "psutil>=5.9", "rich>=13"],
     extras_require={
         "pytorch": PYTORCH,

@@ -1,4 +1,4 @@
-"""Accuracy end to end on real data that needs no download (scikit-learn's digits).
+"""Accuracy end to end on real data that needs no download (the UCI digits dlbench ships).
 
 For each framework: LeNet-5 trained for a short, fixed budget (500 SGD steps of
 64, lr 0.02, momentum 0.9, seed 0: about 22 epochs of the 1,437 training

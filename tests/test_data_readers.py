@@ -35,6 +35,27 @@ def _opened(data: str, spec: ModelSpec) -> Dataset:
     return ds
 
 
+# -- digits ------------------------------------------------------------------------------
+def test_digits_are_read_from_the_shipped_file_with_a_fixed_stratified_split():
+    ds = _opened("digits", get_model("lenet5"))
+    assert ds.split_sizes() == {"train": 1437, "test": 360}
+    (x_tr, y_tr), (x_te, y_te) = ds.arrays["train"], ds.arrays["test"]
+    assert x_tr.shape == (1437, 8, 8) and x_tr.dtype == np.float32
+    assert 0.0 <= x_tr.min() and x_tr.max() == 1.0           # pixels 0-16, over 16
+    # Every class in both splits, in about its share of the whole (stratified 80/20).
+    counts = np.bincount(np.concatenate([y_tr, y_te]), minlength=10)
+    share = np.bincount(y_te, minlength=10) - 0.2 * counts
+    assert counts.sum() == 1797 and np.abs(share).max() <= 1
+    # The two index lists split the 1,797 images: none is both trained on and scored.
+    from dlbench.harness.data.digits import FILE
+    with np.load(FILE) as f:
+        train, test = set(f["train_index"].tolist()), set(f["test_index"].tolist())
+    assert not train & test and train | test == set(range(1797))
+    assert ds.describe()["split_seed"] == 0
+    [(x, y)] = list(ds.eval_batches(360, "NCHW"))
+    assert x.shape == (360, 1, 32, 32) and (y == y_te).all()
+
+
 # -- CIFAR-10 -----------------------------------------------------------------------------
 def test_cifar_eval_split_is_the_test_file_normalized(tmp_path):
     truth = write_cifar(tmp_path / "c")

@@ -27,7 +27,7 @@ def test_the_spec_is_lenet5(spec):
     assert spec.macs_per_sample == 117_600 + 240_000 + 48_000 + 10_080 + 840 == 416_520
     assert spec.inputs[0].shape == (1, 32, 32) and spec.num_classes == 10
     assert (spec.network_type, spec.dataset, spec.default_batch_size, spec.task) == \
-        ("CNN", "digits (scikit-learn)", 64, "image-classification")
+        ("CNN", "digits (UCI optdigits)", 64, "image-classification")
     assert feature_map(spec.config) == (16, 5, 5)
 
 

@@ -2,7 +2,7 @@
 
 The rule for ``--data VALUE`` (also in ``dlbench train --help``):
   * ``synthetic`` (default) -- generated before the clock (``models.synthetic``);
-  * ``digits`` -- scikit-learn's bundled 8x8 digits, no download (``digits``);
+  * ``digits`` -- the 8x8 UCI digits shipped with dlbench, no download (``digits``);
   * ``FORMAT:PATH`` -- force a reader: ``cifar10``, ``imagefolder``, ``aclimdb``,
     ``text``, ``parallel``, ``ctr``, ``librispeech``, ``voc``, ``coco`` or ``npz``;
   * otherwise PATH, detected in this order: a ``.npz`` file -> npz; a file

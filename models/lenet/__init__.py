@@ -14,7 +14,7 @@ Choices, and why:
 * The full 5x5 connection between the two conv layers (the paper's C3 used a
   sparse connection table to save 1998's compute; nobody keeps it).
 * Input (1, 32, 32): one channel, because the data it checks accuracy on
-  (scikit-learn's 8x8 digits, upsampled by ``harness.data.digits``) is grey.
+  (the 8x8 UCI digits dlbench ships, upsampled by ``harness.data.digits``) is grey.
 * The flatten is in channels-first order (C, H, W) in every framework.  Keras
   computes channels-last, so its builder transposes the feature map to NCHW
   before flattening (a ``Permute``): the first dense layer then reads its
@@ -108,7 +108,7 @@ LENET5 = register_model(ModelSpec(
     family="lenet",
     task="image-classification",
     network_type="CNN",
-    dataset="digits (scikit-learn)",
+    dataset="digits (UCI optdigits)",
     inputs=(InputSpec("input", (1, 32, 32)),),
     num_classes=10,
     default_batch_size=64,
@@ -117,7 +117,7 @@ LENET5 = register_model(ModelSpec(
             "num_classes": 10},
     macs_fn=multiply_adds,
     params_fn=parameter_count,
-    # The digits ship with scikit-learn: train on them (about 22 epochs) and
+    # The digits ship with dlbench: train on them (about 22 epochs) and
     # calibrate INT8 on them, so the accuracy of every file means something.
     run=RunDefaults(train_steps=500, batch_sizes=(1, 64, 256), train_data="digits", eval=True,
                     learning_rate=0.02, calib_data="digits"),
