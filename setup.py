@@ -28,8 +28,9 @@ ONNX = ["onnx>=1.23.0", "onnxruntime>=1.31.0"]
 TENSORRT = ["tensorrt>=10.0", "cuda-python>=12.0"]
 # Reports draw their plots with matplotlib.  The digits data set ships in the package
 # (harness/data/digits.npz): no scikit-learn, which every Keras import would pull in.
+# soundfile (libsndfile bundled in its wheel) decodes LibriSpeech's FLAC.
 REPORT = ["matplotlib>=3.8"]
-DATA = ["pillow>=10.0"]
+DATA = ["pillow>=10.0", "soundfile>=0.12"]
 # pytest-xdist runs each group on every core (tests/suites.py): most of a test's time
 # is one process importing a framework, which one core does alone.
 TEST = ["pytest>=8.0", "pytest-xdist>=3.5"]

@@ -124,11 +124,12 @@ def check_eval_is_inference_mode(session_cls, framework: str, **cfg) -> None:
 
 
 def write_librispeech(root: Path, utterances: dict[str, list[tuple[str, float]]],
-                      rate: int = 16_000) -> None:
-    """LibriSpeech's layout with .wav audio: ``root/SPLIT/SPEAKER/CHAPTER/`` holding
+                      rate: int = 16_000, audio: str = "wav") -> None:
+    """LibriSpeech's layout: ``root/SPLIT/SPEAKER/CHAPTER/`` holding
     ``SPEAKER-CHAPTER.trans.txt`` (``ID TRANSCRIPT`` lines, upper case as LibriSpeech's)
-    and ``ID.wav`` (16-bit PCM mono): ``utterances`` maps SPLIT to (transcript, seconds);
-    each utterance is a tone whose pitch follows its index, plus a little noise."""
+    and ``ID.wav`` or ``ID.flac`` (16-bit PCM mono, ``audio``): ``utterances`` maps SPLIT
+    to (transcript, seconds); each utterance is a tone whose pitch follows its index,
+    plus a little noise."""
     import wave
 
     rng = np.random.default_rng(0)
@@ -141,10 +142,16 @@ def write_librispeech(root: Path, utterances: dict[str, list[tuple[str, float]]]
             t = np.arange(int(seconds * rate)) / rate
             signal = (0.3 * np.sin(2 * np.pi * (300 + 100 * i) * t)
                       + 0.01 * rng.standard_normal(len(t)))
-            with wave.open(str(folder / f"{utt}.wav"), "wb") as w:
-                w.setnchannels(1)
-                w.setsampwidth(2)
-                w.setframerate(rate)
-                w.writeframes((signal * 32767).astype("<i2").tobytes())
+            pcm = (signal * 32767).astype("<i2")
+            if audio == "flac":
+                import soundfile
+
+                soundfile.write(str(folder / f"{utt}.flac"), pcm, rate, subtype="PCM_16")
+            else:
+                with wave.open(str(folder / f"{utt}.wav"), "wb") as w:
+                    w.setnchannels(1)
+                    w.setsampwidth(2)
+                    w.setframerate(rate)
+                    w.writeframes(pcm.tobytes())
             lines.append(f"{utt} {text.upper()}")
         (folder / "19-198.trans.txt").write_text("\n".join(lines) + "\n")

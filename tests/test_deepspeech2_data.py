@@ -60,6 +60,39 @@ def test_librispeech_reader_spectrograms_transcripts_and_splits(tmp_path):
     assert batch.shape == (2, 1, 161, 64) and len(labels) == 3
 
 
+def test_flac_as_librispeech_ships_it_reads_as_its_wav(tmp_path):
+    """FLAC is lossless: the same 16-bit samples give the same features as the wav."""
+    items = {"train": [("hello world", 0.30), ("abc", 0.2)], "test": [("dev one", 0.3)]}
+    write_librispeech(tmp_path / "wav", items)
+    write_librispeech(tmp_path / "flac", items, audio="flac")
+    assert not list((tmp_path / "flac").rglob("*.wav"))
+    assert parse(str(tmp_path / "flac"))[0] == "librispeech"
+    wav, flac = (open_dataset(str(tmp_path / d), MINI) for d in ("wav", "flac"))
+    wav.prepare()
+    flac.prepare()
+    assert flac.split_sizes() == wav.split_sizes() == {"train": 2, "test": 1}
+    for split in ("train", "test"):
+        for (fa, ia), (fb, ib) in zip(wav.items[split], flac.items[split]):
+            np.testing.assert_array_equal(fa, fb)
+            assert ia == ib
+
+
+def test_unreadable_or_wrong_flac_is_one_clear_error(tmp_path):
+    import soundfile
+
+    write_librispeech(tmp_path / "ls", {"train": [("hi", 0.2)]}, audio="flac")
+    [flac] = (tmp_path / "ls").rglob("*.flac")
+    soundfile.write(str(flac), np.zeros((3200, 2), np.int16), 16_000, subtype="PCM_16")
+    with pytest.raises(UserError, match="2 channel.* want mono at 16000 Hz"):
+        open_dataset(str(tmp_path / "ls"), MINI).prepare()
+    flac.write_bytes(b"not audio at all")
+    with pytest.raises(UserError, match="not a readable FLAC file"):
+        open_dataset(str(tmp_path / "ls"), MINI).prepare()
+    flac.unlink()
+    with pytest.raises(UserError, match="neither 19-198-0000.flac nor 19-198-0000.wav"):
+        open_dataset(str(tmp_path / "ls"), MINI).prepare()
+
+
 def test_spectrogram_is_the_log_stft_of_20ms_hamming_windows():
     rate, n = 16_000, 3_200
     tone = np.sin(2 * np.pi * 1000 * np.arange(n) / rate).astype(np.float32)

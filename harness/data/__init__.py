@@ -15,7 +15,7 @@ The rule for ``--data VALUE`` (also in ``dlbench train --help``):
     ``annotations/instances_train*.json`` -> coco (both detection, for SSD, COCO's masks
     also for Mask R-CNN, and before imagefolder, which would take their image folders
     for classes); one with class sub-folders of images (under ``train/`` or directly)
-    -> imagefolder; one with ``*.trans.txt`` transcripts beside .wav files ->
+    -> imagefolder; one with ``*.trans.txt`` transcripts beside .flac or .wav files ->
     librispeech (DeepSpeech2).
 Nothing is ever downloaded: PATH is data the user already has.  A user's own
 model (``dlbench train --model-from``) reads synthetic data or an .npz in its

@@ -1,9 +1,10 @@
-"""LibriSpeech-style speech: wav files and ``*.trans.txt`` transcripts, for DeepSpeech2.
+"""LibriSpeech speech: FLAC or wav files and ``*.trans.txt`` transcripts, for DeepSpeech2.
 
-Layout (LibriSpeech's, with audio as .wav): anywhere under ROOT, a file
-``SPEAKER-CHAPTER.trans.txt`` whose lines read ``UTTERANCE-ID TRANSCRIPT``, and
-beside it ``UTTERANCE-ID.wav``: 16-bit PCM, mono, at 16 kHz (LibriSpeech ships
-FLAC; convert it, e.g. ``sox x.flac x.wav``, nothing here decodes FLAC).
+Layout (LibriSpeech's): anywhere under ROOT, a file ``SPEAKER-CHAPTER.trans.txt``
+whose lines read ``UTTERANCE-ID TRANSCRIPT``, and beside it ``UTTERANCE-ID.flac``
+(as LibriSpeech ships it) or ``UTTERANCE-ID.wav``: mono at 16 kHz, 16-bit PCM for
+wav.  FLAC is decoded by libsndfile (the ``soundfile`` package, imported only
+when a .flac is read); wav by the standard library.
 Utterances under a top-level folder named ``dev*`` or ``test*`` (``dev-clean``,
 ``test-other``) are the held-out split; everything else trains.
 
@@ -54,6 +55,30 @@ def looks_like(path: Path) -> bool:
     return path.is_dir() and any(
         next(iter(path.glob("/".join(["*"] * d + ["*.trans.txt"]))), None) is not None
         for d in range(MAX_DEPTH + 1))
+
+
+AUDIO = (".flac", ".wav")          # looked for in this order beside a transcript
+
+
+def read_audio(path: Path) -> np.ndarray:
+    """Samples of a mono 16 kHz recording as float32 in [-1, 1)."""
+    return read_flac(path) if path.suffix == ".flac" else read_wav(path)
+
+
+def read_flac(path: Path) -> np.ndarray:
+    try:
+        import soundfile
+    except ImportError:
+        raise UserError(f"{path}: reading FLAC needs the soundfile package "
+                        f"(pip install soundfile), or give the audio as .wav") from None
+    try:
+        samples, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+    except (RuntimeError, soundfile.LibsndfileError) as e:
+        raise UserError(f"{path}: not a readable FLAC file ({e})") from None
+    if (samples.shape[1], rate) != (1, RATE):
+        raise UserError(f"{path}: {samples.shape[1]} channel(s) at {rate} Hz; want mono "
+                        f"at {RATE} Hz")
+    return samples[:, 0]
 
 
 def read_wav(path: Path) -> np.ndarray:
@@ -123,11 +148,13 @@ class LibriSpeech(Dataset):
                 utt, _, text = line.strip().partition(" ")
                 if not utt:
                     continue
-                wav = trans.parent / f"{utt}.wav"
-                if not wav.is_file():
+                audio = next((trans.parent / f"{utt}{ext}" for ext in AUDIO
+                              if (trans.parent / f"{utt}{ext}").is_file()), None)
+                if audio is None:
                     raise UserError(f"{self.describe_source()}: {trans.name} names {utt}, "
-                                    f"but {wav} does not exist")
-                features = spectrogram(read_wav(wav), self.bins)
+                                    f"but neither {utt}.flac nor {utt}.wav is in "
+                                    f"{trans.parent}")
+                features = spectrogram(read_audio(audio), self.bins)
                 ids = ctc.encode(text)
                 n = features.shape[1]
                 if (n > self.frames or len(ids) > width
