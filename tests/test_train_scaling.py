@@ -118,7 +118,7 @@ def test_a_failed_rank_fails_its_cell_kills_its_peers_and_the_sweep_goes_on(work
     proc = _start(workdir, "train", "lenet5", "-f", "pytorch", "--devices", "2,1",
                   "--threads", "1",
                   "--steps", "600", "--warmup-steps", "1", "--batch-size", "8",
-                  "--timeout", "60" if fault == "hang" else "300", "--json", "dp.json")
+                  "--timeout", "30" if fault == "hang" else "300", "--json", "dp.json")
     victim = _wait_for_rank(1)
     time.sleep(3)                   # into the measured steps
     victim.send_signal(signal.SIGKILL if fault == "crash" else signal.SIGSTOP)
@@ -129,7 +129,7 @@ def test_a_failed_rank_fails_its_cell_kills_its_peers_and_the_sweep_goes_on(work
     two, one = _records(workdir, "dp.json")
     assert two["status"] == "failed", two
     if fault == "hang":
-        assert "timed out after 60 s" in two["error"]
+        assert "timed out after 30 s" in two["error"]
     else:       # the launcher's word, the dead rank's, or a peer's broken connection
         assert two["error"]
     assert one["status"] == "ok", (one["error"], one["context"].get("log_tail"))
