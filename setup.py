@@ -33,7 +33,8 @@ REPORT = ["matplotlib>=3.8"]
 DATA = ["pillow>=10.0", "soundfile>=0.12"]
 # pytest-xdist runs each group on every core (tests/suites.py): most of a test's time
 # is one process importing a framework, which one core does alone.
-TEST = ["pytest>=8.0", "pytest-xdist>=3.5"]
+# pycocotools: the reference encoder the COCO mask reader's RLE decoding is tested against.
+TEST = ["pytest>=8.0", "pytest-xdist>=3.5", "pycocotools>=2.0.7"]
 # --with PACKAGE==VERSION makes its overlay environments with uv (harness.envs): a
 # self-contained binary wheel, seconds where pip takes minutes to resolve a framework.
 ENVS = ["uv>=0.5"]

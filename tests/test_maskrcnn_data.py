@@ -112,8 +112,32 @@ def test_polygons_and_rle_rasterize_at_pixel_centres():
     rle["counts"][-1] = 200 * 100 - sum(rle["counts"])       # columns 2 and 3, rows 10..89
     m = S.instance_mask(rle, 200, 100, 100)                  # half as wide: column 1
     assert m.sum() == 80 and m[10:90, 1].all()
-    assert S.problem({"counts": "abc", "size": [1, 1]}).startswith("compressed RLE")
     assert S.problem([[1, 2, 3]]) and S.problem(None) and S.problem(rle) is None
+
+
+def test_compressed_rle_decodes_as_pycocotools_encodes_it():
+    """COCO's string RLE, checked against the reference encoder on random masks (long
+    runs, negative differences, empty and full masks), and broken strings refused."""
+    from pycocotools import mask as coco_mask
+
+    from dlbench.harness.data import segmentation as S
+
+    rng = np.random.default_rng(0)
+    for i in range(200):
+        h, w = (int(v) for v in rng.integers(1, 300, 2))
+        m = rng.random((h, w)) < rng.random()
+        if i % 7 == 0:
+            m[:] = i % 2                                     # one run, or a zero run first
+        enc = coco_mask.encode(np.asfortranarray(m.astype(np.uint8)))
+        seg = {"counts": enc["counts"].decode(), "size": enc["size"]}
+        assert S.problem(seg) is None
+        np.testing.assert_array_equal(S.rle_mask(S.rle_counts(seg["counts"]), h, w), m)
+    assert S.rle_counts("01:2H000004")[:3] == [0, 1, 10]
+    assert S.problem({"counts": "0\x7f", "size": [1, 1]}).startswith(
+        "compressed RLE that does not decode")
+    assert S.problem({"counts": "0e", "size": [1, 1]}).endswith("it ends inside a run)")
+    assert S.problem({"counts": "05", "size": [2, 2]}) == (
+        "compressed RLE whose runs do not add up to its size")
 
 
 def test_coco_reader_gives_mask_rcnn_batches(tmp_path):
@@ -153,15 +177,30 @@ def test_coco_reader_gives_mask_rcnn_batches(tmp_path):
             assert blue[i, int((y0 + y1) / 2), int((x0 + x1) / 2)]
 
 
-def test_coco_reader_refuses_compressed_rle_and_classifiers(tmp_path):
+def test_coco_reader_reads_compressed_rle_and_refuses_classifiers(tmp_path):
+    """The rectangle given as pycocotools' string RLE gives the masks its polygon gives;
+    a string that does not decode names its annotation."""
+    from pycocotools import mask as coco_mask
+
     from dlbench.harness.data import open_dataset
 
-    write_coco(tmp_path / "coco", segmentation={"counts": "PQ0", "size": [100, 200]})
-    ds = open_dataset(str(tmp_path / "coco"), MINI)
+    full = np.zeros((100, 200), np.uint8)
+    full[10:90, 20:120] = 1                                  # the polygon's pixel centres
+    enc = coco_mask.encode(np.asfortranarray(full))
+    write_coco(tmp_path / "poly")
+    write_coco(tmp_path / "rle", segmentation={"counts": enc["counts"].decode(),
+                                               "size": enc["size"]})
+    poly, rle = (open_dataset(str(tmp_path / d), MINI) for d in ("poly", "rle"))
+    poly.prepare()
+    rle.prepare()
+    (_, yp), (_, yr) = next(poly.eval_batches(2, "NCHW")), next(rle.eval_batches(2, "NCHW"))
+    np.testing.assert_array_equal(yp[5], yr[5])
+    write_coco(tmp_path / "bad", segmentation={"counts": "PQ", "size": [100, 200]})
+    ds = open_dataset(str(tmp_path / "bad"), MINI)
     with pytest.raises(UserError, match="annotation 1 of 000000000000.jpg: compressed RLE"):
         ds.prepare()
     with pytest.raises(UserError, match="detection or instance-segmentation data"):
-        open_dataset(str(tmp_path / "coco"), get_model("vgg16-mini"))
+        open_dataset(str(tmp_path / "bad"), get_model("vgg16-mini"))
 
 
 def test_eval_table_shows_a_missing_accuracy_as_a_dash():

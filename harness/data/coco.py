@@ -4,8 +4,8 @@
 For SSD (``objective == "detection"``), through ``voc.DetectionSet`` (the
 same per-step decoding, flip, normalization and matching), and for Mask R-CNN
 (``"instance-segmentation"``), which also reads each object's ``segmentation``
-(``segmentation``: polygons or uncompressed RLE; compressed RLE is refused by
-name while the annotations are read).  Splits: training from the first
+(``segmentation``: polygons, uncompressed or compressed RLE; one that does not
+decode is refused by name while the annotations are read).  Splits: training from the first
 ``instances_train*.json``, held-out from ``instances_val*.json``.  Labels are
 the json's categories sorted by id, 1..K (COCO's 80 ids run to 90 with gaps, so
 they are renumbered); a model needs K + 1 outputs, so the VOC SSD300 (21)

@@ -5,10 +5,10 @@ COCO gives a non-crowd object's ``segmentation`` as polygons (a list of flat
 crowd's as run-length encoding (RLE).  Polygons are scaled to the input and filled
 by the even-odd rule at pixel centres (no pycocotools: it is not a dependency);
 uncompressed RLE (``{"counts": [ints], "size": [h, w]}``, runs of 0 then 1 down
-the columns) is decoded at the image's size and sampled at the input's pixel
-centres.  Compressed RLE (``counts`` a string, what pycocotools writes for crowds)
-is refused with the reason: crowds are left out of training anyway, and a non-crowd
-object in that form is rare enough to ask for polygons or uncompressed RLE.
+the columns) and compressed RLE (``counts`` a string, what pycocotools writes:
+each run in 5-bit groups, least significant first, one printable character each,
+runs after the second coded as the difference from the run two before) are
+decoded at the image's size and sampled at the input's pixel centres.
 """
 from __future__ import annotations
 
@@ -25,11 +25,13 @@ def problem(seg: Any) -> str | None:
             return "polygons must be lists of at least three x, y pairs"
         return None
     if isinstance(seg, dict) and "counts" in seg and "size" in seg:
-        if isinstance(seg["counts"], str):
-            return ("compressed RLE (a 'counts' string) is not supported; give polygons or "
-                    "uncompressed RLE (a list of run lengths)")
-        if sum(seg["counts"]) != seg["size"][0] * seg["size"][1]:
-            return "uncompressed RLE whose runs do not add up to its size"
+        kind = "compressed" if isinstance(seg["counts"], str) else "uncompressed"
+        try:
+            counts = rle_counts(seg["counts"])
+        except ValueError as e:
+            return f"compressed RLE that does not decode ({e})"
+        if min(counts, default=0) < 0 or sum(counts) != seg["size"][0] * seg["size"][1]:
+            return f"{kind} RLE whose runs do not add up to its size"
         return None
     return "want polygons (a list of coordinate lists) or RLE ({'counts', 'size'})"
 
@@ -49,6 +51,29 @@ def polygon_mask(xy: np.ndarray, height: int, width: int) -> np.ndarray:
     return (left % 2) == 1
 
 
+def rle_counts(counts: str | list[int]) -> list[int]:
+    """Run lengths of RLE ``counts``: a list as it is, a compressed string decoded."""
+    if not isinstance(counts, str):
+        return [int(c) for c in counts]
+    runs: list[int] = []
+    value = shift = 0
+    for ch in counts:
+        c = ord(ch) - 48
+        if not 0 <= c < 64:
+            raise ValueError(f"character {ch!r} is outside its alphabet")
+        value |= (c & 0x1F) << shift
+        shift += 5
+        if c & 0x20:                        # more groups follow
+            continue
+        if c & 0x10:                        # the last group's top bit: negative
+            value -= 1 << shift
+        runs.append(value + (runs[-2] if len(runs) > 2 else 0))
+        value = shift = 0
+    if shift:
+        raise ValueError("it ends inside a run")
+    return runs
+
+
 def rle_mask(counts, height: int, width: int) -> np.ndarray:
     """(height, width) bool from uncompressed RLE: alternating runs of 0 and 1, first 0,
     in column-major (Fortran) order."""
@@ -65,7 +90,7 @@ def instance_mask(seg: Any, image_w: float, image_h: float, size: int) -> np.nda
             out |= polygon_mask(np.asarray(poly, np.float64).reshape(-1, 2) * scale, size, size)
         return out.astype(np.float32)
     h, w = (int(v) for v in seg["size"])
-    full = rle_mask(np.asarray(seg["counts"], np.int64), h, w)
+    full = rle_mask(np.asarray(rle_counts(seg["counts"]), np.int64), h, w)
     rows = np.minimum(((np.arange(size) + 0.5) * h / size).astype(np.int64), h - 1)
     cols = np.minimum(((np.arange(size) + 0.5) * w / size).astype(np.int64), w - 1)
     return full[rows][:, cols].astype(np.float32)
