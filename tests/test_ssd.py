@@ -93,9 +93,14 @@ def test_detect_decodes_and_suppresses_per_class():
     boxes, scores, classes = B.detect(logits, cfg, score_threshold=0.5)[0]
     assert classes.tolist() == [4] and scores[0] > 0.99       # NMS left one box
     np.testing.assert_allclose(boxes[0], gt[0], atol=1e-5)
-    keep = B.nms(np.array([[0, 0, 1, 1], [0, 0, 1, 0.9], [2, 2, 3, 3]], float),
-                 np.array([0.9, 0.8, 0.7]), 0.5)
+    three = np.array([[0, 0, 1, 1], [0, 0, 1, 0.9], [2, 2, 3, 3]], float)
+    keep = B.nms(three, np.array([0.9, 0.8, 0.7]), 0.5)
     assert keep.tolist() == [0, 2]
+    # SSD's cap counts candidates before suppression; Detectron's (Mask R-CNN) counts
+    # boxes kept: the suppressed second box uses up a candidate, not a kept place.
+    assert B.nms(three, np.array([0.9, 0.8, 0.7]), 0.5, candidates=2).tolist() == [0]
+    assert B.nms(three, np.array([0.9, 0.8, 0.7]), 0.5, top_k=2).tolist() == [0, 2]
+    assert B.iou(np.array([[1, 1, 0, 0.]]), np.array([[1, 1, 0, 0.]])).tolist() == [[0.0]]
 
 
 def test_synthetic_batches_are_matched_scenes_in_either_layout():

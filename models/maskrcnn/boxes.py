@@ -1,5 +1,5 @@
-"""Mask R-CNN's box arithmetic in numpy, in one place: anchors, IoU, box deltas, NMS,
-and the training targets every framework's loss receives.
+"""Mask R-CNN's box arithmetic in numpy, in one place: anchors, box deltas and the
+training targets every framework's loss receives (IoU and NMS are SSD's, shared).
 
 Boxes are pixel corners (x0, y0, x1, y1) of the square input image, continuous
 coordinates (Detectron2's convention: width = x1 - x0, no "+1").  Everything that
@@ -31,6 +31,7 @@ import numpy as np
 
 from dlbench.models import maskrcnn as M
 from dlbench.models.maskrcnn import reference
+from dlbench.models.ssd.boxes import iou, nms  # noqa: F401  (shared corner-box IoU and NMS)
 
 RPN_WEIGHTS = (1.0, 1.0, 1.0, 1.0)
 DELTA_CLAMP = math.log(1000.0 / 16)       # largest dw, dh decoded (Detectron's)
@@ -81,15 +82,6 @@ def area(b: np.ndarray) -> np.ndarray:
     return np.clip(b[..., 2] - b[..., 0], 0, None) * np.clip(b[..., 3] - b[..., 1], 0, None)
 
 
-def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(len(a), len(b)) intersection over union of corner boxes (0 for empty boxes)."""
-    lo = np.maximum(a[:, None, :2], b[None, :, :2])
-    hi = np.minimum(a[:, None, 2:], b[None, :, 2:])
-    inter = np.clip(hi - lo, 0, None).prod(-1)
-    union = area(a)[:, None] + area(b)[None, :] - inter
-    return np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
-
-
 def clip(b: np.ndarray, size: float) -> np.ndarray:
     return np.clip(b, 0.0, size)
 
@@ -116,20 +108,6 @@ def decode(deltas: np.ndarray, ref: np.ndarray, weights=RPN_WEIGHTS) -> np.ndarr
     w = rw * np.exp(np.minimum(deltas[..., 2] / ww, DELTA_CLAMP))
     h = rh * np.exp(np.minimum(deltas[..., 3] / wh, DELTA_CLAMP))
     return np.stack([x - w / 2, y - h / 2, x + w / 2, y + h / 2], -1)
-
-
-def nms(boxes: np.ndarray, scores: np.ndarray, threshold: float,
-        top_k: int | None = None) -> np.ndarray:
-    """Indices kept by greedy non-maximum suppression (IoU > ``threshold`` with a kept
-    box suppresses), best first; ties keep the lower index."""
-    order = np.argsort(-scores, kind="stable")
-    keep = []
-    while order.size and (top_k is None or len(keep) < top_k):
-        i, order = order[0], order[1:]
-        keep.append(i)
-        if order.size:
-            order = order[iou(boxes[i:i + 1], boxes[order])[0] <= threshold]
-    return np.asarray(keep, np.int64)
 
 
 # --- training targets ----------------------------------------------------------------------

@@ -7,8 +7,9 @@ A full inference is therefore three network runs around the numpy steps: run the
 network on the image with any boxes and read the RPN part; ``proposals`` -> run with
 those as ``rois`` and read the box part; ``detections`` -> run with those as
 ``mask_rois`` and read the mask part; ``paste_masks`` (three backbone passes where a
-fused two-stage graph makes one: ``benchmarks/detection_postprocess.py`` times it).  Selection (top-k, NMS) stays here so that every
-framework, export and precision is compared on the raw heads.
+fused two-stage graph makes one: ``benchmarks/detection_postprocess.py`` times
+it).  Selection (top-k, NMS) stays here so that every framework, export and
+precision is compared on the raw heads.
 """
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def proposals(rpn: np.ndarray, cfg: dict, count: int) -> tuple[np.ndarray, np.nd
             boxes = B.clip(B.decode(z[idx, 1:], anc[idx], B.RPN_WEIGHTS), size)
             wide = (boxes[:, 2:] - boxes[:, :2] > MIN_SIZE).all(1)
             boxes, scores = boxes[wide], z[idx[wide], 0]
-            keep = B.nms(boxes, scores, RPN_NMS, count)
+            keep = B.nms(boxes, scores, RPN_NMS, top_k=count)
             found_boxes.append(boxes[keep])
             found_scores.append(scores[keep])
         boxes, scores = np.concatenate(found_boxes), np.concatenate(found_scores)
@@ -85,7 +86,7 @@ def detections(box: np.ndarray, rois: np.ndarray, cfg: dict,
         found = []
         for k in range(1, c):
             idx = np.flatnonzero((probs[i, :, k] > SCORE_THRESHOLD) & (B.area(decoded[:, k]) > 0))
-            keep = idx[B.nms(decoded[idx, k], probs[i, idx, k], BOX_NMS, count)]
+            keep = idx[B.nms(decoded[idx, k], probs[i, idx, k], BOX_NMS, top_k=count)]
             found += [(probs[i, j, k], k, decoded[j, k]) for j in keep]
         found.sort(key=lambda t: -t[0])
         for n, (score, k, bx) in enumerate(found[:count]):

@@ -52,12 +52,15 @@ def centres(b: np.ndarray) -> np.ndarray:
 
 
 def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(len(a), len(b)) intersection over union of corner boxes."""
+    """(len(a), len(b)) intersection over union of corner boxes; an inverted box is
+    empty, and two empty boxes overlap 0.  Shared with Mask R-CNN
+    (``models.maskrcnn.boxes``): fractions or pixels alike."""
     lo = np.maximum(a[:, None, :2], b[None, :, :2])
     hi = np.minimum(a[:, None, 2:], b[None, :, 2:])
     inter = np.clip(hi - lo, 0, None).prod(-1)
-    area = lambda x: (x[:, 2] - x[:, 0]) * (x[:, 3] - x[:, 1])  # noqa: E731
-    return inter / (area(a)[:, None] + area(b)[None, :] - inter + 1e-12)
+    area = lambda x: np.clip(x[:, 2:] - x[:, :2], 0, None).prod(-1)  # noqa: E731
+    union = area(a)[:, None] + area(b)[None, :] - inter
+    return np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
 
 
 def encode(gt: np.ndarray, pri: np.ndarray, variances=(0.1, 0.2)) -> np.ndarray:
@@ -101,11 +104,14 @@ def targets(cfg: dict, boxes: list, labels: list) -> tuple[np.ndarray, np.ndarra
 
 
 def nms(boxes: np.ndarray, scores: np.ndarray, threshold: float = 0.45,
-        top_k: int = 200) -> np.ndarray:
-    """Indices kept by greedy non-maximum suppression, best first."""
-    order = np.argsort(-scores, kind="stable")[:top_k]
+        candidates: int | None = None, top_k: int | None = None) -> np.ndarray:
+    """Indices kept by greedy non-maximum suppression (IoU > ``threshold`` with a kept
+    box suppresses), best first, ties to the lower index.  The two caps are the two
+    detectors' recipes: SSD's DetectionOutput suppresses among its ``candidates`` best
+    boxes; Detectron stops once ``top_k`` boxes are kept."""
+    order = np.argsort(-scores, kind="stable")[:candidates]
     keep = []
-    while order.size:
+    while order.size and (top_k is None or len(keep) < top_k):
         i, order = order[0], order[1:]
         keep.append(i)
         if order.size:
@@ -131,7 +137,7 @@ def detect(logits: np.ndarray, cfg: dict, score_threshold: float = 0.01,
         found = []
         for c in range(1, probs.shape[1]):
             idx = np.flatnonzero(probs[:, c] > score_threshold)
-            for i in idx[nms(boxes[idx], probs[idx, c], nms_threshold, top_k)]:
+            for i in idx[nms(boxes[idx], probs[idx, c], nms_threshold, candidates=top_k)]:
                 found.append((probs[i, c], c, boxes[i]))
         found.sort(key=lambda t: -t[0])
         found = found[:top_k]
