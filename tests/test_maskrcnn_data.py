@@ -211,4 +211,7 @@ def test_eval_table_shows_a_missing_accuracy_as_a_dash():
               "metrics": {"eval": {"split": "synthetic-heldout", "samples": 4, "accuracy": None,
                                    "loss": 1.5, "time_s": 0.1}}}
     row = [c.strip() for c in eval_table([record]).splitlines()[-1].split("|")]
-    assert row[-4:-1] == ["-", "1.5000", "0.10 s"]
+    assert row[-5:-1] == ["-", "1.5000", "", "0.10 s"]
+    record["metrics"]["eval"].update(mask_iou=0.75, map=None)
+    row = [c.strip() for c in eval_table([record]).splitlines()[-1].split("|")]
+    assert row[-5:-1] == ["-", "1.5000", "mask IoU 0.750", "0.10 s"]

@@ -126,12 +126,69 @@ def test_detection_tally_scores_a_perfect_and_a_wrong_detector():
     tally.add((perfect,), (cls, loc))
     r = tally.result()
     assert r["accuracy"] == 1.0 and r["mean_top_iou"] > 0.999 and r["samples"] == 4
+    # Every object found once (its priors' copies suppressed), nothing else: COCO AP 1.
+    assert r["map"] == pytest.approx(1.0) and r["map50"] == pytest.approx(1.0)
     wrong = perfect.copy()
     wrong[rows, cols, 4 + cls[rows, cols].astype(int)] = 0.0
     wrong[rows, cols, 4 + 20] = 20.0                  # class 20 is never drawn
     tally = tally_for("detection", MINI)
     tally.add(wrong, (cls, loc))
     assert tally.result()["accuracy"] == 0.0 and tally.result()["loss"] > r["loss"]
+    assert tally.result()["map"] == 0.0
+
+
+def _coco_scene(rng, images: int = 12, classes: int = 4):
+    """Random ground truth and noisy detections (missed, displaced, wrong-class and
+    tied-score ones), as dlbench's lists and as COCO's json."""
+    dets, truths, imgs, anns, res = [], [], [], [], []
+    for i in range(images):
+        m, n = int(rng.integers(0, 6)), int(rng.integers(0, 15))
+        xy, wh = rng.uniform(0, 200, (m, 2)), rng.uniform(5, 80, (m, 2))
+        gb, gc = np.concatenate([xy, xy + wh], 1), rng.integers(1, classes + 1, m)
+        pick = rng.integers(0, max(m, 1), n)
+        db = (gb[pick] if m else rng.uniform(0, 200, (n, 4))) + rng.normal(0, 6, (n, 4))
+        db[:, 2:] = np.maximum(db[:, 2:], db[:, :2] + 1)
+        dc = np.where(rng.random(n) < 0.8, gc[pick] if m else 1,
+                      rng.integers(1, classes + 1, n))
+        ds = np.round(rng.random(n), 2)
+        dets.append((db, ds, dc))
+        truths.append((gb, gc))
+        imgs.append({"id": i + 1, "width": 300, "height": 300})
+        xywh = lambda b: [b[0], b[1], b[2] - b[0], b[3] - b[1]]  # noqa: E731
+        anns += [{"id": len(anns) + j + 1, "image_id": i + 1, "category_id": int(c),
+                  "iscrowd": 0, "bbox": xywh(b), "area": float((b[2] - b[0]) * (b[3] - b[1]))}
+                 for j, (b, c) in enumerate(zip(gb, gc))]
+        res += [{"image_id": i + 1, "category_id": int(c), "score": float(s), "bbox": xywh(b)}
+                for b, s, c in zip(db, ds, dc)]
+    cats = [{"id": k} for k in range(1, classes + 1)]
+    return dets, truths, {"images": imgs, "annotations": anns, "categories": cats}, res
+
+
+def test_average_precision_is_cocoevals():
+    """AP@[.5:.95] and AP50 equal pycocotools' COCOeval (the reference) on random scenes."""
+    import contextlib
+    import io
+
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    from dlbench.harness.evaluate.average_precision import average_precision, summary
+
+    rng = np.random.default_rng(1)
+    for _ in range(8):
+        dets, truths, dataset, res = _coco_scene(rng)
+        with contextlib.redirect_stdout(io.StringIO()):
+            gt = COCO()
+            gt.dataset = dataset
+            gt.createIndex()
+            ev = COCOeval(gt, gt.loadRes(res), "bbox")
+            ev.evaluate()
+            ev.accumulate()
+            ev.summarize()
+        mine = summary(average_precision(dets, truths))
+        assert mine["map"] == pytest.approx(ev.stats[0], abs=1e-9)
+        assert mine["map50"] == pytest.approx(ev.stats[1], abs=1e-9)
+    assert summary(average_precision([], [])) == {"map": None, "map50": None}
 
 
 def write_voc(root, n_train: int = 3, n_test: int = 2) -> dict:

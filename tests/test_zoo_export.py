@@ -28,8 +28,8 @@ from clitools import assert_usage_error
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 MODELS = ("vgg16-mini", "densenet121-mini", "din-mini", "deepspeech2-mini", "ssd300-mini",
           "maskrcnn-mini")
-# The detectors' own held-out figure that dlbench eval reports beside the loss.
-EVAL_KEYS = {"ssd300-mini": "mean_top_iou", "maskrcnn-mini": "mask_iou"}
+# The detectors' own held-out figures that dlbench eval reports beside the loss.
+EVAL_KEYS = {"ssd300-mini": ("mean_top_iou", "map", "map50"), "maskrcnn-mini": ("mask_iou",)}
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -58,11 +58,13 @@ def test_trained_in_every_framework_and_exported_verified(model, cli, workdir):
         # A detector's exported file is scored with its own tally, on its own held-out
         # scenes; class-labelled images are refused.
         onnx_file = str(workdir / "train" / model / "pytorch" / "model.onnx")
-        out = cli("eval", onnx_file, "--data", "synthetic", "--batch-size", "8",
-                  "--json", "eval.json")
+        out = cli("eval", onnx_file, "--data", "synthetic", "--batch-size", "8", "--limit",
+                  "32", "--json", "eval.json")
         assert out.returncode == 0, out.stderr[-3000:]
         [ev] = json.loads((workdir / "eval.json").read_text())
-        assert ev["status"] == "ok" and EVAL_KEYS[model] in ev["metrics"]["eval"], ev
+        assert ev["status"] == "ok" and ev["metrics"]["eval"]["samples"] == 32, ev
+        for key in EVAL_KEYS[model]:
+            assert 0 <= ev["metrics"]["eval"][key] <= 1, (key, ev["metrics"]["eval"])
         assert_usage_error(cli("eval", onnx_file), "images labelled with a class",
                            "scored on boxes")
 

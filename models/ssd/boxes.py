@@ -103,6 +103,9 @@ def targets(cfg: dict, boxes: list, labels: list) -> tuple[np.ndarray, np.ndarra
     return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
 
 
+NMS_MATRIX = 4096          # candidates up to which NMS holds their whole IoU matrix
+
+
 def nms(boxes: np.ndarray, scores: np.ndarray, threshold: float = 0.45,
         candidates: int | None = None, top_k: int | None = None) -> np.ndarray:
     """Indices kept by greedy non-maximum suppression (IoU > ``threshold`` with a kept
@@ -110,12 +113,19 @@ def nms(boxes: np.ndarray, scores: np.ndarray, threshold: float = 0.45,
     detectors' recipes: SSD's DetectionOutput suppresses among its ``candidates`` best
     boxes; Detectron stops once ``top_k`` boxes are kept."""
     order = np.argsort(-scores, kind="stable")[:candidates]
+    boxes = boxes[order]
+    # One IoU matrix instead of one IoU row per kept box: the per-call overhead of the
+    # rows made an untrained SSD's 20 classes x 200 candidates 0.15 s an image.
+    over = iou(boxes, boxes) > threshold if len(order) <= NMS_MATRIX else None
+    alive = np.ones(len(order), bool)
     keep = []
-    while order.size and (top_k is None or len(keep) < top_k):
-        i, order = order[0], order[1:]
-        keep.append(i)
-        if order.size:
-            order = order[iou(boxes[i:i + 1], boxes[order])[0] <= threshold]
+    for i in range(len(order)):
+        if not alive[i]:
+            continue
+        keep.append(order[i])
+        if top_k is not None and len(keep) >= top_k:
+            break
+        alive &= ~(over[i] if over is not None else iou(boxes[i:i + 1], boxes)[0] > threshold)
     return np.asarray(keep, np.int64)
 
 
