@@ -103,7 +103,9 @@ def targets(cfg: dict, boxes: list, labels: list) -> tuple[np.ndarray, np.ndarra
     return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
 
 
-NMS_MATRIX = 4096          # candidates up to which NMS holds their whole IoU matrix
+# Candidates up to which NMS holds their whole IoU matrix (its float64 temporaries are
+# 16 x N^2 bytes: 16 MB at 1024); past it, one IoU row per kept box.
+NMS_MATRIX = 1024
 
 
 def nms(boxes: np.ndarray, scores: np.ndarray, threshold: float = 0.45,
