@@ -138,6 +138,9 @@ def test_compressed_rle_decodes_as_pycocotools_encodes_it():
     assert S.problem({"counts": "0e", "size": [1, 1]}).endswith("it ends inside a run)")
     assert S.problem({"counts": "05", "size": [2, 2]}) == (
         "compressed RLE whose runs do not add up to its size")
+    assert S.problem({"counts": None, "size": [2, 2]}).startswith("RLE 'counts' must be")
+    assert S.problem({"counts": [1, "x"], "size": [2, 2]}).startswith("RLE whose counts")
+    assert S.problem({"counts": [4], "size": [2]}).startswith("RLE whose counts")
 
 
 def test_coco_reader_gives_mask_rcnn_batches(tmp_path):

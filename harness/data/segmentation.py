@@ -28,9 +28,14 @@ def problem(seg: Any) -> str | None:
         kind = "compressed" if isinstance(seg["counts"], str) else "uncompressed"
         try:
             counts = rle_counts(seg["counts"])
+            height, width = (int(v) for v in seg["size"])
         except ValueError as e:
-            return f"compressed RLE that does not decode ({e})"
-        if min(counts, default=0) < 0 or sum(counts) != seg["size"][0] * seg["size"][1]:
+            if kind == "compressed":
+                return f"compressed RLE that does not decode ({e})"
+            return "RLE whose counts are not whole numbers, or whose size is not [height, width]"
+        except TypeError:
+            return "RLE 'counts' must be a string or a list of run lengths"
+        if min(counts, default=0) < 0 or sum(counts) != height * width:
             return f"{kind} RLE whose runs do not add up to its size"
         return None
     return "want polygons (a list of coordinate lists) or RLE ({'counts', 'size'})"
