@@ -51,6 +51,7 @@ class DetectionTally:
         self.loss_sum, self.positives = self.loss_sum + total, self.positives + pos
         pri = boxes.priors_for(self.config).astype(np.float64)
         var = self.config["variances"]
+        self.detections += boxes.detect(z, self.config)
         for zi, ci, li in zip(z, cls_t.astype(np.int64), loc_t):
             probs = boxes.softmax(zi[:, 4:])[:, 1:]
             best = np.unravel_index(np.argmax(probs), probs.shape)
@@ -61,7 +62,6 @@ class DetectionTally:
             self.correct += int(top >= 0.5)
             self.iou_sum += top
             self.samples += 1
-            self.detections.append(boxes.detect(zi[None], self.config)[0])
             self.truths.append(_objects(boxes.decode(li[ci > 0], pri[ci > 0], var), ci[ci > 0]))
 
     def result(self) -> dict[str, float | int]:
