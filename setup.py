@@ -18,6 +18,9 @@ Why the pins look the way they do:
   most 13: converters lower the IR version (see converters/), they do not
   rely on an older onnx.
 """
+import re
+from pathlib import Path
+
 from setuptools import find_packages, setup
 
 PYTORCH = ["torch>=2.13.0"]
@@ -46,18 +49,22 @@ POSTGRES = ["psycopg[binary]>=3.1"]
 # against a real cluster.  Imported only with --executor ray.
 RAY = ["ray>=2.60.0"]
 # Bottom to top: each layer imports only the ones before it (tests/test_layers.py).
-LAYERS = ("models", "converters", "harness")
+LAYERS = ("core", "models", "converters", "harness")
+# The one place the version is written (dlbench.__version__ reads the same file).
+VERSION = re.search(r'__version__ = "([^"]+)"',
+                    (Path(__file__).parent / "core" / "version.py").read_text()).group(1)
 
 setup(
     name="dlbench",
-    version="0.1.0",
+    version=VERSION,
     description="Train, convert and benchmark the same network across frameworks and inference engines",
     python_requires=">=3.10",
-    # The design card's top-level folders install under one namespace, so a bare
-    # `models` or `harness` of another package in the same environment cannot collide.
-    packages=[f"dlbench.{p}" for p in find_packages(include=[f"{t}{s}" for t in LAYERS
-                                                                for s in ("", ".*")])],
-    package_dir={f"dlbench.{t}": t for t in LAYERS},
+    # dlbench/ holds the public API and links to the design card's top-level folders
+    # (dlbench/harness -> ../harness, ...): the package is a plain folder tree, which
+    # setuptools, mypy and IDEs all read the same way, and a bare `models` or `harness`
+    # of another package in the same environment cannot collide with ours.
+    packages=["dlbench"] + [f"dlbench.{p}" for p in find_packages(
+        include=[f"{t}{s}" for t in LAYERS for s in ("", ".*")])],
     # The lock ships inside the package so `dlbench env` can say where an install differs.
     package_data={"dlbench.harness": ["constraints-cpu.txt"],
                   "dlbench.harness.data": ["digits.npz"]},

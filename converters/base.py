@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 
 class ConversionError(UserError):

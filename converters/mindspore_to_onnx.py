@@ -43,7 +43,7 @@ from mindspore import nn, ops  # noqa: E402
 from dlbench.converters.base import ExportHop, ExportOptions  # noqa: E402
 from dlbench.converters.onnx_io import BATCH_DIM, OUTPUT_NAME, input_names  # noqa: E402
 from dlbench.converters.base import ConversionError  # noqa: E402
-from dlbench.models.errors import first_line  # noqa: E402
+from dlbench.core.errors import first_line  # noqa: E402
 
 
 class ZeroPadMaxPool(nn.Cell):

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.converters.base import ConversionError
-from dlbench.models.errors import first_line
+from dlbench.core.errors import first_line
 
 INPUT_NAME = "input"
 OUTPUT_NAME = "logits"

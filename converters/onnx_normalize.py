@@ -34,7 +34,7 @@ from typing import Any
 
 from dlbench.converters import onnx_io
 from dlbench.converters.base import ConversionError
-from dlbench.models.errors import first_line
+from dlbench.core.errors import first_line
 
 # Nodes whose outputs change between runs: never constants, whatever their inputs.
 _RANDOM_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",

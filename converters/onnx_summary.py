@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.converters.onnx_io import metadata, onnx
-from dlbench.models.tensors import TensorInfo
+from dlbench.core.tensors import TensorInfo
 
 # Ops whose presence means the graph computes in int8 (static QDQ, QOperator, dynamic).
 INT8_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv",

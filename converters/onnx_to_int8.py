@@ -44,7 +44,7 @@ from dlbench.converters import int8_recipe
 from dlbench.converters import onnx_normalize
 from dlbench.converters import onnx_summary
 from dlbench.converters.base import BuildHop, BuildOptions, ConversionError
-from dlbench.models.errors import first_line
+from dlbench.core.errors import first_line
 
 TARGETS = ("cpu", "tensorrt")
 

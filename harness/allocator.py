@@ -42,7 +42,7 @@ import subprocess
 import sys
 import sysconfig
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 ALLOCATORS = ("system", "tuned", "jemalloc", "tcmalloc")
 DEFAULT_ALLOCATOR = "tuned"

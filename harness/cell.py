@@ -15,8 +15,8 @@ import sys
 import traceback
 
 from dlbench.harness.allocator import check_loaded
-from dlbench.models.atomic import write_json
-from dlbench.models.errors import UserError
+from dlbench.core.atomic import write_json
+from dlbench.core.errors import UserError
 
 KINDS = {
     "train": "dlbench.harness.training.runner:child",

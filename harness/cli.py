@@ -14,9 +14,9 @@ import signal
 import sys
 import traceback
 
-from dlbench.harness import __version__
+from dlbench.core.version import __version__
 from dlbench.harness.config import blame, parse_args
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 COMMANDS = ("env", "models", "backends", "train", "export", "build", "verify", "bench", "micro",
             "layer", "eval", "run", "report", "compare")

@@ -19,7 +19,7 @@ import json
 import math
 from typing import Any
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.harness.store.url import mask
 
 # Options that steer this invocation but are not part of what it measures.

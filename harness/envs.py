@@ -33,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
 INSTALL_TIMEOUT_S = 1800

@@ -102,7 +102,7 @@ def _git_commit() -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def fingerprint() -> dict[str, Any]:
-    from dlbench.harness import __version__
+    from dlbench.core.version import __version__
 
     mem = psutil.virtual_memory().total
     fp: dict[str, Any] = {

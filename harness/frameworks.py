@@ -11,7 +11,7 @@ import importlib.metadata
 import importlib.util
 from dataclasses import dataclass
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from dlbench.models.atomic import write_json
+from dlbench.core.atomic import write_json
 
 STDERR_TAIL = 4000
 # The parent shares the cores with the cell it measures: it sleeps between

@@ -27,7 +27,8 @@ import os
 import warnings
 from typing import Any
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
+from dlbench.core.devices import is_nvidia
 
 TF32 = "tf32"
 TF32_MIN_CC = (8, 0)
@@ -44,7 +45,7 @@ class MathModeMismatch(RuntimeError):
 
 
 def is_gpu(device: str) -> bool:
-    return device in ("cuda", "gpu")
+    return is_nvidia(device)
 
 
 def tf32_reason(device: str, device_id: int = 0) -> str | None:

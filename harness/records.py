@@ -20,11 +20,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dlbench.harness import __version__
+from dlbench.core.version import __version__
 from dlbench.harness.cellenv import context as cell_context
 from dlbench.harness.context import cell_key, command_line, now_iso
 from dlbench.harness.fingerprint import fingerprint, resource_label
 from dlbench.harness.results import ResultStore
+from dlbench.core.devices import training_name
 
 
 def new_record(kind: str, *, run_id: str, identity: dict[str, Any], started: str,
@@ -48,7 +49,7 @@ def new_record(kind: str, *, run_id: str, identity: dict[str, Any], started: str
         "device": device, "machine_id": fp["machine_id"], "dlbench_version": __version__,
         "git_commit": fp["git_commit"], "command_line": command_line(argv),
         "context": {"identity": identity,
-                    "resource": resource_label(fp, {"cuda": "gpu"}.get(device, device)),
+                    "resource": resource_label(fp, training_name(device)),
                     **(cell_context(env) if env is not None else {})},
         "metrics": {},
     }
@@ -89,7 +90,7 @@ def keep(record: dict[str, Any], store: ResultStore, fp: dict[str, Any],
     """A sweep's finished cell: stored at once (one transaction), the ``--json`` file
     rewritten atomically, the caller told; so an interrupted sweep leaves complete
     records only, in the database and the file alike."""
-    from dlbench.models.atomic import write_json
+    from dlbench.core.atomic import write_json
 
     record["id"] = store.add(record, fp)
     records.append(record)

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from dlbench.models.atomic import check_can_create
-from dlbench.models.errors import UserError
+from dlbench.core.atomic import check_can_create
+from dlbench.core.errors import UserError
 from dlbench.harness.store import DEFAULT_DB, Unreachable, url
 from dlbench.harness.store.schema import (ADD_MACHINE, ARTIFACT_COLUMNS, COLUMNS, SCHEMA,
                                           SCHEMA_VERSION, artifact_row, decode_artifact,

@@ -13,7 +13,7 @@ import importlib
 from typing import Any
 
 from dlbench.harness.backends.base import ArtifactRef, TensorInfo, user_format
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.user import FRAMEWORKS, Source
 
 PROBE_TIMEOUT_S = 600.0

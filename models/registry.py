@@ -13,7 +13,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dlbench.harness import allocator
 from dlbench.harness.cellenv import cell_environment
 from dlbench.harness.launcher import run_cell
 from dlbench.harness.threads import ThreadConfig
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 FAST = ("--min-duration", "0.3", "--min-iterations", "5", "--warmup", "2", "--max-warmup", "5")
 # A preload or malloc setting the user's shell may carry: "system" must not inherit it.

@@ -6,9 +6,9 @@ import pytest
 import benchmodels
 import tiny_onnx
 from dlbench.harness.bench import inputs, onnxinfo
-from dlbench.models.errors import UserError
-from dlbench.models import tensors
-from dlbench.models.tensors import TensorInfo
+from dlbench.core.errors import UserError
+from dlbench.core import tensors
+from dlbench.core.tensors import TensorInfo
 
 
 def _run(path, feeds):

@@ -5,7 +5,7 @@ import pytest
 
 from dlbench.harness import stats
 from dlbench.harness.bench.measure import StopRule, measure, measure_loop, warm_up
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 
 class FakeClock:

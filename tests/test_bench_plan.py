@@ -12,7 +12,7 @@ import benchmodels
 from dlbench.harness.bench import execute, plan, record, request
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.bench.request import BenchRequest, split
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.bench.request import BenchRequest
 from dlbench.harness.cli import build_parser
 from dlbench.harness.pipeline.runner import RunRequest
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 FAST = {"min-duration": 0.1, "min-iterations": 3, "warmup": 1, "max-warmup": 2}
 

@@ -16,7 +16,7 @@ from dlbench.converters import onnx_io
 from dlbench.converters import onnx_summary
 from dlbench.harness.verify import compare as cmp
 from dlbench.harness.verify import inputs as vin
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.harness.results import ARTIFACT_COLUMNS, ResultStore
 from clitools import assert_usage_error as _one_line_error
 

@@ -10,7 +10,7 @@ from dlbench.harness.data import canonical, imageops, open_dataset, parse
 from dlbench.harness.data.base import Dataset
 from dlbench.harness.data.textcorpus import IGNORE, pretraining_dict
 from dlbench.harness.data.tokenizer import Vocabulary, pad_ids, tokenize
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.registry import InputSpec, ModelSpec, get_model
 
 MINI = get_model("resnet50-mini")          # 3x64x64, 10 classes

@@ -14,7 +14,7 @@ from dlbench.harness.data.librispeech import spectrogram
 from dlbench.harness.scoring import tally_for
 from dlbench.models import synthetic
 from dlbench.models.deepspeech2 import ALPHABET, ctc, output_frames
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.registry import get_model
 
 MINI = get_model("deepspeech2-mini")

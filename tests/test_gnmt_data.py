@@ -9,7 +9,7 @@ from dlbench.harness.data import open_dataset, parse
 from dlbench.harness.scoring import tally_for
 from dlbench.harness.training.objectives import LABELS, LOSSES
 from dlbench.models import synthetic
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.gnmt import BOS_ID, EOS_ID, PAD_ID, count_parameters, walk
 from dlbench.models.gnmt.data import teacher_inputs
 from dlbench.models.registry import get_model

@@ -209,7 +209,7 @@ def test_without_the_rule_it_is_unverified_and_the_layer_report_blames_the_softm
 def test_excluded_nodes_and_op_types_stay_float_in_the_int8_graph(cli, workdir, cnn):
     from dlbench.harness.convert.build import BuildRequest, build
     from dlbench.converters.base import BuildOptions
-    from dlbench.models.errors import UserError
+    from dlbench.core.errors import UserError
 
     src = onnx.load(cnn).graph
     matmul = next(n.name for n in src.node if n.op_type == "MatMul")

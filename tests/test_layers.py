@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("models", "converters", "harness")          # bottom to top
+LAYERS = ("core", "models", "converters", "harness")  # bottom to top
 NAMESPACE = "dlbench."
 
 

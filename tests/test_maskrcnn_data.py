@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.maskrcnn import boxes as B, reference
 from dlbench.models.registry import get_model
 

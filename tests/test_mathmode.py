@@ -16,7 +16,7 @@ import pytest
 
 import benchmodels
 from dlbench.harness import mathmode
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 FAST = ("--batch-sizes", "2", "--min-duration", "0.05", "--min-iterations", "3", "--warmup", "1")
 

@@ -15,7 +15,7 @@ from clitools import assert_usage_error, micro_records
 from dlbench.harness import envs
 from dlbench.harness.micro import engines
 from dlbench.harness.micro.ops import from_model, parse
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 FAST = ["--min-duration", "0.02", "--min-iterations", "3", "--warmup", "1", "--threads", "1"]
 ALL_ENGINES = "numpy,pytorch,tensorflow,mindspore,onnxruntime"

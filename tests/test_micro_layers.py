@@ -9,7 +9,7 @@ import pytest
 from clitools import assert_usage_error, micro_records
 from dlbench.harness.micro import layers
 from dlbench.harness.micro.record import agree
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 FAST = ["--min-duration", "0.02", "--min-iterations", "2", "--warmup", "1", "--threads", "1"]
 SHAPES = {"conv": "2x8x12x12:16k3s2", "dwconv": "2x8x12x12:k3", "dense": "8x32x16",

@@ -20,7 +20,7 @@ from clitools import assert_usage_error, only_record
 from dlbench.converters import onnx_normalize
 from dlbench.harness.scoring import Tally
 from dlbench.harness.verify.compare import compare, tolerance
-from dlbench.models.tensors import TensorInfo, class_count, fixed_batch, follow_batch
+from dlbench.core.tensors import TensorInfo, class_count, fixed_batch, follow_batch
 
 CLASSES = 6
 

@@ -3,7 +3,7 @@ import sqlite3
 
 import pytest
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.harness.results import COLUMNS, SCHEMA_VERSION, ResultStore
 
 MACHINE = {"machine_id": "m1", "cpu": {"model": "x"}}

@@ -21,7 +21,7 @@ import pytest
 import pgserver
 from clitools import assert_usage_error
 from dlbench.harness.results import SCHEMA_VERSION, ResultStore
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 # Collected here too, with this module's new_store: the same assertions on PostgreSQL.
 from test_results import (MACHINE, test_artifacts_round_trip_newest_first,  # noqa: F401
                           test_finished_cell_keys_ignores_failures,

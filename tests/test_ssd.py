@@ -243,7 +243,7 @@ def test_voc_reader_reads_boxes_images_and_splits(tmp_path):
 
 def test_voc_reader_refuses_a_classifier(tmp_path):
     from dlbench.harness.data import open_dataset
-    from dlbench.models.errors import UserError
+    from dlbench.core.errors import UserError
 
     write_voc(tmp_path / "voc")
     with pytest.raises(UserError, match="detection data"):

@@ -20,7 +20,7 @@ import pytest
 from clitools import assert_usage_error
 from dlbench.harness.tables import scaling_table
 from dlbench.harness.training import gather, scaling
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 STEPS = 3
 BATCH = 16

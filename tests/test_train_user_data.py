@@ -6,7 +6,7 @@ import pytest
 from clitools import assert_usage_error
 from dlbench.harness.data import open_dataset
 from dlbench.harness.training.user import from_dict, to_dict
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.registry import USER_FAMILY, InputSpec, ModelSpec
 
 import tiny_onnx

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.mindspore
 os.environ.setdefault("GLOG_v", "3")
 import mindspore as ms  # noqa: E402 - CI installs it: a missing one must fail, not skip
 
-from dlbench.models.errors import UserError  # noqa: E402
+from dlbench.core.errors import UserError  # noqa: E402
 from dlbench.harness.training import loop  # noqa: E402
 from dlbench.harness.training.base import TrainConfig  # noqa: E402
 from dlbench.harness.training.mindspore import Session  # noqa: E402

@@ -17,7 +17,7 @@ import pytest
 pytestmark = pytest.mark.pytorch
 torch = pytest.importorskip("torch")
 
-from dlbench.models.errors import UserError  # noqa: E402
+from dlbench.core.errors import UserError  # noqa: E402
 from dlbench.harness.training import loop  # noqa: E402
 from dlbench.harness.training.base import TrainConfig  # noqa: E402
 from dlbench.harness.training.pytorch import Session  # noqa: E402

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.tensorflow
 import tensorflow as tf  # noqa: E402 - CI installs it: a missing one must fail, not skip
 import keras  # noqa: E402
 
-from dlbench.models.errors import UserError  # noqa: E402
+from dlbench.core.errors import UserError  # noqa: E402
 from dlbench.harness.training import loop  # noqa: E402
 from dlbench.harness.training.base import TrainConfig  # noqa: E402
 from dlbench.harness.training.tensorflow import Session  # noqa: E402

@@ -3,7 +3,7 @@ import zipfile
 
 import pytest
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.user import from_code, sniff, what_is
 
 

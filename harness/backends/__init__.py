@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 
 from dlbench.harness.backends.base import Backend
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 # Order is the order `dlbench backends` prints: engines first, then native frameworks.
 BACKENDS = ("tensorrt", "onnxruntime", "ascend", "cpu-mkl", "pytorch", "tensorflow", "mindspore")

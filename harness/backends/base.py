@@ -25,8 +25,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from dlbench.models.errors import UserError
-from dlbench.models.tensors import TensorInfo  # noqa: F401 - the backends' import point
+from dlbench.core.errors import UserError
+from dlbench.core.tensors import TensorInfo  # noqa: F401 - the backends' import point
 from dlbench.harness.fingerprint import fingerprint
 from dlbench.harness.frameworks import distribution_version, is_installed
 from dlbench.harness.mathmode import TF32, tf32_reason

@@ -23,7 +23,8 @@ from dlbench.harness import mathmode
 from dlbench.harness.backends.base import (MINDIR, ArtifactRef, Option, RunConfig, Runner, TensorInfo,
                                    region)
 from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
+from dlbench.core.devices import training_name
 
 TARGETS = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}
 KINDS = {v: k for k, v in TARGETS.items()}
@@ -63,7 +64,7 @@ class MsRunner(NativeRunner):
         self.ms = ms
         target = TARGETS[self.cfg.device]
         if self.cfg.device != "cpu":
-            ctx_name = {"cuda": "gpu", "ascend": "ascend"}[self.cfg.device]
+            ctx_name = training_name(self.cfg.device)
             if not getattr(ms.device_context, ctx_name).is_available():
                 raise UserError(f"--device {self.cfg.device}: this MindSpore {ms.__version__} "
                                 f"cannot use {target}")

@@ -13,7 +13,7 @@ from dlbench.harness.backends.base import (ZOO, Backend, Runner, TensorInfo, che
                                            user_format,
                                    has_ascend, has_nvidia_gpu)
 from dlbench.harness.frameworks import distribution_version
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 
 class NativeFramework(Backend):

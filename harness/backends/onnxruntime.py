@@ -25,7 +25,7 @@ from dlbench.harness import mathmode
 from dlbench.harness.backends.base import (ON_OFF, ONNX, ArtifactRef, Backend, FellBack, Option,
                                    RunConfig, Runner, TensorInfo, has_nvidia_gpu, region,
                                    with_tf32)
-from dlbench.models.errors import UserError, first_line
+from dlbench.core.errors import UserError, first_line
 from dlbench.harness.frameworks import distribution_version
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider",

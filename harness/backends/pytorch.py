@@ -17,7 +17,7 @@ from dlbench.harness import mathmode
 from dlbench.harness.backends.base import (ArtifactRef, FellBack, Option, RunConfig, Runner, region,
                                            with_tf32)
 from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 

@@ -93,7 +93,7 @@ class Selftest(Backend):
         return None
 
     def version(self):
-        from dlbench.harness import __version__
+        from dlbench.core.version import __version__
         return __version__
 
     def precisions(self, device):

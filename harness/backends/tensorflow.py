@@ -22,7 +22,7 @@ from dlbench.harness import mathmode
 from dlbench.harness.backends.base import (ON_OFF, ArtifactRef, FellBack, Option, RunConfig, Runner,
                                            region, with_tf32)
 from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16",
             "fp16": "mixed_float16"}

@@ -37,7 +37,7 @@ from dlbench.harness import mathmode
 from dlbench.harness.backends.base import (ON_OFF, ONNX, TRT_ENGINE, ArtifactRef, Backend, FellBack,
                                    Option, RunConfig, Runner, TensorInfo, has_nvidia_gpu, region,
                                    with_tf32)
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.harness.frameworks import is_installed
 
 

@@ -34,7 +34,7 @@ from typing import Any
 from dlbench.harness.backends.base import (MINDIR, ONNX, TRT_ENGINE, ZOO, ArtifactRef, TensorInfo,
                                    checkpoint_format, user_format)
 from dlbench.converters.tensorrt_runtime import ENGINE_SUFFIXES
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.native import SUFFIXES as NATIVE_SUFFIXES
 
 CHECKPOINT_SUFFIXES = tuple(NATIVE_SUFFIXES)

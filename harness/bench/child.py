@@ -21,7 +21,7 @@ from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.bench.measure import Clock, StopRule
 from dlbench.harness.envs import imported_packages
 from dlbench.harness.bench.scenarios import ScenarioContext, get_scenario
-from dlbench.models.tensors import fixed_batch
+from dlbench.core.tensors import fixed_batch
 
 PROGRESS_EVERY_S = 0.5
 

@@ -30,8 +30,8 @@ from dlbench.harness.fingerprint import fingerprint
 from dlbench.harness.executors import Executor, Needs, open_executor
 from dlbench.harness.launcher import CellOutcome
 from dlbench.harness.results import ResultStore, sweep_store
-from dlbench.models.atomic import write_json
-from dlbench.models.errors import UserError
+from dlbench.core.atomic import write_json
+from dlbench.core.errors import UserError
 
 
 def payload(c: Cell, req: BenchRequest, progress_path: str) -> dict[str, Any]:

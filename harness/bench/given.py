@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.models.errors import UserError
-from dlbench.models.tensors import TensorInfo
+from dlbench.core.errors import UserError
+from dlbench.core.tensors import TensorInfo
 
 _HASHES: dict[tuple[str, int, int], str] = {}
 

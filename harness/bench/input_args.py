@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 SCALAR = ("scalar", "")
 

@@ -41,8 +41,8 @@ from dlbench.harness.bench.given import GivenInput, numpy_dtype
 # The command-line spellings live in input_args; importable from here as before.
 from dlbench.harness.bench.input_args import (  # noqa: F401
     parse_input, parse_int_range, parse_shape, parse_shapes, shapes_from)
-from dlbench.models.errors import UserError
-from dlbench.models.tensors import follow_batch
+from dlbench.core.errors import UserError
+from dlbench.core.tensors import follow_batch
 
 MASK = re.compile(r"mask", re.IGNORECASE)
 

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from dlbench.harness import stats
 from dlbench.harness.cpuusage import CpuWindow
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 FALLING = 0.05          # a warm-up window this much faster than the one before: still warming
 RAW_SAMPLES_KEPT = 20000

@@ -12,7 +12,7 @@ from typing import Any
 
 from dlbench.converters import onnx_io
 from dlbench.converters import onnx_summary
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 # Ops that only pass data through: an index that reaches a Gather through
 # them is still the same index.

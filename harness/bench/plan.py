@@ -23,11 +23,11 @@ from dlbench.harness.allocator import identity as allocator_identity
 from dlbench.harness.cellenv import cell_environment
 from dlbench.harness.context import cell_key
 from dlbench.harness.fingerprint import fingerprint
-from dlbench.models.tensors import follow_batch
+from dlbench.core.tensors import follow_batch
 from dlbench.harness.mathmode import TF32, check_env
 from dlbench.harness.mathmode import environment as math_environment
 from dlbench.harness.threads import ThreadConfig
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 # Formats whose precision is fixed when the artifact is made (dlbench build makes the others).
 OWN_PRECISION = (ONNX, TRT_ENGINE, MINDIR)

@@ -16,10 +16,9 @@ from dlbench.harness.executors import DEFAULT_EXECUTOR, check as check_executor
 from dlbench.harness.stats import BETWEEN_PROCESSES_THRESHOLD, WITHIN_PROCESS_THRESHOLD
 from dlbench.harness.bench.scenarios import get_scenario
 from dlbench.harness.threads import usable_cores
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
+from dlbench.core.devices import INFERENCE as DEVICES, inference_name
 
-DEVICES = ("cpu", "cuda", "ascend")
-DEVICE_ALIASES = {"gpu": "cuda"}
 
 
 def split(values, kind=str) -> list:
@@ -103,7 +102,7 @@ class BenchRequest:
         return self.backend_names() == ["all"]
 
     def device_names(self) -> list[str]:
-        devices = [DEVICE_ALIASES.get(d, d) for d in split(self.devices)]
+        devices = [inference_name(d) for d in split(self.devices)]
         for d in devices:
             if d not in DEVICES:
                 raise UserError(f"--device must be one of {', '.join(DEVICES)}, got {d!r}")

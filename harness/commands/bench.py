@@ -142,7 +142,7 @@ def add_arguments(p) -> None:
 
 
 def _options(args) -> dict:
-    from dlbench.models.errors import UserError
+    from dlbench.core.errors import UserError
 
     opts = {}
     for kv in args.backend_option:

@@ -67,14 +67,14 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from dlbench.models.atomic import check_can_create, write_json
+    from dlbench.core.atomic import check_can_create, write_json
     from dlbench.harness.compare import compare
     from dlbench.harness.compare.noise import Calibration, floor_for
     from dlbench.harness.config import field_default
     from dlbench.harness.bench.request import split
     from dlbench.harness.compare.sources import INSTALLED, Filters, axis_values, load_sides
     from dlbench.harness.compare.table import (comparison_table, footnote, paper_table, unmatched)
-    from dlbench.models.errors import UserError
+    from dlbench.core.errors import UserError
     from dlbench.harness.results import ResultStore
 
     if not 0 < args.confidence < 1:
@@ -168,7 +168,7 @@ def _calibrate(args) -> int:
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.compare.noise import Calibration, calibrate
     from dlbench.harness.config import field_default
-    from dlbench.models.errors import UserError
+    from dlbench.core.errors import UserError
 
     if args.sources or args.run or args.framework:
         raise UserError("--calibrate measures a noise floor: give no BASELINE CANDIDATE, "
@@ -178,7 +178,7 @@ def _calibrate(args) -> int:
     if args.threads is not None and args.threads < 1:
         raise UserError(f"--threads must be at least 1, not {args.threads}")
     if args.json_path:
-        from dlbench.models.atomic import check_can_create
+        from dlbench.core.atomic import check_can_create
 
         check_can_create(args.json_path)
     rule = StopRule()
@@ -200,7 +200,7 @@ def _calibrate(args) -> int:
     print(f"stored for machine {stored['machine_id']} (record {stored['id']}); compares of "
           f"records from this machine use it unless --min-effect is given")
     if args.json_path:
-        from dlbench.models.atomic import write_json
+        from dlbench.core.atomic import write_json
 
         write_json(args.json_path, {"noise_floor": floor.to_dict(), "record": stored,
                                     "bench_record_id": bench["id"]})

@@ -70,7 +70,7 @@ def run(args) -> int:
 
 def _peaks(args):
     from dlbench.harness.bench.peak import measure_peaks
-    from dlbench.models.errors import UserError
+    from dlbench.core.errors import UserError
 
     if args.peak_seconds <= 0:
         raise UserError("--peak-seconds must be positive")

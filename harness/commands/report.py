@@ -28,7 +28,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from dlbench.models.atomic import check_can_create, write_text
+    from dlbench.core.atomic import check_can_create, write_text
     from dlbench.harness.report import check_format, render
     from dlbench.harness.results import ResultStore
 

@@ -95,7 +95,7 @@ def add_arguments(p) -> None:
 
 
 def _split(text: str, kind=str) -> list:
-    from dlbench.models.errors import UserError
+    from dlbench.core.errors import UserError
 
     try:
         return [kind(v.strip()) for v in text.split(",") if v.strip()]
@@ -105,7 +105,7 @@ def _split(text: str, kind=str) -> list:
 
 def model_name(model: str, size: str | None) -> str:
     """``bert --size bert-tiny`` names the registered preset ``bert-tiny``."""
-    from dlbench.models.errors import UserError
+    from dlbench.core.errors import UserError
     from dlbench.models.registry import get_model, list_models
 
     if size is None:
@@ -124,7 +124,7 @@ def _user_model(args):
 
     from dlbench.harness.commands import user_inputs
     from dlbench.harness.pipeline.user import UserModel
-    from dlbench.models.errors import UserError
+    from dlbench.core.errors import UserError
     from dlbench.models.registry import list_models
 
     if args.model_from and args.model:

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 from dlbench.harness import stats
 from dlbench.harness.bench.measure import StopRule
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 # Without a calibration: separate processes of a tiny model's cell differed by 1-2 % on
 # this project's quiet 2-core machine (two back-to-back runs, ratio 0.983).

@@ -8,7 +8,7 @@ from dlbench.harness.compare.match import FOLLOWS, pair_cells
 from dlbench.harness.compare.samples import (ITERATIONS, PROCESSES, process_samples,
                                              throughput_samples)
 from dlbench.harness.compare.stats import SLOWER, RatioEstimate, bootstrap_ratio
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 FAILED, NO_SAMPLES = "failed", "no samples"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from dlbench.harness.compare import match
 from dlbench.harness.results import ResultStore
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 COMPARABLE_KINDS = ("train", "bench", "micro")
 AXES = ("framework", "backend", "with", "devices", "run")

@@ -12,7 +12,7 @@ The Python API behind ``dlbench export / build / verify``::
         converters.VerifyRequest("runs/resnet50/pytorch", "runs/resnet50/pytorch/model.onnx"))
 
 Each returns the record(s) stored in the results database (``status`` ok,
-unverified or failed) and raises ``dlbench.models.errors.UserError`` for bad input.
+unverified or failed) and raises ``dlbench.core.errors.UserError`` for bad input.
 (The functions are not called ``export``/``build``/``verify`` because those
 are this package's modules, and importing a submodule rebinds its name.)
 Importing this package imports no framework and not even onnx: the names

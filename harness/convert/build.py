@@ -25,11 +25,11 @@ from dlbench.converters import onnx_io
 from dlbench.converters import onnx_normalize
 from dlbench.converters import onnx_summary
 from dlbench.converters.base import BuildOptions, build_hop
-from dlbench.harness import __version__
-from dlbench.models.atomic import check_can_create, write_json
+from dlbench.core.version import __version__
+from dlbench.core.atomic import check_can_create, write_json
 from dlbench.harness.context import CommandOptions, new_run_id, now_iso
-from dlbench.models.errors import UserError, first_line
-from dlbench.models.tensors import fixed_batch, follow_batch
+from dlbench.core.errors import UserError, first_line
+from dlbench.core.tensors import fixed_batch, follow_batch
 from dlbench.harness.results import ResultStore
 from dlbench.harness import mathmode, records
 from dlbench.harness.backends.base import ONNX, ArtifactRef

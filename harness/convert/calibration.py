@@ -13,7 +13,7 @@ import numpy as np
 
 from dlbench.converters.base import BuildOptions
 from dlbench.harness.verify import inputs as vin
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 
 def read_calibration_file(path: str | Path, chw: tuple[int, ...]) -> np.ndarray:

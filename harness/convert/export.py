@@ -25,11 +25,11 @@ from typing import Any, Callable
 from dlbench.converters import onnx_io
 from dlbench.converters import onnx_summary
 from dlbench.converters.base import EXPORT_HOPS, ExportOptions
-from dlbench.harness import __version__
-from dlbench.models.atomic import check_can_create, write_json
+from dlbench.core.version import __version__
+from dlbench.core.atomic import check_can_create, write_json
 from dlbench.harness.context import CommandOptions, new_run_id, now_iso
-from dlbench.models.errors import UserError
-from dlbench.models.tensors import fixed_batch, follow_batch
+from dlbench.core.errors import UserError
+from dlbench.core.tensors import fixed_batch, follow_batch
 from dlbench.harness.results import ResultStore
 from dlbench.harness import mathmode, records
 from dlbench.harness.backends.base import ONNX, ArtifactRef
@@ -358,7 +358,7 @@ def _name_batch(m, traced: int) -> None:
     traced batch in (MindSpore's exporter ignores dynamic axes): named so.  The verifier's
     other batch size then shows whether the graph really takes any batch."""
     from dlbench.converters.onnx_io import BATCH_DIM
-    from dlbench.models.tensors import dimension
+    from dlbench.core.tensors import dimension
 
     for vi in (*m.graph.input, *m.graph.output):
         dims = vi.type.tensor_type.shape.dim

@@ -28,7 +28,7 @@ from pathlib import Path
 from dlbench.harness.data import (aclimdb, cifar10, coco, ctr, imagefolder, librispeech, npz,
                                   parallel, textcorpus, voc)
 from dlbench.harness.data.base import Dataset
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.registry import USER_FAMILY, ModelSpec
 
 # Formats that take a PATH, in detection order.

@@ -18,7 +18,7 @@ import numpy as np
 from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices,
                                ordered_indices, token_input)
 from dlbench.harness.data.tokenizer import Vocabulary, pad_ids, tokenize
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.registry import ModelSpec
 
 LABELS = {"neg": 0, "pos": 1}

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.registry import ModelSpec
 
 Batch = tuple[Any, Any]

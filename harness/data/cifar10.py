@@ -21,7 +21,7 @@ import numpy as np
 from dlbench.harness.data import imageops
 from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices,
                                class_image_input, ordered_indices, to_layout)
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.registry import ModelSpec
 
 RECORD = 1 + 3 * 32 * 32

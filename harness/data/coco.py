@@ -32,7 +32,7 @@ import numpy as np
 from dlbench.harness.data import segmentation
 from dlbench.harness.data.base import Batch, to_layout
 from dlbench.harness.data.voc import DetectionSet, normalized
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.registry import ModelSpec
 
 EVAL_SEED = 0

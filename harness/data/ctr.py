@@ -31,7 +31,7 @@ from typing import Iterator
 import numpy as np
 
 from dlbench.harness.data.base import Batch, Dataset, check_batch, epoch_indices, ordered_indices
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.registry import ModelSpec
 
 TRAIN_FILE = "local_train_splitByUser"

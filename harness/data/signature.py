@@ -26,7 +26,7 @@ import numpy as np
 from dlbench.harness.data.base import Batch, Dataset, check_batch, epoch_indices, ordered_indices
 from dlbench.harness.data.synthetic import Synthetic
 from dlbench.harness.training.objectives import label_dtype
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.registry import ModelSpec
 from dlbench.models.synthetic import ACTIVE_CLASSES, NOISE
 

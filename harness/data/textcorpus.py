@@ -39,7 +39,7 @@ import numpy as np
 
 from dlbench.harness.data.base import Batch, Dataset, token_input
 from dlbench.harness.data.tokenizer import PAD, Vocabulary, tokenize
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.registry import ModelSpec
 
 CLS, SEP, MASK = "[CLS]", "[SEP]", "[MASK]"

@@ -17,7 +17,7 @@ import numpy as np
 
 from dlbench.harness.data import open_dataset
 from dlbench.harness.data.base import Batch, Dataset
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.registry import InputSpec, ModelSpec, get_model, list_models
 
 # Names ``--calib-data`` takes instead of a file: the data set's training split.

@@ -17,12 +17,13 @@ from dlbench.harness import mathmode
 from dlbench.harness.backends import get_backend
 from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, ZOO, RunConfig
 from dlbench.harness.context import CommandOptions
-from dlbench.models.errors import UserError
-from dlbench.models.tensors import class_count, follow_batch
+from dlbench.core.errors import UserError
+from dlbench.core.tensors import class_count, follow_batch
 from dlbench.harness.evaluate import data
 from dlbench.harness.launcher import run_cell
 from dlbench.harness.cellenv import cell_environment
 from dlbench.harness.threads import ThreadConfig
+from dlbench.core.devices import inference_name
 
 # The backend an artifact runs on when --backend is not given.
 DEFAULT_BACKEND = {ONNX: "onnxruntime", TRT_ENGINE: "tensorrt", MINDIR: "mindspore",
@@ -67,7 +68,7 @@ def _classes_of(art) -> int | None:
 
 
 def plan(req: EvalRequest) -> _Plan:
-    from dlbench.models.atomic import check_can_create
+    from dlbench.core.atomic import check_can_create
     from dlbench.harness.bench.artifacts import resolve
     from dlbench.harness.data import canonical
     from dlbench.harness.results import ResultStore
@@ -91,7 +92,7 @@ def plan(req: EvalRequest) -> _Plan:
     avail = backend.availability()
     if not avail.available:
         raise UserError(f"backend {backend.name} is not available here: {avail.reason}")
-    device = {"gpu": "cuda"}.get(req.device or "", req.device) or backend.default_device()
+    device = inference_name(req.device or "") or backend.default_device()
     if device not in avail.devices:
         raise UserError(f"--device {device}: {backend.name} runs on {', '.join(avail.devices)} "
                         f"here")
@@ -123,7 +124,7 @@ def plan(req: EvalRequest) -> _Plan:
 def evaluate(req: EvalRequest) -> dict[str, Any]:
     """Score ``req.artifact`` on the held-out split; return its stored ``eval`` record."""
     from dlbench.harness import records
-    from dlbench.models.atomic import write_json
+    from dlbench.core.atomic import write_json
     from dlbench.harness.context import new_run_id, now_iso
     from dlbench.harness.results import ResultStore
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable
 
 from dlbench.harness.executors.base import Executor, Needs
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 __all__ = ["DEFAULT_EXECUTOR", "Executor", "Needs", "check", "command_args", "open_executor",
            "parse"]

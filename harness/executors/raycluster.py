@@ -34,7 +34,7 @@ from typing import Any
 from dlbench.harness import cellenv
 from dlbench.harness.executors.base import Needs, kill_children
 from dlbench.harness.launcher import CellOutcome, run_cell
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 CLIENT_PORT = 10001           # ray:// without a port: the Ray Client server's default
 CONNECT_TIMEOUT_S = 5.0

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlbench.harness.micro.ops import ITEMSIZE, Op
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 ACTIVATIONS = ("relu", "gelu", "sigmoid", "tanh")
 TYPES = ("conv", "dwconv", "dense", "bn", "maxpool", "avgpool", "layernorm", "embedding",

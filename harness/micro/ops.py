@@ -23,7 +23,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 KINDS = ("gemm", "conv", "memory")
 MEMORY_KERNELS = ("copy", "triad")

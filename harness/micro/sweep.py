@@ -23,7 +23,7 @@ from dlbench.harness.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.micro import engines as engines_mod
 from dlbench.harness.micro.ops import DEFAULTS, KINDS, Op, from_model, parse
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 
 @dataclass

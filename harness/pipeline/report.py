@@ -29,7 +29,7 @@ def run_tables(req, workdir, run_id: str, results: dict[str, dict[str, Any]]
 
     Also writes ``report.md`` and ``report.html`` (charts) into the work directory.
     """
-    from dlbench.models.atomic import write_text
+    from dlbench.core.atomic import write_text
     from dlbench.harness.frameworks import is_installed
     from dlbench.harness.report import render
     from dlbench.harness.results import ResultStore

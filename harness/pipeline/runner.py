@@ -24,10 +24,11 @@ from dlbench.harness.allocator import DEFAULT_ALLOCATOR, check as check_allocato
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.context import RUN_ID_ENV, command_line, new_run_id, now_iso
 from dlbench.harness.executors import DEFAULT_EXECUTOR, check as check_executor, open_executor
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.harness.pipeline.plan import Plan, build_plan
 from dlbench.harness.pipeline.stages import Context, Stage
 from dlbench.harness.pipeline.workdir import Workdir
+from dlbench.core.devices import inference_name
 
 BUILD_PRECISIONS = ("fp32", "fp16", "int8")
 # A CPU run must finish in minutes (make demo: under 15 on 2 cores); a run on a
@@ -76,7 +77,7 @@ class RunRequest:
 
     @property
     def bench_devices(self) -> list[str]:
-        return [{"cpu": "cpu", "gpu": "cuda", "ascend": "ascend"}[self.device]]
+        return [inference_name(self.device)]
 
     def options(self) -> dict[str, Any]:
         """What a resumed run must agree on with the run it continues."""
@@ -197,7 +198,7 @@ def _open_workdir(req: RunRequest) -> tuple[Workdir, str, bool]:
         if wd.root.exists() and any(wd.root.iterdir()):
             raise UserError(f"--workdir {wd.root}: exists and is not a dlbench run directory; "
                             f"choose an empty or new one")
-        from dlbench.models.atomic import check_can_create
+        from dlbench.core.atomic import check_can_create
 
         check_can_create(wd.run_file)
         run_id = new_run_id()

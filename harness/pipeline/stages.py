@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from dlbench.harness.executors import command_args
-from dlbench.models.errors import UserError, first_line
+from dlbench.core.errors import UserError, first_line
 
 OK_STATUSES = ("ok", "unverified")
 

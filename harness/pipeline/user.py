@@ -56,7 +56,7 @@ def probe(user: UserModel, timeout: float | None = None):
     if user.path:
         art = resolve(user.path, **user.hints(timeout))
         if not art.user:
-            from dlbench.models.errors import UserError
+            from dlbench.core.errors import UserError
             raise UserError(f"{user.path}: already {art.format}; 'dlbench run' takes a zoo "
                             f"name or a framework's own model")
         return art
@@ -81,7 +81,7 @@ class UserExportStage(ExportStage):
     def run(self, ctx):
         from dlbench.harness.convert.export import ExportRequest, export
         from dlbench.harness.pipeline.stages import failed
-        from dlbench.models.errors import UserError, first_line
+        from dlbench.core.errors import UserError, first_line
 
         req, u = ctx.req, self.user
         try:

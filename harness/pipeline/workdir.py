@@ -20,9 +20,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dlbench.models.atomic import write_json
+from dlbench.core.atomic import write_json
 from dlbench.harness.context import now_iso
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 RUN_FILE = "run.json"
 

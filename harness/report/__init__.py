@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.harness.report.tables import conversion, inference, machines_for, to_markdown, training
 from dlbench.harness.report.markdown import markdown_report
 from dlbench.harness.results import ResultStore

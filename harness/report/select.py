@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.harness.results import ResultStore, decode_record
 
 # Kinds a report has a table for; `peak` records only feed `percent_of_peak`.

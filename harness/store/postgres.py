@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 from urllib.parse import unquote, urlsplit
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.harness.store import DEFAULT_DB, Unreachable, schema
 from dlbench.harness.store.sqlite import SqliteBackend
 from dlbench.harness.store.url import mask

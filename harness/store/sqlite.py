@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 from urllib.parse import quote
 
-from dlbench.models.atomic import check_can_create
-from dlbench.models.errors import UserError
+from dlbench.core.atomic import check_can_create
+from dlbench.core.errors import UserError
 from dlbench.harness.store import schema
 
 

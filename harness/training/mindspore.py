@@ -28,7 +28,7 @@ from mindspore import nn, ops  # noqa: E402
 
 from dlbench.harness import mathmode  # noqa: E402
 from dlbench.harness.backends.mindspore import place as place_on, tensor_device  # noqa: E402
-from dlbench.models.errors import UserError, first_line  # noqa: E402
+from dlbench.core.errors import UserError, first_line  # noqa: E402
 from dlbench.harness.training.base import TrainConfig, TrainSession  # noqa: E402
 from dlbench.harness.training.objectives import (inputs_of, label_dtype, labels_of,  # noqa: E402
                                                  loss_for)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.registry import ModelSpec
 
 LOSSES: dict[str, dict[str, str]] = {

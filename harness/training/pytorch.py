@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from dlbench.harness import mathmode
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.harness.training.base import TrainConfig, TrainSession
 from dlbench.harness.training.objectives import inputs_of, label_dtype, labels_of, loss_for
 from dlbench.models.registry import ModelSpec

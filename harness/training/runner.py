@@ -7,15 +7,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from dlbench.harness import __version__, records
+from dlbench.core.version import __version__
+from dlbench.harness import records
 from dlbench.harness.allocator import DEFAULT_ALLOCATOR, check as check_allocator
 from dlbench.harness.allocator import identity as allocator_identity
 from dlbench.harness.cellenv import cell_environment
 from dlbench.harness import envs, mathmode
-from dlbench.models.atomic import check_can_create, staged_directory, write_json
+from dlbench.core.atomic import check_can_create, staged_directory, write_json
 from dlbench.harness.context import CommandOptions, new_run_id, now_iso
 from dlbench.harness.data import canonical
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.harness.fingerprint import fingerprint
 from dlbench.harness.frameworks import get_framework, require
 from dlbench.harness.launcher import CellOutcome, run_cell

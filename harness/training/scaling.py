@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dlbench.harness.threads import usable_cores
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 SCALINGS = ("weak", "strong")
 LAUNCHERS = {"pytorch": "torchrun (DistributedDataParallel)",

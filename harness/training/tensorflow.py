@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from dlbench.harness import mathmode  # noqa: E402
-from dlbench.models.errors import UserError  # noqa: E402
+from dlbench.core.errors import UserError  # noqa: E402
 from dlbench.harness.training.base import TrainConfig, TrainSession  # noqa: E402
 from dlbench.harness.training.objectives import inputs_of, labels_of, loss_for  # noqa: E402
 from dlbench.models.registry import ModelSpec  # noqa: E402

@@ -20,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.registry import USER_FAMILY, InputSpec, ModelSpec, RunDefaults
 from dlbench.models.user import Source
 

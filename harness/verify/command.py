@@ -27,9 +27,9 @@ from dlbench.harness.verify import run as runners
 from dlbench.harness.verify.compare import compare, tolerance
 from dlbench.harness.verify.inputs import (DEFAULT_BATCH_SIZES, VERIFY_SEED, inputs_for_model,
                                            inputs_for_onnx, parse_batch_sizes)
-from dlbench.models.atomic import check_can_create, write_json
-from dlbench.models.errors import UserError
-from dlbench.models.tensors import follow_batch
+from dlbench.core.atomic import check_can_create, write_json
+from dlbench.core.errors import UserError
+from dlbench.core.tensors import follow_batch
 
 # What records call each side (kept from the first schema: reports and old rows use it).
 KINDS = {ONNX: "onnx", TRT_ENGINE: "tensorrt", MINDIR: "mindir"}

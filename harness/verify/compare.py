@@ -60,7 +60,7 @@ import numpy as np
 
 from dlbench.harness.scoring import class_scores
 from dlbench.harness.verify.inputs import VERIFY_SEED
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from dlbench.models.errors import UserError
-from dlbench.models.tensors import class_count
+from dlbench.core.errors import UserError
+from dlbench.core.tensors import class_count
 
 VERIFY_SEED = 20_240_917
 CALIB_SEED = 31_337

@@ -24,7 +24,7 @@ from dlbench.harness.backends.base import (MINDIR, ONNX, TRT_ENGINE, ArtifactRef
                                            checkpoint_format, user_format)
 from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.verify.inputs import load_batches, load_outputs, save_batches, save_outputs
-from dlbench.models.errors import UserError, first_line
+from dlbench.core.errors import UserError, first_line
 
 _BY_FORMAT = {ONNX: "onnxruntime", TRT_ENGINE: "tensorrt", MINDIR: "mindspore"}
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 from dlbench.models.gnmt import BOS_ID, EOS_ID, PAD_ID
 from dlbench.models.registry import ModelSpec
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 SUFFIXES = {".pt": "pytorch", ".pth": "pytorch", ".keras": "tensorflow", ".ckpt": "mindspore"}
 MANIFEST = "manifest.json"

@@ -9,7 +9,7 @@ import numpy as np
 os.environ.setdefault("GLOG_v", "3")
 import mindspore as ms  # noqa: E402
 
-from dlbench.models.errors import UserError, first_line  # noqa: E402
+from dlbench.core.errors import UserError, first_line  # noqa: E402
 from dlbench.models.registry import ModelSpec  # noqa: E402
 
 

@@ -6,8 +6,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dlbench.models.errors import UserError, first_line
+from dlbench.core.errors import UserError, first_line
 from dlbench.models.registry import ModelSpec
+from dlbench.core.devices import inference_name
 
 
 def load(spec: ModelSpec, checkpoint: str | Path) -> torch.nn.Module:
@@ -24,7 +25,7 @@ def load(spec: ModelSpec, checkpoint: str | Path) -> torch.nn.Module:
 
 
 def to_device(model: torch.nn.Module, device: str) -> torch.nn.Module:
-    return model.to("cuda" if device in ("gpu", "cuda") else device)
+    return model.to(inference_name(device))
 
 
 def predict(model: torch.nn.Module, x) -> np.ndarray:

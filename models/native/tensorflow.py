@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dlbench.models.errors import UserError, first_line
+from dlbench.core.errors import UserError, first_line
 from dlbench.models.registry import ModelSpec
 
 

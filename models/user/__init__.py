@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 # kind -> (framework, what the user is told it is)
 KINDS: dict[str, tuple[str | None, str]] = {

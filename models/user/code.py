@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dlbench.models.errors import UserError, first_line
+from dlbench.core.errors import UserError, first_line
 from dlbench.models.user import Source
 
 

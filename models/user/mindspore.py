@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.models.errors import UserError, first_line
+from dlbench.core.errors import UserError, first_line
 from dlbench.models.user import Source
 
 os.environ.setdefault("GLOG_v", "3")

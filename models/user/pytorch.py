@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dlbench.models.errors import UserError, first_line
+from dlbench.core.errors import UserError, first_line
 from dlbench.models.user import Source
 
 _NOT_TENSOR = "its inputs must all be tensors"

@@ -16,7 +16,7 @@ if "tensorflow" not in sys.modules:
 
 import numpy as np  # noqa: E402
 
-from dlbench.models.errors import UserError, first_line  # noqa: E402
+from dlbench.core.errors import UserError, first_line  # noqa: E402
 from dlbench.models.user import Source  # noqa: E402
 
 SERVING = "serving_default"

@@ -68,8 +68,8 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.models.atomic import ensure_writable
-from dlbench.models.errors import UserError
+from dlbench.core.atomic import ensure_writable
+from dlbench.core.errors import UserError
 
 FORMAT = "dlbench-weights/1"
 META_KEY = "__meta__"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 
 from dlbench.harness.bench.scenarios.base import Scenario, ScenarioContext  # noqa: F401
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 __all__ = ["SCENARIOS", "Scenario", "ScenarioContext", "get_scenario"]
 SCENARIOS = ("offline", "single-stream", "server")

@@ -8,7 +8,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from dlbench.models.errors import UserError
+from dlbench.core.errors import UserError
 
 
 def _check_parent(path: Path) -> None:

@@ -1,0 +1,114 @@
+"""One lazy registry for every extension point (backends, artifact formats, build
+targets, data formats, objectives, ...).
+
+Why one class: each extension point used to be a hand-rolled tuple plus a
+lookup function plus an error message, written again in the help texts and
+the docs, and the copies drifted.  A registry holds the declarations in
+declaration order; help, TOML validation, ``dlbench backends`` and the docs
+read them from here.
+
+Entries may be given as ``"module:attribute"`` strings so that declaring a
+backend costs no import: the module (which must not import its engine at
+module level either) is imported the first time the entry is asked for.
+
+Plugins: the modules named in ``DLBENCH_PLUGINS`` (comma-separated) and the
+``dlbench.plugins`` entry points are imported before any registry is first
+read, in the parent and in every cell's child process (the variable is
+inherited), so a user's own backend or format needs no edit of dlbench.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+from dlbench.core.errors import UserError
+
+T = TypeVar("T")
+PLUGINS_VARIABLE = "DLBENCH_PLUGINS"
+ENTRY_POINT_GROUP = "dlbench.plugins"
+_plugins_loaded = False
+
+
+def load_plugins() -> None:
+    """Import the user's plugin modules once per process (see the module docstring)."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True            # before importing: a plugin reads registries too
+    names = [n.strip() for n in os.environ.get(PLUGINS_VARIABLE, "").split(",") if n.strip()]
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise UserError(f"{PLUGINS_VARIABLE}: cannot import plugin {name!r}: {exc}") from None
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        ep.load()
+
+
+class Registry(Generic[T]):
+    """Named declarations of one kind, in the order they were declared.
+
+    ``kind`` names the extension point in errors ("unknown backend 'x'; choose
+    from: ...").  Hidden entries (test doubles) are found by name but not listed.
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, T | str] = {}
+        self._hidden: set[str] = set()
+
+    def register(self, name: str, entry: T | str, *, hidden: bool = False,
+                 replace: bool = False) -> None:
+        """Declare ``name``; ``entry`` is the object or a lazy ``"module:attribute"``."""
+        if name in self._entries and not replace:
+            raise ValueError(f"{self.kind} {name!r} is declared twice")
+        self._entries[name] = entry
+        if hidden:
+            self._hidden.add(name)
+        else:
+            self._hidden.discard(name)
+
+    def unregister(self, name: str) -> None:
+        self._entries.pop(name, None)
+        self._hidden.discard(name)
+
+    def declare(self, name: str, *, hidden: bool = False) -> Callable[[T], T]:
+        """Decorator form of ``register`` (timm's ``@register_model``)."""
+        def wrap(obj: T) -> T:
+            self.register(name, obj, hidden=hidden)
+            return obj
+        return wrap
+
+    def names(self, *, hidden: bool = False) -> tuple[str, ...]:
+        load_plugins()
+        return tuple(n for n in self._entries if hidden or n not in self._hidden)
+
+    def __contains__(self, name: object) -> bool:
+        load_plugins()
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.all())
+
+    def get(self, name: str) -> T:
+        load_plugins()
+        if name not in self._entries:
+            raise UserError(f"unknown {self.kind} {name!r}; choose from: "
+                            f"{', '.join(self.names())}")
+        entry = self._entries[name]
+        if isinstance(entry, str):
+            module, _, attribute = entry.partition(":")
+            entry = getattr(importlib.import_module(module), attribute)
+            self._entries[name] = entry
+        return entry  # type: ignore[return-value]  # a str entry was just replaced
+
+    def all(self, *, hidden: bool = False) -> list[T]:
+        return [self.get(n) for n in self.names(hidden=hidden)]
+
+    def find(self, predicate: Callable[[T], bool]) -> T | None:
+        """The first listed entry ``predicate`` accepts (declaration order decides)."""
+        return next((e for e in self.all() if predicate(e)), None)
