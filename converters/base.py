@@ -15,17 +15,21 @@ the caller (``harness.convert``) normalizes the file, runs reference and
 candidate through the runners, lets the comparator judge and stores the
 verdict, so every hop is checked the same way.  Data a hop needs
 (calibration batches) comes in as an argument.  Adding a hop is adding a
-module and one line to ``EXPORT_HOPS`` or ``BUILD_HOPS``.
+module and one line registering it in ``EXPORT_HOPS`` or ``BUILD_TARGETS``.
+
+A build hop also *declares* what the harness derives from it (the format it
+writes, where it builds, whether it needs its own process, its precisions
+and the options it reads), so no harness code tests a target's name.
 """
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from dlbench.core.errors import UserError
+from dlbench.core.registry import Registry
 
 
 class ConversionError(UserError):
@@ -33,18 +37,6 @@ class ConversionError(UserError):
     one line, exit 2 at the CLI.  A crash inside a converter stays an ordinary exception,
     which the caller records as that conversion's failure."""
 
-# framework -> module whose HOP exports it (imported only in the export cell)
-EXPORT_HOPS = {
-    "pytorch": "dlbench.converters.torch_to_onnx",
-    "tensorflow": "dlbench.converters.keras_to_onnx",
-    "mindspore": "dlbench.converters.mindspore_to_onnx",
-}
-# --to target -> module whose HOP builds it (importing one imports no framework)
-BUILD_HOPS = {
-    "tensorrt": "dlbench.converters.onnx_to_tensorrt",
-    "int8": "dlbench.converters.onnx_to_int8",
-    "fp16": "dlbench.converters.onnx_to_fp16",
-}
 DEFAULT_OPSET = 17
 
 
@@ -113,6 +105,35 @@ class BuildHop(Hop):
     # The oldest opset the hop's tool reads; an older graph is raised to it first
     # (``onnx_normalize``).  The newest is what the installed runtime loads.
     min_opset: int | None = None
+    # The artifact format it writes (harness.formats) and the device it builds for.
+    artifact_format: str = "onnx"
+    device: str = "cpu"
+    # Built in a cell of its own: its library can crash or hang the process, or needs a
+    # device context the parent must not hold.
+    in_cell: bool = False
+    # The inference backend whose availability on this machine gates the build.
+    requires_backend: str | None = None
+    # What --precision may choose; empty: the hop makes ``precision`` models only.
+    precisions: tuple[str, ...] = ()
+    # Builds from a source that is not fp32, in the source's own precision.
+    from_any_precision: bool = False
+    # The BuildOptions fields it reads (besides ``freeze``, which every hop honours).
+    options: tuple[str, ...] = ()
+    # One line for ``dlbench build --help``.
+    summary: str = ""
+
+    def calibrates(self, options: BuildOptions) -> bool:
+        """Whether this build needs calibration batches."""
+        return False
+
+    def check_source(self, model: Any, label: str, options: BuildOptions) -> None:
+        """Raise ConversionError for a source graph this hop cannot build (before any work)."""
+
+    def profile_batch_sizes(self, options: BuildOptions, verify: tuple[int, ...],
+                            fixed: int | None) -> tuple[int, ...]:
+        """The batch sizes the built artifact is verified at; a hop whose artifact takes a
+        batch range (an engine profile) narrows them to it, and follows a fixed batch."""
+        return verify
 
     def check_available(self, options: BuildOptions) -> None:
         """Raise UserError if this machine cannot run the hop (before any work)."""
@@ -129,18 +150,37 @@ class BuildHop(Hop):
         """Write ``out`` from the ONNX file ``source``; return what was used."""
 
 
+# framework -> its export hop (importing the module imports the framework: cell only)
+EXPORT_HOPS: Registry[ExportHop] = Registry("ONNX exporter")
+EXPORT_HOPS.register("pytorch", "dlbench.converters.torch_to_onnx:HOP")
+EXPORT_HOPS.register("tensorflow", "dlbench.converters.keras_to_onnx:HOP")
+EXPORT_HOPS.register("mindspore", "dlbench.converters.mindspore_to_onnx:HOP")
+# --to target -> its build hop (importing one imports no framework)
+BUILD_TARGETS: Registry[BuildHop] = Registry("build target")
+BUILD_TARGETS.register("tensorrt", "dlbench.converters.onnx_to_tensorrt:HOP")
+BUILD_TARGETS.register("int8", "dlbench.converters.onnx_to_int8:HOP")
+BUILD_TARGETS.register("fp16", "dlbench.converters.onnx_to_fp16:HOP")
+
+
 def export_hop(framework: str) -> ExportHop:
     """The export hop for ``framework`` (imports the framework: call it in the cell only)."""
-    try:
-        return importlib.import_module(EXPORT_HOPS[framework]).HOP
-    except KeyError:
+    if framework not in EXPORT_HOPS:
         raise ConversionError(f"no ONNX exporter for framework {framework!r}; known: "
-                        f"{', '.join(EXPORT_HOPS)}") from None
+                              f"{', '.join(EXPORT_HOPS.names())}")
+    return EXPORT_HOPS.get(framework)
 
 
 def build_hop(target: str) -> BuildHop:
-    try:
-        return importlib.import_module(BUILD_HOPS[target]).HOP
-    except KeyError:
+    if target not in BUILD_TARGETS:
         raise ConversionError(f"--to {target}: unknown target; choose from "
-                        f"{', '.join(BUILD_HOPS)}") from None
+                              f"{', '.join(BUILD_TARGETS.names())}")
+    return BUILD_TARGETS.get(target)
+
+
+def option_targets() -> dict[str, list[str]]:
+    """BuildOptions field -> the targets that read it (help texts and refusals)."""
+    out: dict[str, list[str]] = {}
+    for name in BUILD_TARGETS.names():
+        for option in build_hop(name).options:
+            out.setdefault(option, []).append(name)
+    return out

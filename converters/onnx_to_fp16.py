@@ -46,6 +46,8 @@ class OnnxToFp16(BuildHop):
     targets = ("fp16",)
     precision = "fp16"
     suffix = ".fp16.onnx"
+    options = ("keep_io_types",)
+    summary = "float16 weights and compute, float32 I/O unless --no-keep-io-types"
 
     def check_available(self, options: BuildOptions) -> None:
         _converter()

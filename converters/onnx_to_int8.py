@@ -137,6 +137,17 @@ class OnnxToInt8(BuildHop):
     precision = "int8"
     suffix = ".int8.onnx"
     min_opset = QDQ_MIN_OPSET
+    options = ("calib_data", "calib_size", "calib_batch", "dynamic", "per_channel", "target",
+               "exclude_nodes", "exclude_op_types", "quantize_op_types", "float_tail")
+    summary = ("ONNX Runtime quantization: static QDQ with per-channel weights calibrated on "
+               "--calib-data, or --dynamic")
+
+    def calibrates(self, options: BuildOptions) -> bool:
+        return not options.dynamic
+
+    def check_source(self, model, label: str, options: BuildOptions) -> None:
+        if not options.freeze:
+            check_fixed_weights(model.graph, label)
 
     def check_available(self, options: BuildOptions) -> None:
         _quantization()

@@ -79,6 +79,29 @@ class OnnxToTensorRT(BuildHop):
     name = "onnx->tensorrt"
     targets = ("tensorrt",)
     min_opset = 9            # TensorRT's ONNX parser reads opset 9 and later
+    artifact_format = "tensorrt-engine"
+    device = "gpu"
+    in_cell = True           # a CUDA context, and a library that can abort the process
+    requires_backend = "tensorrt"
+    precisions = PRECISIONS
+    from_any_precision = True
+    options = ("precision", "batch_sizes", "workspace_mb", "timing_cache", "calib_data",
+               "calib_size", "calib_batch", "calib_cache")
+    summary = ("a serialized TensorRT engine (NVIDIA GPU, tensorrt and cuda-python), with an "
+               "optimization profile over --batch-sizes and a sidecar naming its TensorRT and GPU")
+
+    def calibrates(self, options: BuildOptions) -> bool:
+        return options.precision in ("int8", "best")
+
+    def profile_batch_sizes(self, options: BuildOptions, verify: tuple[int, ...],
+                            fixed: int | None) -> tuple[int, ...]:
+        """The engine takes batches inside its profile only; a fixed-batch model's
+        profile is that batch."""
+        if fixed is not None:
+            options.batch_sizes = (fixed,)
+        lo, _, hi = profile_of(options.batch_sizes)
+        inside = tuple(b for b in verify if lo <= b <= hi)
+        return inside if len(inside) >= 2 else tuple(dict.fromkeys((lo, hi)))
 
     def check_available(self, options: BuildOptions) -> None:
         if options.precision not in PRECISIONS:

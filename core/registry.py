@@ -18,10 +18,11 @@ inherited), so a user's own backend or format needs no edit of dlbench.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from dlbench.core.errors import UserError
 
@@ -31,6 +32,12 @@ ENTRY_POINT_GROUP = "dlbench.plugins"
 _plugins_loaded = False
 
 
+def resolve(target: str) -> Any:
+    """The object a lazy ``"module:attribute"`` reference names (imported now)."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 def load_plugins() -> None:
     """Import the user's plugin modules once per process (see the module docstring)."""
     global _plugins_loaded
@@ -38,15 +45,19 @@ def load_plugins() -> None:
         return
     _plugins_loaded = True            # before importing: a plugin reads registries too
     names = [n.strip() for n in os.environ.get(PLUGINS_VARIABLE, "").split(",") if n.strip()]
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except ImportError as exc:
-            raise UserError(f"{PLUGINS_VARIABLE}: cannot import plugin {name!r}: {exc}") from None
     from importlib.metadata import entry_points
 
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        ep.load()
+    plugins: list[tuple[str, Callable[[], Any]]] = [
+        (name, functools.partial(importlib.import_module, name)) for name in names]
+    plugins += [(ep.value, ep.load) for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    for name, load in plugins:
+        try:
+            load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is the user's input: one line
+            first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+            raise UserError(f"plugin {name!r} ({PLUGINS_VARIABLE} or the {ENTRY_POINT_GROUP} "
+                            f"entry points) failed to load: {type(exc).__name__}: "
+                            f"{first}") from exc
 
 
 class Registry(Generic[T]):
@@ -101,8 +112,7 @@ class Registry(Generic[T]):
                             f"{', '.join(self.names())}")
         entry = self._entries[name]
         if isinstance(entry, str):
-            module, _, attribute = entry.partition(":")
-            entry = getattr(importlib.import_module(module), attribute)
+            entry = resolve(entry)
             self._entries[name] = entry
         return entry  # type: ignore[return-value]  # a str entry was just replaced
 

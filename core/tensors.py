@@ -28,7 +28,8 @@ def dimension(d: Any) -> int | str | None:
     if d is None or isinstance(d, bool):
         return None
     if isinstance(d, numbers.Integral):
-        return int(d) if d >= 0 else None     # TensorRT's and NumPy's -1: unknown
+        value = int(d)
+        return value if value >= 0 else None  # TensorRT's and NumPy's -1: unknown
     text = str(d)
     return None if ANONYMOUS.fullmatch(text.strip()) else text
 

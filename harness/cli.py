@@ -17,6 +17,7 @@ import traceback
 from dlbench.core.version import __version__
 from dlbench.harness.config import blame, parse_args
 from dlbench.core.errors import UserError
+from dlbench.core.registry import load_plugins
 
 COMMANDS = ("env", "models", "backends", "train", "export", "build", "verify", "bench", "micro",
             "layer", "eval", "run", "report", "compare")
@@ -55,6 +56,13 @@ def _terminate(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        load_plugins()              # before the parser: their declarations become flags
+    except UserError as exc:
+        if "--debug" in argv:
+            traceback.print_exc()
+        print(f"dlbench: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     parser = build_parser()
     args = parse_args(parser, argv)
     if not getattr(args, "_run", None):

@@ -12,7 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from dlbench.harness.backends.base import ArtifactRef, TensorInfo, user_format
+from dlbench.harness.backends.base import ArtifactRef, TensorInfo
+from dlbench.harness.formats import user_format
 from dlbench.core.errors import UserError
 from dlbench.models.user import FRAMEWORKS, Source
 

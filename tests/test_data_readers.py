@@ -1,6 +1,8 @@
 """The data-set readers on tiny files in each real format (core: no framework)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -8,6 +10,7 @@ from datasets import (COLOURS, write_aclimdb, write_cifar, write_corpus,
                       write_imagefolder)
 from dlbench.harness.data import canonical, imageops, open_dataset, parse
 from dlbench.harness.data.base import Dataset
+from dlbench.harness.data.formats import DATA_FORMATS, DataFormat, markdown_table
 from dlbench.harness.data.textcorpus import IGNORE, pretraining_dict
 from dlbench.harness.data.tokenizer import Vocabulary, pad_ids, tokenize
 from dlbench.core.errors import UserError
@@ -298,3 +301,75 @@ def test_resize_matches_pillow_bilinear_upsampling():
     ours = imageops.resize(img[None, None], 16, 16)[0, 0]
     pil = np.asarray(Image.fromarray(img, mode="F").resize((16, 16), Image.BILINEAR))
     np.testing.assert_allclose(ours, pil, atol=1e-5)
+
+
+# -- the declarations --------------------------------------------------------------------
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_the_readme_table_is_the_one_the_declarations_render():
+    """The README once listed six formats while the code read ten: it now shows
+    ``markdown_table()`` as rendered, between its two marker comments."""
+    text = README.read_text()
+    begin = text.index("<!-- data formats:")
+    begin = text.index("\n", begin) + 1
+    shown = text[begin:text.index("<!-- end of data formats -->", begin)]
+    assert shown == markdown_table(), \
+        "README.md's data-format table is stale; paste this between its markers:\n" + \
+        markdown_table()
+
+
+def test_every_declared_format_names_a_reader_of_that_format(tmp_path):
+    for fmt in DATA_FORMATS.all(hidden=True):
+        reader = fmt.reader_class()
+        assert issubclass(reader, Dataset) and reader.format == fmt.name, fmt
+        assert fmt.recognizes(tmp_path) is False, fmt        # an empty directory: none
+        assert fmt.named == (fmt.recognizer is None) and bool(fmt.recognized) != fmt.named, fmt
+        assert "\n" not in fmt.description + fmt.recognized, fmt
+
+
+class _Fake(Dataset):
+    format = "fake-test-format"
+
+    def split_sizes(self):
+        return {"train": 1}
+
+    def train_batches(self, batch_size, seed, layout):
+        raise NotImplementedError
+
+    def eval_batches(self, batch_size, layout, limit=None):
+        raise NotImplementedError
+
+
+def _looks_fake(path: Path) -> bool:
+    return path.suffix == ".fake"
+
+
+def _train_help(capsys) -> str:
+    from dlbench.harness.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_a_format_declared_from_outside_is_listed_and_read(tmp_path, capsys):
+    """What a plugin does (``DLBENCH_PLUGINS``): one declaration, no edit of dlbench."""
+    name = _Fake.format
+    DATA_FORMATS.register(name, DataFormat(
+        name, "one `.fake` file", f"{__name__}:_Fake", recognizer=f"{__name__}:_looks_fake",
+        recognized="a `.fake` file"))
+    try:
+        (tmp_path / "x.fake").write_text("")
+        assert f"{name} (a .fake file)" in _train_help(capsys)
+        assert name in markdown_table()
+        assert parse(str(tmp_path / "x.fake")) == (name, tmp_path / "x.fake")
+        ds = open_dataset(f"{name}:{tmp_path / 'x.fake'}", IMG32)
+        assert isinstance(ds, _Fake) and ds.path == tmp_path / "x.fake"
+        with pytest.raises(UserError, match=r"a \.fake file \(fake-test-format\)"):
+            parse(str(tmp_path))                  # the refusal lists it among the wanted
+    finally:
+        DATA_FORMATS.unregister(name)
+    assert name not in _train_help(capsys)
+    with pytest.raises(UserError, match="no such file"):      # no longer a FORMAT: prefix
+        parse(f"{name}:{tmp_path}")

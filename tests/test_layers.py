@@ -39,11 +39,13 @@ def _ours(name: str) -> str | None:
     return name or None
 
 
-def imports(module: str) -> list[tuple[str, int]]:
-    """(imported module of ours, line) for every import statement in ``module``."""
+def imports(module: str, source: str | None = None) -> list[tuple[str, int]]:
+    """(imported module of ours, line) for every import statement in ``module`` (its file,
+    or ``source`` read as that module's text)."""
     path = MODULES[module]
     out = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    text = path.read_text() if source is None else source
+    for node in ast.walk(ast.parse(text, str(path))):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -53,12 +55,15 @@ def imports(module: str) -> list[tuple[str, int]]:
                 stem = NAMESPACE + ".".join(base + ([node.module] if node.module else []))
             else:
                 stem = node.module or ""
-            names = [f"{stem}.{a.name}" for a in node.names] or [stem]
+            # ``from P import x`` runs P (a package's __init__) before it takes x, even
+            # when x is a submodule: P is a dependency of its own.
+            names = [stem] + [f"{stem}.{a.name}" for a in node.names]
         else:
             continue
-        for name in names:
-            target = _ours(name)
-            if target and target != module and not module.startswith(target + "."):
+        # A child importing its parent package counts: the package's __init__ is a module
+        # that may import anything, this child included (a circle the old filter hid).
+        for target in dict.fromkeys(filter(None, map(_ours, names))):
+            if target != module:
                 out.append((target, node.lineno))
     return out
 
@@ -152,6 +157,14 @@ def test_the_checks_catch_what_they_are_for():
     assert cycles({"a": [("b", 1)], "b": [("c", 1)], "c": [("a", 1)], "d": [("a", 1)]}) == \
         [["a", "b", "c"]]
     assert cycles({"a": [("b", 1)], "b": []}) == []
+    # A child that takes a sibling through its package depends on the package's __init__,
+    # which may import the child: the edge to the parent must be seen.
+    assert imports("harness.data.cifar10", "from dlbench.harness.data import imageops\n") == \
+        [("harness.data", 1), ("harness.data.imageops", 1)]
+    assert imports("harness.data.cifar10", "from . import imageops\n") == \
+        [("harness.data", 1), ("harness.data.imageops", 1)]
+    assert imports("harness.data.cifar10", "import dlbench.harness.data.imageops as i\n") == \
+        [("harness.data.imageops", 1)]
     any_converter = next(m for m in MODULES if m.startswith("converters."))
     assert _ours("dlbench.harness.cli.main") == "harness.cli"
     assert _ours("numpy.linalg") is None

@@ -102,7 +102,8 @@ import numpy as np
 import tensorflow as tf
 
 from dlbench.harness.backends import get_backend
-from dlbench.harness.backends.base import ZOO, ArtifactRef, FellBack, RunConfig
+from dlbench.harness.backends.base import ArtifactRef, FellBack, RunConfig
+from dlbench.harness.formats import ZOO
 
 tf.config.experimental.enable_tensor_float_32_execution(True)
 tf.config.set_soft_device_placement(True)
@@ -139,7 +140,8 @@ import numpy as np
 import mindspore as ms
 
 from dlbench.harness.backends import get_backend
-from dlbench.harness.backends.base import ZOO, ArtifactRef, FellBack, RunConfig
+from dlbench.harness.backends.base import ArtifactRef, FellBack, RunConfig
+from dlbench.harness.formats import ZOO
 from dlbench.harness.backends.mindspore import place, tensor_device
 
 runner = get_backend("mindspore").runner(ArtifactRef(None, ZOO, "lenet5"),

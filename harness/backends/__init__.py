@@ -1,27 +1,38 @@
-"""Inference backends: one module each behind ``base.Backend``.
+"""Inference backends: one module each behind ``base.Backend``, declared in ``BACKENDS``.
 
-Adding a backend is adding a module and its name to ``BACKENDS``; modules are
-imported lazily and must not import their engine at module level.
+Adding a backend is adding a module and one ``BACKENDS.register`` line (or, from
+outside dlbench, a plugin: ``dlbench.core.registry``).  Entries are lazy
+``"module:BACKEND"`` references and no backend module imports its engine at
+module level, so listing them (``dlbench backends``, ``bench --help``) is cheap.
 """
 from __future__ import annotations
 
-import importlib
+from dlbench.core.registry import Registry
+from dlbench.harness.backends.base import Backend, Option
 
-from dlbench.harness.backends.base import Backend
-from dlbench.core.errors import UserError
-
-# Order is the order `dlbench backends` prints: engines first, then native frameworks.
-BACKENDS = ("tensorrt", "onnxruntime", "ascend", "cpu-mkl", "pytorch", "tensorflow", "mindspore")
-# Test doubles: accepted by name, never listed (see harness/backends/selftest.py).
-HIDDEN = ("selftest",)
+BACKENDS: Registry[Backend] = Registry("backend")
+# Declaration order is the order `dlbench backends` prints: engines first, then frameworks.
+for _name in ("tensorrt", "onnxruntime", "ascend", "cpu-mkl", "pytorch",
+              "tensorflow", "mindspore"):
+    BACKENDS.register(_name, f"dlbench.harness.backends.{_name.replace('-', '_')}:BACKEND")
+# A test double: accepted by name, never listed (see harness/backends/selftest.py).
+BACKENDS.register("selftest", "dlbench.harness.backends.selftest:BACKEND", hidden=True)
 
 
 def get_backend(name: str) -> Backend:
-    if name not in BACKENDS + HIDDEN:
-        raise UserError(f"unknown backend {name!r}; choose from: {', '.join(BACKENDS)}")
-    module = importlib.import_module(f"dlbench.harness.backends.{name.replace('-', '_')}")
-    return module.BACKEND
+    return BACKENDS.get(name)
 
 
 def all_backends() -> list[Backend]:
-    return [get_backend(n) for n in BACKENDS]
+    return BACKENDS.all()
+
+
+def declared_options() -> dict[str, list[tuple[Backend, Option]]]:
+    """Option name -> every listed backend that declares it, with its declaration: the
+    bench flags, ``dlbench backends --options`` and the docs are made from this."""
+    out: dict[str, list[tuple[Backend, Option]]] = {}
+    for backend in all_backends():
+        for option in backend.options:
+            out.setdefault(option.name, []).append((backend, option))
+    return out
+

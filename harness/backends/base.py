@@ -31,23 +31,6 @@ from dlbench.harness.fingerprint import fingerprint
 from dlbench.harness.frameworks import distribution_version, is_installed
 from dlbench.harness.mathmode import TF32, tf32_reason
 
-# Artifact formats (see harness.bench.artifacts).
-ONNX = "onnx"
-TRT_ENGINE = "tensorrt-engine"
-MINDIR = "mindir"
-ZOO = "zoo"                       # a zoo model name: the native network, random weights
-CHECKPOINT = "{}-checkpoint"      # a `dlbench train` output, per framework
-USER_MODEL = "{}-model"           # a user's own model file or code (harness.usermodel)
-
-
-def checkpoint_format(framework: str) -> str:
-    return CHECKPOINT.format(framework)
-
-
-def user_format(framework: str) -> str:
-    return USER_MODEL.format(framework)
-
-
 @dataclass
 class Availability:
     name: str
@@ -65,6 +48,10 @@ class Option:
     choices: tuple[Any, ...] | None = None
     kind: type = str
     help: str = ""
+    # Its bench flag's form: ``switch`` makes an on/off option ``--NAME`` / ``--no-NAME``;
+    # ``const`` lets ``--NAME`` stand alone for that value (``--compile``: default mode).
+    switch: bool = False
+    const: Any = None
 
     def parse(self, backend: str, raw: Any) -> Any:
         try:

@@ -20,8 +20,8 @@ import os
 from typing import Any
 
 from dlbench.harness import mathmode
-from dlbench.harness.backends.base import (MINDIR, ArtifactRef, Option, RunConfig, Runner, TensorInfo,
-                                   region)
+from dlbench.harness.backends.base import ArtifactRef, Option, RunConfig, Runner, TensorInfo, region
+from dlbench.harness.formats import MINDIR
 from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
 from dlbench.core.errors import UserError
 from dlbench.core.devices import training_name

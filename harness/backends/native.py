@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.harness.backends.base import (ZOO, Backend, Runner, TensorInfo, checkpoint_format,
-                                           user_format,
-                                   has_ascend, has_nvidia_gpu)
+from dlbench.harness.backends.base import Backend, Runner, TensorInfo, has_ascend, has_nvidia_gpu
+from dlbench.harness.formats import ZOO, checkpoint_format, user_format
 from dlbench.harness.frameworks import distribution_version
 from dlbench.core.errors import UserError
 

@@ -22,9 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from dlbench.harness import mathmode
-from dlbench.harness.backends.base import (ON_OFF, ONNX, ArtifactRef, Backend, FellBack, Option,
-                                   RunConfig, Runner, TensorInfo, has_nvidia_gpu, region,
-                                   with_tf32)
+from dlbench.harness.backends.base import ON_OFF, ArtifactRef, Backend, FellBack, Option, RunConfig, Runner, TensorInfo, has_nvidia_gpu, region, with_tf32
+from dlbench.harness.formats import ONNX
 from dlbench.core.errors import UserError, first_line
 from dlbench.harness.frameworks import distribution_version
 
@@ -192,7 +191,8 @@ class OnnxRuntime(Backend):
                help="bind inputs/outputs as OrtValues (auto: on a GPU only)"),
         Option("provider", "cuda", ("cuda", "tensorrt"),
                help="execution provider for --device cuda"),
-        Option("cuda_graph", "off", ON_OFF, help="capture the run as a CUDA graph (GPU)"),
+        Option("cuda_graph", "off", ON_OFF, help="capture the run as a CUDA graph (GPU)",
+               switch=True),
         Option("spin", "on", ON_OFF, help="intra-op threads spin while idle (ORT default on)"),
     )
 

@@ -127,7 +127,7 @@ class PyTorch(NativeFramework):
     framework = "pytorch"
     formats = native_formats("pytorch")
     options = (Option("compile", "off", ("off", "default", "reduce-overhead", "max-autotune"),
-                      help="torch.compile mode (off: eager)"),)
+                      help="torch.compile mode (off: eager)", const="default"),)
 
     def precisions(self, device):
         return with_tf32(("fp32", "fp16", "bf16"), device) if device == "cuda" else ("fp32", "bf16")

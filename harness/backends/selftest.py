@@ -17,8 +17,8 @@ import signal
 import time
 from typing import Any
 
-from dlbench.harness.backends.base import (ONNX, ArtifactRef, Backend, Option, RunConfig, Runner,
-                                   TensorInfo, region)
+from dlbench.harness.backends.base import ArtifactRef, Backend, Option, RunConfig, Runner, TensorInfo, region
+from dlbench.harness.formats import ONNX
 
 
 class SelftestRunner(Runner):

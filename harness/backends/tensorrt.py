@@ -34,9 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.harness import mathmode
-from dlbench.harness.backends.base import (ON_OFF, ONNX, TRT_ENGINE, ArtifactRef, Backend, FellBack,
-                                   Option, RunConfig, Runner, TensorInfo, has_nvidia_gpu, region,
-                                   with_tf32)
+from dlbench.harness.backends.base import ON_OFF, ArtifactRef, Backend, FellBack, Option, RunConfig, Runner, TensorInfo, has_nvidia_gpu, region, with_tf32
+from dlbench.harness.formats import ONNX, TRT_ENGINE
 from dlbench.core.errors import UserError
 from dlbench.harness.frameworks import is_installed
 
@@ -343,13 +342,16 @@ def check_engine_here(engine: str | Path) -> dict[str, Any]:
 class TensorRT(Backend):
     formats = (TRT_ENGINE, ONNX)
     options = (
-        Option("with_transfers", "off", ON_OFF,
+        Option("with_transfers", "off", ON_OFF, switch=True,
                help="include host-to-device and device-to-host copies in the timed region"),
-        Option("cuda_graph", "off", ON_OFF, help="capture the enqueue as a CUDA graph"),
+        Option("cuda_graph", "off", ON_OFF, help="capture the enqueue as a CUDA graph",
+               switch=True),
         Option("workspace_mb", 4096, kind=int, help="builder workspace for ONNX builds"),
     )
 
     def missing(self):
+        if not has_nvidia_gpu():         # the machine first: no package would help
+            return self.no_device_reason()
         why = super().missing()
         if why is None and not is_installed("cuda"):
             return "cuda-python is not installed: pip install 'dlbench[tensorrt]'"

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.harness.backends.base import (MINDIR, ONNX, TRT_ENGINE, ZOO, ArtifactRef, TensorInfo,
-                                   checkpoint_format, user_format)
-from dlbench.converters.tensorrt_runtime import ENGINE_SUFFIXES
+from dlbench.harness.backends.base import ArtifactRef, TensorInfo
+from dlbench.harness import formats
+from dlbench.harness.formats import MINDIR, ONNX, TRT_ENGINE, ZOO, checkpoint_format, user_format
 from dlbench.core.errors import UserError
 from dlbench.models.native import SUFFIXES as NATIVE_SUFFIXES
 
@@ -112,24 +112,27 @@ def resolve(arg: str, model: str | None = None, framework: str | None = None, *,
             return _zoo(arg)
         raise UserError(f"{arg}: no such file or directory, and not a zoo model "
                         f"(known: {', '.join(list_models())})")
-    if path.is_file() and path.suffix == ".onnx":
-        return _onnx(path, arg)
-    if path.is_file() and path.suffix in ENGINE_SUFFIXES:
-        return _engine(path, arg)
-    if path.is_file() and path.suffix == ".mindir":
-        return _mindir(path, arg, shapes, inputs, timeout)
+    fmt = formats.recognize(path) if path.is_file() else None
+    if fmt is not None:
+        return fmt.load(path, arg, shapes=shapes, inputs=inputs, timeout=timeout)
     manifest = path.suffix == ".json" or (path.is_dir() and (path / "manifest.json").is_file())
     if model is None and not manifest:
         source = user.sniff(path)
         if source is not None:
             return _user(source, arg, shapes, inputs, timeout)
-        raise UserError(f"{arg}: {user.what_is(path)}; dlbench reads ONNX, TensorRT plans, "
-                        f"MindIR, TorchScript, torch.export (.pt2), .keras, Keras .h5, "
+        raise UserError(f"{arg}: {user.what_is(path)}; dlbench reads {_file_formats()}, "
+                        f"TorchScript, torch.export (.pt2), .keras, Keras .h5, "
                         f"SavedModel directories and 'dlbench train' outputs")
     if path.is_dir() or path.suffix in CHECKPOINT_SUFFIXES + (".json",):
         return _checkpoint(path, arg, model, framework)
-    raise UserError(f"{arg}: cannot tell what this is from '{path.suffix}' (give an .onnx, a "
-                    f"TensorRT .plan, a .mindir, a 'dlbench train' output or a zoo model name)")
+    raise UserError(f"{arg}: cannot tell what this is from '{path.suffix}' (give {_file_formats()}, "
+                    f"a 'dlbench train' output or a zoo model name)")
+
+
+def _file_formats() -> str:
+    """The declared file formats with their suffixes, for the refusals above."""
+    return ", ".join(f"{f.name} ({'/'.join(f.suffixes)})" if f.suffixes else f.name
+                     for f in formats.file_formats())
 
 
 def resolve_code(model_from: str, weights: str | None = None, *,
@@ -183,7 +186,7 @@ def spec_ranges(spec) -> dict[str, tuple[int, int]]:
             **box_ranges(spec)}
 
 
-def _onnx(path: Path, arg: str) -> Artifact:
+def load_onnx(path: Path, arg: str, **_context: Any) -> Artifact:
     from dlbench.harness.bench import onnxinfo
 
     model = onnxinfo.load(path)
@@ -251,7 +254,7 @@ def _zoo_ranges(name: str | None) -> dict[str, tuple[int, int]]:
     return ranges
 
 
-def _engine(path: Path, arg: str) -> Artifact:
+def load_engine(path: Path, arg: str, **_context: Any) -> Artifact:
     """A TensorRT engine and the sidecar ``dlbench build`` wrote next to it (required: it is
     what says which TensorRT and GPU the engine belongs to)."""
     from dlbench.converters.tensorrt_runtime import read_sidecar
@@ -272,7 +275,7 @@ def _engine(path: Path, arg: str) -> Artifact:
     return art
 
 
-def _mindir(path: Path, arg: str, shapes=None, inputs=None, timeout=None) -> Artifact:
+def load_mindir(path: Path, arg: str, shapes=None, inputs=None, timeout=None) -> Artifact:
     sidecar: dict[str, Any] = {}
     for candidate in (path.with_name(path.name + ".json"), path.with_suffix(".json")):
         if candidate.is_file():

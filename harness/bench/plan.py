@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.harness.backends import BACKENDS, get_backend
-from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, Backend
+from dlbench.harness.backends.base import Backend
+from dlbench.harness.formats import TRT_ENGINE, has_own_precision
 from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.bench.artifacts import Artifact, resolve, resolve_code
 from dlbench.harness.bench.given import GivenInput, read_all as read_given
@@ -29,8 +30,6 @@ from dlbench.harness.mathmode import environment as math_environment
 from dlbench.harness.threads import ThreadConfig
 from dlbench.core.errors import UserError
 
-# Formats whose precision is fixed when the artifact is made (dlbench build makes the others).
-OWN_PRECISION = (ONNX, TRT_ENGINE, MINDIR)
 
 
 @dataclass
@@ -113,7 +112,7 @@ def _backends(req: BenchRequest, artifacts: list[Artifact]) -> tuple[list[Backen
     if req.all_backends():
         formats = {a.format for a in artifacts}
         chosen = []
-        for name in BACKENDS:
+        for name in BACKENDS.names():
             b = get_backend(name)
             if not formats & set(b.formats):
                 continue
@@ -165,7 +164,7 @@ class _Unavailable(UserError):
 
 def _precision(art: Artifact, backend: Backend, device: str, asked: str) -> str:
     if asked == TF32:       # float32 in TensorFloat-32 math: a mode of an fp32 model
-        own = (art.precision or "fp32") if art.format in OWN_PRECISION else "fp32"
+        own = (art.precision or "fp32") if has_own_precision(art.format) else "fp32"
         if TF32 not in backend.precisions(device):
             raise _Unavailable(f"--precision tf32: {backend.name} on {device}: "
                                f"{backend.precision_reason(device, TF32)}")
@@ -176,7 +175,7 @@ def _precision(art: Artifact, backend: Backend, device: str, asked: str) -> str:
             raise UserError(f"--precision tf32: {art.label}'s TF32 was fixed when it was built; "
                             f"bench its ONNX file with -b tensorrt, which builds it in the cell")
         return TF32
-    if art.format in OWN_PRECISION:
+    if has_own_precision(art.format):
         own = art.precision or "fp32"
         if asked not in ("auto", own):
             raise UserError(f"{art.label} is an {own} model and {backend.name} runs a model in its "
@@ -202,7 +201,7 @@ def _flops(art: Artifact, shapes_for_batch: dict[str, tuple[int, ...]] | None,
     if art.user:
         return {"gflops_per_sample": None, "source": "not counted: a native model of the "
                 "user's (export it to ONNX and bench that for a graph count)"}
-    if art.format not in OWN_PRECISION:
+    if not has_own_precision(art.format):
         from dlbench.models.registry import get_model
         spec = get_model(art.ref.model)
         return {"gflops_per_sample": spec.gflops_per_sample, "source": "zoo analytic count "
@@ -252,7 +251,7 @@ def _artifact_axes(art: Artifact, req: BenchRequest, notes: list[str]) -> _Artif
             raise UserError(f"{art.label}: {exc}") from None
         first = min(plans)
         gflops = _flops(art, {i.name: i.shape for i in plans[first].inputs}, first)
-    elif art.format not in OWN_PRECISION:
+    elif not has_own_precision(art.format):
         gflops = _flops(art, None, 1)
     return _ArtifactAxes(shapes, ranges, sizes_by_scenario, gflops, shape_notes, given)
 

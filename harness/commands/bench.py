@@ -109,22 +109,8 @@ def add_arguments(p) -> None:
                    help="longest a query waits for a batch to fill (default %(default)g)")
     s.add_argument("--latency-bound-ms", type=float, default=req("latency_bound_ms"),
                    help="search for the highest rate whose p99 latency stays within this bound")
-    b = p.add_argument_group("backend options")
-    b.add_argument("--with-transfers", action="store_true",
-                   help="tensorrt: include host<->device copies in the timed region")
-    b.add_argument("--cuda-graph", action="store_true",
-                   help="tensorrt, onnxruntime (cuda): capture the run as a CUDA graph")
-    b.add_argument("--io-binding", choices=("auto", "on", "off"), default=None,
-                   help="onnxruntime: bind inputs/outputs (auto: on a GPU)")
-    b.add_argument("--graph-optimization", choices=("all", "extended", "basic", "disable"),
-                   default=None, help="onnxruntime: graph optimization level (default all)")
-    b.add_argument("--onednn", choices=("on", "off"), default=None,
-                   help="cpu-mkl: oneDNN on (default) or off (the seed's unoptimized row)")
-    b.add_argument("--compile", default=None, nargs="?", const="default",
-                   choices=("default", "reduce-overhead", "max-autotune"),
-                   help="pytorch: torch.compile, optionally with a mode")
-    b.add_argument("--backend-option", "-O", action="append", default=[], metavar="KEY=VALUE",
-                   help="any backend option (listed in README 'Benchmark'); repeat")
+    add_backend_options(p.add_argument_group(
+        "backend options (each backend's declared options; 'dlbench backends --options')"))
     o = p.add_argument_group("output")
     o.add_argument("--timeout", type=float, default=req("timeout"),
                    help="seconds per cell (default none)")
@@ -141,8 +127,46 @@ def add_arguments(p) -> None:
     add_config_arguments(p)
 
 
+# The namespace of the generated backend-option flags' values, apart from the command's own.
+OPTION_DEST = "backend_option__"
+
+
+def add_backend_options(g) -> None:
+    """A flag per declared backend option, in the form it declares (``--NAME VALUE``; a
+    switch ``--NAME`` / ``--no-NAME``; ``--NAME [VALUE]`` with a const), and ``-O
+    NAME=VALUE`` for any of them.  Values are checked by the backend that takes them
+    (``Option.parse``), so one flag serves backends with different choices.  A name that
+    is already an option of the command keeps only its ``-O`` form."""
+    import argparse
+
+    from dlbench.harness.backends import declared_options
+
+    taken = set(g._option_string_actions)
+    for name, owners in declared_options().items():
+        flag = "--" + name.replace("_", "-")
+        if flag in taken:
+            continue
+        first = owners[0][1]
+        same = all(o.choices == first.choices for _, o in owners)
+        helps = "; ".join(f"{b.name}: {o.help or 'see its docs'}"
+                          + (f" (default {o.default})" if o.default is not None else "")
+                          for b, o in owners)
+        if first.switch:
+            g.add_argument(flag, dest=OPTION_DEST + name, default=None, help=helps,
+                           action=argparse.BooleanOptionalAction)
+            continue
+        g.add_argument(flag, dest=OPTION_DEST + name, default=None,
+                       nargs="?" if first.const is not None else None, const=first.const,
+                       choices=first.choices if same else None, help=helps,
+                       metavar=None if same and first.choices else "VALUE")
+    g.add_argument("--backend-option", "-O", action="append", default=[], metavar="KEY=VALUE",
+                   help="any backend option by name (the flags above, and any a plugin "
+                        "declares); repeat")
+
+
 def _options(args) -> dict:
     from dlbench.core.errors import UserError
+    from dlbench.harness.backends import declared_options
 
     opts = {}
     for kv in args.backend_option:
@@ -150,11 +174,10 @@ def _options(args) -> dict:
         if not sep or not key:
             raise UserError(f"--backend-option {kv!r}: expected KEY=VALUE")
         opts[key.strip().replace("-", "_")] = value.strip()
-    named = {"with_transfers": "on" if args.with_transfers else None,
-             "cuda_graph": "on" if args.cuda_graph else None,
-             "io_binding": args.io_binding, "graph_optimization": args.graph_optimization,
-             "onednn": args.onednn, "compile": args.compile}
-    opts.update({k: v for k, v in named.items() if v is not None})
+    for name in declared_options():
+        value = getattr(args, OPTION_DEST + name, None)
+        if value is not None:                    # a switch gives True / False
+            opts[name] = ("on" if value else "off") if isinstance(value, bool) else value
     return opts
 
 

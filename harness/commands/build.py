@@ -33,47 +33,56 @@ HELP = "build TensorRT engines or INT8/FP16 ONNX models from fp32 ONNX, verified
 
 
 def add_arguments(p) -> None:
-    from dlbench.converters.base import BuildOptions
+    from dlbench.converters.base import BUILD_TARGETS, BuildOptions, build_hop, option_targets
     from dlbench.harness.config import field_default
 
+    takers = option_targets()
+
+    def only(field: str) -> str:
+        """The targets an option applies to, as its help's prefix."""
+        return "/".join(takers.get(field, ())) + ": "
+
+    targets = BUILD_TARGETS.names()
+    precisions = tuple(dict.fromkeys(p for t in targets for p in build_hop(t).precisions))
     p.add_argument("model", metavar="MODEL.onnx", help="fp32 ONNX model (dlbench export's output)")
-    p.add_argument("--to", required=True, choices=("tensorrt", "int8", "fp16"))
+    p.add_argument("--to", required=True, choices=targets,
+                   help="; ".join(f"{t}: {build_hop(t).summary}" for t in targets))
     p.add_argument("--out", "-o", default=None,
                    help="output file (default: MODEL.int8.onnx, MODEL.fp16.onnx, "
                         "MODEL.PRECISION.plan)")
-    p.add_argument("--precision", default=None, choices=("fp32", "fp16", "int8", "best"),
-                   help="tensorrt: engine precision (default fp32, or the model's own)")
+    p.add_argument("--precision", default=None, choices=precisions,
+                   help=only("precision") + "engine precision (default fp32, or the model's own)")
     p.add_argument("--batch-sizes", default="1,8,32",
-                   help="tensorrt: profile min,opt,max batch (default 1,8,32)")
-    p.add_argument("--workspace-mb", type=int, default=4096, help="tensorrt: builder workspace")
+                   help=only("batch_sizes") + "profile min,opt,max batch (default 1,8,32)")
+    p.add_argument("--workspace-mb", type=int, default=4096, help=only("workspace_mb") + "builder workspace")
     p.add_argument("--timing-cache", default=None,
-                   help="tensorrt: timing cache file, read if present and written after")
+                   help=only("timing_cache") + "timing cache file, read if present and written after")
     p.add_argument("--calib-data", default=None,
-                   help="int8: .npz with array x (N,C,H,W), or 'digits' (its training split; "
+                   help=only("calib_data") + ".npz with array x (N,C,H,W), or 'digits' (its training split; "
                         "default: synthetic images)")
     p.add_argument("--calib-size", type=int, default=64,
-                   help="int8: synthetic calibration samples (default 64)")
-    p.add_argument("--calib-batch", type=int, default=8, help="int8: calibration batch size")
+                   help=only("calib_size") + "synthetic calibration samples (default 64)")
+    p.add_argument("--calib-batch", type=int, default=8, help=only("calib_batch") + "calibration batch size")
     p.add_argument("--calib-cache", default=None,
-                   help="tensorrt int8: calibration cache file, read if present and written after")
+                   help=only("calib_cache") + "calibration cache file, read if present and written after")
     p.add_argument("--dynamic", action="store_true",
-                   help="int8: dynamic quantization (LSTM/Transformer models), no calibration")
-    p.add_argument("--per-tensor", action="store_true", help="int8: per-tensor weight scales")
+                   help=only("dynamic") + "dynamic quantization (LSTM/Transformer models), no calibration")
+    p.add_argument("--per-tensor", action="store_true", help=only("per_channel") + "per-tensor weight scales")
     p.add_argument("--target", default="cpu", choices=("cpu", "tensorrt"),
-                   help="int8 Q/DQ flavour: cpu (u8 activations, s8 weights; default) or "
+                   help=only("target") + "Q/DQ flavour: cpu (u8 activations, s8 weights; default) or "
                         "tensorrt (symmetric s8)")
     p.add_argument("--exclude-nodes", default=None, metavar="NAME[,NAME]",
-                   help="int8: leave these nodes in float (names of the graph after "
+                   help=only("exclude_nodes") + "leave these nodes in float (names of the graph after "
                         "quant_pre_process, as the per-layer error report prints them)")
     p.add_argument("--exclude-op-types", default=None, metavar="TYPE[,TYPE]",
-                   help="int8: leave every node of these op types in float (e.g. Softmax)")
+                   help=only("exclude_op_types") + "leave every node of these op types in float (e.g. Softmax)")
     p.add_argument("--quantize-op-types", default=None, metavar="TYPE[,TYPE]",
-                   help="int8: quantize only nodes of these op types (e.g. Conv,MatMul,Gemm: the "
+                   help=only("quantize_op_types") + "quantize only nodes of these op types (e.g. Conv,MatMul,Gemm: the "
                         "weighted layers), everything else stays float; default: every type "
                         "ONNX Runtime's quantizer handles")
     p.add_argument("--float-tail", action=argparse.BooleanOptionalAction,
                    default=field_default(BuildOptions, "float_tail"),
-                   help="int8: keep fixed-range ops (Softmax, Sigmoid, Tanh, ...) at the "
+                   help=only("float_tail") + "keep fixed-range ops (Softmax, Sigmoid, Tanh, ...) at the "
                         "graph outputs in float")
     p.add_argument("--freeze", action=argparse.BooleanOptionalAction,
                    default=field_default(BuildOptions, "freeze"),
@@ -81,7 +90,7 @@ def add_arguments(p) -> None:
                         "weights before building (default yes); --no-freeze keeps weights "
                         "you feed at run time as inputs")
     p.add_argument("--keep-io-types", action=argparse.BooleanOptionalAction, default=True,
-                   help="fp16: keep float32 inputs and outputs (default yes)")
+                   help=only("keep_io_types") + "keep float32 inputs and outputs (default yes)")
     p.add_argument("--verify-batch-sizes", default="1,8",
                    help="batch sizes the verifier runs (default 1,8)")
     p.add_argument("--seed", type=int, default=None, help="seed of the verification inputs")

@@ -18,6 +18,8 @@ HELP = "train a model briefly in native frameworks and record training throughpu
 def add_arguments(p) -> None:
     from dlbench.harness.allocator import DEFAULT_ALLOCATOR   # TrainRequest's, without its imports
     from dlbench.harness.commands import add_user_model_arguments, add_with_argument
+    from dlbench.harness.data.formats import help_text as data_help
+    from dlbench.harness.training.objectives import OBJECTIVES, user_objectives
 
     p.add_argument("model", nargs="?", default=None,
                    help="zoo model name (see 'dlbench models'), or a model file of your own "
@@ -40,17 +42,7 @@ def add_arguments(p) -> None:
                    help="memory allocator of each run's process: system, tuned (glibc keeping "
                         f"freed memory), jemalloc or tcmalloc (default {DEFAULT_ALLOCATOR})")
     add_with_argument(p, "training runs")
-    p.add_argument("--data", default="synthetic", metavar="DATA",
-                   help="synthetic (default; made before the clock); digits (scikit-learn's "
-                        "bundled 8x8 digits, no download); or PATH to data you have, its format "
-                        "detected: FILE.npz (arrays x (N,C,H,W), y (N,), optional x_test/y_test); "
-                        "FILE.txt (BERT pre-training corpus: a sentence per line, blank line "
-                        "between documents); a directory of CIFAR-10 data_batch_*.bin + "
-                        "test_batch.bin; an aclImdb directory (train/{pos,neg}/*.txt, test/); "
-                        "an image-folder directory (ROOT/train/<class>/*.JPEG + optional "
-                        "ROOT/val/, or ROOT/<class>/*.jpg). FORMAT:PATH forces a reader "
-                        "(cifar10, imagefolder, aclimdb, voc, coco, text, npz). Real data is read per "
-                        "step; its time is reported as data time, apart from the step")
+    p.add_argument("--data", default="synthetic", metavar="DATA", help=data_help())
     p.add_argument("--eval", action="store_true",
                    help="after training, held-out loss and top-1 accuracy in inference mode "
                         "(the data set's test/val split; synthetic: a fresh seeded split)")
@@ -60,10 +52,10 @@ def add_arguments(p) -> None:
     add_user_model_arguments(p, "train")
     p.add_argument("--int-range", action="append", default=[], metavar="NAME=LOW:HIGH",
                    help="a user's model's integer input drawn from [LOW, HIGH)")
-    p.add_argument("--objective", default=None, choices=("classification", "regression"),
-                   help="what a user's model's output is: class scores on its last axis "
-                        "(cross-entropy) or values (mean squared error); required for a "
-                        "model of your own")
+    p.add_argument("--objective", default=None, choices=user_objectives(),
+                   help="what a user's model's output is, for its loss: " + "; ".join(
+                       f"{o.name}: {o.description}" for o in OBJECTIVES.all() if o.user) +
+                        "; required for a model of your own")
     p.add_argument("--loss-output", default=None, metavar="NAME",
                    help="the output the loss is on (default: the model's first)")
     g = p.add_argument_group(

@@ -32,7 +32,8 @@ from dlbench.core.errors import UserError, first_line
 from dlbench.core.tensors import fixed_batch, follow_batch
 from dlbench.harness.results import ResultStore
 from dlbench.harness import mathmode, records
-from dlbench.harness.backends.base import ONNX, ArtifactRef
+from dlbench.harness.backends.base import ArtifactRef
+from dlbench.harness.formats import ONNX
 from dlbench.harness.convert import calibration
 from dlbench.harness.cellenv import cell_environment
 from dlbench.harness.threads import ThreadConfig
@@ -67,10 +68,11 @@ class _Plan:
 def plan(req: BuildRequest) -> _Plan:
     hop = build_hop(req.to)
     opts = req.options
-    if req.to == "tensorrt":
+    if hop.precisions:
         opts.precision = req.precision or opts.precision
     elif req.precision not in (None, hop.precision):
         raise UserError(f"--precision {req.precision}: --to {req.to} makes {hop.precision} models")
+    _check_options(req.to, hop, opts)
     opts.batch_sizes = vin.parse_batch_sizes(opts.batch_sizes)
     for flag, value in (("--workspace-mb", opts.workspace_mb), ("--calib-size", opts.calib_size),
                         ("--calib-batch", opts.calib_batch)):
@@ -81,33 +83,26 @@ def plan(req: BuildRequest) -> _Plan:
     if req.timeout is not None and req.timeout <= 0:
         raise UserError("--timeout must be positive")
     # A machine that cannot run the hop at all says so first (no GPU, no TensorRT).
-    if req.to == "tensorrt":
-        from dlbench.harness.backends.tensorrt import availability_problems
+    if hop.requires_backend:
+        from dlbench.harness.backends import get_backend
 
-        problems = availability_problems()
-        if problems:
-            raise UserError("cannot build a TensorRT engine here: " + "; ".join(problems))
-    if req.to == "fp16" and (opts.exclude_nodes or opts.exclude_op_types
-                             or opts.quantize_op_types):
-        raise UserError("--exclude-nodes / --exclude-op-types / --quantize-op-types choose "
-                        "what INT8 quantization quantizes; --to fp16 converts every node")
+        avail = get_backend(hop.requires_backend).availability()
+        if not avail.available:
+            raise UserError(f"cannot build --to {req.to} here: {avail.reason}")
     hop.check_available(opts)
     source = Path(req.source)
     model = onnx_io.load(source)
     summary = onnx_summary.summarize(model)
     onnx_io.session(source)
-    if req.to == "int8" and not opts.freeze:          # the hop's own check, before any work
-        from dlbench.converters.onnx_to_int8 import check_fixed_weights
-
-        check_fixed_weights(model.graph, str(source))
-    if req.to != "tensorrt" and summary.precision != "fp32":
+    hop.check_source(model, str(source), opts)      # the hop's own refusals, before any work
+    if not hop.from_any_precision and summary.precision != "fp32":
         raise UserError(f"{source}: is already a {summary.precision} model; build from the "
                         f"fp32 ONNX file")
     precision = hop.output_precision(opts)
-    if req.to == "tensorrt" and summary.precision != "fp32":
+    if hop.from_any_precision and summary.precision != "fp32":
         if req.precision not in (None, summary.precision):
             raise UserError(f"--precision {req.precision}: {source} is a {summary.precision} "
-                            f"model, and TensorRT builds it in its own precision")
+                            f"model, and --to {req.to} builds it in its own precision")
         opts.precision = precision = summary.precision
     if opts.calib_data:                # an image set: the model must take those images
         calibration.read_calibration_file(opts.calib_data,
@@ -118,17 +113,10 @@ def plan(req: BuildRequest) -> _Plan:
     fixed = fixed_batch(summary.inputs)
     if fixed is not None:
         # The model takes no other batch: calibration and an engine profile follow it too.
-        if calibration.needed(req.to, opts) and opts.calib_batch != fixed:
+        if hop.calibrates(opts) and opts.calib_batch != fixed:
             notes.append(f"calibrated in batches of {fixed} (asked for {opts.calib_batch})")
             opts.calib_batch = fixed
-        if req.to == "tensorrt":
-            opts.batch_sizes = (fixed,)
-    if req.to == "tensorrt":
-        from dlbench.converters.onnx_to_tensorrt import profile_of
-
-        lo, _, hi = profile_of(opts.batch_sizes)
-        inside = tuple(b for b in batch_sizes if lo <= b <= hi)
-        batch_sizes = inside if len(inside) >= 2 else tuple(dict.fromkeys((lo, hi)))
+    batch_sizes = hop.profile_batch_sizes(opts, tuple(batch_sizes), fixed)
     out = Path(req.out) if req.out else hop.default_out(source, opts)
     if out.resolve() == source.resolve():
         raise UserError(f"--out {out}: would overwrite the source model")
@@ -158,10 +146,10 @@ def build(req: BuildRequest) -> dict[str, Any]:
     meta = p.summary.metadata
     identity = {"hop": p.hop.name, "source_sha256": source_sha, "options": p.options.to_dict(),
                 "batch_sizes": list(p.batch_sizes), "seed": req.seed}
-    device = "gpu" if req.to == "tensorrt" else "cpu"
+    device = p.hop.device
     record = records.new_record("convert", run_id=new_run_id(), identity=identity,
                                 started=now_iso(), argv=req.argv, device=device, env=env)
-    fmt = "tensorrt" if req.to == "tensorrt" else "onnx"
+    fmt = p.hop.requires_backend or p.hop.artifact_format     # the records' artifact kind
     record.update({"model": meta.get("model"), "framework": meta.get("framework"),
                    "notes": list(p.notes), "backend": fmt, "precision": p.precision,
                    "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
@@ -198,8 +186,8 @@ def build(req: BuildRequest) -> dict[str, Any]:
         convert_start = time.perf_counter()
         candidate = None
         calib = (calibration.batches(p.source, p.summary, p.options)
-                 if calibration.needed(req.to, p.options) else None)
-        if req.to == "tensorrt":
+                 if p.hop.calibrates(p.options) else None)
+        if p.hop.in_cell:
             outcome, info, candidate = _tensorrt_cell(p, built_from, staged, inputs, calib,
                                                       meta, req, env)
             if not outcome.ok:
@@ -247,12 +235,12 @@ def build(req: BuildRequest) -> dict[str, Any]:
         verdict = cmp.compare(reference, candidate, cmp.tolerance(p.precision),
                               p.batch_sizes, req.seed, model=meta.get("model"))
         verify_s = reference_s + time.perf_counter() - verify_start + info.get("candidate_s", 0.0)
-        if req.to == "int8" and not verdict.ok:
+        if p.precision == "int8" and not p.hop.in_cell and not verdict.ok:
             record["metrics"]["layer_errors"] = _layer_errors(built_from, staged, inputs, threads)
         onnx_io.publish_mode(staged)
         staged.replace(p.out)
         sha = onnx_io.sha256(p.out)
-        if req.to == "tensorrt":
+        if p.hop.in_cell:
             from dlbench.converters.tensorrt_runtime import sidecar_path
 
             sidecar["sha256"] = sha
@@ -267,6 +255,18 @@ def build(req: BuildRequest) -> dict[str, Any]:
         return _stored(req, records.finish(record, verdict), artifact, start)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _check_options(target: str, hop, opts: BuildOptions) -> None:
+    """Refuse an option the target does not read (set away from its default), naming the
+    targets that do: a silently ignored flag would make a build that is not the one asked."""
+    from dlbench.converters.base import option_targets
+
+    default = BuildOptions()
+    for name, takers in option_targets().items():
+        if name not in hop.options and getattr(opts, name) != getattr(default, name):
+            flag = "--" + name.replace("_", "-")
+            raise UserError(f"{flag} applies to --to {' / '.join(takers)}, not --to {target}")
 
 
 def _normalized(p: _Plan, stage: Path, inputs, reference, threads: ThreadConfig,
@@ -320,7 +320,7 @@ def _tensorrt_cell(p: _Plan, source: Path, staged: Path, inputs, calib, meta,
         vin.save_batches(payload["inputs"], inputs)
         if calib:
             vin.save_batches(payload["calibration"], calib)
-        outcome = run_cell("tensorrt", payload, env=env, timeout=req.timeout)
+        outcome = run_cell(req.to, payload, env=env, timeout=req.timeout)
         if outcome.status == "usage_error":
             raise UserError(outcome.error)
         if not outcome.ok:

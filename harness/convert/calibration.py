@@ -62,10 +62,3 @@ def describe(options: BuildOptions) -> str:
     if options.calib_data:
         return str(options.calib_data)
     return f"synthetic (models.synthetic, seed {vin.CALIB_SEED})"
-
-
-def needed(to: str, options: BuildOptions) -> bool:
-    """Static INT8 (ONNX or a TensorRT int8/best engine) calibrates; nothing else does."""
-    if to == "int8":
-        return not options.dynamic
-    return to == "tensorrt" and options.precision in ("int8", "best")

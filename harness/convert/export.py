@@ -32,7 +32,8 @@ from dlbench.core.errors import UserError
 from dlbench.core.tensors import fixed_batch, follow_batch
 from dlbench.harness.results import ResultStore
 from dlbench.harness import mathmode, records
-from dlbench.harness.backends.base import ONNX, ArtifactRef
+from dlbench.harness.backends.base import ArtifactRef
+from dlbench.harness.formats import ONNX
 from dlbench.harness.cellenv import cell_environment
 from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.verify import compare as cmp

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.converters.base import ExportOptions, export_hop
-from dlbench.harness.backends.base import MINDIR, ArtifactRef, checkpoint_format
+from dlbench.harness.backends.base import ArtifactRef
+from dlbench.harness.formats import MINDIR, checkpoint_format
 from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.verify.inputs import load_batches, save_outputs
 from dlbench.harness.verify.run import run_here

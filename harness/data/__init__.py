@@ -1,74 +1,56 @@
 """Data-set readers for ``dlbench train --data``: one module per format, chosen here.
 
-The rule for ``--data VALUE`` (also in ``dlbench train --help``):
-  * ``synthetic`` (default) -- generated before the clock (``models.synthetic``);
-  * ``digits`` -- the 8x8 UCI digits shipped with dlbench, no download (``digits``);
-  * ``FORMAT:PATH`` -- force a reader: ``cifar10``, ``imagefolder``, ``aclimdb``,
-    ``text``, ``parallel``, ``ctr``, ``librispeech``, ``voc``, ``coco`` or ``npz``;
-  * otherwise PATH, detected in this order: a ``.npz`` file -> npz; a file
-    ``train.XX`` with one ``train.YY`` beside it -> parallel (translation
-    source and target); a ``.txt`` file -> text (BERT pre-training corpus); a directory with
-    ``data_batch_*.bin`` (or ``cifar-10-batches-bin/`` holding them) -> cifar10;
-    one with ``train/pos`` and ``train/neg`` -> aclimdb; one with
-    ``local_train_splitByUser`` -> ctr (DIN's click logs); one with
-    ``Annotations/``, ``JPEGImages/`` and ``ImageSets/Main/`` -> voc; one with
-    ``annotations/instances_train*.json`` -> coco (both detection, for SSD, COCO's masks
-    also for Mask R-CNN, and before imagefolder, which would take their image folders
-    for classes); one with class sub-folders of images (under ``train/`` or directly)
-    -> imagefolder; one with ``*.trans.txt`` transcripts beside .flac or .wav files ->
-    librispeech (DeepSpeech2).
+The formats, their readers and how a path is recognized are declared once, in
+``formats.DATA_FORMATS`` (the help and the README's table read it too).  The
+rule for ``--data VALUE``:
+  * a named set (``synthetic``, the default, or ``digits``) -- no path;
+  * ``FORMAT:PATH`` -- that format's reader, no detection;
+  * otherwise PATH, given to the first format whose recognizer accepts it.
 Nothing is ever downloaded: PATH is data the user already has.  A user's own
 model (``dlbench train --model-from``) reads synthetic data or an .npz in its
 signature's shape (``signature``).
+
+No reader imports this package (they import their siblings by module), so it
+may import whatever it needs; it imports the readers only when one is opened.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from dlbench.harness.data import (aclimdb, cifar10, coco, ctr, imagefolder, librispeech, npz,
-                                  parallel, textcorpus, voc)
-from dlbench.harness.data.base import Dataset
 from dlbench.core.errors import UserError
+from dlbench.harness.data.base import Dataset
+from dlbench.harness.data.formats import DATA_FORMATS, DataFormat
 from dlbench.models.registry import USER_FAMILY, ModelSpec
 
-# Formats that take a PATH, in detection order.
-FORMATS = {
-    "npz": (npz.looks_like, npz.Npz),
-    "parallel": (parallel.looks_like, parallel.ParallelText),
-    "text": (textcorpus.looks_like, textcorpus.TextCorpus),
-    "cifar10": (cifar10.looks_like, cifar10.Cifar10),
-    "aclimdb": (aclimdb.looks_like, aclimdb.AclImdb),
-    "ctr": (ctr.looks_like, ctr.ClickLog),
-    "voc": (voc.looks_like, voc.Voc),
-    "coco": (coco.looks_like, coco.Coco),
-    "imagefolder": (imagefolder.looks_like, imagefolder.ImageFolder),
-    # Last: its look searches a few folder levels for transcripts.
-    "librispeech": (librispeech.looks_like, librispeech.LibriSpeech),
-}
-NAMED = ("synthetic", "digits")
+__all__ = ["DATA_FORMATS", "DataFormat", "canonical", "open_dataset", "parse"]
+
+
+def _named(data: str) -> bool:
+    return data in DATA_FORMATS and DATA_FORMATS.get(data).named
 
 
 def parse(data: str) -> tuple[str, Path | None]:
     """(format, path) for a ``--data`` value; detection needs the path to exist."""
-    if data in NAMED:
+    if _named(data):
         return data, None
     fmt, sep, rest = data.partition(":")
-    if sep and fmt in FORMATS:
+    if sep and fmt in DATA_FORMATS and not _named(fmt):
         if not rest:
             raise UserError(f"--data {data}: no path after '{fmt}:'")
         return fmt, Path(rest).expanduser()
     path = Path(data).expanduser()
+    formats = [f for f in DATA_FORMATS.all() if not f.named]
     if not path.exists():
-        raise UserError(f"--data {data}: no such file or directory (use synthetic, digits, "
-                        f"a path, or FORMAT:PATH with FORMAT one of {', '.join(FORMATS)})")
-    for fmt, (looks_like, _) in FORMATS.items():
-        if looks_like(path):
-            return fmt, path
-    raise UserError(f"--data {data}: format not recognized (want an .npz, a train.XX/train.YY "
-                    "parallel pair, a .txt corpus, a CIFAR-10 binary directory, an aclImdb "
-                    "directory, DIN click logs (local_train_splitByUser), a PASCAL VOC or COCO "
-                    "directory, LibriSpeech-style wav + .trans.txt folders or class folders of "
-                    "images; or say FORMAT:PATH)")
+        raise UserError(f"--data {data}: no such file or directory (use "
+                        f"{', '.join(f.name for f in DATA_FORMATS.all() if f.named)}, a path, "
+                        f"or FORMAT:PATH with FORMAT one of {', '.join(f.name for f in formats)})")
+    found = next((f for f in formats if f.recognizes(path)), None)
+    if found is None:
+        wanted = "; ".join(f"{f.recognized} ({f.name})".replace("`", "")
+                           for f in formats if f.recognizer)
+        raise UserError(f"--data {data}: format not recognized (want {wanted}; or say "
+                        f"FORMAT:PATH)")
+    return found.name, path
 
 
 def canonical(data: str) -> str:
@@ -87,12 +69,6 @@ def open_dataset(data: str, spec: ModelSpec) -> Dataset:
     if spec.family == USER_FAMILY:          # a user's model: data in its signature's shape
         from dlbench.harness.data.signature import open_signature
         return open_signature(fmt, path, spec)
-    if fmt == "synthetic":
-        from dlbench.harness.data.synthetic import Synthetic
-        return Synthetic(spec)
-    if fmt == "digits":
-        from dlbench.harness.data.digits import Digits
-        return Digits(spec)
-    if not path.exists():
+    if path is not None and not path.exists():
         raise UserError(f"--data {data}: no such file or directory")
-    return FORMATS[fmt][1](spec, path)
+    return DATA_FORMATS.get(fmt).open(spec, path)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dlbench.harness.data import segmentation
+import dlbench.harness.data.segmentation as segmentation
 from dlbench.harness.data.base import Batch, to_layout
 from dlbench.harness.data.voc import DetectionSet, normalized
 from dlbench.core.errors import UserError

@@ -24,7 +24,7 @@ from typing import Iterator
 
 import numpy as np
 
-from dlbench.harness.data import imageops
+import dlbench.harness.data.imageops as imageops
 from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices,
                                        image_input, ordered_indices, to_layout)
 from dlbench.core.errors import UserError

@@ -15,7 +15,8 @@ from typing import Any
 
 from dlbench.harness import mathmode
 from dlbench.harness.backends import get_backend
-from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, ZOO, RunConfig
+from dlbench.harness.backends.base import RunConfig
+from dlbench.harness.formats import ZOO, default_backend, has_own_precision
 from dlbench.harness.context import CommandOptions
 from dlbench.core.errors import UserError
 from dlbench.core.tensors import class_count, follow_batch
@@ -25,12 +26,6 @@ from dlbench.harness.cellenv import cell_environment
 from dlbench.harness.threads import ThreadConfig
 from dlbench.core.devices import inference_name
 
-# The backend an artifact runs on when --backend is not given.
-DEFAULT_BACKEND = {ONNX: "onnxruntime", TRT_ENGINE: "tensorrt", MINDIR: "mindspore",
-                   "pytorch-checkpoint": "pytorch", "tensorflow-checkpoint": "tensorflow",
-                   "mindspore-checkpoint": "mindspore"}
-# Formats that carry their own precision (the backend runs the graph as built).
-OWN_PRECISION = (ONNX, TRT_ENGINE, MINDIR)
 
 
 @dataclass
@@ -83,9 +78,12 @@ def plan(req: EvalRequest) -> _Plan:
     if art.format == ZOO:
         raise UserError(f"{req.artifact}: a zoo name is the network with random weights; give a "
                         f"trained checkpoint (a 'dlbench train' output) or a model file")
-    backend = get_backend(req.backend or DEFAULT_BACKEND[art.format])
+    takers = default_backend(art.format)
+    if req.backend is None and takers is None:
+        raise UserError(f"{art.label}: no backend runs a {art.format} artifact by default; "
+                        f"name one with --backend")
+    backend = get_backend(req.backend or takers)
     if art.format not in backend.formats:
-        takers = DEFAULT_BACKEND.get(art.format)
         raise UserError(f"{art.label} is a {art.format} artifact; backend {backend.name} takes "
                         f"{', '.join(backend.formats)}" + (f" (try --backend {takers})"
                                                            if takers else ""))
@@ -96,7 +94,7 @@ def plan(req: EvalRequest) -> _Plan:
     if device not in avail.devices:
         raise UserError(f"--device {device}: {backend.name} runs on {', '.join(avail.devices)} "
                         f"here")
-    precision = (art.precision or "fp32") if art.format in OWN_PRECISION else "fp32"
+    precision = (art.precision or "fp32") if has_own_precision(art.format) else "fp32"
     chw = None
     if art.signature and len(art.signature) == 1 and len(art.signature[0].shape) == 4:
         chw = [d for d in art.signature[0].shape[1:]]

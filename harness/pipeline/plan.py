@@ -71,9 +71,7 @@ def build_plan(req, wd: Workdir) -> Plan:
     else:
         stages = [TrainStage(fw) for fw in req.frameworks]
         stages += [ExportStage(fw) for fw in req.frameworks]
-    stages += [BuildStage(p) for p in ("int8", "fp16") if p in req.precisions]
-    if "all" in req.backends or "tensorrt" in req.backends:
-        stages += [BuildStage("tensorrt", p) for p in req.precisions]
+    stages += _build_stages(req)
     stages.append(BenchStage())
     for s in stages:
         if isinstance(s, (TrainStage, ExportStage)) \
@@ -84,16 +82,24 @@ def build_plan(req, wd: Workdir) -> Plan:
         if isinstance(s, BuildStage):
             if plan.primary is None:
                 s.condition = "no framework to train and export here"
-            elif s.target == "tensorrt":
-                s.condition = _tensorrt_missing()
+            else:
+                s.condition = s.missing()
     return plan
 
 
-def _tensorrt_missing() -> str | None:
-    from dlbench.harness.backends import get_backend
+def _build_stages(req) -> list[Stage]:
+    """The builds the run's precisions ask for, from the targets' declarations: a target
+    that makes one precision (INT8 and FP16 ONNX) when that precision is asked; one that
+    makes several for its own backend (TensorRT) once per asked precision, when that backend
+    is among the run's."""
+    from dlbench.converters.base import BUILD_TARGETS, build_hop
 
-    avail = get_backend("tensorrt").availability()
-    return None if avail.available else f"TensorRT does not run here ({avail.reason})"
+    fixed = [BuildStage(t) for t in BUILD_TARGETS.names()
+             if not build_hop(t).precisions and build_hop(t).precision in req.precisions]
+    engines = [BuildStage(t, p) for t in BUILD_TARGETS.names() for p in req.precisions
+               if build_hop(t).precisions and p in build_hop(t).precisions
+               and ("all" in req.backends or build_hop(t).requires_backend in req.backends)]
+    return fixed + engines
 
 
 def shell_line(argv: list[str]) -> str:

@@ -210,41 +210,60 @@ class BuildStage(Stage):
     kind = "build"
 
     def __init__(self, target: str, precision: str | None = None):
+        from dlbench.converters.base import build_hop
+
         super().__init__(f"build:{target}" + (f"-{precision}" if precision else ""))
         self.target, self.precision = target, precision
+        self.hop = build_hop(target)
+
+    def missing(self) -> str | None:
+        """Why this machine cannot build the target (its backend is not available)."""
+        if self.hop.requires_backend is None:
+            return None
+        from dlbench.harness.backends import get_backend
+
+        avail = get_backend(self.hop.requires_backend).availability()
+        return None if avail.available else (f"{self.hop.requires_backend} does not run here "
+                                             f"({avail.reason})")
 
     def matches(self, record):
         return (record["kind"] == "convert"
-                and record.get("context", {}).get("hop") == f"onnx->{self.target}"
+                and record.get("context", {}).get("hop") == self.hop.name
                 and (self.precision is None or record.get("precision") == self.precision))
 
     def from_records(self, records):
         return _convert_result(records[-1])
 
     def output(self, req, wd, source: str | None = None):
-        base = str(source or "model.onnx")[:-len(".onnx")]
-        return f"{base}.{self.precision}.plan" if self.target == "tensorrt" else \
-            f"{base}.{self.target}.onnx"
+        from dlbench.converters.base import BuildOptions
+
+        return str(self.hop.default_out(Path(source or "model.onnx"),
+                                        BuildOptions(precision=self.precision or "fp32")))
 
     def options(self, req) -> list[str]:
-        """The build options the model's spec and the run ask for."""
-        if self.target == "tensorrt":
-            return ["--precision", self.precision,
-                    "--batch-sizes", ",".join(map(str, req.batch_sizes))]
-        if self.target == "int8":
-            return (["--dynamic"] if req.int8_mode == "dynamic" else []) + \
-                (["--quantize-op-types", ",".join(req.int8_op_types)]
-                 if req.int8_op_types else []) + \
-                (["--calib-data", req.calib_data] if req.calib_data else [])
-        return []
+        """The build options the model's spec and the run ask for, as ``dlbench build``
+        flags (one spelling: a field's flag is its name with dashes)."""
+        argv = ["--precision", self.precision] if self.precision else []
+        for name, value in self._build_options(req).items():
+            flag = "--" + name.replace("_", "-")
+            if isinstance(value, bool):
+                argv.append(flag if value else "--no-" + flag[2:])
+            else:
+                argv += [flag, ",".join(map(str, value)) if isinstance(value, tuple)
+                         else str(value)]
+        return argv
 
     def _build_options(self, req) -> dict[str, Any]:
-        if self.target == "tensorrt":
-            return {"batch_sizes": tuple(req.batch_sizes)}
-        if self.target == "int8":
-            return {"dynamic": req.int8_mode == "dynamic", "calib_data": req.calib_data,
-                    "quantize_op_types": tuple(req.int8_op_types or ())}
-        return {}
+        """What the run asks of a build, kept to the options this target reads and to
+        values away from their defaults."""
+        from dlbench.converters.base import BuildOptions
+
+        wanted = {"batch_sizes": tuple(req.batch_sizes), "dynamic": req.int8_mode == "dynamic",
+                  "quantize_op_types": tuple(req.int8_op_types or ()),
+                  "calib_data": req.calib_data}
+        default = BuildOptions()
+        return {k: v for k, v in wanted.items()
+                if k in self.hop.options and v != getattr(default, k)}
 
     def argv(self, req, wd, plan):
         return (["dlbench", "build", plan.primary_onnx or "MODEL.onnx", "--to", self.target]
@@ -256,14 +275,11 @@ class BuildStage(Stage):
         source = primary_export(ctx)
         if source is None:
             return _result("failed", "no verified fp32 ONNX export to build from")
-        if self.target == "tensorrt":
-            from dlbench.harness.backends import get_backend
-
-            avail = get_backend("tensorrt").availability()
-            if not avail.available:
-                return unavailable(avail.reason)
+        missing = self.missing()
+        if missing:
+            return unavailable(missing)
         req = ctx.req
-        dynamic = self.target == "int8" and req.int8_mode == "dynamic"
+        dynamic = self._build_options(req).get("dynamic", False)
         ctx.progress(f"    building {self.target}{' ' + self.precision if self.precision else ''}"
                      f"{' (dynamic)' if dynamic else ''} from {source}")
         try:
@@ -368,14 +384,12 @@ class BenchStage(Stage):
 def _format(path: str | None, req) -> str:
     """An artifact's format from its name: the plan names files before they exist.
     None (or the user's model file) is the user's own model."""
+    from dlbench.harness import formats
+
     if path is None or (req.user is not None and path == req.user.path):
-        from dlbench.harness.backends.base import user_format
-        return user_format(req.user.framework)
-    if path.endswith(".onnx"):
-        return "onnx"
-    if path.endswith(".plan"):
-        return "tensorrt-engine"
-    return f"{Path(path).name}-checkpoint"       # .../train/MODEL/FRAMEWORK
+        return formats.user_format(req.user.framework)
+    fmt = formats.by_name(path)
+    return fmt.name if fmt else formats.checkpoint_format(Path(path).name)  # .../train/MODEL/FW
 
 
 def _taken(path: str | None, req) -> bool:

@@ -24,7 +24,6 @@ from dlbench.core.errors import UserError
 from dlbench.models.registry import USER_FAMILY, InputSpec, ModelSpec, RunDefaults
 from dlbench.models.user import Source
 
-OBJECTIVES = ("classification", "regression")
 DEFAULT_BATCH = 32
 # SGD with momentum 0.9 at the zoo CNNs' 0.05 diverges on many small regressors.
 DEFAULT_LR = 0.01
@@ -125,9 +124,12 @@ def _spec_for(art, *, objective: str, batch_size: int | None, shapes, given,
 
 
 def _check_objective(objective: str | None) -> None:
-    if objective not in OBJECTIVES:
-        raise UserError(f"a model of your own needs --objective ({' or '.join(OBJECTIVES)}): "
-                        f"the loss depends on what its output is")
+    from dlbench.harness.training.objectives import user_objectives
+
+    if objective not in user_objectives():
+        raise UserError(f"a model of your own needs --objective "
+                        f"({' or '.join(user_objectives())}): the loss depends on what its "
+                        f"output is")
 
 
 def _picked(arg: str, outputs: list[dict[str, Any]], wanted: str | None,

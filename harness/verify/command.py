@@ -17,7 +17,7 @@ from dlbench.converters import onnx_io
 from dlbench.converters import onnx_summary
 from dlbench.converters.tensorrt_runtime import ENGINE_SUFFIXES
 from dlbench.harness import mathmode, records
-from dlbench.harness.backends.base import MINDIR, ONNX, TRT_ENGINE, ZOO
+from dlbench.harness.formats import MINDIR, ONNX, TRT_ENGINE, ZOO
 from dlbench.harness.bench.artifacts import Artifact, resolve
 from dlbench.harness.context import new_run_id, now_iso
 from dlbench.harness.results import ResultStore

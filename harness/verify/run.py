@@ -20,14 +20,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from dlbench.harness.backends.base import (MINDIR, ONNX, TRT_ENGINE, ArtifactRef, RunConfig,
-                                           checkpoint_format, user_format)
+from dlbench.harness.backends.base import ArtifactRef, RunConfig
+from dlbench.harness.formats import default_backend
 from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.verify.inputs import load_batches, load_outputs, save_batches, save_outputs
 from dlbench.core.errors import UserError, first_line
-
-_BY_FORMAT = {ONNX: "onnxruntime", TRT_ENGINE: "tensorrt", MINDIR: "mindspore"}
-
 
 class RunFailed(Exception):
     """A runner's cell failed at run time (a crash, a timeout); the record says why."""
@@ -48,11 +45,9 @@ class BatchFailed(Exception):
 def backend_for(ref: ArtifactRef) -> str:
     """The backend that runs an artifact for verification: the engine its format names,
     or for a native checkpoint its own framework."""
-    if ref.format in _BY_FORMAT:
-        return _BY_FORMAT[ref.format]
-    if ref.framework and ref.format in (checkpoint_format(ref.framework),
-                                        user_format(ref.framework)):
-        return ref.framework
+    backend = default_backend(ref.format)
+    if backend is not None:
+        return backend
     raise UserError(f"{ref.path}: dlbench cannot run a {ref.format} artifact to verify it")
 
 
