@@ -28,6 +28,9 @@ TENSORFLOW = ["tensorflow>=2.21.0", "tf2onnx>=1.17.0"]
 # The upper bound is deliberate: see the module docstring.
 MINDSPORE = ["mindspore>=2.8.0,<2.9"]
 ONNX = ["onnx>=1.23.0", "onnxruntime>=1.31.0"]
+# OpenVINO's CPU plugin reads ONNX files itself.  openvino-telemetry comes with it: only its
+# model converter (ovc, convert_model) uses it, which dlbench never calls.
+OPENVINO = ["openvino>=2026.0"]
 TENSORRT = ["tensorrt>=10.0", "cuda-python>=12.0"]
 # Reports draw their plots with matplotlib.  The digits data set ships in the package
 # (harness/data/digits.npz): no scikit-learn, which every Keras import would pull in.
@@ -74,13 +77,15 @@ setup(
         "tensorflow": TENSORFLOW,
         "mindspore": MINDSPORE,
         "onnx": ONNX,
+        "openvino": OPENVINO,
         "tensorrt": TENSORRT,
         "report": REPORT,
         "data": DATA,
         "envs": ENVS,
         "postgres": POSTGRES,
         "ray": RAY,
-        "cpu": PYTORCH + TENSORFLOW + MINDSPORE + ONNX + REPORT + DATA + ENVS + POSTGRES + RAY,
+        "cpu": (PYTORCH + TENSORFLOW + MINDSPORE + ONNX + OPENVINO + REPORT + DATA + ENVS
+                + POSTGRES + RAY),
         "test": TEST,
     },
     entry_points={"console_scripts": ["dlbench = dlbench.harness.cli:main"]},

@@ -1,4 +1,4 @@
-"""Does the harness cost inference throughput?  dlbench bench against a plain ORT loop.
+"""Does the harness cost inference throughput?  dlbench bench against a plain engine loop.
 
 In one run:
 
@@ -6,10 +6,11 @@ In one run:
    to ONNX with a dynamic batch (opset 17, TorchScript exporter: the dynamo
    exporter needs onnxscript; IR version kept at or below 13, the most ONNX
    Runtime 1.31 reads), in a subprocess;
-2. alternates, ``--rounds`` times, the plain hand-written ONNX Runtime loop
-   (benchmarks/plain_bench_onnxruntime.py, a fresh process) and one
-   ``dlbench bench`` cell (its Python API; the cell is a fresh process too)
-   with the same session options, batch, threads, inputs, warm-up and
+2. alternates, ``--rounds`` times, the plain hand-written loop of
+   ``--backend`` (benchmarks/plain_bench_onnxruntime.py or
+   plain_bench_openvino.py, a fresh process) and one ``dlbench bench`` cell
+   (its Python API; the cell is a fresh process too) with the same session
+   options or compile properties, batch, threads, inputs, warm-up and
    measured iterations, so drift on the machine hits both alike;
 3. reports the ratio of the medians (target: the harness reaches at least
    0.99 of the plain loop) and the agreement of the harness's repeats of the
@@ -18,6 +19,8 @@ In one run:
 Exit status 1 when a target is missed.  The real run (quiet machine):
 
     .venv/bin/python benchmarks/bench_overhead.py --model resnet50 --batch-size 32 --rounds 5
+    .venv/bin/python benchmarks/bench_overhead.py --backend openvino --model resnet50 \
+        --batch-size 8 --threads 2 --rounds 5
 
 A smoke run with tiny settings:
 
@@ -50,6 +53,7 @@ from dlbench.harness.threads import ThreadConfig, physical_cores  # noqa: E402
 RATIO_TARGET = 0.99          # the issue's bar: the harness costs at most 1 % of the plain loop
 SPREAD_TARGET = 0.03
 MAX_IR_VERSION = 13          # ONNX Runtime 1.31 refuses 14, onnx 1.23's default
+PLAIN = {"onnxruntime": "Plain ORT loop", "openvino": "Plain OpenVINO loop"}
 
 
 def export(model: str, path: Path) -> None:
@@ -73,7 +77,7 @@ def export(model: str, path: Path) -> None:
 
 def plain(path: Path, a, env: dict[str, str]) -> float:
     out = subprocess.run(
-        [sys.executable, str(HERE / "plain_bench_onnxruntime.py"), str(path),
+        [sys.executable, str(HERE / f"plain_bench_{a.backend}.py"), str(path),
          "--batch-size", str(a.batch_size), "--threads", str(a.threads),
          "--inter-op-threads", "1", "--warmup", str(a.warmup), "--iterations", str(a.iterations),
          "--seed", "0"], capture_output=True, text=True, check=True, env=env)
@@ -81,7 +85,7 @@ def plain(path: Path, a, env: dict[str, str]) -> float:
 
 
 def harness(path: Path, a, tmp: Path) -> float:
-    req = BenchRequest(artifacts=[str(path)], backends=["onnxruntime"],
+    req = BenchRequest(artifacts=[str(path)], backends=[a.backend],
                        batch_sizes=[a.batch_size], threads=[a.threads], inter_op_threads=1,
                        allocator=a.allocator,
                        rule=StopRule(warmup=a.warmup, max_warmup=a.warmup,
@@ -95,6 +99,7 @@ def harness(path: Path, a, tmp: Path) -> float:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--backend", choices=tuple(PLAIN), default="onnxruntime")
     p.add_argument("--model", default="resnet50")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--threads", type=int, default=physical_cores())
@@ -126,9 +131,9 @@ def main() -> int:
     ratio = statistics.median(hs) / statistics.median(pl)
     spread = stats.relative_mad(hs)
     ok = ratio >= RATIO_TARGET and spread <= SPREAD_TARGET
-    print(f"{a.model} ONNX, ONNX Runtime CPU, batch {a.batch_size}, {a.threads} threads, "
+    print(f"{a.model} ONNX, {a.backend} CPU, batch {a.batch_size}, {a.threads} threads, "
           f"{a.warmup} warm-up + {a.iterations} measured iterations, {a.rounds} interleaved rounds")
-    print(markdown(("", "Plain ORT loop", "dlbench bench"), [
+    print(markdown(("", PLAIN[a.backend], "dlbench bench"), [
         ["throughput per round (samples/s)", ", ".join(f"{x:.2f}" for x in pl),
          ", ".join(f"{x:.2f}" for x in hs)],
         ["median", f"{statistics.median(pl):.2f}", f"{statistics.median(hs):.2f}"],

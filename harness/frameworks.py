@@ -33,8 +33,8 @@ FRAMEWORKS: dict[str, Framework] = {
 }
 
 # Other packages whose versions belong in a machine's fingerprint.
-OTHER_PACKAGES = ("numpy", "keras", "onnx", "onnxruntime", "onnxruntime-gpu", "tf2onnx",
-                  "tensorrt", "cuda-python")
+OTHER_PACKAGES = ("numpy", "keras", "onnx", "onnxruntime", "onnxruntime-gpu", "openvino",
+                  "tf2onnx", "tensorrt", "cuda-python")
 
 
 def get_framework(name: str) -> Framework:

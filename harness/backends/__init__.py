@@ -12,7 +12,7 @@ from dlbench.harness.backends.base import Backend, Option
 
 BACKENDS: Registry[Backend] = Registry("backend")
 # Declaration order is the order `dlbench backends` prints: engines first, then frameworks.
-for _name in ("tensorrt", "onnxruntime", "ascend", "cpu-mkl", "pytorch",
+for _name in ("tensorrt", "onnxruntime", "openvino", "ascend", "cpu-mkl", "pytorch",
               "tensorflow", "mindspore"):
     BACKENDS.register(_name, f"dlbench.harness.backends.{_name.replace('-', '_')}:BACKEND")
 # A test double: accepted by name, never listed (see harness/backends/selftest.py).
