@@ -18,6 +18,7 @@ Why the pins look the way they do:
   most 13: converters lower the IR version (see converters/), they do not
   rely on an older onnx.
 """
+
 import re
 from pathlib import Path
 
@@ -40,7 +41,8 @@ DATA = ["pillow>=10.0", "soundfile>=0.12"]
 # pytest-xdist runs each group on every core (tests/suites.py): most of a test's time
 # is one process importing a framework, which one core does alone.
 # pycocotools: the reference encoder the COCO mask reader's RLE decoding is tested against.
-TEST = ["pytest>=8.0", "pytest-xdist>=3.5", "pycocotools>=2.0.7"]
+# ruff and mypy: the lint, format and type checks tests/test_tooling.py runs in the suite.
+TEST = ["pytest>=8.0", "pytest-xdist>=3.5", "pycocotools>=2.0.7", "ruff>=0.17", "mypy>=2.0"]
 # --with PACKAGE==VERSION makes its overlay environments with uv (harness.envs): a
 # self-contained binary wheel, seconds where pip takes minutes to resolve a framework.
 ENVS = ["uv>=0.5"]
@@ -54,8 +56,9 @@ RAY = ["ray>=2.60.0"]
 # Bottom to top: each layer imports only the ones before it (tests/test_layers.py).
 LAYERS = ("core", "models", "converters", "harness")
 # The one place the version is written (dlbench.__version__ reads the same file).
-VERSION = re.search(r'__version__ = "([^"]+)"',
-                    (Path(__file__).parent / "core" / "version.py").read_text()).group(1)
+VERSION = re.search(
+    r'__version__ = "([^"]+)"', (Path(__file__).parent / "core" / "version.py").read_text()
+).group(1)
 
 setup(
     name="dlbench",
@@ -66,11 +69,10 @@ setup(
     # (dlbench/harness -> ../harness, ...): the package is a plain folder tree, which
     # setuptools, mypy and IDEs all read the same way, and a bare `models` or `harness`
     # of another package in the same environment cannot collide with ours.
-    packages=["dlbench"] + [f"dlbench.{p}" for p in find_packages(
-        include=[f"{t}{s}" for t in LAYERS for s in ("", ".*")])],
+    packages=["dlbench"]
+    + [f"dlbench.{p}" for p in find_packages(include=[f"{t}{s}" for t in LAYERS for s in ("", ".*")])],
     # The lock ships inside the package so `dlbench env` can say where an install differs.
-    package_data={"dlbench.harness": ["constraints-cpu.txt"],
-                  "dlbench.harness.data": ["digits.npz"]},
+    package_data={"dlbench.harness": ["constraints-cpu.txt"], "dlbench.harness.data": ["digits.npz"]},
     install_requires=["numpy>=1.26", "psutil>=5.9", "rich>=13"],
     extras_require={
         "pytorch": PYTORCH,
@@ -84,8 +86,7 @@ setup(
         "envs": ENVS,
         "postgres": POSTGRES,
         "ray": RAY,
-        "cpu": (PYTORCH + TENSORFLOW + MINDSPORE + ONNX + OPENVINO + REPORT + DATA + ENVS
-                + POSTGRES + RAY),
+        "cpu": (PYTORCH + TENSORFLOW + MINDSPORE + ONNX + OPENVINO + REPORT + DATA + ENVS + POSTGRES + RAY),
         "test": TEST,
     },
     entry_points={"console_scripts": ["dlbench = dlbench.harness.cli:main"]},

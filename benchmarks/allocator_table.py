@@ -28,6 +28,7 @@ A smoke run:
     .venv/bin/python benchmarks/allocator_table.py --model resnet50-mini \
         --frameworks onnxruntime --batch-sizes 1 --allocators system,tuned --rounds 1
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,33 +44,51 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from dlbench.harness.allocator import ALLOCATORS  # noqa: E402
-from dlbench.harness.bench.execute import run_bench  # noqa: E402
-from dlbench.harness.bench.measure import StopRule  # noqa: E402
-from dlbench.harness.bench.plan import validate  # noqa: E402
-from dlbench.harness.bench.request import BenchRequest  # noqa: E402
-from dlbench.harness.tables import markdown  # noqa: E402
-from dlbench.harness.threads import physical_cores  # noqa: E402
+from dlbench.harness.allocator import ALLOCATORS
+from dlbench.harness.bench.execute import run_bench
+from dlbench.harness.bench.measure import StopRule
+from dlbench.harness.bench.plan import validate
+from dlbench.harness.bench.request import BenchRequest
+from dlbench.harness.tables import markdown
+from dlbench.harness.threads import physical_cores
 
 TARGET = 0.97
 FRAMEWORKS = ("pytorch", "tensorflow", "onnxruntime")
-USER_MODELS = ("torchscript",)          # on request: --frameworks torchscript
+USER_MODELS = ("torchscript",)  # on request: --frameworks torchscript
 
 
 def request(fw: str, batch: int, allocator: str, a, onnx: Path, db: Path) -> BenchRequest:
     if fw == "torchscript":
         from dlbench.models.registry import get_model
+
         shape = (batch, *get_model(a.model).inputs[0].shape)
         return BenchRequest(
-            artifacts=[str(a.torchscript)], backends=["pytorch"], shapes={a.ts_input: shape},
-            batch_sizes=[batch], threads=[a.threads], inter_op_threads=1, allocator=allocator,
+            artifacts=[str(a.torchscript)],
+            backends=["pytorch"],
+            shapes={a.ts_input: shape},
+            batch_sizes=[batch],
+            threads=[a.threads],
+            inter_op_threads=1,
+            allocator=allocator,
             rule=StopRule(warmup=a.warmup, max_warmup=a.warmup, iterations=a.iterations),
-            iqr_threshold=1e9, repeat_spread_threshold=1e9, seed=0, db=str(db))
+            iqr_threshold=1e9,
+            repeat_spread_threshold=1e9,
+            seed=0,
+            db=str(db),
+        )
     return BenchRequest(
-        artifacts=[str(onnx) if fw == "onnxruntime" else a.model], backends=[fw],
-        batch_sizes=[batch], threads=[a.threads], inter_op_threads=1, allocator=allocator,
+        artifacts=[str(onnx) if fw == "onnxruntime" else a.model],
+        backends=[fw],
+        batch_sizes=[batch],
+        threads=[a.threads],
+        inter_op_threads=1,
+        allocator=allocator,
         rule=StopRule(warmup=a.warmup, max_warmup=a.warmup, iterations=a.iterations),
-        iqr_threshold=1e9, repeat_spread_threshold=1e9, seed=0, db=str(db))
+        iqr_threshold=1e9,
+        repeat_spread_threshold=1e9,
+        seed=0,
+        db=str(db),
+    )
 
 
 def plain(fw: str, batch: int, a, onnx: Path, env: dict[str, str]) -> float:
@@ -78,10 +97,27 @@ def plain(fw: str, batch: int, a, onnx: Path, env: dict[str, str]) -> float:
         target += ["--torchscript", str(a.torchscript)]
     script = "pytorch" if fw == "torchscript" else fw
     out = subprocess.run(
-        [sys.executable, str(HERE / f"plain_bench_{script}.py"), *target, "--batch-size", str(batch),
-         "--threads", str(a.threads), "--inter-op-threads", "1", "--warmup", str(a.warmup),
-         "--iterations", str(a.iterations), "--seed", "0"],
-        capture_output=True, text=True, env=env)
+        [
+            sys.executable,
+            str(HERE / f"plain_bench_{script}.py"),
+            *target,
+            "--batch-size",
+            str(batch),
+            "--threads",
+            str(a.threads),
+            "--inter-op-threads",
+            "1",
+            "--warmup",
+            str(a.warmup),
+            "--iterations",
+            str(a.iterations),
+            "--seed",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if out.returncode != 0:
         raise SystemExit(f"plain {fw} loop failed: {out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])["throughput_sps"]
@@ -92,14 +128,14 @@ def median_interval(xs: list[float], level: float = 0.95) -> tuple[float, float]
     pair ratios are not normal (one slow process drags a pair far down), and a verdict at
     0.97 with rounds whose ratios spread +-10 % must say when the data cannot tell."""
     xs, n = sorted(xs), len(xs)
-    below = 0.0                     # P(Binomial(n, 1/2) <= k): the median below xs[k]
+    below = 0.0  # P(Binomial(n, 1/2) <= k): the median below xs[k]
     k = -1
     while k + 1 < n // 2:
-        below += math.comb(n, k + 1) / 2 ** n
+        below += math.comb(n, k + 1) / 2**n
         if below > (1 - level) / 2:
             break
         k += 1
-    k = max(k, 0)                   # too few rounds for the level: the whole range
+    k = max(k, 0)  # too few rounds for the level: the whole range
     return xs[k], xs[n - 1 - k]
 
 
@@ -120,7 +156,7 @@ def harness(req: BenchRequest) -> dict:
 def measure(fw: str, batch: int, allocator: str, a, onnx: Path, db: Path) -> dict:
     req = request(fw, batch, allocator, a, onnx, db)
     [cell], _ = validate(req)
-    env = cell.environment()                     # the cell's own: threads and allocator
+    env = cell.environment()  # the cell's own: threads and allocator
     pl, hs, recs = [], [], []
     for i in range(a.rounds):
         # Interleaved, and the order alternates, so drift and whatever the first of two
@@ -132,19 +168,28 @@ def measure(fw: str, batch: int, allocator: str, a, onnx: Path, db: Path) -> dic
         hs.append(recs[-1]["throughput_sps"])
         if not first_plain:
             pl.append(plain(fw, batch, a, onnx, env))
-        print(f"{fw} batch {batch} {allocator}: plain {pl[-1]:.2f}  dlbench {hs[-1]:.2f} "
-              f"samples/s", file=sys.stderr, flush=True)
+        print(
+            f"{fw} batch {batch} {allocator}: plain {pl[-1]:.2f}  dlbench {hs[-1]:.2f} samples/s",
+            file=sys.stderr,
+            flush=True,
+        )
     m = [r["metrics"] for r in recs]
     # Each round's two processes ran back to back on the same machine state: their ratio
     # cancels what drifts between rounds (this machine's 2-thread floor is 35-42 %), so
     # the verdict is the median of the paired ratios, and their range is shown beside it.
     pairs = [h / p for h, p in zip(hs, pl)]
-    return {"framework": fw, "batch_size": batch, "allocator": allocator, "plain_sps": pl,
-            "dlbench_sps": hs, "ratio": statistics.median(pairs),
-            "pair_ratios": pairs, "ratio_interval": median_interval(pairs),
-            "kernel_share": statistics.median(x["kernel_share"] for x in m),
-            "minor_faults_per_iteration": statistics.median(
-                x["minor_faults_per_iteration"] for x in m)}
+    return {
+        "framework": fw,
+        "batch_size": batch,
+        "allocator": allocator,
+        "plain_sps": pl,
+        "dlbench_sps": hs,
+        "ratio": statistics.median(pairs),
+        "pair_ratios": pairs,
+        "ratio_interval": median_interval(pairs),
+        "kernel_share": statistics.median(x["kernel_share"] for x in m),
+        "minor_faults_per_iteration": statistics.median(x["minor_faults_per_iteration"] for x in m),
+    }
 
 
 def main() -> int:
@@ -163,8 +208,9 @@ def main() -> int:
     frameworks = [f for f in a.frameworks.split(",") if f]
     unknown = set(frameworks) - set(FRAMEWORKS + USER_MODELS)
     if unknown:
-        p.error(f"--frameworks: {', '.join(sorted(unknown))}; choose from "
-                f"{', '.join(FRAMEWORKS + USER_MODELS)}")
+        p.error(
+            f"--frameworks: {', '.join(sorted(unknown))}; choose from {', '.join(FRAMEWORKS + USER_MODELS)}"
+        )
     batches = [int(b) for b in a.batch_sizes.split(",") if b]
     allocators = [x for x in a.allocators.split(",") if x]
     results = []
@@ -172,43 +218,93 @@ def main() -> int:
         tmp = Path(tmp)
         onnx = Path(a.onnx) if a.onnx else tmp / f"{a.model}.onnx"
         if "onnxruntime" in frameworks and not a.onnx:
-            subprocess.run([sys.executable, str(HERE / "bench_overhead.py"), "--model", a.model,
-                            "--export", str(onnx)], check=True, env=dict(os.environ))
+            subprocess.run(
+                [sys.executable, str(HERE / "bench_overhead.py"), "--model", a.model, "--export", str(onnx)],
+                check=True,
+                env=dict(os.environ),
+            )
         if "torchscript" in frameworks:
             a.torchscript = tmp / f"{a.model}.torchscript.pt"
-            out = subprocess.run([sys.executable, str(HERE / "plain_bench_pytorch.py"),
-                                  "--model", a.model, "--save-torchscript", str(a.torchscript)],
-                                 check=True, capture_output=True, text=True)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    str(HERE / "plain_bench_pytorch.py"),
+                    "--model",
+                    a.model,
+                    "--save-torchscript",
+                    str(a.torchscript),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
             a.ts_input = json.loads(out.stdout.strip().splitlines()[-1])["input"]
         for fw in frameworks:
             for batch in batches:
                 for allocator in allocators:
                     results.append(measure(fw, batch, allocator, a, onnx, tmp / "bench.sqlite"))
-                    if a.json:              # kept cell by cell: a long table may be cut off
+                    if a.json:  # kept cell by cell: a long table may be cut off
                         Path(a.json).write_text(json.dumps(results, indent=2))
     pooled = []
     for fw in frameworks:
         for batch in batches:
-            pairs = [x for r in results if (r["framework"], r["batch_size"]) == (fw, batch)
-                     for x in r["pair_ratios"]]
+            pairs = [
+                x
+                for r in results
+                if (r["framework"], r["batch_size"]) == (fw, batch)
+                for x in r["pair_ratios"]
+            ]
             r = {"ratio_interval": median_interval(pairs)}
-            pooled.append([fw, batch, len(pairs), f"{statistics.median(pairs):.3f}",
-                           "{:.3f}–{:.3f}".format(*r["ratio_interval"]), verdict(r)])
-    rows = [[r["framework"], r["batch_size"], r["allocator"],
-             f"{statistics.median(r['plain_sps']):.2f}", f"{statistics.median(r['dlbench_sps']):.2f}",
-             f"{r['ratio']:.3f}",
-             "{:.3f}–{:.3f}".format(*r["ratio_interval"]),
-             f"{min(r['pair_ratios']):.3f}–{max(r['pair_ratios']):.3f}",
-             f"{r['kernel_share']:.1%}",
-             f"{r['minor_faults_per_iteration']:.0f}",
-             verdict(r)] for r in results]
-    print(f"{a.model}, {a.threads} threads, {a.warmup} warm-up + {a.iterations} measured "
-          f"iterations, {a.rounds} interleaved rounds (medians; the ratio is the median of the "
-          f"rounds' paired ratios, with its 95 % distribution-free interval); the same "
-          f"allocator on both sides")
-    print(markdown(("Framework", "Batch", "Allocator", "Plain loop (samples/s)",
-                    "dlbench bench (samples/s)", "Ratio", "95 % interval", "Pair ratios",
-                    "Kernel share (dlbench)", "Minor faults / iteration", "Verdict"), rows))
+            pooled.append(
+                [
+                    fw,
+                    batch,
+                    len(pairs),
+                    f"{statistics.median(pairs):.3f}",
+                    "{:.3f}–{:.3f}".format(*r["ratio_interval"]),
+                    verdict(r),
+                ]
+            )
+    rows = [
+        [
+            r["framework"],
+            r["batch_size"],
+            r["allocator"],
+            f"{statistics.median(r['plain_sps']):.2f}",
+            f"{statistics.median(r['dlbench_sps']):.2f}",
+            f"{r['ratio']:.3f}",
+            "{:.3f}–{:.3f}".format(*r["ratio_interval"]),
+            f"{min(r['pair_ratios']):.3f}–{max(r['pair_ratios']):.3f}",
+            f"{r['kernel_share']:.1%}",
+            f"{r['minor_faults_per_iteration']:.0f}",
+            verdict(r),
+        ]
+        for r in results
+    ]
+    print(
+        f"{a.model}, {a.threads} threads, {a.warmup} warm-up + {a.iterations} measured "
+        f"iterations, {a.rounds} interleaved rounds (medians; the ratio is the median of the "
+        f"rounds' paired ratios, with its 95 % distribution-free interval); the same "
+        f"allocator on both sides"
+    )
+    print(
+        markdown(
+            (
+                "Framework",
+                "Batch",
+                "Allocator",
+                "Plain loop (samples/s)",
+                "dlbench bench (samples/s)",
+                "Ratio",
+                "95 % interval",
+                "Pair ratios",
+                "Kernel share (dlbench)",
+                "Minor faults / iteration",
+                "Verdict",
+            ),
+            rows,
+        )
+    )
     print("\nPooled over the allocators:")
     print(markdown(("Framework", "Batch", "Pairs", "Ratio", "95 % interval", "Verdict"), pooled))
     return 0 if all(verdict(r) == "ok" for r in results) else 1

@@ -16,17 +16,16 @@ network alone.  This script times the rest on ONNX Runtime, for the exported fil
     .venv/bin/python benchmarks/detection_postprocess.py ssd300-mini=runs/ssd300-mini/pytorch/model.onnx \\
         maskrcnn-mini=runs/maskrcnn-mini/pytorch/model.onnx --batch 4 --threads 2
 """
+
 from __future__ import annotations
 
 import argparse
 import statistics
 import time
 
-import numpy as np
-
 
 def _median_s(fn, repeats: int) -> float:
-    fn()                                            # warm-up, not timed
+    fn()  # warm-up, not timed
     times = []
     for _ in range(repeats):
         t = time.perf_counter()
@@ -54,8 +53,7 @@ def ssd(spec, path: str, batch: int, threads: int, repeats: int) -> dict:
     logits = sess.run(None, feed)[0]
     graph = _median_s(lambda: sess.run(None, feed), repeats)
     post = _median_s(lambda: boxes.detect(logits, spec.config), repeats)
-    return {"graph_ms": 1e3 * graph, "post_ms": 1e3 * post,
-            "end_to_end_ms": 1e3 * (graph + post)}
+    return {"graph_ms": 1e3 * graph, "post_ms": 1e3 * post, "end_to_end_ms": 1e3 * (graph + post)}
 
 
 def maskrcnn(spec, path: str, batch: int, threads: int, repeats: int) -> dict:
@@ -77,8 +75,7 @@ def maskrcnn(spec, path: str, batch: int, threads: int, repeats: int) -> dict:
         dets, _, classes = inf.detections(box, props, cfg, cfg["mask_rois"])
         third = run(props, dets)
         masks = inf.M.split_output(cfg, third)["mask"]
-        return [inf.paste_masks(masks[i], dets[i], classes[i], cfg["image_size"])
-                for i in range(batch)]
+        return [inf.paste_masks(masks[i], dets[i], classes[i], cfg["image_size"]) for i in range(batch)]
 
     first = run(rois, mask_rois)
     rpn = inf.rpn_outputs(cfg, first)
@@ -89,14 +86,17 @@ def maskrcnn(spec, path: str, batch: int, threads: int, repeats: int) -> dict:
     graph = _median_s(lambda: run(rois, mask_rois), repeats)
     steps = {
         "proposals_ms": _median_s(lambda: inf.proposals(rpn, cfg, cfg["rois"]), repeats),
-        "detections_ms": _median_s(lambda: inf.detections(box, props, cfg, cfg["mask_rois"]),
-                                   repeats),
-        "paste_ms": _median_s(lambda: [inf.paste_masks(masks[i], dets[i], classes[i],
-                                                       cfg["image_size"])
-                                       for i in range(batch)], repeats),
+        "detections_ms": _median_s(lambda: inf.detections(box, props, cfg, cfg["mask_rois"]), repeats),
+        "paste_ms": _median_s(
+            lambda: [inf.paste_masks(masks[i], dets[i], classes[i], cfg["image_size"]) for i in range(batch)],
+            repeats,
+        ),
     }
-    return {"graph_ms": 1e3 * graph, **{k: 1e3 * v for k, v in steps.items()},
-            "end_to_end_ms": 1e3 * _median_s(whole, repeats)}
+    return {
+        "graph_ms": 1e3 * graph,
+        **{k: 1e3 * v for k, v in steps.items()},
+        "end_to_end_ms": 1e3 * _median_s(whole, repeats),
+    }
 
 
 def main() -> int:
@@ -108,7 +108,7 @@ def main() -> int:
     args = parser.parse_args()
     from dlbench.models.registry import get_model
 
-    print(f"| model | batch | graph alone (ms) | outside the graph (ms) | end to end (ms) |")
+    print("| model | batch | graph alone (ms) | outside the graph (ms) | end to end (ms) |")
     print("| --- | --- | --- | --- | --- |")
     for item in args.files:
         name, _, path = item.partition("=")
@@ -116,9 +116,11 @@ def main() -> int:
         run = maskrcnn if spec.family == "maskrcnn" else ssd
         r = run(spec, path, args.batch, args.threads, args.repeats)
         post = {k: v for k, v in r.items() if k not in ("graph_ms", "end_to_end_ms")}
-        print(f"| {name} | {args.batch} | {r['graph_ms']:.1f} | "
-              + ", ".join(f"{k[:-3]} {v:.1f}" for k, v in post.items())
-              + f" | {r['end_to_end_ms']:.1f} |")
+        print(
+            f"| {name} | {args.batch} | {r['graph_ms']:.1f} | "
+            + ", ".join(f"{k[:-3]} {v:.1f}" for k, v in post.items())
+            + f" | {r['end_to_end_ms']:.1f} |"
+        )
     return 0
 
 

@@ -40,6 +40,7 @@ Exit status 0 if every model reaches it, 1 if not.
     .venv/bin/python benchmarks/int8_speedup.py --quick         # one short process per cell
     .venv/bin/python benchmarks/int8_speedup.py --models torch-resnet50 --quick
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,17 +58,32 @@ sys.path.insert(0, str(HERE.parents[1]))
 TARGET = 3.0
 SIZE, CLASSES = 224, 1000
 MODELS = ("keras-resnet50", "keras-resnet50v2", "torch-resnet50")
-KERAS_APPS = {"keras-resnet50": "ResNet50", "keras-resnet50v2": "ResNet50V2",
-              "keras-mobilenetv2": "MobileNetV2"}
+KERAS_APPS = {
+    "keras-resnet50": "ResNet50",
+    "keras-resnet50v2": "ResNet50V2",
+    "keras-mobilenetv2": "MobileNetV2",
+}
 # ONNX Runtime's fused integer kernels (QLinearConv, QGemm, NhwcMaxPool on uint8, ...).
 INT8_OPS = ("QLinear", "QGemm", "Nhwc", "MatMulInteger", "ConvInteger", "DynamicQuantize")
 # Ops that are free, or that ONNX Runtime's int8 kernels leave float by design.
-NOT_COMPUTE = {"QuantizeLinear", "DequantizeLinear", "Transpose", "Reshape", "Squeeze",
-               "Unsqueeze", "Flatten", "Identity", "Shape", "Softmax", "ReorderInput",
-               "ReorderOutput"}
+NOT_COMPUTE = {
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "Transpose",
+    "Reshape",
+    "Squeeze",
+    "Unsqueeze",
+    "Flatten",
+    "Identity",
+    "Shape",
+    "Softmax",
+    "ReorderInput",
+    "ReorderOutput",
+}
 
 
 # --- the networks (child process only) ------------------------------------------------------
+
 
 def export_keras(app: str, out: str) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -77,8 +93,7 @@ def export_keras(app: str, out: str) -> None:
     import tf2onnx
 
     keras.utils.set_random_seed(0)
-    net = getattr(keras.applications, app)(weights=None, input_shape=(SIZE, SIZE, 3),
-                                           classes=CLASSES)
+    net = getattr(keras.applications, app)(weights=None, input_shape=(SIZE, SIZE, 3), classes=CLASSES)
     signature = [tf.TensorSpec((None, SIZE, SIZE, 3), tf.float32, name="x")]
 
     @tf.function(input_signature=signature)
@@ -104,8 +119,7 @@ def torch_resnet50():
             self.relu = nn.ReLU(inplace=True)
             self.down = None
             if stride != 1 or cin != cout:
-                self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                          nn.BatchNorm2d(cout))
+                self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
 
         def forward(self, x):
             y = self.relu(self.bn1(self.conv1(x)))
@@ -116,8 +130,12 @@ def torch_resnet50():
     class ResNet50(nn.Module):
         def __init__(self):
             super().__init__()
-            self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
-                                      nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1))
+            self.stem = nn.Sequential(
+                nn.Conv2d(3, 64, 7, 2, 3, bias=False),
+                nn.BatchNorm2d(64),
+                nn.ReLU(inplace=True),
+                nn.MaxPool2d(3, 2, 1),
+            )
             blocks, cin = [], 64
             for width, n, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
                 for i in range(n):
@@ -144,17 +162,26 @@ def export_torch(out: str) -> None:
     torch.manual_seed(0)
     net = torch_resnet50().eval()
     with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")             # the TorchScript exporter is "legacy"
-        torch.onnx.export(net, torch.zeros(1, 3, SIZE, SIZE), out, input_names=["input"],
-                          output_names=["logits"], opset_version=17, dynamo=False,
-                          dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
+        warnings.simplefilter("ignore")  # the TorchScript exporter is "legacy"
+        torch.onnx.export(
+            net,
+            torch.zeros(1, 3, SIZE, SIZE),
+            out,
+            input_names=["input"],
+            output_names=["logits"],
+            opset_version=17,
+            dynamo=False,
+            dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
+        )
 
 
 # --- the measurement (this process: ONNX Runtime only) --------------------------------------
 
+
 def dlbench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dlbench.harness", *args], env=env, text=True,
-                          capture_output=True)
+    return subprocess.run(
+        [sys.executable, "-m", "dlbench.harness", *args], env=env, text=True, capture_output=True
+    )
 
 
 def float_left(path: Path, threads: int) -> tuple[str, collections.Counter]:
@@ -196,23 +223,53 @@ def input_spread(path: Path, threads: int) -> float:
 
 def one_model(name: str, a, tmp: Path, env: dict[str, str]) -> dict:
     fp32 = tmp / f"{name}.onnx"
-    child = subprocess.run([sys.executable, str(HERE), "--export", name, str(fp32)],
-                           text=True, capture_output=True)
+    child = subprocess.run(
+        [sys.executable, str(HERE), "--export", name, str(fp32)], text=True, capture_output=True
+    )
     if child.returncode != 0:
         raise SystemExit(f"{name}: export failed:\n{child.stderr[-3000:]}")
     int8 = tmp / f"{name}.int8.onnx"
-    build = dlbench("build", str(fp32), "--to", "int8", "--out", str(int8), "--threads",
-                    str(a.threads), "--calib-size", str(a.calib_size),
-                    "--json", str(tmp / f"{name}.build.json"), "--quiet", env=env)
+    build = dlbench(
+        "build",
+        str(fp32),
+        "--to",
+        "int8",
+        "--out",
+        str(int8),
+        "--threads",
+        str(a.threads),
+        "--calib-size",
+        str(a.calib_size),
+        "--json",
+        str(tmp / f"{name}.build.json"),
+        "--quiet",
+        env=env,
+    )
     if build.returncode == 2:
         raise SystemExit(f"{name}: dlbench build refused it: {build.stderr.strip()}")
     [rec] = json.loads((tmp / f"{name}.build.json").read_text())
     print(build.stdout, file=sys.stderr)
-    rule = (["--warmup", "2", "--max-warmup", "4", "--min-iterations", "5", "--min-duration",
-             "0"] if a.quick else ["--repeats", str(a.repeats)])
-    bench = dlbench("bench", str(fp32), str(int8), "-b", "onnxruntime", "--batch-sizes",
-                    str(a.batch_size), "--threads", str(a.threads), *rule,
-                    "--json", str(tmp / f"{name}.bench.json"), "--quiet", env=env)
+    rule = (
+        ["--warmup", "2", "--max-warmup", "4", "--min-iterations", "5", "--min-duration", "0"]
+        if a.quick
+        else ["--repeats", str(a.repeats)]
+    )
+    bench = dlbench(
+        "bench",
+        str(fp32),
+        str(int8),
+        "-b",
+        "onnxruntime",
+        "--batch-sizes",
+        str(a.batch_size),
+        "--threads",
+        str(a.threads),
+        *rule,
+        "--json",
+        str(tmp / f"{name}.bench.json"),
+        "--quiet",
+        env=env,
+    )
     if bench.returncode != 0:
         raise SystemExit(f"{name}: dlbench bench failed: {bench.stderr[-2000:]}")
     cells = json.loads((tmp / f"{name}.bench.json").read_text())
@@ -221,12 +278,19 @@ def one_model(name: str, a, tmp: Path, env: dict[str, str]) -> dict:
     [out] = (verdict.get("outputs") or {"?": {}}).values()
     left, _ = float_left(int8, a.threads)
     recipe = rec["context"].get("build_info", {}).get("recipe", {})
-    return {"model": name, "status": rec["status"], "cosine": out.get("cosine"),
-            "top1": out.get("top1"), "fp32_sps": sps.get("fp32"), "int8_sps": sps.get("int8"),
-            "speedup": sps["int8"] / sps["fp32"], "float_after_fusion": left,
-            "float_nodes": [f"{d['node']} ({d['op']})" for d in recipe.get("float_nodes", [])],
-            "input_spread": input_spread(fp32, a.threads),
-            "layer_errors": rec["metrics"].get("layer_errors")}
+    return {
+        "model": name,
+        "status": rec["status"],
+        "cosine": out.get("cosine"),
+        "top1": out.get("top1"),
+        "fp32_sps": sps.get("fp32"),
+        "int8_sps": sps.get("int8"),
+        "speedup": sps["int8"] / sps["fp32"],
+        "float_after_fusion": left,
+        "float_nodes": [f"{d['node']} ({d['op']})" for d in recipe.get("float_nodes", [])],
+        "input_spread": input_spread(fp32, a.threads),
+        "layer_errors": rec["metrics"].get("layer_errors"),
+    }
 
 
 def main() -> int:
@@ -236,8 +300,11 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=None, help="default: physical cores")
     p.add_argument("--calib-size", type=int, default=64)
     p.add_argument("--repeats", type=int, default=3, help="bench processes per cell")
-    p.add_argument("--quick", action="store_true",
-                   help="5 measured iterations per cell, one process, 16 calibration images")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="5 measured iterations per cell, one process, 16 calibration images",
+    )
     p.add_argument("--json", default=None)
     p.add_argument("--export", nargs=2, metavar=("MODEL", "OUT"), help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -255,8 +322,10 @@ def main() -> int:
     names = [m for m in a.models.split(",") if m]
     unknown = set(names) - set(MODELS) - set(KERAS_APPS)
     if unknown:
-        raise SystemExit(f"unknown model(s) {', '.join(sorted(unknown))}; choose from "
-                         f"{', '.join(dict.fromkeys([*MODELS, *KERAS_APPS]))}")
+        raise SystemExit(
+            f"unknown model(s) {', '.join(sorted(unknown))}; choose from "
+            f"{', '.join(dict.fromkeys([*MODELS, *KERAS_APPS]))}"
+        )
     results = []
     with tempfile.TemporaryDirectory(prefix="dlbench-int8-speedup-") as tmp:
         env = dict(os.environ, DLBENCH_DB=str(Path(tmp, "r.sqlite")))
@@ -264,19 +333,50 @@ def main() -> int:
             print(f"{name}: export, build, bench ...", file=sys.stderr, flush=True)
             results.append(one_model(name, a, Path(tmp), env))
     cpu = fingerprint()["cpu"]
-    print(f"ONNX Runtime CPU, batch {a.batch_size}, {a.threads} threads; "
-          f"{'quick: 5 iterations' if a.quick else f'median of {a.repeats} processes'} per "
-          f"cell; {cpu['model']} ({', '.join(cpu['isa'])})")
-    rows = [[r["model"], f"{r['fp32_sps']:.1f}", f"{r['int8_sps']:.1f}", f"{r['speedup']:.2f}",
-             r["status"], f"{r['cosine']:.6f}" if r["cosine"] is not None else "",
-             "" if r["top1"] is None else f"{r['top1']:.0%}", f"{r['input_spread']:.2g}",
-             ", ".join(r["float_nodes"]) or "none", r["float_after_fusion"]] for r in results]
-    print(markdown(("Model", "fp32 img/s", "int8 img/s", "Speed-up", "Verdict", "Cosine",
-                    "Top-1", "Input spread", "Kept float by the recipe",
-                    "Float ops after ORT fusion"), rows))
+    print(
+        f"ONNX Runtime CPU, batch {a.batch_size}, {a.threads} threads; "
+        f"{'quick: 5 iterations' if a.quick else f'median of {a.repeats} processes'} per "
+        f"cell; {cpu['model']} ({', '.join(cpu['isa'])})"
+    )
+    rows = [
+        [
+            r["model"],
+            f"{r['fp32_sps']:.1f}",
+            f"{r['int8_sps']:.1f}",
+            f"{r['speedup']:.2f}",
+            r["status"],
+            f"{r['cosine']:.6f}" if r["cosine"] is not None else "",
+            "" if r["top1"] is None else f"{r['top1']:.0%}",
+            f"{r['input_spread']:.2g}",
+            ", ".join(r["float_nodes"]) or "none",
+            r["float_after_fusion"],
+        ]
+        for r in results
+    ]
+    print(
+        markdown(
+            (
+                "Model",
+                "fp32 img/s",
+                "int8 img/s",
+                "Speed-up",
+                "Verdict",
+                "Cosine",
+                "Top-1",
+                "Input spread",
+                "Kept float by the recipe",
+                "Float ops after ORT fusion",
+            ),
+            rows,
+        )
+    )
     if a.json:
-        Path(a.json).write_text(json.dumps({"batch_size": a.batch_size, "threads": a.threads,
-                                            "quick": a.quick, "results": results}, indent=2))
+        Path(a.json).write_text(
+            json.dumps(
+                {"batch_size": a.batch_size, "threads": a.threads, "quick": a.quick, "results": results},
+                indent=2,
+            )
+        )
     return 0 if all(r["speedup"] >= TARGET and r["status"] == "ok" for r in results) else 1
 
 

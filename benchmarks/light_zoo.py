@@ -18,6 +18,7 @@ Per model, through the real CLI, default flags unless said:
 
     .venv/bin/python benchmarks/light_zoo.py [--models squeezenet,resnet50] [--repeats 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,13 +34,23 @@ import numpy as np
 import onnx
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
-MODELS = ("bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50",
-          "shufflenet", "squeezenet", "vgg19", "zfnet512")
+MODELS = (
+    "bvlc_alexnet",
+    "densenet121",
+    "inception_v1",
+    "inception_v2",
+    "resnet50",
+    "shufflenet",
+    "squeezenet",
+    "vgg19",
+    "zfnet512",
+)
 
 
 def dlbench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dlbench.harness", *args], cwd=cwd,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "dlbench.harness", *args], cwd=cwd, capture_output=True, text=True
+    )
 
 
 def _records(path: Path) -> list[dict]:
@@ -67,20 +78,28 @@ def one(name: str, work: Path, repeats: int) -> dict:
         out = dlbench("build", src.name, "--to", to, "--json", f"{to}.json", "-q", cwd=work)
         row[to] = _status(out, _records(work / f"{to}.json"))
         row[f"{to}_s"] = time.perf_counter() - start
-    out = dlbench("verify", src.name, f"light_{name}.fp16.onnx", "--json", "verify.json",
-                  cwd=work)
+    out = dlbench("verify", src.name, f"light_{name}.fp16.onnx", "--json", "verify.json", cwd=work)
     row["verify"] = _status(out, _records(work / "verify.json"))
     out = dlbench("eval", src.name, cwd=work)
     row["eval_default"] = _status(out, [])
     rng = np.random.default_rng(0)
     x = rng.normal(0, 1, (8, 3, 224, 224)).astype(np.float32)
-    np.savez(work / "heldout.npz", x=x, y=rng.integers(0, 1000, 8), x_test=x,
-             y_test=rng.integers(0, 1000, 8))
-    out = dlbench("eval", f"light_{name}.int8.onnx", "--data", "heldout.npz", "--json",
-                  "eval.json", cwd=work)
+    np.savez(work / "heldout.npz", x=x, y=rng.integers(0, 1000, 8), x_test=x, y_test=rng.integers(0, 1000, 8))
+    out = dlbench("eval", f"light_{name}.int8.onnx", "--data", "heldout.npz", "--json", "eval.json", cwd=work)
     row["eval_npz"] = _status(out, _records(work / "eval.json"))
-    out = dlbench("bench", src.name, f"light_{name}.int8.onnx", "-b", "onnxruntime",
-                  "--repeats", str(repeats), "--json", "bench.json", "-q", cwd=work)
+    out = dlbench(
+        "bench",
+        src.name,
+        f"light_{name}.int8.onnx",
+        "-b",
+        "onnxruntime",
+        "--repeats",
+        str(repeats),
+        "--json",
+        "bench.json",
+        "-q",
+        cwd=work,
+    )
     benches = _records(work / "bench.json")
     row["bench"] = ", ".join(sorted({r["status"] for r in benches})) or f"rc {out.returncode}"
     by_precision = {r["precision"]: r for r in benches if r.get("throughput_sps")}
@@ -91,15 +110,19 @@ def one(name: str, work: Path, repeats: int) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| Model | bench | build int8 | build fp16 | verify (fp16) | eval, default | "
-            "eval, 1000-class npz | fp32 /s | int8 /s | INT8 speed-up |")
+    head = (
+        "| Model | bench | build int8 | build fp16 | verify (fp16) | eval, default | "
+        "eval, 1000-class npz | fp32 /s | int8 /s | INT8 speed-up |"
+    )
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
         sp = f"{r['speedup']:.2f}×" if "speedup" in r else ""
-        lines.append(f"| {r['model']} | {r['bench']} | {r['int8']} ({r['int8_s']:.0f} s) | "
-                     f"{r['fp16']} ({r['fp16_s']:.0f} s) | {r['verify']} | "
-                     f"{r['eval_default']} | {r['eval_npz']} | {r.get('fp32_sps', 0):.1f} | "
-                     f"{r.get('int8_sps', 0):.1f} | {sp} |")
+        lines.append(
+            f"| {r['model']} | {r['bench']} | {r['int8']} ({r['int8_s']:.0f} s) | "
+            f"{r['fp16']} ({r['fp16_s']:.0f} s) | {r['verify']} | "
+            f"{r['eval_default']} | {r['eval_npz']} | {r.get('fp32_sps', 0):.1f} | "
+            f"{r.get('int8_sps', 0):.1f} | {sp} |"
+        )
     return "\n".join(lines)
 
 

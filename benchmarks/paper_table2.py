@@ -14,6 +14,7 @@ ratio is what the table is for.
     .venv/bin/python benchmarks/paper_table2.py
     .venv/bin/python benchmarks/paper_table2.py --models googlenet --steps 20
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,19 +30,27 @@ DEFAULTS = (("googlenet", 128), ("lstm", 64), ("bert-base", 8))
 
 
 def dlbench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dlbench.harness", *args], env=env, text=True,
-                          capture_output=True)
+    return subprocess.run(
+        [sys.executable, "-m", "dlbench.harness", *args], env=env, text=True, capture_output=True
+    )
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=",".join(m for m, _ in DEFAULTS))
-    p.add_argument("--frameworks", default="pytorch,mindspore",
-                   help="baseline first (default pytorch,mindspore); tensorflow works too")
+    p.add_argument(
+        "--frameworks",
+        default="pytorch,mindspore",
+        help="baseline first (default pytorch,mindspore); tensorflow works too",
+    )
     p.add_argument("--steps", type=int, default=10, help="measured steps per run (default 10)")
-    p.add_argument("--batch-size", action="append", default=[], metavar="MODEL=N",
-                   help="training batch of a model (default: the paper's for its three, "
-                        "32 for others)")
+    p.add_argument(
+        "--batch-size",
+        action="append",
+        default=[],
+        metavar="MODEL=N",
+        help="training batch of a model (default: the paper's for its three, 32 for others)",
+    )
     p.add_argument("--warmup-steps", type=int, default=2)
     p.add_argument("--eval-samples", type=int, default=256)
     p.add_argument("--db", default=None, help="keep the records here (default: a temp file)")
@@ -53,10 +62,24 @@ def main() -> int:
         env = dict(os.environ, DLBENCH_DB=a.db or str(Path(tmp, "table2.sqlite")))
         for model in a.models.split(","):
             for fw in a.frameworks.split(","):
-                out = dlbench("train", model, "--framework", fw, "--steps", str(a.steps),
-                              "--warmup-steps", str(a.warmup_steps),
-                              "--batch-size", str(batches.get(model, 32)), "--eval",
-                              "--eval-samples", str(a.eval_samples), "--out", tmp, env=env)
+                out = dlbench(
+                    "train",
+                    model,
+                    "--framework",
+                    fw,
+                    "--steps",
+                    str(a.steps),
+                    "--warmup-steps",
+                    str(a.warmup_steps),
+                    "--batch-size",
+                    str(batches.get(model, 32)),
+                    "--eval",
+                    "--eval-samples",
+                    str(a.eval_samples),
+                    "--out",
+                    tmp,
+                    env=env,
+                )
                 status = "ok" if out.returncode == 0 else f"exit {out.returncode}"
                 print(f"{model} {fw}: {status}", file=sys.stderr, flush=True)
                 if out.returncode == 2:
@@ -64,8 +87,9 @@ def main() -> int:
                     return 2
         rc = 0
         for other in others:
-            out = dlbench("compare", "--framework", baseline, "--framework", other,
-                          "--kind", "train", env=env)
+            out = dlbench(
+                "compare", "--framework", baseline, "--framework", other, "--kind", "train", env=env
+            )
             print(out.stdout)
             if out.returncode == 2:
                 print(out.stderr, file=sys.stderr)

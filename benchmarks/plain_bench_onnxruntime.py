@@ -10,6 +10,7 @@ window's wall time, as the harness computes it.  Prints one JSON line.
 
     python benchmarks/plain_bench_onnxruntime.py resnet50.onnx --batch-size 32 --threads 2
 """
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ import numpy as np
 import onnxruntime as ort
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from plain_loop import parser, timed  # noqa: E402
+from plain_loop import parser, timed
 
 
 def main(argv=None) -> None:

@@ -12,6 +12,7 @@ wall time, as the harness computes it.  Prints one JSON line.
 
     python benchmarks/plain_bench_openvino.py resnet50.onnx --batch-size 8 --threads 2
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ import numpy as np
 import openvino as ov
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from plain_loop import parser, timed  # noqa: E402
+from plain_loop import parser, timed
 
 
 def main(argv=None) -> None:
@@ -36,17 +37,31 @@ def main(argv=None) -> None:
     [inp] = model.inputs
     shape = [a.batch_size] + [d.get_length() for d in list(inp.get_partial_shape())[1:]]
     model.reshape({inp.get_any_name(): ov.PartialShape(shape)})
-    compiled = core.compile_model(model, "CPU", {
-        "INFERENCE_PRECISION_HINT": a.precision_hint, "INFERENCE_NUM_THREADS": a.threads,
-        "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": True})
+    compiled = core.compile_model(
+        model,
+        "CPU",
+        {
+            "INFERENCE_PRECISION_HINT": a.precision_hint,
+            "INFERENCE_NUM_THREADS": a.threads,
+            "NUM_STREAMS": 1,
+            "PERFORMANCE_HINT": "LATENCY",
+            "ENABLE_CPU_PINNING": True,
+        },
+    )
     request = compiled.create_infer_request()
     x = np.random.default_rng(a.seed).standard_normal(shape, dtype=np.float32)
     request.set_input_tensor(ov.Tensor(x, shared_memory=True))
 
     result = timed(request.infer, a.batch_size, a.warmup, a.iterations)
-    print(json.dumps({**result, "openvino": ov.__version__,
-                      "precision": compiled.get_property("INFERENCE_PRECISION_HINT")
-                      .get_type_name()}))
+    print(
+        json.dumps(
+            {
+                **result,
+                "openvino": ov.__version__,
+                "precision": compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

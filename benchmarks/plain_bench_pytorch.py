@@ -17,6 +17,7 @@ yardstick for ``dlbench bench FILE -b pytorch`` on a user's own model.
 
     python benchmarks/plain_bench_pytorch.py --model resnet50 --batch-size 32 --threads 2
 """
+
 from __future__ import annotations
 
 import json
@@ -26,12 +27,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from plain_loop import parser, timed  # noqa: E402
+import numpy as np
+import torch
+from plain_loop import parser, timed
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from dlbench.models.registry import get_model  # noqa: E402
+from dlbench.models.registry import get_model
 
 
 def main(argv=None) -> None:
@@ -51,8 +51,7 @@ def main(argv=None) -> None:
         traced.save(a.save_torchscript)
         print(json.dumps({"input": traced.forward.schema.arguments[1].name}))
         return
-    model = (torch.jit.load(a.torchscript) if a.torchscript
-             else spec.build("pytorch", seed=a.seed)).eval()
+    model = (torch.jit.load(a.torchscript) if a.torchscript else spec.build("pytorch", seed=a.seed)).eval()
     shape = (a.batch_size, *spec.inputs[0].shape)
     x = torch.from_numpy(np.random.default_rng(a.seed).standard_normal(shape, dtype=np.float32))
 

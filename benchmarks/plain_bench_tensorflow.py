@@ -11,6 +11,7 @@ the environment says (benchmarks/allocator_table.py gives it the cell's).
 
     python benchmarks/plain_bench_tensorflow.py --model resnet50 --batch-size 32 --threads 2
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,9 @@ def main(argv=None) -> None:
     spec = get_model(a.model)
     with tf.device("/CPU:0"):
         model = spec.build("tensorflow", seed=a.seed)
-        x = np.random.default_rng(a.seed).standard_normal((a.batch_size, *spec.inputs[0].shape),
-                                                           dtype=np.float32)
+        x = np.random.default_rng(a.seed).standard_normal(
+            (a.batch_size, *spec.inputs[0].shape), dtype=np.float32
+        )
         x = tf.identity(tf.constant(np.ascontiguousarray(x.transpose(0, 2, 3, 1))))
 
     @tf.function

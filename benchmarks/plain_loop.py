@@ -5,12 +5,14 @@ that used dlbench's own loop could not show dlbench's overhead.  Each
 plain_bench_*.py builds its model and inputs its own way, then hands one
 zero-argument ``step`` to ``timed``.
 """
+
 from __future__ import annotations
 
 import argparse
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def parser(description: str) -> argparse.ArgumentParser:
@@ -25,8 +27,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
-def timed(step: Callable[[], Any], batch_size: int, warmup: int,
-          iterations: int) -> dict[str, float]:
+def timed(step: Callable[[], Any], batch_size: int, warmup: int, iterations: int) -> dict[str, float]:
     """The first run and ``warmup`` more untimed, then ``iterations`` timed calls; throughput
     is samples over the window's wall time, as the harness computes it."""
     for _ in range(1 + warmup):
@@ -38,5 +39,8 @@ def timed(step: Callable[[], Any], batch_size: int, warmup: int,
         step()
         times.append(time.perf_counter() - t0)
     window = time.perf_counter() - start
-    return {"throughput_sps": iterations * batch_size / window, "window_s": window,
-            "median_ms": statistics.median(times) * 1000}
+    return {
+        "throughput_sps": iterations * batch_size / window,
+        "window_s": window,
+        "median_ms": statistics.median(times) * 1000,
+    }

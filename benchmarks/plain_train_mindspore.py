@@ -8,6 +8,7 @@ is MindSpore's idiomatic one: GRAPH_MODE, WithLossCell + TrainOneStepCell.
     python benchmarks/plain_train_mindspore.py --model resnet50 --batch-size 16 \
         --steps 3 --warmup-steps 2 --threads 2
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,14 +18,14 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("GLOG_v", "3")        # MindSpore's INFO/WARNING logs, read at import
+os.environ.setdefault("GLOG_v", "3")  # MindSpore's INFO/WARNING logs, read at import
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import mindspore as ms  # noqa: E402
-from mindspore import nn  # noqa: E402
+import mindspore as ms
+from mindspore import nn
 
-from dlbench.models import synthetic  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
+from dlbench.models import synthetic
+from dlbench.models.registry import get_model
 
 
 def main(argv=None) -> None:
@@ -33,9 +34,12 @@ def main(argv=None) -> None:
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup-steps", type=int, default=2)
-    p.add_argument("--threads", type=int, default=1,
-                   help="CPU kernel threads (intra-op); dispatch (inter-op) threads stay 1, "
-                        "as the harness's default")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="CPU kernel threads (intra-op); dispatch (inter-op) threads stay 1, as the harness's default",
+    )
     p.add_argument("--inter-op-threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=0.05)
@@ -53,8 +57,10 @@ def main(argv=None) -> None:
     spec = get_model(args.model)
     total = args.warmup_steps + args.steps
     n = synthetic.pool_size(spec, args.batch_size, total)
-    data = [(ms.Tensor(x), ms.Tensor(y))
-            for x, y in synthetic.image_batches(spec, args.batch_size, n, seed=args.seed)]
+    data = [
+        (ms.Tensor(x), ms.Tensor(y))
+        for x, y in synthetic.image_batches(spec, args.batch_size, n, seed=args.seed)
+    ]
 
     net = spec.build("mindspore")
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
@@ -68,8 +74,11 @@ def main(argv=None) -> None:
         x, y = data[i % n]
         train(x, y).asnumpy()
     window = time.perf_counter() - start
-    print(json.dumps({"throughput_sps": args.steps * args.batch_size / window,
-                      "window_s": window, "steps": args.steps}))
+    print(
+        json.dumps(
+            {"throughput_sps": args.steps * args.batch_size / window, "window_s": window, "steps": args.steps}
+        )
+    )
 
 
 if __name__ == "__main__":

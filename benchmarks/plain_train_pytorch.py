@@ -8,6 +8,7 @@ fp32 only: that is where per-step host overhead would show.
     python benchmarks/plain_train_pytorch.py --model resnet50 --batch-size 16 \
         --steps 3 --warmup-steps 2 --threads 2
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+import torch
+import torch.nn.functional as F
 
-from dlbench.models import synthetic  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
+from dlbench.models import synthetic
+from dlbench.models.registry import get_model
 
 
 def main(argv=None) -> None:
@@ -31,8 +32,9 @@ def main(argv=None) -> None:
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup-steps", type=int, default=2)
-    p.add_argument("--threads", type=int, default=1,
-                   help="intra-op threads (inter-op is 1, dlbench's default)")
+    p.add_argument(
+        "--threads", type=int, default=1, help="intra-op threads (inter-op is 1, dlbench's default)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--momentum", type=float, default=0.9)
@@ -47,8 +49,10 @@ def main(argv=None) -> None:
     spec = get_model(args.model)
     total = args.warmup_steps + args.steps
     n = synthetic.pool_size(spec, args.batch_size, total)
-    data = [(torch.from_numpy(x), torch.from_numpy(y).long())
-            for x, y in synthetic.image_batches(spec, args.batch_size, n, seed=args.seed)]
+    data = [
+        (torch.from_numpy(x), torch.from_numpy(y).long())
+        for x, y in synthetic.image_batches(spec, args.batch_size, n, seed=args.seed)
+    ]
 
     model = spec.build("pytorch").train()
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
@@ -63,8 +67,11 @@ def main(argv=None) -> None:
         opt.step()
         loss.item()
     window = time.perf_counter() - start
-    print(json.dumps({"throughput_sps": args.steps * args.batch_size / window,
-                      "window_s": window, "steps": args.steps}))
+    print(
+        json.dumps(
+            {"throughput_sps": args.steps * args.batch_size / window, "window_s": window, "steps": args.steps}
+        )
+    )
 
 
 if __name__ == "__main__":

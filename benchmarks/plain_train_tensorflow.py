@@ -8,13 +8,14 @@ throughput falls clearly below this script's, the harness costs time.
     python benchmarks/plain_train_tensorflow.py --model resnet50 --batch-size 16 \
         --steps 3 --warmup-steps 2 --threads 2
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import time
 
-LEARNING_RATE = 0.05      # the harness' TrainConfig defaults
+LEARNING_RATE = 0.05  # the harness' TrainConfig defaults
 MOMENTUM = 0.9
 
 
@@ -31,6 +32,7 @@ def main() -> None:
         parser.error("--steps must be >= 1 and --warmup-steps >= 0")
 
     import tensorflow as tf
+
     # Thread pools are fixed when TF's runtime starts: set them before any op.
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -62,10 +64,13 @@ def main() -> None:
     start = time.perf_counter()
     for i in range(args.warmup_steps, args.warmup_steps + args.steps):
         loss = train_step(*data[i % n])
-    float(loss)                                    # wait for the last step
+    float(loss)  # wait for the last step
     window = time.perf_counter() - start
-    print(json.dumps({"throughput_sps": args.steps * args.batch_size / window,
-                      "window_s": window, "steps": args.steps}))
+    print(
+        json.dumps(
+            {"throughput_sps": args.steps * args.batch_size / window, "window_s": window, "steps": args.steps}
+        )
+    )
 
 
 if __name__ == "__main__":

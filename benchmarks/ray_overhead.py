@@ -17,6 +17,7 @@ machine's /tmp (one host), e.g.::
     .venv/bin/python benchmarks/ray_overhead.py --address 127.0.0.1:6379 --cells 8 --rounds 3
     ray stop
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,10 +30,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from dlbench.harness.bench.execute import run_bench  # noqa: E402
-from dlbench.harness.bench.measure import StopRule  # noqa: E402
-from dlbench.harness.bench.request import BenchRequest  # noqa: E402
-from dlbench.harness.executors import open_executor  # noqa: E402
+from dlbench.harness.bench.execute import run_bench
+from dlbench.harness.bench.measure import StopRule
+from dlbench.harness.bench.request import BenchRequest
+from dlbench.harness.executors import open_executor
 
 ADDED_TARGET_S = 1.0
 RATIO_BAND = (0.95, 1.05)
@@ -45,13 +46,21 @@ def mlp(path: Path, width: int) -> Path:
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array(rng.standard_normal((width, width)).astype(np.float32), n)
-             for n in ("W1", "W2")]
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((width, width)).astype(np.float32), n)
+        for n in ("W1", "W2")
+    ]
     g = helper.make_graph(
-        [helper.make_node("Gemm", ["x", "W1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
-         helper.make_node("Gemm", ["r", "W2"], ["y"])], "mlp",
+        [
+            helper.make_node("Gemm", ["x", "W1"], ["h"]),
+            helper.make_node("Relu", ["h"], ["r"]),
+            helper.make_node("Gemm", ["r", "W2"], ["y"]),
+        ],
+        "mlp",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", width])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", width])], inits)
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", width])],
+        inits,
+    )
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.save(model, str(path))
@@ -62,15 +71,24 @@ def sweep(executor: str, model: Path, db: Path, a) -> list[tuple[float, float, f
     """(parent's seconds for the cell, the cell process's own wall seconds, throughput)
     for every cell after the first."""
     marks: list[tuple[float, dict]] = []
-    run_bench(BenchRequest(
-        artifacts=[str(model)], backends=["onnxruntime"], threads=[1],
-        batch_sizes=list(range(1, a.cells + 1)), iqr_threshold=100.0,
-        rule=StopRule(warmup=5, max_warmup=50, min_iterations=20,
-                      min_duration_s=a.min_duration),
-        db=str(db), executor=executor), show_progress=False,
-        on_record=lambda r: marks.append((time.perf_counter(), r)))
-    return [(t - t0, r["metrics"]["cell_wall_s"], r["throughput_sps"])
-            for (t0, _), (t, r) in zip(marks, marks[1:])]
+    run_bench(
+        BenchRequest(
+            artifacts=[str(model)],
+            backends=["onnxruntime"],
+            threads=[1],
+            batch_sizes=list(range(1, a.cells + 1)),
+            iqr_threshold=100.0,
+            rule=StopRule(warmup=5, max_warmup=50, min_iterations=20, min_duration_s=a.min_duration),
+            db=str(db),
+            executor=executor,
+        ),
+        show_progress=False,
+        on_record=lambda r: marks.append((time.perf_counter(), r)),
+    )
+    return [
+        (t - t0, r["metrics"]["cell_wall_s"], r["throughput_sps"])
+        for (t0, _), (t, r) in zip(marks, marks[1:])
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,14 +114,18 @@ def main(argv: list[str] | None = None) -> int:
     ratios = [b[2] / x[2] for x, b in zip(got["local"], got[ray])]
     added = harness[ray] - harness["local"]
     ratio = statistics.median(ratios)
-    print(f"cells per sweep {a.cells} (each measured >= {a.min_duration:g} s), rounds "
-          f"{a.rounds}, cells compared {len(ratios)}; Ray connection {connect_s:.2f} s once")
+    print(
+        f"cells per sweep {a.cells} (each measured >= {a.min_duration:g} s), rounds "
+        f"{a.rounds}, cells compared {len(ratios)}; Ray connection {connect_s:.2f} s once"
+    )
     print(f"{'executor':<24} {'cell as the sweep sees it':>26} {'of which outside the cell':>26}")
     for k in got:
         print(f"{k:<24} {per_cell[k]:>24.3f} s {harness[k]:>24.3f} s")
     print(f"added by Ray per cell: {added * 1000:.1f} ms (target <= {ADDED_TARGET_S:g} s)")
-    print(f"throughput ray / local, per cell: median {ratio:.3f}, min {min(ratios):.3f}, "
-          f"max {max(ratios):.3f} (target: median within {RATIO_BAND[0]}..{RATIO_BAND[1]})")
+    print(
+        f"throughput ray / local, per cell: median {ratio:.3f}, min {min(ratios):.3f}, "
+        f"max {max(ratios):.3f} (target: median within {RATIO_BAND[0]}..{RATIO_BAND[1]})"
+    )
     ok = added <= ADDED_TARGET_S and RATIO_BAND[0] <= ratio <= RATIO_BAND[1]
     return 0 if ok else 1
 

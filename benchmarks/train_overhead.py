@@ -18,6 +18,7 @@ the tuned allocator only makes it measurable (``system`` shows that noise).
 
     .venv/bin/python benchmarks/train_overhead.py --model resnet50 --batch-size 16
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,31 +32,56 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from dlbench.harness.allocator import ALLOCATORS, DEFAULT_ALLOCATOR  # noqa: E402
-from dlbench.harness.cellenv import cell_environment  # noqa: E402
-from dlbench.harness.tables import markdown  # noqa: E402
-from dlbench.harness.threads import ThreadConfig, physical_cores  # noqa: E402
-from dlbench.harness.training.runner import TrainRequest, train  # noqa: E402
+from dlbench.harness.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
+from dlbench.harness.cellenv import cell_environment
+from dlbench.harness.tables import markdown
+from dlbench.harness.threads import ThreadConfig, physical_cores
+from dlbench.harness.training.runner import TrainRequest, train
 
 TARGET = 0.97
 
 
 def plain(framework: str, a) -> float:
     out = subprocess.run(
-        [sys.executable, str(HERE / f"plain_train_{framework}.py"), "--model", a.model,
-         "--batch-size", str(a.batch_size), "--steps", str(a.steps),
-         "--warmup-steps", str(a.warmup_steps), "--threads", str(a.threads), "--seed", "0"],
-        capture_output=True, text=True, check=True,
-        env=cell_environment(ThreadConfig(a.threads, 1), a.allocator))
+        [
+            sys.executable,
+            str(HERE / f"plain_train_{framework}.py"),
+            "--model",
+            a.model,
+            "--batch-size",
+            str(a.batch_size),
+            "--steps",
+            str(a.steps),
+            "--warmup-steps",
+            str(a.warmup_steps),
+            "--threads",
+            str(a.threads),
+            "--seed",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=cell_environment(ThreadConfig(a.threads, 1), a.allocator),
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])["throughput_sps"]
 
 
 def harness(framework: str, a, tmp: Path) -> float:
-    [rec] = train(TrainRequest(model=a.model, frameworks=[framework], batch_size=a.batch_size,
-                               steps=a.steps, warmup_steps=a.warmup_steps, threads=a.threads,
-                               allocator=a.allocator, out=str(tmp / "runs"),
-                               db=str(tmp / "r.sqlite")),
-                  progress=lambda _m: None)
+    [rec] = train(
+        TrainRequest(
+            model=a.model,
+            frameworks=[framework],
+            batch_size=a.batch_size,
+            steps=a.steps,
+            warmup_steps=a.warmup_steps,
+            threads=a.threads,
+            allocator=a.allocator,
+            out=str(tmp / "runs"),
+            db=str(tmp / "r.sqlite"),
+        ),
+        progress=lambda _m: None,
+    )
     if rec["status"] != "ok":
         raise SystemExit(f"{framework}: harness run failed: {rec['error']}")
     return rec["throughput_sps"]
@@ -70,8 +96,12 @@ def main() -> int:
     p.add_argument("--warmup-steps", type=int, default=2)
     p.add_argument("--threads", type=int, default=physical_cores())
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--allocator", choices=ALLOCATORS, default=DEFAULT_ALLOCATOR,
-                   help="the allocator of both sides' processes (see above)")
+    p.add_argument(
+        "--allocator",
+        choices=ALLOCATORS,
+        default=DEFAULT_ALLOCATOR,
+        help="the allocator of both sides' processes (see above)",
+    )
     p.add_argument("--json", default=None)
     a = p.parse_args()
     rows, results, ok = [], [], True
@@ -87,21 +117,51 @@ def main() -> int:
                 hs.append(harness(fw, a, Path(tmp)))
                 if not first_plain:
                     pl.append(plain(fw, a))
-                print(f"{fw}: plain {pl[-1]:.2f}  harness {hs[-1]:.2f} images/s "
-                      f"({'plain' if first_plain else 'harness'} first)", file=sys.stderr)
+                print(
+                    f"{fw}: plain {pl[-1]:.2f}  harness {hs[-1]:.2f} images/s "
+                    f"({'plain' if first_plain else 'harness'} first)",
+                    file=sys.stderr,
+                )
             ratio = statistics.median(hs) / statistics.median(pl)
             paired = statistics.median(h / p for h, p in zip(hs, pl))
             ok &= ratio >= TARGET
-            results.append({"framework": fw, "plain_sps": pl, "harness_sps": hs, "ratio": ratio,
-                            "median_pair_ratio": paired})
-            rows.append([fw, f"{statistics.median(pl):.2f}", f"{statistics.median(hs):.2f}",
-                         f"{ratio:.3f}", f"{paired:.3f}",
-                         "ok" if ratio >= TARGET else f"BELOW {TARGET}"])
-    print(f"{a.model}, batch {a.batch_size}, {a.warmup_steps} warm-up + {a.steps} steps, "
-          f"{a.threads} threads, median of {a.repeats} interleaved runs each, "
-          f"{a.allocator} allocator")
-    print(markdown(("Framework", "Plain loop (images/s)", "dlbench train (images/s)",
-                    "Ratio of medians", "Median of pair ratios", "Verdict"), rows))
+            results.append(
+                {
+                    "framework": fw,
+                    "plain_sps": pl,
+                    "harness_sps": hs,
+                    "ratio": ratio,
+                    "median_pair_ratio": paired,
+                }
+            )
+            rows.append(
+                [
+                    fw,
+                    f"{statistics.median(pl):.2f}",
+                    f"{statistics.median(hs):.2f}",
+                    f"{ratio:.3f}",
+                    f"{paired:.3f}",
+                    "ok" if ratio >= TARGET else f"BELOW {TARGET}",
+                ]
+            )
+    print(
+        f"{a.model}, batch {a.batch_size}, {a.warmup_steps} warm-up + {a.steps} steps, "
+        f"{a.threads} threads, median of {a.repeats} interleaved runs each, "
+        f"{a.allocator} allocator"
+    )
+    print(
+        markdown(
+            (
+                "Framework",
+                "Plain loop (images/s)",
+                "dlbench train (images/s)",
+                "Ratio of medians",
+                "Median of pair ratios",
+                "Verdict",
+            ),
+            rows,
+        )
+    )
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=2))
     return 0 if ok else 1

@@ -21,6 +21,7 @@ A build hop also *declares* what the harness derives from it (the format it
 writes, where it builds, whether it needs its own process, its precisions
 and the options it reads), so no harness code tests a target's name.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -37,16 +38,17 @@ class ConversionError(UserError):
     one line, exit 2 at the CLI.  A crash inside a converter stays an ordinary exception,
     which the caller records as that conversion's failure."""
 
+
 DEFAULT_OPSET = 17
 
 
 @dataclass
 class ExportOptions:
-    format: str = "onnx"                 # onnx | mindir
+    format: str = "onnx"  # onnx | mindir
     opset: int = DEFAULT_OPSET
     dynamic_batch: bool = True
-    batch_size: int = 1                  # the fixed batch when dynamic_batch is False
-    exporter: str = "torchscript"        # pytorch: torchscript | dynamo
+    batch_size: int = 1  # the fixed batch when dynamic_batch is False
+    exporter: str = "torchscript"  # pytorch: torchscript | dynamo
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,23 +56,23 @@ class ExportOptions:
 
 @dataclass
 class BuildOptions:
-    precision: str = "fp32"              # tensorrt: fp32 | fp16 | int8 | best
-    batch_sizes: tuple[int, ...] = (1, 8, 32)      # tensorrt profile: min, opt, max
+    precision: str = "fp32"  # tensorrt: fp32 | fp16 | int8 | best
+    batch_sizes: tuple[int, ...] = (1, 8, 32)  # tensorrt profile: min, opt, max
     workspace_mb: int = 4096
     timing_cache: str | None = None
-    calib_data: str | None = None        # .npz with x (N, C, H, W)
-    calib_size: int = 64                 # synthetic calibration samples
+    calib_data: str | None = None  # .npz with x (N, C, H, W)
+    calib_size: int = 64  # synthetic calibration samples
     calib_batch: int = 8
     calib_cache: str | None = None
-    dynamic: bool = False                # int8: dynamic quantization instead of static
+    dynamic: bool = False  # int8: dynamic quantization instead of static
     per_channel: bool = True
-    target: str = "cpu"                  # int8 QDQ flavour: cpu (u8/s8) | tensorrt (s8/s8)
-    keep_io_types: bool = True           # fp16: float32 inputs and outputs
-    exclude_nodes: tuple[str, ...] = ()      # int8: nodes left in float, by name
-    exclude_op_types: tuple[str, ...] = ()   # int8: op types left in float
+    target: str = "cpu"  # int8 QDQ flavour: cpu (u8/s8) | tensorrt (s8/s8)
+    keep_io_types: bool = True  # fp16: float32 inputs and outputs
+    exclude_nodes: tuple[str, ...] = ()  # int8: nodes left in float, by name
+    exclude_op_types: tuple[str, ...] = ()  # int8: op types left in float
     quantize_op_types: tuple[str, ...] = ()  # int8: only these op types (empty: the quantizer's)
-    float_tail: bool = True              # int8: fixed-range ops at the outputs stay float
-    freeze: bool = True                  # initializers that are also graph inputs: fixed
+    float_tail: bool = True  # int8: fixed-range ops at the outputs stay float
+    freeze: bool = True  # initializers that are also graph inputs: fixed
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -79,14 +81,14 @@ class BuildOptions:
         return d
 
 
-class Hop(ABC):
-    name: str = ""           # e.g. "pytorch->onnx"
-    source: str = ""         # pytorch | tensorflow | mindspore | onnx
+class Hop:
+    name: str = ""  # e.g. "pytorch->onnx"
+    source: str = ""  # pytorch | tensorflow | mindspore | onnx
     targets: tuple[str, ...] = ()
     precision: str = "fp32"  # what the produced artifact computes in
 
 
-class ExportHop(Hop):
+class ExportHop(Hop, ABC):
     framework: str = ""
 
     @abstractmethod
@@ -99,9 +101,9 @@ class ExportHop(Hop):
         """Versions of the framework and exporter, for the record."""
 
 
-class BuildHop(Hop):
+class BuildHop(Hop, ABC):
     source = "onnx"
-    suffix: str = ""         # default output name: model<suffix>
+    suffix: str = ""  # default output name: model<suffix>
     # The oldest opset the hop's tool reads; an older graph is raised to it first
     # (``onnx_normalize``).  The newest is what the installed runtime loads.
     min_opset: int | None = None
@@ -129,8 +131,9 @@ class BuildHop(Hop):
     def check_source(self, model: Any, label: str, options: BuildOptions) -> None:
         """Raise ConversionError for a source graph this hop cannot build (before any work)."""
 
-    def profile_batch_sizes(self, options: BuildOptions, verify: tuple[int, ...],
-                            fixed: int | None) -> tuple[int, ...]:
+    def profile_batch_sizes(
+        self, options: BuildOptions, verify: tuple[int, ...], fixed: int | None
+    ) -> tuple[int, ...]:
         """The batch sizes the built artifact is verified at; a hop whose artifact takes a
         batch range (an engine profile) narrows them to it, and follows a fixed batch."""
         return verify
@@ -165,15 +168,17 @@ BUILD_TARGETS.register("fp16", "dlbench.converters.onnx_to_fp16:HOP")
 def export_hop(framework: str) -> ExportHop:
     """The export hop for ``framework`` (imports the framework: call it in the cell only)."""
     if framework not in EXPORT_HOPS:
-        raise ConversionError(f"no ONNX exporter for framework {framework!r}; known: "
-                              f"{', '.join(EXPORT_HOPS.names())}")
+        raise ConversionError(
+            f"no ONNX exporter for framework {framework!r}; known: {', '.join(EXPORT_HOPS.names())}"
+        )
     return EXPORT_HOPS.get(framework)
 
 
 def build_hop(target: str) -> BuildHop:
     if target not in BUILD_TARGETS:
-        raise ConversionError(f"--to {target}: unknown target; choose from "
-                              f"{', '.join(BUILD_TARGETS.names())}")
+        raise ConversionError(
+            f"--to {target}: unknown target; choose from {', '.join(BUILD_TARGETS.names())}"
+        )
     return BUILD_TARGETS.get(target)
 
 

@@ -35,10 +35,12 @@ Names are those of the graph the quantizer sees (after ``quant_pre_process``,
 unnamed nodes named ``<OpType>_<index>``), which are also the names the
 per-layer error report prints, so a name read there can be passed back.
 """
+
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from dlbench.converters.base import ConversionError
 
@@ -93,13 +95,17 @@ def float_tail(graph) -> list[dict[str, str]]:
         else:
             return False
         through = f" through {', '.join(n.op_type for n in reversed(chain))}" if chain else ""
-        found.setdefault(node.name, {"node": node.name, "op": node.op_type,
-                                     "reason": reason + through})
+        found.setdefault(node.name, {"node": node.name, "op": node.op_type, "reason": reason + through})
         for n in chain:
-            found.setdefault(n.name, {
-                "node": n.name, "op": n.op_type,
-                "reason": f"{'shape-only' if n.op_type in SHAPE_ONLY_OPS else 'a cast'}, "
-                          f"after the float {node.op_type} at {output!r}"})
+            found.setdefault(
+                n.name,
+                {
+                    "node": n.name,
+                    "op": n.op_type,
+                    "reason": f"{'shape-only' if n.op_type in SHAPE_ONLY_OPS else 'a cast'}, "
+                    f"after the float {node.op_type} at {output!r}",
+                },
+            )
         return True
 
     for output in graph.output:
@@ -113,8 +119,7 @@ def _brief(items: Iterable[str], limit: int = 8) -> str:
     return ", ".join(items[:limit]) + more
 
 
-def requested(graph, source_graph, nodes: Iterable[str],
-              op_types: Iterable[str]) -> list[dict[str, str]]:
+def requested(graph, source_graph, nodes: Iterable[str], op_types: Iterable[str]) -> list[dict[str, str]]:
     """The user's ``--exclude-nodes`` / ``--exclude-op-types`` as nodes of ``graph`` (the
     pre-processed one); a name or type the graph lacks is refused, saying what it has."""
     by_name = {n.name: n for n in graph.node}
@@ -126,22 +131,25 @@ def requested(graph, source_graph, nodes: Iterable[str],
                 raise ConversionError(
                     f"--exclude-nodes {name}: quant_pre_process's graph optimization folded "
                     f"that node into another (BatchNorm into Conv, constants); name a node of "
-                    f"the optimized graph (the per-layer report prints them)")
+                    f"the optimized graph (the per-layer report prints them)"
+                )
             close = difflib.get_close_matches(name, list(by_name), n=3, cutoff=0.5)
-            hint = f"; did you mean {', '.join(close)}?" if close else \
-                f"; it has {len(by_name)} nodes, e.g. {_brief(by_name, 4)}"
-            raise ConversionError(f"--exclude-nodes {name}: no node of that name in the graph"
-                                  f"{hint}")
+            hint = (
+                f"; did you mean {', '.join(close)}?"
+                if close
+                else f"; it has {len(by_name)} nodes, e.g. {_brief(by_name, 4)}"
+            )
+            raise ConversionError(f"--exclude-nodes {name}: no node of that name in the graph{hint}")
         result[name] = {"node": name, "op": node.op_type, "reason": "--exclude-nodes"}
     present = sorted({n.op_type for n in graph.node})
     for op in op_types:
         if op not in present:
-            raise ConversionError(f"--exclude-op-types {op}: the graph has no {op} node; its "
-                                  f"op types: {_brief(present, 30)}")
+            raise ConversionError(
+                f"--exclude-op-types {op}: the graph has no {op} node; its op types: {_brief(present, 30)}"
+            )
         for n in graph.node:
             if n.op_type == op:
-                result.setdefault(n.name, {"node": n.name, "op": op,
-                                           "reason": f"--exclude-op-types {op}"})
+                result.setdefault(n.name, {"node": n.name, "op": op, "reason": f"--exclude-op-types {op}"})
     return list(result.values())
 
 
@@ -153,21 +161,27 @@ def quantized_types(types: Iterable[str], quant: Any, *, dynamic: bool) -> list[
     if not types:
         return None
     registry = quant.registry
-    known = set(registry.IntegerOpsRegistry) if dynamic else (
-        set(registry.QDQRegistry) | set(registry.QLinearOpsRegistry))
+    known = (
+        set(registry.IntegerOpsRegistry)
+        if dynamic
+        else (set(registry.QDQRegistry) | set(registry.QLinearOpsRegistry))
+    )
     unknown = [t for t in types if t not in known]
     if unknown:
-        raise ConversionError(f"--quantize-op-types {','.join(unknown)}: ONNX Runtime's "
-                              f"{'dynamic' if dynamic else 'static'} quantizer does not "
-                              f"quantize that op type; it does {_brief(sorted(known), 40)}")
+        raise ConversionError(
+            f"--quantize-op-types {','.join(unknown)}: ONNX Runtime's "
+            f"{'dynamic' if dynamic else 'static'} quantizer does not "
+            f"quantize that op type; it does {_brief(sorted(known), 40)}"
+        )
     return types
 
 
 def float_nodes(graph, source_graph, options: Any, *, static: bool) -> list[dict[str, str]]:
     """Every node the quantizer must leave in float: the user's, then the rule's (static
     quantization only: dynamic quantization never quantizes these ops)."""
-    chosen = {d["node"]: d for d in requested(graph, source_graph, options.exclude_nodes,
-                                              options.exclude_op_types)}
+    chosen = {
+        d["node"]: d for d in requested(graph, source_graph, options.exclude_nodes, options.exclude_op_types)
+    }
     if static and options.float_tail:
         for d in float_tail(graph):
             chosen.setdefault(d["node"], d)

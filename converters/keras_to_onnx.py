@@ -14,6 +14,7 @@ took about 12 s and 3.9 GB peak here instead of 25 s and 7 GB.  The weights
 are put back inline before the file is written, so the result is one plain
 .onnx file either way.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,11 +25,14 @@ from typing import Any
 if "tensorflow" not in sys.modules:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
-from dlbench.converters.base import ExportHop, ExportOptions  # noqa: E402
-from dlbench.converters.onnx_io import OUTPUT_NAME, input_names  # noqa: E402
-from dlbench.converters.base import ConversionError  # noqa: E402
+from dlbench.converters.base import (
+    ConversionError,
+    ExportHop,
+    ExportOptions,
+)
+from dlbench.converters.onnx_io import OUTPUT_NAME, input_names
 
 
 def _tf2onnx():
@@ -63,7 +67,7 @@ def inline_external_tensors(graph, data: dict[str, bytes]) -> int:
         blob = data[where["location"]]
         offset = int(where.get("offset", 0))
         length = int(where.get("length", len(blob) - offset))
-        tensor.raw_data = blob[offset:offset + length]
+        tensor.raw_data = blob[offset : offset + length]
         del tensor.external_data[:]
         tensor.data_location = onnx.TensorProto.DEFAULT
         count += 1
@@ -79,8 +83,7 @@ class KerasToOnnx(ExportHop):
     def version() -> dict[str, str]:
         import keras
 
-        return {"tensorflow": tf.__version__, "keras": keras.__version__,
-                "tf2onnx": _tf2onnx().__version__}
+        return {"tensorflow": tf.__version__, "keras": keras.__version__, "tf2onnx": _tf2onnx().__version__}
 
     def export(self, model: Any, spec: Any, out: Path, options: ExportOptions) -> dict[str, Any]:
         if options.format != "onnx":
@@ -91,55 +94,84 @@ class KerasToOnnx(ExportHop):
         # Token inputs: any sequence length (tf2onnx names the dimension; normalize_io
         # renames it "sequence"); a one-id input (DIN's candidate item) is no sequence
         # and keeps its length.  Images: NCHW, as the other frameworks' exports.
-        signature = [tf.TensorSpec((batch, None) if i.dtype.startswith("int") and len(i.shape) == 1
-                                   and i.shape[0] != 1
-                                   else (batch, *i.shape), tf.as_dtype(i.dtype), name=name)
-                     for i, name in zip(spec.inputs, input_names(spec))]
+        signature = [
+            tf.TensorSpec(
+                (batch, None)
+                if i.dtype.startswith("int") and len(i.shape) == 1 and i.shape[0] != 1
+                else (batch, *i.shape),
+                tf.as_dtype(i.dtype),
+                name=name,
+            )
+            for i, name in zip(spec.inputs, input_names(spec))
+        ]
 
         @tf.function(input_signature=signature)
         def nchw_model(*xs):
             args = [tf.transpose(x, (0, 2, 3, 1)) if image else x for x, image in zip(xs, images)]
             return {OUTPUT_NAME: model(args[0] if len(args) == 1 else args, training=False)}
 
-        proto, storage = tf2onnx.convert.from_function(nchw_model, input_signature=signature,
-                                                       opset=options.opset, large_model=True)
+        proto, storage = tf2onnx.convert.from_function(
+            nchw_model, input_signature=signature, opset=options.opset, large_model=True
+        )
         inline_external_tensors(proto.graph, storage.name_to_tensor_data)
         import onnx
 
         onnx.save(proto, str(out))
         left = sum(1 for n in proto.graph.node if n.op_type == "Transpose")
         how = "NCHW input transposed to NHWC" if any(images) else "token inputs as they are"
-        return {"exporter": f"tf2onnx {tf2onnx.__version__} convert.from_function "
-                            f"(tf.function, {how})",
-                "opset_requested": options.opset, "transposes_left": left, "rewrites": []}
+        return {
+            "exporter": f"tf2onnx {tf2onnx.__version__} convert.from_function (tf.function, {how})",
+            "opset_requested": options.opset,
+            "transposes_left": left,
+            "rewrites": [],
+        }
 
-
-    def export_user(self, model: Any, source: Any, signature: list, output_names: list[str],
-                    example: tuple, out: Path, options: ExportOptions) -> dict[str, Any]:
+    def export_user(
+        self,
+        model: Any,
+        source: Any,
+        signature: list,
+        output_names: list[str],
+        example: tuple,
+        out: Path,
+        options: ExportOptions,
+    ) -> dict[str, Any]:
         """A user's model in its own layout (nothing transposed), with its own input and
         output names; dimensions the signature leaves dynamic stay dynamic."""
         from dlbench.models.user.tensorflow import caller, flatten
 
         tf2onnx = _tf2onnx()
         names = [t.name for t in signature]
-        specs = [tf.TensorSpec([None if not isinstance(d, int) or (i == 0 and options.dynamic_batch)
-                                else d for i, d in enumerate(t.shape)], tf.as_dtype(t.dtype),
-                               name=t.name) for t in signature]
+        specs = [
+            tf.TensorSpec(
+                [
+                    None if not isinstance(d, int) or (i == 0 and options.dynamic_batch) else d
+                    for i, d in enumerate(t.shape)
+                ],
+                tf.as_dtype(t.dtype),
+                name=t.name,
+            )
+            for t in signature
+        ]
         call = caller(model, source, names)
 
         @tf.function(input_signature=specs)
         def fn(*xs):
             return flatten(call(*xs), output_names)
 
-        proto, storage = tf2onnx.convert.from_function(fn, input_signature=specs,
-                                                       opset=options.opset, large_model=True)
+        proto, storage = tf2onnx.convert.from_function(
+            fn, input_signature=specs, opset=options.opset, large_model=True
+        )
         inline_external_tensors(proto.graph, storage.name_to_tensor_data)
         import onnx
 
         onnx.save(proto, str(out))
-        return {"exporter": f"tf2onnx {tf2onnx.__version__} convert.from_function "
-                            f"(tf.function, the model's own layout)",
-                "opset_requested": options.opset, "rewrites": []}
+        return {
+            "exporter": f"tf2onnx {tf2onnx.__version__} convert.from_function "
+            f"(tf.function, the model's own layout)",
+            "opset_requested": options.opset,
+            "rewrites": [],
+        }
 
 
 HOP = KerasToOnnx()

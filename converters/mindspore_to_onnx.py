@@ -26,6 +26,7 @@ rewritten as ``Unsqueeze``/``Squeeze`` (``unbake_reshapes``, exact, recorded
 as rewrites).  Token inputs are exported at their fixed sequence length (the
 exporter bakes it too, into the LSTM's reversal of the sequence).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -33,17 +34,19 @@ import os
 
 os.environ.setdefault("GLOG_v", "3")
 
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+from pathlib import Path
+from typing import Any
 
-import numpy as np  # noqa: E402
-import mindspore as ms  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
+import mindspore as ms
+import numpy as np
+from mindspore import nn, ops
 
-from dlbench.converters.base import ExportHop, ExportOptions  # noqa: E402
-from dlbench.converters.onnx_io import BATCH_DIM, OUTPUT_NAME, input_names  # noqa: E402
-from dlbench.converters.base import ConversionError  # noqa: E402
-from dlbench.core.errors import first_line  # noqa: E402
+from dlbench.converters.base import (
+    ConversionError,
+    ExportHop,
+    ExportOptions,
+)
+from dlbench.converters.onnx_io import BATCH_DIM, OUTPUT_NAME, input_names
 
 
 class ZeroPadMaxPool(nn.Cell):
@@ -100,24 +103,32 @@ def rewrite_padded_pools(net: nn.Cell) -> list[str]:
                 continue
             pads = tuple(int(p) for p in child.padding)
             pad_h, pad_w = pads[-2], pads[-1]
-            replace_child(parent, name, ZeroPadMaxPool(_pair(child.kernel_size),
-                                                       _pair(child.stride), pad_h, pad_w))
+            replace_child(
+                parent, name, ZeroPadMaxPool(_pair(child.kernel_size), _pair(child.stride), pad_h, pad_w)
+            )
             replaced.append(f"{parent_name + '.' if parent_name else ''}{name}")
     return replaced
 
 
 def _export_onnx(net, examples, names, out: Path, options: ExportOptions) -> str:
-    axes = ({**{n: {0: BATCH_DIM} for n in names}, OUTPUT_NAME: {0: BATCH_DIM}}
-            if options.dynamic_batch else None)
+    axes = (
+        {**{n: {0: BATCH_DIM} for n in names}, OUTPUT_NAME: {0: BATCH_DIM}} if options.dynamic_batch else None
+    )
     try:
         import mindspore.onnx as ms_onnx
     except ImportError:
         ms_onnx = None
     if ms_onnx is not None and hasattr(ms_onnx, "export"):
-        ms_onnx.export(net, *examples, file_name=str(out), input_names=list(names),
-                       output_names=[OUTPUT_NAME], dynamic_axes=axes)
+        ms_onnx.export(
+            net,
+            *examples,
+            file_name=str(out),
+            input_names=list(names),
+            output_names=[OUTPUT_NAME],
+            dynamic_axes=axes,
+        )
         return "mindspore.onnx.export"
-    ms.export(net, *examples, file_name=str(out), file_format="ONNX")     # MindSpore < 2.6
+    ms.export(net, *examples, file_name=str(out), file_format="ONNX")  # MindSpore < 2.6
     return "mindspore.export(file_format='ONNX')"
 
 
@@ -164,7 +175,7 @@ def unbake_reshapes(path: Path, batch: int) -> list[str]:
 
     def one_axis(longer: list[int], shorter: list[int]) -> int | None:
         for k, d in enumerate(longer):
-            if d == 1 and longer[:k] + longer[k + 1:] == shorter:
+            if d == 1 and longer[:k] + longer[k + 1 :] == shorter:
                 return k
         return None
 
@@ -187,11 +198,9 @@ def unbake_reshapes(path: Path, batch: int) -> list[str]:
             g.initializer.append(numpy_helper.from_array(np.array([axis], np.int64), axes))
             new = helper.make_node(op, [node.input[0], axes], list(node.output), name=name)
         else:
-            new = helper.make_node(op, [node.input[0]], list(node.output), name=name,
-                                   axes=[axis])
+            new = helper.make_node(op, [node.input[0]], list(node.output), name=name, axes=[axis])
         g.node[i].CopyFrom(new)
-        done.append(f"{node.name or node.output[0]}: Reshape {before} -> {after} as "
-                    f"{op}(axis {axis})")
+        done.append(f"{node.name or node.output[0]}: Reshape {before} -> {after} as {op}(axis {axis})")
     if done:
         onnx.save(model, str(path))
     return done
@@ -217,12 +226,12 @@ class MindSporeToOnnx(ExportHop):
         rewrites = [f"{n}: MaxPool2d(pad_mode='pad') -> Pad(0) + MaxPool2d(valid)" for n in replaced]
         out = Path(out)
         # Zeros in each input's dtype: a valid image and a valid token id alike.
-        dtypes = [np.dtype(i.dtype) if i.dtype.startswith("int") else np.dtype(np.float32)
-                  for i in spec.inputs]
+        dtypes = [
+            np.dtype(i.dtype) if i.dtype.startswith("int") else np.dtype(np.float32) for i in spec.inputs
+        ]
         if options.format == "onnx":
             batch = TRACE_BATCH if options.dynamic_batch else options.batch_size
-            examples = [ms.Tensor(np.zeros((batch, *i.shape), dt))
-                        for i, dt in zip(spec.inputs, dtypes)]
+            examples = [ms.Tensor(np.zeros((batch, *i.shape), dt)) for i, dt in zip(spec.inputs, dtypes)]
             rewrites += family_onnx_rewrites(spec, model)
             how = _export_onnx(model, examples, input_names(spec), out, options)
             if options.dynamic_batch and out.is_file():
@@ -231,41 +240,59 @@ class MindSporeToOnnx(ExportHop):
             if out.suffix != ".mindir":
                 raise ConversionError(f"{out}: a MindIR file must end in .mindir")
             batch = None if options.dynamic_batch else options.batch_size
-            examples = [ms.Tensor(shape=[batch, *i.shape], dtype=getattr(ms, dt.name))
-                        for i, dt in zip(spec.inputs, dtypes)]
+            examples = [
+                ms.Tensor(shape=[batch, *i.shape], dtype=getattr(ms, dt.name))
+                for i, dt in zip(spec.inputs, dtypes)
+            ]
             ms.export(model, *examples, file_name=str(out.with_suffix("")), file_format="MINDIR")
             how = "mindspore.export(file_format='MINDIR')"
         else:
             raise ConversionError(f"--format {options.format}: MindSpore exports onnx or mindir")
         if not out.is_file():
             raise RuntimeError(f"{how} reported success but wrote no {out.name}")
-        return {"exporter": how, "opset_requested": options.opset if options.format == "onnx"
-                else None, "rewrites": rewrites}
+        return {
+            "exporter": how,
+            "opset_requested": options.opset if options.format == "onnx" else None,
+            "rewrites": rewrites,
+        }
 
-    def export_user(self, model: nn.Cell, source: Any, signature: list, output_names: list[str],
-                    example: tuple, out: Path, options: ExportOptions) -> dict[str, Any]:
+    def export_user(
+        self,
+        model: nn.Cell,
+        source: Any,
+        signature: list,
+        output_names: list[str],
+        example: tuple,
+        out: Path,
+        options: ExportOptions,
+    ) -> dict[str, Any]:
         """A user's Cell, traced at ``example`` with its own input and output names.  The
         exporter bakes the traced shapes in; the caller names the batch dimension and the
         verifier's other batch size shows whether the graph really takes any batch."""
         if source.kind == "mindir":
-            raise ConversionError(f"{source.label}: MindSpore exports ONNX from a network's "
-                                  f"code, not from a MindIR graph: give --model-from "
-                                  f"FILE.py:CALLABLE")
+            raise ConversionError(
+                f"{source.label}: MindSpore exports ONNX from a network's "
+                f"code, not from a MindIR graph: give --model-from "
+                f"FILE.py:CALLABLE"
+            )
         model.set_train(False)
         replaced = rewrite_padded_pools(model)
         names = [t.name for t in signature]
         import mindspore.onnx as ms_onnx
 
-        axes = ({n: {0: BATCH_DIM} for n in [*names, *output_names]}
-                if options.dynamic_batch else None)
-        ms_onnx.export(model, *[ms.Tensor(a) for a in example], file_name=str(out),
-                       input_names=names, output_names=list(output_names), dynamic_axes=axes)
-        rewrites = [f"{n}: MaxPool2d(pad_mode='pad') -> Pad(0) + MaxPool2d(valid)"
-                    for n in replaced]
+        axes = {n: {0: BATCH_DIM} for n in [*names, *output_names]} if options.dynamic_batch else None
+        ms_onnx.export(
+            model,
+            *[ms.Tensor(a) for a in example],
+            file_name=str(out),
+            input_names=names,
+            output_names=list(output_names),
+            dynamic_axes=axes,
+        )
+        rewrites = [f"{n}: MaxPool2d(pad_mode='pad') -> Pad(0) + MaxPool2d(valid)" for n in replaced]
         if options.dynamic_batch and out.is_file():
             rewrites += [f"{r} (batch-independent)" for r in unbake_reshapes(out, len(example[0]))]
-        return {"exporter": "mindspore.onnx.export", "opset_requested": options.opset,
-                "rewrites": rewrites}
+        return {"exporter": "mindspore.onnx.export", "opset_requested": options.opset, "rewrites": rewrites}
 
 
 HOP = MindSporeToOnnx()

@@ -21,6 +21,7 @@ Two things here exist because of the installed versions, not taste:
   several inputs, one output ``logits``, batch dimension ``batch`` and, for
   token inputs left dynamic, sequence dimension ``sequence``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -43,8 +44,7 @@ SEQUENCE_DIM = "sequence"
 META_PREFIX = "dlbench."
 
 # IR version that introduced each element type (onnx.proto's IR_VERSION history).
-_TYPE_IR = {17: 9, 18: 9, 19: 9, 20: 9, 21: 10, 22: 10, 23: 11, 24: 12, 25: 13, 26: 13,
-            27: 14, 28: 14}
+_TYPE_IR = {17: 9, 18: 9, 19: 9, 20: 9, 21: 10, 22: 10, 23: 11, 24: 12, 25: 13, 26: 13, 27: 14, 28: 14}
 
 
 def onnx():
@@ -114,8 +114,9 @@ def load(path: str | os.PathLike, *, check: bool = True, label: str | os.PathLik
     try:
         model = onnx_mod.load(str(path))
     except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError, RuntimeError, ...
-        raise ConversionError(f"{name}: not a readable ONNX model, the file is corrupt or truncated "
-                        f"({first_line(exc)})") from None
+        raise ConversionError(
+            f"{name}: not a readable ONNX model, the file is corrupt or truncated ({first_line(exc)})"
+        ) from None
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
         raise ConversionError(f"{name}: not an ONNX model (no graph in it; corrupt or truncated?)")
     if check:
@@ -178,11 +179,12 @@ def check_model(model, path: str | os.PathLike) -> None:
         onnx_mod.checker.check_model(model, full_check=True)
     except Exception as exc:  # noqa: BLE001 - ValidationError, InferenceError
         msg = first_line(exc)
-        unknown = re.search(r"No (?:Op|Schema) registered for (\w+) with domain_version of (\d+)",
-                            str(exc))
+        unknown = re.search(r"No (?:Op|Schema) registered for (\w+) with domain_version of (\d+)", str(exc))
         if unknown:
-            raise ConversionError(f"{path}: uses operator {unknown.group(1)}, which no ONNX opset "
-                            f"defines (opset {unknown.group(2)}): no runtime can run it") from None
+            raise ConversionError(
+                f"{path}: uses operator {unknown.group(1)}, which no ONNX opset "
+                f"defines (opset {unknown.group(2)}): no runtime can run it"
+            ) from None
         raise ConversionError(f"{path}: not a valid ONNX model ({msg})") from None
 
 
@@ -196,9 +198,12 @@ def ort_max_ir_version() -> int:
     """
     onnx_mod, rt = onnx(), ort()
     helper = onnx_mod.helper
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
-                              [helper.make_tensor_value_info("x", onnx_mod.TensorProto.FLOAT, [1])],
-                              [helper.make_tensor_value_info("y", onnx_mod.TensorProto.FLOAT, [1])])
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "probe",
+        [helper.make_tensor_value_info("x", onnx_mod.TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", onnx_mod.TensorProto.FLOAT, [1])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     version = onnx_mod.IR_VERSION
     while version >= 7:
@@ -206,7 +211,7 @@ def ort_max_ir_version() -> int:
         try:
             rt.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
             return version
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - ORT's refusal types vary; its text says why
             said = re.search(r"max supported IR version:\s*(\d+)", str(exc))
             version = int(said.group(1)) if said and int(said.group(1)) < version else version - 1
     return 7
@@ -233,8 +238,7 @@ def required_ir_version(model) -> tuple[int, str]:
     """(minimum IR version the model's content needs, what needs it)."""
     onnx_mod = onnx()
     need, why = 3, "the format"
-    opset_ir = onnx_mod.helper.find_min_ir_version_for(list(model.opset_import),
-                                                       ignore_unknown=True)
+    opset_ir = onnx_mod.helper.find_min_ir_version_for(list(model.opset_import), ignore_unknown=True)
     if opset_ir > need:
         opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
         need, why = opset_ir, f"opset {opsets}"
@@ -260,8 +264,10 @@ def lower_ir_version(model, path: str | os.PathLike = "model") -> tuple[int, int
         return before, before
     need, why = required_ir_version(model)
     if need > limit:
-        raise ConversionError(f"{path}: needs ONNX IR version {need} ({why}), and the installed "
-                        f"onnxruntime reads at most IR {limit}: upgrade onnxruntime")
+        raise ConversionError(
+            f"{path}: needs ONNX IR version {need} ({why}), and the installed "
+            f"onnxruntime reads at most IR {limit}: upgrade onnxruntime"
+        )
     model.ir_version = max(need, min(before, limit))
     return before, model.ir_version
 
@@ -273,8 +279,9 @@ def input_names(spec) -> list[str]:
     return [INPUT_NAME] if len(spec.inputs) == 1 else [i.name for i in spec.inputs]
 
 
-def normalize_io(model, *, input_name: str = INPUT_NAME, output_name: str = OUTPUT_NAME,
-                 dynamic_batch: bool = True) -> dict[str, str]:
+def normalize_io(
+    model, *, input_name: str = INPUT_NAME, output_name: str = OUTPUT_NAME, dynamic_batch: bool = True
+) -> dict[str, str]:
     """Inputs and the one output renamed, with a named (or fixed) batch dimension.
 
     A one-input model's input becomes ``input_name``; several inputs keep the
@@ -289,8 +296,10 @@ def normalize_io(model, *, input_name: str = INPUT_NAME, output_name: str = OUTP
     inits = {t.name for t in g.initializer}
     inputs = [i for i in g.input if i.name not in inits]
     if not inputs or len(g.output) != 1:
-        raise ConversionError(f"expected inputs and one output, the exporter wrote "
-                        f"{len(inputs)} inputs and {len(g.output)} outputs")
+        raise ConversionError(
+            f"expected inputs and one output, the exporter wrote "
+            f"{len(inputs)} inputs and {len(g.output)} outputs"
+        )
     renames = {}
     pairs = [(g.output[0], output_name)] + ([(inputs[0], input_name)] if len(inputs) == 1 else [])
     for vi, new in pairs:
@@ -309,10 +318,15 @@ def normalize_io(model, *, input_name: str = INPUT_NAME, output_name: str = OUTP
                 dims[0].Clear()
                 dims[0].dim_param = BATCH_DIM
             elif not dims[0].HasField("dim_value"):
-                raise ConversionError(f"{vi.name}: static batch asked, but the exporter left the "
-                                f"batch dimension symbolic")
-        if (vi is not g.output[0] and vi.type.tensor_type.elem_type in ints and len(dims) >= 2
-                and not dims[1].HasField("dim_value")):
+                raise ConversionError(
+                    f"{vi.name}: static batch asked, but the exporter left the batch dimension symbolic"
+                )
+        if (
+            vi is not g.output[0]
+            and vi.type.tensor_type.elem_type in ints
+            and len(dims) >= 2
+            and not dims[1].HasField("dim_value")
+        ):
             dims[1].Clear()
             dims[1].dim_param = SEQUENCE_DIM
     del g.value_info[:]
@@ -323,7 +337,7 @@ def infer_shapes(model, path: str | os.PathLike = "model"):
     onnx_mod = onnx()
     try:
         return onnx_mod.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - onnx raises several types; all mean a bad graph
         raise ConversionError(f"{path}: shape inference fails ({first_line(exc)})") from None
 
 
@@ -340,8 +354,7 @@ def set_metadata(model, meta: dict[str, Any]) -> None:
 
 
 def metadata(model) -> dict[str, str]:
-    return {p.key[len(META_PREFIX):]: p.value for p in model.metadata_props
-            if p.key.startswith(META_PREFIX)}
+    return {p.key[len(META_PREFIX) :]: p.value for p in model.metadata_props if p.key.startswith(META_PREFIX)}
 
 
 def publish_mode(path: str | os.PathLike) -> None:
@@ -387,21 +400,28 @@ def session(path: str | os.PathLike, *, threads: int | None = None):
         sess = rt.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - Fail, InvalidGraph, NotImplemented, ...
         text = str(exc)
-        op = (re.search(r"Could not find an implementation for (\S+?)\(\d+\)", text)
-              or re.search(r"(\S+) is not a registered function/op", text)
-              or re.search(r"No opset import for domain '([^']+)'", text))
+        op = (
+            re.search(r"Could not find an implementation for (\S+?)\(\d+\)", text)
+            or re.search(r"(\S+) is not a registered function/op", text)
+            or re.search(r"No opset import for domain '([^']+)'", text)
+        )
         if op:
             name = re.sub(r"\(-?\d+\)$", "", op.group(1))
-            raise ConversionError(f"{path}: operator {name} has no implementation in "
-                            f"onnxruntime {rt.__version__} (CPU): no runtime here can run it") from None
+            raise ConversionError(
+                f"{path}: operator {name} has no implementation in "
+                f"onnxruntime {rt.__version__} (CPU): no runtime here can run it"
+            ) from None
         ir = re.search(r"Unsupported model IR version: (\d+), max supported IR version: (\d+)", text)
         if ir:
-            raise ConversionError(f"{path}: has ONNX IR version {ir.group(1)}, and onnxruntime "
-                            f"{rt.__version__} reads at most {ir.group(2)} (onnx >= 1.23 writes 14 "
-                            f"by default): re-save it with ir_version {ir.group(2)} or lower") from None
+            raise ConversionError(
+                f"{path}: has ONNX IR version {ir.group(1)}, and onnxruntime "
+                f"{rt.__version__} reads at most {ir.group(2)} (onnx >= 1.23 writes 14 "
+                f"by default): re-save it with ir_version {ir.group(2)} or lower"
+            ) from None
         said = text.split(":", 3)[-1].strip() if "ONNXRuntimeError" in text else first_line(exc)
-        raise ConversionError(f"{path}: onnxruntime {rt.__version__} cannot load it "
-                        f"({said.splitlines()[0][:300]})") from None
+        raise ConversionError(
+            f"{path}: onnxruntime {rt.__version__} cannot load it ({said.splitlines()[0][:300]})"
+        ) from None
     if "CPUExecutionProvider" not in sess.get_providers():
         raise ConversionError(f"{path}: onnxruntime ran it on {sess.get_providers()}, not the CPU")
     return sess

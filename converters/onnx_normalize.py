@@ -26,6 +26,7 @@ when the graph needs it (a graph that needs none is left as it is):
 It never judges its own output: the caller runs the normalized graph against
 the original on the same inputs before anything else happens to it.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -37,8 +38,14 @@ from dlbench.converters.base import ConversionError
 from dlbench.core.errors import first_line
 
 # Nodes whose outputs change between runs: never constants, whatever their inputs.
-_RANDOM_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-               "Multinomial", "Bernoulli"}
+_RANDOM_OPS = {
+    "RandomNormal",
+    "RandomUniform",
+    "RandomNormalLike",
+    "RandomUniformLike",
+    "Multinomial",
+    "Bernoulli",
+}
 # IR version 4 made initializers that are not graph inputs legal.
 _FROZEN_IR = 4
 
@@ -113,8 +120,9 @@ def _fold(src: Path, out: Path) -> str:
     try:
         rt.InferenceSession(str(src), opts, providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - the runtime's own refusal, one line
-        raise ConversionError(f"folding constants with onnxruntime {rt.__version__} failed: "
-                              f"{first_line(exc)[:300]}") from None
+        raise ConversionError(
+            f"folding constants with onnxruntime {rt.__version__} failed: {first_line(exc)[:300]}"
+        ) from None
     return f"onnxruntime {rt.__version__} basic-level optimizer, saved offline"
 
 
@@ -124,12 +132,15 @@ def _upgrade(model, target: int):
     try:
         return version_converter.convert_version(model, target)
     except Exception as exc:  # noqa: BLE001 - an operator without an adapter, ...
-        raise ConversionError(f"onnx's version converter cannot raise opset {opset_of(model)} "
-                              f"to {target}: {first_line(exc)[:300]}") from None
+        raise ConversionError(
+            f"onnx's version converter cannot raise opset {opset_of(model)} "
+            f"to {target}: {first_line(exc)[:300]}"
+        ) from None
 
 
-def normalize(source: str | Path, out: str | Path, *, freeze: bool = True,
-              min_opset: int | None = None) -> dict[str, Any] | None:
+def normalize(
+    source: str | Path, out: str | Path, *, freeze: bool = True, min_opset: int | None = None
+) -> dict[str, Any] | None:
     """Write the normalized graph of ``source`` to ``out`` and say what was done, or return
     None (writing nothing) when the graph needs no step."""
     onnx = onnx_io.onnx()
@@ -178,11 +189,15 @@ def describe(info: dict[str, Any]) -> str:
     """One line for the user: what normalizing did to their graph."""
     parts = []
     if info.get("frozen_initializer_inputs"):
-        parts.append(f"froze {info['frozen_initializer_inputs']} initializers that were also "
-                     f"graph inputs (--no-freeze keeps them)")
+        parts.append(
+            f"froze {info['frozen_initializer_inputs']} initializers that were also "
+            f"graph inputs (--no-freeze keeps them)"
+        )
     if info.get("folded_nodes"):
-        parts.append(f"folded {info['folded_nodes']} constant nodes "
-                     f"({info['nodes_before']} -> {info['nodes_after']} nodes)")
+        parts.append(
+            f"folded {info['folded_nodes']} constant nodes "
+            f"({info['nodes_before']} -> {info['nodes_after']} nodes)"
+        )
     if info.get("opset_upgraded"):
         old, new = info["opset_upgraded"]
         parts.append(f"raised opset {old} to {new}")
@@ -190,6 +205,7 @@ def describe(info: dict[str, Any]) -> str:
         parts.append(f"wrote {info['sums_as_adds']} two-input Sum nodes as Add")
     verdict = info.get("verdict")
     if verdict:
-        parts.append("checked against the original: " + ("same outputs" if verdict["ok"]
-                                                        else "DIFFERENT outputs"))
+        parts.append(
+            "checked against the original: " + ("same outputs" if verdict["ok"] else "DIFFERENT outputs")
+        )
     return "normalized the graph: " + "; ".join(parts)

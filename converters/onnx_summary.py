@@ -6,6 +6,7 @@ describe a graph through ``summarize`` / ``signature``, so they agree on what
 a model takes (``models.tensors.TensorInfo``: named dimensions bind together,
 anonymous ones are unknowns of their own).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,14 +16,27 @@ from dlbench.converters.onnx_io import metadata, onnx
 from dlbench.core.tensors import TensorInfo
 
 # Ops whose presence means the graph computes in int8 (static QDQ, QOperator, dynamic).
-INT8_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv",
-            "QLinearMatMul", "QLinearAdd", "QLinearMul", "ConvInteger", "MatMulInteger",
-            "DynamicQuantizeMatMul", "DynamicQuantizeLSTM", "QAttention", "QGemm"}
+INT8_OPS = {
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "DynamicQuantizeLinear",
+    "QLinearConv",
+    "QLinearMatMul",
+    "QLinearAdd",
+    "QLinearMul",
+    "ConvInteger",
+    "MatMulInteger",
+    "DynamicQuantizeMatMul",
+    "DynamicQuantizeLSTM",
+    "QAttention",
+    "QGemm",
+}
 
 
 @dataclass
 class Summary:
     """What a report, a record and the verifier need to know about an ONNX file."""
+
     inputs: list[TensorInfo]
     outputs: list[TensorInfo]
     node_count: int
@@ -34,11 +48,17 @@ class Summary:
     metadata: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"inputs": [_as_dict(t) for t in self.inputs],
-                "outputs": [_as_dict(t) for t in self.outputs],
-                "node_count": self.node_count, "op_counts": self.op_counts, "opsets": self.opsets,
-                "ir_version": self.ir_version, "precision": self.precision,
-                "producer": self.producer, "metadata": self.metadata}
+        return {
+            "inputs": [_as_dict(t) for t in self.inputs],
+            "outputs": [_as_dict(t) for t in self.outputs],
+            "node_count": self.node_count,
+            "op_counts": self.op_counts,
+            "opsets": self.opsets,
+            "ir_version": self.ir_version,
+            "precision": self.precision,
+            "producer": self.producer,
+            "metadata": self.metadata,
+        }
 
 
 def _as_dict(t: TensorInfo) -> dict[str, Any]:
@@ -72,8 +92,10 @@ def tensor_info(value_info) -> TensorInfo:
 def signature(model) -> tuple[list[TensorInfo], list[TensorInfo]]:
     """(inputs, outputs); graph inputs that are initializers (old IR) are weights, not inputs."""
     weights = {i.name for i in model.graph.initializer}
-    return ([tensor_info(v) for v in model.graph.input if v.name not in weights],
-            [tensor_info(v) for v in model.graph.output])
+    return (
+        [tensor_info(v) for v in model.graph.input if v.name not in weights],
+        [tensor_info(v) for v in model.graph.output],
+    )
 
 
 def precision_of(model) -> str:
@@ -83,8 +105,12 @@ def precision_of(model) -> str:
     ops = {n.op_type for n in model.graph.node}
     if ops & INT8_OPS:
         return "int8"
-    floats = {onnx_mod.TensorProto.FLOAT: "fp32", onnx_mod.TensorProto.FLOAT16: "fp16",
-              onnx_mod.TensorProto.BFLOAT16: "bf16", onnx_mod.TensorProto.DOUBLE: "fp64"}
+    floats = {
+        onnx_mod.TensorProto.FLOAT: "fp32",
+        onnx_mod.TensorProto.FLOAT16: "fp16",
+        onnx_mod.TensorProto.BFLOAT16: "bf16",
+        onnx_mod.TensorProto.DOUBLE: "fp64",
+    }
     weighted: dict[str, int] = {}
     for init in model.graph.initializer:
         if init.data_type in floats:
@@ -97,7 +123,9 @@ def precision_of(model) -> str:
     inits = {t.name for t in model.graph.initializer}
     for vi in model.graph.input:
         if vi.name not in inits and vi.type.tensor_type.elem_type in (
-                onnx_mod.TensorProto.FLOAT16, onnx_mod.TensorProto.BFLOAT16):
+            onnx_mod.TensorProto.FLOAT16,
+            onnx_mod.TensorProto.BFLOAT16,
+        ):
             return floats[vi.type.tensor_type.elem_type]
     return "fp32"
 
@@ -110,8 +138,13 @@ def summarize(model) -> Summary:
         counts[n.op_type] = counts.get(n.op_type, 0) + 1
     producer = f"{model.producer_name} {model.producer_version}".strip()
     return Summary(
-        inputs=inputs, outputs=outputs,
-        node_count=len(g.node), op_counts=dict(sorted(counts.items())),
+        inputs=inputs,
+        outputs=outputs,
+        node_count=len(g.node),
+        op_counts=dict(sorted(counts.items())),
         opsets={o.domain or "ai.onnx": o.version for o in model.opset_import},
-        ir_version=model.ir_version, precision=precision_of(model), producer=producer,
-        metadata=metadata(model))
+        ir_version=model.ir_version,
+        precision=precision_of(model),
+        producer=producer,
+        metadata=metadata(model),
+    )

@@ -13,32 +13,34 @@ InsertCastTransformer), so on the CPU the verifier sees float16 weights and
 float16 tensors between nodes, not float16 accumulation.  On a GPU execution
 provider or TensorRT, the same file computes in float16 and is verified there.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
 from dlbench.converters import onnx_io
-from dlbench.converters.base import BuildHop, BuildOptions
-from dlbench.converters.base import ConversionError
+from dlbench.converters.base import BuildHop, BuildOptions, ConversionError
 
 
 def _converter():
     try:
+        import onnxconverter_common
         from onnxconverter_common.float16 import convert_float_to_float16
 
-        import onnxconverter_common
         return convert_float_to_float16, f"onnxconverter-common {onnxconverter_common.__version__}"
     except ImportError:
         pass
     try:
+        import onnxruntime
         from onnxruntime.transformers.float16 import convert_float_to_float16
 
-        import onnxruntime
         return convert_float_to_float16, f"onnxruntime {onnxruntime.__version__} transformers.float16"
     except ImportError:
-        raise ConversionError("no float16 converter: pip install 'dlbench[onnx]' "
-                        "(onnxruntime ships one) or onnxconverter-common") from None
+        raise ConversionError(
+            "no float16 converter: pip install 'dlbench[onnx]' "
+            "(onnxruntime ships one) or onnxconverter-common"
+        ) from None
 
 
 class OnnxToFp16(BuildHop):
@@ -58,11 +60,14 @@ class OnnxToFp16(BuildHop):
         converted = convert(model, keep_io_types=options.keep_io_types)
         dropped = _drop_repeated_nodes(converted)
         retyped = _type_value_info_as_initializers(converted)
-        onnx_io.toposort(converted)          # the converter appends its I/O casts at the end
+        onnx_io.toposort(converted)  # the converter appends its I/O casts at the end
         onnx_io.save(converted, out)
-        return {"tool": tool, "keep_io_types": options.keep_io_types,
-                **({"repeated_casts_dropped": dropped} if dropped else {}),
-                **({"value_info_retyped": retyped} if retyped else {})}
+        return {
+            "tool": tool,
+            "keep_io_types": options.keep_io_types,
+            **({"repeated_casts_dropped": dropped} if dropped else {}),
+            **({"value_info_retyped": retyped} if retyped else {}),
+        }
 
 
 def _type_value_info_as_initializers(model) -> list[str]:
@@ -98,8 +103,7 @@ def _drop_repeated_nodes(model) -> int:
         elif all(first[o] == body for o in clash):
             dropped += 1
         else:
-            raise ConversionError(f"the float16 converter wrote two different nodes named "
-                                  f"{clash[0]!r}")
+            raise ConversionError(f"the float16 converter wrote two different nodes named {clash[0]!r}")
     if dropped:
         del model.graph.node[:]
         model.graph.node.extend(keep)

@@ -30,19 +30,16 @@ Dynamic quantization (``--dynamic``) quantizes weights ahead of time and
 activations per batch at run time (no calibration): the usual choice for
 LSTM and Transformer models, whose activation ranges vary by input.
 """
+
 from __future__ import annotations
 
 import contextlib
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-import numpy as np
-
-from dlbench.converters import onnx_io
-from dlbench.converters import int8_recipe
-from dlbench.converters import onnx_normalize
-from dlbench.converters import onnx_summary
+from dlbench.converters import int8_recipe, onnx_io, onnx_normalize, onnx_summary
 from dlbench.converters.base import BuildHop, BuildOptions, ConversionError
 from dlbench.core.errors import first_line
 
@@ -103,8 +100,7 @@ def prepare(source: Path, out: Path) -> dict[str, Any]:
             # Its symbolic shape inference gives up on some exporters' graphs
             # (MindSpore's LSTM weight plumbing); the other two steps still apply.
             pre_process(src, str(out), skip_symbolic_shape=True)
-            info["quant_pre_process"] = (f"without symbolic shape inference "
-                                         f"({first_line(exc)})")
+            info["quant_pre_process"] = f"without symbolic shape inference ({first_line(exc)})"
     onnx = onnx_io.onnx()
     model = onnx.load(str(out))
     if int8_recipe.name_nodes(model.graph):
@@ -117,9 +113,11 @@ def check_fixed_weights(graph, label: str) -> None:
     kept as graph inputs by --no-freeze): the quantizer cannot fix their scales."""
     kept = onnx_normalize.initializer_inputs(graph)
     if kept:
-        raise ConversionError(f"--no-freeze: {len(kept)} initializers of {label} stay graph "
-                              f"inputs, so its weights may change at run time and INT8 cannot "
-                              f"fix their scales; build it without --no-freeze")
+        raise ConversionError(
+            f"--no-freeze: {len(kept)} initializers of {label} stay graph "
+            f"inputs, so its weights may change at run time and INT8 cannot "
+            f"fix their scales; build it without --no-freeze"
+        )
 
 
 def _check_normalized(model, label: str, min_opset: int) -> None:
@@ -127,8 +125,10 @@ def _check_normalized(model, label: str, min_opset: int) -> None:
     check_fixed_weights(model.graph, label)
     opset = onnx_normalize.opset_of(model)
     if opset is not None and opset < min_opset:
-        raise ConversionError(f"opset {opset}: per-channel Q/DQ needs opset {min_opset} or "
-                              f"later (dlbench build raises it first)")
+        raise ConversionError(
+            f"opset {opset}: per-channel Q/DQ needs opset {min_opset} or "
+            f"later (dlbench build raises it first)"
+        )
 
 
 class OnnxToInt8(BuildHop):
@@ -137,10 +137,22 @@ class OnnxToInt8(BuildHop):
     precision = "int8"
     suffix = ".int8.onnx"
     min_opset = QDQ_MIN_OPSET
-    options = ("calib_data", "calib_size", "calib_batch", "dynamic", "per_channel", "target",
-               "exclude_nodes", "exclude_op_types", "quantize_op_types", "float_tail")
-    summary = ("ONNX Runtime quantization: static QDQ with per-channel weights calibrated on "
-               "--calib-data, or --dynamic")
+    options = (
+        "calib_data",
+        "calib_size",
+        "calib_batch",
+        "dynamic",
+        "per_channel",
+        "target",
+        "exclude_nodes",
+        "exclude_op_types",
+        "quantize_op_types",
+        "float_tail",
+    )
+    summary = (
+        "ONNX Runtime quantization: static QDQ with per-channel weights calibrated on "
+        "--calib-data, or --dynamic"
+    )
 
     def calibrates(self, options: BuildOptions) -> bool:
         return not options.dynamic
@@ -154,9 +166,16 @@ class OnnxToInt8(BuildHop):
         if options.target not in TARGETS:
             raise ConversionError(f"--target {options.target}: choose from {', '.join(TARGETS)}")
 
-    def build(self, source: Path, out: Path, options: BuildOptions, *,
-              calibration: Sequence[Any] | None = None, calibration_source: str = "given",
-              **_: Any) -> dict[str, Any]:
+    def build(
+        self,
+        source: Path,
+        out: Path,
+        options: BuildOptions,
+        *,
+        calibration: Sequence[Any] | None = None,
+        calibration_source: str = "given",
+        **_: Any,
+    ) -> dict[str, Any]:
         """Static quantization calibrates on ``calibration`` (batches: one array, or a tuple
         in the graph's input order); the caller chooses and describes them."""
         if not options.dynamic and not calibration:
@@ -172,44 +191,67 @@ class OnnxToInt8(BuildHop):
             pre = Path(tmp, "pre.onnx")
             info.update(prepare(source, pre))
             pre_model = onnx_io.load(pre, check=False)
-            floats = int8_recipe.float_nodes(pre_model.graph, source_model.graph,
-                                             options, static=not options.dynamic)
-            del source_model                 # a folded VGG19 holds 0.5 GB of weights
+            floats = int8_recipe.float_nodes(
+                pre_model.graph, source_model.graph, options, static=not options.dynamic
+            )
+            del source_model  # a folded VGG19 holds 0.5 GB of weights
             exclude = [d["node"] for d in floats]
-            only = int8_recipe.quantized_types(options.quantize_op_types, quant,
-                                               dynamic=options.dynamic)
+            only = int8_recipe.quantized_types(options.quantize_op_types, quant, dynamic=options.dynamic)
             if options.dynamic:
-                quant.quantize_dynamic(str(pre), str(out), per_channel=options.per_channel,
-                                       weight_type=quant.QuantType.QInt8,
-                                       nodes_to_exclude=exclude, op_types_to_quantize=only)
-                info["recipe"] = {"mode": "dynamic", "weights": "int8",
-                                  "per_channel": options.per_channel,
-                                  "activations": "uint8, quantized per batch at run time",
-                                  "float_nodes": floats,
-                                  "quantized_op_types": only or "every type the quantizer handles"}
+                quant.quantize_dynamic(
+                    str(pre),
+                    str(out),
+                    per_channel=options.per_channel,
+                    weight_type=quant.QuantType.QInt8,
+                    nodes_to_exclude=exclude,
+                    op_types_to_quantize=only,
+                )
+                info["recipe"] = {
+                    "mode": "dynamic",
+                    "weights": "int8",
+                    "per_channel": options.per_channel,
+                    "activations": "uint8, quantized per batch at run time",
+                    "float_nodes": floats,
+                    "quantized_op_types": only or "every type the quantizer handles",
+                }
                 return info
             batches = list(calibration)
             names = [i.name for i in onnx_summary.summarize(pre_model).inputs]
             symmetric = options.target == "tensorrt"
             activation = quant.QuantType.QInt8 if symmetric else quant.QuantType.QUInt8
             extra = {"ActivationSymmetric": symmetric, "WeightSymmetric": True}
-            quant.quantize_static(str(pre), str(out), _Reader(names, batches),
-                                  quant_format=quant.QuantFormat.QDQ,
-                                  per_channel=options.per_channel, reduce_range=False,
-                                  activation_type=activation, weight_type=quant.QuantType.QInt8,
-                                  calibrate_method=quant.CalibrationMethod.MinMax,
-                                  nodes_to_exclude=exclude, op_types_to_quantize=only,
-                                  extra_options=extra)
+            quant.quantize_static(
+                str(pre),
+                str(out),
+                _Reader(names, batches),
+                quant_format=quant.QuantFormat.QDQ,
+                per_channel=options.per_channel,
+                reduce_range=False,
+                activation_type=activation,
+                weight_type=quant.QuantType.QInt8,
+                calibrate_method=quant.CalibrationMethod.MinMax,
+                nodes_to_exclude=exclude,
+                op_types_to_quantize=only,
+                extra_options=extra,
+            )
             info["recipe"] = {
-                "mode": "static", "format": "QDQ", "target": options.target,
+                "mode": "static",
+                "format": "QDQ",
+                "target": options.target,
                 "activations": "int8 symmetric" if symmetric else "uint8 asymmetric",
-                "weights": "int8 symmetric", "per_channel": options.per_channel,
-                "calibration_method": "MinMax", "reduce_range": False,
-                "float_tail": options.float_tail, "float_nodes": floats,
-                "quantized_op_types": only or "every type the quantizer handles"}
+                "weights": "int8 symmetric",
+                "per_channel": options.per_channel,
+                "calibration_method": "MinMax",
+                "reduce_range": False,
+                "float_tail": options.float_tail,
+                "float_nodes": floats,
+                "quantized_op_types": only or "every type the quantizer handles",
+            }
             info["calibration"] = {
                 "source": calibration_source,
-                "samples": int(sum(_rows(b) for b in batches)), "batch": _rows(batches[0])}
+                "samples": int(sum(_rows(b) for b in batches)),
+                "batch": _rows(batches[0]),
+            }
         return info
 
 

@@ -40,13 +40,15 @@ applies; only ``best`` (let the builder pick) keeps it.  The flag as the
 builder reads it back is recorded in the sidecar (``tf32``), which the runner
 reports as the engine's math mode.
 """
+
 from __future__ import annotations
 
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from dlbench.converters import tensorrt_runtime as trt_rt
 from dlbench.converters.base import BuildHop, BuildOptions, ConversionError
@@ -65,9 +67,11 @@ def missing_packages() -> list[str]:
     """The Python packages a build needs that are not installed (no import)."""
     import importlib.util
 
-    return [f"{dist} is not installed (pip install 'dlbench[tensorrt]')"
-            for module, dist in (("tensorrt", "tensorrt"), ("cuda", "cuda-python"))
-            if importlib.util.find_spec(module) is None]
+    return [
+        f"{dist} is not installed (pip install 'dlbench[tensorrt]')"
+        for module, dist in (("tensorrt", "tensorrt"), ("cuda", "cuda-python"))
+        if importlib.util.find_spec(module) is None
+    ]
 
 
 def profile_of(batch_sizes) -> tuple[int, int, int]:
@@ -78,23 +82,34 @@ def profile_of(batch_sizes) -> tuple[int, int, int]:
 class OnnxToTensorRT(BuildHop):
     name = "onnx->tensorrt"
     targets = ("tensorrt",)
-    min_opset = 9            # TensorRT's ONNX parser reads opset 9 and later
+    min_opset = 9  # TensorRT's ONNX parser reads opset 9 and later
     artifact_format = "tensorrt-engine"
     device = "gpu"
-    in_cell = True           # a CUDA context, and a library that can abort the process
+    in_cell = True  # a CUDA context, and a library that can abort the process
     requires_backend = "tensorrt"
     precisions = PRECISIONS
     from_any_precision = True
-    options = ("precision", "batch_sizes", "workspace_mb", "timing_cache", "calib_data",
-               "calib_size", "calib_batch", "calib_cache")
-    summary = ("a serialized TensorRT engine (NVIDIA GPU, tensorrt and cuda-python), with an "
-               "optimization profile over --batch-sizes and a sidecar naming its TensorRT and GPU")
+    options = (
+        "precision",
+        "batch_sizes",
+        "workspace_mb",
+        "timing_cache",
+        "calib_data",
+        "calib_size",
+        "calib_batch",
+        "calib_cache",
+    )
+    summary = (
+        "a serialized TensorRT engine (NVIDIA GPU, tensorrt and cuda-python), with an "
+        "optimization profile over --batch-sizes and a sidecar naming its TensorRT and GPU"
+    )
 
     def calibrates(self, options: BuildOptions) -> bool:
         return options.precision in ("int8", "best")
 
-    def profile_batch_sizes(self, options: BuildOptions, verify: tuple[int, ...],
-                            fixed: int | None) -> tuple[int, ...]:
+    def profile_batch_sizes(
+        self, options: BuildOptions, verify: tuple[int, ...], fixed: int | None
+    ) -> tuple[int, ...]:
         """The engine takes batches inside its profile only; a fixed-batch model's
         profile is that batch."""
         if fixed is not None:
@@ -108,8 +123,10 @@ class OnnxToTensorRT(BuildHop):
             raise ConversionError(f"--precision {options.precision}: choose from {', '.join(PRECISIONS)}")
         major = trt_major(trt_rt.tensorrt_version_here())
         if major is not None and major >= 11 and options.precision == "best":
-            raise ConversionError("--precision best: TensorRT 11 builds strongly typed networks only "
-                            "and dropped the 'best' (weakly typed) mode; choose fp16 or int8")
+            raise ConversionError(
+                "--precision best: TensorRT 11 builds strongly typed networks only "
+                "and dropped the 'best' (weakly typed) mode; choose fp16 or int8"
+            )
 
     def default_out(self, source: Path, options: BuildOptions) -> Path:
         stem = source.name[:-5] if source.name.endswith(".onnx") else source.stem
@@ -118,14 +135,27 @@ class OnnxToTensorRT(BuildHop):
     def output_precision(self, options: BuildOptions) -> str:
         return options.precision
 
-    def build(self, source: Path, out: Path, options: BuildOptions, *,
-              model_precision: str = "fp32", calibration: Sequence[Any] | None = None,
-              scratch: Path | None = None, **_: Any) -> dict[str, Any]:
+    def build(
+        self,
+        source: Path,
+        out: Path,
+        options: BuildOptions,
+        *,
+        model_precision: str = "fp32",
+        calibration: Sequence[Any] | None = None,
+        scratch: Path | None = None,
+        **_: Any,
+    ) -> dict[str, Any]:
         """Write the serialized engine to ``out``; return the sidecar facts and timings."""
         with tempfile.TemporaryDirectory(prefix="dlbench-trt-") as tmp:
-            return build_engine(Path(source), Path(out), options, model_precision=model_precision,
-                                calibration=list(calibration or []),
-                                scratch=Path(scratch or tmp))
+            return build_engine(
+                Path(source),
+                Path(out),
+                options,
+                model_precision=model_precision,
+                calibration=list(calibration or []),
+                scratch=Path(scratch or tmp),
+            )
 
 
 def strongly_typed(trt_version: str, model_precision: str) -> bool:
@@ -134,8 +164,9 @@ def strongly_typed(trt_version: str, model_precision: str) -> bool:
     return model_precision != "fp32" or (major is not None and major >= 11)
 
 
-def prepare_typed_onnx(source: Path, scratch: Path, options: BuildOptions,
-                       calibration: list) -> tuple[Path, str]:
+def prepare_typed_onnx(
+    source: Path, scratch: Path, options: BuildOptions, calibration: list
+) -> tuple[Path, str]:
     """For a strongly typed build of an fp32 model: the fp16 / int8 ONNX to build from."""
     from dlbench.converters import onnx_io
 
@@ -149,15 +180,21 @@ def prepare_typed_onnx(source: Path, scratch: Path, options: BuildOptions,
         from dlbench.converters.onnx_to_int8 import HOP as int8
 
         out = scratch / "model.int8.onnx"
-        int8.build(source, out, BuildOptions(**{**options.to_dict(), "target": "tensorrt",
-                                                "batch_sizes": tuple(options.batch_sizes)}),
-                   calibration=calibration)
+        int8.build(
+            source,
+            out,
+            BuildOptions(
+                **{**options.to_dict(), "target": "tensorrt", "batch_sizes": tuple(options.batch_sizes)}
+            ),
+            calibration=calibration,
+        )
         how = "symmetric int8 Q/DQ ONNX from the int8 hop (target tensorrt)"
-    onnx_io.load(out)                # the intermediate must itself be a valid model
+    onnx_io.load(out)  # the intermediate must itself be a valid model
     return out, how
 
 
 # --- the build itself (imports TensorRT) --------------------------------------------------
+
 
 def _calibrator(trt, batches, cache_path: str | None, log: dict[str, Any]):
     """An IInt8EntropyCalibrator2 feeding ``batches`` from one device buffer."""
@@ -213,15 +250,18 @@ def _parse(trt, network, logger, onnx_path: str):
     return parser
 
 
-def build_engine(source: Path, out: Path, options: BuildOptions, *, model_precision: str,
-                 calibration: list, scratch: Path) -> dict[str, Any]:
+def build_engine(
+    source: Path, out: Path, options: BuildOptions, *, model_precision: str, calibration: list, scratch: Path
+) -> dict[str, Any]:
     import tensorrt as trt
 
     strongly = strongly_typed(trt.__version__, model_precision)
     if strongly and options.precision == "best":
-        raise ConversionError(f"--precision best: TensorRT {trt.__version__} builds this model strongly "
-                        f"typed, where 'best' (let the builder pick fp16/int8) does not exist; "
-                        f"choose fp16 or int8")
+        raise ConversionError(
+            f"--precision best: TensorRT {trt.__version__} builds this model strongly "
+            f"typed, where 'best' (let the builder pick fp16/int8) does not exist; "
+            f"choose fp16 or int8"
+        )
     onnx_path, prepared = source, None
     if strongly and model_precision == "fp32" and options.precision != "fp32":
         onnx_path, prepared = prepare_typed_onnx(onnx_path, scratch, options, calibration)
@@ -231,7 +271,7 @@ def build_engine(source: Path, out: Path, options: BuildOptions, *, model_precis
     flags = 0
     if strongly:
         flag = getattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
-        if flag is not None:            # TensorRT 11: always strongly typed, flag accepted
+        if flag is not None:  # TensorRT 11: always strongly typed, flag accepted
             flags |= 1 << int(flag)
     network = builder.create_network(flags)
     # The parser owns the weights the network points to: it must outlive the build.
@@ -246,11 +286,14 @@ def build_engine(source: Path, out: Path, options: BuildOptions, *, model_precis
         tensor = network.get_input(i)
         rest = list(tensor.shape)[1:]
         if any(d < 0 for d in rest):
-            raise ConversionError(f"input {tensor.name!r} has dynamic non-batch dimensions "
-                            f"{list(tensor.shape)}; TensorRT needs them fixed")
+            raise ConversionError(
+                f"input {tensor.name!r} has dynamic non-batch dimensions "
+                f"{list(tensor.shape)}; TensorRT needs them fixed"
+            )
         shapes[tensor.name] = {"min": [lo, *rest], "opt": [opt, *rest], "max": [hi, *rest]}
-        profile.set_shape(tensor.name, shapes[tensor.name]["min"], shapes[tensor.name]["opt"],
-                          shapes[tensor.name]["max"])
+        profile.set_shape(
+            tensor.name, shapes[tensor.name]["min"], shapes[tensor.name]["opt"], shapes[tensor.name]["max"]
+        )
     config.add_optimization_profile(profile)
 
     cache_path = options.timing_cache
@@ -306,8 +349,9 @@ def build_engine(source: Path, out: Path, options: BuildOptions, *, model_precis
         "profile": shapes,
         "workspace_mb": options.workspace_mb,
         "timing_cache": cache_path,
-        "calibration_cache": options.calib_cache if not strongly and
-        options.precision in ("int8", "best") else None,
+        "calibration_cache": options.calib_cache
+        if not strongly and options.precision in ("int8", "best")
+        else None,
         "build_log": log,
         "build_s": build_s,
     }

@@ -12,6 +12,7 @@ come from cuda-python (NVIDIA's bindings, wheels only; pycuda would need a
 CUDA toolkit to compile).  ``tensorrt`` and ``cuda`` are imported inside the
 functions that need them, so this module loads on any machine.
 """
+
 from __future__ import annotations
 
 import functools
@@ -33,8 +34,10 @@ def sidecar_path(engine: str | Path) -> Path:
 def read_sidecar(engine: str | Path) -> dict[str, Any]:
     path = sidecar_path(engine)
     if not path.is_file():
-        raise ConversionError(f"{engine}: no {path.name} next to it, so nothing says which GPU and "
-                        f"TensorRT version built it; rebuild it with 'dlbench build --to tensorrt'")
+        raise ConversionError(
+            f"{engine}: no {path.name} next to it, so nothing says which GPU and "
+            f"TensorRT version built it; rebuild it with 'dlbench build --to tensorrt'"
+        )
     try:
         meta = json.loads(path.read_text())
     except ValueError as exc:
@@ -48,8 +51,14 @@ def tensorrt_version_here() -> str | None:
     """The installed TensorRT's version, from package metadata (no import)."""
     import importlib.metadata
 
-    for dist in ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt_cu13", "tensorrt_cu12",
-                 "tensorrt-libs"):
+    for dist in (
+        "tensorrt",
+        "tensorrt-cu13",
+        "tensorrt-cu12",
+        "tensorrt_cu13",
+        "tensorrt_cu12",
+        "tensorrt-libs",
+    ):
         try:
             return importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
@@ -57,28 +66,43 @@ def tensorrt_version_here() -> str | None:
     return None
 
 
-def check_sidecar(engine: str | Path, meta: dict[str, Any], *, trt_version: str | None,
-                  gpu_name: str | None, compute_capability: str | None) -> None:
+def check_sidecar(
+    engine: str | Path,
+    meta: dict[str, Any],
+    *,
+    trt_version: str | None,
+    gpu_name: str | None,
+    compute_capability: str | None,
+) -> None:
     """Refuse an engine built for another GPU or TensorRT version, saying which."""
     built_trt = meta.get("tensorrt_version")
     if built_trt and trt_version and built_trt != trt_version:
-        raise ConversionError(f"{engine}: built with TensorRT {built_trt}, this machine has "
-                        f"TensorRT {trt_version}; an engine only runs on the version that "
-                        f"built it: rebuild it here with 'dlbench build --to tensorrt'")
+        raise ConversionError(
+            f"{engine}: built with TensorRT {built_trt}, this machine has "
+            f"TensorRT {trt_version}; an engine only runs on the version that "
+            f"built it: rebuild it here with 'dlbench build --to tensorrt'"
+        )
     gpu = meta.get("gpu") or {}
     if gpu_name is None:
-        raise ConversionError(f"{engine}: a TensorRT engine needs an NVIDIA GPU, and this machine "
-                        f"has none (nvidia-smi found none)")
+        raise ConversionError(
+            f"{engine}: a TensorRT engine needs an NVIDIA GPU, and this machine "
+            f"has none (nvidia-smi found none)"
+        )
     if gpu.get("name") and gpu["name"] != gpu_name:
-        raise ConversionError(f"{engine}: built for {gpu['name']}, this machine's GPU is {gpu_name}; "
-                        f"an engine only runs on the GPU model that built it: rebuild it here")
+        raise ConversionError(
+            f"{engine}: built for {gpu['name']}, this machine's GPU is {gpu_name}; "
+            f"an engine only runs on the GPU model that built it: rebuild it here"
+        )
     built_cc = str(gpu.get("compute_capability") or "")
     if built_cc and compute_capability and built_cc != str(compute_capability):
-        raise ConversionError(f"{engine}: built for compute capability {built_cc}, this GPU has "
-                        f"{compute_capability}; rebuild it here")
+        raise ConversionError(
+            f"{engine}: built for compute capability {built_cc}, this GPU has "
+            f"{compute_capability}; rebuild it here"
+        )
 
 
 # --- CUDA through cuda-python ------------------------------------------------------------
+
 
 @functools.lru_cache(maxsize=1)
 def cudart():
@@ -132,13 +156,15 @@ class DeviceBuffer:
         array = np.ascontiguousarray(array)
         if array.nbytes > self.nbytes:
             raise ValueError(f"{array.nbytes} bytes do not fit a {self.nbytes}-byte buffer")
-        check(rt.cudaMemcpy(self.ptr, array.ctypes.data, array.nbytes,
-                            rt.cudaMemcpyKind.cudaMemcpyHostToDevice))
+        check(
+            rt.cudaMemcpy(self.ptr, array.ctypes.data, array.nbytes, rt.cudaMemcpyKind.cudaMemcpyHostToDevice)
+        )
 
     def download(self, array) -> None:
         rt = cudart()
-        check(rt.cudaMemcpy(array.ctypes.data, self.ptr, array.nbytes,
-                            rt.cudaMemcpyKind.cudaMemcpyDeviceToHost))
+        check(
+            rt.cudaMemcpy(array.ctypes.data, self.ptr, array.nbytes, rt.cudaMemcpyKind.cudaMemcpyDeviceToHost)
+        )
 
     def close(self) -> None:
         if self.ptr:

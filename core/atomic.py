@@ -1,4 +1,5 @@
 """Write-then-rename, so that a crash or a full disk never leaves half a file."""
+
 from __future__ import annotations
 
 import json

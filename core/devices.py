@@ -5,6 +5,7 @@ release); inference backends say ``cuda`` (what the engines call it and what a
 record's runtime block reports).  Both spellings are accepted everywhere; each
 side normalizes to its own with the two functions below.
 """
+
 from __future__ import annotations
 
 TRAINING = ("cpu", "gpu", "ascend")

@@ -16,6 +16,7 @@ Plugins: the modules named in ``DLBENCH_PLUGINS`` (comma-separated) and the
 read, in the parent and in every cell's child process (the variable is
 inherited), so a user's own backend or format needs no edit of dlbench.
 """
+
 from __future__ import annotations
 
 import functools
@@ -43,21 +44,24 @@ def load_plugins() -> None:
     global _plugins_loaded
     if _plugins_loaded:
         return
-    _plugins_loaded = True            # before importing: a plugin reads registries too
+    _plugins_loaded = True  # before importing: a plugin reads registries too
     names = [n.strip() for n in os.environ.get(PLUGINS_VARIABLE, "").split(",") if n.strip()]
     from importlib.metadata import entry_points
 
     plugins: list[tuple[str, Callable[[], Any]]] = [
-        (name, functools.partial(importlib.import_module, name)) for name in names]
+        (name, functools.partial(importlib.import_module, name)) for name in names
+    ]
     plugins += [(ep.value, ep.load) for ep in entry_points(group=ENTRY_POINT_GROUP)]
     for name, load in plugins:
         try:
             load()
-        except Exception as exc:  # noqa: BLE001 - a broken plugin is the user's input: one line
+        except Exception as exc:
             first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
-            raise UserError(f"plugin {name!r} ({PLUGINS_VARIABLE} or the {ENTRY_POINT_GROUP} "
-                            f"entry points) failed to load: {type(exc).__name__}: "
-                            f"{first}") from exc
+            raise UserError(
+                f"plugin {name!r} ({PLUGINS_VARIABLE} or the {ENTRY_POINT_GROUP} "
+                f"entry points) failed to load: {type(exc).__name__}: "
+                f"{first}"
+            ) from exc
 
 
 class Registry(Generic[T]):
@@ -72,8 +76,7 @@ class Registry(Generic[T]):
         self._entries: dict[str, T | str] = {}
         self._hidden: set[str] = set()
 
-    def register(self, name: str, entry: T | str, *, hidden: bool = False,
-                 replace: bool = False) -> None:
+    def register(self, name: str, entry: T | str, *, hidden: bool = False, replace: bool = False) -> None:
         """Declare ``name``; ``entry`` is the object or a lazy ``"module:attribute"``."""
         if name in self._entries and not replace:
             raise ValueError(f"{self.kind} {name!r} is declared twice")
@@ -89,9 +92,11 @@ class Registry(Generic[T]):
 
     def declare(self, name: str, *, hidden: bool = False) -> Callable[[T], T]:
         """Decorator form of ``register`` (timm's ``@register_model``)."""
+
         def wrap(obj: T) -> T:
             self.register(name, obj, hidden=hidden)
             return obj
+
         return wrap
 
     def names(self, *, hidden: bool = False) -> tuple[str, ...]:
@@ -108,13 +113,12 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         load_plugins()
         if name not in self._entries:
-            raise UserError(f"unknown {self.kind} {name!r}; choose from: "
-                            f"{', '.join(self.names())}")
+            raise UserError(f"unknown {self.kind} {name!r}; choose from: {', '.join(self.names())}")
         entry = self._entries[name]
         if isinstance(entry, str):
             entry = resolve(entry)
             self._entries[name] = entry
-        return entry  # type: ignore[return-value]  # a str entry was just replaced
+        return entry
 
     def all(self, *, hidden: bool = False) -> list[T]:
         return [self.get(n) for n in self.names(hidden=hidden)]

@@ -4,6 +4,7 @@ ONNX graphs, engines, native networks and the synthesizers of inputs all
 speak of inputs and outputs this way, so a shape read from a file can be
 handed to any runner or generator without translation.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -44,8 +45,9 @@ class TensorInfo:
     (ONNX file, engine, a record's JSON), dimensions pass through
     ``dimension`` here, so every reader applies the same rule.
     """
+
     name: str
-    dtype: str                # numpy dtype name
+    dtype: str  # numpy dtype name
     shape: tuple[Any, ...]
 
     def __post_init__(self) -> None:
@@ -73,8 +75,10 @@ def follow_batch(signature, asked, verb: str = "ran") -> tuple[tuple[int, ...], 
     fixed = fixed_batch(signature)
     if fixed is None or asked == (fixed,):
         return asked, None
-    return (fixed,), (f"the model's batch dimension is fixed at {fixed}: {verb} at batch "
-                      f"{fixed} only (asked for {','.join(map(str, asked))})")
+    return (fixed,), (
+        f"the model's batch dimension is fixed at {fixed}: {verb} at batch "
+        f"{fixed} only (asked for {','.join(map(str, asked))})"
+    )
 
 
 def class_count(output) -> int | None:

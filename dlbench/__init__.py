@@ -17,6 +17,7 @@ The folders beside this file are links to the design card's top-level packages
 the ``dlbench`` package, so mypy, IDEs and ``python -c 'import dlbench'`` from the
 root resolve ``dlbench.*`` with no import hook, and setuptools packages the same tree.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -27,18 +28,20 @@ from dlbench.core.version import __version__
 __all__ = ["UserError", "__version__", "bench", "build", "run"]
 
 
-def bench(artifacts: list[str], backends: list[str], *, show_progress: bool = False,
-          **fields: Any) -> list[dict[str, Any]]:
+def bench(
+    artifacts: list[str], backends: list[str], *, show_progress: bool = False, **fields: Any
+) -> list[dict[str, Any]]:
     """Benchmark ``artifacts`` on ``backends``: one record per cell (``dlbench bench``)."""
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.request import BenchRequest
 
-    return run_bench(BenchRequest(artifacts=list(artifacts), backends=list(backends), **fields),
-                     show_progress=show_progress)
+    return run_bench(
+        BenchRequest(artifacts=list(artifacts), backends=list(backends), **fields),
+        show_progress=show_progress,
+    )
 
 
-def build(source: str, to: str, *, options: dict[str, Any] | None = None,
-          **fields: Any) -> dict[str, Any]:
+def build(source: str, to: str, *, options: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
     """Build ``source`` (an ONNX file) into target ``to`` and verify it (``dlbench build``).
 
     ``options`` are the build options (``converters.base.BuildOptions`` fields)."""
@@ -46,16 +49,15 @@ def build(source: str, to: str, *, options: dict[str, Any] | None = None,
     from dlbench.harness.convert.build import BuildRequest
     from dlbench.harness.convert.build import build as run_build
 
-    return run_build(BuildRequest(source=source, to=to, options=BuildOptions(**(options or {})),
-                                  **fields))
+    return run_build(BuildRequest(source=source, to=to, options=BuildOptions(**(options or {})), **fields))
 
 
-def run(model: str, *, show_progress: bool = False,
-        **fields: Any) -> tuple[str, str, dict[str, dict[str, Any]]]:
+def run(
+    model: str, *, show_progress: bool = False, **fields: Any
+) -> tuple[str, str, dict[str, dict[str, Any]]]:
     """The whole chain for zoo model ``model`` (``dlbench run``): its work folder, the run
     id and each stage's result."""
     from dlbench.harness.pipeline.runner import RunRequest, run_pipeline
 
-    workdir, run_id, results = run_pipeline(RunRequest(model=model, show_progress=show_progress,
-                                                       **fields))
+    workdir, run_id, results = run_pipeline(RunRequest(model=model, show_progress=show_progress, **fields))
     return str(workdir.root), run_id, results

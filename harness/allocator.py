@@ -33,6 +33,7 @@ name in the record is what ran.  Other ``LD_PRELOAD`` entries are kept.
 
 Only the standard library here: the launcher and the cell import this module.
 """
+
 from __future__ import annotations
 
 import functools
@@ -57,13 +58,21 @@ SETTINGS: dict[str, dict[str, str]] = {
     "tcmalloc": {"TCMALLOC_RELEASE_RATE": "0"},
 }
 # Preloaded libraries: (soname, Debian package that ships it).
-LIBRARIES = {"jemalloc": ("libjemalloc.so.2", "libjemalloc2"),
-             "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc-minimal4")}
+LIBRARIES = {
+    "jemalloc": ("libjemalloc.so.2", "libjemalloc2"),
+    "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc-minimal4"),
+}
 
 # What counts as an allocator setting: removed from the inherited environment, recorded.
 PREFIXES = ("MALLOC_", "TCMALLOC_", "JE_MALLOC_", "MIMALLOC_")
-PRELOADED_ALLOCATORS = ("libjemalloc", "libtcmalloc", "libmimalloc", "libtbbmalloc",
-                        "libhoard", "libsnmalloc")
+PRELOADED_ALLOCATORS = (
+    "libjemalloc",
+    "libtcmalloc",
+    "libmimalloc",
+    "libtbbmalloc",
+    "libhoard",
+    "libsnmalloc",
+)
 
 
 def check(name: str) -> str:
@@ -80,12 +89,14 @@ def library(name: str) -> str:
     soname, package = LIBRARIES[name]
     path = _find(soname)
     if path is None:
-        raise UserError(f"--allocator {name}: {soname} not found; install Debian's {package} "
-                        f"(apt-get install {package}) or choose --allocator tuned")
+        raise UserError(
+            f"--allocator {name}: {soname} not found; install Debian's {package} "
+            f"(apt-get install {package}) or choose --allocator tuned"
+        )
     return path
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _find(soname: str) -> str | None:
     """The dynamic linker's cache first, then the usual multiarch directories; a file is
     taken only when its ELF class and machine are this interpreter's (no 32-bit copy)."""
@@ -97,15 +108,19 @@ def _find(soname: str) -> str | None:
 
 def _ldconfig_paths(soname: str) -> list[str]:
     tool = shutil.which("ldconfig") or next(
-        (p for p in ("/sbin/ldconfig", "/usr/sbin/ldconfig") if os.access(p, os.X_OK)), None)
+        (p for p in ("/sbin/ldconfig", "/usr/sbin/ldconfig") if os.access(p, os.X_OK)), None
+    )
     if tool is None:
         return []
     try:
         out = subprocess.run([tool, "-p"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
         return []
-    return [line.rsplit("=>", 1)[1].strip() for line in out.splitlines()
-            if line.strip().startswith(soname + " ") and "=>" in line]
+    return [
+        line.rsplit("=>", 1)[1].strip()
+        for line in out.splitlines()
+        if line.strip().startswith(soname + " ") and "=>" in line
+    ]
 
 
 def _known_paths(soname: str) -> list[str]:
@@ -134,14 +149,18 @@ def _same_abi(path: str) -> bool:
 def _scrub(env: dict[str, str]) -> dict[str, str]:
     """``env`` without inherited allocator settings (other variables untouched)."""
     env = {k: v for k, v in env.items() if not k.startswith(PREFIXES)}
-    tunables = [t for t in env.get("GLIBC_TUNABLES", "").split(":")
-                if t and not t.startswith("glibc.malloc.")]
+    tunables = [
+        t for t in env.get("GLIBC_TUNABLES", "").split(":") if t and not t.startswith("glibc.malloc.")
+    ]
     if tunables:
         env["GLIBC_TUNABLES"] = ":".join(tunables)
     else:
         env.pop("GLIBC_TUNABLES", None)
-    preload = [p for p in env.get("LD_PRELOAD", "").replace(" ", ":").split(":")
-               if p and not os.path.basename(p).startswith(PRELOADED_ALLOCATORS)]
+    preload = [
+        p
+        for p in env.get("LD_PRELOAD", "").replace(" ", ":").split(":")
+        if p and not os.path.basename(p).startswith(PRELOADED_ALLOCATORS)
+    ]
     if preload:
         env["LD_PRELOAD"] = ":".join(preload)
     else:
@@ -171,9 +190,13 @@ def in_force(env: dict[str, str] | None = None) -> dict[str, object]:
     """The allocator of an environment, as records keep it: its name and every variable
     that steers an allocator, exactly as the cell received it."""
     env = os.environ if env is None else env
-    variables = {k: env[k] for k in sorted(env)
-                 if k.startswith(PREFIXES) or k == "LD_PRELOAD"
-                 or (k == "GLIBC_TUNABLES" and "glibc.malloc." in env[k])}
+    variables = {
+        k: env[k]
+        for k in sorted(env)
+        if k.startswith(PREFIXES)
+        or k == "LD_PRELOAD"
+        or (k == "GLIBC_TUNABLES" and "glibc.malloc." in env[k])
+    }
     return {"name": env.get(MARKER, "system (not set by dlbench)"), "variables": variables}
 
 
@@ -186,19 +209,26 @@ def check_loaded() -> None:
     soname = LIBRARIES[name][0].split(".so")[0]
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
-            if any(os.path.basename(line.split()[-1]).startswith(soname + ".so")
-                   for line in fh if "/" in line):
+            if any(
+                os.path.basename(line.split()[-1]).startswith(soname + ".so") for line in fh if "/" in line
+            ):
                 return
     except OSError:
-        return                                  # not Linux: nothing to check against
-    raise RuntimeError(f"--allocator {name}: LD_PRELOAD={os.environ.get('LD_PRELOAD', '')!r} "
-                       f"was not loaded into the cell (the dynamic linker ignored it)")
+        return  # not Linux: nothing to check against
+    raise RuntimeError(
+        f"--allocator {name}: LD_PRELOAD={os.environ.get('LD_PRELOAD', '')!r} "
+        f"was not loaded into the cell (the dynamic linker ignored it)"
+    )
 
 
 def kernel_hint(name: str | None) -> str:
     """What to try when a cell spends its time in the kernel, given the allocator it had."""
     if name in (None, "system") or str(name).startswith("system"):
-        return ("likely page faults from the allocator returning freed memory: try "
-                "--allocator tuned (or jemalloc)")
-    return (f"with --allocator {name} already: compare --allocator jemalloc/tcmalloc, and "
-            f"look for other system time (I/O, thread spinning, transparent huge pages)")
+        return (
+            "likely page faults from the allocator returning freed memory: try "
+            "--allocator tuned (or jemalloc)"
+        )
+    return (
+        f"with --allocator {name} already: compare --allocator jemalloc/tcmalloc, and "
+        f"look for other system time (I/O, thread spinning, transparent huge pages)"
+    )

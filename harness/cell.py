@@ -4,6 +4,7 @@ Kinds map to ``module:function`` so that this module imports nothing heavy;
 the function imports its framework itself, after the parent has set the
 thread environment.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -14,9 +15,9 @@ import signal
 import sys
 import traceback
 
-from dlbench.harness.allocator import check_loaded
 from dlbench.core.atomic import write_json
 from dlbench.core.errors import UserError
+from dlbench.harness.allocator import check_loaded
 
 KINDS = {
     "train": "dlbench.harness.training.runner:child",
@@ -27,11 +28,11 @@ KINDS = {
     "export": "dlbench.harness.convert.export_cell:child",
     "tensorrt": "dlbench.harness.convert.tensorrt_cell:child",
     "outputs": "dlbench.harness.verify.run:child",
-    "probe": "dlbench.harness.usermodel:probe_child",    # a user's model: its signature
+    "probe": "dlbench.harness.usermodel:probe_child",  # a user's model: its signature
     "bench": "dlbench.harness.bench.child:run",
     "peak": "dlbench.harness.bench.peak:child",
-    "micro": "dlbench.harness.micro.child:run",         # dlbench micro: one op on one engine
-    "eval": "dlbench.harness.evaluate.child:run",        # dlbench eval: accuracy on a held-out split
+    "micro": "dlbench.harness.micro.child:run",  # dlbench micro: one op on one engine
+    "eval": "dlbench.harness.evaluate.child:run",  # dlbench eval: accuracy on a held-out split
     # Used by the tests to exercise crash, hang and memory paths for real.
     "selftest": "dlbench.harness.selftest:child",
 }
@@ -53,10 +54,10 @@ def die_with_parent() -> None:
     parent = os.getppid()
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)          # PR_SET_PDEATHSIG
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return
-    if parent == 1 or os.getppid() != parent:           # the parent died before prctl
+    if parent == 1 or os.getppid() != parent:  # the parent died before prctl
         os._exit(1)
 
 
@@ -64,8 +65,7 @@ def launcher_rank() -> tuple[int, int]:
     """(global rank, rank on this node) as the launcher exported them: torchrun's RANK and
     LOCAL_RANK, msrun's RANK_ID and DEVICE_ID, the TensorFlow worker launcher's own."""
     env = os.environ
-    local = int(env.get("LOCAL_RANK") or env.get("DLBENCH_LOCAL_RANK") or
-                env.get("DEVICE_ID") or 0)
+    local = int(env.get("LOCAL_RANK") or env.get("DLBENCH_LOCAL_RANK") or env.get("DEVICE_ID") or 0)
     rank = int(env.get("RANK") or env.get("DLBENCH_RANK") or env.get("RANK_ID") or local)
     return rank, local
 
@@ -88,13 +88,16 @@ def main(argv: list[str]) -> int:
     with open(inp, encoding="utf-8") as fh:
         payload = json.load(fh)
     try:
-        check_loaded()              # a preloaded allocator that ld.so ignored fails the cell
+        check_loaded()  # a preloaded allocator that ld.so ignored fails the cell
         reply = {"status": "ok", "result": resolve(kind)(payload)}
     except UserError as exc:
         reply = {"status": "usage_error", "error": str(exc)}
     except BaseException as exc:  # noqa: BLE001 - the parent decides what a failure means
-        reply = {"status": "failed", "error": f"{type(exc).__name__}: {exc}",
-                 "traceback": traceback.format_exc()}
+        reply = {
+            "status": "failed",
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(),
+        }
     reply["peak_rss_mb"] = own_peak_rss_mb()
     write_json(out, reply)
     return 0

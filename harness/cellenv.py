@@ -8,6 +8,7 @@ bench, peak) gets its ``env`` from ``cell_environment``, and every record's
 context describes that same ``env`` through ``context`` (called by
 ``records.new_record``): what a record says ran is what the cell was given.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,13 +16,15 @@ from typing import Any
 
 from dlbench.harness import allocator as allocator_mod
 from dlbench.harness.allocator import DEFAULT_ALLOCATOR
-from dlbench.harness.threads import (THREAD_VARIABLES, ThreadConfig, affinity_in_force,
-                                     in_force)
+from dlbench.harness.threads import THREAD_VARIABLES, ThreadConfig, affinity_in_force, in_force
 
 
-def cell_environment(threads: ThreadConfig, allocator: str = DEFAULT_ALLOCATOR,
-                     extra: dict[str, str] | None = None,
-                     base: dict[str, str] | None = None) -> dict[str, str]:
+def cell_environment(
+    threads: ThreadConfig,
+    allocator: str = DEFAULT_ALLOCATOR,
+    extra: dict[str, str] | None = None,
+    base: dict[str, str] | None = None,
+) -> dict[str, str]:
     """``base`` (the parent's environment) with the thread counts, a backend's own
     variables (``extra``) and the allocator in force; the allocator goes last, so an
     inherited or extra malloc setting cannot contradict the name that is recorded."""
@@ -41,8 +44,11 @@ def context(env: dict[str, str]) -> dict[str, Any]:
 
 def _allocator_owned(name: str) -> bool:
     """Variables ``allocator.apply`` rewrites from scratch wherever it runs."""
-    return (name.startswith(allocator_mod.PREFIXES) or name == allocator_mod.MARKER
-            or name in ("LD_PRELOAD", "GLIBC_TUNABLES"))
+    return (
+        name.startswith(allocator_mod.PREFIXES)
+        or name == allocator_mod.MARKER
+        or name in ("LD_PRELOAD", "GLIBC_TUNABLES")
+    )
 
 
 def delta(env: dict[str, str], base: dict[str, str] | None = None) -> dict[str, Any]:
@@ -55,10 +61,15 @@ def delta(env: dict[str, str], base: dict[str, str] | None = None) -> dict[str, 
     name only, because its library path is a fact of the machine that preloads it.
     """
     base = os.environ if base is None else base
-    return {"set": {k: v for k, v in env.items() if not _allocator_owned(k)
-                    and (base.get(k) != v or k in THREAD_VARIABLES)},
-            "unset": sorted(k for k in base if k not in env and not _allocator_owned(k)),
-            "allocator": env.get(allocator_mod.MARKER)}
+    return {
+        "set": {
+            k: v
+            for k, v in env.items()
+            if not _allocator_owned(k) and (base.get(k) != v or k in THREAD_VARIABLES)
+        },
+        "unset": sorted(k for k in base if k not in env and not _allocator_owned(k)),
+        "allocator": env.get(allocator_mod.MARKER),
+    }
 
 
 def rebuild(change: dict[str, Any], base: dict[str, str] | None = None) -> dict[str, str]:

@@ -5,6 +5,7 @@ Each subcommand is a module in ``harness.commands`` with ``HELP``,
 a file and its name below.  Nothing here imports a framework: commands import
 what they need inside ``run``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,13 +15,27 @@ import signal
 import sys
 import traceback
 
-from dlbench.core.version import __version__
-from dlbench.harness.config import blame, parse_args
 from dlbench.core.errors import UserError
 from dlbench.core.registry import load_plugins
+from dlbench.core.version import __version__
+from dlbench.harness.config import blame, parse_args
 
-COMMANDS = ("env", "models", "backends", "train", "export", "build", "verify", "bench", "micro",
-            "layer", "eval", "run", "report", "compare")
+COMMANDS = (
+    "env",
+    "models",
+    "backends",
+    "train",
+    "export",
+    "build",
+    "verify",
+    "bench",
+    "micro",
+    "layer",
+    "eval",
+    "run",
+    "report",
+    "compare",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,16 +49,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="dlbench",
         description="Train a network briefly in PyTorch, TensorFlow and MindSpore, convert it, "
-                    "and measure it on every inference backend, with the context that makes "
-                    "each number true.")
+        "and measure it on every inference backend, with the context that makes "
+        "each number true.",
+    )
     parser.add_argument("--version", action="version", version=f"dlbench {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"dlbench.harness.commands.{name.replace('-', '_')}")
         p = sub.add_parser(name, help=module.HELP, description=module.__doc__)
-        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                       help="show tracebacks for errors")
+        p.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors"
+        )
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser
@@ -57,7 +74,7 @@ def _terminate(signum, frame):
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        load_plugins()              # before the parser: their declarations become flags
+        load_plugins()  # before the parser: their declarations become flags
     except UserError as exc:
         if "--debug" in argv:
             traceback.print_exc()

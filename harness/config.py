@@ -11,6 +11,7 @@ output is a file ``--config`` accepts.
 The defaults shown by ``--help`` come from the request dataclasses
 (``field_default``): a default is written once, where the API reads it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,13 +55,20 @@ def show(value: Any) -> str:
 def add_config_arguments(p: argparse.ArgumentParser) -> None:
     """``--config`` and ``--print-config``; call last, once every option is added."""
     g = p.add_argument_group("configuration")
-    g.add_argument("--config", metavar="FILE.toml", default=None,
-                   help="read options from a TOML file whose keys are this command's long "
-                        "option names (e.g. batch-sizes = [1, 8, 32]); positional arguments "
-                        "too; the command line overrides the file")
-    g.add_argument("--print-config", action="store_true",
-                   help="print the resolved configuration (file + command line + defaults) as "
-                        "TOML that --config accepts, and exit without running anything")
+    g.add_argument(
+        "--config",
+        metavar="FILE.toml",
+        default=None,
+        help="read options from a TOML file whose keys are this command's long "
+        "option names (e.g. batch-sizes = [1, 8, 32]); positional arguments "
+        "too; the command line overrides the file",
+    )
+    g.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved configuration (file + command line + defaults) as "
+        "TOML that --config accepts, and exit without running anything",
+    )
     p.set_defaults(_config_parser=p)
 
 
@@ -109,6 +117,7 @@ class _FromFile(list):
 
 def _convert(file: str, key: str, a: argparse.Action, value: Any) -> Any:
     """The file's ``value`` as argparse would have parsed it from the command line."""
+
     def bad(why: str) -> UserError:
         return UserError(f"{file}: key {key!r}: {why}")
 
@@ -123,8 +132,7 @@ def _convert(file: str, key: str, a: argparse.Action, value: Any) -> Any:
         except (TypeError, ValueError, argparse.ArgumentTypeError):
             raise bad(f"invalid {getattr(a.type, '__name__', 'value')} value {v!r}") from None
         if a.choices is not None and out not in a.choices:
-            raise bad(f"{v!r} is not allowed; choose from "
-                      f"{', '.join(map(str, a.choices))}") from None
+            raise bad(f"{v!r} is not allowed; choose from {', '.join(map(str, a.choices))}") from None
         return out
 
     if _is_flag(a):
@@ -134,13 +142,13 @@ def _convert(file: str, key: str, a: argparse.Action, value: Any) -> Any:
             return value
         return a.const if value else a.default
     if a.nargs == "?" and a.const is not None and isinstance(value, bool):
-        return a.const if value else a.default       # e.g. compile = true: the bare flag
+        return a.const if value else a.default  # e.g. compile = true: the bare flag
     if _is_many(a):
         return [one(v) for v in (value if isinstance(value, list) else [value])]
     if isinstance(value, list):
         if a.type not in (None, str):
             raise bad(f"expected one {getattr(a.type, '__name__', 'value')}, got a list")
-        return one(",".join(str(one(v)) for v in value))   # a comma-separated option
+        return one(",".join(str(one(v)) for v in value))  # a comma-separated option
     return one(value)
 
 
@@ -160,8 +168,10 @@ def read_config(path: str, p: argparse.ArgumentParser) -> dict[str, Any]:
     for key, value in data.items():
         a = keys.get(key)
         if a is None:
-            raise UserError(f"{path}: key {key!r}: unknown; valid keys: "
-                            f"{', '.join(sorted(key_of(x) for x in config_actions(p)))}")
+            raise UserError(
+                f"{path}: key {key!r}: unknown; valid keys: "
+                f"{', '.join(sorted(key_of(x) for x in config_actions(p)))}"
+            )
         values[a.dest] = _convert(path, key, a, value)
     return values
 
@@ -195,7 +205,7 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
     for a in sub._actions:
         if a.dest in values:
             a.default, a.required = _FromFile(), False
-            if not a.option_strings:          # a positional the file gives may be left out
+            if not a.option_strings:  # a positional the file gives may be left out
                 a.nargs = "*" if _is_many(a) else "?"
     args = parser.parse_args(argv)
     from_file = set()
@@ -204,7 +214,7 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
         if _unset(given):
             setattr(args, dest, value)
             from_file.add(dest)
-        elif isinstance(given, _FromFile):       # appended to on the command line
+        elif isinstance(given, _FromFile):  # appended to on the command line
             setattr(args, dest, list(given))
     args._config_file = path
     args._config_keys = {key_of(a) for a in sub._actions if a.dest in from_file}
@@ -257,7 +267,7 @@ def _toml_value(v: Any) -> str:
         return repr(v)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    return json.dumps(str(v), ensure_ascii=False)   # a TOML basic string is a JSON string
+    return json.dumps(str(v), ensure_ascii=False)  # a TOML basic string is a JSON string
 
 
 def to_toml(config: dict[str, Any]) -> str:

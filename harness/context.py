@@ -1,4 +1,5 @@
 """Identity and context shared by every kind of record (train, bench, convert)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -10,7 +11,6 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
-
 
 # A run id set here is used by every command: `dlbench run` sets it so that the
 # records of all its stages (and of all its resumptions) form one run, and a
@@ -50,6 +50,7 @@ class CommandOptions:
     threads, the results database, a JSON copy of the records, a per-cell timeout
     and the command line to record.  Keyword-only, so a request's own fields keep
     their positions."""
+
     threads: int | None = None
     db: str | None = None
     json_path: str | None = None

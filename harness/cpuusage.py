@@ -26,6 +26,7 @@ Windows may be opened and closed many times (a training loop closes it around
 each step, so the reading of real data between steps is left out); the report
 sums them.
 """
+
 from __future__ import annotations
 
 import os
@@ -106,13 +107,19 @@ class CpuWindow:
             return None
         capacity = self.wall_s * self.cpus
         others = max(0.0, self.busy_s - self.user_s - self.system_s)
-        return {"others_share": others / capacity, "steal_share": self.steal_s / capacity,
-                "cpus": self.cpus, "wall_s": self.wall_s, "others_s": others,
-                "steal_s": self.steal_s, "bound": CONTENDED_BOUND,
-                "source": "/proc/stat busy time of the CPUs in this process's affinity set, "
-                          "less its own getrusage time, measured window only"}
+        return {
+            "others_share": others / capacity,
+            "steal_share": self.steal_s / capacity,
+            "cpus": self.cpus,
+            "wall_s": self.wall_s,
+            "others_s": others,
+            "steal_s": self.steal_s,
+            "bound": CONTENDED_BOUND,
+            "source": "/proc/stat busy time of the CPUs in this process's affinity set, "
+            "less its own getrusage time, measured window only",
+        }
 
-    def __enter__(self) -> "CpuWindow":
+    def __enter__(self) -> CpuWindow:
         self.begin()
         return self
 
@@ -126,16 +133,21 @@ class CpuWindow:
         out = {
             "kernel_share": share,
             "minor_faults_per_iteration": self.minor / iterations if iterations else None,
-            "cpu_time": {"user_s": self.user_s, "system_s": self.system_s,
-                         "minor_faults": self.minor, "major_faults": self.major,
-                         "iterations": iterations, "source": "getrusage(RUSAGE_SELF), "
-                         "measured window only"},
+            "cpu_time": {
+                "user_s": self.user_s,
+                "system_s": self.system_s,
+                "minor_faults": self.minor,
+                "major_faults": self.major,
+                "iterations": iterations,
+                "source": "getrusage(RUSAGE_SELF), measured window only",
+            },
         }
         out.update(judge(share))
         contention = self.contention()
         out["contention"] = contention
-        out["contended_share"] = (None if contention is None else
-                                  max(contention["others_share"], contention["steal_share"]))
+        out["contended_share"] = (
+            None if contention is None else max(contention["others_share"], contention["steal_share"])
+        )
         return out
 
 

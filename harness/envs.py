@@ -22,6 +22,7 @@ install is never reused.  uv reads its own index settings (``UV_INDEX_URL``,
 ``PIP_EXTRA_INDEX_URL``, ``PIP_FIND_LINKS``, ``PIP_CERT``) are passed on
 where uv's are unset, so the registries pip reaches are the ones uv reaches.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,12 @@ from dlbench.core.errors import UserError
 SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
 INSTALL_TIMEOUT_S = 1800
 INFO = "dlbench-env.json"
-_FROM_PIP = (("PIP_INDEX_URL", "UV_INDEX_URL"), ("PIP_EXTRA_INDEX_URL", "UV_EXTRA_INDEX_URL"),
-             ("PIP_FIND_LINKS", "UV_FIND_LINKS"), ("PIP_CERT", "SSL_CERT_FILE"))
+_FROM_PIP = (
+    ("PIP_INDEX_URL", "UV_INDEX_URL"),
+    ("PIP_EXTRA_INDEX_URL", "UV_EXTRA_INDEX_URL"),
+    ("PIP_FIND_LINKS", "UV_FIND_LINKS"),
+    ("PIP_CERT", "SSL_CERT_FILE"),
+)
 
 
 def _name(spec: str) -> str:
@@ -49,8 +54,9 @@ def _name(spec: str) -> str:
 def check_specs(specs: list[str]) -> None:
     for spec in specs:
         if not SPEC.match(spec):
-            raise UserError(f"--with {spec!r}: expected PACKAGE==VERSION (an exact version), "
-                            f"e.g. --with mindspore==2.8.0")
+            raise UserError(
+                f"--with {spec!r}: expected PACKAGE==VERSION (an exact version), e.g. --with mindspore==2.8.0"
+            )
     if len(set(specs)) != len(specs):
         raise UserError("--with: the same PACKAGE==VERSION was given twice")
 
@@ -60,8 +66,7 @@ def provides(specs: list[str], distribution: str) -> bool:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("DLBENCH_ENV_CACHE")
-                or Path.home() / ".cache" / "dlbench" / "envs")
+    return Path(os.environ.get("DLBENCH_ENV_CACHE") or Path.home() / ".cache" / "dlbench" / "envs")
 
 
 def location(spec: str) -> Path:
@@ -109,7 +114,7 @@ def prepare(spec: str) -> tuple[Path | None, str | None]:
     (tmp / ".complete").write_text(" ".join(cmd + [spec]) + "\n", encoding="utf-8")
     try:
         tmp.rename(target)
-    except OSError:                     # another process finished the same overlay first
+    except OSError:  # another process finished the same overlay first
         shutil.rmtree(tmp, ignore_errors=True)
     return target, None
 
@@ -117,8 +122,7 @@ def prepare(spec: str) -> tuple[Path | None, str | None]:
 def _uv(cmd: list[str]) -> str | None:
     """None when uv installed, else its reason in one line."""
     try:
-        proc = subprocess.run(cmd, env=_uv_env(), capture_output=True, text=True,
-                              timeout=INSTALL_TIMEOUT_S)
+        proc = subprocess.run(cmd, env=_uv_env(), capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return f"uv did not finish in {INSTALL_TIMEOUT_S} s"
     if proc.returncode == 0:
@@ -159,8 +163,11 @@ def imported_packages() -> list[str]:
 def record_context(spec: str, packages: list[str] | None) -> dict:
     """What a cell's record says of its environment: the --with spec (None: the installed
     packages), how the overlay's dependencies were resolved, the package set it imported."""
-    return {"with": spec or None, "packages": packages,
-            "with_resolution": describe(location(spec)) if spec else None}
+    return {
+        "with": spec or None,
+        "packages": packages,
+        "with_resolution": describe(location(spec)) if spec else None,
+    }
 
 
 def environment(directory: Path, base: dict[str, str] | None = None) -> dict[str, str]:

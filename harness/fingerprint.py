@@ -6,6 +6,7 @@ device nodes, versions from package metadata.  ``machine_id`` hashes only the
 hardware and OS fields, so the same machine keeps its id across library
 upgrades while results from different hardware never share one.
 """
+
 from __future__ import annotations
 
 import functools
@@ -32,7 +33,7 @@ def _cpuinfo() -> dict[str, str]:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 if not line.strip():
-                    break                      # first processor is enough
+                    break  # first processor is enough
                 key, _, value = line.partition(":")
                 info[key.strip()] = value.strip()
     except OSError:
@@ -43,8 +44,21 @@ def _cpuinfo() -> dict[str, str]:
 def cpu() -> dict[str, Any]:
     info = _cpuinfo()
     flags = set(info.get("flags", "").split())
-    isa = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16",
-                       "avx_vnni", "sve", "asimd") if f in flags]
+    isa = [
+        f
+        for f in (
+            "avx2",
+            "avx512f",
+            "avx512_vnni",
+            "avx512_bf16",
+            "amx_tile",
+            "amx_bf16",
+            "avx_vnni",
+            "sve",
+            "asimd",
+        )
+        if f in flags
+    ]
     return {
         "model": info.get("model name") or platform.processor() or platform.machine(),
         "architecture": platform.machine(),
@@ -65,14 +79,21 @@ def _run(cmd: list[str]) -> str | None:
 
 
 def nvidia_gpus() -> list[dict[str, str]]:
-    out = _run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,compute_cap",
-                "--format=csv,noheader"])
+    out = _run(
+        ["nvidia-smi", "--query-gpu=name,driver_version,memory.total,compute_cap", "--format=csv,noheader"]
+    )
     gpus = []
     for line in (out or "").strip().splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) >= 3:
-            gpus.append({"name": parts[0], "driver": parts[1], "memory": parts[2],
-                         "compute_capability": parts[3] if len(parts) > 3 else ""})
+            gpus.append(
+                {
+                    "name": parts[0],
+                    "driver": parts[1],
+                    "memory": parts[2],
+                    "compute_capability": parts[3] if len(parts) > 3 else "",
+                }
+            )
     return gpus
 
 
@@ -82,8 +103,10 @@ def ascend_npus() -> list[dict[str, str]]:
         return []
     out = _run(["npu-smi", "info"]) or ""
     name = next((tok for tok in out.split() if tok.startswith(("910", "310"))), "Ascend")
-    return [{"name": f"Ascend {name}" if not name.startswith("Ascend") else name,
-             "device": node} for node in nodes]
+    return [
+        {"name": f"Ascend {name}" if not name.startswith("Ascend") else name, "device": node}
+        for node in nodes
+    ]
 
 
 def versions() -> dict[str, str]:
@@ -124,8 +147,13 @@ def fingerprint() -> dict[str, Any]:
 
 
 def machine_id(fp: dict[str, Any]) -> str:
-    hardware = {"os": fp["os"].split(" ")[0], "cpu": fp["cpu"], "memory_gib": fp["memory_gib"],
-                "gpus": [g["name"] for g in fp["gpus"]], "ascend": [a["name"] for a in fp["ascend"]]}
+    hardware = {
+        "os": fp["os"].split(" ")[0],
+        "cpu": fp["cpu"],
+        "memory_gib": fp["memory_gib"],
+        "gpus": [g["name"] for g in fp["gpus"]],
+        "ascend": [a["name"] for a in fp["ascend"]],
+    }
     blob = json.dumps(hardware, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 

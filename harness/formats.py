@@ -12,6 +12,7 @@ Adding a format is one ``FORMATS.register`` call (from a plugin, too: see
 ``dlbench.core.registry``); the resolver, ``bench --help`` and the docs read
 the registry.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -26,9 +27,9 @@ from dlbench.models.native import SUFFIXES as CHECKPOINT_SUFFIX_FRAMEWORKS
 ONNX = "onnx"
 TRT_ENGINE = "tensorrt-engine"
 MINDIR = "mindir"
-ZOO = "zoo"                       # a zoo model name: the native network, random weights
-CHECKPOINT = "{}-checkpoint"      # a `dlbench train` output, per framework
-USER_MODEL = "{}-model"           # a user's own model file or code (harness.usermodel)
+ZOO = "zoo"  # a zoo model name: the native network, random weights
+CHECKPOINT = "{}-checkpoint"  # a `dlbench train` output, per framework
+USER_MODEL = "{}-model"  # a user's own model file or code (harness.usermodel)
 NATIVE_FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 
 
@@ -72,29 +73,65 @@ FORMATS: Registry[ArtifactFormat] = Registry("artifact format")
 def _looks_like_onnx(head: bytes) -> bool:
     """ONNX's ModelProto serializes ir_version (field 1, a small varint) first, then a
     string or message field: ``08 <1..31> (12|1a|22|28|32|3a)``."""
-    return len(head) >= 3 and head[0] == 0x08 and 1 <= head[1] < 32 and head[2] in (
-        0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A)
+    return (
+        len(head) >= 3
+        and head[0] == 0x08
+        and 1 <= head[1] < 32
+        and head[2] in (0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A)
+    )
 
 
-FORMATS.register(ONNX, ArtifactFormat(
-    ONNX, "an ONNX model (any exporter; built INT8/FP16 files keep their precision)",
-    (".onnx",), "onnxruntime", True, "dlbench.harness.bench.artifacts:load_onnx",
-    _looks_like_onnx))
-FORMATS.register(TRT_ENGINE, ArtifactFormat(
-    TRT_ENGINE, "a serialized TensorRT engine with the JSON sidecar dlbench build writes",
-    ENGINE_SUFFIXES, "tensorrt", True, "dlbench.harness.bench.artifacts:load_engine"))
-FORMATS.register(MINDIR, ArtifactFormat(
-    MINDIR, "a MindSpore MindIR graph (its inputs in a .json sidecar, or a user's own graph)",
-    (".mindir",), "mindspore", True, "dlbench.harness.bench.artifacts:load_mindir"))
-FORMATS.register(ZOO, ArtifactFormat(
-    ZOO, "a zoo model name: the native network with seeded random weights"))
+FORMATS.register(
+    ONNX,
+    ArtifactFormat(
+        ONNX,
+        "an ONNX model (any exporter; built INT8/FP16 files keep their precision)",
+        (".onnx",),
+        "onnxruntime",
+        True,
+        "dlbench.harness.bench.artifacts:load_onnx",
+        _looks_like_onnx,
+    ),
+)
+FORMATS.register(
+    TRT_ENGINE,
+    ArtifactFormat(
+        TRT_ENGINE,
+        "a serialized TensorRT engine with the JSON sidecar dlbench build writes",
+        ENGINE_SUFFIXES,
+        "tensorrt",
+        True,
+        "dlbench.harness.bench.artifacts:load_engine",
+    ),
+)
+FORMATS.register(
+    MINDIR,
+    ArtifactFormat(
+        MINDIR,
+        "a MindSpore MindIR graph (its inputs in a .json sidecar, or a user's own graph)",
+        (".mindir",),
+        "mindspore",
+        True,
+        "dlbench.harness.bench.artifacts:load_mindir",
+    ),
+)
+FORMATS.register(ZOO, ArtifactFormat(ZOO, "a zoo model name: the native network with seeded random weights"))
 for _fw in NATIVE_FRAMEWORKS:
-    FORMATS.register(checkpoint_format(_fw), ArtifactFormat(
-        checkpoint_format(_fw), f"a 'dlbench train' output of {_fw}",
-        tuple(s for s, f in CHECKPOINT_SUFFIX_FRAMEWORKS.items() if f == _fw), _fw))
-    FORMATS.register(user_format(_fw), ArtifactFormat(
-        user_format(_fw), f"a user's own {_fw} model (a file or --model-from code)",
-        default_backend=_fw))
+    FORMATS.register(
+        checkpoint_format(_fw),
+        ArtifactFormat(
+            checkpoint_format(_fw),
+            f"a 'dlbench train' output of {_fw}",
+            tuple(s for s, f in CHECKPOINT_SUFFIX_FRAMEWORKS.items() if f == _fw),
+            _fw,
+        ),
+    )
+    FORMATS.register(
+        user_format(_fw),
+        ArtifactFormat(
+            user_format(_fw), f"a user's own {_fw} model (a file or --model-from code)", default_backend=_fw
+        ),
+    )
 
 
 def get_format(name: str) -> ArtifactFormat:

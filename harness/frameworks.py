@@ -5,6 +5,7 @@ Availability is decided with ``importlib.util.find_spec`` and versions with
 can say "not installed, install dlbench[mindspore]" in milliseconds instead of
 paying several seconds of framework import.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -16,11 +17,11 @@ from dlbench.core.errors import UserError
 
 @dataclass(frozen=True)
 class Framework:
-    name: str           # the name users type (--framework)
-    module: str         # the top-level import name
-    distribution: str   # the PyPI distribution that carries it
-    extra: str          # the dlbench extra that installs it
-    display: str        # how tables name it
+    name: str  # the name users type (--framework)
+    module: str  # the top-level import name
+    distribution: str  # the PyPI distribution that carries it
+    extra: str  # the dlbench extra that installs it
+    display: str  # how tables name it
 
 
 FRAMEWORKS: dict[str, Framework] = {
@@ -33,16 +34,24 @@ FRAMEWORKS: dict[str, Framework] = {
 }
 
 # Other packages whose versions belong in a machine's fingerprint.
-OTHER_PACKAGES = ("numpy", "keras", "onnx", "onnxruntime", "onnxruntime-gpu", "openvino",
-                  "tf2onnx", "tensorrt", "cuda-python")
+OTHER_PACKAGES = (
+    "numpy",
+    "keras",
+    "onnx",
+    "onnxruntime",
+    "onnxruntime-gpu",
+    "openvino",
+    "tf2onnx",
+    "tensorrt",
+    "cuda-python",
+)
 
 
 def get_framework(name: str) -> Framework:
     try:
         return FRAMEWORKS[name]
     except KeyError:
-        raise UserError(
-            f"unknown framework {name!r}; choose from: {', '.join(FRAMEWORKS)}") from None
+        raise UserError(f"unknown framework {name!r}; choose from: {', '.join(FRAMEWORKS)}") from None
 
 
 def is_installed(module: str) -> bool:

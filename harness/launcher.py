@@ -9,6 +9,7 @@ OUT.json.  The parent enforces the timeout on the whole process group and
 samples the child's resident memory once a second, the only figure left when
 a child is killed (out of memory, timeout) before it can report.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,9 +20,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dlbench.core.atomic import write_json
 
@@ -35,7 +37,7 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 
 @dataclass
 class CellOutcome:
-    status: str                       # ok | failed | usage_error | timeout
+    status: str  # ok | failed | usage_error | timeout
     result: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     traceback: str | None = None
@@ -63,9 +65,14 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None = None,
-             timeout: float | None = None,
-             launcher: Callable[[Path, list[str]], list[str]] | None = None) -> CellOutcome:
+def run_cell(
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+    launcher: Callable[[Path, list[str]], list[str]] | None = None,
+) -> CellOutcome:
     """Run one cell to completion or timeout.
 
     The child's working directory is a scratch directory removed afterwards:
@@ -83,12 +90,20 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
         start = time.perf_counter()
         with open(log, "wb") as log_fh:
             cell = [kind, str(inp), str(out)]
-            command = (launcher(Path(tmp), cell) if launcher else
-                       [sys.executable, "-m", "dlbench.harness.cell", *cell])
+            command = (
+                launcher(Path(tmp), cell)
+                if launcher
+                else [sys.executable, "-m", "dlbench.harness.cell", *cell]
+            )
             proc = subprocess.Popen(
                 command,
-                stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
-                env=env, cwd=tmp, start_new_session=True)
+                stdin=subprocess.DEVNULL,
+                stdout=log_fh,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=tmp,
+                start_new_session=True,
+            )
             try:
                 status, polled, timed_out = _wait(proc.pid, start, timeout)
             except BaseException:
@@ -100,8 +115,9 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
         wall = time.perf_counter() - start
         peak = polled or None
         tail = log.read_text(errors="replace")[-STDERR_TAIL:]
-        outcome = CellOutcome(status="failed", peak_rss_mb=peak, wall_s=wall,
-                              returncode=proc.returncode, log_tail=tail)
+        outcome = CellOutcome(
+            status="failed", peak_rss_mb=peak, wall_s=wall, returncode=proc.returncode, log_tail=tail
+        )
         if timed_out:
             outcome.status = "timeout"
             outcome.error = f"timed out after {timeout:g} s (the cell was killed)"
@@ -120,8 +136,9 @@ def run_cell(kind: str, payload: dict[str, Any], *, env: dict[str, str] | None =
         elif proc.returncode is not None and proc.returncode < 0:
             outcome.error = _signal_reason(-proc.returncode)
         else:
-            outcome.error = (f"exited with status {proc.returncode} without a result"
-                             + (f": {_last_line(tail)}" if _last_line(tail) else ""))
+            outcome.error = f"exited with status {proc.returncode} without a result" + (
+                f": {_last_line(tail)}" if _last_line(tail) else ""
+            )
         return outcome
 
 
@@ -147,8 +164,7 @@ def _wait(pid: int, start: float, timeout: float | None) -> tuple[int | None, fl
     barely touches the cores the cell is being measured on.
     """
     box: dict[str, int] = {}
-    waiter = threading.Thread(target=lambda: box.update(status=os.waitpid(pid, 0)[1]),
-                              daemon=True)
+    waiter = threading.Thread(target=lambda: box.update(status=os.waitpid(pid, 0)[1]), daemon=True)
     waiter.start()
     polled = 0.0
     while True:

@@ -6,6 +6,7 @@ installed by hand, or upgraded one package, gets numbers from another stack
 than the one the suite vouches for: ``dlbench env`` says so, and records keep
 the drift with the versions.  Read from package metadata: nothing is imported.
 """
+
 from __future__ import annotations
 
 import importlib.metadata

@@ -21,21 +21,21 @@ fp32 that was computed in TF32 is a different measurement, so:
 
 No framework is imported here: helpers take the module their caller loaded.
 """
+
 from __future__ import annotations
 
 import os
 import warnings
 from typing import Any
 
-from dlbench.core.errors import UserError
 from dlbench.core.devices import is_nvidia
+from dlbench.core.errors import UserError
 
 TF32 = "tf32"
 TF32_MIN_CC = (8, 0)
 # Variables read by the libraries themselves, beneath every framework switch.
 TF32_OVERRIDE = "NVIDIA_TF32_OVERRIDE"
-ONEDNN_FPMATH = ("ONEDNN_DEFAULT_FPMATH_MODE", "DNNL_DEFAULT_FPMATH_MODE",
-                 "TF_SET_ONEDNN_FPMATH_MODE")
+ONEDNN_FPMATH = ("ONEDNN_DEFAULT_FPMATH_MODE", "DNNL_DEFAULT_FPMATH_MODE", "TF_SET_ONEDNN_FPMATH_MODE")
 ENV_VARS = (TF32_OVERRIDE, *ONEDNN_FPMATH)
 ORT_ARM64_FASTMATH = "mlas.enable_gemm_fastmath_arm64_bfloat16"
 
@@ -51,8 +51,10 @@ def is_gpu(device: str) -> bool:
 def tf32_reason(device: str, device_id: int = 0) -> str | None:
     """Why a ``tf32`` run cannot happen on ``device`` here (None: it can), without a framework."""
     if not is_gpu(device):
-        return (f"tf32 is NVIDIA's TensorFloat-32 tensor-core mode (compute capability 8.0 or "
-                f"newer); on {device} float32 only runs as IEEE fp32: use fp32")
+        return (
+            f"tf32 is NVIDIA's TensorFloat-32 tensor-core mode (compute capability 8.0 or "
+            f"newer); on {device} float32 only runs as IEEE fp32: use fp32"
+        )
     from dlbench.harness.fingerprint import fingerprint
 
     gpus = fingerprint()["gpus"]
@@ -64,11 +66,12 @@ def tf32_reason(device: str, device_id: int = 0) -> str | None:
     except ValueError:
         cc = ()
     if len(cc) != 2:
-        return (f"tf32 needs compute capability 8.0 or newer, and nvidia-smi does not report "
-                f"{gpu['name']}'s")
+        return f"tf32 needs compute capability 8.0 or newer, and nvidia-smi does not report {gpu['name']}'s"
     if cc < TF32_MIN_CC:
-        return (f"tf32 needs compute capability 8.0 or newer (Ampere); {gpu['name']} is "
-                f"{cc[0]}.{cc[1]}, which computes float32 as IEEE fp32 only")
+        return (
+            f"tf32 needs compute capability 8.0 or newer (Ampere); {gpu['name']} is "
+            f"{cc[0]}.{cc[1]}, which computes float32 as IEEE fp32 only"
+        )
     return None
 
 
@@ -89,23 +92,29 @@ def check_env(precision: str) -> dict[str, str]:
     """The math variables in force; refuse the ones that contradict ``precision``."""
     env = env_in_force()
     if precision == TF32 and env.get(TF32_OVERRIDE) == "0":
-        raise UserError(f"--precision tf32: {TF32_OVERRIDE}=0 in the environment forbids TF32 "
-                        f"in cuBLAS, cuDNN and TensorRT; unset it")
+        raise UserError(
+            f"--precision tf32: {TF32_OVERRIDE}=0 in the environment forbids TF32 "
+            f"in cuBLAS, cuDNN and TensorRT; unset it"
+        )
     if precision in ("fp32", TF32):
         for name in ONEDNN_FPMATH:
             if env.get(name, "").strip().upper() not in ("", "STRICT"):
-                raise UserError(f"--precision {precision}: {name}={env[name]} in the environment "
-                                f"lets oneDNN compute float32 in a narrower type; unset it (or "
-                                f"set STRICT)")
+                raise UserError(
+                    f"--precision {precision}: {name}={env[name]} in the environment "
+                    f"lets oneDNN compute float32 in a narrower type; unset it (or "
+                    f"set STRICT)"
+                )
     return env
 
 
 def _expect(mode: dict[str, Any], wanted: dict[str, Any], precision: str) -> dict[str, Any]:
     wrong = {k: mode.get(k) for k, v in wanted.items() if mode.get(k) != v}
     if wrong:
-        raise MathModeMismatch(f"--precision {precision}: asked for "
-                               f"{', '.join(f'{k}={wanted[k]}' for k in wrong)}, read back "
-                               f"{', '.join(f'{k}={v}' for k, v in wrong.items())}")
+        raise MathModeMismatch(
+            f"--precision {precision}: asked for "
+            f"{', '.join(f'{k}={wanted[k]}' for k in wrong)}, read back "
+            f"{', '.join(f'{k}={v}' for k, v in wrong.items())}"
+        )
     return mode
 
 
@@ -115,10 +124,16 @@ def _refuse_tf32(device: str, precision: str, framework: str) -> None:
 
 
 # PyTorch >= 2.9 switches (name in the record -> attribute path under torch.backends).
-_TORCH_GPU = {"torch.cuda.matmul": "cuda.matmul", "torch.cudnn.conv": "cudnn.conv",
-              "torch.cudnn.rnn": "cudnn.rnn"}
-_TORCH_CPU = {"torch.mkldnn.matmul": "mkldnn.matmul", "torch.mkldnn.conv": "mkldnn.conv",
-              "torch.mkldnn.rnn": "mkldnn.rnn"}
+_TORCH_GPU = {
+    "torch.cuda.matmul": "cuda.matmul",
+    "torch.cudnn.conv": "cudnn.conv",
+    "torch.cudnn.rnn": "cudnn.rnn",
+}
+_TORCH_CPU = {
+    "torch.mkldnn.matmul": "mkldnn.matmul",
+    "torch.mkldnn.conv": "mkldnn.conv",
+    "torch.mkldnn.rnn": "mkldnn.rnn",
+}
 
 
 def torch_math(torch, device: str, precision: str) -> dict[str, Any]:
@@ -137,7 +152,7 @@ def torch_math(torch, device: str, precision: str) -> dict[str, Any]:
     gpu_mode = "tf32" if tf32 else "ieee"
     backends = torch.backends
     if hasattr(backends.cuda.matmul, "fp32_precision"):
-        with warnings.catch_warnings():           # the legacy API's deprecation notice
+        with warnings.catch_warnings():  # the legacy API's deprecation notice
             warnings.simplefilter("ignore")
             backends.cuda.matmul.allow_tf32 = tf32
             backends.cudnn.allow_tf32 = tf32
@@ -152,21 +167,29 @@ def torch_math(torch, device: str, precision: str) -> dict[str, Any]:
                 obj.fp32_precision = value
                 wanted[name] = value
         switches = _TORCH_GPU | _TORCH_CPU
-        mode = {name: _torch_read(backends, switches[name]) for name in wanted
-                if name in switches}
+        mode = {name: _torch_read(backends, switches[name]) for name in wanted if name in switches}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            mode.update({"torch.cuda.matmul.allow_tf32": bool(backends.cuda.matmul.allow_tf32),
-                         "torch.cudnn.allow_tf32": bool(backends.cudnn.allow_tf32)})
+            mode.update(
+                {
+                    "torch.cuda.matmul.allow_tf32": bool(backends.cuda.matmul.allow_tf32),
+                    "torch.cudnn.allow_tf32": bool(backends.cudnn.allow_tf32),
+                }
+            )
     else:
         backends.cuda.matmul.allow_tf32 = tf32
         backends.cudnn.allow_tf32 = tf32
         torch.set_float32_matmul_precision("high" if tf32 else "highest")
-        wanted = {"torch.cuda.matmul.allow_tf32": tf32, "torch.cudnn.allow_tf32": tf32,
-                  "torch.float32_matmul_precision": "high" if tf32 else "highest"}
-        mode = {"torch.cuda.matmul.allow_tf32": bool(backends.cuda.matmul.allow_tf32),
-                "torch.cudnn.allow_tf32": bool(backends.cudnn.allow_tf32),
-                "torch.float32_matmul_precision": torch.get_float32_matmul_precision()}
+        wanted = {
+            "torch.cuda.matmul.allow_tf32": tf32,
+            "torch.cudnn.allow_tf32": tf32,
+            "torch.float32_matmul_precision": "high" if tf32 else "highest",
+        }
+        mode = {
+            "torch.cuda.matmul.allow_tf32": bool(backends.cuda.matmul.allow_tf32),
+            "torch.cudnn.allow_tf32": bool(backends.cudnn.allow_tf32),
+            "torch.float32_matmul_precision": torch.get_float32_matmul_precision(),
+        }
     _expect(mode, wanted, precision)
     return {**mode, "env": env}
 
@@ -184,8 +207,7 @@ def tensorflow_math(tf, device: str, precision: str) -> dict[str, Any]:
     _refuse_tf32(device, precision, "TensorFlow")
     env = check_env(precision)
     tf.config.experimental.enable_tensor_float_32_execution(precision == TF32)
-    mode = {"tf.tensor_float_32_execution":
-            bool(tf.config.experimental.tensor_float_32_execution_enabled())}
+    mode = {"tf.tensor_float_32_execution": bool(tf.config.experimental.tensor_float_32_execution_enabled())}
     _expect(mode, {"tf.tensor_float_32_execution": precision == TF32}, precision)
     return {**mode, "env": env}
 
@@ -202,8 +224,7 @@ def onnxruntime_math(session, so, precision: str) -> dict[str, Any]:
     CPU provider's arm64 bf16 fast-math entry, and the TensorRT provider's TF32 (no
     per-session switch in ONNX Runtime: TensorRT's default unless NVIDIA_TF32_OVERRIDE=0)."""
     env = check_env(precision)
-    mode: dict[str, Any] = {"ort." + ORT_ARM64_FASTMATH: so.get_session_config_entry(
-        ORT_ARM64_FASTMATH)}
+    mode: dict[str, Any] = {"ort." + ORT_ARM64_FASTMATH: so.get_session_config_entry(ORT_ARM64_FASTMATH)}
     wanted = dict(mode, **{"ort." + ORT_ARM64_FASTMATH: "0"})
     options = session.get_provider_options()
     if "CUDAExecutionProvider" in options:
@@ -211,11 +232,12 @@ def onnxruntime_math(session, so, precision: str) -> dict[str, Any]:
         mode["ort.cuda.use_tf32"] = use_tf32
         if use_tf32 is not None or precision == TF32:
             wanted["ort.cuda.use_tf32"] = "1" if precision == TF32 else "0"
-        elif env.get(TF32_OVERRIDE) != "0":     # an ONNX Runtime older than the option (1.18)
+        elif env.get(TF32_OVERRIDE) != "0":  # an ONNX Runtime older than the option (1.18)
             wanted["ort.cuda.use_tf32"] = "0 (or NVIDIA_TF32_OVERRIDE=0)"
     if "TensorrtExecutionProvider" in options:
-        mode["ort.tensorrt.tf32"] = ("off (NVIDIA_TF32_OVERRIDE=0)"
-                                     if env.get(TF32_OVERRIDE) == "0" else "TensorRT's default: on")
+        mode["ort.tensorrt.tf32"] = (
+            "off (NVIDIA_TF32_OVERRIDE=0)" if env.get(TF32_OVERRIDE) == "0" else "TensorRT's default: on"
+        )
         if precision != TF32:
             wanted["ort.tensorrt.tf32"] = "off (NVIDIA_TF32_OVERRIDE=0)"
     _expect(mode, wanted, precision)
@@ -229,36 +251,51 @@ def mindspore_math(ms, target: str, precision: str) -> dict[str, Any]:
     first graph compiles.  On a GPU build TF32 (on by default for convolutions) is switched
     off, with no getter to read it back; the CPU kernels have no down-conversion switch."""
     if precision == TF32:
-        raise UserError(f"--precision tf32: dlbench runs MindSpore on the CPU or an Ascend NPU, "
-                        f"and neither has TF32 (on {target} float32 only runs as IEEE fp32)")
+        raise UserError(
+            f"--precision tf32: dlbench runs MindSpore on the CPU or an Ascend NPU, "
+            f"and neither has TF32 (on {target} float32 only runs as IEEE fp32)"
+        )
     env = check_env(precision)
-    if target == "GPU":                 # conv_allow_tf32 defaults to True; there is no getter
+    if target == "GPU":  # conv_allow_tf32 defaults to True; there is no getter
         gpu = ms.device_context.gpu.op_precision
         gpu.matmul_allow_tf32(False)
         gpu.conv_allow_tf32(False)
-        return {"gpu.matmul_allow_tf32": "set False (MindSpore cannot read it back)",
-                "gpu.conv_allow_tf32": "set False (MindSpore cannot read it back)", "env": env}
+        return {
+            "gpu.matmul_allow_tf32": "set False (MindSpore cannot read it back)",
+            "gpu.conv_allow_tf32": "set False (MindSpore cannot read it back)",
+            "env": env,
+        }
     if target != "Ascend":
-        return {"mindspore.float32": f"{target} kernels compute float32 in float32 (no switch)",
-                "env": env}
+        return {"mindspore.float32": f"{target} kernels compute float32 in float32 (no switch)", "env": env}
     op = ms.device_context.ascend.op_precision
-    for setter, value in ((op.precision_mode, "must_keep_origin_dtype"),
-                          (op.matmul_allow_hf32, False), (op.conv_allow_hf32, False)):
+    for setter, value in (
+        (op.precision_mode, "must_keep_origin_dtype"),
+        (op.matmul_allow_hf32, False),
+        (op.conv_allow_hf32, False),
+    ):
         try:
             setter(value)
-        except RuntimeError:            # "can not be set repeatedly": the read-back decides
+        except RuntimeError:  # "can not be set repeatedly": the read-back decides
             pass
     try:
         from mindspore._c_expression import AscendOpPrecisionConf
     except ImportError:
-        return {"mindspore.ascend": "set, but this MindSpore cannot read the settings back",
-                "env": env}
+        return {"mindspore.ascend": "set, but this MindSpore cannot read the settings back", "env": env}
     conf = AscendOpPrecisionConf.get_instance()
-    mode = {"ascend.precision_mode": conf.precision_mode(),
-            "ascend.matmul_allow_hf32": conf.matmul_allow_hf32(),
-            "ascend.conv_allow_hf32": conf.conv_allow_hf32()}
-    _expect(mode, {"ascend.precision_mode": "must_keep_origin_dtype",
-                   "ascend.matmul_allow_hf32": "0", "ascend.conv_allow_hf32": "0"}, precision)
+    mode = {
+        "ascend.precision_mode": conf.precision_mode(),
+        "ascend.matmul_allow_hf32": conf.matmul_allow_hf32(),
+        "ascend.conv_allow_hf32": conf.conv_allow_hf32(),
+    }
+    _expect(
+        mode,
+        {
+            "ascend.precision_mode": "must_keep_origin_dtype",
+            "ascend.matmul_allow_hf32": "0",
+            "ascend.conv_allow_hf32": "0",
+        },
+        precision,
+    )
     return {**mode, "env": env}
 
 

@@ -16,6 +16,7 @@ One ``dlbench run`` is one display: while a run holds its tracker
 (``Progress.activate``, or ``with``), the commands it calls add their units to it
 (``open_progress``) instead of drawing their own.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-_ACTIVE: list["Progress"] = []
+_ACTIVE: list[Progress] = []
 
 
 def read_progress(path: str) -> dict[str, Any]:
@@ -43,19 +44,28 @@ def clock(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, total: int = 0, stream: TextIO | None = None, enabled: bool = True,
-                 kind: str = "cell", console: Any = None):
+    def __init__(
+        self,
+        total: int = 0,
+        stream: TextIO | None = None,
+        enabled: bool = True,
+        kind: str = "cell",
+        console: Any = None,
+    ):
         self.stream = stream or (console.file if console is not None else sys.stderr)
         self.enabled = enabled
-        self.tty = enabled and (console.is_terminal if console is not None else
-                                hasattr(self.stream, "isatty") and self.stream.isatty())
+        self.tty = enabled and (
+            console.is_terminal
+            if console is not None
+            else hasattr(self.stream, "isatty") and self.stream.isatty()
+        )
         self._console = console
         self.expected: dict[str, int] = {}
         self.finished: dict[str, list[float]] = {}
         self.t0 = time.monotonic()
         self.label, self.kind, self._unit_t0 = "", kind, self.t0
         self._rich = self._task = None
-        self.owned = True                   # closes itself after its last unit
+        self.owned = True  # closes itself after its last unit
         if total:
             self.expect(total, kind)
 
@@ -68,13 +78,13 @@ class Progress:
     def done(self) -> int:
         return sum(len(v) for v in self.finished.values())
 
-    def expect(self, n: int, kind: str) -> "Progress":
+    def expect(self, n: int, kind: str) -> Progress:
         """``n`` more units of ``kind`` to come."""
         self.expected[kind] = self.expected.get(kind, 0) + n
         self._refresh()
         return self
 
-    def settle(self, kind: str, n: int) -> "Progress":
+    def settle(self, kind: str, n: int) -> Progress:
         """Exactly ``n`` units of ``kind`` still to come (replaces an earlier guess)."""
         self.expected[kind] = len(self.finished.get(kind, [])) + n
         self._refresh()
@@ -96,7 +106,7 @@ class Progress:
             times = self.finished.get(kind, [])
             mean = sum(times) / len(times) if times else overall
             left += max(0, n - len(times)) * mean
-        if self.label:                       # the unit under way has already used some
+        if self.label:  # the unit under way has already used some
             times = self.finished.get(self.kind) or every
             left -= min(time.monotonic() - self._unit_t0, sum(times) / len(times))
         return max(0.0, left)
@@ -127,10 +137,8 @@ class Progress:
 
     def finish(self, summary: str) -> None:
         self.finished.setdefault(self.kind, []).append(time.monotonic() - self._unit_t0)
-        self.expected[self.kind] = max(self.expected.get(self.kind, 0),
-                                       len(self.finished[self.kind]))
-        line = (f"[{self.done}/{self.total}] {self.label}: {summary} "
-                f"({self.elapsed()}, {self.eta()})")
+        self.expected[self.kind] = max(self.expected.get(self.kind, 0), len(self.finished[self.kind]))
+        line = f"[{self.done}/{self.total}] {self.label}: {summary} ({self.elapsed()}, {self.eta()})"
         self.label = ""
         self.note(line)
         self._draw("")
@@ -156,27 +164,39 @@ class Progress:
             return
         if self._rich is None:
             self._open()
-        self._rich.update(self._task, description=text or self.label or "",
-                          completed=self.done, total=max(self.total, 1), eta=self.eta())
+        self._rich.update(
+            self._task,
+            description=text or self.label or "",
+            completed=self.done,
+            total=max(self.total, 1),
+            eta=self.eta(),
+        )
 
     def _refresh(self) -> None:
         if self._rich is not None:
-            self._rich.update(self._task, completed=self.done, total=max(self.total, 1),
-                              eta=self.eta())
+            self._rich.update(self._task, completed=self.done, total=max(self.total, 1), eta=self.eta())
 
     def _open(self) -> None:
         from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
-                                   SpinnerColumn, TextColumn, TimeElapsedColumn)
+        from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as RichProgress
 
         console = self._console or Console(file=self.stream, stderr=self.stream is sys.stderr)
-        self._rich = RichProgress(SpinnerColumn(), BarColumn(bar_width=20), MofNCompleteColumn(),
-                                  TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
-                                  TextColumn("{task.description}"), console=console,
-                                  refresh_per_second=1, transient=True)
+        self._rich = RichProgress(
+            SpinnerColumn(),
+            BarColumn(bar_width=20),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[eta]}"),
+            TextColumn("{task.description}"),
+            console=console,
+            refresh_per_second=1,
+            transient=True,
+        )
         self._rich.start()
-        self._task = self._rich.add_task(self.label, total=max(self.total, 1),
-                                         completed=self.done, eta=self.eta())
+        self._task = self._rich.add_task(
+            self.label, total=max(self.total, 1), completed=self.done, eta=self.eta()
+        )
 
     def close(self) -> None:
         if self._rich is not None:
@@ -184,7 +204,7 @@ class Progress:
             self._rich = self._task = None
 
     # -- one display for a whole run ---------------------------------------------------
-    def activate(self) -> "Progress":
+    def activate(self) -> Progress:
         """Make this the tracker the commands a run calls add their units to."""
         self.owned = False
         _ACTIVE.append(self)
@@ -195,7 +215,7 @@ class Progress:
             _ACTIVE.remove(self)
         self.close()
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self.activate()
 
     def __exit__(self, *exc) -> None:
@@ -206,13 +226,14 @@ def open_progress(n: int, kind: str, enabled: bool = True) -> Progress:
     """The tracker for ``n`` units of ``kind``: the run's, when a run is under way."""
     if _ACTIVE:
         run = _ACTIVE[-1].settle(kind, n)
-        run.kind = kind                     # the kind its start() calls mean
+        run.kind = kind  # the kind its start() calls mean
         return run
     return Progress(n, enabled=enabled, kind=kind)
 
 
-def open_sweep(n_cells: int, done: int, notes: list[str], kind: str, store_path: Any,
-               enabled: bool = True) -> Progress:
+def open_sweep(
+    n_cells: int, done: int, notes: list[str], kind: str, store_path: Any, enabled: bool = True
+) -> Progress:
     """A sweep's tracker for the cells it will run, with the plan's notes and what a
     resume skipped said first (bench and micro say them alike)."""
     bar = open_progress(n_cells - done, kind, enabled=enabled)

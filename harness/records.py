@@ -15,22 +15,32 @@ Each produced file also gets an ``artifacts`` row (path, sha256, format,
 precision, source and its sha256, verified flag, verdict), so a later
 benchmark can look a file up by content: ``ResultStore.artifact(sha256)``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from dlbench.core.devices import training_name
 from dlbench.core.version import __version__
 from dlbench.harness.cellenv import context as cell_context
 from dlbench.harness.context import cell_key, command_line, now_iso
 from dlbench.harness.fingerprint import fingerprint, resource_label
 from dlbench.harness.results import ResultStore
-from dlbench.core.devices import training_name
 
 
-def new_record(kind: str, *, run_id: str, identity: dict[str, Any], started: str,
-               argv: list[str] | None, device: str = "cpu", fp: dict[str, Any] | None = None,
-               env: dict[str, str] | None = None, **fields: Any) -> dict[str, Any]:
+def new_record(
+    kind: str,
+    *,
+    run_id: str,
+    identity: dict[str, Any],
+    started: str,
+    argv: list[str] | None,
+    device: str = "cpu",
+    fp: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
     """The one record skeleton every kind (train, convert, verify, bench, peak, eval) starts
     from: who, where, when, with what, and the key that makes a resumed run skip it.
 
@@ -43,14 +53,23 @@ def new_record(kind: str, *, run_id: str, identity: dict[str, Any], started: str
     """
     fp = fp or fingerprint()
     record = {
-        "run_id": run_id, "kind": kind,
+        "run_id": run_id,
+        "kind": kind,
         "cell_key": cell_key(kind, {**identity, "machine_id": fp["machine_id"]}),
-        "status": "failed", "error": None, "started_at": started, "duration_s": None,
-        "device": device, "machine_id": fp["machine_id"], "dlbench_version": __version__,
-        "git_commit": fp["git_commit"], "command_line": command_line(argv),
-        "context": {"identity": identity,
-                    "resource": resource_label(fp, training_name(device)),
-                    **(cell_context(env) if env is not None else {})},
+        "status": "failed",
+        "error": None,
+        "started_at": started,
+        "duration_s": None,
+        "device": device,
+        "machine_id": fp["machine_id"],
+        "dlbench_version": __version__,
+        "git_commit": fp["git_commit"],
+        "command_line": command_line(argv),
+        "context": {
+            "identity": identity,
+            "resource": resource_label(fp, training_name(device)),
+            **(cell_context(env) if env is not None else {}),
+        },
         "metrics": {},
     }
     record.update(fields)
@@ -65,8 +84,10 @@ def finish(record: dict[str, Any], verdict, *, error: str | None = None) -> dict
         record["status"] = "ok" if verdict.ok else "unverified"
         record["error"] = None if verdict.ok else verdict.message
         record["metrics"]["verdict"] = verdict.to_dict()
-        record["metrics"]["outputs"] = {o.name: {k: getattr(o, k) for k in (
-            "max_abs", "max_rel", "mean_abs", "cosine", "top1")} for o in verdict.outputs}
+        record["metrics"]["outputs"] = {
+            o.name: {k: getattr(o, k) for k in ("max_abs", "max_rel", "mean_abs", "cosine", "top1")}
+            for o in verdict.outputs
+        }
         record["metrics"]["batch_sizes"] = verdict.batch_sizes
     return record
 
@@ -79,14 +100,22 @@ def store(db: str | None, record: dict[str, Any], artifact: dict[str, Any] | Non
     if artifact is not None:
         artifact = {**artifact, "record_id": record["id"], "created_at": now_iso()}
         artifact["verified"] = record["status"] == "ok"
-        artifact["verdict"] = record["metrics"].get("verdict") or {"ok": False,
-                                                                    "message": record.get("error")}
+        artifact["verdict"] = record["metrics"].get("verdict") or {
+            "ok": False,
+            "message": record.get("error"),
+        }
         record["artifact_id"] = rs.add_artifact(artifact)
     return record["id"]
 
 
-def keep(record: dict[str, Any], store: ResultStore, fp: dict[str, Any],
-         records: list[dict[str, Any]], json_path: str | None, on_record=None) -> None:
+def keep(
+    record: dict[str, Any],
+    store: ResultStore,
+    fp: dict[str, Any],
+    records: list[dict[str, Any]],
+    json_path: str | None,
+    on_record=None,
+) -> None:
     """A sweep's finished cell: stored at once (one transaction), the ``--json`` file
     rewritten atomically, the caller told; so an interrupted sweep leaves complete
     records only, in the database and the file alike."""
@@ -100,11 +129,27 @@ def keep(record: dict[str, Any], store: ResultStore, fp: dict[str, Any],
         on_record(record)
 
 
-def artifact_row(path: Path, sha: str, fmt: str, precision: str, *, model: str | None,
-                 framework: str | None, hop: str, source_path: Path | None,
-                 source_sha256: str | None) -> dict[str, Any]:
-    return {"path": str(Path(path).resolve()), "sha256": sha, "format": fmt,
-            "precision": precision, "model": model, "framework": framework, "hop": hop,
-            "size_bytes": Path(path).stat().st_size,
-            "source_path": str(Path(source_path).resolve()) if source_path else None,
-            "source_sha256": source_sha256}
+def artifact_row(
+    path: Path,
+    sha: str,
+    fmt: str,
+    precision: str,
+    *,
+    model: str | None,
+    framework: str | None,
+    hop: str,
+    source_path: Path | None,
+    source_sha256: str | None,
+) -> dict[str, Any]:
+    return {
+        "path": str(Path(path).resolve()),
+        "sha256": sha,
+        "format": fmt,
+        "precision": precision,
+        "model": model,
+        "framework": framework,
+        "hop": hop,
+        "size_bytes": Path(path).stat().st_size,
+        "source_path": str(Path(source_path).resolve()) if source_path else None,
+        "source_sha256": source_sha256,
+    }

@@ -7,28 +7,48 @@ single file is easy to ship next to a report and the stdlib writes it atomically
 contract with its users; it is documented in docs/results-schema.md and
 versioned (SQLite's ``PRAGMA user_version``, PostgreSQL's ``dlbench_schema``).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from dlbench.core.atomic import check_can_create
 from dlbench.core.errors import UserError
 from dlbench.harness.store import DEFAULT_DB, Unreachable, url
-from dlbench.harness.store.schema import (ADD_MACHINE, ARTIFACT_COLUMNS, COLUMNS, SCHEMA,
-                                          SCHEMA_VERSION, artifact_row, decode_artifact,
-                                          decode_record, machine_row, record_row)
+from dlbench.harness.store.schema import (
+    ADD_MACHINE,
+    ARTIFACT_COLUMNS,
+    COLUMNS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    artifact_row,
+    decode_artifact,
+    decode_record,
+    machine_row,
+    record_row,
+)
 from dlbench.harness.store.sqlite import SqliteBackend
 
-__all__ = ["ARTIFACT_COLUMNS", "COLUMNS", "DEFAULT_DB", "SCHEMA", "SCHEMA_VERSION",
-           "ResultStore", "decode_record", "default_db", "sweep_store"]
+__all__ = [
+    "ARTIFACT_COLUMNS",
+    "COLUMNS",
+    "DEFAULT_DB",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "ResultStore",
+    "decode_record",
+    "default_db",
+    "sweep_store",
+]
 
 
-def sweep_store(db: str | os.PathLike | None, json_path: str | None = None) -> "ResultStore":
+def sweep_store(db: str | os.PathLike | None, json_path: str | None = None) -> ResultStore:
     """The store a sweep writes, opened before any cell runs, and its ``--json`` path
     checked creatable: a sweep fails on a bad path in its first second, not its last."""
     if json_path:
@@ -79,6 +99,7 @@ class ResultStore:
         def work(s) -> int:
             s.execute(ADD_MACHINE, machine_row(machine))
             return s.insert("records", row)
+
         rid = self._write(work, f"record of {record.get('kind')} cell {record.get('cell_key')}")
         if rid < 0:
             record["spooled_to"] = str(self._backend.spool.path)
@@ -117,11 +138,17 @@ class ResultStore:
         def work(s) -> set[str]:
             found = set()
             for i in range(0, len(keys), 500):
-                chunk = keys[i:i + 500]
-                found.update(r["cell_key"] for r in s.rows(
-                    f"SELECT DISTINCT cell_key FROM records WHERE {scope} AND "
-                    f"cell_key IN ({', '.join('?' * len(chunk))})", extra + chunk))
+                chunk = keys[i : i + 500]
+                found.update(
+                    r["cell_key"]
+                    for r in s.rows(
+                        f"SELECT DISTINCT cell_key FROM records WHERE {scope} AND "
+                        f"cell_key IN ({', '.join('?' * len(chunk))})",
+                        extra + chunk,
+                    )
+                )
             return found
+
         return self._read(work, set())
 
     def artifacts(self, where: str = "1=1", params: Iterable[Any] = ()) -> list[dict[str, Any]]:
@@ -130,8 +157,10 @@ class ResultStore:
 
     def artifact(self, sha256: str) -> dict[str, Any] | None:
         """The newest verdict on the file with this content, or None if never converted here."""
-        rows = self._read(lambda s: s.rows(
-            "SELECT * FROM artifacts WHERE sha256 = ? ORDER BY id DESC LIMIT 1", (sha256,)), [])
+        rows = self._read(
+            lambda s: s.rows("SELECT * FROM artifacts WHERE sha256 = ? ORDER BY id DESC LIMIT 1", (sha256,)),
+            [],
+        )
         return decode_artifact(rows[0]) if rows else None
 
     def noise_floor(self, machine_id: str, threads: int | None = None) -> dict[str, Any] | None:
@@ -139,15 +168,15 @@ class ResultStore:
         measured at ``threads`` intra-op threads, or None.  A record kind, not a table of its
         own: it carries the same context as every measurement (versions, thread settings, the
         cell it was measured with)."""
-        rows = self.records("kind = ? AND status = ? AND machine_id = ?",
-                            ("noise_floor", "ok", machine_id))
+        rows = self.records("kind = ? AND status = ? AND machine_id = ?", ("noise_floor", "ok", machine_id))
         if threads is not None:
             rows = [r for r in rows if r.get("intra_op_threads") == threads]
         return rows[-1] if rows else None
 
     def machine(self, machine_id: str) -> dict[str, Any] | None:
-        rows = self._read(lambda s: s.rows(
-            "SELECT fingerprint FROM machines WHERE machine_id = ?", (machine_id,)), [])
+        rows = self._read(
+            lambda s: s.rows("SELECT fingerprint FROM machines WHERE machine_id = ?", (machine_id,)), []
+        )
         return json.loads(rows[0]["fingerprint"]) if rows else None
 
     @contextmanager
@@ -158,9 +187,10 @@ class ResultStore:
         with self._backend.session("readonly") as s:
             tables = s.tables()
             if not {"records", "machines"} <= tables:
-                raise UserError(f"results database {self.path} has no records"
-                                + ("" if not tables else
-                                   " (it is not a dlbench results database)"))
+                raise UserError(
+                    f"results database {self.path} has no records"
+                    + ("" if not tables else " (it is not a dlbench results database)")
+                )
             yield s
 
     def _write(self, work: Callable[[Any], int], what: str) -> int:
@@ -169,9 +199,12 @@ class ResultStore:
                 return work(s)
         except Unreachable as exc:
             rid = -self._spool_write(work)
-            print(f"warning: results database {self.path} unreachable ({exc.reason}): {what} "
-                  f"kept in {self._backend.spool.path}; it moves to the server at the next "
-                  f"successful connection", file=sys.stderr)
+            print(
+                f"warning: results database {self.path} unreachable ({exc.reason}): {what} "
+                f"kept in {self._backend.spool.path}; it moves to the server at the next "
+                f"successful connection",
+                file=sys.stderr,
+            )
             return rid
 
     def _spool_write(self, work: Callable[[Any], int]) -> int:
@@ -190,10 +223,12 @@ class ResultStore:
             spool = self._backend.spool
             if not self._read_from_spool:
                 self._read_from_spool = True
-                print(f"warning: results database {self.path} unreachable ({exc.reason}): "
-                      f"reading only what {spool.path} holds until it is back", file=sys.stderr)
+                print(
+                    f"warning: results database {self.path} unreachable ({exc.reason}): "
+                    f"reading only what {spool.path} holds until it is back",
+                    file=sys.stderr,
+                )
             if not spool.exists():
                 return empty
             with spool.session("read") as s:
                 return work(s)
-

@@ -25,6 +25,7 @@ computed, never by how the score was summed: ``dlbench train --eval`` and
 * detection (SSD) and instance-segmentation (Mask R-CNN): see
   ``harness.evaluate.detection``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,7 +33,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlbench.harness.evaluate.detection import DetectionTally, InstanceSegmentationTally
-
 
 # Objectives whose network output is a (batch, N) matrix of something other than class
 # scores (Mask R-CNN's packed heads, a regression): no arg-max is read from it.
@@ -45,8 +45,7 @@ def class_scores(z: np.ndarray, objective: str | None = None) -> np.ndarray | No
     convolution (SqueezeNet, the Caffe DenseNet) gives (batch, classes, 1, 1): the same
     scores, and they are read as such."""
     z = np.asarray(z)
-    if (objective in NOT_CLASS_SCORES or z.ndim < 2 or z.shape[1] < 2
-            or any(d != 1 for d in z.shape[2:])):
+    if objective in NOT_CLASS_SCORES or z.ndim < 2 or z.shape[1] < 2 or any(d != 1 for d in z.shape[2:]):
         return None
     return z.reshape(z.shape[0], z.shape[1])
 
@@ -65,16 +64,17 @@ class Tally:
     samples: int = 0
 
     def add(self, logits, labels: np.ndarray) -> None:
-        if isinstance(logits, (tuple, list)):        # a session's outputs: (logits,)
+        if isinstance(logits, (tuple, list)):  # a session's outputs: (logits,)
             (logits,) = logits
         logits, labels = np.asarray(logits, dtype=np.float64), np.asarray(labels)
         if labels.ndim >= 2 and logits.ndim == labels.ndim + 1:
-            logits = logits.reshape(-1, logits.shape[-1])    # per position, classes last
+            logits = logits.reshape(-1, logits.shape[-1])  # per position, classes last
         z = class_scores(logits)
         y = labels.astype(np.int64).reshape(-1)
         if z is None or z.shape[0] != y.shape[0]:
-            raise ValueError(f"logits of shape {list(np.shape(logits))} for {y.shape[0]} "
-                             f"labels; expected (batch, classes)")
+            raise ValueError(
+                f"logits of shape {list(np.shape(logits))} for {y.shape[0]} labels; expected (batch, classes)"
+            )
         if y.size and (y.min() < 0 or y.max() >= z.shape[1]):
             raise ValueError(f"label {int(y.max())} outside the model's {z.shape[1]} classes")
         self.loss_sum += float(_cross_entropy(z, y).sum())
@@ -84,14 +84,19 @@ class Tally:
     def result(self) -> dict[str, float | int]:
         if not self.samples:
             raise RuntimeError("the held-out split gave no samples")
-        return {"loss": self.loss_sum / self.samples, "accuracy": self.correct / self.samples,
-                "correct": self.correct, "samples": self.samples}
+        return {
+            "loss": self.loss_sum / self.samples,
+            "accuracy": self.correct / self.samples,
+            "correct": self.correct,
+            "samples": self.samples,
+        }
 
 
 @dataclass
 class MaskedLMTally:
     """BERT pre-training: outputs (mlm_logits (B,T,V), nsp_logits (B,2)), labels
     (mlm_labels (B,T) with -100 where nothing is masked, nsp_labels (B,))."""
+
     mlm_loss_sum: float = 0.0
     mlm_correct: int = 0
     masked: int = 0
@@ -116,15 +121,20 @@ class MaskedLMTally:
     def result(self) -> dict[str, float | int]:
         if not self.samples or not self.masked:
             raise RuntimeError("the held-out split gave no samples (or no masked token)")
-        return {"loss": self.mlm_loss_sum / self.masked + self.nsp_loss_sum / self.samples,
-                "accuracy": self.mlm_correct / self.masked, "correct": self.mlm_correct,
-                "samples": self.samples, "masked_tokens": self.masked,
-                "nsp_accuracy": self.nsp_correct / self.samples}
+        return {
+            "loss": self.mlm_loss_sum / self.masked + self.nsp_loss_sum / self.samples,
+            "accuracy": self.mlm_correct / self.masked,
+            "correct": self.mlm_correct,
+            "samples": self.samples,
+            "masked_tokens": self.masked,
+            "nsp_accuracy": self.nsp_correct / self.samples,
+        }
 
 
 @dataclass
 class SquaredErrorTally:
     """Regression: mean squared error per output element (the training loss); no accuracy."""
+
     error_sum: float = 0.0
     elements: int = 0
     samples: int = 0
@@ -143,14 +153,14 @@ class SquaredErrorTally:
     def result(self) -> dict[str, float | int]:
         if not self.elements:
             raise RuntimeError("the held-out split gave no samples")
-        return {"loss": self.error_sum / self.elements, "accuracy": None,
-                "samples": self.samples}
+        return {"loss": self.error_sum / self.elements, "accuracy": None, "samples": self.samples}
 
 
 @dataclass
 class TokenTally:
     """Translation with teacher forcing: logits (B, T, V) against target ids (B, T),
     padding (id 0) left out; the accuracy is per token, as the training loss is."""
+
     loss_sum: float = 0.0
     correct: int = 0
     tokens: int = 0
@@ -173,8 +183,13 @@ class TokenTally:
     def result(self) -> dict[str, float | int]:
         if not self.tokens:
             raise RuntimeError("the held-out split gave no target tokens")
-        return {"loss": self.loss_sum / self.tokens, "accuracy": self.correct / self.tokens,
-                "correct": self.correct, "samples": self.samples, "tokens": self.tokens}
+        return {
+            "loss": self.loss_sum / self.tokens,
+            "accuracy": self.correct / self.tokens,
+            "correct": self.correct,
+            "samples": self.samples,
+            "tokens": self.tokens,
+        }
 
 
 def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
@@ -226,6 +241,7 @@ class ClickTally(Tally):
 class CharacterErrorTally:
     """CTC: outputs (logits (B, frames, classes),), labels (transcripts (B, S) padded,
     transcript lengths (B,), output frames (B,)); decoding is greedy, outside the graph."""
+
     loss_sum: float = 0.0
     errors: int = 0
     chars: int = 0
@@ -240,8 +256,10 @@ class CharacterErrorTally:
         logits = np.asarray(outputs, dtype=np.float64)
         transcripts, lengths, frames = (np.asarray(a).astype(np.int64) for a in labels)
         if logits.ndim != 3 or logits.shape[0] != len(lengths):
-            raise ValueError(f"logits of shape {list(logits.shape)} for {len(lengths)} "
-                             f"transcripts; expected (batch, frames, classes)")
+            raise ValueError(
+                f"logits of shape {list(logits.shape)} for {len(lengths)} "
+                f"transcripts; expected (batch, frames, classes)"
+            )
         for z, target, n, t in zip(logits, transcripts, lengths, frames):
             ref = target[:n].tolist()
             self.loss_sum += ctc.nll(z, ref, int(t))
@@ -255,8 +273,13 @@ class CharacterErrorTally:
         if not self.samples or not self.chars:
             raise RuntimeError("the held-out split gave no samples (or no characters)")
         cer = self.errors / self.chars
-        return {"loss": self.loss_sum / self.samples, "accuracy": max(0.0, 1.0 - cer),
-                "cer": cer, "exact_transcripts": self.exact, "samples": self.samples}
+        return {
+            "loss": self.loss_sum / self.samples,
+            "accuracy": max(0.0, 1.0 - cer),
+            "cer": cer,
+            "exact_transcripts": self.exact,
+            "samples": self.samples,
+        }
 
 
 # Tallies that need the model's configuration (SSD's priors and loss settings, Mask
@@ -264,10 +287,16 @@ class CharacterErrorTally:
 NEEDS_CONFIG = {"detection", "instance-segmentation"}
 
 
-TALLIES = {"classification": Tally, "bert-pretraining": MaskedLMTally,
-           "regression": SquaredErrorTally, "ctr": ClickTally,
-           "ctc": CharacterErrorTally, "seq2seq": TokenTally, "detection": DetectionTally,
-           "instance-segmentation": InstanceSegmentationTally}
+TALLIES = {
+    "classification": Tally,
+    "bert-pretraining": MaskedLMTally,
+    "regression": SquaredErrorTally,
+    "ctr": ClickTally,
+    "ctc": CharacterErrorTally,
+    "seq2seq": TokenTally,
+    "detection": DetectionTally,
+    "instance-segmentation": InstanceSegmentationTally,
+}
 
 
 # Objectives whose exported (inference) network is the trained one and whose held-out

@@ -1,6 +1,7 @@
 """A cell that misbehaves on request, so the launcher's failure paths are tested
 with real processes: a raise, a hard crash, a hang, a large allocation; and one
 that reports the environment and allocator it started with, as the cell sees them."""
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,7 @@ def child(payload: dict) -> dict:
         os._exit(3)
     if action == "allocate":
         block = bytearray(payload["mib"] * 2**20)
-        for i in range(0, len(block), 4096):    # touch every page so it is resident
+        for i in range(0, len(block), 4096):  # touch every page so it is resident
             block[i] = 1
         return {"allocated_mib": payload["mib"]}
     if action == "environment":

@@ -3,10 +3,12 @@
 Percentiles use linear interpolation between closest ranks (numpy's default,
 "type 7"), so hand computation can check them.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 # torch.utils.benchmark's thresholds on IQR / median (pyperf's idea of warning in the result).
 FLUCTUATION = 0.10
@@ -85,9 +87,13 @@ def range_over_median(samples: Sequence[float]) -> float:
     return (max(samples) - min(samples)) / m if m else 0.0
 
 
-def stability(within: float | None, processes: Sequence[float] = (), *,
-              within_threshold: float = WITHIN_PROCESS_THRESHOLD,
-              between_threshold: float = BETWEEN_PROCESSES_THRESHOLD) -> dict[str, Any]:
+def stability(
+    within: float | None,
+    processes: Sequence[float] = (),
+    *,
+    within_threshold: float = WITHIN_PROCESS_THRESHOLD,
+    between_threshold: float = BETWEEN_PROCESSES_THRESHOLD,
+) -> dict[str, Any]:
     """Is a measurement stable?  Two rules, each on a robust statistic:
 
     * ``within``: IQR / median of one process's per-iteration latencies (with several
@@ -98,18 +104,26 @@ def stability(within: float | None, processes: Sequence[float] = (), *,
     ``rule`` says which flagged it: "within_process", "between_processes", "both" or None.
     """
     between = range_over_median(processes) if len(processes) >= 2 else None
-    flagged = [name for name, value, limit in (
-        ("within_process", within, within_threshold),
-        ("between_processes", between, between_threshold)) if value is not None and value > limit]
-    return {"rule": "both" if len(flagged) == 2 else (flagged[0] if flagged else None),
-            "unstable": bool(flagged),
-            "within_process": within, "between_processes": between,
-            "threshold": {"within_process": within_threshold,
-                          "between_processes": between_threshold},
-            "statistic": {"within_process": "IQR / median of per-iteration latency",
-                          "between_processes": "(max - min) / median of per-process "
-                                               "throughput"},
-            "processes": len(processes)}
+    flagged = [
+        name
+        for name, value, limit in (
+            ("within_process", within, within_threshold),
+            ("between_processes", between, between_threshold),
+        )
+        if value is not None and value > limit
+    ]
+    return {
+        "rule": "both" if len(flagged) == 2 else (flagged[0] if flagged else None),
+        "unstable": bool(flagged),
+        "within_process": within,
+        "between_processes": between,
+        "threshold": {"within_process": within_threshold, "between_processes": between_threshold},
+        "statistic": {
+            "within_process": "IQR / median of per-iteration latency",
+            "between_processes": "(max - min) / median of per-process throughput",
+        },
+        "processes": len(processes),
+    }
 
 
 def describe_stability(s: dict[str, Any] | None) -> str:
@@ -117,8 +131,10 @@ def describe_stability(s: dict[str, Any] | None) -> str:
     if not s:
         return "noisy"
     limits, parts = s.get("threshold") or {}, []
-    for key, text in (("within_process", "IQR/median"),
-                      ("between_processes", f"spread of {s.get('processes')} processes")):
+    for key, text in (
+        ("within_process", "IQR/median"),
+        ("between_processes", f"spread of {s.get('processes')} processes"),
+    ):
         value, limit = s.get(key), limits.get(key)
         if value is not None and limit is not None and value > limit:
             parts.append(f"{text} {value * 100:.3g}% > {limit * 100:.3g}%")

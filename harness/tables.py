@@ -1,7 +1,9 @@
 """Tables in the seeds' layout, rendered as Markdown (GitHub pipes) or plain text."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from dlbench.harness.frameworks import FRAMEWORKS
 from dlbench.harness.stats import CONTENDED_BOUND
@@ -11,14 +13,22 @@ from dlbench.models.registry import get_model
 def markdown(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[str(c) for c in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    fmt = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    return "\n".join([fmt(cells[0]), "| " + " | ".join("-" * w for w in widths) + " |",
-                      *map(fmt, cells[1:])])
+    fmt = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731 - a one-line helper used right here
+    return "\n".join([fmt(cells[0]), "| " + " | ".join("-" * w for w in widths) + " |", *map(fmt, cells[1:])])
 
 
-TRAIN_HEADERS = ("Network", "Framework", "Resource", "Precision", "Batch size",
-                 "Throughput (images/sec)", "Step time median (p90)", "Warm-up",
-                 "Loss first → last", "Peak RSS")
+TRAIN_HEADERS = (
+    "Network",
+    "Framework",
+    "Resource",
+    "Precision",
+    "Batch size",
+    "Throughput (images/sec)",
+    "Step time median (p90)",
+    "Warm-up",
+    "Loss first → last",
+    "Peak RSS",
+)
 THROUGHPUT_COLUMN = 5
 
 
@@ -28,8 +38,9 @@ def spec_unit(spec) -> str:
     for click-through-rate models, whose integer ids are no text."""
     if spec.task == "ctr-prediction":
         return "samples/sec"
-    if spec.task.startswith("image") or any(len(i.shape) == 3 and i.dtype.startswith("float")
-                                            for i in spec.inputs):
+    if spec.task.startswith("image") or any(
+        len(i.shape) == 3 and i.dtype.startswith("float") for i in spec.inputs
+    ):
         return "images/sec"
     if any(i.dtype.startswith("int") for i in spec.inputs):
         return "sentences/sec"
@@ -51,8 +62,10 @@ def network_name(model: str | None) -> str | None:
     return spec.display_name if spec else model
 
 
-ROUGH_P99 = ("* p99 from fewer samples than it needs (688 for 99.9 % confidence that the "
-             "largest sample lies above the true p99): a rough figure.")
+ROUGH_P99 = (
+    "* p99 from fewer samples than it needs (688 for 99.9 % confidence that the "
+    "largest sample lies above the true p99): a rough figure."
+)
 
 
 def cpu_mark(record: dict[str, Any]) -> str:
@@ -80,20 +93,22 @@ def cpu_note(records: Sequence[dict[str, Any]]) -> str | None:
     notes = []
     flagged = [r for r in live if (r.get("metrics") or {}).get("kernel_bound")]
     if flagged:
-        faults = sorted((r.get("metrics") or {}).get("minor_faults_per_iteration") or 0
-                        for r in flagged)
-        spread = f"{faults[0]:,.0f}" + (f" to {faults[-1]:,.0f}"
-                                        if faults[-1] != faults[0] else "")
-        hints = list(dict.fromkeys((r.get("metrics") or {}).get("kernel_hint") or ""
-                                   for r in flagged))
-        notes.append(f"(kernel N%): N% of the measured window's CPU time went to the kernel, "
-                     f"over {KERNEL_BOUND:.0%} ({spread} minor page faults per iteration); "
-                     + "; ".join(h for h in hints if h) + ".")
+        faults = sorted((r.get("metrics") or {}).get("minor_faults_per_iteration") or 0 for r in flagged)
+        spread = f"{faults[0]:,.0f}" + (f" to {faults[-1]:,.0f}" if faults[-1] != faults[0] else "")
+        hints = list(dict.fromkeys((r.get("metrics") or {}).get("kernel_hint") or "" for r in flagged))
+        notes.append(
+            f"(kernel N%): N% of the measured window's CPU time went to the kernel, "
+            f"over {KERNEL_BOUND:.0%} ({spread} minor page faults per iteration); "
+            + "; ".join(h for h in hints if h)
+            + "."
+        )
     if any(_contended(r.get("metrics") or {}) for r in live):
-        notes.append(f"(others N%): N% of the CPUs the cell ran on went to other processes "
-                     f"or the hypervisor (steal) while it measured, over "
-                     f"{CONTENDED_BOUND:.0%}: the figure is not the cell's alone; measure "
-                     f"again on an idle machine.")
+        notes.append(
+            f"(others N%): N% of the CPUs the cell ran on went to other processes "
+            f"or the hypervisor (steal) while it measured, over "
+            f"{CONTENDED_BOUND:.0%}: the figure is not the cell's alone; measure "
+            f"again on an idle machine."
+        )
     return "\n\n".join(notes) or None
 
 
@@ -107,8 +122,7 @@ def with_of(record: dict[str, Any]) -> str:
     return (record.get("context") or {}).get("with") or "installed"
 
 
-def add_context_columns(headers: list[str], rows: list[list[Any]],
-                        records: Sequence[dict[str, Any]]) -> None:
+def add_context_columns(headers: list[str], rows: list[list[Any]], records: Sequence[dict[str, Any]]) -> None:
     """Allocator and With (--with) columns before Precision, in place, each only when the
     rows differ in it: they would otherwise look alike."""
     for title, value in (("Allocator", allocator_of), ("With", with_of)):
@@ -171,24 +185,43 @@ def train_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         resource = r.get("context", {}).get("resource") or r.get("device")
         rss = f"{r['peak_rss_mb']:.0f} MB" if r.get("peak_rss_mb") else ""
         if r["status"] != "ok":
-            rows.append([network, framework.strip(), resource, r["precision"], r["batch_size"],
-                         f"FAILED: {r.get('error')}", "", "", "", rss])
+            rows.append(
+                [
+                    network,
+                    framework.strip(),
+                    resource,
+                    r["precision"],
+                    r["batch_size"],
+                    f"FAILED: {r.get('error')}",
+                    "",
+                    "",
+                    "",
+                    rss,
+                ]
+            )
             continue
         st = m["step_time_s"]
-        rows.append([
-            network, framework.strip(), resource, r["precision"], r["batch_size"],
-            f"{r['throughput_sps']:.2f}{cpu_mark(r)}",
-            f"{_ms(st['p50'])} ({_ms(st['p90'])})",
-            f"{m['warmup_steps']} steps, {m['warmup_total_s']:.1f} s",
-            f"{m['loss_start']:.3f} → {m['loss_end']:.3f}",
-            rss,
-        ])
+        rows.append(
+            [
+                network,
+                framework.strip(),
+                resource,
+                r["precision"],
+                r["batch_size"],
+                f"{r['throughput_sps']:.2f}{cpu_mark(r)}",
+                f"{_ms(st['p50'])} ({_ms(st['p90'])})",
+                f"{m['warmup_steps']} steps, {m['warmup_total_s']:.1f} s",
+                f"{m['loss_start']:.3f} → {m['loss_end']:.3f}",
+                rss,
+            ]
+        )
     return rows
 
 
 def _extra_columns(records: Sequence[dict[str, Any]]) -> list[tuple[str, Any]]:
     """Columns shown only when some record has them: real-data reading time per
     step (and throughput with it) and held-out loss/accuracy from ``--eval``."""
+
     def data_cell(m):
         dt = m.get("data_time")
         if not dt or not dt.get("total"):
@@ -200,7 +233,7 @@ def _extra_columns(records: Sequence[dict[str, Any]]) -> list[tuple[str, Any]]:
         if not ev:
             return ""
         acc = "-" if ev.get("accuracy") is None else f"{ev['accuracy'] * 100:.1f} %"
-        if ev.get("auc") is not None:          # click-through-rate models (harness.scoring)
+        if ev.get("auc") is not None:  # click-through-rate models (harness.scoring)
             acc += f", AUC {ev['auc']:.3f}"
         return f"{ev['loss']:.3f} / {acc} ({ev['samples']})"
 
@@ -214,22 +247,35 @@ def _extra_columns(records: Sequence[dict[str, Any]]) -> list[tuple[str, Any]]:
 
 def train_table(records: Sequence[dict[str, Any]]) -> str:
     extra = _extra_columns(records)
-    rows = [row + [cell(r.get("metrics") or {}) if r["status"] == "ok" else ""
-                   for _, cell in extra]
-            for r, row in zip(records, train_rows(records))]
+    rows = [
+        row + [cell(r.get("metrics") or {}) if r["status"] == "ok" else "" for _, cell in extra]
+        for r, row in zip(records, train_rows(records))
+    ]
     headers = list(train_headers(records) + tuple(h for h, _ in extra))
     add_context_columns(headers, rows, records)
     note = cpu_note(records)
     return markdown(headers, rows) + (f"\n\n{note}" if note else "")
 
 
-SCALING_HEADERS = ("Network", "Network Type", "Dataset", "Framework", "Resource", "Precision",
-                   "Batch Size (per device)", "Throughput", "Speedup", "T_N/T_1",
-                   "Rank step time min–max")
-SCALING_NOTE = ("Speedup = T_N/(N·T_1): scaling efficiency, 1.00 is perfect (the MindSpore "
-                "page's definition); T_N/T_1 is the raw gain. T_N is the throughput on N "
-                "devices (global samples over the span from the earliest rank's start to the "
-                "latest rank's end), T_1 the same cell's on one device.")
+SCALING_HEADERS = (
+    "Network",
+    "Network Type",
+    "Dataset",
+    "Framework",
+    "Resource",
+    "Precision",
+    "Batch Size (per device)",
+    "Throughput",
+    "Speedup",
+    "T_N/T_1",
+    "Rank step time min–max",
+)
+SCALING_NOTE = (
+    "Speedup = T_N/(N·T_1): scaling efficiency, 1.00 is perfect (the MindSpore "
+    "page's definition); T_N/T_1 is the raw gain. T_N is the throughput on N "
+    "devices (global samples over the span from the earliest rank's start to the "
+    "latest rank's end), T_1 the same cell's on one device."
+)
 
 
 def scaling_table(records: Sequence[dict[str, Any]]) -> str:
@@ -239,34 +285,53 @@ def scaling_table(records: Sequence[dict[str, Any]]) -> str:
     from dlbench.harness.compare.match import field
 
     def key(r):
-        return (r["model"], r["framework"], r["precision"], r["batch_size"],
-                field(r, "scaling"), r.get("machine_id"))
+        return (
+            r["model"],
+            r["framework"],
+            r["precision"],
+            r["batch_size"],
+            field(r, "scaling"),
+            r.get("machine_id"),
+        )
 
     def world(r):
         return field(r, "devices") or 1
 
-    ones = {key(r): r["throughput_sps"] for r in records
-            if r["status"] == "ok" and world(r) == 1}
+    ones = {key(r): r["throughput_sps"] for r in records if r["status"] == "ok" and world(r) == 1}
     unit = train_headers(records)[THROUGHPUT_COLUMN].removeprefix("Throughput ")
     rows = []
     for r in records:
         spec = zoo_spec(r["model"])
         c = r.get("context") or {}
         fw = FRAMEWORKS.get(r["framework"])
-        head = [network_name(r["model"]), spec.network_type if spec else "",
-                (c.get("config") or {}).get("data", ""),
-                f"{fw.display if fw else r['framework']} {r.get('framework_version') or ''}",
-                c.get("resource") or r.get("device"), r["precision"], r["batch_size"]]
+        head = [
+            network_name(r["model"]),
+            spec.network_type if spec else "",
+            (c.get("config") or {}).get("data", ""),
+            f"{fw.display if fw else r['framework']} {r.get('framework_version') or ''}",
+            c.get("resource") or r.get("device"),
+            r["precision"],
+            r["batch_size"],
+        ]
         if r["status"] != "ok":
             rows.append(head + [f"FAILED: {r.get('error')}", "", "", ""])
             continue
         m = r.get("metrics") or {}
         t1, n = ones.get(key(r)), world(r)
-        spread = (f"{_ms(m['rank_step_time_min_s'])}–{_ms(m['rank_step_time_max_s'])}"
-                  if "rank_step_time_min_s" in m else "")
-        rows.append(head + [f"{r['throughput_sps']:.2f}{cpu_mark(r)}",
-                            f"{r['throughput_sps'] / (n * t1):.2f}" if t1 else "",
-                            f"{r['throughput_sps'] / t1:.2f}" if t1 else "", spread])
+        spread = (
+            f"{_ms(m['rank_step_time_min_s'])}–{_ms(m['rank_step_time_max_s'])}"
+            if "rank_step_time_min_s" in m
+            else ""
+        )
+        rows.append(
+            head
+            + [
+                f"{r['throughput_sps']:.2f}{cpu_mark(r)}",
+                f"{r['throughput_sps'] / (n * t1):.2f}" if t1 else "",
+                f"{r['throughput_sps'] / t1:.2f}" if t1 else "",
+                spread,
+            ]
+        )
     headers = list(SCALING_HEADERS)
     headers[7] = f"Throughput {unit}"
     notes = "\n\n".join(filter(None, [SCALING_NOTE, cpu_note(records)]))

@@ -6,6 +6,7 @@ runtimes read their variables once, at load, so they are exported into the
 child's environment rather than set from Python after the framework is
 imported.  Whatever is in force is recorded.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,9 +16,18 @@ from pathlib import Path
 import psutil
 
 # Variables that change how a CPU framework uses threads; recorded with every run.
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                    "KMP_BLOCKTIME", "KMP_AFFINITY", "KMP_SETTINGS", "OMP_PROC_BIND",
-                    "TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "KMP_BLOCKTIME",
+    "KMP_AFFINITY",
+    "KMP_SETTINGS",
+    "OMP_PROC_BIND",
+    "TF_ENABLE_ONEDNN_OPTS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+)
 
 
 def physical_cores() -> int:
@@ -47,8 +57,12 @@ def usable_cores() -> int:
     for cpu in cpus:
         topo = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
         try:
-            cores.add((topo.joinpath("physical_package_id").read_text().strip(),
-                       topo.joinpath("core_id").read_text().strip()))
+            cores.add(
+                (
+                    topo.joinpath("physical_package_id").read_text().strip(),
+                    topo.joinpath("core_id").read_text().strip(),
+                )
+            )
         except OSError:
             return max(1, min(len(cpus), machine))
     return max(1, min(len(cores), machine))
@@ -68,7 +82,7 @@ class ThreadConfig:
     inter_op: int = 1
 
     @classmethod
-    def default(cls, intra_op: int | None = None, inter_op: int | None = None) -> "ThreadConfig":
+    def default(cls, intra_op: int | None = None, inter_op: int | None = None) -> ThreadConfig:
         return cls(intra_op or usable_cores(), inter_op or 1)
 
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:

@@ -7,14 +7,15 @@ the model does not record — a TorchScript archive keeps its inputs' names
 but not their shapes — comes from ``--shape`` / ``--input`` files, with the
 first dimension read as the batch, which then follows ``--batch-sizes``.
 """
+
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
+from dlbench.core.errors import UserError
 from dlbench.harness.backends.base import ArtifactRef, TensorInfo
 from dlbench.harness.formats import user_format
-from dlbench.core.errors import UserError
 from dlbench.models.user import FRAMEWORKS, Source
 
 PROBE_TIMEOUT_S = 600.0
@@ -73,10 +74,8 @@ def _probe_key(source: Source) -> str:
     import json
     import os
 
-    files = [source.path, source.weights,
-             source.model_from.rpartition(":")[0] if source.model_from else None]
-    stats = [(f, os.stat(f).st_mtime_ns, os.stat(f).st_size) if f and os.path.isfile(f)
-             else f for f in files]
+    files = [source.path, source.weights, source.model_from.rpartition(":")[0] if source.model_from else None]
+    stats = [(f, os.stat(f).st_mtime_ns, os.stat(f).st_size) if f and os.path.isfile(f) else f for f in files]
     return json.dumps([source.to_dict(), stats], sort_keys=True, default=str)
 
 
@@ -91,25 +90,29 @@ def probe(source: Source, timeout: float | None = None) -> dict[str, Any]:
     return _PROBED[key]
 
 
-def outputs(source: Source, inputs: list[dict[str, Any]],
-            timeout: float | None = None) -> list[dict[str, Any]]:
+def outputs(
+    source: Source, inputs: list[dict[str, Any]], timeout: float | None = None
+) -> list[dict[str, Any]]:
     """The model's outputs (name, shape, dtype) on inputs of these shapes: what the
     parent cannot know without running the model (a label's shape for training)."""
     return _probe(source, timeout, {"run": inputs})["outputs"]
 
 
-def _probe(source: Source, timeout: float | None,
-           extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def _probe(source: Source, timeout: float | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     from dlbench.harness.cellenv import cell_environment
     from dlbench.harness.launcher import run_cell
     from dlbench.harness.threads import ThreadConfig
 
     if source.framework:
         from dlbench.harness.frameworks import require
-        require(source.framework)                # the install hint, before any process
-    outcome = run_cell("probe", {"source": source.to_dict(), **(extra or {})},
-                       env=cell_environment(ThreadConfig.default(None)),
-                       timeout=timeout or PROBE_TIMEOUT_S)
+
+        require(source.framework)  # the install hint, before any process
+    outcome = run_cell(
+        "probe",
+        {"source": source.to_dict(), **(extra or {})},
+        env=cell_environment(ThreadConfig.default(None)),
+        timeout=timeout or PROBE_TIMEOUT_S,
+    )
     if outcome.status == "usage_error":
         raise UserError(outcome.error)
     if not outcome.ok:
@@ -117,8 +120,12 @@ def _probe(source: Source, timeout: float | None,
     return outcome.result
 
 
-def complete(source: Source, probed: dict[str, Any], shapes: dict[str, Any],
-             files: dict[str, tuple[tuple[int, ...], str]]) -> list[TensorInfo]:
+def complete(
+    source: Source,
+    probed: dict[str, Any],
+    shapes: dict[str, Any],
+    files: dict[str, tuple[tuple[int, ...], str]],
+) -> list[TensorInfo]:
     """The signature with every input's rank known: unknown ones from --shape or a file
     (``files``: name -> (shape, dtype)), whose dtype also replaces an assumed float32."""
     out = []
@@ -129,24 +136,27 @@ def complete(source: Source, probed: dict[str, Any], shapes: dict[str, Any],
             dtype = file_dtype or dtype
             given = file_shape or shapes.get(i["name"])
             if given is None:
-                names = " ".join(f"--shape {t['name']}=1x..." for t in probed["inputs"]
-                                 if t["shape"] is None)
-                raise UserError(f"{source.label}: {source.what} does not record its input "
-                                f"shapes; give them ({names}; the first dimension is the batch)")
+                names = " ".join(f"--shape {t['name']}=1x..." for t in probed["inputs"] if t["shape"] is None)
+                raise UserError(
+                    f"{source.label}: {source.what} does not record its input "
+                    f"shapes; give them ({names}; the first dimension is the batch)"
+                )
             shape = [None, *given[1:]]
         out.append(TensorInfo(i["name"], dtype, tuple(shape)))
     return out
 
 
-def artifact_ref(source: Source, probed: dict[str, Any],
-                 signature: list[TensorInfo]) -> ArtifactRef:
+def artifact_ref(source: Source, probed: dict[str, Any], signature: list[TensorInfo]) -> ArtifactRef:
     framework = probed["framework"]
-    meta = {"source": source.to_dict(), "kind": source.kind, "what": source.what,
-            "framework_version": probed.get("version"), "outputs": probed.get("outputs"),
-            "signature": [{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
-                          for t in signature]}
-    return ArtifactRef(source.path, user_format(framework), source.name, framework,
-                       source.weights, meta)
+    meta = {
+        "source": source.to_dict(),
+        "kind": source.kind,
+        "what": source.what,
+        "framework_version": probed.get("version"),
+        "outputs": probed.get("outputs"),
+        "signature": [{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)} for t in signature],
+    }
+    return ArtifactRef(source.path, user_format(framework), source.name, framework, source.weights, meta)
 
 
 def signature_of(ref: ArtifactRef) -> list[TensorInfo]:

@@ -6,12 +6,14 @@ strings, so nothing is imported until a framework actually builds it), and its
 analytic cost.  Registering a model is adding a file under ``models/`` that
 calls ``register_model``; tests are parametrized over ``list_models()``.
 """
+
 from __future__ import annotations
 
 import fnmatch
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from dlbench.core.errors import UserError
 
@@ -19,7 +21,7 @@ from dlbench.core.errors import UserError
 @dataclass(frozen=True)
 class InputSpec:
     name: str
-    shape: tuple[int, ...]        # per sample, channels-first for images
+    shape: tuple[int, ...]  # per sample, channels-first for images
     dtype: str = "float32"
     # Largest integer value + 1 for token inputs (an embedding's table size).
     int_range: tuple[int, int] | None = None
@@ -29,14 +31,14 @@ class InputSpec:
 # default classification network).  Each framework computes the objective's
 # loss with the function ``harness.training.objectives`` names for it.
 OBJECTIVES: dict[str, str | None] = {
-    "classification": None,             # cross-entropy on the logits
+    "classification": None,  # cross-entropy on the logits
     "bert-pretraining": "pretraining",  # masked-LM (labels != -100) + next-sentence
-    "regression": None,                 # mean squared error on the output (a user's model)
-    "ctr": None,                        # click-through rate: 2-logit cross-entropy, scored by AUC
-    "ctc": None,                        # CTC on per-frame character logits (DeepSpeech2)
-    "seq2seq": None,                    # per-position cross-entropy, padding (id 0) ignored
-    "detection": None,                  # SSD's multibox loss on the raw heads (models.ssd)
-    "instance-segmentation": None,      # Mask R-CNN: RPN, box and mask losses on given boxes
+    "regression": None,  # mean squared error on the output (a user's model)
+    "ctr": None,  # click-through rate: 2-logit cross-entropy, scored by AUC
+    "ctc": None,  # CTC on per-frame character logits (DeepSpeech2)
+    "seq2seq": None,  # per-position cross-entropy, padding (id 0) ignored
+    "detection": None,  # SSD's multibox loss on the raw heads (models.ssd)
+    "instance-segmentation": None,  # Mask R-CNN: RPN, box and mask losses on given boxes
 }
 # Objective -> "module:function(framework, spec, trained)" that turns the
 # trained network into the inference (classification) one.  A checkpoint holds
@@ -75,11 +77,12 @@ class RunDefaults:
     otherwise: written once here, so the run, its ``--print-steps`` and the
     generated scripts cannot disagree.  A brief run by default (minutes on 2 CPU
     cores); a model whose results need more says so in its spec."""
+
     train_steps: int = 6
     warmup_steps: int = 2
-    batch_sizes: tuple[int, ...] = (1, 8, 32)            # inference
+    batch_sizes: tuple[int, ...] = (1, 8, 32)  # inference
     precisions: tuple[str, ...] = ("fp32", "fp16", "int8")
-    frameworks: tuple[str, ...] | None = None            # None: every framework it has
+    frameworks: tuple[str, ...] | None = None  # None: every framework it has
     # "static" (calibrated QDQ) or "dynamic" (weights only, activations scaled at
     # run time): static QDQ of a recurrent or token network either cannot be built
     # (MindSpore's opset-11 LSTM) or calibrates on ids.
@@ -87,10 +90,10 @@ class RunDefaults:
     # Static INT8 of only these op types (build --quantize-op-types); None: every type the
     # quantizer handles.
     int8_op_types: tuple[str, ...] | None = None
-    calib_data: str | None = None                        # build --calib-data (None: synthetic)
-    train_data: str = "synthetic"                        # train --data
-    eval: bool = False                                   # train --eval (held-out score)
-    learning_rate: float | None = None                   # None: the spec's default_lr
+    calib_data: str | None = None  # build --calib-data (None: synthetic)
+    train_data: str = "synthetic"  # train --data
+    eval: bool = False  # train --eval (held-out score)
+    learning_rate: float | None = None  # None: the spec's default_lr
 
 
 @dataclass(frozen=True)
@@ -99,15 +102,15 @@ class ModelSpec:
     display_name: str
     family: str
     task: str
-    network_type: str             # the seeds' "Network Type" column: CNN, RNN, Attention
-    dataset: str                  # what the real network trains on (synthetic stands in)
+    network_type: str  # the seeds' "Network Type" column: CNN, RNN, Attention
+    dataset: str  # what the real network trains on (synthetic stands in)
     inputs: tuple[InputSpec, ...]
     num_classes: int
     default_batch_size: int
-    builders: dict[str, str]      # framework -> "module:function"
+    builders: dict[str, str]  # framework -> "module:function"
     config: dict[str, Any] = field(default_factory=dict)
-    macs_fn: Callable[["ModelSpec"], int] | None = None
-    params_fn: Callable[["ModelSpec"], int] | None = None
+    macs_fn: Callable[[ModelSpec], int] | None = None
+    params_fn: Callable[[ModelSpec], int] | None = None
     # What training minimizes (see OBJECTIVES); export and bench always use the
     # builder's default (classification) network.
     objective: str = "classification"
@@ -177,8 +180,8 @@ class ModelSpec:
             target = self.builders[framework]
         except KeyError:
             raise UserError(
-                f"model {self.name!r} has no {framework} implementation; it has: "
-                f"{', '.join(self.builders)}") from None
+                f"model {self.name!r} has no {framework} implementation; it has: {', '.join(self.builders)}"
+            ) from None
         return resolve_entry(target)
 
     def build(self, framework: str, **overrides):
@@ -191,9 +194,15 @@ class ModelSpec:
             "display_name": self.display_name,
             "task": self.task,
             "network_type": self.network_type,
-            "inputs": [{"name": i.name, "shape": list(i.shape), "dtype": i.dtype,
-                        **({"int_range": list(i.int_range)} if i.int_range else {})}
-                       for i in self.inputs],
+            "inputs": [
+                {
+                    "name": i.name,
+                    "shape": list(i.shape),
+                    "dtype": i.dtype,
+                    **({"int_range": list(i.int_range)} if i.int_range else {}),
+                }
+                for i in self.inputs
+            ],
             "num_classes": self.num_classes,
             "objective": self.objective,
             "default_batch_size": self.default_batch_size,
@@ -208,10 +217,20 @@ _REGISTRY: dict[str, ModelSpec] = {}
 _LOADED = False
 
 # Modules whose import registers models.  Adding a family = adding it here.
-_FAMILIES = ("dlbench.models.resnet", "dlbench.models.googlenet", "dlbench.models.lstm", "dlbench.models.bert", "dlbench.models.lenet",
-             "dlbench.models.vgg", "dlbench.models.densenet", "dlbench.models.din",
-             "dlbench.models.deepspeech2", "dlbench.models.gnmt", "dlbench.models.ssd",
-             "dlbench.models.maskrcnn")
+_FAMILIES = (
+    "dlbench.models.resnet",
+    "dlbench.models.googlenet",
+    "dlbench.models.lstm",
+    "dlbench.models.bert",
+    "dlbench.models.lenet",
+    "dlbench.models.vgg",
+    "dlbench.models.densenet",
+    "dlbench.models.din",
+    "dlbench.models.deepspeech2",
+    "dlbench.models.gnmt",
+    "dlbench.models.ssd",
+    "dlbench.models.maskrcnn",
+)
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:
@@ -239,6 +258,9 @@ def get_model(name: str) -> ModelSpec:
     try:
         return _REGISTRY[name]
     except KeyError:
-        what = (f"{name}: no such file or directory, and not a zoo model"
-                if "/" in name or "." in name else f"unknown model {name!r}")
+        what = (
+            f"{name}: no such file or directory, and not a zoo model"
+            if "/" in name or "." in name
+            else f"unknown model {name!r}"
+        )
         raise UserError(f"{what}; known models: {', '.join(list_models())}") from None

@@ -17,6 +17,7 @@ own words); BERT pre-training batches come from
 masked as BERT does), SSD's detection batches from ``models.ssd.data`` (image
 objectives also take the layout); ``batches`` picks by objective and input type.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,7 +26,7 @@ import numpy as np
 
 from dlbench.models.registry import SYNTHETIC_DATA, ModelSpec, resolve_entry
 
-PATTERN_RES = 8      # side of the per-class pattern before upsampling
+PATTERN_RES = 8  # side of the per-class pattern before upsampling
 NOISE = 0.5
 ACTIVE_CLASSES = 16
 # Cap the memory the pre-generated pool may take; batches are cycled.
@@ -40,20 +41,19 @@ def pool_size(spec: ModelSpec, batch_size: int, wanted: int) -> int:
     return int(max(1, min(wanted, MAX_POOL_BATCHES, fit)))
 
 
-def image_batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0,
-                  layout: str = "NCHW") -> list[tuple[np.ndarray, np.ndarray]]:
+def image_batches(
+    spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0, layout: str = "NCHW"
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """``n_batches`` (images float32, labels int32) pairs, in ``layout`` (NCHW or NHWC)."""
     if layout not in ("NCHW", "NHWC"):
         raise ValueError(f"layout must be NCHW or NHWC, not {layout}")
     channels, height, width = spec.inputs[0].shape
     rng = np.random.default_rng(seed)
-    patterns = rng.standard_normal(
-        (spec.num_classes, channels, PATTERN_RES, PATTERN_RES)).astype(np.float32)
+    patterns = rng.standard_normal((spec.num_classes, channels, PATTERN_RES, PATTERN_RES)).astype(np.float32)
     reps_h, reps_w = -(-height // PATTERN_RES), -(-width // PATTERN_RES)
     out = []
     for _ in range(n_batches):
-        labels = rng.integers(0, min(spec.num_classes, ACTIVE_CLASSES),
-                              size=batch_size).astype(np.int32)
+        labels = rng.integers(0, min(spec.num_classes, ACTIVE_CLASSES), size=batch_size).astype(np.int32)
         base = patterns[labels].repeat(reps_h, axis=2).repeat(reps_w, axis=3)[:, :, :height, :width]
         images = base + NOISE * rng.standard_normal(base.shape, dtype=np.float32)
         if layout == "NHWC":
@@ -71,8 +71,8 @@ def image_batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 
 # [SEP] 3, [MASK] 4 (a spec may override them in ``config``: pad_id, cls_id,
 # sep_id, mask_id); synthetic words use the ids above them.
 
-SIGNAL = 0.8          # share of a sample's tokens drawn from its class's own words
-CLASS_WORDS = 8       # words per class
+SIGNAL = 0.8  # share of a sample's tokens drawn from its class's own words
+CLASS_WORDS = 8  # words per class
 SPECIAL_IDS = {"pad_id": 0, "unk_id": 1, "cls_id": 2, "sep_id": 3, "mask_id": 4}
 
 
@@ -103,21 +103,25 @@ def _vocab(spec: ModelSpec) -> tuple[int, int]:
     return first, hi
 
 
-def _pack(spec: ModelSpec, ids: np.ndarray, segments: np.ndarray | None = None,
-          mask: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+def _pack(
+    spec: ModelSpec, ids: np.ndarray, segments: np.ndarray | None = None, mask: np.ndarray | None = None
+) -> tuple[np.ndarray, ...]:
     """The arrays in ``spec.inputs`` order, each in its input's dtype."""
     out = []
     for inp in spec.inputs:
         role = _role(inp)
-        value = {"ids": ids,
-                 "segment": segments if segments is not None else np.zeros_like(ids),
-                 "mask": mask if mask is not None else np.ones_like(ids)}[role]
+        value = {
+            "ids": ids,
+            "segment": segments if segments is not None else np.zeros_like(ids),
+            "mask": mask if mask is not None else np.ones_like(ids),
+        }[role]
         out.append(np.ascontiguousarray(value, dtype=inp.dtype))
     return tuple(out)
 
 
-def token_batches(spec: ModelSpec, batch_size: int, n_batches: int,
-                  seed: int = 0) -> list[tuple[tuple[np.ndarray, ...], np.ndarray]]:
+def token_batches(
+    spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0
+) -> list[tuple[tuple[np.ndarray, ...], np.ndarray]]:
     """Text classification: each class has its own few words, and ``SIGNAL`` of a
     sample's tokens are its class's words (the rest uniform over the vocabulary),
     spread over every position, so any sequence model can learn the label; with
@@ -127,8 +131,8 @@ def token_batches(spec: ModelSpec, batch_size: int, n_batches: int,
     rng = np.random.default_rng(seed)
     classes = min(spec.num_classes, ACTIVE_CLASSES)
     per_class = max(1, min(CLASS_WORDS, (vocab - first) // classes))
-    if classes * per_class <= vocab - first:        # disjoint word sets
-        words = first + rng.permutation(vocab - first)[:classes * per_class]
+    if classes * per_class <= vocab - first:  # disjoint word sets
+        words = first + rng.permutation(vocab - first)[: classes * per_class]
     else:
         words = rng.integers(first, vocab, size=classes * per_class)
     words = words.reshape(classes, per_class)
@@ -143,8 +147,9 @@ def token_batches(spec: ModelSpec, batch_size: int, n_batches: int,
     return out
 
 
-def batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0,
-            layout: str = "NCHW") -> list[tuple[Any, Any]]:
+def batches(
+    spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0, layout: str = "NCHW"
+) -> list[tuple[Any, Any]]:
     """Training batches for any zoo model: by objective, then by input type.
 
     Images keep ``image_batches``' (array, labels) pairs (``layout`` applies to
@@ -166,8 +171,7 @@ def _in_layout(x: Any, layout: str) -> Any:
     if layout == "NCHW":
         return x
     if isinstance(x, np.ndarray):
-        return (np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-                if x.ndim == 4 and x.dtype.kind == "f" else x)
+        return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if x.ndim == 4 and x.dtype.kind == "f" else x
     return type(x)(_in_layout(a, layout) for a in x)
 
 
@@ -187,15 +191,16 @@ def box_ranges(spec: ModelSpec) -> dict[str, tuple[int, int]]:
     return {i.name: (0, int(spec.config["image_size"])) for i in spec.inputs if i.name in names}
 
 
-def sample_inputs(spec: ModelSpec, batch_size: int, seed: int = 0,
-                  layout: str = "NCHW") -> tuple[np.ndarray, ...]:
+def sample_inputs(
+    spec: ModelSpec, batch_size: int, seed: int = 0, layout: str = "NCHW"
+) -> tuple[np.ndarray, ...]:
     """One batch of the classification network's inputs, as a tuple in
     ``spec.inputs`` order (for tests, verification and probes).  An objective
     in ``OWN_SAMPLE_INPUTS`` gives its own synthetic data's inputs (NCHW images).  Others are made
     from ``spec.inputs``, which is what an inference network takes (a greedy decoder
     takes the source alone, where its training data would hold two inputs)."""
     if spec.objective in OWN_SAMPLE_INPUTS:
-        (x, _), = resolve_entry(SYNTHETIC_DATA[spec.objective])(spec, batch_size, 1, seed)
+        ((x, _),) = resolve_entry(SYNTHETIC_DATA[spec.objective])(spec, batch_size, 1, seed)
         return x
     if spec.token_inputs:
         return token_batches(spec, batch_size, 1, seed)[0][0]

@@ -17,9 +17,10 @@ norm trains gamma and beta only, and element-wise work (BN, ReLU, pooling,
 residual additions, concatenation) is left out of the multiply-adds, as
 published FLOP figures for these networks do.
 """
+
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def parameters(ops: Iterable[tuple]) -> int:
@@ -49,7 +50,7 @@ def multiply_adds(ops: Iterable[tuple]) -> int:
             times, op = op[1], op[2]
         elif op[0] == "shared":
             op = op[1]
-        if op[0] in ("conv", "deconv"):       # deconv: hw is the input's side
+        if op[0] in ("conv", "deconv"):  # deconv: hw is the input's side
             _, cin, cout, k, _, hw = op
             total += times * hw * hw * k * k * cin * cout
         elif op[0] == "fc":

@@ -15,6 +15,7 @@ framework per process (TensorFlow and MindSpore cannot share a process).
   and write the outputs after (``HEAD.SRC-FW.out.npz``).
 The parent compares; this script only computes.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("GLOG_v", "3")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 HEADS = ("classification", "pretraining")
@@ -59,6 +60,7 @@ def forward(framework: str, net, inputs) -> list[np.ndarray]:
     """Eval-mode outputs as a list of float32 arrays (one per network output)."""
     if framework == "pytorch":
         import torch
+
         net.eval()
         with torch.no_grad():
             out = net(*[torch.from_numpy(a) for a in inputs])
@@ -68,6 +70,7 @@ def forward(framework: str, net, inputs) -> list[np.ndarray]:
         out = net(list(inputs), training=False)
         return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else (out,))]
     import mindspore as ms
+
     net.set_train(False)
     out = net(*[ms.Tensor(a) for a in inputs])
     return [o.asnumpy() for o in (out if isinstance(out, tuple) else (out,))]
@@ -81,10 +84,12 @@ def main(argv: list[str]) -> int:
     role, framework, directory = argv
     if framework == "mindspore":
         import mindspore as ms  # before anything that might load protobuf
+
         ms.set_context(mode=ms.GRAPH_MODE)
     import dlbench.models.bert as bert
     from dlbench.models import weights as canonical
     from dlbench.models.registry import get_model
+
     tool = canonical.module(framework)
     directory = Path(directory)
     spec = get_model(MODEL)
@@ -95,10 +100,19 @@ def main(argv: list[str]) -> int:
             w = perturb(tool.export_weights(net), seed=FRAMEWORKS.index(framework))
             tool.import_weights(net, w)
             back = tool.export_weights(net)
-            canonical.save(directory / f"{head}.{framework}.weights.npz", back, model=MODEL,
-                           framework=framework, head=head)
-            _save_outputs(directory / f"{head}.{framework}.out.npz", forward(framework, net, x),
-                          roundtrip=max_diff(w, back), names=np.array(list(back)))
+            canonical.save(
+                directory / f"{head}.{framework}.weights.npz",
+                back,
+                model=MODEL,
+                framework=framework,
+                head=head,
+            )
+            _save_outputs(
+                directory / f"{head}.{framework}.out.npz",
+                forward(framework, net, x),
+                roundtrip=max_diff(w, back),
+                names=np.array(list(back)),
+            )
             continue
         for source in FRAMEWORKS:
             path = directory / f"{head}.{source}.weights.npz"
@@ -110,8 +124,12 @@ def main(argv: list[str]) -> int:
             before = forward(framework, net, x)
             tool.import_weights(net, w)
             after = forward(framework, net, x)
-            _save_outputs(directory / f"{head}.{source}-{framework}.out.npz", after,
-                          before0=before[0], roundtrip=max_diff(w, tool.export_weights(net)))
+            _save_outputs(
+                directory / f"{head}.{source}-{framework}.out.npz",
+                after,
+                before0=before[0],
+                roundtrip=max_diff(w, tool.export_weights(net)),
+            )
     return 0
 
 

@@ -1,4 +1,5 @@
 """Assertions about how the CLI answers, shared by the command tests."""
+
 import json
 
 
@@ -26,7 +27,7 @@ def write_module(directory, name, source):
 
     path = directory / f"{name}.py"
     path.write_text(source)
-    key = f"dlbench_test_{name}"            # never shadows a standard module ("code")
+    key = f"dlbench_test_{name}"  # never shadows a standard module ("code")
     spec = importlib.util.spec_from_file_location(key, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[key] = mod

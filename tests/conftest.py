@@ -5,6 +5,7 @@ absent.  ``pytorch``/``tensorflow``/``mindspore`` mark tests that import that
 framework into the test process; tests/suites.py runs each group in its own
 process, and the core group fails if anything imported a framework.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,7 @@ if os.environ.get("DLBENCH_TEST_GROUP") == "mindspore":
     # collecting the other test modules does; loaded first, all three coexist.
     # Any process that needs MindSpore and ONNX together must load MindSpore first.
     os.environ.setdefault("GLOG_v", "3")
-    import mindspore  # noqa: F401,E402
+    import mindspore  # noqa: F401 - loaded before onnx and onnxruntime (above)
 
 HEAVY = ("torch", "tensorflow", "mindspore", "tensorrt")
 
@@ -32,19 +33,18 @@ def _pin_xdist_worker() -> None:
     cell on two shared cores: spinning OpenMP and ONNX Runtime barriers then made cells
     up to 28x slower (a one-device LeNet cell: 54 s against 8 s), which timed cells out
     and made the core group most of the suite's time."""
-    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get(
-        "PYTEST_XDIST_WORKER_COUNT")
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if not (worker and count and hasattr(os, "sched_setaffinity")):
         return
     cpus = sorted(os.sched_getaffinity(0))
     index, share = int(worker.removeprefix("gw")), len(cpus) // int(count)
     if share:
-        os.sched_setaffinity(0, cpus[index * share:(index + 1) * share])
+        os.sched_setaffinity(0, cpus[index * share : (index + 1) * share])
 
 
 _pin_xdist_worker()
 FRAMEWORK_GROUPS = ("pytorch", "tensorflow", "mindspore")
-CHROMIUM = "/usr/bin/chromium"     # what `browser`-marked tests drive (headless)
+CHROMIUM = "/usr/bin/chromium"  # what `browser`-marked tests drive (headless)
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -68,8 +68,9 @@ def pytest_collection_modifyitems(config, items):
     fp = fingerprint()
     no_gpu = pytest.mark.skip(reason="no NVIDIA GPU on this machine (nvidia-smi found none)")
     no_npu = pytest.mark.skip(reason="no Ascend NPU on this machine (no /dev/davinci*)")
-    no_browser = pytest.mark.skip(reason=f"headless Chromium not installed ({CHROMIUM} missing; "
-                                         f"make test installs it)")
+    no_browser = pytest.mark.skip(
+        reason=f"headless Chromium not installed ({CHROMIUM} missing; make test installs it)"
+    )
     for item in items:
         owner = _owner(item.path.stem)
         if owner:
@@ -94,13 +95,19 @@ def _core_imports_no_framework():
         return
     before = {m for m in HEAVY if m in sys.modules}
     if before:
-        pytest.fail(f"{', '.join(sorted(before))} was imported while the core group was "
-                    f"collected: a test module imports it at its top", pytrace=False)
+        pytest.fail(
+            f"{', '.join(sorted(before))} was imported while the core group was "
+            f"collected: a test module imports it at its top",
+            pytrace=False,
+        )
     yield
     leaked = [m for m in HEAVY if m in sys.modules and m not in before]
     if leaked:
-        pytest.fail(f"this core-group test imported {', '.join(leaked)} in-process: mark it "
-                    f"with the framework's marker", pytrace=False)
+        pytest.fail(
+            f"this core-group test imported {', '.join(leaked)} in-process: mark it "
+            f"with the framework's marker",
+            pytrace=False,
+        )
 
 
 @pytest.fixture
@@ -114,7 +121,14 @@ def workdir(tmp_path, monkeypatch):
 @pytest.fixture
 def cli():
     """The real CLI in a subprocess, as a user runs it."""
+
     def run(*args: str, env: dict | None = None, timeout: float = 900):
-        return subprocess.run([sys.executable, "-m", "dlbench.harness", *args], capture_output=True,
-                              text=True, env=dict(os.environ, **(env or {})), timeout=timeout)
+        return subprocess.run(
+            [sys.executable, "-m", "dlbench.harness", *args],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, **(env or {})),
+            timeout=timeout,
+        )
+
     return run

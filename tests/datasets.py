@@ -1,4 +1,5 @@
 """Tiny data sets in the real on-disk formats, written for tests (nothing downloaded)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +13,7 @@ def cifar_records(labels, seed: int = 0) -> tuple[bytes, np.ndarray]:
     """CIFAR-10 binary records with these labels; also the (N, 3, 32, 32) uint8 pixels."""
     rng = np.random.default_rng(seed)
     pixels = rng.integers(0, 256, (len(labels), 3, 32, 32), dtype=np.uint8)
-    rows = np.concatenate([np.asarray(labels, np.uint8)[:, None], pixels.reshape(len(labels), -1)],
-                          axis=1)
+    rows = np.concatenate([np.asarray(labels, np.uint8)[:, None], pixels.reshape(len(labels), -1)], axis=1)
     return rows.tobytes(), pixels
 
 
@@ -37,8 +37,9 @@ def write_cifar(root: Path, per_file: int = 20, files: int = 2, test: int = 12) 
 COLOURS = {"blue": (0, 0, 255), "green": (0, 255, 0), "red": (255, 0, 0)}
 
 
-def write_imagefolder(root: Path, per_class: int = 3, val: bool = True, flat: bool = False,
-                      size=(48, 40)) -> None:
+def write_imagefolder(
+    root: Path, per_class: int = 3, val: bool = True, flat: bool = False, size=(48, 40)
+) -> None:
     """Solid-colour JPEGs, one colour per class (classes sort as blue, green, red)."""
     from PIL import Image
 
@@ -52,8 +53,12 @@ def write_imagefolder(root: Path, per_class: int = 3, val: bool = True, flat: bo
 
 
 REVIEWS = {
-    "pos": ["A great film.<br /><br />Great acting, great story!", "Loved it: great fun",
-            "great great GREAT", "Wonderful and great"],
+    "pos": [
+        "A great film.<br /><br />Great acting, great story!",
+        "Loved it: great fun",
+        "great great GREAT",
+        "Wonderful and great",
+    ],
     "neg": ["Awful film.<br />Boring story", "boring, awful acting", "awful awful", "Not good"],
 }
 
@@ -69,8 +74,10 @@ def write_aclimdb(root: Path, test: bool = True) -> None:
 
 def write_corpus(path: Path, documents: int = 6, sentences: int = 5) -> list[list[str]]:
     """Documents of sentences; document d's sentences use words wd_*; blank-line separated."""
-    docs = [[" ".join(f"w{d}x{s}x{j}" for j in range(3 + (s % 3))) + "."
-             for s in range(sentences)] for d in range(documents)]
+    docs = [
+        [" ".join(f"w{d}x{s}x{j}" for j in range(3 + (s % 3))) + "." for s in range(sentences)]
+        for d in range(documents)
+    ]
     path.write_text("\n\n".join("\n".join(d) for d in docs) + "\n", encoding="utf-8")
     return docs
 
@@ -82,9 +89,16 @@ def check_cifar_run_and_eval(framework: str, tmp_path: Path, **cfg) -> dict:
     from dlbench.harness.training.base import TrainConfig
 
     write_cifar(tmp_path / "cifar", per_file=12, files=2, test=10)
-    config = TrainConfig(model="resnet50-mini", framework=framework, batch_size=4, steps=3,
-                         warmup_steps=1, data=f"cifar10:{tmp_path / 'cifar'}", eval=True,
-                         **cfg)
+    config = TrainConfig(
+        model="resnet50-mini",
+        framework=framework,
+        batch_size=4,
+        steps=3,
+        warmup_steps=1,
+        data=f"cifar10:{tmp_path / 'cifar'}",
+        eval=True,
+        **cfg,
+    )
     r = loop.run(config, tmp_path / "out")
     assert len(r["data_time_s"]) == 3 and all(t > 0 for t in r["data_time_s"])
     assert len(r["warmup_data_time_s"]) == 1
@@ -98,7 +112,7 @@ def check_cifar_run_and_eval(framework: str, tmp_path: Path, **cfg) -> dict:
     assert sum(r["step_times_s"]) <= r["window_s"] + 1e-9
     assert r["data"]["reader"] == "cifar10" and r["data"]["splits"] == {"train": 24, "test": 10}
     ev = r["eval"]
-    assert ev["samples"] == 10 and ev["split"] == "test"          # last batch short: 4+4+2
+    assert ev["samples"] == 10 and ev["split"] == "test"  # last batch short: 4+4+2
     assert 0 <= ev["accuracy"] <= 1 and 0 < ev["loss"] < 50
     return r
 
@@ -123,8 +137,9 @@ def check_eval_is_inference_mode(session_cls, framework: str, **cfg) -> None:
     assert abs(whole["loss"] - again["loss"]) < 1e-5 * max(1.0, abs(whole["loss"]))
 
 
-def write_librispeech(root: Path, utterances: dict[str, list[tuple[str, float]]],
-                      rate: int = 16_000, audio: str = "wav") -> None:
+def write_librispeech(
+    root: Path, utterances: dict[str, list[tuple[str, float]]], rate: int = 16_000, audio: str = "wav"
+) -> None:
     """LibriSpeech's layout: ``root/SPLIT/SPEAKER/CHAPTER/`` holding
     ``SPEAKER-CHAPTER.trans.txt`` (``ID TRANSCRIPT`` lines, upper case as LibriSpeech's)
     and ``ID.wav`` or ``ID.flac`` (16-bit PCM mono, ``audio``): ``utterances`` maps SPLIT
@@ -140,8 +155,7 @@ def write_librispeech(root: Path, utterances: dict[str, list[tuple[str, float]]]
         for i, (text, seconds) in enumerate(items):
             utt = f"19-198-{i:04d}"
             t = np.arange(int(seconds * rate)) / rate
-            signal = (0.3 * np.sin(2 * np.pi * (300 + 100 * i) * t)
-                      + 0.01 * rng.standard_normal(len(t)))
+            signal = 0.3 * np.sin(2 * np.pi * (300 + 100 * i) * t) + 0.01 * rng.standard_normal(len(t))
             pcm = (signal * 32767).astype("<i2")
             if audio == "flac":
                 import soundfile

@@ -6,6 +6,7 @@ order (C, H, W) that the first dense layer's canonical weight assumes; a Keras
 build that flattened NHWC would compute something else with the same weights.
 No framework is imported here.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +15,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 def _conv(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     k = w.shape[-1]
-    win = sliding_window_view(x, (k, k), axis=(2, 3))          # N, C, H', W', k, k
+    win = sliding_window_view(x, (k, k), axis=(2, 3))  # N, C, H', W', k, k
     return np.einsum("nchwij,ocij->nohw", win, w, optimize=True) + b[None, :, None, None]
 
 
@@ -29,7 +30,7 @@ def logits(weights: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
     h = np.asarray(x, np.float64)
     for name in ("conv1", "conv2"):
         h = _pool(np.maximum(_conv(h, w[f"{name}.weight"], w[f"{name}.bias"]), 0))
-    h = h.reshape(len(h), -1)                                 # (C, H, W) order
+    h = h.reshape(len(h), -1)  # (C, H, W) order
     for name in ("fc1", "fc2"):
         h = np.maximum(h @ w[f"{name}.weight"].T + w[f"{name}.bias"], 0)
     return h @ w["fc3.weight"].T + w["fc3.bias"]

@@ -7,6 +7,7 @@ through what a new user types first — bench, build --to int8, build --to fp16,
 verify, eval — and each command either gives verdict ok or one clear line that
 names why the model is unsupported.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-
 from clitools import assert_usage_error, only_record
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
@@ -35,8 +35,7 @@ def heldout_npz(path: Path, n: int = 3) -> Path:
     ImageNet's 1000 classes, with a held-out split."""
     rng = np.random.default_rng(0)
     x = rng.normal(0, 1, (n, 3, 224, 224)).astype(np.float32)
-    np.savez(path, x=x, y=rng.integers(0, CLASSES, n), x_test=x,
-             y_test=rng.integers(0, CLASSES, n))
+    np.savez(path, x=x, y=rng.integers(0, CLASSES, n), x_test=x, y_test=rng.integers(0, CLASSES, n))
     return path
 
 
@@ -75,8 +74,7 @@ def run_through(cli, workdir: Path, name: str) -> dict:
     assert not {i.name for i in int8.graph.input} & {t.name for t in int8.graph.initializer}
     assert recs["int8"]["context"]["build_info"]["calibration"]["batch"] == 1
 
-    out = cli("verify", str(src), str(workdir / f"light_{name}.fp16.onnx"), "--json",
-              "verify.json")
+    out = cli("verify", str(src), str(workdir / f"light_{name}.fp16.onnx"), "--json", "verify.json")
     _ok(out, "verify")
     recs["verify"] = only_record(workdir, "verify.json")
     assert recs["verify"]["metrics"]["verdict"]["ok"]
@@ -86,8 +84,7 @@ def run_through(cli, workdir: Path, name: str) -> dict:
     out = cli("eval", str(src))
     assert_usage_error(out, "--data digits: 10 classes", f"scores {CLASSES}")
     data = heldout_npz(workdir / "heldout.npz")
-    out = cli("eval", str(workdir / f"light_{name}.int8.onnx"), "--data", str(data), "--json",
-              "eval.json")
+    out = cli("eval", str(workdir / f"light_{name}.int8.onnx"), "--data", str(data), "--json", "eval.json")
     _ok(out, "eval")
     recs["eval"] = only_record(workdir, "eval.json")
     assert recs["eval"]["status"] == "ok" and recs["eval"]["batch_size"] == 1

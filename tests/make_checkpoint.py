@@ -15,6 +15,7 @@ replaces them): the BN recalibration a trained network has, so activations
 are normalized at every depth and the logits depend on every layer and on
 the input.  Runs as a subprocess (it imports the framework).
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dlbench.models import synthetic  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
+from dlbench.models import synthetic
+from dlbench.models.registry import get_model
 
 CALIBRATION_BATCH = 8
 
@@ -49,7 +50,7 @@ def pytorch(spec, out: Path, rng, seed) -> str:
             if isinstance(m, torch.nn.BatchNorm2d):
                 g, b = _gamma_beta(rng, m.num_features)
                 m.weight.copy_(torch.from_numpy(g)), m.bias.copy_(torch.from_numpy(b))
-                m.momentum = 1.0                # running stats := this batch's
+                m.momentum = 1.0  # running stats := this batch's
         model.train()(torch.from_numpy(_images(spec, seed)))
     torch.save(model.state_dict(), out / "model.pt")
     return torch.__version__
@@ -65,7 +66,7 @@ def tensorflow(spec, out: Path, rng, seed) -> str:
         if isinstance(layer, keras.layers.BatchNormalization):
             g, b = _gamma_beta(rng, layer.gamma.shape[0])
             layer.gamma.assign(g), layer.beta.assign(b)
-            layer.momentum = 0.0                # Keras keeps `momentum` of the old value
+            layer.momentum = 0.0  # Keras keeps `momentum` of the old value
     model(_images(spec, seed, "NHWC"), training=True)
     model.save(out / "model.keras")
     return tf.__version__
@@ -78,7 +79,7 @@ def mindspore(spec, out: Path, rng, seed) -> str:
 
     import dlbench.models.resnet.mindspore as ms_resnet
 
-    ms_resnet.BN_MOMENTUM = 0.0                 # read by the builder; MindSpore keeps `momentum`
+    ms_resnet.BN_MOMENTUM = 0.0  # read by the builder; MindSpore keeps `momentum`
     model = spec.build("mindspore", seed=int(rng.integers(1 << 30)), zero_init_residual=False)
     for _, cell in model.cells_and_names():
         if isinstance(cell, nn.BatchNorm2d):
@@ -98,12 +99,20 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     version = {"pytorch": pytorch, "tensorflow": tensorflow, "mindspore": mindspore}[framework](
-        spec, out, rng, seed)
+        spec, out, rng, seed
+    )
     checkpoint = {"pytorch": "model.pt", "tensorflow": "model.keras", "mindspore": "model.ckpt"}
-    manifest = {"format": "dlbench-checkpoint/1", "model": spec.name, "framework": framework,
-                "framework_version": version, "checkpoint": checkpoint[framework],
-                "layout": "NHWC" if framework == "tensorflow" else "NCHW", "seed": seed,
-                "steps": 0, "note": "built and saved without training (tests/make_checkpoint.py)"}
+    manifest = {
+        "format": "dlbench-checkpoint/1",
+        "model": spec.name,
+        "framework": framework,
+        "framework_version": version,
+        "checkpoint": checkpoint[framework],
+        "layout": "NHWC" if framework == "tensorflow" else "NCHW",
+        "seed": seed,
+        "steps": 0,
+        "note": "built and saved without training (tests/make_checkpoint.py)",
+    }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return 0
 

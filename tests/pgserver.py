@@ -2,6 +2,7 @@
 listening on 127.0.0.1 on a free port, password authentication (scram-sha-256), no
 fsync.  ``initdb`` refuses to run as root, so under root the server runs as the
 ``postgres`` account Debian's package creates (``nobody`` without it)."""
+
 from __future__ import annotations
 
 import glob
@@ -22,8 +23,10 @@ def find_bin(name: str) -> str | None:
     found = shutil.which(name)
     if found:
         return found
-    versions = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"),
-                      key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0)
+    versions = sorted(
+        glob.glob(f"/usr/lib/postgresql/*/bin/{name}"),
+        key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0,
+    )
     return versions[-1] if versions else None
 
 
@@ -37,8 +40,10 @@ class Server:
     def __init__(self):
         initdb = find_bin("initdb")
         if initdb is None:
-            raise RuntimeError("PostgreSQL's initdb is not installed (neither on PATH nor in "
-                               "/usr/lib/postgresql/*/bin): `make postgres` installs it")
+            raise RuntimeError(
+                "PostgreSQL's initdb is not installed (neither on PATH nor in "
+                "/usr/lib/postgresql/*/bin): `make postgres` installs it"
+            )
         self.bin = Path(initdb).parent
         self.password = "pw-" + secrets.token_hex(8)
         self.port = free_port()
@@ -52,20 +57,46 @@ class Server:
         (self.root / "pw").write_text(self.password + "\n")
         if self._as:
             shutil.chown(self.root / "pw", user=self._as[2])
-        self._run("initdb", "-D", str(self.data), "-U", USER, "--pwfile", str(self.root / "pw"),
-                  "--auth", "scram-sha-256", "-E", "UTF8", "--no-sync", "--locale", "C")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            USER,
+            "--pwfile",
+            str(self.root / "pw"),
+            "--auth",
+            "scram-sha-256",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--locale",
+            "C",
+        )
         self.start()
 
-    def url(self, dbname: str = "postgres", password: str | None = None,
-            scheme: str = "postgresql") -> str:
+    def url(self, dbname: str = "postgres", password: str | None = None, scheme: str = "postgresql") -> str:
         pw = self.password if password is None else password
         return f"{scheme}://{USER}:{pw}@127.0.0.1:{self.port}/{dbname}"
 
     def start(self) -> None:
-        options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -c fsync=off "
-                   f"-c unix_socket_directories={self.root} -c max_connections=100")
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"),
-                  "-w", "-t", "60", "start")
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {self.port} -c fsync=off "
+            f"-c unix_socket_directories={self.root} -c max_connections=100"
+        )
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
 
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
@@ -85,12 +116,19 @@ class Server:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def _run(self, tool: str, *args: str) -> None:
-        out = subprocess.run([*self._as, str(self.bin / tool), *args], capture_output=True,
-                             text=True, timeout=120, cwd=self.root)
+        out = subprocess.run(
+            [*self._as, str(self.bin / tool), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=self.root,
+        )
         if out.returncode != 0:
             log = self.root / "log"
-            raise RuntimeError(f"{tool} failed ({out.returncode}): {out.stderr[-2000:]}"
-                               + (log.read_text()[-2000:] if log.exists() else ""))
+            raise RuntimeError(
+                f"{tool} failed ({out.returncode}): {out.stderr[-2000:]}"
+                + (log.read_text()[-2000:] if log.exists() else "")
+            )
 
 
 def _exists(account: str) -> bool:

@@ -12,6 +12,7 @@ module's fixtures are built once): most of a test's time is a single process
 importing a framework or waiting for a cell, which leaves the other core idle.
 ``DLBENCH_TEST_WORKERS=1`` runs a group in one process.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,7 +28,7 @@ COUNT = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected|xfaile
 def workers() -> list[str]:
     """pytest-xdist options for this machine (none when it is absent or one worker is asked)."""
     try:
-        import xdist  # noqa: F401
+        import xdist  # noqa: F401 - an availability probe
     except ImportError:
         return []
     n = int(os.environ.get("DLBENCH_TEST_WORKERS") or min(os.cpu_count() or 1, 4))
@@ -40,14 +41,18 @@ def main(argv: list[str]) -> int:
     for group, expr in GROUPS:
         print(f"\n===== dlbench tests: {group} =====", flush=True)
         env = dict(os.environ, DLBENCH_TEST_GROUP=group)
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-m", expr, *workers(), *argv], env=env,
-                              stdout=subprocess.PIPE, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-m", expr, *workers(), *argv],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         sys.stdout.write(proc.stdout)
         summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
         for n, kind in COUNT.findall(summary):
             kind = "error" if kind == "errors" else kind
             totals[kind] = totals.get(kind, 0) + int(n)
-        if proc.returncode not in (0, 5):          # 5: no test selected in this group
+        if proc.returncode not in (0, 5):  # 5: no test selected in this group
             worst = max(worst, proc.returncode)
     failed = totals.get("failed", 0) + totals.get("error", 0)
     line = f"{totals.get('passed', 0)} passed, {failed} failed, {totals.get('skipped', 0)} skipped"

@@ -11,6 +11,7 @@ export, quantization and the backends preserve what the network learned.
 Core group: every framework runs in the CLI's subprocesses; this process only
 reads JSON files and the results database.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,21 +21,27 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from clitools import assert_usage_error
+
 from dlbench.harness.results import ResultStore
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 STEPS, BATCH, LR = 500, 64, 0.02
 MIN_ACCURACY = 0.95
-SAME_NETWORK_PP = 0.005          # fp32 ONNX against the framework's own --eval
-REDUCED_PRECISION_PP = 0.01      # INT8 / FP16 against fp32 ONNX
+SAME_NETWORK_PP = 0.005  # fp32 ONNX against the framework's own --eval
+REDUCED_PRECISION_PP = 0.01  # INT8 / FP16 against fp32 ONNX
 
 
 def _run(tmp: Path, *args: str, timeout: float = 600):
     env = dict(os.environ, DLBENCH_DB=str(tmp / "results.sqlite"))
-    return subprocess.run([sys.executable, "-m", "dlbench.harness", *args], cwd=tmp, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "dlbench.harness", *args],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _ok(out) -> None:
@@ -50,9 +57,30 @@ def _record(path: Path) -> dict:
 def chain(tmp_path_factory):
     """Train, export, build and evaluate everything once; the tests read the results."""
     tmp = tmp_path_factory.mktemp("digits")
-    out = _run(tmp, "train", "lenet5", "--framework", ",".join(FRAMEWORKS), "--data", "digits",
-               "--eval", "--steps", str(STEPS), "--warmup-steps", "0", "--batch-size", str(BATCH),
-               "--lr", str(LR), "--seed", "0", "--threads", "1", "--json", "train.json")
+    out = _run(
+        tmp,
+        "train",
+        "lenet5",
+        "--framework",
+        ",".join(FRAMEWORKS),
+        "--data",
+        "digits",
+        "--eval",
+        "--steps",
+        str(STEPS),
+        "--warmup-steps",
+        "0",
+        "--batch-size",
+        str(BATCH),
+        "--lr",
+        str(LR),
+        "--seed",
+        "0",
+        "--threads",
+        "1",
+        "--json",
+        "train.json",
+    )
     _ok(out)
     train = {r["framework"]: r for r in json.loads((tmp / "train.json").read_text())}
     dirs = [f"runs/lenet5/{fw}" for fw in FRAMEWORKS]
@@ -61,16 +89,19 @@ def chain(tmp_path_factory):
     for fw in FRAMEWORKS:
         onnx = f"runs/lenet5/{fw}/model.onnx"
         for to, extra in (("int8", ("--calib-data", "digits")), ("fp16", ())):
-            out = _run(tmp, "build", onnx, "--to", to, *extra, "--threads", "1",
-                       "--json", f"{fw}.build.{to}.json")
+            out = _run(
+                tmp, "build", onnx, "--to", to, *extra, "--threads", "1", "--json", f"{fw}.build.{to}.json"
+            )
             _ok(out)
             builds[fw, to] = _record(tmp / f"{fw}.build.{to}.json")
-        for label, artifact in (("native", f"runs/lenet5/{fw}"), ("fp32", onnx),
-                                ("int8", f"runs/lenet5/{fw}/model.int8.onnx"),
-                                ("fp16", f"runs/lenet5/{fw}/model.fp16.onnx")):
+        for label, artifact in (
+            ("native", f"runs/lenet5/{fw}"),
+            ("fp32", onnx),
+            ("int8", f"runs/lenet5/{fw}/model.int8.onnx"),
+            ("fp16", f"runs/lenet5/{fw}/model.fp16.onnx"),
+        ):
             json_path = f"{fw}.eval.{label}.json"
-            out = _run(tmp, "eval", artifact, "--data", "digits", "--threads", "1",
-                       "--json", json_path)
+            out = _run(tmp, "eval", artifact, "--data", "digits", "--threads", "1", "--json", json_path)
             _ok(out)
             evals[fw, label] = (_record(tmp / json_path), out.stdout)
     return {"dir": tmp, "train": train, "builds": builds, "evals": evals}
@@ -119,7 +150,7 @@ def test_int8_is_calibrated_and_verified_on_the_digits(chain):
     for fw in FRAMEWORKS:
         rec = chain["builds"][fw, "int8"]
         cal = rec["context"]["build_info"]["calibration"]
-        assert cal["source"] == "digits" and cal["samples"] == 1437      # the training split
+        assert cal["source"] == "digits" and cal["samples"] == 1437  # the training split
         assert rec["context"]["verify_inputs"].startswith("digits: held-out")
         assert rec["metrics"]["verdict"]["ok"] is True
     # MindSpore exports opset 11; per-channel Q/DQ needs 13: raised, recorded and checked
@@ -135,13 +166,14 @@ def test_eval_records_are_stored_and_printed(chain):
     recs = ResultStore(chain["dir"] / "results.sqlite").records("kind = 'eval'")
     assert len(recs) == 4 * len(FRAMEWORKS)
     assert {(r["framework"], r["backend"], r["precision"]) for r in recs} == {
-        (fw, b, p) for fw in FRAMEWORKS
-        for b, p in ((fw, "fp32"), ("onnxruntime", "fp32"), ("onnxruntime", "int8"),
-                     ("onnxruntime", "fp16"))}
+        (fw, b, p)
+        for fw in FRAMEWORKS
+        for b, p in ((fw, "fp32"), ("onnxruntime", "fp32"), ("onnxruntime", "int8"), ("onnxruntime", "fp16"))
+    }
     for r in recs:
         assert r["status"] == "ok" and r["model"] == "lenet5" and r["batch_size"] == 64
         assert set(r["metrics"]["eval"]) >= {"loss", "accuracy", "samples", "split"}
-        assert r["iterations"] == 6                    # 360 held-out images in batches of 64
+        assert r["iterations"] == 6  # 360 held-out images in batches of 64
         assert r["context"]["data"]["reader"] == "digits"
     onnx = [r for r in recs if r["backend"] == "onnxruntime"]
     assert all(r["context"]["artifact"]["verification"]["ok"] for r in onnx)
@@ -155,19 +187,21 @@ def test_bad_eval_input_is_one_line(chain):
     onnx = "runs/lenet5/pytorch/model.onnx"
     assert_usage_error(_run(tmp, "eval", "lenet5"), "random weights")
     assert_usage_error(_run(tmp, "eval", "missing.onnx"), "missing.onnx", "no such file")
-    assert_usage_error(_run(tmp, "eval", onnx, "--data", "nowhere"), "--data nowhere",
-                       "no such file")
-    assert_usage_error(_run(tmp, "eval", onnx, "--backend", "pytorch"), "onnx artifact",
-                       "--backend onnxruntime")
+    assert_usage_error(_run(tmp, "eval", onnx, "--data", "nowhere"), "--data nowhere", "no such file")
+    assert_usage_error(
+        _run(tmp, "eval", onnx, "--backend", "pytorch"), "onnx artifact", "--backend onnxruntime"
+    )
     assert_usage_error(_run(tmp, "eval", onnx, "--batch-size", "0"), "--batch-size")
-    assert_usage_error(_run(tmp, "build", onnx, "--to", "int8", "--calib-data", "nodata"),
-                       "--calib-data nodata", "no such file")
+    assert_usage_error(
+        _run(tmp, "build", onnx, "--to", "int8", "--calib-data", "nodata"),
+        "--calib-data nodata",
+        "no such file",
+    )
 
 
 def test_a_cell_that_fails_is_stored_as_failed(chain):
     tmp = chain["dir"]
-    out = _run(tmp, "eval", "runs/lenet5/pytorch/model.onnx", "--timeout", "0.01",
-               "--json", "failed.json")
+    out = _run(tmp, "eval", "runs/lenet5/pytorch/model.onnx", "--timeout", "0.01", "--json", "failed.json")
     assert out.returncode == 1, out.stderr
     rec = _record(tmp / "failed.json")
     assert rec["status"] == "failed" and "timed out" in rec["error"]

@@ -1,9 +1,10 @@
 """FLOP counting from ONNX graphs against hand-computed values."""
+
+import benchmodels
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-import benchmodels
 from dlbench.harness.bench import flops, onnxinfo
 
 
@@ -23,7 +24,7 @@ def test_gemm_and_relu(tmp_path):
     c = flops.count(model, {"x": (8, 64)}, 8)
     assert c["macs_per_sample"] == 64 * 32
     assert c["gflops_per_sample"] == pytest.approx(2 * 64 * 32 / 1e9)
-    assert c["other_gflops_per_sample"] == pytest.approx(32 / 1e9)      # Relu: one per output
+    assert c["other_gflops_per_sample"] == pytest.approx(32 / 1e9)  # Relu: one per output
     assert c["uncounted"] == []
 
 
@@ -32,22 +33,29 @@ def test_grouped_strided_conv_and_batched_matmul():
     mm = helper.make_node("MatMul", ["a", "B"], ["m"])
     model = _model(
         [conv, mm],
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 16, 16]),
-         helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 3, 5, 7])],
-        [helper.make_tensor_value_info("c", TensorProto.FLOAT, None),
-         helper.make_tensor_value_info("m", TensorProto.FLOAT, None)],
-        [_w("W", (6, 2, 3, 3)), _w("B", (7, 9))])
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 16, 16]),
+            helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 3, 5, 7]),
+        ],
+        [
+            helper.make_tensor_value_info("c", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("m", TensorProto.FLOAT, None),
+        ],
+        [_w("W", (6, 2, 3, 3)), _w("B", (7, 9))],
+    )
     c = flops.count(model, {"x": (2, 4, 16, 16), "a": (2, 3, 5, 7)}, 2)
-    conv_macs = (6 * 8 * 8) * (2 * 3 * 3)          # outputs per sample x (Cin/group x k x k)
-    mm_macs = (3 * 5 * 9) * 7                       # outputs per sample x contracted dim
+    conv_macs = (6 * 8 * 8) * (2 * 3 * 3)  # outputs per sample x (Cin/group x k x k)
+    mm_macs = (3 * 5 * 9) * 7  # outputs per sample x contracted dim
     assert c["macs_per_sample"] == conv_macs + mm_macs
 
 
 def test_transposed_gemm():
-    model = _model([helper.make_node("Gemm", ["x", "W"], ["y"], transB=1)],
-                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 10])],
-                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
-                   [_w("W", (3, 10))])
+    model = _model(
+        [helper.make_node("Gemm", ["x", "W"], ["y"], transB=1)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+        [_w("W", (3, 10))],
+    )
     assert flops.count(model, {"x": (4, 10)}, 4)["macs_per_sample"] == 30
 
 
@@ -61,9 +69,16 @@ def test_resnet50_mini_onnx_count_matches_the_zoo(tmp_path):
     spec = get_model("resnet50-mini")
     net = spec.build("pytorch", seed=0).eval()
     path = tmp_path / "mini.onnx"
-    torch.onnx.export(net, torch.zeros(1, 3, 64, 64), str(path), input_names=["input"],
-                      output_names=["logits"], dynamic_axes={"input": {0: "N"}}, opset_version=17,
-                      dynamo=False)
+    torch.onnx.export(
+        net,
+        torch.zeros(1, 3, 64, 64),
+        str(path),
+        input_names=["input"],
+        output_names=["logits"],
+        dynamic_axes={"input": {0: "N"}},
+        opset_version=17,
+        dynamo=False,
+    )
     model = onnxinfo.load(path)
     c = flops.count(model, {"input": (2, 3, 64, 64)}, 2)
     assert c["macs_per_sample"] == spec.macs_per_sample
@@ -77,27 +92,39 @@ def _lstm_classifier(cfg):
     final states into a Gemm."""
     h, d = cfg["hidden_size"], 2 if cfg["bidirectional"] else 1
     direction = "bidirectional" if d == 2 else "forward"
-    nodes = [helper.make_node("Gather", ["emb", "input"], ["e"]),
-             helper.make_node("Transpose", ["e"], ["x0"], perm=[1, 0, 2])]
-    inits = [_w("emb", (cfg["vocab_size"], cfg["embedding_dim"])),
-             numpy_helper.from_array(np.array([0, 0, -1], np.int64), "tnd"),
-             numpy_helper.from_array(np.array([0, -1], np.int64), "nd")]
+    nodes = [
+        helper.make_node("Gather", ["emb", "input"], ["e"]),
+        helper.make_node("Transpose", ["e"], ["x0"], perm=[1, 0, 2]),
+    ]
+    inits = [
+        _w("emb", (cfg["vocab_size"], cfg["embedding_dim"])),
+        numpy_helper.from_array(np.array([0, 0, -1], np.int64), "tnd"),
+        numpy_helper.from_array(np.array([0, -1], np.int64), "nd"),
+    ]
     width = cfg["embedding_dim"]
     for i in range(cfg["num_layers"]):
         inits += [_w(f"W{i}", (d, 4 * h, width)), _w(f"R{i}", (d, 4 * h, h))]
-        nodes += [helper.make_node("LSTM", [f"x{i}", f"W{i}", f"R{i}"], [f"y{i}", f"h{i}"],
-                                   hidden_size=h, direction=direction),
-                  helper.make_node("Transpose", [f"y{i}"], [f"t{i}"], perm=[0, 2, 1, 3]),
-                  helper.make_node("Reshape", [f"t{i}", "tnd"], [f"x{i + 1}"])]
+        nodes += [
+            helper.make_node(
+                "LSTM", [f"x{i}", f"W{i}", f"R{i}"], [f"y{i}", f"h{i}"], hidden_size=h, direction=direction
+            ),
+            helper.make_node("Transpose", [f"y{i}"], [f"t{i}"], perm=[0, 2, 1, 3]),
+            helper.make_node("Reshape", [f"t{i}", "tnd"], [f"x{i + 1}"]),
+        ]
         width = d * h
     top = cfg["num_layers"] - 1
-    nodes += [helper.make_node("Transpose", [f"h{top}"], ["hn"], perm=[1, 0, 2]),
-              helper.make_node("Reshape", ["hn", "nd"], ["final"]),
-              helper.make_node("Gemm", ["final", "fcW"], ["logits"])]
+    nodes += [
+        helper.make_node("Transpose", [f"h{top}"], ["hn"], perm=[1, 0, 2]),
+        helper.make_node("Reshape", ["hn", "nd"], ["final"]),
+        helper.make_node("Gemm", ["final", "fcW"], ["logits"]),
+    ]
     inits.append(_w("fcW", (width, cfg["num_classes"])))
-    return _model(nodes,
-                  [helper.make_tensor_value_info("input", TensorProto.INT32, ["N", "T"])],
-                  [helper.make_tensor_value_info("logits", TensorProto.FLOAT, None)], inits)
+    return _model(
+        nodes,
+        [helper.make_tensor_value_info("input", TensorProto.INT32, ["N", "T"])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, None)],
+        inits,
+    )
 
 
 @pytest.mark.parametrize("name", ["lstm-tiny", "lstm"])
@@ -127,10 +154,11 @@ def test_dynamically_quantized_lstm_counts_the_same(tmp_path):
     src, dst = tmp_path / "fp32.onnx", tmp_path / "int8.onnx"
     model = _lstm_classifier(spec.config)
     rng = np.random.default_rng(0)
-    for init in model.graph.initializer:          # all-zero weights would quantize to nothing
+    for init in model.graph.initializer:  # all-zero weights would quantize to nothing
         if init.data_type == TensorProto.FLOAT:
-            init.CopyFrom(numpy_helper.from_array(
-                rng.standard_normal(tuple(init.dims)).astype(np.float32), init.name))
+            init.CopyFrom(
+                numpy_helper.from_array(rng.standard_normal(tuple(init.dims)).astype(np.float32), init.name)
+            )
     onnx.save(model, src)
     quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
     quantized = onnxinfo.load(dst)
@@ -146,8 +174,11 @@ def test_recurrent_ops_by_hand(op, gates, layout):
     seq, batch, cin, hidden = 7, 3, 5, 4
     x_shape = [batch, seq, cin] if layout else [seq, batch, cin]
     node = helper.make_node(op, ["x", "W", "R"], ["y"], hidden_size=hidden, layout=layout)
-    model = _model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
-                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                   [_w("W", (1, gates * hidden, cin)), _w("R", (1, gates * hidden, hidden))])
+    model = _model(
+        [node],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [_w("W", (1, gates * hidden, cin)), _w("R", (1, gates * hidden, hidden))],
+    )
     c = flops.count(model, {"x": x_shape}, batch)
     assert c["macs_per_sample"] == seq * gates * hidden * (cin + hidden)

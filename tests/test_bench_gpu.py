@@ -1,11 +1,12 @@
 """GPU and Ascend cells (skipped with the reason where the hardware is absent), and the
 TensorRT engine sidecar check, which needs neither.  fp32 cells must read back IEEE
 float32 math and start with NVIDIA_TF32_OVERRIDE=0; tf32 is its own precision."""
+
 import json
 
+import benchmodels
 import pytest
 
-import benchmodels
 from dlbench.harness import mathmode
 from dlbench.harness.frameworks import distribution_version
 
@@ -24,9 +25,16 @@ def test_an_engine_built_for_another_gpu_is_refused(cli, workdir):
     if not distribution_version("tensorrt"):
         pytest.skip("tensorrt is not installed: pip install 'dlbench[tensorrt]'")
     (workdir / "model.plan").write_bytes(b"not really an engine")
-    (workdir / "model.plan.json").write_text(json.dumps({
-        "format": "dlbench-tensorrt-engine/1", "tensorrt_version": distribution_version("tensorrt"),
-        "gpu": {"name": "NVIDIA GeForce 256", "compute_capability": "1.0"}, "precision": "fp32"}))
+    (workdir / "model.plan.json").write_text(
+        json.dumps(
+            {
+                "format": "dlbench-tensorrt-engine/1",
+                "tensorrt_version": distribution_version("tensorrt"),
+                "gpu": {"name": "NVIDIA GeForce 256", "compute_capability": "1.0"},
+                "precision": "fp32",
+            }
+        )
+    )
     out = cli("bench", "model.plan", "-b", "tensorrt")
     assert out.returncode == 2 and "built for NVIDIA GeForce 256" in out.stderr
 
@@ -36,8 +44,18 @@ def test_tensorrt_builds_an_onnx_and_splits_transfers_from_compute(cli, workdir)
     if not distribution_version("tensorrt"):
         pytest.skip("tensorrt is not installed: pip install 'dlbench[tensorrt]'")
     mlp = benchmodels.mlp(workdir / "mlp.onnx")
-    out = cli("bench", str(mlp), "-b", "tensorrt", "--batch-sizes", "1,8", "--with-transfers",
-              *FAST, "--json", "t.json")
+    out = cli(
+        "bench",
+        str(mlp),
+        "-b",
+        "tensorrt",
+        "--batch-sizes",
+        "1,8",
+        "--with-transfers",
+        *FAST,
+        "--json",
+        "t.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     for r in json.loads((workdir / "t.json").read_text()):
         assert r["status"] != "failed", r["error"]
@@ -64,14 +82,27 @@ def test_onnxruntime_cuda_runs_on_the_gpu_or_fails_the_cell(cli, workdir):
     [r] = json.loads((workdir / "o.json").read_text())
     assert out.returncode == 0 and r["context"]["runtime"]["providers"][0] == "CUDAExecutionProvider"
     assert r["context"]["timed_region"]["io_binding"] is True
-    assert r["context"]["math_mode"]["ort.cuda.use_tf32"] in ("0", None)      # None: ORT < 1.18
+    assert r["context"]["math_mode"]["ort.cuda.use_tf32"] in ("0", None)  # None: ORT < 1.18
     assert r["context"]["math_mode"]["env"]["NVIDIA_TF32_OVERRIDE"] == "0"
 
 
 @pytest.mark.gpu
 def test_pytorch_cuda_reports_device_time_and_memory(cli, workdir):
-    out = cli("bench", "resnet50-mini", "-b", "pytorch", "--device", "cuda", "--precision", "fp16",
-              "--batch-sizes", "8", *FAST, "--json", "p.json")
+    out = cli(
+        "bench",
+        "resnet50-mini",
+        "-b",
+        "pytorch",
+        "--device",
+        "cuda",
+        "--precision",
+        "fp16",
+        "--batch-sizes",
+        "8",
+        *FAST,
+        "--json",
+        "p.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     [r] = json.loads((workdir / "p.json").read_text())
     assert r["context"]["runtime"]["device_kind"] == "cuda"
@@ -84,8 +115,20 @@ def test_pytorch_cuda_fp32_is_ieee_and_tf32_is_its_own_cell(cli, workdir):
     if "+cpu" in (distribution_version("torch") or ""):
         pytest.skip("this PyTorch is a CPU build")
     precisions = ["fp32"] + ([] if mathmode.tf32_reason("cuda") else ["tf32"])
-    out = cli("bench", "resnet50-mini", "-b", "pytorch", "--device", "cuda", "--batch-sizes", "8",
-              *[a for p in precisions for a in ("--precision", p)], *FAST, "--json", "m.json")
+    out = cli(
+        "bench",
+        "resnet50-mini",
+        "-b",
+        "pytorch",
+        "--device",
+        "cuda",
+        "--batch-sizes",
+        "8",
+        *[a for p in precisions for a in ("--precision", p)],
+        *FAST,
+        "--json",
+        "m.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     runs = {r["precision"]: r for r in json.loads((workdir / "m.json").read_text())}
     assert set(runs) == set(precisions)
@@ -101,8 +144,19 @@ def test_pytorch_cuda_fp32_is_ieee_and_tf32_is_its_own_cell(cli, workdir):
 
 @pytest.mark.gpu
 def test_tensorflow_gpu_runs_ieee_with_soft_placement_off(cli, workdir):
-    out = cli("bench", "lenet5", "-b", "tensorflow", "--device", "cuda", "--batch-sizes", "4",
-              *FAST, "--json", "t.json")
+    out = cli(
+        "bench",
+        "lenet5",
+        "-b",
+        "tensorflow",
+        "--device",
+        "cuda",
+        "--batch-sizes",
+        "4",
+        *FAST,
+        "--json",
+        "t.json",
+    )
     if out.returncode == 2 and "TensorFlow sees no GPU" in out.stderr:
         pytest.skip(out.stderr.strip().splitlines()[-1])
     assert out.returncode == 0, out.stderr[-3000:]
@@ -115,8 +169,7 @@ def test_tensorflow_gpu_runs_ieee_with_soft_placement_off(cli, workdir):
 
 @pytest.mark.ascend
 def test_mindspore_on_ascend(cli, workdir):
-    out = cli("bench", "resnet50-mini", "-b", "ascend", "--batch-sizes", "8", *FAST,
-              "--json", "a.json")
+    out = cli("bench", "resnet50-mini", "-b", "ascend", "--batch-sizes", "8", *FAST, "--json", "a.json")
     assert out.returncode == 0, out.stderr[-3000:]
     [r] = json.loads((workdir / "a.json").read_text())
     runtime = r["context"]["runtime"]

@@ -1,11 +1,12 @@
 """The measurement loop's arithmetic and rules, on a simulated clock (exact, not timed)."""
+
 import math
 
 import pytest
 
+from dlbench.core.errors import UserError
 from dlbench.harness import stats
 from dlbench.harness.bench.measure import StopRule, measure, measure_loop, warm_up
-from dlbench.core.errors import UserError
 
 
 class FakeClock:
@@ -29,6 +30,7 @@ def stepper(clock, durations):
         i = calls["n"]
         calls["n"] += 1
         clock.t += durations[min(i, len(durations) - 1)]
+
     return step, calls
 
 
@@ -40,7 +42,7 @@ def test_throughput_is_samples_over_window_and_percentiles_are_hand_computed():
     m = measure(step, batch_size=8, rule=rule, clock=clock)
     assert m["iterations"] == 5 and m["warmup_iterations"] == 2
     assert m["window_s"] == pytest.approx(0.20)
-    assert m["throughput_sps"] == pytest.approx(5 * 8 / 0.20)     # 200, not 8 / mean
+    assert m["throughput_sps"] == pytest.approx(5 * 8 / 0.20)  # 200, not 8 / mean
     lat = m["latency_ms"]
     assert lat["mean"] == pytest.approx(40.0)
     assert lat["p50"] == pytest.approx(30.0)
@@ -63,32 +65,32 @@ def test_window_counts_time_between_iterations():
 
     def host_work(n, elapsed):
         clock.t += 0.01
+
     m = measure(step, 1, StopRule(warmup=0, iterations=10), clock, on_iteration=host_work)
     assert m["latency_ms"]["mean"] == pytest.approx(10.0)
     # the window ends when the last step ends: 10 steps + 9 gaps = 0.19 s
     assert m["window_s"] == pytest.approx(0.19)
-    assert m["throughput_sps"] == pytest.approx(10 / 0.19)          # not 1 / 10 ms = 100
+    assert m["throughput_sps"] == pytest.approx(10 / 0.19)  # not 1 / 10 ms = 100
 
 
 def test_stop_rule_needs_both_iterations_and_duration():
     clock = FakeClock()
     step, _ = stepper(clock, [0.01])
     times, window = measure_loop(step, StopRule(min_iterations=10, min_duration_s=0.5), clock)
-    assert len(times) == 50 and window == pytest.approx(0.5)        # duration binds
+    assert len(times) == 50 and window == pytest.approx(0.5)  # duration binds
     clock = FakeClock()
     step, _ = stepper(clock, [0.2])
     times, window = measure_loop(step, StopRule(min_iterations=10, min_duration_s=0.5), clock)
-    assert len(times) == 10 and window == pytest.approx(2.0)        # iterations bind
+    assert len(times) == 10 and window == pytest.approx(2.0)  # iterations bind
     clock = FakeClock()
     step, _ = stepper(clock, [0.2])
-    times, _ = measure_loop(step, StopRule(iterations=3, min_iterations=10, min_duration_s=9),
-                            clock)
-    assert len(times) == 3                                          # fixed count wins
+    times, _ = measure_loop(step, StopRule(iterations=3, min_iterations=10, min_duration_s=9), clock)
+    assert len(times) == 3  # fixed count wins
 
 
 def test_warm_up_continues_while_time_still_falls():
     clock = FakeClock()
-    falling = [1.0 * 0.8 ** i for i in range(20)] + [0.0115]          # then flat
+    falling = [1.0 * 0.8**i for i in range(20)] + [0.0115]  # then flat
     step, calls = stepper(clock, falling)
     warm = warm_up(step, StopRule(warmup=5, max_warmup=100), clock)
     assert warm["extended"] and 20 <= warm["iterations"] <= 26
@@ -100,17 +102,19 @@ def test_warm_up_continues_while_time_still_falls():
 
 def test_warm_up_is_capped_and_can_be_off():
     clock = FakeClock()
-    step, _ = stepper(clock, [1.0 * 0.5 ** i for i in range(60)])
+    step, _ = stepper(clock, [1.0 * 0.5**i for i in range(60)])
     assert warm_up(step, StopRule(warmup=5, max_warmup=12), clock)["iterations"] == 12
     step, calls = stepper(clock, [0.1])
     assert warm_up(step, StopRule(warmup=0), clock)["iterations"] == 0 and calls["n"] == 0
 
 
 def test_stop_rule_validation():
-    for kwargs, msg in (({"min_iterations": 0}, "--min-iterations must be at least 1"),
-                        ({"iterations": 0}, "--iterations must be at least 1"),
-                        ({"warmup": -1}, "--warmup must be at least 0"),
-                        ({"min_duration_s": -1}, "--min-duration must not be negative")):
+    for kwargs, msg in (
+        ({"min_iterations": 0}, "--min-iterations must be at least 1"),
+        ({"iterations": 0}, "--iterations must be at least 1"),
+        ({"warmup": -1}, "--warmup must be at least 0"),
+        ({"min_duration_s": -1}, "--min-duration must not be negative"),
+    ):
         with pytest.raises(UserError, match=msg):
             StopRule(**kwargs).validate()
 
@@ -122,6 +126,5 @@ def test_repeat_spread_and_percentile_support():
     assert stats.mad(xs) == 1.0
     assert stats.relative_mad(xs) == pytest.approx(1 / 101)
     assert stats.min_samples_for(90) == 66 and stats.min_samples_for(99) == 688
-    assert stats.percentile_support(100) == {"p50": True, "p90": True, "p95": False,
-                                             "p99": False}
+    assert stats.percentile_support(100) == {"p50": True, "p90": True, "p95": False, "p99": False}
     assert stats.window_throughput(64, 2.0) == 32.0

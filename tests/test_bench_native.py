@@ -1,5 +1,6 @@
 """The native backends (PyTorch, TensorFlow, CPU-MKL, MindSpore) on resnet50-mini checkpoints
 trained for one step, through the real CLI (each cell in its own process)."""
+
 import json
 
 import pytest
@@ -16,31 +17,65 @@ def runs(tmp_path_factory):
     import sys
 
     root = tmp_path_factory.mktemp("native")
-    out = subprocess.run([sys.executable, "-m", "dlbench.harness", "train", "resnet50-mini", "--steps", "1",
-                          "--warmup-steps", "0", "--batch-size", "2", "--out", str(root / "runs"),
-                          "--db", str(root / "train.sqlite")], capture_output=True, text=True,
-                         timeout=600, env=dict(os.environ))
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dlbench.harness",
+            "train",
+            "resnet50-mini",
+            "--steps",
+            "1",
+            "--warmup-steps",
+            "0",
+            "--batch-size",
+            "2",
+            "--out",
+            str(root / "runs"),
+            "--db",
+            str(root / "train.sqlite"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ),
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return root / "runs" / "resnet50-mini"
 
 
 def test_native_backends_run_their_checkpoints(cli, workdir, runs):
-    out = cli("bench", str(runs / "pytorch"), str(runs / "tensorflow"), str(runs / "mindspore"),
-              "-b", "pytorch,tensorflow,cpu-mkl,mindspore", "--batch-sizes", "2", *FAST,
-              "--json", "n.json")
+    out = cli(
+        "bench",
+        str(runs / "pytorch"),
+        str(runs / "tensorflow"),
+        str(runs / "mindspore"),
+        "-b",
+        "pytorch,tensorflow,cpu-mkl,mindspore",
+        "--batch-sizes",
+        "2",
+        *FAST,
+        "--json",
+        "n.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     records = {r["backend"]: r for r in json.loads((workdir / "n.json").read_text())}
     assert set(records) == {"pytorch", "tensorflow", "cpu-mkl", "mindspore"}
-    frameworks = {"pytorch": "pytorch", "tensorflow": "tensorflow", "cpu-mkl": "tensorflow",
-                  "mindspore": "mindspore"}
+    frameworks = {
+        "pytorch": "pytorch",
+        "tensorflow": "tensorflow",
+        "cpu-mkl": "tensorflow",
+        "mindspore": "mindspore",
+    }
     for backend, r in records.items():
         assert r["status"] in ("ok", "unstable"), (backend, r["error"])
         assert r["model"] == "resnet50-mini" and r["batch_size"] == 2 and r["iterations"] == 3
         assert r["framework"] == frameworks[backend] and r["framework_version"]
         rt = r["context"]["runtime"]
         assert rt["device_kind"] == "cpu"
-        assert rt["weights"] == str(runs / frameworks[backend] / r["context"]["artifact"]["path"]
-                                    .rsplit("/", 1)[-1])
+        assert rt["weights"] == str(
+            runs / frameworks[backend] / r["context"]["artifact"]["path"].rsplit("/", 1)[-1]
+        )
         assert r["gflops_per_sample"] == get_model("resnet50-mini").gflops_per_sample
         assert r["context"]["inputs"][0]["shape"] == [2, 3, 64, 64]
         assert r["metrics"]["cold_start"]["load_s"] > 0
@@ -52,13 +87,25 @@ def test_native_backends_run_their_checkpoints(cli, workdir, runs):
     assert env["KMP_AFFINITY"] and env["OMP_NUM_THREADS"] == str(mkl["intra_op_threads"])
     assert mkl["context"]["runtime"]["onednn_enabled"] is True
     assert mkl["context"]["runtime"]["intra_op_threads"] == mkl["intra_op_threads"]
-    assert records["pytorch"]["context"]["runtime"]["intra_op_threads"] == \
-        records["pytorch"]["intra_op_threads"]
+    assert (
+        records["pytorch"]["context"]["runtime"]["intra_op_threads"] == records["pytorch"]["intra_op_threads"]
+    )
 
 
 def test_cpu_mkl_onednn_off_is_the_unoptimized_row(cli, workdir, runs):
-    out = cli("bench", str(runs / "tensorflow"), "-b", "cpu-mkl", "--onednn", "off",
-              "--batch-sizes", "2", *FAST, "--json", "off.json")
+    out = cli(
+        "bench",
+        str(runs / "tensorflow"),
+        "-b",
+        "cpu-mkl",
+        "--onednn",
+        "off",
+        "--batch-sizes",
+        "2",
+        *FAST,
+        "--json",
+        "off.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     [r] = json.loads((workdir / "off.json").read_text())
     assert r["status"] != "failed", r["error"]
@@ -68,8 +115,19 @@ def test_cpu_mkl_onednn_off_is_the_unoptimized_row(cli, workdir, runs):
 
 
 def test_zoo_model_with_random_weights_in_bf16(cli, workdir):
-    out = cli("bench", "resnet50-mini", "-b", "pytorch", "--precision", "bf16",
-              "--batch-sizes", "2", *FAST, "--json", "z.json")
+    out = cli(
+        "bench",
+        "resnet50-mini",
+        "-b",
+        "pytorch",
+        "--precision",
+        "bf16",
+        "--batch-sizes",
+        "2",
+        *FAST,
+        "--json",
+        "z.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     [r] = json.loads((workdir / "z.json").read_text())
     assert r["status"] != "failed", r["error"]

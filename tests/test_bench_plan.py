@@ -1,18 +1,19 @@
 """The bench request and its plan through the Python API, without running a cell: the
 request's rules, the cells it expands to and their identities, and the module split
 (request -> plan -> record -> execute) that keeps the old import path working."""
+
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import benchmodels
 import pytest
 
-import benchmodels
+from dlbench.core.errors import UserError
 from dlbench.harness.bench import execute, plan, record, request
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.bench.request import BenchRequest, split
-from dlbench.core.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,21 +30,23 @@ def test_split_reads_comma_lists_and_repeats_once_each():
         split(["1,x"], int)
 
 
-@pytest.mark.parametrize("changes,needle", [
-    ({"artifacts": []}, "no artifact given"),
-    ({"batch_sizes": [1, 0]}, "--batch-sizes must be positive integers, got 0"),
-    ({"threads": [0]}, "--threads must be at least 1"),
-    ({"repeats": 0}, "--repeats must be at least 1"),
-    ({"qps": [5.0]}, "--qps and --latency-bound-ms apply to --scenario server"),
-    ({"scenarios": ["nightly"]}, "nightly"),
-    ({"rule": StopRule(min_duration_s=-1)}, "duration"),
-])
+@pytest.mark.parametrize(
+    "changes,needle",
+    [
+        ({"artifacts": []}, "no artifact given"),
+        ({"batch_sizes": [1, 0]}, "--batch-sizes must be positive integers, got 0"),
+        ({"threads": [0]}, "--threads must be at least 1"),
+        ({"repeats": 0}, "--repeats must be at least 1"),
+        ({"qps": [5.0]}, "--qps and --latency-bound-ms apply to --scenario server"),
+        ({"scenarios": ["nightly"]}, "nightly"),
+        ({"rule": StopRule(min_duration_s=-1)}, "duration"),
+    ],
+)
 def test_the_request_refuses_before_reading_any_file(changes, needle):
-    req = BenchRequest(**{"artifacts": ["/nonexistent/model.onnx"], "backends": ["onnxruntime"],
-                          **changes})
+    req = BenchRequest(**{"artifacts": ["/nonexistent/model.onnx"], "backends": ["onnxruntime"], **changes})
     with pytest.raises(UserError, match=needle):
         req.check()
-    with pytest.raises(UserError, match=needle):     # the plan checks the request first
+    with pytest.raises(UserError, match=needle):  # the plan checks the request first
         plan.validate(req)
 
 
@@ -57,15 +60,19 @@ def test_the_request_decides_its_open_defaults_in_one_place():
 
 
 def test_the_plan_expands_the_product_and_merges_identical_cells(mlp):
-    req = BenchRequest(artifacts=[mlp], backends=["onnxruntime"], batch_sizes=[1, 4],
-                       threads=[1, 1, 2])
+    req = BenchRequest(artifacts=[mlp], backends=["onnxruntime"], batch_sizes=[1, 4], threads=[1, 1, 2])
     cells, _ = plan.validate(req)
     assert sorted((c.batch_size, c.intra_op) for c in cells) == [(1, 1), (1, 2), (4, 1), (4, 2)]
     keys = {plan.identity_key(c, req, "m") for c in cells}
     assert len(keys) == 4
     # another stop rule measures something else: every identity changes
-    other = BenchRequest(artifacts=[mlp], backends=["onnxruntime"], batch_sizes=[1, 4],
-                         threads=[1, 2], rule=StopRule(min_duration_s=0.5))
+    other = BenchRequest(
+        artifacts=[mlp],
+        backends=["onnxruntime"],
+        batch_sizes=[1, 4],
+        threads=[1, 2],
+        rule=StopRule(min_duration_s=0.5),
+    )
     assert not keys & {plan.identity_key(c, other, "m") for c in plan.validate(other)[0]}
     env = cells[0].environment()
     assert env["OMP_NUM_THREADS"] == str(cells[0].intra_op)
@@ -100,7 +107,9 @@ def test_no_module_imports_another_modules_private_names():
     for path in _modules():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dlbench"):
-                found += [f"{path.relative_to(ROOT)}:{node.lineno} {node.module}.{a.name}"
-                          for a in node.names
-                          if a.name.startswith("_") and not a.name.startswith("__")]
+                found += [
+                    f"{path.relative_to(ROOT)}:{node.lineno} {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
     assert not found, found

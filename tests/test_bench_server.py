@@ -5,6 +5,7 @@ queueing arithmetic says: no rate above capacity can meet a bound, a light
 load's latency is the service time, batching raises capacity.  A real ONNX
 Runtime smoke of the same scenario is in test_bench_sweep.py.
 """
+
 import pytest
 
 from dlbench.harness.backends.base import Runner
@@ -55,8 +56,15 @@ def _ctx(max_batch, base, per_sample=0.0, **params):
     clock = FakeClock()
     runner = KnownService(clock, base, per_sample)
     rule = StopRule(warmup=2, max_warmup=2, min_iterations=200, min_duration_s=4.0)
-    ctx = ScenarioContext(runner=runner, batch_size=max_batch, prepared=lambda b: b, rule=rule,
-                          clock=clock, params=params, seed=3)
+    ctx = ScenarioContext(
+        runner=runner,
+        batch_size=max_batch,
+        prepared=lambda b: b,
+        rule=rule,
+        clock=clock,
+        params=params,
+        seed=3,
+    )
     return ctx, runner
 
 
@@ -71,7 +79,7 @@ def test_light_load_latency_is_the_service_time():
     out = get_scenario("server").run(ctx)
     [point] = out["server"]["points"]
     assert point["latency_ms"]["min"] == pytest.approx(10.0)
-    assert point["latency_ms"]["p50"] == pytest.approx(10.0)       # at 5% load, rarely a queue
+    assert point["latency_ms"]["p50"] == pytest.approx(10.0)  # at 5% load, rarely a queue
     assert point["mean_batch"] == 1.0
     assert point["achieved_qps"] == pytest.approx(5.0, rel=0.25)
     assert out["server"]["estimated_capacity_qps"] == pytest.approx(100.0)
@@ -88,7 +96,7 @@ def test_qps_search_finds_the_highest_rate_within_the_bound():
     meeting = [p["target_qps"] for p in s["points"] if p["meets_bound"]]
     failing = [p["target_qps"] for p in s["points"] if not p["meets_bound"]]
     assert found == max(meeting)
-    assert failing and min(failing) > found          # every rate tried above it broke the bound
+    assert failing and min(failing) > found  # every rate tried above it broke the bound
     assert all(p["target_qps"] <= 110.0 for p in s["points"])
     assert out["throughput_sps"] == pytest.approx(found, rel=0.2)
 
@@ -102,7 +110,7 @@ def test_batching_raises_capacity_under_the_same_bound():
     assert many["server"]["found_qps"] > 2 * one
     best = next(p for p in many["server"]["points"] if p["target_qps"] == many["server"]["found_qps"])
     assert best["mean_batch"] > 1.5
-    assert set(runner.batches) <= {1, 2, 4, 8}                     # buckets only
+    assert set(runner.batches) <= {1, 2, 4, 8}  # buckets only
 
 
 def test_an_unreachable_bound_is_reported_not_faked():

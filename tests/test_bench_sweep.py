@@ -1,5 +1,6 @@
 """``dlbench bench`` end to end through the real CLI: ONNX Runtime cells, records, failures,
 resume, noise flags, scenarios and every bad input."""
+
 import json
 import os
 import signal
@@ -8,15 +9,29 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 import benchmodels
+import pytest
 from clitools import assert_usage_error as _one_line_error
 
 FAST = ("--min-duration", "0.2", "--min-iterations", "5", "--warmup", "2", "--max-warmup", "10")
-KEYS = {"backend", "device", "precision", "batch_size", "scenario", "status", "error",
-        "throughput_sps", "latency_ms", "cv", "iterations", "warmup_iterations",
-        "gflops_per_sample", "threads", "model", "model_path"}
+KEYS = {
+    "backend",
+    "device",
+    "precision",
+    "batch_size",
+    "scenario",
+    "status",
+    "error",
+    "throughput_sps",
+    "latency_ms",
+    "cv",
+    "iterations",
+    "warmup_iterations",
+    "gflops_per_sample",
+    "threads",
+    "model",
+    "model_path",
+}
 
 
 def _rows(workdir, where="1=1"):
@@ -31,12 +46,24 @@ def mlp(workdir):
 
 
 def test_onnxruntime_sweep_records_every_cell_with_its_context(cli, workdir, mlp):
-    out = cli("bench", str(mlp), "--backend", "onnxruntime", "--batch-sizes", "1,4",
-              "--threads", "1,2", *FAST, "--cv-threshold", "100", "--json", "b.json")
+    out = cli(
+        "bench",
+        str(mlp),
+        "--backend",
+        "onnxruntime",
+        "--batch-sizes",
+        "1,4",
+        "--threads",
+        "1,2",
+        *FAST,
+        "--cv-threshold",
+        "100",
+        "--json",
+        "b.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     records = json.loads((workdir / "b.json").read_text())
-    assert [(r["batch_size"], r["threads"]["intra_op"]) for r in records] == [
-        (1, 1), (1, 2), (4, 1), (4, 2)]
+    assert [(r["batch_size"], r["threads"]["intra_op"]) for r in records] == [(1, 1), (1, 2), (4, 1), (4, 2)]
     for r in records:
         assert KEYS <= set(r), KEYS - set(r)
         m = r["metrics"]
@@ -61,8 +88,9 @@ def test_onnxruntime_sweep_records_every_cell_with_its_context(cli, workdir, mlp
         assert c["timed_region"]["definition"].startswith("from the start of the backend's run")
         assert c["timed_region"]["host_device_copies"] is False
         assert c["thread_environment"]["OMP_NUM_THREADS"] == str(r["threads"]["intra_op"])
-        assert c["inputs"] == [{"name": "x", "dtype": "float32", "shape": [r["batch_size"], 64],
-                                "fill": "normal"}]
+        assert c["inputs"] == [
+            {"name": "x", "dtype": "float32", "shape": [r["batch_size"], 64], "fill": "normal"}
+        ]
     rows = _rows(workdir)
     assert [row["id"] for row in rows] == [r["id"] for r in records]
     for row, r in zip(rows, records):
@@ -74,8 +102,21 @@ def test_onnxruntime_sweep_records_every_cell_with_its_context(cli, workdir, mlp
 
 
 def test_a_crashing_and_a_hanging_cell_fail_while_the_sweep_goes_on(cli, workdir, mlp):
-    out = cli("bench", str(mlp), "-b", "selftest", "--batch-sizes", "1,2,4", "-O", "fail=raise",
-              "-O", "fail_batch=2", *FAST, "--json", "raise.json")
+    out = cli(
+        "bench",
+        str(mlp),
+        "-b",
+        "selftest",
+        "--batch-sizes",
+        "1,2,4",
+        "-O",
+        "fail=raise",
+        "-O",
+        "fail_batch=2",
+        *FAST,
+        "--json",
+        "raise.json",
+    )
     assert out.returncode == 1
     records = json.loads((workdir / "raise.json").read_text())
     assert [r["status"] != "failed" for r in records] == [True, False, True]
@@ -84,8 +125,23 @@ def test_a_crashing_and_a_hanging_cell_fail_while_the_sweep_goes_on(cli, workdir
     assert "Traceback" in failed["context"]["traceback"] and failed["throughput_sps"] is None
 
     t0 = time.monotonic()
-    out = cli("bench", str(mlp), "-b", "selftest", "--batch-sizes", "1,2,4", "-O", "fail=hang",
-              "-O", "fail_batch=2", "--timeout", "4", *FAST, "--json", "hang.json")
+    out = cli(
+        "bench",
+        str(mlp),
+        "-b",
+        "selftest",
+        "--batch-sizes",
+        "1,2,4",
+        "-O",
+        "fail=hang",
+        "-O",
+        "fail_batch=2",
+        "--timeout",
+        "4",
+        *FAST,
+        "--json",
+        "hang.json",
+    )
     assert out.returncode == 1 and time.monotonic() - t0 < 60
     records = json.loads((workdir / "hang.json").read_text())
     assert [r["status"] == "failed" for r in records] == [False, True, False]
@@ -104,54 +160,123 @@ def test_resume_skips_finished_cells_and_retries_failed_ones(cli, workdir, mlp):
     args = ("bench", str(mlp), "-b", "selftest", *FAST)
     first = cli(*args, "--batch-sizes", "1,2", "-O", "fail=raise", "-O", "fail_batch=2")
     assert first.returncode == 1
-    out = cli(*args, "--batch-sizes", "1,2,4", "-O", "fail=raise", "-O", "fail_batch=2",
-              "--resume", "--json", "r.json")
+    out = cli(
+        *args,
+        "--batch-sizes",
+        "1,2,4",
+        "-O",
+        "fail=raise",
+        "-O",
+        "fail_batch=2",
+        "--resume",
+        "--json",
+        "r.json",
+    )
     records = json.loads((workdir / "r.json").read_text())
     assert [(r["batch_size"], r.get("resumed", False)) for r in records] == [
-        (1, True), (2, False), (4, False)]
+        (1, True),
+        (2, False),
+        (4, False),
+    ]
     assert "1 of 3 cells already" in out.stderr
     # batch 1 ran once, batch 2 twice (failed cells are retried), batch 4 once
     assert [row["batch_size"] for row in _rows(workdir)] == [1, 2, 2, 4]
     # a different measurement setup is a different cell: nothing is skipped
-    out = cli("bench", str(mlp), "-b", "selftest", "--min-duration", "0.3", "--min-iterations",
-              "5", "--batch-sizes", "1", "--resume")
+    out = cli(
+        "bench",
+        str(mlp),
+        "-b",
+        "selftest",
+        "--min-duration",
+        "0.3",
+        "--min-iterations",
+        "5",
+        "--batch-sizes",
+        "1",
+        "--resume",
+    )
     assert out.returncode == 0 and "already" not in out.stderr
     assert len(_rows(workdir)) == 5
 
 
 def test_an_interrupted_sweep_leaves_complete_records_and_resumes(workdir, mlp):
-    args = [sys.executable, "-m", "dlbench.harness", "bench", str(mlp), "-b", "selftest",
-            "-O", "service_ms=20", "--batch-sizes", "1,2,3", "--min-duration", "1.5",
-            "--warmup", "1", "--json", "i.json", "--no-progress"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ))
+    args = [
+        sys.executable,
+        "-m",
+        "dlbench.harness",
+        "bench",
+        str(mlp),
+        "-b",
+        "selftest",
+        "-O",
+        "service_ms=20",
+        "--batch-sizes",
+        "1,2,3",
+        "--min-duration",
+        "1.5",
+        "--warmup",
+        "1",
+        "--json",
+        "i.json",
+        "--no-progress",
+    ]
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (workdir / "i.json").exists():
         time.sleep(0.1)
-    time.sleep(0.5)                                   # the second cell is running now
+    time.sleep(0.5)  # the second cell is running now
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
     assert proc.returncode == 130
     done = json.loads((workdir / "i.json").read_text())
     assert [r["batch_size"] for r in done] == [1]
-    assert not list(workdir.glob(".i.json*"))           # no half-written file left
+    assert not list(workdir.glob(".i.json*"))  # no half-written file left
     out = subprocess.run(args + ["--resume"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     records = json.loads((workdir / "i.json").read_text())
     assert [(r["batch_size"], r.get("resumed", False)) for r in records] == [
-        (1, True), (2, False), (3, False)]
+        (1, True),
+        (2, False),
+        (3, False),
+    ]
 
 
 def test_noisy_cells_are_flagged_unstable_and_repeats_report_their_spread(cli, workdir, mlp):
-    out = cli("bench", str(mlp), "-b", "selftest", "-O", "service_ms=2", "-O", "jitter=0.9",
-              "--cv-threshold", "0.05", *FAST, "--json", "u.json")
+    out = cli(
+        "bench",
+        str(mlp),
+        "-b",
+        "selftest",
+        "-O",
+        "service_ms=2",
+        "-O",
+        "jitter=0.9",
+        "--cv-threshold",
+        "0.05",
+        *FAST,
+        "--json",
+        "u.json",
+    )
     assert out.returncode == 0
     [r] = json.loads((workdir / "u.json").read_text())
     assert r["status"] == "unstable" and r["cv"] > 0.05 and r["metrics"]["unstable"] is True
     assert "unstable" in out.stdout and _rows(workdir)[0]["status"] == "unstable"
 
-    out = cli("bench", str(mlp), "-b", "selftest", "-O", "service_ms=1", "--repeats", "3", *FAST,
-              "--json", "rep.json")
+    out = cli(
+        "bench",
+        str(mlp),
+        "-b",
+        "selftest",
+        "-O",
+        "service_ms=1",
+        "--repeats",
+        "3",
+        *FAST,
+        "--json",
+        "rep.json",
+    )
     [r] = json.loads((workdir / "rep.json").read_text())
     reps = [x["throughput_sps"] for x in r["metrics"]["repeats"]]
     assert len(reps) == 3 and r["throughput_sps"] == sorted(reps)[1]
@@ -160,13 +285,30 @@ def test_noisy_cells_are_flagged_unstable_and_repeats_report_their_spread(cli, w
 
 
 def test_scenarios_single_stream_and_server_on_onnxruntime(cli, workdir, mlp):
-    out = cli("bench", str(mlp), "-b", "onnxruntime", "--batch-sizes", "1,8", "--scenario",
-              "single-stream,server", "--qps", "200", "--max-wait-ms", "1", *FAST,
-              "--json", "s.json")
+    out = cli(
+        "bench",
+        str(mlp),
+        "-b",
+        "onnxruntime",
+        "--batch-sizes",
+        "1,8",
+        "--scenario",
+        "single-stream,server",
+        "--qps",
+        "200",
+        "--max-wait-ms",
+        "1",
+        *FAST,
+        "--json",
+        "s.json",
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     records = json.loads((workdir / "s.json").read_text())
     assert [(r["scenario"], r["batch_size"]) for r in records] == [
-        ("single-stream", 1), ("server", 1), ("server", 8)]
+        ("single-stream", 1),
+        ("server", 1),
+        ("server", 8),
+    ]
     for r in records[1:]:
         [point] = r["metrics"]["server"]["points"]
         assert point["target_qps"] == 200 and point["queries"] >= 40
@@ -178,8 +320,7 @@ def test_scenarios_single_stream_and_server_on_onnxruntime(cli, workdir, mlp):
 
 def test_a_fixed_batch_model_runs_its_batch_only(cli, workdir):
     path = benchmodels.mlp(workdir / "fixed.onnx", batch=3)
-    out = cli("bench", str(path), "-b", "onnxruntime", "--batch-sizes", "1,8", *FAST,
-              "--json", "f.json")
+    out = cli("bench", str(path), "-b", "onnxruntime", "--batch-sizes", "1,8", *FAST, "--json", "f.json")
     assert out.returncode == 0
     assert [r["batch_size"] for r in json.loads((workdir / "f.json").read_text())] == [3]
     assert "batch dimension is fixed at 3" in out.stderr
@@ -189,8 +330,20 @@ def test_any_onnx_model_with_tokens_and_dynamic_dims(cli, workdir):
     embed = benchmodels.embedding(workdir / "embed.onnx")
     half = benchmodels.half(workdir / "half.onnx")
     anysize = benchmodels.image_any_size(workdir / "any.onnx")
-    out = cli("bench", str(embed), str(anysize), "-b", "onnxruntime",
-              "--shape", "input_ids=1x16", "--shape", "x=1x3x20x24", *FAST, "--json", "a.json")
+    out = cli(
+        "bench",
+        str(embed),
+        str(anysize),
+        "-b",
+        "onnxruntime",
+        "--shape",
+        "input_ids=1x16",
+        "--shape",
+        "x=1x3x20x24",
+        *FAST,
+        "--json",
+        "a.json",
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     records = {r["model"]: r for r in json.loads((workdir / "a.json").read_text())}
     # a --shape must fit every artifact that has the input it names
@@ -211,8 +364,11 @@ def test_percent_of_peak_comes_from_env_peak(cli, workdir, mlp):
     peaks = {p["precision"]: p for p in json.loads(out.stdout)["peak"]}
     # One ceiling per precision micro has a CPU GEMM for, each the best library's, not the
     # first one tried.
-    for precision, expected in (("fp32", {"numpy", "onnxruntime", "torch"}),
-                                ("bf16", {"torch"}), ("int8", {"onnxruntime", "torch"})):
+    for precision, expected in (
+        ("fp32", {"numpy", "onnxruntime", "torch"}),
+        ("bf16", {"torch"}),
+        ("int8", {"onnxruntime", "torch"}),
+    ):
         p = peaks[precision]
         assert p["device"] == "cpu" and p["gflops"] > 0.5
         libraries = {c["library"].split()[0]: c["gflops"] for c in p["candidates"]}
@@ -245,36 +401,45 @@ def test_a_model_the_engine_refuses_is_bad_input_too(cli, workdir, mlp):
     model = onnx.load(str(mlp))
     model.ir_version = 10_000
     onnx.save(model, str(workdir / "ir14.onnx"))
-    _one_line_error(cli("bench", "ir14.onnx", "-b", "onnxruntime", "--json", "x.json"),
-                    "ONNX Runtime cannot load", "Unsupported model IR version: 10000")
+    _one_line_error(
+        cli("bench", "ir14.onnx", "-b", "onnxruntime", "--json", "x.json"),
+        "ONNX Runtime cannot load",
+        "Unsupported model IR version: 10000",
+    )
     assert not (workdir / "x.json").exists()
 
 
-
-
-@pytest.mark.parametrize("args,needles", [
-    (["corrupt.onnx", "-b", "onnxruntime"], ["corrupt.onnx: not a readable ONNX model, the file is corrupt or truncated"]),
-    (["unknown_op.onnx", "-b", "onnxruntime"], ["unknown operator 'FrobnicateTensor'"]),
-    (["any.onnx", "-b", "onnxruntime"], ["dynamic dimension 2 ('height')", "--shape x="]),
-    (["any.onnx", "-b", "onnxruntime", "--shape", "x=1x20x24"],
-     ["3 dimensions given, but input 'x' has 4"]),
-    (["mlp.onnx", "-b", "onnxruntime", "--batch-sizes", "0"], ["--batch-sizes must be positive"]),
-    (["mlp.onnx", "-b", "onnxruntime", "--batch-sizes", "1,x"], ["'x' is not a valid int"]),
-    (["mlp.onnx", "-b", "tensorflowlite"], ["unknown backend 'tensorflowlite'"]),
-    (["mlp.onnx", "-b", "onnxruntime", "--device", "cuda"], ["--device cuda"]),
-    (["mlp.onnx", "-b", "onnxruntime", "--device", "tpu"], ["--device must be one of"]),
-    (["mlp.onnx", "-b", "onnxruntime", "--precision", "fp16"], ["is an fp32 model"]),
-    (["mlp.onnx", "-b", "pytorch"], ["none of pytorch takes one"]),
-    (["mlp.onnx", "-b", "onnxruntime", "--onednn", "off"], ["option 'onednn' applies to none"]),
-    (["mlp.onnx", "-b", "onnxruntime", "-O", "graph_optimization=max"], ["is not one of"]),
-    (["mlp.onnx", "-b", "onnxruntime", "--shape", "y=1x3"], ["no artifact has an input 'y'"]),
-    (["mlp.onnx", "-b", "onnxruntime", "--min-iterations", "0"], ["--min-iterations must be"]),
-    (["mlp.onnx", "-b", "onnxruntime", "--qps", "10"], ["apply to --scenario server"]),
-    (["nothing.onnx", "-b", "onnxruntime"], ["nothing.onnx: no such file"]),
-    (["mlp.onnx", "-b", "onnxruntime", "--json", "afile/x.json"], ["cannot write"]),
-    (["mlp.onnx", "-b", "onnxruntime", "--db", "afile"], ["not a dlbench results database"]),
-    (["resnet50-mini", "-b", "pytorch", "--precision", "int8"], ["--precision int8: pytorch"]),
-])
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        (
+            ["corrupt.onnx", "-b", "onnxruntime"],
+            ["corrupt.onnx: not a readable ONNX model, the file is corrupt or truncated"],
+        ),
+        (["unknown_op.onnx", "-b", "onnxruntime"], ["unknown operator 'FrobnicateTensor'"]),
+        (["any.onnx", "-b", "onnxruntime"], ["dynamic dimension 2 ('height')", "--shape x="]),
+        (
+            ["any.onnx", "-b", "onnxruntime", "--shape", "x=1x20x24"],
+            ["3 dimensions given, but input 'x' has 4"],
+        ),
+        (["mlp.onnx", "-b", "onnxruntime", "--batch-sizes", "0"], ["--batch-sizes must be positive"]),
+        (["mlp.onnx", "-b", "onnxruntime", "--batch-sizes", "1,x"], ["'x' is not a valid int"]),
+        (["mlp.onnx", "-b", "tensorflowlite"], ["unknown backend 'tensorflowlite'"]),
+        (["mlp.onnx", "-b", "onnxruntime", "--device", "cuda"], ["--device cuda"]),
+        (["mlp.onnx", "-b", "onnxruntime", "--device", "tpu"], ["--device must be one of"]),
+        (["mlp.onnx", "-b", "onnxruntime", "--precision", "fp16"], ["is an fp32 model"]),
+        (["mlp.onnx", "-b", "pytorch"], ["none of pytorch takes one"]),
+        (["mlp.onnx", "-b", "onnxruntime", "--onednn", "off"], ["option 'onednn' applies to none"]),
+        (["mlp.onnx", "-b", "onnxruntime", "-O", "graph_optimization=max"], ["is not one of"]),
+        (["mlp.onnx", "-b", "onnxruntime", "--shape", "y=1x3"], ["no artifact has an input 'y'"]),
+        (["mlp.onnx", "-b", "onnxruntime", "--min-iterations", "0"], ["--min-iterations must be"]),
+        (["mlp.onnx", "-b", "onnxruntime", "--qps", "10"], ["apply to --scenario server"]),
+        (["nothing.onnx", "-b", "onnxruntime"], ["nothing.onnx: no such file"]),
+        (["mlp.onnx", "-b", "onnxruntime", "--json", "afile/x.json"], ["cannot write"]),
+        (["mlp.onnx", "-b", "onnxruntime", "--db", "afile"], ["not a dlbench results database"]),
+        (["resnet50-mini", "-b", "pytorch", "--precision", "int8"], ["--precision int8: pytorch"]),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2_and_writes_nothing(cli, workdir, args, needles):
     benchmodels.mlp(workdir / "mlp.onnx")
     benchmodels.image_any_size(workdir / "any.onnx")
@@ -282,8 +447,9 @@ def test_bad_input_is_one_line_and_exit_2_and_writes_nothing(cli, workdir, args,
     (workdir / "corrupt.onnx").write_bytes(b"\x08\x07 not protobuf \xff\xff\xff")
     (workdir / "afile").write_text("not a directory, not a database")
     before = sorted(p.name for p in workdir.iterdir())
-    _one_line_error(cli("bench", *args, "--json", "out.json") if "--json" not in args
-                    else cli("bench", *args), *needles)
+    _one_line_error(
+        cli("bench", *args, "--json", "out.json") if "--json" not in args else cli("bench", *args), *needles
+    )
     assert sorted(p.name for p in workdir.iterdir()) == before
 
 
@@ -300,20 +466,22 @@ def signatures(workdir):
     return workdir
 
 
-@pytest.mark.parametrize("inputs,shapes", [
-    (["cls.onnx", "--shape", "x=1x3x48x192"], [[2, 3, 48, 192]]),
-    (["cls.onnx", "--shapes=x:1x3x48x192"], [[2, 3, 48, 192]]),
-    # the graph fails unless sr == 16000 reaches it: zeros (the default) would fail the cell
-    (["sr.onnx", "--shape", "x=1x64", "--input", "sr=16000"], [[2, 64], []]),
-    # files: sr.npy holds 16000, x.npy (1x64) sets the samples and is repeated to the batch
-    (["sr.onnx", "--input", "sr=sr.npy", "--input", "x=x.npy"], [[2, 64], []]),
-])
+@pytest.mark.parametrize(
+    "inputs,shapes",
+    [
+        (["cls.onnx", "--shape", "x=1x3x48x192"], [[2, 3, 48, 192]]),
+        (["cls.onnx", "--shapes=x:1x3x48x192"], [[2, 3, 48, 192]]),
+        # the graph fails unless sr == 16000 reaches it: zeros (the default) would fail the cell
+        (["sr.onnx", "--shape", "x=1x64", "--input", "sr=16000"], [[2, 64], []]),
+        # files: sr.npy holds 16000, x.npy (1x64) sets the samples and is repeated to the batch
+        (["sr.onnx", "--input", "sr=sr.npy", "--input", "x=x.npy"], [[2, 64], []]),
+    ],
+)
 def test_any_signature_runs_through_the_cli(cli, signatures, inputs, shapes):
-    out = cli("bench", *inputs, "-b", "onnxruntime", "--batch-sizes", "2", *FAST, "-q",
-              "--json", "b.json")
+    out = cli("bench", *inputs, "-b", "onnxruntime", "--batch-sizes", "2", *FAST, "-q", "--json", "b.json")
     assert out.returncode == 0, out.stderr[-3000:]
     [r] = json.loads((signatures / "b.json").read_text())
-    assert r["status"] in ("ok", "unstable"), r["error"]       # it ran; noise is not the point
+    assert r["status"] in ("ok", "unstable"), r["error"]  # it ran; noise is not the point
     planned = r["context"]["inputs"]
     assert [i["shape"] for i in planned] == shapes
     if "sr.onnx" in inputs:
@@ -333,20 +501,31 @@ def test_input_options_come_from_a_config_file_too(cli, signatures):
     assert out.returncode == 0, out.stderr[-2000:]
     assert 'shapes = ["x:1x64"]' in out.stdout and 'input = ["sr=sr.npy"]' in out.stdout
     (signatures / "c.toml").write_text('input = ["sr=16000.5"]\nshape = ["x=1x64"]\n')
-    _one_line_error(cli("bench", "sr.onnx", "-b", "onnxruntime", "--config", "c.toml"),
-                    "--input sr=16000.5: input 'sr' is int64; the value must be an integer")
+    _one_line_error(
+        cli("bench", "sr.onnx", "-b", "onnxruntime", "--config", "c.toml"),
+        "--input sr=16000.5: input 'sr' is int64; the value must be an integer",
+    )
 
 
-@pytest.mark.parametrize("args,needles", [
-    (["cls.onnx"], ["dynamic dimension 2: give its size with --shape x=1x3x?x?",
-                    "; inputs: x [?, 3, ?, ?] float32"]),
-    (["cls.onnx", "--shapes", "x"], ["--shapes 'x': expected NAME:DIMxDIM"]),
-    (["cls.onnx", "--shape", "x=1x3x48x192", "--shapes=x:1x3x32x32"], ["given twice"]),
-    (["sr.onnx", "--shape", "x=1x64", "--input", "sr"], ["--input 'sr': expected NAME=VALUE"]),
-    (["sr.onnx", "--shape", "x=1x64", "--input", "sr=99999999999999999999"],
-     ["does not fit int64", "; inputs: x [batch, samples] float32, sr [] int64"]),
-    (["sr.onnx", "--shape", "x=1x64", "--input", "rate=1"],
-     ["no artifact has an input 'rate'", "sr [] int64"]),
-])
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        (
+            ["cls.onnx"],
+            ["dynamic dimension 2: give its size with --shape x=1x3x?x?", "; inputs: x [?, 3, ?, ?] float32"],
+        ),
+        (["cls.onnx", "--shapes", "x"], ["--shapes 'x': expected NAME:DIMxDIM"]),
+        (["cls.onnx", "--shape", "x=1x3x48x192", "--shapes=x:1x3x32x32"], ["given twice"]),
+        (["sr.onnx", "--shape", "x=1x64", "--input", "sr"], ["--input 'sr': expected NAME=VALUE"]),
+        (
+            ["sr.onnx", "--shape", "x=1x64", "--input", "sr=99999999999999999999"],
+            ["does not fit int64", "; inputs: x [batch, samples] float32, sr [] int64"],
+        ),
+        (
+            ["sr.onnx", "--shape", "x=1x64", "--input", "rate=1"],
+            ["no artifact has an input 'rate'", "sr [] int64"],
+        ),
+    ],
+)
 def test_bad_input_options_are_one_line_and_exit_2(cli, signatures, args, needles):
     _one_line_error(cli("bench", *args, "-b", "onnxruntime"), *needles)

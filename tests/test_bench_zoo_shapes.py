@@ -2,6 +2,7 @@
 
 Core group: ONNX files are written with the ``onnx`` package, no framework.
 """
+
 from __future__ import annotations
 
 import onnx
@@ -27,8 +28,9 @@ def _token_model(path, names, model=None):
             total = f"sum_{n}"
     nodes.append(helper.make_node("ReduceSum", [total], ["logits"], keepdims=1))
     out = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 1])
-    m = helper.make_model(helper.make_graph(nodes, "g", ins, [out]),
-                          opset_imports=[helper.make_opsetid("", 11)])
+    m = helper.make_model(
+        helper.make_graph(nodes, "g", ins, [out]), opset_imports=[helper.make_opsetid("", 11)]
+    )
     if model:
         onnx_io.set_metadata(m, {"model": model, "framework": "pytorch"})
     onnx.save(m, str(path))
@@ -40,7 +42,7 @@ BERT = ("input_ids", "token_type_ids", "attention_mask")
 
 def test_metadata_names_the_zoo_model_and_sizes_the_sequence(tmp_path):
     art = resolve(str(_token_model(tmp_path / "exported.onnx", BERT, "bert-tiny")))
-    assert art.ref.model == "bert-tiny"           # read from dlbench.model, not the stem
+    assert art.ref.model == "bert-tiny"  # read from dlbench.model, not the stem
     assert art.ref.framework == "pytorch"
     assert art.default_shapes == {n: (1, 64) for n in BERT}
     assert "bert-tiny" in art.default_shapes_note
@@ -51,6 +53,7 @@ def test_metadata_names_the_zoo_model_and_sizes_the_sequence(tmp_path):
 def test_one_input_token_model_gets_its_spec_length(tmp_path):
     art = resolve(str(_token_model(tmp_path / "m.onnx", ("input",), "lstm-tiny")))
     from dlbench.models.registry import get_model
+
     assert art.default_shapes == {"input": (1, *get_model("lstm-tiny").inputs[0].shape)}
 
 
@@ -61,13 +64,13 @@ def test_a_foreign_file_still_needs_its_shape(tmp_path):
         inputs_mod.plan(art.signature, 1, art.default_shapes, {}, art.graph_ranges)
 
 
-@pytest.mark.parametrize("model,unit", [("bert-tiny", "sentences/sec"),
-                                        ("lstm-tiny", "sentences/sec"),
-                                        ("resnet50-mini", "images/sec")])
+@pytest.mark.parametrize(
+    "model,unit",
+    [("bert-tiny", "sentences/sec"), ("lstm-tiny", "sentences/sec"), ("resnet50-mini", "images/sec")],
+)
 def test_train_table_unit_follows_the_model(model, unit):
     assert f"Throughput ({unit})" in train_headers([{"model": model}])
 
 
 def test_mixed_train_table_says_samples():
-    assert "Throughput (samples/sec)" in train_headers([{"model": "bert-tiny"},
-                                                        {"model": "resnet50-mini"}])
+    assert "Throughput (samples/sec)" in train_headers([{"model": "bert-tiny"}, {"model": "resnet50-mini"}])

@@ -1,4 +1,5 @@
 """BERT's analytic counts and synthetic pre-training data (no framework imported)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,8 +16,13 @@ def test_presets_are_the_published_sizes():
     # parameters; the 2-way classifier adds 768 * 2 + 2.
     assert base.parameter_count == 102_267_648 + 1_538
     assert large.parameter_count == 325_524_482
-    assert (large.config["layers"], large.config["hidden"], large.inputs[0].shape,
-            large.config["vocab_size"], large.default_batch_size) == (24, 1024, (128,), 21128, 96)
+    assert (
+        large.config["layers"],
+        large.config["hidden"],
+        large.inputs[0].shape,
+        large.config["vocab_size"],
+        large.default_batch_size,
+    ) == (24, 1024, (128,), 21128, 96)
     assert bert.count_macs(base.config, "classification") == base.macs_per_sample == 11_174_217_216
     assert all(s.objective == "bert-pretraining" for s in (base, large, get_model("bert-tiny")))
 
@@ -28,12 +34,12 @@ def test_pretraining_batches_layout_and_masking():
     again = bert_pretraining_batches(spec, 16, 3, seed=7)
     masked = words = 0
     for ((ids, types, mask), (mlm, nsp)), ((ids2, _, _), _) in zip(batches, again):
-        np.testing.assert_array_equal(ids, ids2)                      # seeded
+        np.testing.assert_array_equal(ids, ids2)  # seeded
         assert ids.shape == types.shape == mask.shape == mlm.shape == (16, 64)
         assert all(a.dtype == np.int32 for a in (ids, types, mask, mlm, nsp))
         assert set(np.unique(nsp)) <= {0, 1} and set(np.unique(types)) <= {0, 1}
         assert (ids[:, 0] == sp["cls_id"]).all()
-        assert ((mlm != -100).sum(axis=1) >= 1).all()                 # every row predicts
+        assert ((mlm != -100).sum(axis=1) >= 1).all()  # every row predicts
         assert (mask[mlm != -100] == 1).all() and (ids[mask == 0] == sp["pad_id"]).all()
         assert ((types == 1) <= (mask == 1)).all()
         real = mask.sum(axis=1)
@@ -51,7 +57,7 @@ def test_segments_follow_the_chain():
     for (ids, types, _), (mlm, _) in batches:
         orig = np.where(mlm != -100, mlm, ids)
         for row, t in zip(orig, types):
-            seq = [int(w) for w in row[1:np.argmax(t) - 1]] if t.any() else []
+            seq = [int(w) for w in row[1 : np.argmax(t) - 1]] if t.any() else []
             for a, b in zip(seq, seq[1:]):
                 pairs.setdefault(a, set()).add(b)
     # A word has at most BRANCH successors inside segments: the chain is learnable.

@@ -3,6 +3,7 @@ BERT's, it learns in GRAPH_MODE, and its checkpoint reloads.
 
 Everything runs bert-tiny, except building full-size bert-base once.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,13 +15,11 @@ import pytest
 pytestmark = pytest.mark.mindspore
 os.environ.setdefault("GLOG_v", "3")
 ms = pytest.importorskip("mindspore")
-from mindspore import nn  # noqa: E402
 
-import dlbench.models.bert as bert  # noqa: E402
-from dlbench.models.bert.data import bert_pretraining_batches  # noqa: E402
-from dlbench.models.bert.mindspore import (PretrainingLoss, WithPretrainingLoss, build,  # noqa: E402
-                                   forward_macs)
-from dlbench.models.registry import get_model  # noqa: E402
+import dlbench.models.bert as bert
+from dlbench.models.bert.data import bert_pretraining_batches
+from dlbench.models.bert.mindspore import PretrainingLoss, build, forward_macs
+from dlbench.models.registry import get_model
 
 TINY = get_model("bert-tiny")
 
@@ -94,8 +93,11 @@ def test_objective_matches_reference():
     nsp_logits = rng.standard_normal((3, 2)).astype(np.float32)
     mlm_labels = np.where(rng.random((3, 64)) < 0.2, rng.integers(0, 50, (3, 64)), -100).astype(np.int32)
     nsp_labels = rng.integers(0, 2, 3).astype(np.int32)
-    got = float(PretrainingLoss()((ms.Tensor(mlm_logits), ms.Tensor(nsp_logits)),
-                                  ms.Tensor(mlm_labels), ms.Tensor(nsp_labels)).asnumpy())
+    got = float(
+        PretrainingLoss()(
+            (ms.Tensor(mlm_logits), ms.Tensor(nsp_logits)), ms.Tensor(mlm_labels), ms.Tensor(nsp_labels)
+        ).asnumpy()
+    )
     want = bert.reference_pretraining_loss(mlm_logits, nsp_logits, mlm_labels, nsp_labels)
     assert abs(got - want) < 1e-5 * max(1.0, want)
 
@@ -104,8 +106,15 @@ def test_harness_session_trains_and_checkpoint_reloads(tmp_path):
     from dlbench.harness.training.base import TrainConfig
     from dlbench.harness.training.mindspore import Session
 
-    cfg = TrainConfig(model="bert-tiny", framework="mindspore", batch_size=8, steps=6,
-                      warmup_steps=2, intra_op_threads=1, inter_op_threads=1)
+    cfg = TrainConfig(
+        model="bert-tiny",
+        framework="mindspore",
+        batch_size=8,
+        steps=6,
+        warmup_steps=2,
+        intra_op_threads=1,
+        inter_op_threads=1,
+    )
     batches = bert_pretraining_batches(TINY, 8, 8, seed=0)
     session = Session(TINY, cfg, batches)
     losses = [session.step(i) for i in range(8)]
@@ -113,8 +122,7 @@ def test_harness_session_trains_and_checkpoint_reloads(tmp_path):
     assert np.mean(losses[-2:]) < 0.8 * losses[0]
     name = session.save(tmp_path)
     fresh = build(TINY, seed=9, head="pretraining")
-    missing, _ = ms.load_param_into_net(fresh, ms.load_checkpoint(str(tmp_path / name)),
-                                        strict_load=True)
+    missing, _ = ms.load_param_into_net(fresh, ms.load_checkpoint(str(tmp_path / name)), strict_load=True)
     assert not missing
     session.model.set_train(False)
     fresh.set_train(False)
@@ -129,6 +137,7 @@ def test_onnx_export_with_exact_gelu_rewrite(tmp_path):
     import onnx
     import onnxruntime as ort
     from mindspore import onnx as ms_onnx
+
     from dlbench.models.bert.mindspore_onnx import rewrite_exact_gelu
 
     net = build(TINY, seed=4)
@@ -139,11 +148,11 @@ def test_onnx_export_with_exact_gelu_rewrite(tmp_path):
     # (Without the rewrite the export fails: "Exporting Erf operator is not yet
     # supported"; a failed export leaves MindSpore's compile cache unusable for a
     # second export in the same process, so that is not exercised here.)
-    assert rewrite_exact_gelu(net) == ["encoder.layer.0.intermediate.act",
-                                       "encoder.layer.1.intermediate.act"]
+    assert rewrite_exact_gelu(net) == ["encoder.layer.0.intermediate.act", "encoder.layer.1.intermediate.act"]
     path = tmp_path / "b.onnx"
-    ms_onnx.export(net, *[ms.Tensor(a[:1]) for a in xs], file_name=str(path),
-                   input_names=names, output_names=["logits"])
+    ms_onnx.export(
+        net, *[ms.Tensor(a[:1]) for a in xs], file_name=str(path), input_names=names, output_names=["logits"]
+    )
     model = onnx.load(str(path))
     for v in list(model.graph.input) + list(model.graph.output):
         v.type.tensor_type.shape.dim[0].dim_param = "batch"

@@ -3,6 +3,7 @@ BERT's, and the harness's training session learns the synthetic pre-training dat
 
 Everything runs bert-tiny, except one batch-1 pass over full-size bert-base.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,10 +12,10 @@ import pytest
 pytestmark = pytest.mark.pytorch
 torch = pytest.importorskip("torch")
 
-import dlbench.models.bert as bert  # noqa: E402
-from dlbench.models.bert.data import bert_pretraining_batches  # noqa: E402
-from dlbench.models.bert.torch import build, forward_macs, pretraining_loss  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
+import dlbench.models.bert as bert
+from dlbench.models.bert.data import bert_pretraining_batches
+from dlbench.models.bert.torch import build, forward_macs, pretraining_loss
+from dlbench.models.registry import get_model
 
 TINY = get_model("bert-tiny")
 
@@ -47,8 +48,7 @@ def test_full_bert_base_counts():
         model = build(spec, seed=0, head=head)
         assert _params(model) == bert.count_parameters(spec.config, head) == params
     # The last model built is the pre-training one: measure it on one sequence.
-    assert forward_macs(model.eval(), spec) == \
-        bert.count_macs(spec.config, "pretraining") == 13_326_681_600
+    assert forward_macs(model.eval(), spec) == bert.count_macs(spec.config, "pretraining") == 13_326_681_600
 
 
 def test_decoder_is_tied_to_word_embeddings():
@@ -88,8 +88,9 @@ def test_dropout_only_in_training():
 def test_seed_makes_weights_reproducible():
     a, b, c = (build(TINY, seed=s).state_dict() for s in (3, 3, 4))
     assert all(torch.equal(a[k], b[k]) for k in a)
-    assert not torch.equal(a["encoder.layer.0.attention.self.query.weight"],
-                           c["encoder.layer.0.attention.self.query.weight"])
+    assert not torch.equal(
+        a["encoder.layer.0.attention.self.query.weight"], c["encoder.layer.0.attention.self.query.weight"]
+    )
 
 
 def test_objective_matches_reference():
@@ -98,8 +99,10 @@ def test_objective_matches_reference():
     nsp_logits = rng.standard_normal((3, 2)).astype(np.float32)
     mlm_labels = np.where(rng.random((3, 64)) < 0.2, rng.integers(0, 50, (3, 64)), -100).astype(np.int32)
     nsp_labels = rng.integers(0, 2, 3).astype(np.int32)
-    got = pretraining_loss((torch.from_numpy(mlm_logits), torch.from_numpy(nsp_logits)),
-                           (torch.from_numpy(mlm_labels), torch.from_numpy(nsp_labels)))
+    got = pretraining_loss(
+        (torch.from_numpy(mlm_logits), torch.from_numpy(nsp_logits)),
+        (torch.from_numpy(mlm_labels), torch.from_numpy(nsp_labels)),
+    )
     want = bert.reference_pretraining_loss(mlm_logits, nsp_logits, mlm_labels, nsp_labels)
     assert abs(float(got) - want) < 1e-5 * max(1.0, want)
 
@@ -109,8 +112,15 @@ def test_harness_session_trains_pretraining_objective(tmp_path):
     from dlbench.harness.training.base import TrainConfig
     from dlbench.harness.training.pytorch import Session
 
-    cfg = TrainConfig(model="bert-tiny", framework="pytorch", batch_size=8, steps=6,
-                      warmup_steps=2, intra_op_threads=1, inter_op_threads=1)
+    cfg = TrainConfig(
+        model="bert-tiny",
+        framework="pytorch",
+        batch_size=8,
+        steps=6,
+        warmup_steps=2,
+        intra_op_threads=1,
+        inter_op_threads=1,
+    )
     session = Session(TINY, cfg, bert_pretraining_batches(TINY, 8, 8, seed=0))
     assert session.model.head == "pretraining"
     losses = [session.step(i) for i in range(8)]
@@ -121,8 +131,9 @@ def test_harness_session_trains_pretraining_objective(tmp_path):
     trained = build(TINY, seed=5, head="pretraining")
     trained.load_state_dict(torch.load(tmp_path / "model.pt", weights_only=True))
     net = bert.classification_from_pretraining("pytorch", TINY, trained)
-    assert torch.equal(net.encoder.layer[1].output.dense.weight,
-                       session.model.encoder.layer[1].output.dense.weight)
+    assert torch.equal(
+        net.encoder.layer[1].output.dense.weight, session.model.encoder.layer[1].output.dense.weight
+    )
 
 
 def test_native_load_turns_a_pretraining_checkpoint_into_the_classifier(tmp_path):

@@ -3,6 +3,7 @@ BERT's, it learns, and its ``.keras`` checkpoint reloads.
 
 Everything runs bert-tiny, except building full-size bert-base once.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,10 +17,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-import dlbench.models.bert as bert  # noqa: E402
-from dlbench.models.bert.data import bert_pretraining_batches  # noqa: E402
-from dlbench.models.bert.keras import build, forward_macs, pretraining_loss  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
+import dlbench.models.bert as bert
+from dlbench.models.bert.data import bert_pretraining_batches
+from dlbench.models.bert.keras import build, forward_macs, pretraining_loss
+from dlbench.models.registry import get_model
 
 TINY = get_model("bert-tiny")
 
@@ -95,8 +96,15 @@ def test_harness_session_trains_and_checkpoint_reloads(tmp_path):
     from dlbench.harness.training.base import TrainConfig
     from dlbench.harness.training.tensorflow import Session
 
-    cfg = TrainConfig(model="bert-tiny", framework="tensorflow", batch_size=8, steps=6,
-                      warmup_steps=2, intra_op_threads=1, inter_op_threads=1)
+    cfg = TrainConfig(
+        model="bert-tiny",
+        framework="tensorflow",
+        batch_size=8,
+        steps=6,
+        warmup_steps=2,
+        intra_op_threads=1,
+        inter_op_threads=1,
+    )
     batches = bert_pretraining_batches(TINY, 8, 8, seed=0)
     session = Session(TINY, cfg, batches)
     losses = [session.step(i) for i in range(8)]
@@ -108,5 +116,6 @@ def test_harness_session_trains_and_checkpoint_reloads(tmp_path):
     for a, b in zip(_run(session.model, batches[0][0]), _run(fresh, batches[0][0])):
         np.testing.assert_array_equal(a, b)
     net = bert.classification_from_pretraining("tensorflow", TINY, fresh)
-    np.testing.assert_array_equal(net.get_layer("pooler.dense").kernel.numpy(),
-                                  fresh.get_layer("pooler.dense").kernel.numpy())
+    np.testing.assert_array_equal(
+        net.get_layer("pooler.dense").kernel.numpy(), fresh.get_layer("pooler.dense").kernel.numpy()
+    )

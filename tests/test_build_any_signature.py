@@ -1,38 +1,49 @@
 """Builds of ONNX models that are not one NCHW image input: calibrated and verified on
 inputs made from the signature, sized by the shapes a dlbench export recorded."""
+
 import json
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
-
 import tiny_onnx
 from clitools import assert_usage_error, only_record
+from onnx import TensorProto, helper
 
 
 def two_inputs() -> onnx.ModelProto:
     """``feats [batch, 4]`` and ``seq [batch, len, 4]`` (any length) -> two outputs."""
     rng = np.random.default_rng(1)
     w = tiny_onnx._init("w", rng.normal(0, 0.5, (4, 3)).astype(np.float32))
-    nodes = [helper.make_node("MatMul", ["feats", "w"], ["score"]),
-             helper.make_node("ReduceMean", ["seq"], ["pooled"], axes=[1], keepdims=0),
-             helper.make_node("MatMul", ["pooled", "w"], ["summary"])]
+    nodes = [
+        helper.make_node("MatMul", ["feats", "w"], ["score"]),
+        helper.make_node("ReduceMean", ["seq"], ["pooled"], axes=[1], keepdims=0),
+        helper.make_node("MatMul", ["pooled", "w"], ["summary"]),
+    ]
     graph = helper.make_graph(
-        nodes, "two_inputs",
-        [helper.make_tensor_value_info("feats", TensorProto.FLOAT, ["batch", 4]),
-         helper.make_tensor_value_info("seq", TensorProto.FLOAT, ["batch", "len", 4])],
-        [helper.make_tensor_value_info("score", TensorProto.FLOAT, ["batch", 3]),
-         helper.make_tensor_value_info("summary", TensorProto.FLOAT, ["batch", 3])], [w])
+        nodes,
+        "two_inputs",
+        [
+            helper.make_tensor_value_info("feats", TensorProto.FLOAT, ["batch", 4]),
+            helper.make_tensor_value_info("seq", TensorProto.FLOAT, ["batch", "len", 4]),
+        ],
+        [
+            helper.make_tensor_value_info("score", TensorProto.FLOAT, ["batch", 3]),
+            helper.make_tensor_value_info("summary", TensorProto.FLOAT, ["batch", 3]),
+        ],
+        [w],
+    )
     return tiny_onnx._model(graph)
 
 
 def test_two_inputs_build_from_recorded_shapes(cli, workdir):
     model = two_inputs()
     tiny_onnx.save(model, workdir / "bare.onnx")
-    assert_usage_error(cli("build", "bare.onnx", "--to", "fp16"),
-                       "dynamic dimension 1 ('len')", "dlbench.input_shapes")
-    onnx.helper.set_model_props(model, {"dlbench.input_shapes": json.dumps(
-        {"feats": [1, 4], "seq": [1, 6, 4]})})
+    assert_usage_error(
+        cli("build", "bare.onnx", "--to", "fp16"), "dynamic dimension 1 ('len')", "dlbench.input_shapes"
+    )
+    onnx.helper.set_model_props(
+        model, {"dlbench.input_shapes": json.dumps({"feats": [1, 4], "seq": [1, 6, 4]})}
+    )
     tiny_onnx.save(model, workdir / "two.onnx")
     for target in ("fp16", "int8"):
         out = cli("build", "two.onnx", "--to", target, "--json", f"{target}.json")

@@ -1,11 +1,12 @@
 """The CLI as a user meets it: help, env, models, backends, and every bad input."""
+
 import json
 import subprocess
 import sys
 
 import pytest
-
 from clitools import assert_usage_error as _one_line_error
+
 from dlbench.harness.cli import COMMANDS
 
 HEAVY = ("torch", "tensorflow", "mindspore", "tensorrt")
@@ -20,11 +21,17 @@ print(json.dumps([m for m in {heavy!r} if m in sys.modules]))
 """
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["env"], ["env", "--json"], ["models"],
-                                  ["backends"]] + [[c, "--help"] for c in COMMANDS])
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["env"], ["env", "--json"], ["models"], ["backends"]] + [[c, "--help"] for c in COMMANDS],
+)
 def test_start_up_imports_no_framework(argv):
-    out = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv, heavy=HEAVY)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(argv=argv, heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
@@ -55,8 +62,7 @@ def test_models_lists_the_zoo_with_costs(cli):
 
 def test_backends_lists_every_named_backend_with_reasons(cli):
     rows = {r["name"]: r for r in json.loads(cli("backends", "--json").stdout)}
-    assert set(rows) >= {"tensorrt", "onnxruntime", "ascend", "cpu-mkl", "pytorch",
-                         "tensorflow", "mindspore"}
+    assert set(rows) >= {"tensorrt", "onnxruntime", "ascend", "cpu-mkl", "pytorch", "tensorflow", "mindspore"}
     assert rows["onnxruntime"]["available"] and rows["cpu-mkl"]["available"]
     for name, row in rows.items():
         if not row["available"]:
@@ -64,25 +70,26 @@ def test_backends_lists_every_named_backend_with_reasons(cli):
     assert not rows["ascend"]["available"] and "Ascend" in rows["ascend"]["reason"]
 
 
-
-
-@pytest.mark.parametrize("args,needles", [
-    (["train", "nosuchnet"], ["unknown model 'nosuchnet'", "resnet50"]),
-    (["train", "resnet50-mini", "-f", "caffe"], ["unknown framework 'caffe'"]),
-    (["train", "resnet50-mini", "--batch-size", "0"], ["--batch-size must be at least 1"]),
-    (["train", "resnet50-mini", "--steps", "0"], ["--steps must be at least 1"]),
-    (["train", "resnet50-mini", "--steps", "many"], ["invalid int value"]),
-    (["train", "resnet50-mini", "--device", "gpu"], ["--device gpu", "no NVIDIA GPU"]),
-    (["train", "resnet50-mini", "--device", "ascend"], ["--device ascend", "no Ascend"]),
-    (["train", "resnet50-mini", "--device", "tpu"], ["--device must be one of"]),
-    (["train", "resnet50-mini", "--precision", "int4"], ["--precision must be one of"]),
-    (["train", "resnet50-mini", "--data", "missing.npz"], ["--data missing.npz: no such file"]),
-    (["train", "resnet50-mini", "--out", "afile/sub"], ["cannot write", "not a directory"]),
-    (["train", "resnet50-mini", "--db", "afile/r.sqlite"], ["cannot write", "not a directory"]),
-    (["train", "resnet50-mini", "--db", "afile"], ["not a dlbench results database"]),
-    (["train", "resnet50-mini", "--json", "afile/x.json"], ["cannot write", "not a directory"]),
-    (["nosuchcommand"], ["invalid choice"]),
-])
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        (["train", "nosuchnet"], ["unknown model 'nosuchnet'", "resnet50"]),
+        (["train", "resnet50-mini", "-f", "caffe"], ["unknown framework 'caffe'"]),
+        (["train", "resnet50-mini", "--batch-size", "0"], ["--batch-size must be at least 1"]),
+        (["train", "resnet50-mini", "--steps", "0"], ["--steps must be at least 1"]),
+        (["train", "resnet50-mini", "--steps", "many"], ["invalid int value"]),
+        (["train", "resnet50-mini", "--device", "gpu"], ["--device gpu", "no NVIDIA GPU"]),
+        (["train", "resnet50-mini", "--device", "ascend"], ["--device ascend", "no Ascend"]),
+        (["train", "resnet50-mini", "--device", "tpu"], ["--device must be one of"]),
+        (["train", "resnet50-mini", "--precision", "int4"], ["--precision must be one of"]),
+        (["train", "resnet50-mini", "--data", "missing.npz"], ["--data missing.npz: no such file"]),
+        (["train", "resnet50-mini", "--out", "afile/sub"], ["cannot write", "not a directory"]),
+        (["train", "resnet50-mini", "--db", "afile/r.sqlite"], ["cannot write", "not a directory"]),
+        (["train", "resnet50-mini", "--db", "afile"], ["not a dlbench results database"]),
+        (["train", "resnet50-mini", "--json", "afile/x.json"], ["cannot write", "not a directory"]),
+        (["nosuchcommand"], ["invalid choice"]),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2_and_writes_nothing(cli, workdir, args, needles):
     (workdir / "afile").write_text("not a directory, not a database")
     before = sorted(p.name for p in workdir.iterdir())
@@ -105,8 +112,9 @@ sys.meta_path.insert(0, Hide())
 """
 
 
-@pytest.mark.parametrize("framework,module,extra", [("mindspore", "mindspore", "mindspore"),
-                                                    ("pytorch", "torch", "pytorch")])
+@pytest.mark.parametrize(
+    "framework,module,extra", [("mindspore", "mindspore", "mindspore"), ("pytorch", "torch", "pytorch")]
+)
 def test_missing_framework_names_its_extra(cli, workdir, framework, module, extra):
     """A framework hidden from the import system is what an uninstalled one looks like."""
     site = workdir / "site"

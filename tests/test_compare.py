@@ -1,14 +1,15 @@
 """``dlbench compare``: the bootstrap verdict on synthetic samples with a known
 difference, and the command end to end on a real SQLite database and real
 ``--json`` files (records written with the schema the harness writes)."""
+
 import json
 import re
 
+import benchmodels
 import numpy as np
 import pytest
-
-import benchmodels
 from clitools import assert_usage_error
+
 from dlbench.harness.compare import bootstrap_ratio, compare
 from dlbench.harness.fingerprint import fingerprint
 from dlbench.harness.results import ResultStore
@@ -26,6 +27,7 @@ def lognormal(seed, mean, n=100, cv=0.05):
 
 # --- the statistics -------------------------------------------------------------------------
 
+
 def test_a_ten_percent_difference_is_faster_and_swapped_slower():
     base, cand = lognormal(1, 100.0), lognormal(2, 110.0)
     up = bootstrap_ratio(base, cand, seed=3)
@@ -37,12 +39,13 @@ def test_a_ten_percent_difference_is_faster_and_swapped_slower():
 
 
 def test_two_draws_of_one_distribution_are_within_noise():
-    verdicts = [bootstrap_ratio(lognormal(100 + i, 100.0), lognormal(200 + i, 100.0),
-                                seed=i).verdict for i in range(20)]
+    verdicts = [
+        bootstrap_ratio(lognormal(100 + i, 100.0), lognormal(200 + i, 100.0), seed=i).verdict
+        for i in range(20)
+    ]
     # A 95 % interval excludes the truth about once in twenty.
     assert verdicts.count("within noise") >= 17, verdicts
-    assert bootstrap_ratio(lognormal(7, 50.0, n=60), lognormal(8, 50.0, n=200)).verdict == \
-        "within noise"
+    assert bootstrap_ratio(lognormal(7, 50.0, n=60), lognormal(8, 50.0, n=200)).verdict == "within noise"
 
 
 def test_the_interval_is_seeded_and_widens_with_confidence():
@@ -54,40 +57,102 @@ def test_the_interval_is_seeded_and_widens_with_confidence():
 
 # --- synthetic records in the harness's schema ----------------------------------------------
 
-def train_record(run_id, framework, step_s, *, batch=16, steps=40, warmup_total=3.0,
-                 loss_end=0.5, accuracy=None, status="ok", machine=MACHINE, seed=0,
-                 started="2026-01-01T00:00:00+00:00"):
+
+def train_record(
+    run_id,
+    framework,
+    step_s,
+    *,
+    batch=16,
+    steps=40,
+    warmup_total=3.0,
+    loss_end=0.5,
+    accuracy=None,
+    status="ok",
+    machine=MACHINE,
+    seed=0,
+    started="2026-01-01T00:00:00+00:00",
+):
     times = lognormal(seed, step_s, n=steps)
-    metrics = {"throughput_sps": batch * steps / sum(times), "window_s": sum(times),
-               "step_times_s": times, "warmup_steps": 2, "warmup_total_s": warmup_total,
-               "loss_start": 2.3, "loss_end": loss_end}
+    metrics = {
+        "throughput_sps": batch * steps / sum(times),
+        "window_s": sum(times),
+        "step_times_s": times,
+        "warmup_steps": 2,
+        "warmup_total_s": warmup_total,
+        "loss_start": 2.3,
+        "loss_end": loss_end,
+    }
     if accuracy is not None:
         metrics["eval"] = {"loss": loss_end, "accuracy": accuracy, "samples": 256}
     if status == "failed":
         metrics = {}
-    return {"run_id": run_id, "kind": "train", "cell_key": f"{framework}-{batch}",
-            "status": status, "error": "killed by signal 9" if status == "failed" else None,
-            "started_at": started, "model": "resnet50", "framework": framework,
-            "framework_version": {"pytorch": "2.13.0", "mindspore": "2.8.0"}.get(framework),
-            "device": "cpu", "precision": "fp32", "batch_size": batch, "intra_op_threads": 2,
-            "inter_op_threads": 1, "iterations": steps, "warmup_iterations": 2,
-            "throughput_sps": metrics.get("throughput_sps"), "machine_id": machine["machine_id"],
-            "context": {"config": {}}, "metrics": metrics}
+    return {
+        "run_id": run_id,
+        "kind": "train",
+        "cell_key": f"{framework}-{batch}",
+        "status": status,
+        "error": "killed by signal 9" if status == "failed" else None,
+        "started_at": started,
+        "model": "resnet50",
+        "framework": framework,
+        "framework_version": {"pytorch": "2.13.0", "mindspore": "2.8.0"}.get(framework),
+        "device": "cpu",
+        "precision": "fp32",
+        "batch_size": batch,
+        "intra_op_threads": 2,
+        "inter_op_threads": 1,
+        "iterations": steps,
+        "warmup_iterations": 2,
+        "throughput_sps": metrics.get("throughput_sps"),
+        "machine_id": machine["machine_id"],
+        "context": {"config": {}},
+        "metrics": metrics,
+    }
 
 
-def bench_record(run_id, latency_ms, *, batch=8, backend="onnxruntime", n=150, seed=0,
-                 machine=MACHINE, status="ok", samples=True):
+def bench_record(
+    run_id,
+    latency_ms,
+    *,
+    batch=8,
+    backend="onnxruntime",
+    n=150,
+    seed=0,
+    machine=MACHINE,
+    status="ok",
+    samples=True,
+):
     lat = lognormal(seed, latency_ms, n=n)
-    metrics = {"throughput_sps": batch * n * 1000 / sum(lat), "window_s": sum(lat) / 1000,
-               "iterations": n, "latency_ms": {"p50": float(np.median(lat))}}
+    metrics = {
+        "throughput_sps": batch * n * 1000 / sum(lat),
+        "window_s": sum(lat) / 1000,
+        "iterations": n,
+        "latency_ms": {"p50": float(np.median(lat))},
+    }
     if samples:
         metrics["latency_samples_ms"] = lat
-    return {"run_id": run_id, "kind": "bench", "cell_key": f"{backend}-{batch}", "status": status,
-            "started_at": "2026-01-01T00:00:00+00:00", "model": "mlp", "framework": None,
-            "backend": backend, "device": "cpu", "precision": "fp32", "batch_size": batch,
-            "scenario": "offline", "intra_op_threads": 2, "inter_op_threads": 1,
-            "iterations": n, "throughput_sps": metrics["throughput_sps"],
-            "machine_id": machine["machine_id"], "context": {}, "metrics": metrics}
+    return {
+        "run_id": run_id,
+        "kind": "bench",
+        "cell_key": f"{backend}-{batch}",
+        "status": status,
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "model": "mlp",
+        "framework": None,
+        "backend": backend,
+        "device": "cpu",
+        "precision": "fp32",
+        "batch_size": batch,
+        "scenario": "offline",
+        "intra_op_threads": 2,
+        "inter_op_threads": 1,
+        "iterations": n,
+        "throughput_sps": metrics["throughput_sps"],
+        "machine_id": machine["machine_id"],
+        "context": {},
+        "metrics": metrics,
+    }
 
 
 def store_all(path, records, machine=None):
@@ -102,16 +167,20 @@ def store_all(path, records, machine=None):
 def db(workdir):
     """Run A: two bench cells; run B: the batch-8 cell 10 % slower, batch 1 missing,
     plus a cell whose old record has no samples.  Training: PyTorch and MindSpore."""
-    store_all(workdir / "results.sqlite", [
-        bench_record("A", 2.0, batch=8, seed=1), bench_record("A", 0.5, batch=1, seed=2),
-        bench_record("A", 1.0, batch=4, seed=3, samples=False),
-        bench_record("B", 2.2, batch=8, seed=4), bench_record("B", 1.0, batch=4, seed=5),
-        train_record("T1", "pytorch", 0.50, seed=6, loss_end=0.4123, warmup_total=3.0),
-        train_record("T2", "mindspore", 0.40, seed=7, loss_end=0.3877, accuracy=0.875,
-                     warmup_total=2.5),
-        # An older, slower MindSpore run of the same cell: the newest ok one must win.
-        train_record("T0", "mindspore", 0.90, seed=8, started="2025-12-01T00:00:00+00:00"),
-    ])
+    store_all(
+        workdir / "results.sqlite",
+        [
+            bench_record("A", 2.0, batch=8, seed=1),
+            bench_record("A", 0.5, batch=1, seed=2),
+            bench_record("A", 1.0, batch=4, seed=3, samples=False),
+            bench_record("B", 2.2, batch=8, seed=4),
+            bench_record("B", 1.0, batch=4, seed=5),
+            train_record("T1", "pytorch", 0.50, seed=6, loss_end=0.4123, warmup_total=3.0),
+            train_record("T2", "mindspore", 0.40, seed=7, loss_end=0.3877, accuracy=0.875, warmup_total=2.5),
+            # An older, slower MindSpore run of the same cell: the newest ok one must win.
+            train_record("T0", "mindspore", 0.90, seed=8, started="2025-12-01T00:00:00+00:00"),
+        ],
+    )
     return workdir / "results.sqlite"
 
 
@@ -136,13 +205,26 @@ def test_two_runs_pair_by_cell_and_the_regression_gate_uses_the_threshold(cli, d
     gate = cli("compare", "A", "B", "--fail-on-regression", "20")
     assert gate.returncode == 0 and "no cell slower by more than 20 %" in gate.stdout
     assert cli("compare", "B", "A", "--fail-on-regression", "1").returncode == 0  # faster
-    assert cli("compare", "--run", "A", "--run", "B", "--batch-size", "8",
-               "--fail-on-regression", "5").returncode == 1
+    assert (
+        cli(
+            "compare", "--run", "A", "--run", "B", "--batch-size", "8", "--fail-on-regression", "5"
+        ).returncode
+        == 1
+    )
 
 
 def test_framework_axis_prints_the_papers_table_2(cli, db):
-    out = cli("compare", "--framework", "pytorch", "--framework", "mindspore",
-              "--model", "resnet50", "--json", "cmp.json")
+    out = cli(
+        "compare",
+        "--framework",
+        "pytorch",
+        "--framework",
+        "mindspore",
+        "--model",
+        "resnet50",
+        "--json",
+        "cmp.json",
+    )
     assert out.returncode == 0, out.stderr
     records = {r["framework"]: r for r in ResultStore(db).records("run_id IN ('T1', 'T2')")}
     pt, ms = records["pytorch"], records["mindspore"]
@@ -150,11 +232,21 @@ def test_framework_axis_prints_the_papers_table_2(cli, db):
     t_pt = pt["metrics"]["window_s"] + pt["metrics"]["warmup_total_s"]
     t_ms = ms["metrics"]["window_s"] + ms["metrics"]["warmup_total_s"]
     assert _row(out.stdout, "ResNet-50 v1.5_PT") == [
-        "ResNet-50 v1.5_PT", "PyTorch 2.13.0", f"{t_pt:.2f}(s)", "0.4123", "—",
-        f"{pt['throughput_sps']:.2f}/s"]
+        "ResNet-50 v1.5_PT",
+        "PyTorch 2.13.0",
+        f"{t_pt:.2f}(s)",
+        "0.4123",
+        "—",
+        f"{pt['throughput_sps']:.2f}/s",
+    ]
     assert _row(out.stdout, "ResNet-50 v1.5_MS") == [
-        "ResNet-50 v1.5_MS", "MindSpore 2.8.0", f"{t_ms:.2f}(s)", "0.3877", "87.50%",
-        f"{ms['throughput_sps']:.2f}/s"]
+        "ResNet-50 v1.5_MS",
+        "MindSpore 2.8.0",
+        f"{t_ms:.2f}(s)",
+        "0.3877",
+        "87.50%",
+        f"{ms['throughput_sps']:.2f}/s",
+    ]
     assert f"MindSpore / PyTorch time: {t_ms / t_pt:.2f}" in out.stdout
     assert "metrics.window_s" in out.stdout and "metrics.warmup_total_s" in out.stdout
     saved = json.loads((db.parent / "cmp.json").read_text())
@@ -177,10 +269,11 @@ def test_json_files_compare_and_a_failed_cell_is_reported_not_compared(cli, work
 
 
 def test_different_machines_are_refused_unless_allowed(cli, workdir):
-    store_all(workdir / "results.sqlite", [bench_record("A", 1.0, seed=1),
-                                          bench_record("B", 1.0, seed=2, machine=OTHER_MACHINE)])
-    assert_usage_error(cli("compare", "A", "B"), "different machines",
-                       "--allow-different-machines")
+    store_all(
+        workdir / "results.sqlite",
+        [bench_record("A", 1.0, seed=1), bench_record("B", 1.0, seed=2, machine=OTHER_MACHINE)],
+    )
+    assert_usage_error(cli("compare", "A", "B"), "different machines", "--allow-different-machines")
     out = cli("compare", "A", "B", "--allow-different-machines")
     assert out.returncode == 0, out.stderr
     row = _row(out.stdout, "batch 8")
@@ -196,21 +289,24 @@ def test_the_python_api_lists_unmatched_cells():
     assert [r["batch_size"] for r in result.only_baseline] == [1] and not result.only_candidate
 
 
-@pytest.mark.parametrize("args,needles", [
-    (("A", "B"), ("no run 'A'",)),                                        # empty database
-    (("--framework", "pytorch", "--framework", "mindspore"), ("no results database",)),
-    (("missing.json", "other.json"), ("missing.json", "no such file")),
-    (("list.json", "list.json"), ("not a dlbench --json file",)),
-    (("--framework", "pytorch"), ("--framework was given 1 time",)),
-    (("--backend", "a", "--backend", "b", "--backend", "c"), ("--backend was given 3 time",)),
-    (("only-one",), ("two sources",)),
-    ((), ("nothing to compare",)),
-    (("--calibrate", "--processes", "2"), ("--processes must be at least 3",)),
-    (("A", "B", "--calibrate"), ("--calibrate measures a noise floor",)),
-    (("--calibrate", "--backend", "a", "--backend", "b"), ("give --backend once",)),
-    (("A", "B", "--min-effect", "-1"), ("--min-effect takes a percentage",)),
-    (("A", "B", "--processes", "4"), ("--processes applies to --calibrate only",)),
-])
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        (("A", "B"), ("no run 'A'",)),  # empty database
+        (("--framework", "pytorch", "--framework", "mindspore"), ("no results database",)),
+        (("missing.json", "other.json"), ("missing.json", "no such file")),
+        (("list.json", "list.json"), ("not a dlbench --json file",)),
+        (("--framework", "pytorch"), ("--framework was given 1 time",)),
+        (("--backend", "a", "--backend", "b", "--backend", "c"), ("--backend was given 3 time",)),
+        (("only-one",), ("two sources",)),
+        ((), ("nothing to compare",)),
+        (("--calibrate", "--processes", "2"), ("--processes must be at least 3",)),
+        (("A", "B", "--calibrate"), ("--calibrate measures a noise floor",)),
+        (("--calibrate", "--backend", "a", "--backend", "b"), ("give --backend once",)),
+        (("A", "B", "--min-effect", "-1"), ("--min-effect takes a percentage",)),
+        (("A", "B", "--processes", "4"), ("--processes applies to --calibrate only",)),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(cli, workdir, args, needles):
     (workdir / "list.json").write_text(json.dumps({"not": "a list"}))
     assert_usage_error(cli("compare", *args), *needles)
@@ -218,21 +314,36 @@ def test_bad_input_is_one_line_and_exit_2(cli, workdir, args, needles):
 
 def test_missing_runs_and_cells_that_never_match_are_bad_input(cli, db, workdir):
     assert_usage_error(cli("compare", "A", "nope"), "no run 'nope'")
-    assert_usage_error(cli("compare", "A", "T1"), "nothing to compare")   # bench vs train
-    assert_usage_error(cli("compare", "--framework", "pytorch", "--framework", "tensorflow"),
-                       "nothing to compare", "framework=tensorflow")
+    assert_usage_error(cli("compare", "A", "T1"), "nothing to compare")  # bench vs train
+    assert_usage_error(
+        cli("compare", "--framework", "pytorch", "--framework", "tensorflow"),
+        "nothing to compare",
+        "framework=tensorflow",
+    )
     ResultStore(workdir / "empty.sqlite").check_writable()
-    assert_usage_error(cli("compare", "--run", "A", "--run", "B", "--db", "empty.sqlite"),
-                       "no run 'A'")
-    assert_usage_error(cli("compare", "--backend", "x", "--backend", "y", "--db",
-                           "empty.sqlite"), "is empty")
+    assert_usage_error(cli("compare", "--run", "A", "--run", "B", "--db", "empty.sqlite"), "no run 'A'")
+    assert_usage_error(cli("compare", "--backend", "x", "--backend", "y", "--db", "empty.sqlite"), "is empty")
 
 
 def test_two_real_bench_runs_of_a_tiny_model(cli, workdir):
     """Real records from real ONNX Runtime cells: whatever the verdict, it is reached."""
     model = benchmodels.mlp(workdir / "mlp.onnx")
-    fast = ("--min-duration", "0.3", "--min-iterations", "20", "--warmup", "2",
-            "--max-warmup", "10", "--cv-threshold", "100", "--batch-sizes", "4", "--threads", "1")
+    fast = (
+        "--min-duration",
+        "0.3",
+        "--min-iterations",
+        "20",
+        "--warmup",
+        "2",
+        "--max-warmup",
+        "10",
+        "--cv-threshold",
+        "100",
+        "--batch-sizes",
+        "4",
+        "--threads",
+        "1",
+    )
     for _ in range(2):
         out = cli("bench", str(model), "-b", "onnxruntime", *fast, env={"DLBENCH_RUN_ID": ""})
         assert out.returncode == 0, out.stderr[-2000:]
@@ -256,6 +367,7 @@ def test_a_change_below_the_noise_floor_is_within_noise():
 
 
 # --- process-level samples and the measured noise floor -------------------------------------
+
 
 def with_repeats(record, throughputs):
     """A bench record as ``--repeats`` stores it: one entry per fresh process."""
@@ -291,14 +403,31 @@ def test_the_floor_is_symmetric_and_can_exceed_100_percent():
     assert pair.verdict == "slower"
     [pair] = compare([slow], [base], min_effect=1.5).pairs
     assert pair.verdict == "faster"
-    [pair] = compare([base], [slow], min_effect=9.5).pairs      # 1 / 10.5 < 0.1: no
+    [pair] = compare([base], [slow], min_effect=9.5).pairs  # 1 / 10.5 < 0.1: no
     assert pair.verdict == "within noise"
 
 
-RULES = {(True, True): "both", (True, False): "within_process",
-         (False, True): "between_processes", (False, False): None}
-CAL = ("--min-duration", "0.1", "--min-iterations", "20", "--warmup", "2", "--max-warmup", "10",
-       "--threads", "1", "--batch-sizes", "8", "--no-progress")
+RULES = {
+    (True, True): "both",
+    (True, False): "within_process",
+    (False, True): "between_processes",
+    (False, False): None,
+}
+CAL = (
+    "--min-duration",
+    "0.1",
+    "--min-iterations",
+    "20",
+    "--warmup",
+    "2",
+    "--max-warmup",
+    "10",
+    "--threads",
+    "1",
+    "--batch-sizes",
+    "8",
+    "--no-progress",
+)
 
 
 def test_calibrated_floor_real_repeats_identical_and_heavier_cells(cli, workdir):
@@ -306,8 +435,7 @@ def test_calibrated_floor_real_repeats_identical_and_heavier_cells(cli, workdir)
     model on ONNX Runtime) stores this machine's floor and later compares use it; the same
     model doing 512x the work is slower; cells with one known service time are within noise;
     the stability rules say which of them flagged a cell."""
-    out = cli("compare", "--calibrate", "--processes", "5", "--min-duration", "0.1",
-              "--threads", "1")
+    out = cli("compare", "--calibrate", "--processes", "5", "--min-duration", "0.1", "--threads", "1")
     assert out.returncode == 0, out.stderr[-3000:]
     store = ResultStore(workdir / "results.sqlite")
     [floor] = store.records("kind = 'noise_floor'")
@@ -329,28 +457,24 @@ def test_calibrated_floor_real_repeats_identical_and_heavier_cells(cli, workdir)
     env = {"DLBENCH_RUN_ID": ""}
     runs = []
     for model, extra in (
-            # ONNX Runtime cells whose rules are forced: between processes only ...
-            (small, ("-b", "onnxruntime", "--iqr-threshold", "100",
-                     "--repeat-spread-threshold", "1e-9")),
-            # ... and within a process only (--cv-threshold: the option's old name).
-            (heavy, ("-b", "onnxruntime", "--cv-threshold", "1e-9",
-                     "--repeat-spread-threshold", "100")),
-            # Twice the same known service time (a 20 ms sleep: what other processes on a
-            # busy machine barely move; within 2 % here under load 5 on 2 cores), judged by
-            # the default rules.
-            (small, ("-b", "selftest", "-O", "service_ms=20", "--min-iterations", "10")),
-            (small, ("-b", "selftest", "-O", "service_ms=20", "--min-iterations", "10"))):
-        out = cli("bench", str(model), "--repeats", "3", *CAL, *extra, "--json", "r.json",
-                  env=env)
+        # ONNX Runtime cells whose rules are forced: between processes only ...
+        (small, ("-b", "onnxruntime", "--iqr-threshold", "100", "--repeat-spread-threshold", "1e-9")),
+        # ... and within a process only (--cv-threshold: the option's old name).
+        (heavy, ("-b", "onnxruntime", "--cv-threshold", "1e-9", "--repeat-spread-threshold", "100")),
+        # Twice the same known service time (a 20 ms sleep: what other processes on a
+        # busy machine barely move; within 2 % here under load 5 on 2 cores), judged by
+        # the default rules.
+        (small, ("-b", "selftest", "-O", "service_ms=20", "--min-iterations", "10")),
+        (small, ("-b", "selftest", "-O", "service_ms=20", "--min-iterations", "10")),
+    ):
+        out = cli("bench", str(model), "--repeats", "3", *CAL, *extra, "--json", "r.json", env=env)
         assert out.returncode == 0, out.stderr[-3000:]
         [rec] = json.loads((workdir / "r.json").read_text())
         runs.append(rec["run_id"])
         s, reps = rec["metrics"]["stability"], rec["metrics"]["repeats"]
-        assert s["within_process"] == pytest.approx(sorted(r["iqr_over_median"]
-                                                           for r in reps)[1])
+        assert s["within_process"] == pytest.approx(sorted(r["iqr_over_median"] for r in reps)[1])
         procs = [r["throughput_sps"] for r in reps]
-        assert s["between_processes"] == pytest.approx(
-            (max(procs) - min(procs)) / sorted(procs)[1])
+        assert s["between_processes"] == pytest.approx((max(procs) - min(procs)) / sorted(procs)[1])
         assert set(rec["percentile_support"]) == {"p50", "p90", "p95", "p99"}
         over = tuple(s[k] > s["threshold"][k] for k in ("within_process", "between_processes"))
         assert s["rule"] == RULES[over]

@@ -5,6 +5,7 @@ the real CLI (core group: frameworks only in subprocesses).  The TensorRT
 tests carry the ``gpu`` marker: they need an NVIDIA GPU, tensorrt and
 cuda-python, and skip with the reason elsewhere.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,12 +17,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import numpy_helper
-
 import tiny_onnx
 from clitools import only_record
-from dlbench.converters import onnx_io
-from dlbench.converters import onnx_summary
+from onnx import numpy_helper
+
+from dlbench.converters import onnx_io, onnx_summary
 from dlbench.harness.backends.tensorrt import availability_problems
 from dlbench.harness.results import ResultStore
 
@@ -29,8 +29,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cli(*args, db, cwd=None):
-    return subprocess.run([sys.executable, "-m", "dlbench.harness", *map(str, args)], capture_output=True,
-                          text=True, env=dict(os.environ, DLBENCH_DB=str(db)), cwd=cwd, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "dlbench.harness", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, DLBENCH_DB=str(db)),
+        cwd=cwd,
+        timeout=900,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +49,19 @@ def mini(tmp_path_factory):
     """
     d = tmp_path_factory.mktemp("mini")
     db = d / "r.sqlite"
-    out = _cli("train", "resnet50-mini", "-f", "pytorch", "--steps", "24", "--warmup-steps", "1",
-               "--out", d / "runs", db=db)
+    out = _cli(
+        "train",
+        "resnet50-mini",
+        "-f",
+        "pytorch",
+        "--steps",
+        "24",
+        "--warmup-steps",
+        "1",
+        "--out",
+        d / "runs",
+        db=db,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     ck = d / "runs" / "resnet50-mini" / "pytorch"
     out = _cli("export", ck, db=db)
@@ -69,11 +86,19 @@ def test_int8_static_qdq_per_channel_is_verified_against_fp32(cli, workdir, onnx
     logits = v["outputs"]["logits"]
     assert logits["top1"] >= 0.9 and logits["cosine"] >= 0.98 and logits["max_abs"] > 0
     recipe = rec["context"]["build_info"]["recipe"]
-    assert recipe == {"mode": "static", "format": "QDQ", "target": "cpu",
-                      "activations": "uint8 asymmetric", "weights": "int8 symmetric",
-                      "per_channel": True, "calibration_method": "MinMax", "reduce_range": False,
-                      "float_tail": True, "float_nodes": [],
-                      "quantized_op_types": "every type the quantizer handles"}
+    assert recipe == {
+        "mode": "static",
+        "format": "QDQ",
+        "target": "cpu",
+        "activations": "uint8 asymmetric",
+        "weights": "int8 symmetric",
+        "per_channel": True,
+        "calibration_method": "MinMax",
+        "reduce_range": False,
+        "float_tail": True,
+        "float_nodes": [],
+        "quantized_op_types": "every type the quantizer handles",
+    }
     assert rec["context"]["build_info"]["quant_pre_process"] is True
     calib = rec["context"]["build_info"]["calibration"]
     assert calib["samples"] == 64 and "synthetic" in calib["source"]
@@ -90,10 +115,13 @@ def test_int8_static_qdq_per_channel_is_verified_against_fp32(cli, workdir, onnx
             if q.data_type == onnx.TensorProto.INT8 and len(q.dims) == 4:
                 assert numpy_helper.to_array(inits[node.input[1]]).shape == (q.dims[0],)
                 per_channel += 1
-    assert per_channel >= 53                     # every convolution of ResNet-50
+    assert per_channel >= 53  # every convolution of ResNet-50
     # Activations: uint8 zero points.
-    zps = [inits[n.input[2]] for n in model.graph.node
-           if n.op_type == "QuantizeLinear" and len(n.input) > 2 and n.input[2] in inits]
+    zps = [
+        inits[n.input[2]]
+        for n in model.graph.node
+        if n.op_type == "QuantizeLinear" and len(n.input) > 2 and n.input[2] in inits
+    ]
     assert zps and all(z.data_type == onnx.TensorProto.UINT8 for z in zps)
     meta = onnx_io.metadata(model)
     assert meta["precision"] == "int8" and meta["hop"] == "onnx->int8"
@@ -111,8 +139,7 @@ def test_int8_static_qdq_per_channel_is_verified_against_fp32(cli, workdir, onnx
 def test_int8_of_chosen_op_types_leaves_the_rest_float(cli, workdir, onnx_mini):
     """--quantize-op-types Conv: every convolution reads int8 weights, the classifier's
     Gemm keeps its float ones; the recipe says which types."""
-    out = cli("build", "model.onnx", "--to", "int8", "--quantize-op-types", "Conv",
-              "--json", "int8.json")
+    out = cli("build", "model.onnx", "--to", "int8", "--quantize-op-types", "Conv", "--json", "int8.json")
     assert out.returncode == 0, out.stderr[-3000:]
     rec = only_record(workdir, "int8.json")
     assert rec["context"]["build_info"]["recipe"]["quantized_op_types"] == ["Conv"]
@@ -130,18 +157,34 @@ def test_int8_of_chosen_op_types_leaves_the_rest_float(cli, workdir, onnx_mini):
 def test_int8_calibrates_from_a_file(cli, workdir, onnx_mini):
     rng = np.random.default_rng(0)
     np.savez(workdir / "calib.npz", x=rng.normal(0, 1, (12, 3, 64, 64)).astype(np.float32))
-    out = cli("build", "model.onnx", "--to", "int8", "--calib-data", "calib.npz",
-              "--calib-batch", "4", "--target", "tensorrt", "--out", "trt.int8.onnx",
-              "--json", "c.json")
+    out = cli(
+        "build",
+        "model.onnx",
+        "--to",
+        "int8",
+        "--calib-data",
+        "calib.npz",
+        "--calib-batch",
+        "4",
+        "--target",
+        "tensorrt",
+        "--out",
+        "trt.int8.onnx",
+        "--json",
+        "c.json",
+    )
     rec = only_record(workdir, "c.json")
     info = rec["context"]["build_info"]
     assert info["calibration"] == {"source": str(workdir / "calib.npz"), "samples": 12, "batch": 4}
     assert info["recipe"]["activations"] == "int8 symmetric"
     model = onnx.load(workdir / "trt.int8.onnx")
     inits = {t.name: t for t in model.graph.initializer}
-    zps = [numpy_helper.to_array(inits[n.input[2]]) for n in model.graph.node
-           if n.op_type == "QuantizeLinear" and len(n.input) > 2 and n.input[2] in inits]
-    assert zps and all(z.dtype == np.int8 and not z.any() for z in zps)   # symmetric: zero point 0
+    zps = [
+        numpy_helper.to_array(inits[n.input[2]])
+        for n in model.graph.node
+        if n.op_type == "QuantizeLinear" and len(n.input) > 2 and n.input[2] in inits
+    ]
+    assert zps and all(z.dtype == np.int8 and not z.any() for z in zps)  # symmetric: zero point 0
     # Noise calibration is a bad calibration: whatever the verdict, it is the verifier's.
     assert out.returncode == (0 if rec["status"] == "ok" else 1)
     assert rec["status"] in ("ok", "unverified")
@@ -150,8 +193,7 @@ def test_int8_calibrates_from_a_file(cli, workdir, onnx_mini):
 def test_an_int8_build_over_tolerance_is_kept_but_unverified(cli, workdir, onnx_mini):
     """Calibrated on blank images, the int8 ranges are wrong: the verifier must say so."""
     np.savez(workdir / "zeros.npz", x=np.zeros((8, 3, 64, 64), np.float32))
-    out = cli("build", "model.onnx", "--to", "int8", "--calib-data", "zeros.npz",
-              "--json", "z.json")
+    out = cli("build", "model.onnx", "--to", "int8", "--calib-data", "zeros.npz", "--json", "z.json")
     assert out.returncode == 1, out.stderr[-2000:]
     rec = only_record(workdir, "z.json")
     assert rec["status"] == "unverified"
@@ -192,27 +234,36 @@ def test_fp16_is_verified_against_fp32(cli, workdir, onnx_mini, keep_io):
     assert onnx_summary.summarize(model).precision == "fp16"
 
 
-@pytest.mark.parametrize("which,factor,caught_by", [
-    ("stem", -1.0, "cosine"),            # a sign error in the first convolution's scales
-    ("fc", 3.0, "max abs diff"),         # a wrong classifier scale: same arg-max, same direction
-])
-def test_a_deliberately_broken_int8_model_is_caught(cli, workdir, onnx_mini, which, factor,
-                                                    caught_by):
+@pytest.mark.parametrize(
+    "which,factor,caught_by",
+    [
+        ("stem", -1.0, "cosine"),  # a sign error in the first convolution's scales
+        ("fc", 3.0, "max abs diff"),  # a wrong classifier scale: same arg-max, same direction
+    ],
+)
+def test_a_deliberately_broken_int8_model_is_caught(cli, workdir, onnx_mini, which, factor, caught_by):
     ok = cli("build", "model.onnx", "--to", "int8")
     assert ok.returncode == 0, ok.stderr[-2000:]
     model = onnx.load(workdir / "model.int8.onnx")
     inits = {t.name: t for t in model.graph.initializer}
-    weights = [n for n in model.graph.node if n.op_type == "DequantizeLinear"
-               and n.input[0] in inits and inits[n.input[0]].data_type == onnx.TensorProto.INT8]
+    weights = [
+        n
+        for n in model.graph.node
+        if n.op_type == "DequantizeLinear"
+        and n.input[0] in inits
+        and inits[n.input[0]].data_type == onnx.TensorProto.INT8
+    ]
+
     def shape(n):
         return list(inits[n.input[0]].dims)
 
-    wanted = {"stem": lambda n: len(shape(n)) == 4 and shape(n)[1] == 3,   # the 3-channel input conv
-              "fc": lambda n: len(shape(n)) == 2}[which]
+    wanted = {
+        "stem": lambda n: len(shape(n)) == 4 and shape(n)[1] == 3,  # the 3-channel input conv
+        "fc": lambda n: len(shape(n)) == 2,
+    }[which]
     node = next(n for n in weights if wanted(n))
     scale = inits[node.input[1]]
-    scale.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(scale) * np.float32(factor),
-                                           scale.name))
+    scale.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(scale) * np.float32(factor), scale.name))
     onnx.save(model, workdir / "broken.int8.onnx")
     out = cli("verify", "model.onnx", "broken.int8.onnx", "--json", "v.json")
     assert out.returncode == 1, out.stdout
@@ -234,9 +285,22 @@ needs_tensorrt = pytest.mark.skipif(bool(_TRT_PROBLEMS), reason="; ".join(_TRT_P
 @needs_tensorrt
 @pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])
 def test_tensorrt_engine_is_built_verified_and_described(cli, workdir, onnx_mini, precision):
-    out = cli("build", "model.onnx", "--to", "tensorrt", "--precision", precision,
-              "--batch-sizes", "1,4,8", "--timing-cache", "timing.cache",
-              "--calib-cache", "calib.cache", "--json", "t.json")
+    out = cli(
+        "build",
+        "model.onnx",
+        "--to",
+        "tensorrt",
+        "--precision",
+        precision,
+        "--batch-sizes",
+        "1,4,8",
+        "--timing-cache",
+        "timing.cache",
+        "--calib-cache",
+        "calib.cache",
+        "--json",
+        "t.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     rec = only_record(workdir, "t.json")
     engine = workdir / f"model.{precision}.plan"
@@ -244,16 +308,34 @@ def test_tensorrt_engine_is_built_verified_and_described(cli, workdir, onnx_mini
     assert engine.is_file() and rec["status"] == "ok" and rec["device"] == "gpu"
     assert sidecar["format"] == "dlbench-tensorrt-engine/1" and sidecar["precision"] == precision
     assert sidecar["gpu"]["name"] and sidecar["gpu"]["compute_capability"]
-    assert sidecar["profile"]["input"] == {"min": [1, 3, 64, 64], "opt": [4, 3, 64, 64],
-                                           "max": [8, 3, 64, 64]}
+    assert sidecar["profile"]["input"] == {
+        "min": [1, 3, 64, 64],
+        "opt": [4, 3, 64, 64],
+        "max": [8, 3, 64, 64],
+    }
     assert sidecar["build_path"] in ("strongly-typed", "weakly-typed-flags")
     assert sidecar["sha256"] == onnx_io.sha256(engine) and sidecar["verified"] is True
     assert (workdir / "timing.cache").stat().st_size > 0
     if precision == "int8" and sidecar["build_path"] == "weakly-typed-flags":
         assert (workdir / "calib.cache").stat().st_size > 0
-    again = cli("build", "model.onnx", "--to", "tensorrt", "--precision", precision,
-                "--batch-sizes", "1,4,8", "--timing-cache", "timing.cache",
-                "--calib-cache", "calib.cache", "--out", "again.plan", "--json", "t2.json")
+    again = cli(
+        "build",
+        "model.onnx",
+        "--to",
+        "tensorrt",
+        "--precision",
+        precision,
+        "--batch-sizes",
+        "1,4,8",
+        "--timing-cache",
+        "timing.cache",
+        "--calib-cache",
+        "calib.cache",
+        "--out",
+        "again.plan",
+        "--json",
+        "t2.json",
+    )
     assert again.returncode == 0, again.stderr[-3000:]
     log = only_record(workdir, "t2.json")["context"]["build"]["build_log"]
     assert log["timing_cache"] == "reused"

@@ -6,6 +6,7 @@ The checkpoints are built and saved without training but with realistic
 BatchNorm statistics (see make_checkpoint.py), so every layer shapes the
 logits and a broken export cannot hide.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,20 +18,23 @@ from pathlib import Path
 
 import onnx
 import pytest
-
 import tiny_onnx
-from dlbench.converters import onnx_io
-from dlbench.converters import onnx_summary
-from dlbench.harness.results import ResultStore
 from clitools import assert_usage_error as _one_line
+
+from dlbench.converters import onnx_io, onnx_summary
+from dlbench.harness.results import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 
 
 def _make(framework: str, model: str, out: Path, seed: int = 0) -> Path:
-    done = subprocess.run([sys.executable, str(ROOT / "tests" / "make_checkpoint.py"), framework,
-                           model, str(out), str(seed)], capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "make_checkpoint.py"), framework, model, str(out), str(seed)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 
@@ -52,10 +56,21 @@ def exported(resnet50, tmp_path_factory):
     """One CLI call exports all three; the records and the database come back."""
     d = tmp_path_factory.mktemp("export")
     env = dict(os.environ, DLBENCH_DB=str(d / "results.sqlite"))
-    out = subprocess.run([sys.executable, "-m", "dlbench.harness", "export",
-                          *(str(resnet50[fw]) for fw in FRAMEWORKS),
-                          "--json", str(d / "export.json")],
-                         capture_output=True, text=True, env=env, timeout=1800)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dlbench.harness",
+            "export",
+            *(str(resnet50[fw]) for fw in FRAMEWORKS),
+            "--json",
+            str(d / "export.json"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+    )
     return out, json.loads((d / "export.json").read_text()), d / "results.sqlite"
 
 
@@ -94,8 +109,9 @@ def test_every_exported_file_looks_the_same(exported, resnet50):
         onnx.shape_inference.infer_shapes(model, strict_mode=True)
         assert model.ir_version <= limit
         s = onnx_summary.summarize(model)
-        assert [(t.name, t.dtype, t.shape) for t in s.inputs] == \
-            [("input", "float32", ("batch", 3, 224, 224))]
+        assert [(t.name, t.dtype, t.shape) for t in s.inputs] == [
+            ("input", "float32", ("batch", 3, 224, 224))
+        ]
         assert [(t.name, t.shape) for t in s.outputs] == [("logits", ("batch", 1000))]
         assert s.metadata["model"] == "resnet50" and s.metadata["framework"] == r["framework"]
         assert s.metadata["source_sha256"] == r["context"]["source"]["sha256"]
@@ -107,7 +123,8 @@ def test_every_exported_file_looks_the_same(exported, resnet50):
     assert keras["context"]["export"]["transposes_left"] == 0
     ms = next(r for r in records if r["framework"] == "mindspore")
     assert ms["context"]["export"]["rewrites"] == [
-        "stem.pool: MaxPool2d(pad_mode='pad') -> Pad(0) + MaxPool2d(valid)"]
+        "stem.pool: MaxPool2d(pad_mode='pad') -> Pad(0) + MaxPool2d(valid)"
+    ]
 
 
 def test_records_and_artifacts_are_stored(exported):
@@ -133,7 +150,7 @@ def test_mindir_export_is_verified_in_mindspore(cli, workdir, minis):
     assert r["metrics"]["verdict"]["batch_sizes"] == [1, 8]
     path = Path(r["context"]["artifact"]["path"])
     assert path.suffix == ".mindir" and path.stat().st_size > 100_000
-    assert oct(path.stat().st_mode & 0o777) != "0o400"         # MindSpore writes 0400; we publish
+    assert oct(path.stat().st_mode & 0o777) != "0o400"  # MindSpore writes 0400; we publish
     out = cli("verify", str(minis["mindspore"]), str(path))
     assert out.returncode == 0, out.stderr[-3000:]
 
@@ -144,8 +161,17 @@ def test_mindir_is_for_mindspore_checkpoints_only(cli, workdir, minis):
 
 
 def test_static_batch_export(cli, workdir, minis):
-    out = cli("export", str(minis["pytorch"]), "--static-batch", "--batch-size", "2",
-              "--out", "static.onnx", "--json", "s.json")
+    out = cli(
+        "export",
+        str(minis["pytorch"]),
+        "--static-batch",
+        "--batch-size",
+        "2",
+        "--out",
+        "static.onnx",
+        "--json",
+        "s.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     [r] = json.loads((workdir / "s.json").read_text())
     assert r["status"] == "ok" and r["batch_size"] == 2
@@ -176,24 +202,25 @@ def test_a_broken_export_is_caught_by_verify(cli, workdir, minis):
     assert art["verified"] is False and art["source_sha256"] == onnx_io.sha256(ck / "model.pt")
 
 
-
-
 def test_bad_checkpoints_are_one_line_and_exit_2(cli, workdir, minis):
     ck = minis["pytorch"]
-    _one_line(cli("export", str(ck / "model.pt"), "--model", "resnet50"),
-              "does not match resnet50 in PyTorch")
-    _one_line(cli("export", str(minis["mindspore"] / "model.ckpt"), "--model", "resnet50"),
-              "does not match resnet50 in MindSpore")
+    _one_line(
+        cli("export", str(ck / "model.pt"), "--model", "resnet50"), "does not match resnet50 in PyTorch"
+    )
+    _one_line(
+        cli("export", str(minis["mindspore"] / "model.ckpt"), "--model", "resnet50"),
+        "does not match resnet50 in MindSpore",
+    )
     _one_line(cli("export", str(ck / "model.pt")), "torch.save pickle", "--model ZOO_NAME")
     _one_line(cli("export", "missing/manifest.json"), "no such file")
     (workdir / "notes.txt").write_text("hello")
-    _one_line(cli("export", "notes.txt", "--model", "resnet50-mini"),
-              "cannot tell the framework from '.txt'")
+    _one_line(cli("export", "notes.txt", "--model", "resnet50-mini"), "cannot tell the framework from '.txt'")
     (workdir / "manifest.json").write_text("{not json")
     _one_line(cli("export", "manifest.json"), "not a dlbench checkpoint manifest")
     _one_line(cli("export", str(ck), "--opset", "99"), "--opset 99")
     _one_line(cli("export", str(ck), str(ck), "--out", "x.onnx"), "--out names one file")
     from dlbench.harness.frameworks import is_installed
+
     if not is_installed("onnxscript"):
         _one_line(cli("export", str(ck), "--exporter", "dynamo"), "needs onnxscript")
     assert not list(ck.glob(".*partial"))
@@ -205,8 +232,9 @@ def test_model_given_overrides_a_manifests(tmp_path):
     from dlbench.models.native import checkpoint_manifest
 
     (tmp_path / "model.pt").write_bytes(b"")
-    (tmp_path / "manifest.json").write_text(json.dumps(
-        {"model": "gnmt-mini", "framework": "pytorch", "checkpoint": "model.pt"}))
+    (tmp_path / "manifest.json").write_text(
+        json.dumps({"model": "gnmt-mini", "framework": "pytorch", "checkpoint": "model.pt"})
+    )
     _, as_trained = checkpoint_manifest(tmp_path)
     assert as_trained["model"] == "gnmt-mini" and "trained_as" not in as_trained
     _, asked = checkpoint_manifest(tmp_path, None, "gnmt-mini-greedy")

@@ -4,6 +4,7 @@
 Core group.  The suite's other worker may be busy on the same cores, so the
 readings here are lower bounds, never "idle" claims.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,12 +23,12 @@ SPIN = "import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 30
 @pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="needs Linux's /proc/stat")
 def test_a_competing_process_on_our_cpus_is_seen_and_our_own_work_is_not():
     cpus = len(os.sched_getaffinity(0))
-    spinner = subprocess.Popen([sys.executable, "-c", SPIN])     # inherits our affinity
+    spinner = subprocess.Popen([sys.executable, "-c", SPIN])  # inherits our affinity
     try:
-        time.sleep(0.3)                                  # let it start spinning
+        time.sleep(0.3)  # let it start spinning
         window = CpuWindow()
         with window:
-            time.sleep(1.0)                              # this process: idle
+            time.sleep(1.0)  # this process: idle
         c = window.report(1)["contention"]
     finally:
         spinner.kill()
@@ -37,7 +38,7 @@ def test_a_competing_process_on_our_cpus_is_seen_and_our_own_work_is_not():
     assert c["others_share"] > 0.8 / cpus, c
     assert 0.0 <= c["steal_share"] <= 1.0
     own = CpuWindow()
-    with own:                                            # our own spin is not "others"
+    with own:  # our own spin is not "others"
         # Half a second of this process's own CPU time, however long a busy machine
         # takes to give it (a wall-clock spin got 0.33 s of CPU on a loaded CI machine).
         # (process_time is a system call: checked once per 100,000 user-mode additions.)

@@ -1,35 +1,53 @@
 """The data-set readers on tiny files in each real format (core: no framework)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 import pytest
+from datasets import COLOURS, write_aclimdb, write_cifar, write_corpus, write_imagefolder
 
-from datasets import (COLOURS, write_aclimdb, write_cifar, write_corpus,
-                      write_imagefolder)
+from dlbench.core.errors import UserError
 from dlbench.harness.data import canonical, imageops, open_dataset, parse
 from dlbench.harness.data.base import Dataset
 from dlbench.harness.data.formats import DATA_FORMATS, DataFormat, markdown_table
 from dlbench.harness.data.textcorpus import IGNORE, pretraining_dict
 from dlbench.harness.data.tokenizer import Vocabulary, pad_ids, tokenize
-from dlbench.core.errors import UserError
 from dlbench.models.registry import InputSpec, ModelSpec, get_model
 
-MINI = get_model("resnet50-mini")          # 3x64x64, 10 classes
+MINI = get_model("resnet50-mini")  # 3x64x64, 10 classes
 
 
-def _spec(name="test-img", inputs=(InputSpec("input", (3, 32, 32)),), classes=10):
-    return ModelSpec(name=name, display_name=name, family="test", task="t", network_type="CNN",
-                     dataset="t", inputs=inputs, num_classes=classes, default_batch_size=4,
-                     builders={})
+IMAGE_INPUTS = (InputSpec("input", (3, 32, 32)),)
+
+
+def _spec(name="test-img", inputs=IMAGE_INPUTS, classes=10):
+    return ModelSpec(
+        name=name,
+        display_name=name,
+        family="test",
+        task="t",
+        network_type="CNN",
+        dataset="t",
+        inputs=inputs,
+        num_classes=classes,
+        default_batch_size=4,
+        builders={},
+    )
 
 
 IMG32 = _spec()
 TOKENS = _spec("test-lstm", (InputSpec("input", (12,), "int32", int_range=(0, 10)),), 2)
-BERT = _spec("test-bert", (InputSpec("input_ids", (16,), "int32", (0, 64)),
-                           InputSpec("token_type_ids", (16,), "int32", (0, 2)),
-                           InputSpec("attention_mask", (16,), "int32", (0, 2))), 2)
+BERT = _spec(
+    "test-bert",
+    (
+        InputSpec("input_ids", (16,), "int32", (0, 64)),
+        InputSpec("token_type_ids", (16,), "int32", (0, 2)),
+        InputSpec("attention_mask", (16,), "int32", (0, 2)),
+    ),
+    2,
+)
 
 
 def _opened(data: str, spec: ModelSpec) -> Dataset:
@@ -42,15 +60,16 @@ def _opened(data: str, spec: ModelSpec) -> Dataset:
 def test_digits_are_read_from_the_shipped_file_with_a_fixed_stratified_split():
     ds = _opened("digits", get_model("lenet5"))
     assert ds.split_sizes() == {"train": 1437, "test": 360}
-    (x_tr, y_tr), (x_te, y_te) = ds.arrays["train"], ds.arrays["test"]
+    (x_tr, y_tr), (_x_te, y_te) = ds.arrays["train"], ds.arrays["test"]
     assert x_tr.shape == (1437, 8, 8) and x_tr.dtype == np.float32
-    assert 0.0 <= x_tr.min() and x_tr.max() == 1.0           # pixels 0-16, over 16
+    assert 0.0 <= x_tr.min() and x_tr.max() == 1.0  # pixels 0-16, over 16
     # Every class in both splits, in about its share of the whole (stratified 80/20).
     counts = np.bincount(np.concatenate([y_tr, y_te]), minlength=10)
     share = np.bincount(y_te, minlength=10) - 0.2 * counts
     assert counts.sum() == 1797 and np.abs(share).max() <= 1
     # The two index lists split the 1,797 images: none is both trained on and scored.
     from dlbench.harness.data.digits import FILE
+
     with np.load(FILE) as f:
         train, test = set(f["train_index"].tolist()), set(f["test_index"].tolist())
     assert not train & test and train | test == set(range(1797))
@@ -81,7 +100,7 @@ def test_cifar_training_batches_cover_both_files_and_resize_to_the_model(tmp_pat
     write_cifar(tmp_path / "c")
     ds = _opened(f"cifar10:{tmp_path / 'c'}", MINI)
     stream = ds.train_batches(8, seed=3, layout="NHWC")
-    seen = [next(stream) for _ in range(10)]          # 40 samples / 8 = 5 per epoch: 2 epochs
+    seen = [next(stream) for _ in range(10)]  # 40 samples / 8 = 5 per epoch: 2 epochs
     assert all(x.shape == (8, 64, 64, 3) and x.dtype == np.float32 for x, _ in seen)
     labels = np.concatenate([y for _, y in seen[:5]])
     # one epoch holds every record once: file 1 labels (i+1)%10, file 2 (i+2)%10, 20 each
@@ -89,7 +108,7 @@ def test_cifar_training_batches_cover_both_files_and_resize_to_the_model(tmp_pat
     assert sorted(labels.tolist()) == want
     assert abs(float(np.concatenate([x for x, _ in seen]).mean())) < 0.5
     again = ds.train_batches(8, seed=3, layout="NHWC")
-    np.testing.assert_array_equal(next(again)[0], seen[0][0])      # seeded
+    np.testing.assert_array_equal(next(again)[0], seen[0][0])  # seeded
 
 
 def test_cifar_bad_files_are_user_errors(tmp_path):
@@ -134,19 +153,27 @@ def test_imagefolder_flat_layout_has_no_eval_and_class_limit(tmp_path):
     (tmp_path / "flat" / "red" / "broken.jpg").write_bytes(b"not a jpeg")
     ds = _opened(str(tmp_path / "flat"), MINI)
     with pytest.raises(UserError, match="cannot decode .*broken.jpg"):
-        next(ds.train_batches(10, seed=0, layout="NCHW"))       # every file in one batch
+        next(ds.train_batches(10, seed=0, layout="NCHW"))  # every file in one batch
 
 
 # -- text ---------------------------------------------------------------------------------
 def test_tokenizer_and_vocabulary():
     assert tokenize("Great film.<br /><br />Don't_miss IT, 10/10!") == [
-        "great", "film", "don", "t", "miss", "it", "10", "10"]
+        "great",
+        "film",
+        "don",
+        "t",
+        "miss",
+        "it",
+        "10",
+        "10",
+    ]
     assert tokenize("Café naïve") == ["café", "naïve"]
     vocab = Vocabulary.build([["b", "a", "b"], ["c", "b", "a"]], size=4)
-    assert vocab.words == ["[PAD]", "[UNK]", "b", "a"]          # c dropped: size 4
+    assert vocab.words == ["[PAD]", "[UNK]", "b", "a"]  # c dropped: size 4
     assert vocab.encode(["a", "c", "b"]) == [3, 1, 2]
     tie = Vocabulary.build([["z", "y"]], size=10)
-    assert tie.words[2:] == ["y", "z"]                           # ties alphabetical
+    assert tie.words[2:] == ["y", "z"]  # ties alphabetical
     np.testing.assert_array_equal(pad_ids([[5, 6, 7], [8]], 2), [[5, 6], [8, 0]])
 
 
@@ -159,10 +186,10 @@ def test_aclimdb_ids_labels_and_vocabulary(tmp_path):
     x = np.concatenate([b[0] for b in batches])
     y = np.concatenate([b[1] for b in batches])
     assert x.shape == (8, 12) and x.dtype == np.int32 and x.max() < 10
-    assert y.tolist() == [0, 1] * 4                      # interleaved, pos = 1, neg = 0
+    assert y.tolist() == [0, 1] * 4  # interleaved, pos = 1, neg = 0
     great = ds.vocab.ids["great"]
-    first_pos = x[1]              # "A great film.<br /><br />Great acting, great story!"
-    assert (first_pos == great).sum() == 3 and first_pos[-1] == 0      # padded at the end
+    first_pos = x[1]  # "A great film.<br /><br />Great acting, great story!"
+    assert (first_pos == great).sum() == 3 and first_pos[-1] == 0  # padded at the end
     assert list(x[1][:3]) == ds.vocab.encode(["a", "great", "film"])
     x2, y2 = next(ds.train_batches(8, seed=0, layout="NCHW"))
     assert sorted(y2.tolist()) == [0] * 4 + [1] * 4
@@ -171,7 +198,7 @@ def test_aclimdb_ids_labels_and_vocabulary(tmp_path):
 
 
 def test_text_corpus_masking_and_next_sentence_pairs(tmp_path):
-    docs = write_corpus(tmp_path / "corpus.txt", documents=10, sentences=6)
+    write_corpus(tmp_path / "corpus.txt", documents=10, sentences=6)
     ds = _opened(str(tmp_path / "corpus.txt"), BERT)
     assert ds.format == "text" and ds.eval_split == "heldout"
     assert ds.split_sizes() == {"train": 8 * 5, "heldout": 2 * 5}
@@ -183,21 +210,20 @@ def test_text_corpus_masking_and_next_sentence_pairs(tmp_path):
     for _ in range(20):
         inputs, labels = next(stream)
         d = pretraining_dict((inputs, labels))
-        ids, tt, am, mlm = (d[k] for k in ("input_ids", "token_type_ids", "attention_mask",
-                                           "mlm_labels"))
+        ids, tt, am, mlm = (d[k] for k in ("input_ids", "token_type_ids", "attention_mask", "mlm_labels"))
         assert all(a.shape == (32, 16) and a.dtype == np.int32 for a in (ids, tt, am, mlm))
         assert (ids[:, 0] == 2).all() and (am.sum(1) <= 16).all()
         real = am.astype(bool)
         assert ((ids == 0) == ~real).all()
         seps = (ids == 3) & (mlm == IGNORE)
-        assert (seps.sum(1) == 2).all()                          # [SEP] never masked
+        assert (seps.sum(1) == 2).all()  # [SEP] never masked
         last_real = real.sum(1) - 1
         assert (ids[np.arange(32), last_real] == 3).all()
         assert (tt[~real] == 0).all() and (tt[:, 0] == 0).all()
         assert (tt[np.arange(32), last_real] == 1).all()
         sel = mlm != IGNORE
         assert (sel.sum(1) >= 1).all() and not (sel & ~real).any()
-        word_positions += int(am.sum()) - 3 * 32        # all but [CLS] and two [SEP]
+        word_positions += int(am.sum()) - 3 * 32  # all but [CLS] and two [SEP]
         chosen += sel.sum()
         masked += (ids[sel] == 4).sum()
         kept += (ids[sel] == mlm[sel]).sum()
@@ -212,16 +238,15 @@ def test_text_corpus_masking_and_next_sentence_pairs(tmp_path):
 def test_text_corpus_next_sentence_is_really_next(tmp_path):
     docs = write_corpus(tmp_path / "c.txt", documents=4, sentences=3)
     sentences = {tuple(tokenize(s)): (d, i) for d, doc in enumerate(docs) for i, s in enumerate(doc)}
-    ds = _opened(str(tmp_path / "c.txt"), _spec("b", (InputSpec("input_ids", (40,), "int32",
-                                                                (0, 200)),), 2))
+    ds = _opened(str(tmp_path / "c.txt"), _spec("b", (InputSpec("input_ids", (40,), "int32", (0, 200)),), 2))
     inv = ds.vocab.words
     for inputs, labels in [next(ds.train_batches(16, seed=s, layout="NCHW")) for s in range(3)]:
         d = pretraining_dict((inputs, labels))
         ids = np.where(d["mlm_labels"] != IGNORE, d["mlm_labels"], d["input_ids"])
         for row, label in zip(ids, d["nsp_labels"]):
             seps = np.flatnonzero(row == 3)
-            a = tuple(inv[t] for t in row[1:seps[0]])
-            b = tuple(inv[t] for t in row[seps[0] + 1:seps[1]])
+            a = tuple(inv[t] for t in row[1 : seps[0]])
+            b = tuple(inv[t] for t in row[seps[0] + 1 : seps[1]])
             (da, ia), (db, ib) = sentences[a], sentences[b]
             assert (label == 0) == (da == db and ib == ia + 1)
     held = list(ds.eval_batches(4, "NCHW"))
@@ -242,10 +267,10 @@ def test_digits_split_and_upsampling():
     ds = _opened("digits", MINI)
     assert ds.split_sizes() == {"train": 1437, "test": 360}
     y = np.concatenate([b[1] for b in ds.eval_batches(100, "NCHW")])
-    assert len(y) == 360 and np.bincount(y).min() >= 35          # stratified: ~36 per class
+    assert len(y) == 360 and np.bincount(y).min() >= 35  # stratified: ~36 per class
     x, y = next(ds.train_batches(16, seed=0, layout="NHWC"))
     assert x.shape == (16, 64, 64, 3) and x.dtype == np.float32
-    np.testing.assert_array_equal(x[..., 0], x[..., 2])          # grey repeated over channels
+    np.testing.assert_array_equal(x[..., 0], x[..., 2])  # grey repeated over channels
     one = _opened("digits", _spec(inputs=(InputSpec("input", (1, 8, 8)),)))
     xa, _ = next(one.eval_batches(400, "NCHW"))
     assert xa.shape == (360, 1, 8, 8) and abs(float(xa.mean())) < 0.1
@@ -253,8 +278,13 @@ def test_digits_split_and_upsampling():
 
 def test_npz_reader_keeps_working(tmp_path):
     rng = np.random.default_rng(0)
-    np.savez(tmp_path / "d.npz", x=rng.standard_normal((10, 3, 32, 32)), y=np.arange(10) % 10,
-             x_test=np.zeros((3, 3, 32, 32)), y_test=np.array([1, 2, 3]))
+    np.savez(
+        tmp_path / "d.npz",
+        x=rng.standard_normal((10, 3, 32, 32)),
+        y=np.arange(10) % 10,
+        x_test=np.zeros((3, 3, 32, 32)),
+        y_test=np.array([1, 2, 3]),
+    )
     ds = _opened(str(tmp_path / "d.npz"), IMG32)
     assert ds.split_sizes() == {"train": 10, "test": 3} and ds.eval_split == "test"
     x, y = next(ds.train_batches(4, seed=0, layout="NHWC"))
@@ -313,17 +343,17 @@ def test_the_readme_table_is_the_one_the_declarations_render():
     text = README.read_text()
     begin = text.index("<!-- data formats:")
     begin = text.index("\n", begin) + 1
-    shown = text[begin:text.index("<!-- end of data formats -->", begin)]
-    assert shown == markdown_table(), \
-        "README.md's data-format table is stale; paste this between its markers:\n" + \
-        markdown_table()
+    shown = text[begin : text.index("<!-- end of data formats -->", begin)]
+    assert shown == markdown_table(), (
+        "README.md's data-format table is stale; paste this between its markers:\n" + markdown_table()
+    )
 
 
 def test_every_declared_format_names_a_reader_of_that_format(tmp_path):
     for fmt in DATA_FORMATS.all(hidden=True):
         reader = fmt.reader_class()
         assert issubclass(reader, Dataset) and reader.format == fmt.name, fmt
-        assert fmt.recognizes(tmp_path) is False, fmt        # an empty directory: none
+        assert fmt.recognizes(tmp_path) is False, fmt  # an empty directory: none
         assert fmt.named == (fmt.recognizer is None) and bool(fmt.recognized) != fmt.named, fmt
         assert "\n" not in fmt.description + fmt.recognized, fmt
 
@@ -356,9 +386,16 @@ def _train_help(capsys) -> str:
 def test_a_format_declared_from_outside_is_listed_and_read(tmp_path, capsys):
     """What a plugin does (``DLBENCH_PLUGINS``): one declaration, no edit of dlbench."""
     name = _Fake.format
-    DATA_FORMATS.register(name, DataFormat(
-        name, "one `.fake` file", f"{__name__}:_Fake", recognizer=f"{__name__}:_looks_fake",
-        recognized="a `.fake` file"))
+    DATA_FORMATS.register(
+        name,
+        DataFormat(
+            name,
+            "one `.fake` file",
+            f"{__name__}:_Fake",
+            recognizer=f"{__name__}:_looks_fake",
+            recognized="a `.fake` file",
+        ),
+    )
     try:
         (tmp_path / "x.fake").write_text("")
         assert f"{name} (a .fake file)" in _train_help(capsys)
@@ -367,9 +404,9 @@ def test_a_format_declared_from_outside_is_listed_and_read(tmp_path, capsys):
         ds = open_dataset(f"{name}:{tmp_path / 'x.fake'}", IMG32)
         assert isinstance(ds, _Fake) and ds.path == tmp_path / "x.fake"
         with pytest.raises(UserError, match=r"a \.fake file \(fake-test-format\)"):
-            parse(str(tmp_path))                  # the refusal lists it among the wanted
+            parse(str(tmp_path))  # the refusal lists it among the wanted
     finally:
         DATA_FORMATS.unregister(name)
     assert name not in _train_help(capsys)
-    with pytest.raises(UserError, match="no such file"):      # no longer a FORMAT: prefix
+    with pytest.raises(UserError, match="no such file"):  # no longer a FORMAT: prefix
         parse(f"{name}:{tmp_path}")

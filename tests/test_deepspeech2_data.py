@@ -1,6 +1,7 @@
 """DeepSpeech2's framework-free parts: the analytic size, the LibriSpeech-style reader
 (on small wav files written here), the synthetic utterances, and host-side CTC (the
 numpy loss, greedy decoding, the character-error tally)."""
+
 from __future__ import annotations
 
 import itertools
@@ -9,12 +10,12 @@ import numpy as np
 import pytest
 from datasets import write_librispeech
 
+from dlbench.core.errors import UserError
 from dlbench.harness.data import open_dataset, parse
 from dlbench.harness.data.librispeech import spectrogram
 from dlbench.harness.scoring import tally_for
 from dlbench.models import synthetic
 from dlbench.models.deepspeech2 import ALPHABET, ctc, output_frames
-from dlbench.core.errors import UserError
 from dlbench.models.registry import get_model
 
 MINI = get_model("deepspeech2-mini")
@@ -33,10 +34,19 @@ def test_full_size_and_alphabet():
 
 
 def _reader(tmp_path, **extra):
-    write_librispeech(tmp_path / "LibriSpeech", {
-        "train-clean-100": [("hello world", 0.30), ("it's a test", 0.25), ("abc", 0.2),
-                            ("too long for sixty four frames", 0.9)] + list(extra.get("train", [])),
-        "dev-clean": [("dev one", 0.3), ("dev two", 0.4)]})
+    write_librispeech(
+        tmp_path / "LibriSpeech",
+        {
+            "train-clean-100": [
+                ("hello world", 0.30),
+                ("it's a test", 0.25),
+                ("abc", 0.2),
+                ("too long for sixty four frames", 0.9),
+            ]
+            + list(extra.get("train", [])),
+            "dev-clean": [("dev one", 0.3), ("dev two", 0.4)],
+        },
+    )
     return open_dataset(str(tmp_path / "LibriSpeech"), MINI)
 
 
@@ -100,10 +110,13 @@ def test_spectrogram_is_the_log_stft_of_20ms_hamming_windows():
     assert s.shape == (161, 1 + (n - 320) // 160)
     # 1 kHz sits in bin 1000 / (16000 / 320) = 20.
     assert int(np.argmax(s[:, 5])) == 20
-    frame = tone[160 * 5:160 * 5 + 320] * np.hamming(320)
+    frame = tone[160 * 5 : 160 * 5 + 320] * np.hamming(320)
     raw = np.log1p(np.abs(np.fft.rfft(frame)))
-    ref = np.log1p(np.abs(np.fft.rfft(np.lib.stride_tricks.sliding_window_view(tone, 320)[::160]
-                                      * np.hamming(320), axis=1))).T
+    ref = np.log1p(
+        np.abs(
+            np.fft.rfft(np.lib.stride_tricks.sliding_window_view(tone, 320)[::160] * np.hamming(320), axis=1)
+        )
+    ).T
     np.testing.assert_allclose(s[:, 5], (raw - ref.mean()) / ref.std(), rtol=1e-4, atol=1e-4)
 
 
@@ -120,12 +133,11 @@ def test_reader_refuses_wrong_audio_and_wrong_models(tmp_path):
 def test_synthetic_utterances_fit_ctc_and_follow_the_layout():
     a = synthetic.batches(MINI, 4, 2, seed=1)
     b = synthetic.batches(MINI, 4, 2, seed=1, layout="NHWC")
-    for (x, (t, n, f)), (xh, labels) in zip(a, b):
+    for (x, (t, n, f)), (xh, _labels) in zip(a, b):
         assert x.shape == (4, 1, 161, 64) and xh.shape == (4, 161, 64, 1)
         np.testing.assert_array_equal(xh, x.transpose(0, 2, 3, 1))
         assert all(1 <= k <= MINI.config["max_transcript"] for k in n)
-        assert all(k + sum(1 for p, q in zip(row[:k], row[1:k]) if p == q) <= m
-                   for row, k, m in zip(t, n, f))
+        assert all(k + sum(1 for p, q in zip(row[:k], row[1:k]) if p == q) <= m for row, k, m in zip(t, n, f))
         assert (t[:, 0] > 0).all() and f.max() <= 32
 
 
@@ -144,19 +156,19 @@ def test_numpy_ctc_is_the_sum_over_alignments():
     logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
     for target in ([1], [1, 2], [1, 1], [2, 1, 2]):
         assert ctc.nll(z, target, 5) == pytest.approx(_brute_force_nll(logp, target), rel=1e-9)
-    assert ctc.nll(z, [1, 1, 1], 4) == np.inf           # needs 5 frames
+    assert ctc.nll(z, [1, 1, 1], 4) == np.inf  # needs 5 frames
 
 
 def test_greedy_decoding_and_character_error_tally():
     assert ctc.encode("It's  OK!") == [ALPHABET.index(c) for c in "it's ok"]
     assert ctc.edit_distance("kitten", "sitting") == 3
-    ids = ctc.encode("hello")          # h e l l o: the double l needs a blank between
+    ids = ctc.encode("hello")  # h e l l o: the double l needs a blank between
     path = [ids[0], ids[0], 0, ids[1], ids[2], 0, ids[3], ids[4], 0, 0]
     logits = np.full((2, 10, 29), -5.0)
     logits[0, np.arange(10), path] = 5.0
     logits[1, np.arange(10), [ids[0], ids[1], ids[2], ids[3], ids[4], 0, 0, 0, 0, 0]] = 5.0
     assert ctc.decode(ctc.greedy(logits[0])) == "hello"
-    assert ctc.decode(ctc.greedy(logits[1])) == "helo"          # repeats merged
+    assert ctc.decode(ctc.greedy(logits[1])) == "helo"  # repeats merged
     transcripts = np.zeros((2, 12), np.int32)
     transcripts[:, :5] = ids
     tally = tally_for("ctc")

@@ -1,6 +1,7 @@
 """DeepSpeech2 in MindSpore: its CTC loss (ops.ctc_loss, on CPU) is the numpy reference's,
 its convolutions pad explicitly (the ONNX exporter misorders Conv2d's unequal pads) and it
 learns synthetic utterances through the harness session in graph mode."""
+
 from __future__ import annotations
 
 import os
@@ -11,13 +12,13 @@ import pytest
 os.environ.setdefault("GLOG_v", "3")
 ms = pytest.importorskip("mindspore")
 
-from test_deepspeech2_pytorch import MINI, ctc_case  # noqa: E402
+from test_deepspeech2_pytorch import MINI, ctc_case
 
-from dlbench.harness.training.base import TrainConfig  # noqa: E402
-from dlbench.harness.training.mindspore import Session  # noqa: E402
-from dlbench.models import synthetic  # noqa: E402
-from dlbench.models.deepspeech2.mindspore import CTCLoss  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
+from dlbench.harness.training.base import TrainConfig
+from dlbench.harness.training.mindspore import Session
+from dlbench.models import synthetic
+from dlbench.models.deepspeech2.mindspore import CTCLoss
+from dlbench.models.registry import get_model
 
 
 def test_ctc_loss_is_the_mean_negative_log_likelihood():
@@ -34,12 +35,19 @@ def test_convolutions_pad_explicitly():
 
 def test_session_learns_synthetic_utterances_in_graph_mode():
     spec = get_model(MINI)
-    cfg = TrainConfig(model=MINI, framework="mindspore", batch_size=8, steps=12, warmup_steps=0,
-                      learning_rate=spec.default_lr, intra_op_threads=1, inter_op_threads=1)
+    cfg = TrainConfig(
+        model=MINI,
+        framework="mindspore",
+        batch_size=8,
+        steps=12,
+        warmup_steps=0,
+        learning_rate=spec.default_lr,
+        intra_op_threads=1,
+        inter_op_threads=1,
+    )
     session = Session(spec, cfg, synthetic.batches(spec, 8, 4, seed=0))
     assert ms.get_context("mode") == ms.GRAPH_MODE
-    frozen = {p.name: p.asnumpy().copy() for p in session.model.get_parameters()
-              if ".bias_hh_" in p.name}
+    frozen = {p.name: p.asnumpy().copy() for p in session.model.get_parameters() if ".bias_hh_" in p.name}
     losses = [session.step(i) for i in range(12)]
     assert np.mean(losses[-3:]) < 0.5 * np.mean(losses[:3]), losses
     after = {p.name: p.asnumpy() for p in session.model.get_parameters()}

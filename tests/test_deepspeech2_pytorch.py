@@ -4,6 +4,7 @@ are summed, and it learns synthetic utterances through the harness session.
 Counts, canonical names and a training step of every zoo family are tests/test_models.py's;
 transfer across frameworks tests/test_weights_transfer.py's; export tests/test_zoo_export.py's.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,13 +12,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dlbench.harness.training.base import TrainConfig  # noqa: E402
-from dlbench.harness.training.pytorch import Session  # noqa: E402
-from dlbench.models import synthetic  # noqa: E402
-from dlbench.models.deepspeech2 import ctc  # noqa: E402
-from dlbench.models.deepspeech2.torch import ctc_loss  # noqa: E402
-from dlbench.models.native import pytorch as native  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
+from dlbench.harness.training.base import TrainConfig
+from dlbench.harness.training.pytorch import Session
+from dlbench.models import synthetic
+from dlbench.models.deepspeech2 import ctc
+from dlbench.models.deepspeech2.torch import ctc_loss
+from dlbench.models.native import pytorch as native
+from dlbench.models.registry import get_model
 
 MINI = "deepspeech2-mini"
 
@@ -29,7 +30,7 @@ def ctc_case(seed: int = 0):
     transcripts = np.zeros((4, 12), np.int32)
     targets = [[8, 5, 12, 12, 15], [1], [3, 4, 5, 6, 7, 8, 9, 10, 11, 12], [2, 2]]
     for row, t in enumerate(targets):
-        transcripts[row, :len(t)] = t
+        transcripts[row, : len(t)] = t
     lengths = np.array([len(t) for t in targets], np.int32)
     frames = np.array([32, 7, 20, 3], np.int32)
     reference = np.mean([ctc.nll(z, t, f) for z, t, f in zip(logits, targets, frames)])
@@ -52,7 +53,7 @@ def test_directions_are_summed_and_frozen_hidden_biases_stay_zero():
         h = torch.clamp(model.bn1(model.conv1(x)), 0, 20)
         h = torch.clamp(model.bn2(model.conv2(h)), 0, 20)
         assert h.shape == (2, 8, 41, 32)
-        h = h.permute(0, 3, 1, 2).reshape(2, 32, 8 * 41)     # frame features, channel-major
+        h = h.permute(0, 3, 1, 2).reshape(2, 32, 8 * 41)  # frame features, channel-major
         for lstm in model.rnn:
             out, _ = lstm(h)
             h = out[..., :32] + out[..., 32:]
@@ -61,8 +62,16 @@ def test_directions_are_summed_and_frozen_hidden_biases_stay_zero():
 
 def test_session_learns_synthetic_utterances_and_the_checkpoint_reloads(tmp_path):
     spec = get_model(MINI)
-    cfg = TrainConfig(model=MINI, framework="pytorch", batch_size=8, steps=12, warmup_steps=0,
-                      learning_rate=spec.default_lr, intra_op_threads=1, inter_op_threads=1)
+    cfg = TrainConfig(
+        model=MINI,
+        framework="pytorch",
+        batch_size=8,
+        steps=12,
+        warmup_steps=0,
+        learning_rate=spec.default_lr,
+        intra_op_threads=1,
+        inter_op_threads=1,
+    )
     session = Session(spec, cfg, synthetic.batches(spec, 8, 4, seed=0))
     losses = [session.step(i) for i in range(12)]
     assert np.mean(losses[-3:]) < 0.5 * np.mean(losses[:3]), losses
@@ -82,12 +91,24 @@ def test_librispeech_folder_trains_and_scores_through_the_shared_loop(tmp_path):
 
     from dlbench.harness.training import loop
 
-    write_librispeech(tmp_path / "ls", {
-        "train-clean-100": [(t, 0.3) for t in ("one", "two", "three", "four", "five")],
-        "dev-clean": [("six", 0.3), ("seven", 0.3), ("eight", 0.35)]})
-    cfg = TrainConfig(model=MINI, framework="pytorch", batch_size=2, steps=2, warmup_steps=1,
-                      data=str(tmp_path / "ls"), eval=True, intra_op_threads=1,
-                      inter_op_threads=1)
+    write_librispeech(
+        tmp_path / "ls",
+        {
+            "train-clean-100": [(t, 0.3) for t in ("one", "two", "three", "four", "five")],
+            "dev-clean": [("six", 0.3), ("seven", 0.3), ("eight", 0.35)],
+        },
+    )
+    cfg = TrainConfig(
+        model=MINI,
+        framework="pytorch",
+        batch_size=2,
+        steps=2,
+        warmup_steps=1,
+        data=str(tmp_path / "ls"),
+        eval=True,
+        intra_op_threads=1,
+        inter_op_threads=1,
+    )
     r = loop.run(cfg, tmp_path / "out")
     assert r["data"]["reader"] == "librispeech"
     assert r["data"]["splits"] == {"train": 5, "test": 3} and r["data"]["skipped"] == 0

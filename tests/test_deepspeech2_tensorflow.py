@@ -1,5 +1,6 @@
 """DeepSpeech2 in Keras 3: its CTC loss (tf.nn.ctc_loss) is the numpy reference's and it
 learns synthetic utterances (NHWC) through the harness session."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,13 +8,13 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from test_deepspeech2_pytorch import MINI, ctc_case  # noqa: E402
+from test_deepspeech2_pytorch import MINI, ctc_case
 
-from dlbench.harness.training.base import TrainConfig  # noqa: E402
-from dlbench.harness.training.tensorflow import Session  # noqa: E402
-from dlbench.models import synthetic  # noqa: E402
-from dlbench.models.deepspeech2.keras import ctc_loss  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
+from dlbench.harness.training.base import TrainConfig
+from dlbench.harness.training.tensorflow import Session
+from dlbench.models import synthetic
+from dlbench.models.deepspeech2.keras import ctc_loss
+from dlbench.models.registry import get_model
 
 
 def test_ctc_loss_is_the_mean_negative_log_likelihood():
@@ -23,8 +24,16 @@ def test_ctc_loss_is_the_mean_negative_log_likelihood():
 
 def test_session_learns_synthetic_utterances():
     spec = get_model(MINI)
-    cfg = TrainConfig(model=MINI, framework="tensorflow", batch_size=8, steps=12, warmup_steps=0,
-                      learning_rate=spec.default_lr, intra_op_threads=1, inter_op_threads=1)
+    cfg = TrainConfig(
+        model=MINI,
+        framework="tensorflow",
+        batch_size=8,
+        steps=12,
+        warmup_steps=0,
+        learning_rate=spec.default_lr,
+        intra_op_threads=1,
+        inter_op_threads=1,
+    )
     session = Session(spec, cfg, synthetic.batches(spec, 8, 4, seed=0, layout="NHWC"))
     losses = [session.step(i) for i in range(12)]
     assert np.mean(losses[-3:]) < 0.5 * np.mean(losses[:3]), losses

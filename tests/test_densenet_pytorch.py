@@ -5,6 +5,7 @@ zoo family are tests/test_models.py's; here the analytic counts are
 checked against the numbers torchvision publishes, and the walk conv by conv
 (harness/micro reads its output sizes).
 """
+
 import numpy as np
 import torch
 from torch import nn
@@ -34,10 +35,15 @@ def test_walk_lists_every_conv_in_network_order_with_its_output_size():
     spec = get_model("densenet121-mini")
     net = spec.build("pytorch", seed=0).eval()
     seen = []
-    hooks = [m.register_forward_hook(
-        lambda m, _i, out: seen.append(("conv", m.in_channels, m.out_channels,
-                                        m.kernel_size[0], m.stride[0], out.shape[-1])))
-        for m in net.modules() if isinstance(m, nn.Conv2d)]
+    hooks = [
+        m.register_forward_hook(
+            lambda m, _i, out: seen.append(
+                ("conv", m.in_channels, m.out_channels, m.kernel_size[0], m.stride[0], out.shape[-1])
+            )
+        )
+        for m in net.modules()
+        if isinstance(m, nn.Conv2d)
+    ]
     with torch.no_grad():
         net(torch.zeros(1, 3, 64, 64))
     for h in hooks:
@@ -59,7 +65,7 @@ def test_a_dense_layer_keeps_its_input_first():
 def test_starts_from_torchvisions_init():
     net = get_model("densenet121-mini").build("pytorch", seed=0)
     w = export_weights(net)
-    conv = w["block3.layer24.conv1.weight"]            # 248 x 32 x 1 x 1 fan_in 248
+    conv = w["block3.layer24.conv1.weight"]  # 248 x 32 x 1 x 1 fan_in 248
     assert abs(conv.std() / np.sqrt(2 / 248) - 1) < 0.1
     bns = {k[: -len(".running_var")] for k in w if k.endswith(".running_var")}
     assert all((w[f"{b}.weight"] == 1).all() and not w[f"{b}.bias"].any() for b in bns)

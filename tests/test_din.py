@@ -4,16 +4,17 @@ the synthetic click rule and the reader of DIN's Amazon click-log format.
 Counts in every framework, output shapes and canonical names are tests/test_models.py's;
 training and the held-out AUC per framework tests/test_din_{pytorch,tensorflow,mindspore}.py's.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from dlbench.core.errors import UserError
 from dlbench.harness.data import open_dataset, parse
 from dlbench.harness.scoring import roc_auc, tally_for
 from dlbench.models import synthetic
 from dlbench.models.din.data import category_of
-from dlbench.core.errors import UserError
 from dlbench.models.registry import get_model
 
 
@@ -60,21 +61,26 @@ def test_synthetic_clicks_are_whether_the_category_was_seen():
     assert np.array_equal(hist_cats, category_of(hist, 16)) and (hist_cats[hist == 0] == 0).all()
     seen = np.array([cat[b, 0] in set(hist_cats[b]) for b in range(64)])
     assert np.array_equal(seen, clicks.astype(bool)) and 0.3 < clicks.mean() < 0.7
-    assert (hist != 0).sum(axis=1).min() >= 5 and (hist == 0).any()   # padded at the end
+    assert (hist != 0).sum(axis=1).min() >= 5 and (hist == 0).any()  # padded at the end
     # The verifier's and probes' inputs are these, not text-token ids.
     x = synthetic.sample_inputs(spec, 4)
     assert [a.shape for a in x] == [(4, 20), (4, 20), (4, 1), (4, 1)]
 
 
 def _line(label, item, cat, hist):
-    return "\t".join([str(label), "U1", item, cat, "\x02".join(h for h, _ in hist),
-                      "\x02".join(c for _, c in hist)])
+    return "\t".join(
+        [str(label), "U1", item, cat, "\x02".join(h for h, _ in hist), "\x02".join(c for _, c in hist)]
+    )
 
 
 def test_click_log_reader(tmp_path):
     hist = [(f"B{i:03d}", "Books" if i % 2 else "Clothing, Shoes & Jewelry") for i in range(25)]
-    train = [_line(1, "B001", "Books", hist), _line(0, "B900", "Toys", hist[:3]),
-             _line(1, "B002", "Clothing, Shoes & Jewelry", hist[:1]), _line(0, "B003", "Books", [])]
+    train = [
+        _line(1, "B001", "Books", hist),
+        _line(0, "B900", "Toys", hist[:3]),
+        _line(1, "B002", "Clothing, Shoes & Jewelry", hist[:1]),
+        _line(0, "B003", "Books", []),
+    ]
     (tmp_path / "local_train_splitByUser").write_text("\n".join(train) + "\n")
     (tmp_path / "local_test_splitByUser").write_text(_line(1, "NEW", "Books", hist[:2]) + "\n")
     spec = get_model("din-mini")
@@ -85,14 +91,14 @@ def test_click_log_reader(tmp_path):
     (hi, hc, it, ca), y = next(ds.train_batches(4, 0, "NCHW"))
     assert hi.shape == hc.shape == (4, 20) and it.shape == (4, 1) and y.dtype == np.int32
     items, cats = ds.vocab
-    assert cats["Books"] == 2 or cats["Clothing, Shoes & Jewelry"] == 2      # most frequent
+    assert cats["Books"] == 2 or cats["Clothing, Shoes & Jewelry"] == 2  # most frequent
     (hi, hc, it, ca), y = ds.batch(ds.rows["train"])
     # 25 behaviours, seq 20: the 20 most recent; shorter ones padded with 0 at the end.
     assert list(hi[0]) == [items[h] for h, _ in hist[5:]] and list(y) == [1, 0, 1, 0]
     assert (hi[1, 3:] == 0).all() and (hi[1, :3] > 1).all() and (hi[3] == 0).all()
     assert ca[1, 0] == cats["Toys"] and ca[2, 0] == cats["Clothing, Shoes & Jewelry"]
     (hi, hc, it, ca), y = next(ds.eval_batches(8, "NCHW"))
-    assert it[0, 0] == 1 and list(y) == [1]                  # unseen item: the unknown id
+    assert it[0, 0] == 1 and list(y) == [1]  # unseen item: the unknown id
     # din-mini's item table has 512 rows: ids stay inside it.
     assert max(items.values()) < 512
 

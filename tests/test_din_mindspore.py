@@ -1,5 +1,6 @@
 """DIN in MindSpore (graph mode, as dlbench train runs it): the harness session
 learns the synthetic click rule (held-out AUC)."""
+
 from dlbench.harness.training.base import TrainConfig
 from dlbench.harness.training.mindspore import Session
 from dlbench.models import synthetic
@@ -8,8 +9,14 @@ from dlbench.models.registry import get_model
 
 def test_session_learns_the_click_rule():
     spec = get_model("din-mini")
-    cfg = TrainConfig(model="din-mini", framework="mindspore", batch_size=32, steps=40,
-                      warmup_steps=0, learning_rate=spec.default_lr)
+    cfg = TrainConfig(
+        model="din-mini",
+        framework="mindspore",
+        batch_size=32,
+        steps=40,
+        warmup_steps=0,
+        learning_rate=spec.default_lr,
+    )
     session = Session(spec, cfg, synthetic.batches(spec, 32, 8, seed=0))
     for i in range(40):
         session.step(i)

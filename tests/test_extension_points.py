@@ -2,6 +2,7 @@
 and a data format declared from outside dlbench (this file, or a plugin module named by
 DLBENCH_PLUGINS) appear everywhere dlbench lists, validates or dispatches them, with no
 product file edited."""
+
 from __future__ import annotations
 
 import json
@@ -115,8 +116,9 @@ def plugin(tmp_path, monkeypatch):
     (tmp_path / "fakeplugin.py").write_text(PLUGIN)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("DLBENCH_PLUGINS", "fakeplugin")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(tmp_path)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(tmp_path)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    )
     import importlib
 
     sys.modules.pop("fakeplugin", None)
@@ -143,8 +145,10 @@ def test_a_declared_backend_is_listed_with_its_options(plugin, capsys):
     listed = _out(capsys, "backends")
     assert "fakeengine" in listed and "a numpy multiply (a plugin)" in listed
     options = _out(capsys, "backends", "--options")
-    assert any("fakeengine" in line and "turbo" in line and "double the work" in line
-               for line in options.splitlines())
+    assert any(
+        "fakeengine" in line and "turbo" in line and "double the work" in line
+        for line in options.splitlines()
+    )
 
 
 def test_a_declared_backend_option_is_a_bench_flag_and_a_config_key(plugin, capsys, tmp_path):
@@ -166,8 +170,9 @@ def test_a_declared_backend_option_is_a_bench_flag_and_a_config_key(plugin, caps
 def test_a_declared_build_target_is_a_to_choice_with_its_options(plugin, capsys):
     text = _out(capsys, "build", "--help")
     assert "fakebuild" in text and "the fake plugin's build" in text
-    assert "int8/fakebuild: synthetic calibration samples" in " ".join(text.split()) or \
-        "tensorrt/int8/fakebuild" in " ".join(text.split())
+    assert "int8/fakebuild: synthetic calibration samples" in " ".join(
+        text.split()
+    ) or "tensorrt/int8/fakebuild" in " ".join(text.split())
 
 
 def test_a_declared_data_format_is_listed_and_opened(plugin, capsys):
@@ -194,22 +199,51 @@ def test_the_plugin_runs_in_a_cell_of_its_own_process(plugin, tmp_path):
     model = tmp_path / "m.fake"
     model.write_text(json.dumps({"shape": [4], "weight": 3.0}))
     out = subprocess.run(
-        [sys.executable, "-m", "dlbench.harness", "bench", str(model), "-b", "fakeengine",
-         "--turbo", "on", "--iterations", "20", "--warmup", "2", "--batch-sizes", "1,4",
-         "--db", str(tmp_path / "r.db"), "--json", str(tmp_path / "r.json"), "-q"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "dlbench.harness",
+            "bench",
+            str(model),
+            "-b",
+            "fakeengine",
+            "--turbo",
+            "on",
+            "--iterations",
+            "20",
+            "--warmup",
+            "2",
+            "--batch-sizes",
+            "1,4",
+            "--db",
+            str(tmp_path / "r.db"),
+            "--json",
+            str(tmp_path / "r.json"),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     records = json.loads(Path(tmp_path / "r.json").read_text())
     assert [r["batch_size"] for r in records] == [1, 4]
-    assert all(r["status"] in ("ok", "unstable") and r["backend"] == "fakeengine"
-               for r in records)
+    assert all(r["status"] in ("ok", "unstable") and r["backend"] == "fakeengine" for r in records)
     assert all(r["context"]["runtime"]["turbo"] == "on" for r in records)
 
 
 def test_a_plugin_that_does_not_import_is_one_line(tmp_path):
     env = dict(os.environ, DLBENCH_PLUGINS="no_such_plugin_module")
-    out = subprocess.run([sys.executable, "-m", "dlbench.harness", "backends"],
-                         capture_output=True, text=True, timeout=120, env=env)
+    out = subprocess.run(
+        [sys.executable, "-m", "dlbench.harness", "backends"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == [
-        out.stderr.strip().splitlines()[0]] and "no_such_plugin_module" in out.stderr
+    assert (
+        out.stderr.strip().splitlines() == [out.stderr.strip().splitlines()[0]]
+        and "no_such_plugin_module" in out.stderr
+    )

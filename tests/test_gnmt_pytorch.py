@@ -1,6 +1,7 @@
 """GNMT in PyTorch: the walk's counts, the greedy decoder is the teacher-forced one fed
 its own arg-max, the seq2seq loss ignores padding, and the harness session trains on
 synthetic pairs and on parallel text, its checkpoint loading into the greedy network."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,15 +9,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dlbench.harness.data import open_dataset  # noqa: E402
-from dlbench.harness.training.base import TrainConfig  # noqa: E402
-from dlbench.harness.training.pytorch import Session  # noqa: E402
-from dlbench.models import synthetic  # noqa: E402
-from dlbench.models.counting.pytorch import forward_macs, trainable_parameters  # noqa: E402
-from dlbench.models.gnmt import BOS_ID, example_inputs  # noqa: E402
-from dlbench.models.gnmt.torch import seq2seq_loss  # noqa: E402
-from dlbench.models.native import pytorch as native  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
+from dlbench.harness.data import open_dataset
+from dlbench.harness.training.base import TrainConfig
+from dlbench.harness.training.pytorch import Session
+from dlbench.models import synthetic
+from dlbench.models.counting.pytorch import forward_macs, trainable_parameters
+from dlbench.models.gnmt import BOS_ID, example_inputs
+from dlbench.models.gnmt.torch import seq2seq_loss
+from dlbench.models.native import pytorch as native
+from dlbench.models.registry import get_model
 
 MINI, GREEDY = get_model("gnmt-mini"), get_model("gnmt-mini-greedy")
 
@@ -59,9 +60,16 @@ def test_loss_ignores_padded_positions():
 
 
 def _session(batches):
-    cfg = TrainConfig(model=MINI.name, framework="pytorch", batch_size=16, steps=10,
-                      warmup_steps=0, learning_rate=MINI.default_lr, intra_op_threads=1,
-                      inter_op_threads=1)
+    cfg = TrainConfig(
+        model=MINI.name,
+        framework="pytorch",
+        batch_size=16,
+        steps=10,
+        warmup_steps=0,
+        learning_rate=MINI.default_lr,
+        intra_op_threads=1,
+        inter_op_threads=1,
+    )
     return Session(MINI, cfg, batches)
 
 

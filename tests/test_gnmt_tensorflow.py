@@ -2,6 +2,7 @@
 layer names, the greedy decoder is the teacher-forced one fed its own arg-max, and the
 harness session trains with the padding-free loss, its checkpoint loading into the
 greedy network."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,14 +11,14 @@ import pytest
 pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-from dlbench.harness.training.base import TrainConfig  # noqa: E402
-from dlbench.harness.training.tensorflow import Session  # noqa: E402
-from dlbench.models import synthetic  # noqa: E402
-from dlbench.models.counting.tensorflow import forward_macs, trainable_parameters  # noqa: E402
-from dlbench.models.gnmt import BOS_ID, example_inputs  # noqa: E402
-from dlbench.models.gnmt.keras import seq2seq_loss  # noqa: E402
-from dlbench.models.native import tensorflow as native  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
+from dlbench.harness.training.base import TrainConfig
+from dlbench.harness.training.tensorflow import Session
+from dlbench.models import synthetic
+from dlbench.models.counting.tensorflow import forward_macs, trainable_parameters
+from dlbench.models.gnmt import BOS_ID, example_inputs
+from dlbench.models.gnmt.keras import seq2seq_loss
+from dlbench.models.native import tensorflow as native
+from dlbench.models.registry import get_model
 
 MINI, GREEDY = get_model("gnmt-mini"), get_model("gnmt-mini-greedy")
 pytestmark = pytest.mark.filterwarnings("ignore:TensorFlow.s runtime was already initialized")
@@ -30,8 +31,17 @@ def test_counts_match_the_analytic_walk(name):
     assert trainable_parameters(model) == spec.parameter_count == 97_536
     assert forward_macs(model, spec) == spec.macs_per_sample == 1_139_712
     names = {layer.name for layer in model.layers}
-    assert {"embedding", "encoder.0", "encoder.3", "decoder.0", "decoder.3", "attention.query",
-            "attention.key", "attention.score", "classifier"} <= names
+    assert {
+        "embedding",
+        "encoder.0",
+        "encoder.3",
+        "decoder.0",
+        "decoder.3",
+        "attention.query",
+        "attention.key",
+        "attention.score",
+        "classifier",
+    } <= names
 
 
 def test_greedy_is_the_teacher_forced_decoder_fed_its_own_arg_max():
@@ -41,8 +51,9 @@ def test_greedy_is_the_teacher_forced_decoder_fed_its_own_arg_max():
     steps = np.asarray(greedy(src, training=False))
     tokens = steps.argmax(2).astype(np.int32)
     tgt_in = np.concatenate([np.full_like(src[:, :1], BOS_ID), tokens[:, :-1]], 1)
-    np.testing.assert_allclose(np.asarray(teacher([src, tgt_in], training=False)), steps,
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(teacher([src, tgt_in], training=False)), steps, rtol=1e-5, atol=1e-6
+    )
 
 
 def test_loss_ignores_padded_positions():
@@ -55,9 +66,16 @@ def test_loss_ignores_padded_positions():
 
 
 def test_session_trains_and_the_checkpoint_loads_into_the_greedy_network(tmp_path):
-    cfg = TrainConfig(model=MINI.name, framework="tensorflow", batch_size=16, steps=10,
-                      warmup_steps=0, learning_rate=MINI.default_lr, intra_op_threads=1,
-                      inter_op_threads=1)
+    cfg = TrainConfig(
+        model=MINI.name,
+        framework="tensorflow",
+        batch_size=16,
+        steps=10,
+        warmup_steps=0,
+        learning_rate=MINI.default_lr,
+        intra_op_threads=1,
+        inter_op_threads=1,
+    )
     session = Session(MINI, cfg, synthetic.batches(MINI, 16, 4, seed=0))
     losses = [session.step(i) for i in range(10)]
     assert np.mean(losses[-3:]) < 0.9 * np.mean(losses[:3]), losses

@@ -3,6 +3,7 @@
 Counts and MACs against the walk, and a graph-mode training step, for every zoo
 family are tests/test_models.py's.
 """
+
 import numpy as np
 import pytest
 
@@ -41,6 +42,7 @@ def test_exports_to_onnx(tmp_path):
     pools inside SequentialCells must not need it (they are 'same', stride 1)."""
     from dlbench.converters.base import ExportOptions
     from dlbench.converters.mindspore_to_onnx import HOP
+
     spec = get_model("googlenet-mini")
     out = tmp_path / "model.onnx"
     record = HOP.export(spec.build("mindspore", seed=0), spec, out, ExportOptions())

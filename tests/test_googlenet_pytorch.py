@@ -4,6 +4,7 @@ Parameter counts, MACs and output shapes of every zoo model against the
 analytic walk are tests/test_models.py's; here: the published size, the
 canonical layer names, and the ways ``import_weights`` must refuse weights.
 """
+
 import numpy as np
 import pytest
 from torch import nn
@@ -54,11 +55,14 @@ def test_import_replaces_every_weight(mini):
     assert all(np.array_equal(back[k], w[k]) for k in w)
 
 
-@pytest.mark.parametrize("damage,message", [
-    (lambda w: w.pop("inception4a.branch3.2.bn.running_var"), "have no canonical array"),
-    (lambda w: w.__setitem__("fc.extra", np.zeros(3, np.float32)), "match no pytorch"),
-    (lambda w: w.__setitem__("fc.weight", np.zeros((10, 3), np.float32)), "does not fit"),
-])
+@pytest.mark.parametrize(
+    "damage,message",
+    [
+        (lambda w: w.pop("inception4a.branch3.2.bn.running_var"), "have no canonical array"),
+        (lambda w: w.__setitem__("fc.extra", np.zeros(3, np.float32)), "match no pytorch"),
+        (lambda w: w.__setitem__("fc.weight", np.zeros((10, 3), np.float32)), "does not fit"),
+    ],
+)
 def test_mismatched_weights_are_refused_and_nothing_is_written(mini, damage, message):
     _, net, w = mini
     before = export_weights(net)

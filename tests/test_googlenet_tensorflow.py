@@ -3,6 +3,7 @@
 Counts and MACs against the walk, and a training step, for every zoo family are
 tests/test_models.py's.
 """
+
 import numpy as np
 import pytest
 

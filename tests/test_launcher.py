@@ -1,4 +1,5 @@
 """The cell launcher with real child processes that raise, crash, hang and allocate."""
+
 from dlbench.harness.launcher import run_cell
 
 

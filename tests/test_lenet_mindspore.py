@@ -1,9 +1,10 @@
 """LeNet-5 in MindSpore: counts, canonical names and the function it computes (a
 graph-mode training step of every zoo family is tests/test_models.py's)."""
+
+import lenet_reference
 import numpy as np
 import pytest
 
-import lenet_reference
 from dlbench.models.counting.mindspore import forward_macs, trainable_parameters
 from dlbench.models.lenet import canonical_shapes
 from dlbench.models.native.mindspore import predict

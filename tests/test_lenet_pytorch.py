@@ -4,10 +4,11 @@ Counts and MACs against the walk for every framework are also
 tests/test_models.py's; the cross-framework weight transfer is
 tests/test_weights_transfer.py's.
 """
+
+import lenet_reference
 import numpy as np
 import pytest
 
-import lenet_reference
 from dlbench.models.counting.pytorch import forward_macs, trainable_parameters
 from dlbench.models.lenet import canonical_shapes, feature_map
 from dlbench.models.native.pytorch import predict
@@ -26,8 +27,12 @@ def test_the_spec_is_lenet5(spec):
     # conv1 28x28x25x6 + conv2 10x10x25x6x16 + 400x120 + 120x84 + 84x10.
     assert spec.macs_per_sample == 117_600 + 240_000 + 48_000 + 10_080 + 840 == 416_520
     assert spec.inputs[0].shape == (1, 32, 32) and spec.num_classes == 10
-    assert (spec.network_type, spec.dataset, spec.default_batch_size, spec.task) == \
-        ("CNN", "digits (UCI optdigits)", 64, "image-classification")
+    assert (spec.network_type, spec.dataset, spec.default_batch_size, spec.task) == (
+        "CNN",
+        "digits (UCI optdigits)",
+        64,
+        "image-classification",
+    )
     assert feature_map(spec.config) == (16, 5, 5)
 
 

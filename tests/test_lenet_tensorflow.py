@@ -5,10 +5,11 @@ channels-first before flattening so that ``fc1`` reads its inputs in
 PyTorch's order.  The numpy reference (tests/lenet_reference.py) flattens
 (C, H, W): equal logits from the same canonical weights prove the order.
 """
+
+import lenet_reference
 import numpy as np
 import pytest
 
-import lenet_reference
 from dlbench.models.counting.tensorflow import forward_macs, trainable_parameters
 from dlbench.models.lenet import canonical_shapes
 from dlbench.models.native.tensorflow import predict
@@ -33,7 +34,7 @@ def test_network_matches_the_walk_and_the_canonical_names(spec):
 def test_logits_are_the_numpy_reference(spec):
     net = spec.build("tensorflow", seed=3)
     x = np.random.default_rng(0).standard_normal((3, 1, 32, 32)).astype(np.float32)
-    got = predict(net, x)                      # NCHW in, transposed inside
+    got = predict(net, x)  # NCHW in, transposed inside
     want = lenet_reference.logits(export_weights(net), x)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
 

@@ -5,9 +5,9 @@ AlexNet stands for the three such models the onnx wheel ships: ZFNet-512 and VGG
 have the same ops and the same traits (opset 9, weights as ConstantOfShape outputs
 and graph inputs, batch fixed at 1), only more of them, and took 3.4 minutes of
 the suite's 2 cores between them for no path AlexNet does not take."""
-import pytest
 
 import lightzoo
+import pytest
 
 
 @pytest.mark.parametrize("name", ["bvlc_alexnet"])

@@ -1,4 +1,5 @@
 """The install lock: complete, applied, and drift reported without importing anything."""
+
 from __future__ import annotations
 
 import re
@@ -11,8 +12,11 @@ def test_lock_pins_every_package_the_cpu_extras_require():
 
     pins = lock.pinned()
     reqs = md.requires("dlbench") or []
-    wanted = {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0] for r in reqs
-              if "extra ==" not in r or re.search(r"extra == .(cpu|test).", r)}
+    wanted = {
+        re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0]
+        for r in reqs
+        if "extra ==" not in r or re.search(r"extra == .(cpu|test).", r)
+    }
     missing = {w for w in wanted if lock._canonical(w) not in pins}
     assert not missing, f"not pinned in {lock.LOCK_FILE.name}: {sorted(missing)}"
 

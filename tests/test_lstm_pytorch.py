@@ -1,5 +1,6 @@
 """The PyTorch LSTM classifier is the spec's network, with one trainable bias per gate set,
 and it trains on synthetic token data through the harness session."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,18 +8,19 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dlbench.harness.training.base import TrainConfig  # noqa: E402
-from dlbench.harness.training.pytorch import Session  # noqa: E402
-from dlbench.models import synthetic  # noqa: E402
-from dlbench.models.counting.pytorch import forward_macs, trainable_parameters  # noqa: E402
-from dlbench.models.native import pytorch as native  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
+from dlbench.harness.training.base import TrainConfig
+from dlbench.harness.training.pytorch import Session
+from dlbench.models import synthetic
+from dlbench.models.counting.pytorch import forward_macs, trainable_parameters
+from dlbench.models.native import pytorch as native
+from dlbench.models.registry import get_model
 
 TINY = "lstm-tiny"
 
 
-@pytest.mark.parametrize("name,params,macs", [("lstm-tiny", 14_658, 327_744),
-                                              ("lstm", 6_562_002, 280_000_400)])
+@pytest.mark.parametrize(
+    "name,params,macs", [("lstm-tiny", 14_658, 327_744), ("lstm", 6_562_002, 280_000_400)]
+)
 def test_counts_match_the_analytic_walk(name, params, macs):
     spec = get_model(name)
     model = spec.build("pytorch")
@@ -47,8 +49,16 @@ def test_hidden_biases_are_frozen_zeros_and_the_classifier_reads_final_states():
 
 def test_session_trains_on_token_batches_and_the_checkpoint_reloads(tmp_path):
     spec = get_model(TINY)
-    cfg = TrainConfig(model=TINY, framework="pytorch", batch_size=8, steps=10, warmup_steps=0,
-                      learning_rate=0.5, intra_op_threads=1, inter_op_threads=1)
+    cfg = TrainConfig(
+        model=TINY,
+        framework="pytorch",
+        batch_size=8,
+        steps=10,
+        warmup_steps=0,
+        learning_rate=0.5,
+        intra_op_threads=1,
+        inter_op_threads=1,
+    )
     session = Session(spec, cfg, synthetic.batches(spec, 8, 4, seed=0))
     before = {n: p.detach().clone() for n, p in session.model.named_parameters()}
     losses = [session.step(i) for i in range(12)]

@@ -2,13 +2,18 @@
 synthetic data, the numpy loss on it, inference post-processing, the objective's
 registration and the held-out tally (the COCO reader and the input paths:
 ``test_maskrcnn_data``).  Core group: no framework imported."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dlbench.models import maskrcnn as M, synthetic
-from dlbench.models.maskrcnn import boxes as B, data as D, inference as I, reference
+from dlbench.models import maskrcnn as M
+from dlbench.models import synthetic
+from dlbench.models.maskrcnn import boxes as B
+from dlbench.models.maskrcnn import data as D
+from dlbench.models.maskrcnn import inference as I
+from dlbench.models.maskrcnn import reference
 from dlbench.models.registry import SYNTHETIC_DATA, get_model
 
 MINI = get_model("maskrcnn-mini")
@@ -32,8 +37,8 @@ def perfect_logits(labels, margin: float = 12.0) -> np.ndarray:
     at = 0
     for v in rpn_view(z):
         n = v.shape[1]
-        v[..., 0] = np.where(rpn_lab[:, at:at + n] == 1, margin, -margin)
-        v[..., 1:] = rpn_tgt[:, at:at + n]
+        v[..., 0] = np.where(rpn_lab[:, at : at + n] == 1, margin, -margin)
+        v[..., 1:] = rpn_tgt[:, at : at + n]
         at += n
     parts = M.split_output(CFG, z)
     c = CFG["num_classes"]
@@ -52,6 +57,7 @@ def perfect_logits(labels, margin: float = 12.0) -> np.ndarray:
 
 # --- geometry -----------------------------------------------------------------------------
 
+
 def test_anchors_follow_the_rpn_output_order():
     a = B.anchors(CFG)
     sizes = M.level_sizes(CFG)
@@ -63,12 +69,12 @@ def test_anchors_follow_the_rpn_output_order():
     np.testing.assert_allclose(a[0], [2 - s / r / 2, 2 - s * r / 2, 2 + s / r / 2, 2 + s * r / 2])
     np.testing.assert_allclose(a[1], [2 - s / 2, 2 - s / 2, 2 + s / 2, 2 + s / 2])
     centre = (a[:, :2] + a[:, 2:]) / 2
-    np.testing.assert_allclose(centre[3], [6, 2])                 # next column
-    np.testing.assert_allclose(centre[3 * 32], [2, 6])            # next row after 32 columns
+    np.testing.assert_allclose(centre[3], [6, 2])  # next column
+    np.testing.assert_allclose(centre[3 * 32], [2, 6])  # next row after 32 columns
     p3 = 3 * 32 * 32
     np.testing.assert_allclose(centre[p3], [4, 4])
     np.testing.assert_allclose(a[p3 + 1, 2] - a[p3 + 1, 0], CFG["anchor_sizes"][1])
-    np.testing.assert_allclose(centre[-1], [96, 96])              # P6's last cell, stride 64
+    np.testing.assert_allclose(centre[-1], [96, 96])  # P6's last cell, stride 64
     assert (B.anchor_levels(CFG)[[0, p3 - 1, p3, -1]] == [2, 2, 3, 6]).all()
     # The RPN part of the output, read in anchor order, is anchor k's row k.
     z = np.zeros((1, M.output_width(CFG)))
@@ -101,6 +107,7 @@ def test_nms_keeps_the_best_of_each_overlapping_group():
 
 # --- targets ------------------------------------------------------------------------------
 
+
 def test_rpn_targets_follow_the_iou_rules_and_sampling():
     anc = B.anchors_for(CFG)
     gt = np.array([[20, 30, 60, 90], [70, 10, 120, 50], [5, 100, 15, 110]], np.float64)
@@ -109,7 +116,7 @@ def test_rpn_targets_follow_the_iou_rules_and_sampling():
     best = overlap.max(1)
     assert ((best >= 0.7) <= (labels == 1)).all()
     assert ((labels == 0) <= (best < 0.3)).all()
-    assert (labels[overlap.argmax(0)] == 1).all()            # each box's best anchor
+    assert (labels[overlap.argmax(0)] == 1).all()  # each box's best anchor
     assert 0 < (labels == 1).sum() <= 128 and (labels >= 0).sum() == 256
     pos = labels == 1
     decoded = B.decode(deltas[pos], anc[pos])
@@ -125,53 +132,55 @@ def test_rpn_targets_follow_the_iou_rules_and_sampling():
 
 def test_roi_sampling_fractions_and_iou_rules():
     gt = np.array([[20, 30, 60, 90], [70, 10, 120, 50]], np.float64)
-    rois, labels, deltas, src = B.sample_rois(gt, np.array([2, 5]), 32, 128.0,
-                                              CFG["box_weights"], np.random.default_rng(3))
+    rois, labels, deltas, src = B.sample_rois(
+        gt, np.array([2, 5]), 32, 128.0, CFG["box_weights"], np.random.default_rng(3)
+    )
     assert rois.shape == (32, 4) and (labels > 0).sum() == 8
     fg = labels > 0
     overlap = B.iou(rois, gt)
     assert (overlap[fg].max(1) >= 0.5).all() and (overlap[~fg].max(1) < 0.5).all()
     assert (overlap[fg].argmax(1) == src[fg]).all()
     assert (labels[fg] == np.array([2, 5])[src[fg]]).all()
-    assert not (rois[fg] == gt[src[fg]]).all(1).all()       # jittered, not copies
+    assert not (rois[fg] == gt[src[fg]]).all(1).all()  # jittered, not copies
     assert (rois >= 0).all() and (rois <= 128).all() and (B.area(rois) > 0).all()
-    np.testing.assert_allclose(B.decode(deltas[fg], rois[fg], CFG["box_weights"]),
-                               gt[src[fg]], atol=1e-9)
+    np.testing.assert_allclose(B.decode(deltas[fg], rois[fg], CFG["box_weights"]), gt[src[fg]], atol=1e-9)
     assert not deltas[~fg].any()
-    none = B.sample_rois(np.zeros((0, 4)), np.zeros(0), 32, 128.0, CFG["box_weights"],
-                         np.random.default_rng(0))
+    none = B.sample_rois(
+        np.zeros((0, 4)), np.zeros(0), 32, 128.0, CFG["box_weights"], np.random.default_rng(0)
+    )
     assert (none[1] == 0).all() and (B.area(none[0]) > 0).all()
     # An image without objects: background everywhere, padded mask boxes, no NaN.
-    (r, m), y = B.batch_targets(CFG, [(np.zeros((0, 4)), np.zeros(0, int),
-                                       np.zeros((0, 128, 128)))], np.random.default_rng(0))
+    (r, m), y = B.batch_targets(
+        CFG, [(np.zeros((0, 4)), np.zeros(0, int), np.zeros((0, 128, 128)))], np.random.default_rng(0)
+    )
     assert (y[0] >= 0).sum() == 256 and not y[2].any() and not y[4].any()
     assert all(np.isfinite(a).all() for a in (r, m, *y))
 
 
 def test_mask_targets_of_a_known_rectangle():
     mask = np.zeros((128, 128))
-    mask[30:50, 20:60] = 1                                   # x 20..60, y 30..50
+    mask[30:50, 20:60] = 1  # x 20..60, y 30..50
     inside = B.mask_targets(mask, np.array([[20, 30, 60, 50.0]]), 28, 2)
     assert inside.shape == (1, 28, 28) and inside.all()
     wider = B.mask_targets(mask, np.array([[20, 30, 100, 50.0]]), 28, 2)[0]
-    assert wider[:, :14].all() and not wider[:, 14:].any()   # the left half is the object
+    assert wider[:, :14].all() and not wider[:, 14:].any()  # the left half is the object
     away = B.mask_targets(mask, np.array([[70, 70, 100, 100.0]]), 28, 2)
     assert not away.any()
 
 
 # --- data ---------------------------------------------------------------------------------
 
+
 def test_synthetic_batches_shapes_dtypes_and_seed():
     assert SYNTHETIC_DATA["instance-segmentation"].endswith("maskrcnn.data:instance_batches")
     (x, rois, mask_rois), labels = D.instance_batches(MINI, 3, 1, seed=5)[0]
     n, r, d = M.num_anchors(CFG), CFG["rois"], CFG["mask_rois"]
     assert x.shape == (3, 3, 128, 128) and rois.shape == (3, r, 4) and mask_rois.shape == (3, d, 4)
-    assert [a.shape for a in labels] == [(3, n), (3, n, 4), (3, r), (3, r, 4), (3, d),
-                                         (3, d, 28, 28)]
+    assert [a.shape for a in labels] == [(3, n), (3, n, 4), (3, r), (3, r, 4), (3, d), (3, d, 28, 28)]
     assert all(a.dtype == np.float32 for a in (x, rois, mask_rois, *labels))
     assert abs(float(x.mean())) < 1.5 and set(np.unique(labels[0])) == {-1, 0, 1}
     assert ((labels[2] > 0).sum(1) == 8).all() and (labels[4] > 0).all()
-    assert 0.3 < labels[5].mean() < 0.95                     # masks: mostly the object
+    assert 0.3 < labels[5].mean() < 0.95  # masks: mostly the object
     again = D.instance_batches(MINI, 3, 1, seed=5)[0]
     other = D.instance_batches(MINI, 3, 1, seed=6)[0]
     assert all(np.array_equal(a, b) for a, b in zip((x, rois, *labels), (*again[0][:2], *again[1])))
@@ -184,7 +193,7 @@ def test_synthetic_batches_shapes_dtypes_and_seed():
 def test_synthetic_scene_masks_are_the_painted_pixels():
     img, bx, classes, masks = D.scene(np.random.default_rng(2), 128, [20, 40, 80], 7)
     assert len(bx) == len(classes) == len(masks) == 3 and (classes >= 1).all()
-    assert not (masks.sum(0) > 1).any()                      # visible parts do not overlap
+    assert not (masks.sum(0) > 1).any()  # visible parts do not overlap
     for b, c, m in zip(bx, classes, masks):
         rows, cols = np.flatnonzero(m.any(1)), np.flatnonzero(m.any(0))
         assert (cols[0], rows[0], cols[-1] + 1, rows[-1] + 1) == tuple(b)
@@ -203,6 +212,7 @@ def test_loss_on_matching_logits_is_lower_than_on_random_logits():
 
 # --- inference ----------------------------------------------------------------------------
 
+
 def test_post_processing_recovers_known_boxes_classes_and_masks():
     gt = np.array([[20, 30, 60, 90], [70, 10, 120, 50]], np.float64)
     classes = np.array([2, 5])
@@ -210,12 +220,12 @@ def test_post_processing_recovers_known_boxes_classes_and_masks():
     z = np.zeros((1, M.output_width(CFG)), np.float32)
     rpn = np.zeros((len(anc), 5))
     rpn[:, 0] = -10
-    best = B.iou(anc, gt).argmax(0)                          # each box's best anchor
+    best = B.iou(anc, gt).argmax(0)  # each box's best anchor
     rpn[best, 0] = 10
     rpn[best, 1:] = B.encode(gt, anc[best])
     at = 0
     for v in rpn_view(z):
-        v[0] = rpn[at:at + v.shape[1]]
+        v[0] = rpn[at : at + v.shape[1]]
         at += v.shape[1]
     rois, scores = I.proposals(I.rpn_outputs(CFG, z), CFG, CFG["rois"])
     assert rois.shape == (1, 32, 4) and scores[0, 0] > 0.99 and scores[0, 2] < 0.01
@@ -228,8 +238,9 @@ def test_post_processing_recovers_known_boxes_classes_and_masks():
         k = int(classes[ov[j].argmax()]) if ov[j].max() >= 0.5 else 0
         box[0, j, k] = 10
         if k:
-            box[0, j, c + 4 * k:c + 4 * k + 4] = B.encode(gt[ov[j].argmax()], rois[0, j],
-                                                          CFG["box_weights"])
+            box[0, j, c + 4 * k : c + 4 * k + 4] = B.encode(
+                gt[ov[j].argmax()], rois[0, j], CFG["box_weights"]
+            )
     dets, det_scores, det_classes = I.detections(box, rois, CFG, CFG["mask_rois"])
     assert (det_classes[0, 2:] == 0).all() and (det_scores[0, :2] > 0.99).all()
     order = np.argsort(dets[0, :2, 0])
@@ -237,13 +248,13 @@ def test_post_processing_recovers_known_boxes_classes_and_masks():
     assert det_classes[0, order].tolist() == [2, 5]
 
     masks = np.zeros((2, 128, 128))
-    masks[0, 30:90, 20:40] = 1                               # an L inside the first box
+    masks[0, 30:90, 20:40] = 1  # an L inside the first box
     masks[0, 70:90, 20:60] = 1
     masks[1, 10:50, 70:120] = 1
     logits = np.full((CFG["mask_rois"], c, 28, 28), -10.0)
     for d in range(2):
         g = int(np.argmin(np.abs(gt[:, 0] - dets[0, d, 0])))
-        t = B.mask_targets(masks[g], dets[0, d:d + 1], 28, 2)[0]
+        t = B.mask_targets(masks[g], dets[0, d : d + 1], 28, 2)[0]
         logits[d, det_classes[0, d]] = 20 * t - 10
     pasted = I.paste_masks(logits, dets[0], det_classes[0], 128)
     assert pasted.shape == (CFG["mask_rois"], 128, 128) and not pasted[2:].any()
@@ -255,12 +266,19 @@ def test_post_processing_recovers_known_boxes_classes_and_masks():
 
 # --- objective, tally, input paths --------------------------------------------------------
 
+
 def test_the_objective_is_registered():
     from dlbench.harness.scoring import InstanceSegmentationTally, inference_tally, tally_for
     from dlbench.harness.training.objectives import LABELS, LOSSES, label_dtype
 
-    assert LABELS["instance-segmentation"] == ("rpn_labels", "rpn_targets", "roi_labels",
-                                               "roi_targets", "mask_classes", "mask_targets")
+    assert LABELS["instance-segmentation"] == (
+        "rpn_labels",
+        "rpn_targets",
+        "roi_labels",
+        "roi_targets",
+        "mask_classes",
+        "mask_targets",
+    )
     assert set(LOSSES["instance-segmentation"]) == {"pytorch", "tensorflow", "mindspore"}
     assert label_dtype("instance-segmentation", "int64") == "float32"
     assert MINI.objective == "instance-segmentation"
@@ -273,11 +291,10 @@ def test_tally_scores_perfect_and_random_heads():
     from dlbench.harness.scoring import tally_for
 
     batches = D.instance_batches(MINI, 2, 2, seed=3)
-    perfect, noise = tally_for("instance-segmentation", MINI), tally_for("instance-segmentation",
-                                                                         MINI)
+    perfect, noise = tally_for("instance-segmentation", MINI), tally_for("instance-segmentation", MINI)
     rng = np.random.default_rng(0)
     losses = []
-    for x, labels in batches:
+    for _x, labels in batches:
         perfect.add((perfect_logits(labels),), labels)
         z = rng.standard_normal((2, M.output_width(CFG))).astype(np.float32)
         noise.add(z, labels)
@@ -296,7 +313,7 @@ def test_synthetic_reader_holds_out_tuples_of_inputs():
     from dlbench.harness.data.synthetic import Synthetic
 
     ds = Synthetic(MINI)
-    (x, y), = list(ds.eval_batches(4, "NCHW", limit=3))
+    ((x, y),) = list(ds.eval_batches(4, "NCHW", limit=3))
     assert [a.shape[0] for a in x] == [3, 3, 3] and [a.shape[0] for a in y] == [3] * 6
 
 

@@ -3,22 +3,22 @@ canonical weights, RoIAlign and the loss against ``models.maskrcnn.reference``, 
 inputs each output part depends on, SGD learning through RoIAlign, the transposed
 conv's depth-to-space form, and the ONNX file (``converters.mindspore_to_onnx``)
 against the network at the traced batch and another."""
+
 import os
 
 os.environ.setdefault("GLOG_v", "3")
 
-import mindspore as ms  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from mindspore import nn  # noqa: E402
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import nn
 
-from dlbench.models import maskrcnn as M  # noqa: E402
-from dlbench.models.counting.mindspore import forward_macs, trainable_parameters  # noqa: E402
-from dlbench.models.maskrcnn import reference as ref  # noqa: E402
-from dlbench.models.maskrcnn.mindspore import (Deconv2x2, InstanceSegmentationLoss,  # noqa: E402
-                                               RoIAlign)
-from dlbench.models.registry import get_model  # noqa: E402
-from dlbench.models.weights.mindspore import export_weights, import_weights  # noqa: E402
+from dlbench.models import maskrcnn as M
+from dlbench.models.counting.mindspore import forward_macs, trainable_parameters
+from dlbench.models.maskrcnn import reference as ref
+from dlbench.models.maskrcnn.mindspore import Deconv2x2, InstanceSegmentationLoss, RoIAlign
+from dlbench.models.registry import get_model
+from dlbench.models.weights.mindspore import export_weights, import_weights
 
 MINI = get_model("maskrcnn-mini")
 CFG = MINI.config
@@ -45,21 +45,22 @@ def _boxes(rng, batch, n, lo=2.0, hi=100.0, inside=True):
 
 def _inputs(rng, batch):
     image = rng.standard_normal((batch, 3, CFG["image_size"], CFG["image_size"]))
-    return (image.astype(np.float32), _boxes(rng, batch, CFG["rois"]),
-            _boxes(rng, batch, CFG["mask_rois"]))
+    return (image.astype(np.float32), _boxes(rng, batch, CFG["rois"]), _boxes(rng, batch, CFG["mask_rois"]))
 
 
 def _labels(rng, batch):
     a, r, d = M.num_anchors(CFG), CFG["rois"], CFG["mask_rois"]
     c, m = CFG["num_classes"], CFG["mask_size"]
     mask_cls = rng.integers(0, c, (batch, d))
-    mask_cls[:, 0] = 1                                   # at least one mask per image
-    return (rng.choice([-1.0, 0.0, 1.0], (batch, a), p=[0.8, 0.15, 0.05]).astype(np.float32),
-            (0.3 * rng.standard_normal((batch, a, 4))).astype(np.float32),
-            rng.integers(-1, c, (batch, r)).astype(np.float32),
-            (0.3 * rng.standard_normal((batch, r, 4))).astype(np.float32),
-            mask_cls.astype(np.float32),
-            (rng.random((batch, d, m, m)) > 0.5).astype(np.float32))
+    mask_cls[:, 0] = 1  # at least one mask per image
+    return (
+        rng.choice([-1.0, 0.0, 1.0], (batch, a), p=[0.8, 0.15, 0.05]).astype(np.float32),
+        (0.3 * rng.standard_normal((batch, a, 4))).astype(np.float32),
+        rng.integers(-1, c, (batch, r)).astype(np.float32),
+        (0.3 * rng.standard_normal((batch, r, 4))).astype(np.float32),
+        mask_cls.astype(np.float32),
+        (rng.random((batch, d, m, m)) > 0.5).astype(np.float32),
+    )
 
 
 def test_counts_and_canonical_weights_are_the_contracts():
@@ -79,15 +80,17 @@ def test_roi_align_is_the_reference_at_every_level_outside_and_degenerate(rows):
     """Both forms: row gathers (MindSpore runs) and GatherElements (the ONNX export's)."""
     rng = np.random.default_rng(1)
     sizes, channels, batch = M.level_sizes(CFG), 5, 2
-    maps = [{lv: rng.standard_normal((channels, sizes[lv], sizes[lv])).astype(np.float32)
-             for lv in M.ROI_LEVELS} for _ in range(batch)]
-    flat = np.stack([np.concatenate([m[lv].reshape(channels, -1).T for lv in M.ROI_LEVELS])
-                     for m in maps])
-    boxes = np.concatenate([_boxes(rng, batch, 24, 0.5, 180, inside=False),
-                            _boxes(rng, batch, 8, 80, 200, inside=False)], 1)
-    boxes[:, 0] = (3, 3, 3, 3)                           # empty
-    boxes[:, 1] = (30, 40, 20, 35)                       # inverted
-    boxes[:, 2] = (-300, -300, -200, -250)               # wholly outside: zeros
+    maps = [
+        {lv: rng.standard_normal((channels, sizes[lv], sizes[lv])).astype(np.float32) for lv in M.ROI_LEVELS}
+        for _ in range(batch)
+    ]
+    flat = np.stack([np.concatenate([m[lv].reshape(channels, -1).T for lv in M.ROI_LEVELS]) for m in maps])
+    boxes = np.concatenate(
+        [_boxes(rng, batch, 24, 0.5, 180, inside=False), _boxes(rng, batch, 8, 80, 200, inside=False)], 1
+    )
+    boxes[:, 0] = (3, 3, 3, 3)  # empty
+    boxes[:, 1] = (30, 40, 20, 35)  # inverted
+    boxes[:, 2] = (-300, -300, -200, -250)  # wholly outside: zeros
     levels = ref.roi_levels(boxes, CFG)
     assert set(levels.ravel()) == set(M.ROI_LEVELS)
     for size in (CFG["box_roi_size"], CFG["mask_roi_size"]):
@@ -120,16 +123,20 @@ def test_each_output_part_depends_on_its_own_inputs():
         out = net(*map(ms.Tensor, x)).asnumpy()
         assert out.shape == (2, M.output_width(CFG)) and out.dtype == np.float32
         p = M.split_output(CFG, out)
-        return (np.concatenate([p[f"rpn.p{lv}"].reshape(2, -1) for lv in M.LEVELS], 1),
-                p["box"], p["mask"])
+        return (np.concatenate([p[f"rpn.p{lv}"].reshape(2, -1) for lv in M.LEVELS], 1), p["box"], p["mask"])
 
     base = parts(image, rois, mask_rois)
-    changed = {"rois": parts(image, rois[:, ::-1].copy(), mask_rois),
-               "mask_rois": parts(image, rois, mask_rois[:, ::-1].copy()),
-               "image": parts(-image, rois, mask_rois)}
+    changed = {
+        "rois": parts(image, rois[:, ::-1].copy(), mask_rois),
+        "mask_rois": parts(image, rois, mask_rois[:, ::-1].copy()),
+        "image": parts(-image, rois, mask_rois),
+    }
     moves = {k: [not np.array_equal(a, b) for a, b in zip(base, v)] for k, v in changed.items()}
-    assert moves == {"rois": [False, True, False], "mask_rois": [False, False, True],
-                     "image": [True, True, True]}
+    assert moves == {
+        "rois": [False, True, False],
+        "mask_rois": [False, False, True],
+        "image": [True, True, True],
+    }
     # Reversing the boxes reverses the rows: boxes are read independently.
     np.testing.assert_allclose(changed["rois"][1][:, ::-1], base[1], rtol=1e-5, atol=1e-5)
 
@@ -179,13 +186,12 @@ def test_onnx_file_computes_the_network_at_any_batch(tmp_path):
     from dlbench.converters.mindspore_to_onnx import HOP
 
     net = MINI.build("mindspore", seed=0)
-    built = MINI.build("mindspore")                      # the verifier's: as built
+    built = MINI.build("mindspore")  # the verifier's: as built
     import_weights(built, export_weights(net))
     built.set_train(False)
     out = tmp_path / "maskrcnn.onnx"
     record = HOP.export(net, MINI, out, ExportOptions())
-    assert [r.split(":")[0] for r in record["rewrites"]] == ["backbone.stem.pool", "box_roi",
-                                                             "mask_roi"]
+    assert [r.split(":")[0] for r in record["rewrites"]] == ["backbone.stem.pool", "box_roi", "mask_roi"]
     model = onnx_io.load(out)
     onnx_io.normalize_io(model)
     onnx_io.save(model, out)
@@ -194,7 +200,7 @@ def test_onnx_file_computes_the_network_at_any_batch(tmp_path):
     session = ort.InferenceSession(str(out), options)
     assert [i.name for i in session.get_inputs()] == ["image", "rois", "mask_rois"]
     rng = np.random.default_rng(6)
-    for batch in (2, 3):                                 # traced at 2
+    for batch in (2, 3):  # traced at 2
         x = _inputs(rng, batch)
         want = built(*map(ms.Tensor, x)).asnumpy()
         got = session.run(None, dict(zip(("image", "rois", "mask_rois"), x)))[0]

@@ -2,6 +2,7 @@
 its numpy ``reference``): counts and canonical weights, RoIAlign and the loss against
 numpy, the packing of the one output, learning through RoIAlign, and the ONNX export
 that dlbench runs matching the eager network in ONNX Runtime."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,16 +10,16 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dlbench.converters.base import ExportOptions  # noqa: E402
-from dlbench.converters.onnx_io import input_names  # noqa: E402
-from dlbench.converters.torch_to_onnx import HOP  # noqa: E402
-from dlbench.models import maskrcnn as M  # noqa: E402
-from dlbench.models.counting.pytorch import forward_macs, trainable_parameters  # noqa: E402
-from dlbench.models.maskrcnn import reference as ref  # noqa: E402
-from dlbench.models.maskrcnn.torch import instance_segmentation_loss, roi_align  # noqa: E402
-from dlbench.models.native import pytorch as native  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
-from dlbench.models.weights.pytorch import export_weights, import_weights  # noqa: E402
+from dlbench.converters.base import ExportOptions
+from dlbench.converters.onnx_io import input_names
+from dlbench.converters.torch_to_onnx import HOP
+from dlbench.models import maskrcnn as M
+from dlbench.models.counting.pytorch import forward_macs, trainable_parameters
+from dlbench.models.maskrcnn import reference as ref
+from dlbench.models.maskrcnn.torch import instance_segmentation_loss, roi_align
+from dlbench.models.native import pytorch as native
+from dlbench.models.registry import get_model
+from dlbench.models.weights.pytorch import export_weights, import_weights
 
 MINI = get_model("maskrcnn-mini")
 CFG = MINI.config
@@ -52,12 +53,14 @@ def _labels(rng, batch):
     a, c, m = M.num_anchors(CFG), CFG["num_classes"], CFG["mask_size"]
     r, d = CFG["rois"], CFG["mask_rois"]
     f = np.float32
-    return (rng.choice([-1.0, 0.0, 1.0], (batch, a), p=[0.8, 0.15, 0.05]).astype(f),
-            rng.standard_normal((batch, a, 4)).astype(f),
-            rng.integers(-1, c, (batch, r)).astype(f),
-            rng.standard_normal((batch, r, 4)).astype(f),
-            rng.integers(0, c, (batch, d)).astype(f),
-            (rng.random((batch, d, m, m)) > 0.5).astype(f))
+    return (
+        rng.choice([-1.0, 0.0, 1.0], (batch, a), p=[0.8, 0.15, 0.05]).astype(f),
+        rng.standard_normal((batch, a, 4)).astype(f),
+        rng.integers(-1, c, (batch, r)).astype(f),
+        rng.standard_normal((batch, r, 4)).astype(f),
+        rng.integers(0, c, (batch, d)).astype(f),
+        (rng.random((batch, d, m, m)) > 0.5).astype(f),
+    )
 
 
 def test_counts_and_canonical_weights_match_the_contract():
@@ -82,34 +85,40 @@ def test_full_size_builds_at_the_published_size():
 def test_roi_align_is_the_numpy_reference_at_every_level():
     rng = np.random.default_rng(0)
     sizes = M.level_sizes(CFG)
-    maps = [rng.standard_normal((2, 5, sizes[lv], sizes[lv])).astype(np.float32)
-            for lv in M.ROI_LEVELS]
+    maps = [rng.standard_normal((2, 5, sizes[lv], sizes[lv])).astype(np.float32) for lv in M.ROI_LEVELS]
     centre = rng.uniform(-10, 138, (2, 24, 2))
     side = np.exp(rng.uniform(np.log(2.0), np.log(200.0), (2, 24, 2)))
     boxes = np.concatenate([centre - side / 2, centre + side / 2], -1).astype(np.float32)
-    boxes[0, :4] = [[50, 50, 50, 50], [10, 20, 10.5, 20.2], [60, 60, 55, 58],   # degenerate
-                    [-40, -30, -5, -2]]                                        # outside
-    boxes[1, :2] = [[-20, -20, 150, 150], [100, 100, 160, 170]]                # partly out
+    boxes[0, :4] = [
+        [50, 50, 50, 50],
+        [10, 20, 10.5, 20.2],
+        [60, 60, 55, 58],  # degenerate
+        [-40, -30, -5, -2],
+    ]  # outside
+    boxes[1, :2] = [[-20, -20, 150, 150], [100, 100, 160, 170]]  # partly out
     levels = ref.roi_levels(boxes, CFG)
     assert set(levels.ravel().tolist()) == set(M.ROI_LEVELS)
     for size in (CFG["box_roi_size"], CFG["mask_roi_size"]):
-        got = roi_align([torch.from_numpy(m) for m in maps], torch.from_numpy(boxes), CFG,
-                        size).numpy().reshape(2, 24, 5, size, size)
+        got = (
+            roi_align([torch.from_numpy(m) for m in maps], torch.from_numpy(boxes), CFG, size)
+            .numpy()
+            .reshape(2, 24, 5, size, size)
+        )
         for i in range(2):
-            want = ref.roi_align({lv: m[i] for lv, m in zip(M.ROI_LEVELS, maps)},
-                                 boxes[i], CFG, size)
+            want = ref.roi_align({lv: m[i] for lv, m in zip(M.ROI_LEVELS, maps)}, boxes[i], CFG, size)
             np.testing.assert_allclose(got[i], want, rtol=0, atol=1e-5)
-    assert np.abs(got[0, 3]).max() == 0.0          # wholly outside the map: zeros
+    assert np.abs(got[0, 3]).max() == 0.0  # wholly outside the map: zeros
 
 
 def test_roi_align_gradient_reaches_the_maps():
     rng = np.random.default_rng(1)
     sizes = M.level_sizes(CFG)
-    maps = [torch.from_numpy(rng.standard_normal((1, 2, sizes[lv], sizes[lv])))
-            .requires_grad_() for lv in M.ROI_LEVELS]
+    maps = [
+        torch.from_numpy(rng.standard_normal((1, 2, sizes[lv], sizes[lv]))).requires_grad_()
+        for lv in M.ROI_LEVELS
+    ]
     boxes = torch.tensor([[[3.0, 5.0, 11.0, 9.0], [10.0, 12.0, 100.0, 90.0]]], dtype=torch.float64)
-    assert torch.autograd.gradcheck(lambda *ms: roi_align(list(ms), boxes, CFG, 3), maps,
-                                    fast_mode=True)
+    assert torch.autograd.gradcheck(lambda *ms: roi_align(list(ms), boxes, CFG, 3), maps, fast_mode=True)
 
 
 def test_loss_is_the_numpy_reference():
@@ -127,8 +136,14 @@ def test_loss_is_the_numpy_reference():
     touched = np.abs(mask).sum((-1, -2)) > 0
     assert (touched.sum(-1) == (cls > 0)).all()
     # nothing labelled: every count clamps to 1 and the loss is 0, not NaN
-    empty = (np.full_like(labels[0], -1), labels[1], np.full_like(labels[2], -1), labels[3],
-             np.zeros_like(labels[4]), labels[5])
+    empty = (
+        np.full_like(labels[0], -1),
+        labels[1],
+        np.full_like(labels[2], -1),
+        labels[3],
+        np.zeros_like(labels[4]),
+        labels[5],
+    )
     assert instance_segmentation_loss(z, tuple(map(torch.from_numpy, empty))).item() == 0.0
 
 
@@ -136,9 +151,12 @@ def test_heads_pack_as_output_layout():
     net = MINI.build("pytorch", seed=0).eval()
     a, c = len(M.ASPECT_RATIOS), CFG["num_classes"]
     with torch.no_grad():
-        for layer, base in ((net.rpn.cls_logits, 100), (net.rpn.bbox_pred, 0),
-                            (net.box_predictor.cls_score, 500),
-                            (net.box_predictor.bbox_pred, 1000)):
+        for layer, base in (
+            (net.rpn.cls_logits, 100),
+            (net.rpn.bbox_pred, 0),
+            (net.box_predictor.cls_score, 500),
+            (net.box_predictor.bbox_pred, 1000),
+        ):
             layer.weight.zero_()
             layer.bias.copy_(base + torch.arange(layer.bias.numel(), dtype=torch.float32))
         y = native.predict(net, _inputs(np.random.default_rng(3), 1))
@@ -159,9 +177,11 @@ def test_each_part_depends_on_its_own_input():
     image, rois, mask_rois = _inputs(rng, 2)
     base = M.split_output(CFG, native.predict(net, (image, rois, mask_rois)))
     other_rois, other_masks = _boxes(rng, CFG["rois"], 2), _boxes(rng, CFG["mask_rois"], 2)
-    for inputs, changed in (((image, other_rois, mask_rois), {"box"}),
-                            ((image, rois, other_masks), {"mask"}),
-                            ((image[::-1].copy(), rois, mask_rois), set(base))):
+    for inputs, changed in (
+        ((image, other_rois, mask_rois), {"box"}),
+        ((image, rois, other_masks), {"mask"}),
+        ((image[::-1].copy(), rois, mask_rois), set(base)),
+    ):
         new = M.split_output(CFG, native.predict(net, inputs))
         moved = {k for k in base if not np.allclose(new[k], base[k], rtol=0, atol=1e-6)}
         assert moved == changed
@@ -209,11 +229,11 @@ def test_onnx_export_matches_eager(tmp_path):
     ort = pytest.importorskip("onnxruntime")
     net = MINI.build("pytorch", seed=0).eval()
     out = tmp_path / "maskrcnn.onnx"
-    HOP.export(net, MINI, out, ExportOptions())           # dynamic batch, traced at 1
+    HOP.export(net, MINI, out, ExportOptions())  # dynamic batch, traced at 1
     onnx = pytest.importorskip("onnx")
     (logits,) = onnx.load(str(out)).graph.output
     dims = [d.dim_param or d.dim_value for d in logits.type.tensor_type.shape.dim]
-    assert dims == ["batch", M.output_width(CFG)]          # only the batch is symbolic
+    assert dims == ["batch", M.output_width(CFG)]  # only the batch is symbolic
     x = _inputs(np.random.default_rng(6), 2)
     want = native.predict(net, x)
     sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])

@@ -2,6 +2,7 @@
 counts and canonical weights, RoIAlign and the loss against the numpy reference, the
 output's packing, learning through RoIAlign, and the ONNX export.
 """
+
 import math
 
 import keras
@@ -45,15 +46,16 @@ def _forward(net, image, rois, mask_rois, training=False):
 
 def _labels(rng, batch):
     """Random valid labels, with some of every kind (ignored, background, padding)."""
-    a, r, d, m, c = (M.num_anchors(CFG), CFG["rois"], CFG["mask_rois"], CFG["mask_size"],
-                     CFG["num_classes"])
+    a, r, d, m, c = (M.num_anchors(CFG), CFG["rois"], CFG["mask_rois"], CFG["mask_size"], CFG["num_classes"])
     f = np.float32
-    return (rng.choice([-1, 0, 1], (batch, a), p=[0.8, 0.15, 0.05]).astype(f),
-            (0.3 * rng.standard_normal((batch, a, 4))).astype(f),
-            rng.integers(-1, c, (batch, r)).astype(f),
-            (0.3 * rng.standard_normal((batch, r, 4))).astype(f),
-            rng.integers(0, c, (batch, d)).astype(f),
-            (rng.random((batch, d, m, m)) > 0.5).astype(f))
+    return (
+        rng.choice([-1, 0, 1], (batch, a), p=[0.8, 0.15, 0.05]).astype(f),
+        (0.3 * rng.standard_normal((batch, a, 4))).astype(f),
+        rng.integers(-1, c, (batch, r)).astype(f),
+        (0.3 * rng.standard_normal((batch, r, 4))).astype(f),
+        rng.integers(0, c, (batch, d)).astype(f),
+        (rng.random((batch, d, m, m)) > 0.5).astype(f),
+    )
 
 
 def test_counts_and_canonical_weights(net):
@@ -95,29 +97,43 @@ def test_roi_align_is_the_reference():
     """Boxes on every level, partly or wholly outside the image, tiny and degenerate."""
     rng = np.random.default_rng(1)
     sizes, batch, channels = M.level_sizes(CFG), 2, 5
-    maps = {lv: rng.standard_normal((batch, sizes[lv], sizes[lv], channels)).astype(np.float32)
-            for lv in M.ROI_LEVELS}
-    parts = [_boxes(rng, batch, 6, lo, hi, inside=False)
-             for lo, hi in ((1, 15), (20, 33), (40, 65), (80, 200))]
-    odd = np.array([[5, 5, 5, 5], [10, 20, 8, 3], [-40, -40, -20, -20], [130, 0, 180, 50],
-                    [-3, -3, 2, 2], [0, 0, 128, 128], [60, 60, 60.3, 60.2], [120, 100, 140, 140]],
-                   np.float32)
+    maps = {
+        lv: rng.standard_normal((batch, sizes[lv], sizes[lv], channels)).astype(np.float32)
+        for lv in M.ROI_LEVELS
+    }
+    parts = [
+        _boxes(rng, batch, 6, lo, hi, inside=False) for lo, hi in ((1, 15), (20, 33), (40, 65), (80, 200))
+    ]
+    odd = np.array(
+        [
+            [5, 5, 5, 5],
+            [10, 20, 8, 3],
+            [-40, -40, -20, -20],
+            [130, 0, 180, 50],
+            [-3, -3, 2, 2],
+            [0, 0, 128, 128],
+            [60, 60, 60.3, 60.2],
+            [120, 100, 140, 140],
+        ],
+        np.float32,
+    )
     boxes = np.concatenate(parts + [np.broadcast_to(odd, (batch, *odd.shape))], 1)
     assert set(ref.roi_levels(boxes, CFG).ravel()) == set(M.ROI_LEVELS)
     for size in (CFG["box_roi_size"], CFG["mask_roi_size"]):
         layer = RoIAlign(size, CFG["sampling_ratio"], CFG["canonical_size"])
         got = layer([tf.constant(maps[lv]) for lv in M.ROI_LEVELS] + [tf.constant(boxes)])
-        got = np.asarray(got).transpose(0, 1, 4, 2, 3)            # NHWC -> (N, C, S, S)
+        got = np.asarray(got).transpose(0, 1, 4, 2, 3)  # NHWC -> (N, C, S, S)
         for b in range(batch):
-            want = ref.roi_align({lv: maps[lv][b].transpose(2, 0, 1) for lv in M.ROI_LEVELS},
-                                 boxes[b], CFG, size)
+            want = ref.roi_align(
+                {lv: maps[lv][b].transpose(2, 0, 1) for lv in M.ROI_LEVELS}, boxes[b], CFG, size
+            )
             assert np.abs(got[b] - want).max() <= 1e-5
 
 
 def test_loss_is_the_reference():
     rng = np.random.default_rng(2)
     labels = _labels(rng, 3)
-    labels[4][2] = 0                                       # an image with no mask box
+    labels[4][2] = 0  # an image with no mask box
     logits = rng.standard_normal((3, M.output_width(CFG))).astype(np.float32)
     got = {k: float(v) for k, v in loss_terms(tf.constant(logits), labels).items()}
     want = ref.loss_terms(logits, labels, CFG)
@@ -134,8 +150,7 @@ def test_output_parts_depend_on_their_inputs_only(net):
     changed = {
         "rois": _forward(net, image, _boxes(rng, 2, CFG["rois"]), mask_rois),
         "mask_rois": _forward(net, image, rois, _boxes(rng, 2, CFG["mask_rois"])),
-        "image": _forward(net, rng.standard_normal(image.shape).astype(np.float32), rois,
-                          mask_rois),
+        "image": _forward(net, rng.standard_normal(image.shape).astype(np.float32), rois, mask_rois),
     }
     moved = {"rois": {"box"}, "mask_rois": {"mask"}, "image": set(base)}
     for what, out in changed.items():
@@ -150,9 +165,13 @@ def test_output_packing_follows_output_layout(net):
     a, c = len(M.ASPECT_RATIOS), CFG["num_classes"]
     old = export_weights(net)
     new = dict(old)
-    for name, n in (("rpn.cls_logits", a), ("rpn.bbox_pred", 4 * a),
-                    ("box_predictor.cls_score", c), ("box_predictor.bbox_pred", 4 * c),
-                    ("mask_predictor.mask_fcn_logits", c)):
+    for name, n in (
+        ("rpn.cls_logits", a),
+        ("rpn.bbox_pred", 4 * a),
+        ("box_predictor.cls_score", c),
+        ("box_predictor.bbox_pred", 4 * c),
+        ("mask_predictor.mask_fcn_logits", c),
+    ):
         new[f"{name}.weight"] = np.zeros_like(old[f"{name}.weight"])
         new[f"{name}.bias"] = np.arange(n, dtype=np.float32) + (100 if "bbox" in name else 0)
     import_weights(net, new)
@@ -204,7 +223,7 @@ def test_onnx_export_matches_keras(net, tmp_path):
     image, rois, mask_rois = _inputs(np.random.default_rng(7))
     want = np.asarray(_forward(net, image, rois, mask_rois))
     session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
-    got, = session.run(None, {"image": image, "rois": rois, "mask_rois": mask_rois})
+    (got,) = session.run(None, {"image": image, "rois": rois, "mask_rois": mask_rois})
     assert got.shape == want.shape
     assert np.abs(got - want).max() <= 1e-4 * max(np.abs(want).max(), 1.0)
     assert math.prod(got.shape[1:]) == M.output_width(CFG)

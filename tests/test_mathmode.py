@@ -7,24 +7,36 @@ tests (framework-marked) set a switch the wrong way first, so the helper has
 something to undo, and drive the real runners to the fallback checks.  The
 GPU and Ascend halves are in test_bench_gpu.py.
 """
+
 import json
 import subprocess
 import sys
 
-import numpy as np
+import benchmodels
 import pytest
 
-import benchmodels
-from dlbench.harness import mathmode
 from dlbench.core.errors import UserError
+from dlbench.harness import mathmode
 
 FAST = ("--batch-sizes", "2", "--min-duration", "0.05", "--min-iterations", "3", "--warmup", "1")
 
 
 def test_every_bench_cell_records_the_ieee_math_its_framework_read_back(cli, workdir):
     mlp = benchmodels.mlp(workdir / "mlp.onnx")
-    out = cli("bench", "lenet5", str(mlp), "-b", "pytorch", "-b", "tensorflow", "-b",
-              "onnxruntime", *FAST, "--json", "b.json")
+    out = cli(
+        "bench",
+        "lenet5",
+        str(mlp),
+        "-b",
+        "pytorch",
+        "-b",
+        "tensorflow",
+        "-b",
+        "onnxruntime",
+        *FAST,
+        "--json",
+        "b.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     runs = {r["backend"]: r for r in json.loads((workdir / "b.json").read_text())}
     assert set(runs) == {"pytorch", "tensorflow", "onnxruntime"}
@@ -44,8 +56,20 @@ def test_every_bench_cell_records_the_ieee_math_its_framework_read_back(cli, wor
 
 
 def test_training_records_the_math_mode_in_force(cli, workdir):
-    out = cli("train", "lenet5", "-f", "pytorch", "--steps", "1", "--warmup-steps", "0",
-              "--batch-size", "4", "--json", "t.json")
+    out = cli(
+        "train",
+        "lenet5",
+        "-f",
+        "pytorch",
+        "--steps",
+        "1",
+        "--warmup-steps",
+        "0",
+        "--batch-size",
+        "4",
+        "--json",
+        "t.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     [r] = json.loads((workdir / "t.json").read_text())
     assert r["context"]["math_mode"]["torch.cudnn.conv"] == "ieee"
@@ -66,7 +90,7 @@ def test_tf32_on_a_cpu_is_refused_with_the_reason(cli, workdir):
 def test_a_math_variable_that_contradicts_fp32_refuses_before_any_cell(cli, workdir):
     out = cli("bench", "lenet5", "-b", "pytorch", *FAST, env={"ONEDNN_DEFAULT_FPMATH_MODE": "BF16"})
     assert out.returncode == 2 and "ONEDNN_DEFAULT_FPMATH_MODE=BF16" in out.stderr
-    assert "lenet5 on pytorch" not in out.stderr         # refused by the plan, not by a cell
+    assert "lenet5 on pytorch" not in out.stderr  # refused by the plan, not by a cell
 
 
 def test_tf32_and_an_override_that_forbids_it_are_refused(monkeypatch):
@@ -88,7 +112,7 @@ def test_torch_math_undoes_a_reduced_precision_switch_and_reads_it_back():
     onednn = torch.backends.mkldnn.matmul
     before = onednn.fp32_precision
     try:
-        onednn.fp32_precision = "bf16"          # someone asked oneDNN for bf16 float32 math
+        onednn.fp32_precision = "bf16"  # someone asked oneDNN for bf16 float32 math
         mode = mathmode.torch_math(torch, "cpu", "fp32")
         assert mode["torch.mkldnn.matmul"] == onednn.fp32_precision == "ieee"
         with pytest.raises(UserError, match="TensorFloat-32"):
@@ -129,8 +153,9 @@ except FellBack as exc:
 def test_tensorflow_soft_placement_is_off_and_a_runner_with_it_on_fails():
     """In a fresh process, as a cell runs it: TensorFlow fixes its thread pools when its
     context starts, so a runner loaded after other tests' TensorFlow work would refuse."""
-    proc = subprocess.run([sys.executable, "-c", SOFT_PLACEMENT_PROBE], capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", SOFT_PLACEMENT_PROBE], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "REFUSED"
 
@@ -170,7 +195,8 @@ print("PLACED")
 @pytest.mark.mindspore
 def test_mindspore_reads_where_the_outputs_live_not_the_configured_target():
     """In a fresh process, as a cell runs it: MindSpore fixes its device once a kernel ran."""
-    proc = subprocess.run([sys.executable, "-c", PLACEMENT_PROBE], capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", PLACEMENT_PROBE], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-2:] == ["REFUSED", "PLACED"]

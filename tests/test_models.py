@@ -4,6 +4,7 @@ Parametrized over the registry and each model's frameworks, so a new model
 or framework is tested without new test code.  Each case runs in its
 framework's test group (see tests/suites.py).
 """
+
 import importlib
 import math
 
@@ -19,8 +20,12 @@ LEFT_OUT = {"gnmt-greedy"}
 # Counted and named, not run: Mask R-CNN's 800 px forwards take 10-40 s each per framework
 # (Keras: 11-13 s at batch 1, 2.6 GB), and maskrcnn-mini runs the same code.
 COUNTS_ONLY = {"maskrcnn", "maskrcnn-r101"}
-CASES = [pytest.param(m, fw, marks=getattr(pytest.mark, fw), id=f"{m}-{fw}")
-         for m in list_models() if m not in LEFT_OUT for fw in get_model(m).frameworks]
+CASES = [
+    pytest.param(m, fw, marks=getattr(pytest.mark, fw), id=f"{m}-{fw}")
+    for m in list_models()
+    if m not in LEFT_OUT
+    for fw in get_model(m).frameworks
+]
 
 
 def _forward(framework, model, x):
@@ -41,16 +46,16 @@ def test_same_parameters_flops_and_output_shape(name, framework):
     assert counting.forward_macs(model, spec) == spec.macs_per_sample
     family = importlib.import_module(f"dlbench.models.{spec.family}")
     if name not in COUNTS_ONLY:
-        if spec.token_inputs or len(spec.inputs) > 1:     # ids, or boxes beside an image
+        if spec.token_inputs or len(spec.inputs) > 1:  # ids, or boxes beside an image
             from dlbench.models import synthetic
+
             x = synthetic.sample_inputs(spec, 2)
         else:
             c, h, w = spec.inputs[0].shape
             x = np.random.default_rng(0).standard_normal((2, c, h, w)).astype(np.float32)
-        y = _forward(framework, model, x)        # predict takes NCHW and converts itself
+        y = _forward(framework, model, x)  # predict takes NCHW and converts itself
         # A family whose logits are not a classifier's (batch, classes) says what they are.
-        per_sample = getattr(family, "output_shape",
-                             lambda cfg: (spec.num_classes,))(spec.config)
+        per_sample = getattr(family, "output_shape", lambda cfg: (spec.num_classes,))(spec.config)
         assert y.shape == (2, *per_sample)
         assert np.isfinite(y).all()
     # A family that spells out its weight names (independently of any framework)
@@ -68,8 +73,6 @@ def test_resnet50_is_the_published_size():
     assert spec.macs_per_sample == 4_089_184_256
 
 
-
-
 def _smallest_of_each_family() -> set[str]:
     smallest: dict[str, str] = {}
     for m in list_models():
@@ -85,8 +88,7 @@ def _smallest_of_each_family() -> set[str]:
 # in the trainer's own session, is cheap enough for every family in every framework
 # (ResNet-152's mini is ResNet-50's code with more blocks).
 SMALLEST = _smallest_of_each_family()
-STEP_CASES = [c for c in CASES if c.values[0] in SMALLEST
-              and not get_model(c.values[0]).token_inputs]
+STEP_CASES = [c for c in CASES if c.values[0] in SMALLEST and not get_model(c.values[0]).token_inputs]
 
 
 @pytest.mark.parametrize("name,framework", STEP_CASES)
@@ -101,26 +103,28 @@ def test_two_training_steps_move_every_weight_and_statistic(name, framework):
 
     spec = get_model(name)
     session_cls = importlib.import_module(f"dlbench.harness.training.{framework}").Session
-    cfg = TrainConfig(model=name, framework=framework, batch_size=4, steps=2, warmup_steps=0,
-                      learning_rate=spec.default_lr)
+    cfg = TrainConfig(
+        model=name, framework=framework, batch_size=4, steps=2, warmup_steps=0, learning_rate=spec.default_lr
+    )
     # The objective's own batches (SSD's matched detection targets; images for classifiers).
-    session = session_cls(spec, cfg, synthetic.batches(spec, 4, 2, seed=0,
-                                                       layout=session_cls.layout))
+    session = session_cls(spec, cfg, synthetic.batches(spec, 4, 2, seed=0, layout=session_cls.layout))
     export = importlib.import_module(f"dlbench.models.weights.{framework}").export_weights
     before = export(session.model)
     losses = [session.step(0), session.step(1)]
     after = export(session.model)
     assert all(math.isfinite(x) for x in losses)
     # An LSTM's b_hh is frozen at zero by design (one trainable bias, as in Keras).
-    assert sorted(k for k in before if np.array_equal(before[k], after[k])
-                  and ".bias_hh_" not in k) == []
+    assert sorted(k for k in before if np.array_equal(before[k], after[k]) and ".bias_hh_" not in k) == []
 
 
-@pytest.mark.parametrize("name,params,macs", [
-    # torchvision's counts (v1.5 moves a stride, not a weight); MACs are conv + dense.
-    ("resnet152", 60_192_808, 11_513_626_624),
-    ("vgg16", 138_357_544, 15_470_264_320),
-])
+@pytest.mark.parametrize(
+    "name,params,macs",
+    [
+        # torchvision's counts (v1.5 moves a stride, not a weight); MACs are conv + dense.
+        ("resnet152", 60_192_808, 11_513_626_624),
+        ("vgg16", 138_357_544, 15_470_264_320),
+    ],
+)
 def test_seed_zoo_classifiers_are_the_published_size(name, params, macs):
     spec = get_model(name)
     assert (spec.parameter_count, spec.macs_per_sample) == (params, macs)

@@ -7,43 +7,56 @@ initializer shape, plus an initializer of noise, so the weights still differ),
 and a residual add written as a two-input ``Sum``.
 The nine real light models run in ``test_light_zoo*.py``.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
-
 import tiny_onnx
 from clitools import assert_usage_error, only_record
+from onnx import TensorProto, helper, numpy_helper
+
 from dlbench.converters import onnx_normalize
+from dlbench.core.tensors import TensorInfo, class_count, fixed_batch, follow_batch
 from dlbench.harness.scoring import Tally
 from dlbench.harness.verify.compare import compare, tolerance
-from dlbench.core.tensors import TensorInfo, class_count, fixed_batch, follow_batch
 
 CLASSES = 6
 
 
 def old_graph(path) -> str:
     rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array(np.array([CLASSES, 3, 3, 3], np.int64), "w_shape"),
-             numpy_helper.from_array(rng.normal(0, 0.3, (CLASSES, 3, 3, 3)).astype(np.float32),
-                                     "w_noise"),
-             numpy_helper.from_array(rng.normal(0, 0.1, CLASSES).astype(np.float32), "b")]
-    nodes = [helper.make_node("ConstantOfShape", ["w_shape"], ["w_base"],
-                              value=numpy_helper.from_array(np.array([0.02], np.float32))),
-             helper.make_node("Add", ["w_base", "w_noise"], ["w"]),
-             helper.make_node("Conv", ["data", "w", "b"], ["conv"], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["conv"], ["relu"]),
-             helper.make_node("Sum", ["conv", "relu"], ["residual"]),
-             helper.make_node("GlobalAveragePool", ["residual"], ["gap"]),
-             helper.make_node("Softmax", ["gap"], ["prob"], axis=1)]
+    inits = [
+        numpy_helper.from_array(np.array([CLASSES, 3, 3, 3], np.int64), "w_shape"),
+        numpy_helper.from_array(rng.normal(0, 0.3, (CLASSES, 3, 3, 3)).astype(np.float32), "w_noise"),
+        numpy_helper.from_array(rng.normal(0, 0.1, CLASSES).astype(np.float32), "b"),
+    ]
+    nodes = [
+        helper.make_node(
+            "ConstantOfShape",
+            ["w_shape"],
+            ["w_base"],
+            value=numpy_helper.from_array(np.array([0.02], np.float32)),
+        ),
+        helper.make_node("Add", ["w_base", "w_noise"], ["w"]),
+        helper.make_node("Conv", ["data", "w", "b"], ["conv"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["conv"], ["relu"]),
+        helper.make_node("Sum", ["conv", "relu"], ["residual"]),
+        helper.make_node("GlobalAveragePool", ["residual"], ["gap"]),
+        helper.make_node("Softmax", ["gap"], ["prob"], axis=1),
+    ]
     inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, [1, 3, 8, 8])] + [
-        helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in inits]
-    graph = helper.make_graph(nodes, "old", inputs,
-                              [helper.make_tensor_value_info("prob", TensorProto.FLOAT,
-                                                             [1, CLASSES, 1, 1])], inits)
+        helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in inits
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "old",
+        inputs,
+        [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [1, CLASSES, 1, 1])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
     model.ir_version = 3
     onnx.save(model, str(path))
@@ -124,10 +137,12 @@ def test_build_normalizes_checks_and_says_so(cli, workdir):
 def test_the_batch_a_graph_cannot_take_is_the_one_named(cli, workdir):
     """A dynamic batch that a Reshape pins to 1 fails at batch 8, and says 8."""
     graph = helper.make_graph(
-        [helper.make_node("Reshape", ["x", "shape"], ["y"])], "pinned",
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        "pinned",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 48])],
-        [numpy_helper.from_array(np.array([1, 48], np.int64), "shape")])
+        [numpy_helper.from_array(np.array([1, 48], np.int64), "shape")],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.save(model, str(workdir / "pinned.onnx"))

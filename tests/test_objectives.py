@@ -1,4 +1,5 @@
 """Training objectives as declarations (harness.training.objectives; core: no framework)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,8 +8,13 @@ import pytest
 
 from dlbench.core.errors import UserError
 from dlbench.harness.training import objectives
-from dlbench.harness.training.objectives import (FRAMEWORKS, OBJECTIVES, Objective, label_dtype,
-                                                 user_objectives)
+from dlbench.harness.training.objectives import (
+    FRAMEWORKS,
+    OBJECTIVES,
+    Objective,
+    label_dtype,
+    user_objectives,
+)
 from dlbench.models import registry as models
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,8 +55,10 @@ def _train_help(capsys) -> str:
 
 def test_objective_choices_for_a_model_of_your_own_come_from_the_declarations(capsys):
     assert user_objectives() == ("classification", "regression")
-    OBJECTIVES.register("test-ranking", Objective(
-        "test-ranking", "pairwise hinge on scores", {"pytorch": "mine:hinge"}, user=True))
+    OBJECTIVES.register(
+        "test-ranking",
+        Objective("test-ranking", "pairwise hinge on scores", {"pytorch": "mine:hinge"}, user=True),
+    )
     try:
         assert "--objective {classification,regression,test-ranking}" in _train_help(capsys)
         assert "test-ranking: pairwise hinge on scores" in _train_help(capsys)

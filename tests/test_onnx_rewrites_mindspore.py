@@ -5,17 +5,17 @@ only replaced ``_cells`` left the old cell running.  And BERT's family hook
 must replace every exact GELU (whose ``Erf`` the ONNX exporter cannot convert)
 without changing the network's outputs beyond float32 rounding.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 ms = pytest.importorskip("mindspore")
-from mindspore import nn  # noqa: E402
+from mindspore import nn
 
-from dlbench.converters.mindspore_to_onnx import (ZeroPadMaxPool, family_onnx_rewrites,  # noqa: E402
-                                          rewrite_padded_pools)
-from dlbench.models.registry import get_model  # noqa: E402
+from dlbench.converters.mindspore_to_onnx import ZeroPadMaxPool, family_onnx_rewrites, rewrite_padded_pools
+from dlbench.models.registry import get_model
 
 
 def _padded_pool_net():
@@ -25,7 +25,7 @@ def _padded_pool_net():
 
 
 def test_padded_pool_inside_a_sequential_cell_is_replaced_for_real():
-    x = ms.Tensor(-np.ones((1, 1, 4, 4), np.float32))   # negative: a zero pad wins at edges
+    x = ms.Tensor(-np.ones((1, 1, 4, 4), np.float32))  # negative: a zero pad wins at edges
     # "Before" from a twin: in GRAPH_MODE (set by earlier tests in this process) a
     # cell that has run keeps its compiled graph, which would hide the rewrite.
     before = _padded_pool_net()(x).asnumpy()
@@ -49,7 +49,8 @@ def test_bert_family_hook_replaces_every_exact_gelu_and_keeps_outputs():
     rewrites = family_onnx_rewrites(spec, net)
     assert len(rewrites) == spec.config["layers"]
     assert all("ErfFreeGELU" in r for r in rewrites)
-    assert not [c for _, c in net.cells_and_names()
-                if isinstance(c, nn.GELU) and c.approximate in ("none", False)]
+    assert not [
+        c for _, c in net.cells_and_names() if isinstance(c, nn.GELU) and c.approximate in ("none", False)
+    ]
     np.testing.assert_allclose(predict(net, x), before, atol=1e-5)
     assert family_onnx_rewrites(get_model("resnet50-mini"), net) == []

@@ -1,6 +1,7 @@
 """The OpenVINO backend, for real: cells through the CLI, outputs against ONNX Runtime's,
 and the read-backs that keep an "fp32" cell from running in bf16 (the CPU plugin's
 default on CPUs with AVX512_BF16)."""
+
 import json
 import os
 import subprocess
@@ -8,25 +9,35 @@ import sys
 
 import numpy as np
 import pytest
-
 import tiny_onnx
 from clitools import assert_usage_error
 
 ov = pytest.importorskip("openvino")
 ort = pytest.importorskip("onnxruntime")
 
-from dlbench.harness.backends import get_backend  # noqa: E402
-from dlbench.harness.backends.base import ArtifactRef, FellBack, RunConfig  # noqa: E402
-from dlbench.harness.backends.openvino import bf16_here  # noqa: E402
-from dlbench.harness.formats import ONNX  # noqa: E402
-from dlbench.core.errors import UserError  # noqa: E402
+from dlbench.core.errors import UserError
+from dlbench.harness.backends import get_backend
+from dlbench.harness.backends.base import ArtifactRef, FellBack, RunConfig
+from dlbench.harness.backends.openvino import bf16_here
+from dlbench.harness.formats import ONNX
 
-FAST = ("--min-duration", "0.2", "--min-iterations", "5", "--warmup", "2", "--max-warmup", "10",
-        "--cv-threshold", "100")
+FAST = (
+    "--min-duration",
+    "0.2",
+    "--min-iterations",
+    "5",
+    "--warmup",
+    "2",
+    "--max-warmup",
+    "10",
+    "--cv-threshold",
+    "100",
+)
 BACKEND = get_backend("openvino")
 CHW = tiny_onnx.CHW
-needs_bf16 = pytest.mark.skipif(not bf16_here(), reason="no AVX512_BF16 or AMX on this CPU: "
-                                "OpenVINO's CPU plugin has no bf16 here")
+needs_bf16 = pytest.mark.skipif(
+    not bf16_here(), reason="no AVX512_BF16 or AMX on this CPU: OpenVINO's CPU plugin has no bf16 here"
+)
 
 
 @pytest.fixture
@@ -39,9 +50,16 @@ def _records(workdir, name):
 
 
 def _runner(path, precision="fp32", batches=(5, 5), **options):
-    cfg = RunConfig(device="cpu", precision=precision, intra_op_threads=1, inter_op_threads=1,
-                    options=BACKEND.resolve_options(options), min_batch=batches[0],
-                    max_batch=batches[1], shapes={"input": [batches[1], *CHW]})
+    cfg = RunConfig(
+        device="cpu",
+        precision=precision,
+        intra_op_threads=1,
+        inter_op_threads=1,
+        options=BACKEND.resolve_options(options),
+        min_batch=batches[0],
+        max_batch=batches[1],
+        shapes={"input": [batches[1], *CHW]},
+    )
     runner = BACKEND.runner(ArtifactRef(str(path), ONNX, "tiny"), cfg)
     runner.load()
     return runner
@@ -58,8 +76,19 @@ def _reference(path, x):
 
 def test_an_fp32_cell_runs_f32_on_the_cpu_with_the_threads_asked(cli, workdir, tiny):
     threads = "1,2" if len(os.sched_getaffinity(0)) >= 2 else "1"
-    out = cli("bench", tiny, "-b", "openvino", "--batch-sizes", "1,3", "--threads", threads,
-              *FAST, "--json", "b.json")
+    out = cli(
+        "bench",
+        tiny,
+        "-b",
+        "openvino",
+        "--batch-sizes",
+        "1,3",
+        "--threads",
+        threads,
+        *FAST,
+        "--json",
+        "b.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     records = _records(workdir, "b.json")
     assert len(records) == 2 * len(threads.split(","))
@@ -82,8 +111,11 @@ def test_an_fp32_cell_runs_f32_on_the_cpu_with_the_threads_asked(cli, workdir, t
 
 
 def test_outputs_match_onnxruntime_static_and_dynamic(tiny):
-    for batches, sizes, reshape in (((5, 5), (5, 5), "auto"), ((1, 5), (5, 2, 5), "auto"),
-                                    ((5, 5), (5, 5), "off")):
+    for batches, sizes, reshape in (
+        ((5, 5), (5, 5), "auto"),
+        ((1, 5), (5, 2, 5), "auto"),
+        ((5, 5), (5, 5), "off"),
+    ):
         runner = _runner(tiny, batches=batches, reshape=reshape)
         xs = [_images(b, seed=i) for i, b in enumerate(sizes)]
         handles = [runner.prepare({"input": x}) for x in xs]
@@ -91,8 +123,7 @@ def test_outputs_match_onnxruntime_static_and_dynamic(tiny):
         for x, h in reversed(list(zip(xs, handles))):
             runner.run(h)
             runner.sync()
-            np.testing.assert_allclose(runner.outputs()["logits"], _reference(tiny, x),
-                                       rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(runner.outputs()["logits"], _reference(tiny, x), rtol=1e-5, atol=1e-5)
         rt = runner.runtime()
         runner.verify(rt)
         static = batches[0] == batches[1] and reshape == "auto"
@@ -101,8 +132,7 @@ def test_outputs_match_onnxruntime_static_and_dynamic(tiny):
 
 def test_a_plugin_that_lowers_what_was_asked_fails_the_cell(cli, workdir, tiny):
     # Two streams for one thread: the plugin quietly runs one.
-    out = cli("bench", tiny, "-b", "openvino", "--threads", "1", "-O", "streams=2", *FAST,
-              "--json", "s.json")
+    out = cli("bench", tiny, "-b", "openvino", "--threads", "1", "-O", "streams=2", *FAST, "--json", "s.json")
     assert out.returncode == 1
     [r] = _records(workdir, "s.json")
     assert r["status"] == "failed" and "NUM_STREAMS=2 ran as 1" in r["error"], r["error"]
@@ -119,7 +149,7 @@ def test_bf16_is_a_precision_of_its_own_and_fp32_refuses_it(tiny):
         got[name] = runner.outputs()["logits"]
     np.testing.assert_allclose(got["fp32"], want, rtol=1e-5, atol=1e-5)
     err = np.abs(got["bf16"] - want).max()
-    assert 1e-4 < err < 0.05 * np.abs(want).max(), err          # bf16 rounding, not garbage
+    assert 1e-4 < err < 0.05 * np.abs(want).max(), err  # bf16 rounding, not garbage
     rt = bf16.runtime()
     bf16.verify(rt)
     assert rt["properties"]["INFERENCE_PRECISION_HINT"] == "bf16"
@@ -137,17 +167,17 @@ def test_a_bf16_onnx_cell_runs_and_is_recorded_as_bf16(cli, workdir):
 
     model = tiny_onnx.classifier()
     g = model.graph
-    weights = [numpy_helper.from_array(numpy_helper.to_array(t).astype(ml_dtypes.bfloat16),
-                                       t.name + "_bf16") for t in g.initializer]
-    casts = [helper.make_node("Cast", [w.name], [w.name[:-5]], to=TensorProto.FLOAT)
-             for w in weights]
+    weights = [
+        numpy_helper.from_array(numpy_helper.to_array(t).astype(ml_dtypes.bfloat16), t.name + "_bf16")
+        for t in g.initializer
+    ]
+    casts = [helper.make_node("Cast", [w.name], [w.name[:-5]], to=TensorProto.FLOAT) for w in weights]
     nodes = casts + list(g.node)
     del g.initializer[:], g.node[:]
     g.initializer.extend(weights)
     g.node.extend(nodes)
     onnx.save(model, str(workdir / "tiny.bf16.onnx"))
-    out = cli("bench", "tiny.bf16.onnx", "-b", "openvino", "--threads", "1", *FAST,
-              "--json", "b.json")
+    out = cli("bench", "tiny.bf16.onnx", "-b", "openvino", "--threads", "1", *FAST, "--json", "b.json")
     assert out.returncode == 0, out.stderr[-3000:]
     [r] = _records(workdir, "b.json")
     assert r["status"] in ("ok", "unstable") and r["precision"] == "bf16", r["error"]
@@ -165,9 +195,8 @@ def test_bf16_is_refused_where_the_cpu_has_none(tiny):
 
 def test_an_int8_model_computes_in_int8(cli, workdir, tiny):
     out = cli("build", tiny, "--to", "int8", "-q")
-    assert out.returncode in (0, 1), out.stderr[-3000:]            # 1: over tolerance, kept
-    out = cli("bench", "tiny.int8.onnx", "-b", "openvino", "--threads", "1", *FAST,
-              "--json", "i.json")
+    assert out.returncode in (0, 1), out.stderr[-3000:]  # 1: over tolerance, kept
+    out = cli("bench", "tiny.int8.onnx", "-b", "openvino", "--threads", "1", *FAST, "--json", "i.json")
     assert out.returncode == 0, out.stderr[-3000:]
     [r] = _records(workdir, "i.json")
     assert r["status"] in ("ok", "unstable") and r["precision"] == "int8", r["error"]
@@ -178,12 +207,16 @@ def test_an_int8_model_computes_in_int8(cli, workdir, tiny):
 
 
 def test_what_openvino_cannot_take_is_refused_in_one_line(cli, workdir, tiny):
-    assert_usage_error(cli("bench", tiny, "-b", "openvino", "--precision", "tf32"),
-                       "openvino on cpu", "tf32")
-    assert_usage_error(cli("bench", tiny, "-b", "openvino", "-O", "performance_hint=FAST"),
-                       "performance_hint", "LATENCY, THROUGHPUT")
-    assert_usage_error(cli("bench", tiny, "-b", "openvino", "-O", "nosuch=1"),
-                       "openvino: performance_hint, streams, pinning, reshape")
+    assert_usage_error(cli("bench", tiny, "-b", "openvino", "--precision", "tf32"), "openvino on cpu", "tf32")
+    assert_usage_error(
+        cli("bench", tiny, "-b", "openvino", "-O", "performance_hint=FAST"),
+        "performance_hint",
+        "LATENCY, THROUGHPUT",
+    )
+    assert_usage_error(
+        cli("bench", tiny, "-b", "openvino", "-O", "nosuch=1"),
+        "openvino: performance_hint, streams, pinning, reshape",
+    )
 
 
 def test_dlbench_backends_lists_openvino_with_its_options(cli):
@@ -198,13 +231,19 @@ def test_dlbench_backends_lists_openvino_with_its_options(cli):
     assert out.returncode == 0, out.stderr
     options = {r["option"]: r for r in json.loads(out.stdout) if r["backend"] == "openvino"}
     assert {k: v["default"] for k, v in options.items()} == {
-        "performance_hint": "LATENCY", "streams": 1, "pinning": "on", "reshape": "auto"}
+        "performance_hint": "LATENCY",
+        "streams": 1,
+        "pinning": "on",
+        "reshape": "auto",
+    }
     assert options["performance_hint"]["choices"] == ["LATENCY", "THROUGHPUT"]
     assert ("bf16" in BACKEND.precisions("cpu")) == bf16_here()
 
 
 def test_the_module_imports_without_openvino():
-    code = ("import sys; import dlbench.harness.backends.openvino as m; "
-            "m.BACKEND.availability(); m.BACKEND.precisions('cpu'); "
-            "assert 'openvino' not in sys.modules, 'openvino imported'")
+    code = (
+        "import sys; import dlbench.harness.backends.openvino as m; "
+        "m.BACKEND.availability(); m.BACKEND.precisions('cpu'); "
+        "assert 'openvino' not in sys.modules, 'openvino imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,13 +1,14 @@
 """Progress on stderr: plain lines with an ETA off a terminal, a rich display on one,
 nothing with --quiet; one display for a whole ``dlbench run``."""
+
 from __future__ import annotations
 
 import io
 import re
 
+import benchmodels
 from rich.console import Console
 
-import benchmodels
 from dlbench.harness.progress import Progress, clock, open_progress
 
 LINE = re.compile(r"^\[(\d+)/(\d+)\] (.+): (.+) \(elapsed \w+, ETA (\w+|unknown)\)$")
@@ -19,12 +20,14 @@ def test_plain_lines_one_per_finished_unit_with_elapsed_and_eta():
     bar = Progress(3, stream=out, kind="bench")
     for i in range(3):
         bar.start(f"cell {i}")
-        bar.update({"phase": "measuring", "iterations": 5})     # a terminal's business only
+        bar.update({"phase": "measuring", "iterations": 5})  # a terminal's business only
         bar.finish("ok 812 img/s")
     lines = out.getvalue().splitlines()
-    assert [LINE.match(x).group(1, 2, 3) for x in lines] == [("1", "3", "cell 0"),
-                                                              ("2", "3", "cell 1"),
-                                                              ("3", "3", "cell 2")]
+    assert [LINE.match(x).group(1, 2, 3) for x in lines] == [
+        ("1", "3", "cell 0"),
+        ("2", "3", "cell 1"),
+        ("3", "3", "cell 2"),
+    ]
     assert lines[-1].endswith("ETA 0s)")
 
 
@@ -62,16 +65,15 @@ def test_the_rich_display_renders_on_a_terminal():
     bar.finish("ok")
     bar.start("second")
     bar.finish("ok")
-    assert bar._rich is None                      # closed after its last unit
-    assert re.search(r"\[1/2\] resnet50 on onnxruntime: ok \(elapsed \w+, ETA \w+\)",
-                     file.getvalue())
+    assert bar._rich is None  # closed after its last unit
+    assert re.search(r"\[1/2\] resnet50 on onnxruntime: ok \(elapsed \w+, ETA \w+\)", file.getvalue())
 
 
 def test_a_run_is_one_display_its_bench_adds_its_cells():
     out = io.StringIO()
     with Progress(stream=out) as run:
         run.expect(1, "train")
-        run.expect(1, "bench")                   # a guess until the sweep knows its cells
+        run.expect(1, "bench")  # a guess until the sweep knows its cells
         run.start("train:pytorch", "train")
         run.finish("ok")
         sweep = open_progress(3, "bench")

@@ -6,6 +6,7 @@ session files in a temporary directory), stopped by signalling that session: nev
 CLI runs as a user runs it (conftest's ``cli``), so the Ray driver lives in the
 dlbench process and the cells in the cluster's workers.
 """
+
 import http.server
 import json
 import os
@@ -20,10 +21,9 @@ import threading
 import time
 from pathlib import Path
 
+import benchmodels
 import psutil
 import pytest
-
-import benchmodels
 from clitools import assert_usage_error as _one_line_error
 
 FAST = ("--min-duration", "0.2", "--min-iterations", "5", "--warmup", "2", "--max-warmup", "10")
@@ -31,8 +31,20 @@ FAST = ("--min-duration", "0.2", "--min-iterations", "5", "--warmup", "2", "--ma
 # (its switch for laptops) every process of the test cluster, and the driver, stays on
 # the loopback interface.
 LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
-SAME = ("cell_key", "status", "model", "backend", "device", "precision", "batch_size",
-        "scenario", "threads", "model_path", "machine_id", "iterations")
+SAME = (
+    "cell_key",
+    "status",
+    "model",
+    "backend",
+    "device",
+    "precision",
+    "batch_size",
+    "scenario",
+    "threads",
+    "model_path",
+    "machine_id",
+    "iterations",
+)
 
 
 def _free_port() -> int:
@@ -64,16 +76,30 @@ def cluster():
     server (``ray://``, handed to ``ray.init`` as it is) is left unused: under load its
     proxy forks a per-client server that may not come up within Ray's 30 s."""
     port, client = _free_port(), _free_port()
-    tmp = tempfile.mkdtemp(prefix="dlray-", dir="/tmp")     # short: Ray's socket paths
+    tmp = tempfile.mkdtemp(prefix="dlray-", dir="/tmp")  # short: Ray's socket paths
     log = open(os.path.join(tmp, "start.log"), "w+")
     ray = str(Path(sys.executable).with_name("ray"))
     proc = subprocess.Popen(
-        [ray, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
-         f"--ray-client-server-port={client}", "--num-cpus=2", "--num-gpus=0",
-         "--include-dashboard=false", f"--temp-dir={tmp}",
-         "--disable-usage-stats", "--object-store-memory=100000000"],
-        stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **LOOPBACK),
-        start_new_session=True)
+        [
+            ray,
+            "start",
+            "--head",
+            "--block",
+            "--node-ip-address=127.0.0.1",
+            f"--port={port}",
+            f"--ray-client-server-port={client}",
+            "--num-cpus=2",
+            "--num-gpus=0",
+            "--include-dashboard=false",
+            f"--temp-dir={tmp}",
+            "--disable-usage-stats",
+            "--object-store-memory=100000000",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=dict(os.environ, **LOOPBACK),
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while "Ray runtime started" not in Path(log.name).read_text():
@@ -91,6 +117,7 @@ def cluster():
 def ray_cli(cli, cluster):
     def run(*args, env=None, **kw):
         return cli(*args, env={**LOOPBACK, **(env or {})}, **kw)
+
     return run
 
 
@@ -109,8 +136,19 @@ def _rows(workdir):
 
 def test_a_sweep_on_ray_stores_the_records_a_local_sweep_stores(ray_cli, cluster, workdir, mlp):
     address, _ = cluster
-    args = ("bench", str(mlp), "-b", "onnxruntime", "--batch-sizes", "1,4", "--threads", "1",
-            *FAST, "--iqr-threshold", "100")
+    args = (
+        "bench",
+        str(mlp),
+        "-b",
+        "onnxruntime",
+        "--batch-sizes",
+        "1,4",
+        "--threads",
+        "1",
+        *FAST,
+        "--iqr-threshold",
+        "100",
+    )
     local = ray_cli(*args, "--json", "local.json")
     assert local.returncode == 0, local.stderr[-3000:]
     out = ray_cli(*args, "--executor", f"ray={address}", "--json", "ray.json")
@@ -120,8 +158,7 @@ def test_a_sweep_on_ray_stores_the_records_a_local_sweep_stores(ray_cli, cluster
     there = json.loads((workdir / "ray.json").read_text())
     assert [r["batch_size"] for r in there] == [1, 4]
     for a, b in zip(here, there):
-        assert {k: a[k] for k in SAME if k != "iterations"} == \
-            {k: b[k] for k in SAME if k != "iterations"}
+        assert {k: a[k] for k in SAME if k != "iterations"} == {k: b[k] for k in SAME if k != "iterations"}
         assert b["status"] == "ok" and b["throughput_sps"] > 0 and b["peak_rss_mb"] > 20
         ca, cb = a["context"], b["context"]
         assert cb["identity"] == ca["identity"] and cb["runtime"] == ca["runtime"]
@@ -137,16 +174,33 @@ def test_a_sweep_on_ray_stores_the_records_a_local_sweep_stores(ray_cli, cluster
         assert len(ex["node"]["machine_id"]) == 16
     rows = _rows(workdir)
     assert [r["id"] for r in there] == [row["id"] for row in rows[2:]]
-    assert [json.loads(row["context"])["executor"]["name"] for row in rows] == \
-        ["local", "local", "ray", "ray"]
+    assert [json.loads(row["context"])["executor"]["name"] for row in rows] == [
+        "local",
+        "local",
+        "ray",
+        "ray",
+    ]
 
 
-def test_a_crashing_and_a_hanging_cell_on_ray_fail_while_the_sweep_goes_on(
-        ray_cli, cluster, workdir, mlp):
+def test_a_crashing_and_a_hanging_cell_on_ray_fail_while_the_sweep_goes_on(ray_cli, cluster, workdir, mlp):
     address, proc = cluster
     on_ray = ("--executor", f"ray={address}")
-    out = ray_cli("bench", str(mlp), "-b", "selftest", "--batch-sizes", "1,2,4", "-O",
-                  "fail=segfault", "-O", "fail_batch=2", *FAST, *on_ray, "--json", "crash.json")
+    out = ray_cli(
+        "bench",
+        str(mlp),
+        "-b",
+        "selftest",
+        "--batch-sizes",
+        "1,2,4",
+        "-O",
+        "fail=segfault",
+        "-O",
+        "fail_batch=2",
+        *FAST,
+        *on_ray,
+        "--json",
+        "crash.json",
+    )
     assert out.returncode == 1, out.stderr[-3000:]
     records = json.loads((workdir / "crash.json").read_text())
     assert [r["status"] != "failed" for r in records] == [True, False, True]
@@ -154,13 +208,29 @@ def test_a_crashing_and_a_hanging_cell_on_ray_fail_while_the_sweep_goes_on(
     assert records[1]["context"]["executor"]["node"]["ip"] == "127.0.0.1"
 
     t0 = time.monotonic()
-    out = ray_cli("bench", str(mlp), "-b", "selftest", "--batch-sizes", "1,2", "-O", "fail=hang",
-                  "-O", "fail_batch=1", "--timeout", "3", *FAST, *on_ray, "--json", "hang.json")
+    out = ray_cli(
+        "bench",
+        str(mlp),
+        "-b",
+        "selftest",
+        "--batch-sizes",
+        "1,2",
+        "-O",
+        "fail=hang",
+        "-O",
+        "fail_batch=1",
+        "--timeout",
+        "3",
+        *FAST,
+        *on_ray,
+        "--json",
+        "hang.json",
+    )
     assert out.returncode == 1 and time.monotonic() - t0 < 60
     records = json.loads((workdir / "hang.json").read_text())
     assert [r["status"] != "failed" for r in records] == [False, True]
     assert "timed out after 3 s" in records[0]["error"]
-    assert not _cells_of(proc)            # the hung cell's process was killed on the worker
+    assert not _cells_of(proc)  # the hung cell's process was killed on the worker
 
 
 def _cells_of(proc) -> list[psutil.Process]:
@@ -178,15 +248,34 @@ def _cells_of(proc) -> list[psutil.Process]:
 def test_an_interrupted_sweep_on_ray_ends_its_cell_on_the_worker(cluster, workdir, mlp):
     address, proc = cluster
     sweep = subprocess.Popen(
-        [sys.executable, "-m", "dlbench.harness", "bench", str(mlp), "-b", "selftest", "-O",
-         "service_ms=20", "--batch-sizes", "1,2", "--min-duration", "60", "--no-progress",
-         "--executor", f"ray={address}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=dict(os.environ, **LOOPBACK))
+        [
+            sys.executable,
+            "-m",
+            "dlbench.harness",
+            "bench",
+            str(mlp),
+            "-b",
+            "selftest",
+            "-O",
+            "service_ms=20",
+            "--batch-sizes",
+            "1,2",
+            "--min-duration",
+            "60",
+            "--no-progress",
+            "--executor",
+            f"ray={address}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, **LOOPBACK),
+    )
     deadline = time.monotonic() + 60
     while not _cells_of(proc) and time.monotonic() < deadline and sweep.poll() is None:
         time.sleep(0.2)
     assert _cells_of(proc), sweep.communicate(timeout=60)
-    sweep.send_signal(signal.SIGTERM)                  # as Ctrl-C: dlbench's own handler
+    sweep.send_signal(signal.SIGTERM)  # as Ctrl-C: dlbench's own handler
     _, err = sweep.communicate(timeout=60)
     assert sweep.returncode == 130 and err.strip().endswith("interrupted"), err[-2000:]
     deadline = time.monotonic() + 20
@@ -198,46 +287,88 @@ def test_an_interrupted_sweep_on_ray_ends_its_cell_on_the_worker(cluster, workdi
 def test_resume_on_ray_skips_the_cells_stored_locally_and_on_ray(ray_cli, cluster, workdir, mlp):
     address, _ = cluster
     args = ("bench", str(mlp), "-b", "selftest", *FAST, "-O", "fail=raise", "-O", "fail_batch=2")
-    first = ray_cli(*args, "--batch-sizes", "1,2")                 # local: 1 ok, 2 failed
+    first = ray_cli(*args, "--batch-sizes", "1,2")  # local: 1 ok, 2 failed
     assert first.returncode == 1
     # 'ray' alone joins the cluster $RAY_ADDRESS names, as Ray's own tools do
-    out = ray_cli(*args, "--batch-sizes", "1,2,4", "--resume", "--executor", "ray",
-                  "--json", "r.json", env={"RAY_ADDRESS": address})
+    out = ray_cli(
+        *args,
+        "--batch-sizes",
+        "1,2,4",
+        "--resume",
+        "--executor",
+        "ray",
+        "--json",
+        "r.json",
+        env={"RAY_ADDRESS": address},
+    )
     assert out.returncode == 1, out.stderr[-3000:]
     records = json.loads((workdir / "r.json").read_text())
     assert [(r["batch_size"], r.get("resumed", False)) for r in records] == [
-        (1, True), (2, False), (4, False)]
+        (1, True),
+        (2, False),
+        (4, False),
+    ]
     assert "1 of 3 cells already" in out.stderr
     assert records[2]["context"]["executor"]["address"] == address
-    again = ray_cli(*args, "--batch-sizes", "1,4,8", "--resume", "--executor", f"ray={address}",
-                    "--json", "again.json")
+    again = ray_cli(
+        *args, "--batch-sizes", "1,4,8", "--resume", "--executor", f"ray={address}", "--json", "again.json"
+    )
     assert again.returncode == 0 and "2 of 3 cells already" in again.stderr, again.stderr
     records = json.loads((workdir / "again.json").read_text())
     assert [r.get("resumed", False) for r in records] == [True, True, False]
     assert [row["batch_size"] for row in _rows(workdir)] == [1, 2, 2, 4, 8]
 
 
-def test_cells_ask_for_what_they_name_and_one_no_node_has_fails_alone(
-        ray_cli, cluster, workdir, mlp):
+def test_cells_ask_for_what_they_name_and_one_no_node_has_fails_alone(ray_cli, cluster, workdir, mlp):
     address, _ = cluster
-    out = ray_cli("bench", str(mlp), "-b", "selftest", "--threads", "1,2,8", "--repeats", "2",
-                  *FAST, "--executor", f"ray={address}", "--ray-resources", "node:127.0.0.1",
-                  "--json", "pin.json")
+    out = ray_cli(
+        "bench",
+        str(mlp),
+        "-b",
+        "selftest",
+        "--threads",
+        "1,2,8",
+        "--repeats",
+        "2",
+        *FAST,
+        "--executor",
+        f"ray={address}",
+        "--ray-resources",
+        "node:127.0.0.1",
+        "--json",
+        "pin.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     records = json.loads((workdir / "pin.json").read_text())
     # 8 threads on two-CPU nodes: the task takes the largest node's CPUs, as a local run would
     assert [r["context"]["executor"]["resources"] for r in records] == [
-        {"CPU": c, "node:127.0.0.1": 0.001} for c in (1.0, 2.0, 2.0)]
+        {"CPU": c, "node:127.0.0.1": 0.001} for c in (1.0, 2.0, 2.0)
+    ]
     assert all(len(r["metrics"]["repeats"]) == 2 for r in records)
-    out = ray_cli("bench", str(mlp), "-b", "selftest", "--batch-sizes", "1,2", "--threads", "1",
-                  *FAST, "--executor", f"ray={address}", "--ray-resources", "big_box",
-                  "--json", "none.json")
+    out = ray_cli(
+        "bench",
+        str(mlp),
+        "-b",
+        "selftest",
+        "--batch-sizes",
+        "1,2",
+        "--threads",
+        "1",
+        *FAST,
+        "--executor",
+        f"ray={address}",
+        "--ray-resources",
+        "big_box",
+        "--json",
+        "none.json",
+    )
     assert out.returncode == 1
     records = json.loads((workdir / "none.json").read_text())
     assert [r["status"] for r in records] == ["failed", "failed"]
     assert records[0]["error"].startswith(
         f"cannot place the cell: no node of the Ray cluster at {address} offers CPU 1, big_box 1 "
-        f"(nodes: 127.0.0.1: CPU 2)")
+        f"(nodes: 127.0.0.1: CPU 2)"
+    )
 
 
 def test_bad_executor_input_is_one_line_and_exit_2(cli, workdir, mlp):
@@ -253,23 +384,24 @@ def test_bad_executor_input_is_one_line_and_exit_2(cli, workdir, mlp):
         web.shutdown()
     _one_line_error(out, f"no Ray cluster at 127.0.0.1:{port} (something answers there")
     for args, needle in (
-            (("--executor", "spark"), "choose local or ray"),
-            (("--executor", "ray=nowhere"), "expected HOST:PORT or ray://HOST:PORT"),
-            (("--executor", "ray://h:port"), "expected HOST:PORT or ray://HOST:PORT"),
-            (("--executor", "local=1.2.3.4:1"), "only ray takes an address"),
-            (("--ray-resources", "node:1.2.3.4"), "--ray-resources applies to --executor ray"),
-            (("--executor", "ray=h:1", "--ray-resources", "CPU=4"), "other than CPU"),
-            (("--executor", "ray=h:1", "--ray-resources", "gpu=-1"), "positive number"),
-            (("--executor", "ray=h:1", "--device-id", "1"), "Ray gives each GPU cell")):
+        (("--executor", "spark"), "choose local or ray"),
+        (("--executor", "ray=nowhere"), "expected HOST:PORT or ray://HOST:PORT"),
+        (("--executor", "ray://h:port"), "expected HOST:PORT or ray://HOST:PORT"),
+        (("--executor", "local=1.2.3.4:1"), "only ray takes an address"),
+        (("--ray-resources", "node:1.2.3.4"), "--ray-resources applies to --executor ray"),
+        (("--executor", "ray=h:1", "--ray-resources", "CPU=4"), "other than CPU"),
+        (("--executor", "ray=h:1", "--ray-resources", "gpu=-1"), "positive number"),
+        (("--executor", "ray=h:1", "--device-id", "1"), "Ray gives each GPU cell"),
+    ):
         _one_line_error(cli(*base, *args), needle)
     out = cli(*base, "--executor", "ray=10.0.0.5:6379", "--print-config")
     assert out.returncode == 0 and 'executor = "ray=10.0.0.5:6379"' in out.stdout
-    out = cli("run", "lenet5", "--executor", "ray=10.0.0.5:6379", "--workdir", "w",
-              "--print-steps")
+    out = cli("run", "lenet5", "--executor", "ray=10.0.0.5:6379", "--workdir", "w", "--print-steps")
     bench = [line for line in out.stdout.splitlines() if line.startswith("dlbench bench")]
     assert out.returncode == 0 and bench and bench[0].endswith("--executor ray=10.0.0.5:6379")
-    out = cli("run", "lenet5", "--executor", f"ray=127.0.0.1:{closed}", "--workdir", "w2",
-              timeout=120, env=LOOPBACK)
+    out = cli(
+        "run", "lenet5", "--executor", f"ray=127.0.0.1:{closed}", "--workdir", "w2", timeout=120, env=LOOPBACK
+    )
     _one_line_error(out, f"no Ray cluster at 127.0.0.1:{closed}")
     assert not (workdir / "w2").exists()
 
@@ -296,18 +428,23 @@ def test_the_worker_rebuilds_the_environment_and_checks_the_files():
         model.write_bytes(b"12345")
         (ckpt / "sub").mkdir(parents=True)
         (ckpt / "sub" / "w.bin").write_bytes(b"1")
-        payload = {"artifact": {"path": str(model), "checkpoint": str(ckpt)},
-                   "progress_path": str(model), "given": {"x": {"file": "/no/such.npy"}}}
+        payload = {
+            "artifact": {"path": str(model), "checkpoint": str(ckpt)},
+            "progress_path": str(model),
+            "given": {"x": {"file": "/no/such.npy"}},
+        }
         files = shared_files(payload)
         assert files == {str(model): 5, str(ckpt): {os.path.join("sub", "w.bin"): 1}}
         assert _missing(files, "node n") is None
         model.write_bytes(b"123")
-        assert _missing(files, "node n") == (f"{model}: 3 bytes on node n, 5 on the launching "
-                                             f"machine (a stale or partial copy)")
+        assert _missing(files, "node n") == (
+            f"{model}: 3 bytes on node n, 5 on the launching machine (a stale or partial copy)"
+        )
         (ckpt / "sub" / "w.bin").unlink()
         model.write_bytes(b"12345")
-        assert _missing(files, "node n").startswith(f"{ckpt / 'sub' / 'w.bin'}: not found on "
-                                                    f"node n; --executor ray reads model files")
+        assert _missing(files, "node n").startswith(
+            f"{ckpt / 'sub' / 'w.bin'}: not found on node n; --executor ray reads model files"
+        )
 
 
 def test_a_cell_asks_for_its_device_and_markers_ask_for_a_share_of_a_node():
@@ -317,7 +454,7 @@ def test_a_cell_asks_for_its_device_and_markers_ask_for_a_share_of_a_node():
 
     wanted = parse_resources(["accelerator_type:H100", "node:10.0.0.5,big=2"])
     assert wanted == {"accelerator_type:H100": 0.001, "node:10.0.0.5": 0.001, "big": 2.0}
-    ex = RayExecutor.__new__(RayExecutor)        # its asking, without joining a cluster
+    ex = RayExecutor.__new__(RayExecutor)  # its asking, without joining a cluster
     ex.resources = wanted
     assert ex._request(Needs(4, "cuda")) == {"CPU": 4.0, "GPU": 1.0, **wanted}
     assert ex._request(Needs(1, "ascend")) == {"CPU": 1.0, "NPU": 1.0, **wanted}

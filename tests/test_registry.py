@@ -1,4 +1,5 @@
 """``core.registry.Registry``: the one lookup every extension point uses."""
+
 from __future__ import annotations
 
 import sys

@@ -1,6 +1,7 @@
 """``dlbench report`` over REAL records: a tiny network trained, exported, quantized and
 benchmarked through the CLI (in subprocesses), then every table checked against the
 database rows, the CSV/JSON round trips, the HTML charts, and every bad input."""
+
 from __future__ import annotations
 
 import base64
@@ -12,8 +13,8 @@ import re
 import sqlite3
 
 import pytest
-
 from clitools import assert_usage_error
+
 from dlbench.harness import report
 from dlbench.harness.report import tables
 from dlbench.harness.results import ResultStore
@@ -35,26 +36,91 @@ def db(tmp_path_factory):
     onnx = out / MODEL / "pytorch" / "model.onnx"
 
     def cli(*args, ok=(0,)):
-        res = subprocess.run([sys.executable, "-m", "dlbench.harness", *args, "--db", str(path)],
-                             capture_output=True, text=True, timeout=600,
-                             env=dict(os.environ, DLBENCH_DB=str(path)))
+        res = subprocess.run(
+            [sys.executable, "-m", "dlbench.harness", *args, "--db", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=dict(os.environ, DLBENCH_DB=str(path)),
+        )
         assert res.returncode in ok, (args, res.stderr[-3000:])
 
-    cli("train", MODEL, "--framework", "pytorch", "--steps", "2", "--warmup-steps", "1",
-        "--batch-size", "4", "--threads", "1", "--out", str(out))
+    cli(
+        "train",
+        MODEL,
+        "--framework",
+        "pytorch",
+        "--steps",
+        "2",
+        "--warmup-steps",
+        "1",
+        "--batch-size",
+        "4",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+    )
     cli("export", str(out / MODEL / "pytorch"))
     cli("build", str(onnx), "--to", "int8", "--calib-size", "8", ok=(0, 1))  # 1: unverified
     cli("env", "--peak", "--peak-seconds", "0.3")
     cli("bench", str(onnx), "-b", "onnxruntime", "--batch-sizes", "1,2", "--threads", "1", *QUICK)
-    cli("bench", str(out / MODEL / "pytorch"), "-b", "pytorch", "--batch-sizes", "1,2",
-        "--threads", "1", *QUICK)
-    cli("bench", str(onnx), "-b", "onnxruntime", "--scenario", "server", "--batch-sizes", "2",
-        "--qps", "40,80", "--min-duration", "0.3", "--threads", "1", "--no-progress")
+    cli(
+        "bench",
+        str(out / MODEL / "pytorch"),
+        "-b",
+        "pytorch",
+        "--batch-sizes",
+        "1,2",
+        "--threads",
+        "1",
+        *QUICK,
+    )
+    cli(
+        "bench",
+        str(onnx),
+        "-b",
+        "onnxruntime",
+        "--scenario",
+        "server",
+        "--batch-sizes",
+        "2",
+        "--qps",
+        "40,80",
+        "--min-duration",
+        "0.3",
+        "--threads",
+        "1",
+        "--no-progress",
+    )
     # A real unstable cell (no latency spread is below this) and a real failed one.
-    cli("bench", str(onnx), "-b", "onnxruntime", "--batch-sizes", "4", "--threads", "1",
-        "--cv-threshold", "0.000001", *QUICK)
-    cli("bench", str(onnx), "-b", "onnxruntime", "--batch-sizes", "8", "--threads", "1",
-        "--timeout", "0.01", *QUICK, ok=(1,))
+    cli(
+        "bench",
+        str(onnx),
+        "-b",
+        "onnxruntime",
+        "--batch-sizes",
+        "4",
+        "--threads",
+        "1",
+        "--cv-threshold",
+        "0.000001",
+        *QUICK,
+    )
+    cli(
+        "bench",
+        str(onnx),
+        "-b",
+        "onnxruntime",
+        "--batch-sizes",
+        "8",
+        "--threads",
+        "1",
+        "--timeout",
+        "0.01",
+        *QUICK,
+        ok=(1,),
+    )
     # Micro cells: a GEMM (the roofline's compute ceiling) and the streams (its bandwidth).
     micro = ("--threads", "1", "--min-duration", "0.05", "--warmup", "1", "-q")
     cli("micro", "gemm", "--shape", "64", "--engine", "numpy,onnxruntime", *micro)
@@ -75,12 +141,11 @@ def _sections(text: str) -> dict[str, list[list[str]]]:
         if line.startswith("## "):
             current = line[3:].strip()
         elif line.startswith("|") and current and (current not in out or out[current][-1]):
-            cells = [c.strip().replace("\\|", "|")
-                     for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+            cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
             if not set("".join(cells)) <= {"-"}:
                 out.setdefault(current, []).append(cells)
         elif current in out:
-            out[current].append([])        # the table ended; later tables are other things
+            out[current].append([])  # the table ended; later tables are other things
     return {k: [r for r in v if r] for k, v in out.items()}
 
 
@@ -98,16 +163,20 @@ def _records(db, where):
 
 # ---------------------------------------------------------------- Markdown tables
 
+
 def test_markdown_tables_carry_the_database_figures(cli, db):
     out = _report(cli, db)
     assert out.returncode == 0, out.stderr
     sections = _sections(out.stdout)
-    assert list(sections) == ["Training", "Inference", "Micro and layer benchmarks",
-                              "Conversion"]
+    assert list(sections) == ["Training", "Inference", "Micro and layer benchmarks", "Conversion"]
     micro = _as_dicts(sections["Micro and layer benchmarks"])
     assert [(r["Op"], r["Engine"].split()[0]) for r in micro] == [
-        ("gemm 64x64x64", "numpy"), ("gemm 64x64x64", "onnxruntime"),
-        ("gemm 64x64x64", "onnxruntime"), ("copy 1MiB", "numpy"), ("triad 1MiB", "numpy")]
+        ("gemm 64x64x64", "numpy"),
+        ("gemm 64x64x64", "onnxruntime"),
+        ("gemm 64x64x64", "onnxruntime"),
+        ("copy 1MiB", "numpy"),
+        ("triad 1MiB", "numpy"),
+    ]
     for r, rec in zip(micro, _records(db, "kind='micro'")):
         assert r["Status"].startswith(rec["status"])
         m = rec["metrics"]
@@ -119,18 +188,31 @@ def test_markdown_tables_carry_the_database_figures(cli, db):
     (train,) = _records(db, "kind='train'")
     spec = get_model(MODEL)
     (row,) = _as_dicts(sections["Training"])
-    assert list(row) == ["Network", "Network type", "Dataset", "Framework version", "Resource",
-                         "Precision", "Batch size", "Throughput", "Speedup"]
+    assert list(row) == [
+        "Network",
+        "Network type",
+        "Dataset",
+        "Framework version",
+        "Resource",
+        "Precision",
+        "Batch size",
+        "Throughput",
+        "Speedup",
+    ]
     assert (row["Network"], row["Network type"], row["Dataset"]) == (
-        spec.display_name, spec.network_type, spec.dataset)
+        spec.display_name,
+        spec.network_type,
+        spec.dataset,
+    )
     assert row["Framework version"] == f"PyTorch {train['framework_version']}"
     assert row["Resource"] == train["context"]["resource"]
     assert int(row["Batch size"]) == train["batch_size"] == 4
     # A loaded machine can push this tiny run's kernel share past 10 %, and the suite's
     # other worker can hold more than 10 % of its CPUs: then each is marked.
     m = train["metrics"]
-    marks = ((r" \(kernel \d+%\)" if m.get("kernel_bound") else "")
-             + (r" \(others \d+%\)" if (m.get("contended_share") or 0) > 0.10 else ""))
+    marks = (r" \(kernel \d+%\)" if m.get("kernel_bound") else "") + (
+        r" \(others \d+%\)" if (m.get("contended_share") or 0) > 0.10 else ""
+    )
     assert re.fullmatch(r"[\d.]+ images/sec" + marks, row["Throughput"]), row["Throughput"]
     assert _value(row["Throughput"]) == pytest.approx(train["throughput_sps"], rel=1e-3)
     assert row["Speedup"] == "-"
@@ -142,12 +224,19 @@ def test_markdown_tables_carry_the_database_figures(cli, db):
     pool = list(bench)
     for row in rows:
         failed = row["Throughput"].startswith("FAILED")
-        match = [r for r in pool
-                 if (f"{r['backend']} {r['backend_version']}", r["precision"], r["batch_size"],
-                     r["scenario"], r["status"] == "failed")
-                 == (row["Backend"], row["Precision"], int(row["Batch"]), row["Scenario"], failed)
-                 and (failed or _value(row["Throughput"]) == pytest.approx(r["throughput_sps"],
-                                                                            rel=1e-3))]
+        match = [
+            r
+            for r in pool
+            if (
+                f"{r['backend']} {r['backend_version']}",
+                r["precision"],
+                r["batch_size"],
+                r["scenario"],
+                r["status"] == "failed",
+            )
+            == (row["Backend"], row["Precision"], int(row["Batch"]), row["Scenario"], failed)
+            and (failed or _value(row["Throughput"]) == pytest.approx(r["throughput_sps"], rel=1e-3))
+        ]
         assert len(match) == 1, (row, match)
         r = match[0]
         pool.remove(r)
@@ -160,11 +249,14 @@ def test_markdown_tables_carry_the_database_figures(cli, db):
         p50 = row["p50 / p99 latency"].split(" / ")[0]
         assert _value(p50) == pytest.approx(r["metrics"]["latency_ms"]["p50"], rel=5e-3)
         pct = r["metrics"].get("percent_of_peak")
-        assert row["% of peak"] == ("" if pct is None else f"{pct:.1f}%" if pct <= 100 else
-                                    f"INVALID: {pct:.1f}%†")
+        assert row["% of peak"] == (
+            "" if pct is None else f"{pct:.1f}%" if pct <= 100 else f"INVALID: {pct:.1f}%†"
+        )
         support = r["metrics"]["percentile_support"]
         assert [lat.endswith("*") for lat in row["p50 / p99 latency"].split(" / ")] == [
-            not support["p50"], not support["p99"]]
+            not support["p50"],
+            not support["p99"],
+        ]
     assert pool == []
     assert any(row["% of peak"] for row in rows), "env --peak ran: some cell has a % of peak"
     # env --peak measured 2 threads (physical cores); the 1-thread cells measured their own.
@@ -193,13 +285,15 @@ def test_unverified_files_are_marked_even_when_judged_after_their_benchmark(cli,
     import tiny_onnx
 
     ref = tiny_onnx.save(tiny_onnx.classifier(), workdir / "ref.onnx")
-    bad = tiny_onnx.save(tiny_onnx.scale_initializer(tiny_onnx.classifier(), "fc", 3.0),
-                         workdir / "bad.onnx")
+    bad = tiny_onnx.save(tiny_onnx.scale_initializer(tiny_onnx.classifier(), "fc", 3.0), workdir / "bad.onnx")
     out = cli("bench", str(ref), str(bad), "-b", "onnxruntime", "--threads", "1", *QUICK)
     assert out.returncode == 0, out.stderr[-3000:]
-    [before] = [r for r in _records(workdir / "results.sqlite", "kind='bench'")
-                if r["context"]["artifact"]["path"].endswith("bad.onnx")]
-    assert before["context"]["artifact"]["verification"] is None     # not judged yet
+    [before] = [
+        r
+        for r in _records(workdir / "results.sqlite", "kind='bench'")
+        if r["context"]["artifact"]["path"].endswith("bad.onnx")
+    ]
+    assert before["context"]["artifact"]["verification"] is None  # not judged yet
     assert cli("verify", str(ref), str(bad)).returncode == 1
     [row] = ResultStore(workdir / "results.sqlite").artifacts("verified = 0")
     assert row["sha256"] == before["context"]["artifact"]["sha256"]
@@ -229,7 +323,7 @@ def test_every_table_names_its_machine_and_library_versions(cli, db):
     out = _report(cli, db)
     fp = ResultStore(db).machine(_records(db, "1=1")[0]["machine_id"])
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("Measured on machine")]
-    assert len(lines) == 4                      # one machine, four tables
+    assert len(lines) == 4  # one machine, four tables
     for line in lines:
         assert fp["machine_id"] in line and fp["cpu"]["model"] in line
         assert f"{fp['cpu']['physical_cores']} physical" in line
@@ -251,7 +345,7 @@ def test_speedup_eval_columns_and_machines_from_derived_records(db):
     rows = _as_dicts(_sections("## T\n" + report.training_table([eight, one]))["T"])
     assert [r["Speedup"] for r in rows] == ["-", "0.95"]
     assert [(r["Loss"], r["Acc"]) for r in rows] == [("2.500", "12.5%"), ("2.250", "50.0%")]
-    assert rows[1]["Network"] == ""            # the seed prints a group's name once
+    assert rows[1]["Network"] == ""  # the seed prints a group's name once
     assert _value(rows[1]["Throughput"]) == pytest.approx(eight["throughput_sps"], rel=1e-3)
 
     lonely = copy.deepcopy(eight)
@@ -273,9 +367,10 @@ def test_speedup_eval_columns_and_machines_from_derived_records(db):
 
 # ---------------------------------------------------------------- selection
 
+
 def test_run_latest_and_model_select_records(cli, db, tmp_path):
     runs = [r["run_id"] for r in _records(db, "kind IN ('bench', 'micro')")]
-    first, last = runs[0], runs[-1]                 # the last: the micro memory run
+    first, last = runs[0], runs[-1]  # the last: the micro memory run
     out = _report(cli, db, "--run", first, "--format", "json")
     assert out.returncode == 0, out.stderr
     assert {r["run_id"] for r in json.loads(out.stdout)} == {first}
@@ -285,10 +380,11 @@ def test_run_latest_and_model_select_records(cli, db, tmp_path):
     assert {r["run_id"] for r in json.loads(out.stdout)} == {last}
     out = _report(cli, db, "--model", MODEL, "--out", str(tmp_path / "r.csv"))
     assert out.returncode == 0, out.stderr
-    assert (tmp_path / "r.csv").read_text().startswith("id,run_id,kind,")   # format from suffix
+    assert (tmp_path / "r.csv").read_text().startswith("id,run_id,kind,")  # format from suffix
 
 
 # ---------------------------------------------------------------- CSV / JSON
+
 
 def test_json_is_the_records_as_stored(cli, db):
     out = _report(cli, db, "--format", "json")
@@ -319,9 +415,12 @@ def test_csv_has_one_flat_row_per_record(cli, db, tmp_path):
 
 # ---------------------------------------------------------------- HTML
 
+
 def _pngs(html: str) -> list[bytes]:
-    return [base64.b64decode(m, validate=True)
-            for m in re.findall(r'<img [^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)]
+    return [
+        base64.b64decode(m, validate=True)
+        for m in re.findall(r'<img [^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    ]
 
 
 def test_html_is_one_self_contained_file_with_five_charts(cli, db, tmp_path):
@@ -332,12 +431,12 @@ def test_html_is_one_self_contained_file_with_five_charts(cli, db, tmp_path):
     assert out.returncode == 0, out.stderr
     html = dest.read_text()
     pngs = _pngs(html)
-    assert len(pngs) == html.count("<img ") == 5            # the roofline from the micro cells
+    assert len(pngs) == html.count("<img ") == 5  # the roofline from the micro cells
     for png in pngs:
         img = Image.open(io.BytesIO(png))
         assert img.format == "PNG" and img.size[0] >= 400 and img.size[1] >= 200
         img.verify()
-        assert len(Image.open(io.BytesIO(png)).convert("L").getcolors(2 ** 16)) > 10   # not blank
+        assert len(Image.open(io.BytesIO(png)).convert("L").getcolors(2**16)) > 10  # not blank
     assert not re.search(r'(src|href)="(?!data:)', html), "no external resources"
     assert "<link" not in html and "@import" not in html and "url(" not in html
     for title in ("Training", "Inference", "Micro and layer benchmarks", "Conversion"):
@@ -352,8 +451,14 @@ def test_the_roofline_has_a_ceiling_per_device_and_precision(db):
     micro = ResultStore(str(db)).records("kind = 'micro' AND status != 'failed'", [])
     roofs = ceilings(micro)
     assert set(roofs) == {("cpu", "fp32"), ("cpu", "int8")}
-    best = {p: max(r["metrics"]["gflops"] for r in micro if r["precision"] == p and
-                   r["context"]["op"]["kind"] == "gemm") for p in ("fp32", "int8")}
+    best = {
+        p: max(
+            r["metrics"]["gflops"]
+            for r in micro
+            if r["precision"] == p and r["context"]["op"]["kind"] == "gemm"
+        )
+        for p in ("fp32", "int8")
+    }
     stream = max(r["metrics"]["gbps"] for r in micro if r["context"]["op"]["kind"] == "memory")
     assert roofs == {("cpu", p): (best[p], stream) for p in ("fp32", "int8")}
     # A device without a memory stream has no ceiling: none is borrowed from another.
@@ -369,16 +474,16 @@ def test_onnx_bench_cells_join_the_roofline_by_their_compulsory_traffic(db):
     from dlbench.harness.report.plots import _model_point, roofline
 
     store = ResultStore(str(db))
-    ort = store.records("kind = 'bench' AND status = 'ok' AND backend = 'onnxruntime' "
-                        "AND batch_size = 2", [])[0]
+    ort = store.records(
+        "kind = 'bench' AND status = 'ok' AND backend = 'onnxruntime' AND batch_size = 2", []
+    )[0]
     native = store.records("kind = 'bench' AND status = 'ok' AND backend = 'pytorch'", [])[0]
-    model = onnx.load(ort["model_path"] if "model_path" in ort else
-                      ort["context"]["artifact"]["path"])
+    model = onnx.load(ort["model_path"] if "model_path" in ort else ort["context"]["artifact"]["path"])
     weights = sum(onnx.numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
     flops = ort["metrics"]["flops"]
     assert flops["weight_bytes"] == weights
-    assert flops["io_bytes_per_sample"] == 4 * (3 * 64 * 64 + 10)    # an image, 10 logits
-    x, y = _model_point(ort)                          # at batch 2: the weights read once
+    assert flops["io_bytes_per_sample"] == 4 * (3 * 64 * 64 + 10)  # an image, 10 logits
+    x, y = _model_point(ort)  # at batch 2: the weights read once
     per_sample = weights / 2 + 4 * (3 * 64 * 64 + 10)
     assert x == pytest.approx(ort["metrics"]["gflops_per_sample"] * 1e9 / per_sample)
     assert y == ort["metrics"]["achieved_gflops"]
@@ -397,8 +502,10 @@ def test_html_skips_charts_without_data_with_a_note(cli, db, tmp_path):
 
 # ---------------------------------------------------------------- bad input
 
-@pytest.mark.parametrize("case", ["missing", "empty", "not-sqlite", "run", "model", "format",
-                                  "out-under-file", "out-is-dir"])
+
+@pytest.mark.parametrize(
+    "case", ["missing", "empty", "not-sqlite", "run", "model", "format", "out-under-file", "out-is-dir"]
+)
 def test_bad_input_is_one_line_exit_2_and_leaves_nothing(cli, db, tmp_path, case):
     dest = tmp_path / "report.md"
     target, args, needle = db, ["--out", str(dest)], None
@@ -445,7 +552,12 @@ def test_report_opens_the_database_read_only(db, tmp_path):
 
 def test_number_format_keeps_four_significant_digits():
     assert [tables.num(x) for x in (13689.4, 1787.0, 251.48, 5.3931, 0.0123456)] == [
-        "13689", "1787", "251.5", "5.393", "0.01235"]
+        "13689",
+        "1787",
+        "251.5",
+        "5.393",
+        "0.01235",
+    ]
 
 
 def test_shared_cell_formats_are_one_helper_each():
@@ -454,8 +566,7 @@ def test_shared_cell_formats_are_one_helper_each():
     assert network_name(MODEL) == get_model(MODEL).display_name
     assert network_name("my-model.onnx") == "my-model.onnx" and network_name(None) is None
     assert [milliseconds(x) for x in (None, 8.314, 1234.0)] == ["-", "8.31 ms", "1.23 s"]
-    rec = {"framework": "pytorch", "context": {"artifact": {"format": "onnx",
-                                                            "path": "/runs/m/model.onnx"}}}
+    rec = {"framework": "pytorch", "context": {"artifact": {"format": "onnx", "path": "/runs/m/model.onnx"}}}
     assert artifact_label(rec) == "onnx from pytorch (model.onnx)"
     assert artifact_label({"context": {"artifact": {"format": "zoo"}}}) == "zoo, random weights"
 

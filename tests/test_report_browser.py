@@ -1,5 +1,6 @@
 """The HTML report in a real browser (headless Chromium), offline: it renders, and every
 chart is an image the browser decoded (the page's inline script counts them on load)."""
+
 from __future__ import annotations
 
 import io
@@ -10,7 +11,7 @@ import sys
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"      # tests/conftest.py skips these tests where it is missing
+CHROMIUM = "/usr/bin/chromium"  # tests/conftest.py skips these tests where it is missing
 
 pytestmark = pytest.mark.browser
 
@@ -24,16 +25,49 @@ def report_html(tmp_path_factory):
     db, out = tmp / "results.sqlite", tmp / "runs"
 
     def cli(*args):
-        res = subprocess.run([sys.executable, "-m", "dlbench.harness", *args], capture_output=True,
-                             text=True, timeout=600, env=dict(os.environ, DLBENCH_DB=str(db)))
+        res = subprocess.run(
+            [sys.executable, "-m", "dlbench.harness", *args],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=dict(os.environ, DLBENCH_DB=str(db)),
+        )
         assert res.returncode == 0, (args, res.stderr[-3000:])
 
-    cli("train", MODEL, "--framework", "pytorch", "--steps", "2", "--warmup-steps", "1",
-        "--batch-size", "4", "--threads", "1", "--out", str(out))
+    cli(
+        "train",
+        MODEL,
+        "--framework",
+        "pytorch",
+        "--steps",
+        "2",
+        "--warmup-steps",
+        "1",
+        "--batch-size",
+        "4",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+    )
     cli("export", str(out / MODEL / "pytorch"))
-    cli("bench", str(out / MODEL / "pytorch" / "model.onnx"), "-b", "onnxruntime",
-        "--batch-sizes", "1,2", "--threads", "1", "--iterations", "5", "--warmup", "1",
-        "--max-warmup", "2", "--no-progress")
+    cli(
+        "bench",
+        str(out / MODEL / "pytorch" / "model.onnx"),
+        "-b",
+        "onnxruntime",
+        "--batch-sizes",
+        "1,2",
+        "--threads",
+        "1",
+        "--iterations",
+        "5",
+        "--warmup",
+        "1",
+        "--max-warmup",
+        "2",
+        "--no-progress",
+    )
     cli("report", "--out", str(tmp / "report.html"))
     return tmp / "report.html"
 
@@ -43,18 +77,30 @@ def _chromium(tmp_path, *args) -> subprocess.CompletedProcess:
     profile = tmp_path / "profile"
     profile.mkdir(exist_ok=True)
     return subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={profile}", *args],
-        capture_output=True, text=True, timeout=180,
-        env=dict(os.environ, HOME=str(tmp_path)))
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=dict(os.environ, HOME=str(tmp_path)),
+    )
 
 
 def test_browser_decodes_every_chart(report_html, tmp_path):
     charts = report_html.read_text().count('<img alt="')
     assert charts == 4
-    res = _chromium(tmp_path, "--virtual-time-budget=10000", "--dump-dom",
-                    report_html.as_uri())
+    res = _chromium(tmp_path, "--virtual-time-budget=10000", "--dump-dom", report_html.as_uri())
     assert res.returncode == 0, res.stderr[-2000:]
     body = re.search(r"<body([^>]*)>", res.stdout)
     assert body, res.stdout[:2000]
@@ -69,8 +115,7 @@ def test_screenshot_is_a_rendered_page(report_html, tmp_path):
     from PIL import Image
 
     shot = tmp_path / "shot.png"
-    res = _chromium(tmp_path, "--window-size=1280,2000", f"--screenshot={shot}",
-                    report_html.as_uri())
+    res = _chromium(tmp_path, "--window-size=1280,2000", f"--screenshot={shot}", report_html.as_uri())
     assert res.returncode == 0 and shot.exists(), res.stderr[-2000:]
     img = Image.open(io.BytesIO(shot.read_bytes()))
     assert img.format == "PNG" and img.size == (1280, 2000)

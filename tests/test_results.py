@@ -1,4 +1,3 @@
-import json
 import sqlite3
 
 import pytest
@@ -19,9 +18,21 @@ def new_store(tmp_path):
 
 def test_round_trip_keeps_columns_context_and_metrics(new_store):
     store = new_store()
-    rid = store.add({"run_id": "r", "kind": "train", "cell_key": "k", "status": "ok",
-                     "started_at": "t", "model": "m", "batch_size": 4, "throughput_sps": 12.5,
-                     "context": {"a": 1}, "metrics": {"samples": [1, 2]}}, MACHINE)
+    rid = store.add(
+        {
+            "run_id": "r",
+            "kind": "train",
+            "cell_key": "k",
+            "status": "ok",
+            "started_at": "t",
+            "model": "m",
+            "batch_size": 4,
+            "throughput_sps": 12.5,
+            "context": {"a": 1},
+            "metrics": {"samples": [1, 2]},
+        },
+        MACHINE,
+    )
     [rec] = store.records()
     assert rec["id"] == rid and rec["throughput_sps"] == 12.5 and rec["batch_size"] == 4
     assert rec["context"] == {"a": 1} and rec["metrics"] == {"samples": [1, 2]}
@@ -33,15 +44,25 @@ def test_round_trip_keeps_columns_context_and_metrics(new_store):
 def test_artifacts_round_trip_newest_first(new_store):
     store = new_store()
     assert store.artifact("abc") is None
-    rid = store.add({"run_id": "r", "kind": "convert", "cell_key": "k", "status": "ok",
-                     "started_at": "t"}, MACHINE)
+    rid = store.add(
+        {"run_id": "r", "kind": "convert", "cell_key": "k", "status": "ok", "started_at": "t"}, MACHINE
+    )
     for verified in (False, True):
-        store.add_artifact({"path": "/m.onnx", "sha256": "abc", "format": "onnx",
-                            "verified": verified, "verdict": {"ok": verified},
-                            "created_at": "t", "record_id": rid, "size_bytes": 2 ** 40})
+        store.add_artifact(
+            {
+                "path": "/m.onnx",
+                "sha256": "abc",
+                "format": "onnx",
+                "verified": verified,
+                "verdict": {"ok": verified},
+                "created_at": "t",
+                "record_id": rid,
+                "size_bytes": 2**40,
+            }
+        )
     newest = store.artifact("abc")
     assert newest["verified"] is True and newest["verdict"] == {"ok": True}
-    assert newest["record_id"] == rid and newest["size_bytes"] == 2 ** 40
+    assert newest["record_id"] == rid and newest["size_bytes"] == 2**40
     assert [a["verified"] for a in store.artifacts("sha256 = ?", ["abc"])] == [False, True]
 
 
@@ -72,6 +93,7 @@ def test_directory_is_refused(tmp_path):
 
 def test_schema_is_documented():
     from pathlib import Path
+
     doc = (Path(__file__).parents[1] / "docs" / "results-schema.md").read_text()
     for col in COLUMNS:
         assert f"`{col}`" in doc, f"column {col} is not documented"
@@ -81,14 +103,16 @@ def test_finished_cell_keys_ignores_failures(new_store):
     store = new_store()
     assert store.finished_cell_keys(["a"]) == set()
     for key, status in (("a", "ok"), ("b", "failed"), ("c", "unstable")):
-        store.add({"run_id": "r", "kind": "bench", "cell_key": key, "status": status,
-                   "started_at": "t"}, MACHINE)
-    store.add({"run_id": "r2", "kind": "bench", "cell_key": "e", "status": "failed",
-               "started_at": "t"}, MACHINE)
+        store.add(
+            {"run_id": "r", "kind": "bench", "cell_key": key, "status": status, "started_at": "t"}, MACHINE
+        )
+    store.add(
+        {"run_id": "r2", "kind": "bench", "cell_key": "e", "status": "failed", "started_at": "t"}, MACHINE
+    )
     assert store.finished_cell_keys(["a", "b", "c", "d"]) == {"a", "c"}
     # Within one run (a resumed `dlbench run`) a stored failure counts as measured.
     assert store.finished_cell_keys(["a", "e"], run_id="r2") == {"e"}
-    many = [f"x{i}" for i in range(1200)] + ["c"]          # more than one chunk of keys
+    many = [f"x{i}" for i in range(1200)] + ["c"]  # more than one chunk of keys
     assert store.finished_cell_keys(many) == {"c"}
 
 
@@ -98,10 +122,19 @@ def _peak(store, threads, gflops, machine_id="m1", started="2026-01-01T00:00:00"
     from dlbench.harness.fingerprint import fingerprint
 
     fp = dict(fingerprint(), machine_id=machine_id)
-    rec = records.new_record("peak", run_id="p", identity={"threads": threads, "at": started},
-                             started=started, argv=None, device="cpu", fp=fp, status="ok",
-                             precision="fp32", intra_op_threads=threads,
-                             metrics={"gflops": gflops})
+    rec = records.new_record(
+        "peak",
+        run_id="p",
+        identity={"threads": threads, "at": started},
+        started=started,
+        argv=None,
+        device="cpu",
+        fp=fp,
+        status="ok",
+        precision="fp32",
+        intra_op_threads=threads,
+        metrics={"gflops": gflops},
+    )
     return store.add(rec, fp)
 
 
@@ -112,10 +145,10 @@ def test_peak_is_matched_on_thread_count_and_the_best_one_counts(new_store):
     from dlbench.harness.bench.peak import lookup, missing_thread_counts, share_of_peak
 
     store = new_store()
-    assert share_of_peak(store, "m1", "cpu", "fp32", 1, 50.0) == {}      # no peak: nothing
+    assert share_of_peak(store, "m1", "cpu", "fp32", 1, 50.0) == {}  # no peak: nothing
     one = _peak(store, 1, 100.0)
-    _peak(store, 1, 40.0, started="2026-02-01T00:00:00")                 # newer, worse
-    two = _peak(store, 2, 30.0)                                          # a busy machine's
+    _peak(store, 1, 40.0, started="2026-02-01T00:00:00")  # newer, worse
+    two = _peak(store, 2, 30.0)  # a busy machine's
     _peak(store, 2, 10.0, machine_id="m2")
     assert lookup(store, "m1", "cpu", "fp32", 1)["record_id"] == one
     assert lookup(store, "m1", "cpu", "fp32", 2)["gflops"] == 30.0
@@ -131,16 +164,25 @@ def test_peak_is_matched_on_thread_count_and_the_best_one_counts(new_store):
     assert "percent_of_peak" not in at_four
     assert "--peak-threads 4" in at_four["peak_note"]
     assert missing_thread_counts(store, "m1", {1, 2, 4})[0] == [4]
-    assert missing_thread_counts(store, "m3", {1})[0] == []             # never opted in
+    assert missing_thread_counts(store, "m3", {1})[0] == []  # never opted in
 
 
 def test_noise_floor_is_the_newest_ok_record_of_the_machine(tmp_path):
     store = ResultStore(tmp_path / "r.sqlite")
     assert ResultStore(tmp_path / "none.sqlite").noise_floor("m1") is None
-    assert not (tmp_path / "none.sqlite").exists()                       # looking creates nothing
+    assert not (tmp_path / "none.sqlite").exists()  # looking creates nothing
     for status, value in (("ok", 0.03), ("ok", 0.017), ("failed", None)):
-        store.add({"run_id": "r", "kind": "noise_floor", "cell_key": "k", "status": status,
-                   "started_at": "t", "metrics": {"noise_floor": value}}, MACHINE)
+        store.add(
+            {
+                "run_id": "r",
+                "kind": "noise_floor",
+                "cell_key": "k",
+                "status": status,
+                "started_at": "t",
+                "metrics": {"noise_floor": value},
+            },
+            MACHINE,
+        )
     assert store.noise_floor("m1")["metrics"]["noise_floor"] == 0.017
     assert store.noise_floor("m2") is None
 
@@ -151,9 +193,18 @@ def test_noise_floor_is_matched_on_thread_count(new_store):
 
     store = new_store()
     for threads, value in ((1, 0.07), (2, 0.35)):
-        store.add({"run_id": "r", "kind": "noise_floor", "cell_key": "k", "status": "ok",
-                   "started_at": "t", "intra_op_threads": threads,
-                   "metrics": {"noise_floor": value}}, MACHINE)
+        store.add(
+            {
+                "run_id": "r",
+                "kind": "noise_floor",
+                "cell_key": "k",
+                "status": "ok",
+                "started_at": "t",
+                "intra_op_threads": threads,
+                "metrics": {"noise_floor": value},
+            },
+            MACHINE,
+        )
     assert store.noise_floor("m1", 1)["metrics"]["noise_floor"] == 0.07
     assert store.noise_floor("m1", 2)["metrics"]["noise_floor"] == 0.35
     assert store.noise_floor("m1", 4) is None

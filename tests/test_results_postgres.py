@@ -8,6 +8,7 @@ server (its ``new_store`` replaced below); then what only a server has: the sche
 spelled for PostgreSQL, many writers at once, the server going away mid-sweep, bad
 URLs and credentials through the real CLI, and report, compare and resume over it.
 """
+
 import itertools
 import json
 import os
@@ -15,19 +16,23 @@ import subprocess
 import sys
 import time
 
+import pgserver
 import psycopg
 import pytest
-
-import pgserver
 from clitools import assert_usage_error
-from dlbench.harness.results import SCHEMA_VERSION, ResultStore
-from dlbench.core.errors import UserError
+
 # Collected here too, with this module's new_store: the same assertions on PostgreSQL.
-from test_results import (MACHINE, test_artifacts_round_trip_newest_first,  # noqa: F401
-                          test_finished_cell_keys_ignores_failures,
-                          test_noise_floor_is_matched_on_thread_count,
-                          test_peak_is_matched_on_thread_count_and_the_best_one_counts,
-                          test_round_trip_keeps_columns_context_and_metrics)
+from test_results import (  # noqa: F401 - collected here, run on PostgreSQL
+    MACHINE,
+    test_artifacts_round_trip_newest_first,
+    test_finished_cell_keys_ignores_failures,
+    test_noise_floor_is_matched_on_thread_count,
+    test_peak_is_matched_on_thread_count_and_the_best_one_counts,
+    test_round_trip_keeps_columns_context_and_metrics,
+)
+
+from dlbench.core.errors import UserError
+from dlbench.harness.results import SCHEMA_VERSION, ResultStore
 
 NAMES = itertools.count()
 
@@ -57,9 +62,16 @@ def url(new_database, workdir):
 
 
 def _record(key, run_id="r", kind="bench", status="ok", **fields):
-    return {"run_id": run_id, "kind": kind, "cell_key": key, "status": status,
-            "started_at": "2026-01-01T00:00:00+00:00", "context": {"k": key},
-            "metrics": {"throughput_sps": 1.0}, **fields}
+    return {
+        "run_id": run_id,
+        "kind": kind,
+        "cell_key": key,
+        "status": status,
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "context": {"k": key},
+        "metrics": {"throughput_sps": 1.0},
+        **fields,
+    }
 
 
 def _sql(url, query, params=()):
@@ -77,12 +89,21 @@ def test_same_tables_and_columns_as_sqlite_and_a_schema_version(url, workdir):
     con = sqlite3.connect(lite.path)
     for table in ("machines", "records", "artifacts"):
         want = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
-        have = [r[0] for r in _sql(url, "SELECT column_name FROM information_schema.columns "
-                                        "WHERE table_name = %s ORDER BY ordinal_position",
-                                   (table,))]
+        have = [
+            r[0]
+            for r in _sql(
+                url,
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_name = %s ORDER BY ordinal_position",
+                (table,),
+            )
+        ]
         assert have == want, table
-    types = dict(_sql(url, "SELECT column_name, data_type FROM information_schema.columns "
-                           "WHERE table_name = 'records'"))
+    types = dict(
+        _sql(
+            url, "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'records'"
+        )
+    )
     assert types["id"] == "bigint" and types["throughput_sps"] == "double precision"
     assert types["batch_size"] == "bigint" and types["context"] == "text"
     assert _sql(url, "SELECT version FROM dlbench_schema") == [(SCHEMA_VERSION,)]
@@ -108,8 +129,10 @@ def test_a_role_that_may_only_insert_and_select_writes_and_reports(pg, url, cli)
     writer = url.replace(f"dlbench:{pg.password}@", "writer:writer-pw@")
     store = ResultStore(writer)
     store.check_writable()
-    rid = store.add(_record("k", run_id="W", model="mlp", backend="onnxruntime",
-                            batch_size=1, throughput_sps=5.0), MACHINE)
+    rid = store.add(
+        _record("k", run_id="W", model="mlp", backend="onnxruntime", batch_size=1, throughput_sps=5.0),
+        MACHINE,
+    )
     assert store.finished_cell_keys(["k"]) == {"k"} and rid > 0
     out = cli("report", "--db", writer, "--format", "csv")
     assert out.returncode == 0 and "W" in out.stdout, out.stderr
@@ -135,10 +158,16 @@ def test_many_writers_at_once_all_land_with_unique_ids(url):
     """Six processes, two machines, one fresh database (so they also race to create the
     tables): every record lands, under its own id, and each machine is stored once."""
     writers, n = 6, 15
-    go = time.time() + 3                   # every child imported and waiting: one start
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD, url, str(t), str(n), str(go)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for t in range(writers)]
+    go = time.time() + 3  # every child imported and waiting: one start
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, url, str(t), str(n), str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for t in range(writers)
+    ]
     returned = []
     for p in procs:
         out, err = p.communicate(timeout=120)
@@ -147,14 +176,13 @@ def test_many_writers_at_once_all_land_with_unique_ids(url):
     stored = ResultStore(url).records()
     assert len(stored) == writers * n == len(set(returned))
     assert sorted(r["id"] for r in stored) == sorted(returned)
-    assert {r["cell_key"] for r in stored} == {f"{t}-{i}" for t in range(writers)
-                                                for i in range(n)}
+    assert {r["cell_key"] for r in stored} == {f"{t}-{i}" for t in range(writers) for i in range(n)}
     assert sorted(_sql(url, "SELECT machine_id FROM machines")) == [("m0",), ("m1",)]
 
 
 def test_a_server_gone_mid_sweep_keeps_the_record_in_the_spool(pg, url, workdir, capsys, cli):
     store = ResultStore(url)
-    store.check_writable()                            # the sweep starts: the server is there
+    store.check_writable()  # the sweep starts: the server is there
     first = store.add(_record("a"), MACHINE)
     assert first > 0
     pg.stop()
@@ -166,9 +194,17 @@ def test_a_server_gone_mid_sweep_keeps_the_record_in_the_spool(pg, url, workdir,
         assert rid < 0 and spool.startswith(os.path.join("results", "pending-"))
         assert len(warning) == 1 and "unreachable" in warning[0] and spool in warning[0]
         assert pg.password not in warning[0] and (workdir / spool).exists()
-        art = store.add_artifact({"path": "/m.onnx", "sha256": "s1", "format": "onnx",
-                                  "verified": True, "verdict": {"ok": True},
-                                  "created_at": "t", "record_id": rid})
+        art = store.add_artifact(
+            {
+                "path": "/m.onnx",
+                "sha256": "s1",
+                "format": "onnx",
+                "verified": True,
+                "verdict": {"ok": True},
+                "created_at": "t",
+                "record_id": rid,
+            }
+        )
         assert art < 0
         # Mid-sweep lookups (a peak, an artifact's verdict) answer from the spool.
         assert store.finished_cell_keys(["a", "b"]) == {"b"}
@@ -182,14 +218,14 @@ def test_a_server_gone_mid_sweep_keeps_the_record_in_the_spool(pg, url, workdir,
         assert pg.password not in out.stdout + out.stderr
     finally:
         pg.start()
-    third = ResultStore(url).add(_record("c"), MACHINE)        # the next add flushes first
+    third = ResultStore(url).add(_record("c"), MACHINE)  # the next add flushes first
     assert "moved 1 record(s) kept in" in capsys.readouterr().err
     stored = ResultStore(url).records()
     assert [r["cell_key"] for r in stored] == ["a", "b", "c"] and stored[2]["id"] == third
     assert pg.password not in json.dumps(stored) and "***" in stored[1]["context"]["db"]
     moved = ResultStore(url).artifact("s1")
     assert moved["record_id"] == stored[1]["id"] and moved["verified"] is True
-    assert ResultStore(workdir / spool).records() == []          # the spool is empty
+    assert ResultStore(workdir / spool).records() == []  # the spool is empty
 
 
 def test_the_next_command_flushes_the_spool_and_reports_it(pg, url, workdir, cli):
@@ -199,9 +235,23 @@ def test_the_next_command_flushes_the_spool_and_reports_it(pg, url, workdir, cli
     store.check_writable()
     pg.stop()
     try:
-        assert store.add(_record("k", run_id="R1", model="mlp", backend="onnxruntime",
-                                 device="cpu", precision="fp32", batch_size=1,
-                                 scenario="offline", throughput_sps=123.0), MACHINE) < 0
+        assert (
+            store.add(
+                _record(
+                    "k",
+                    run_id="R1",
+                    model="mlp",
+                    backend="onnxruntime",
+                    device="cpu",
+                    precision="fp32",
+                    batch_size=1,
+                    scenario="offline",
+                    throughput_sps=123.0,
+                ),
+                MACHINE,
+            )
+            < 0
+        )
     finally:
         pg.start()
     out = cli("report", "--db", url, "--format", "csv")
@@ -211,10 +261,8 @@ def test_the_next_command_flushes_the_spool_and_reports_it(pg, url, workdir, cli
     assert [r["run_id"] for r in ResultStore(url).records()] == ["R1"]
 
 
-@pytest.mark.parametrize("case", ["password", "database", "port", "query", "unreachable",
-                                  "environment"])
-def test_bad_urls_and_credentials_are_one_line_exit_2_without_the_password(pg, cli, workdir,
-                                                                            case):
+@pytest.mark.parametrize("case", ["password", "database", "port", "query", "unreachable", "environment"])
+def test_bad_urls_and_credentials_are_one_line_exit_2_without_the_password(pg, cli, workdir, case):
     wrong = "WrongSecret-4711"
     url, env, needle = pg.url(), {}, None
     if case == "password":
@@ -227,13 +275,16 @@ def test_bad_urls_and_credentials_are_one_line_exit_2_without_the_password(pg, c
         url, needle = url + "?bogus=1", "not a valid PostgreSQL URL"
     elif case == "unreachable":
         url, needle = url.replace(f":{pg.port}/", f":{pgserver.free_port()}/"), "cannot reach"
-    else:                                  # $DLBENCH_DB, the other scheme, a write command
+    else:  # $DLBENCH_DB, the other scheme, a write command
         env = {"DLBENCH_DB": pg.url(password=wrong, scheme="postgres")}
         needle = "password authentication failed"
     secret = wrong if case in ("password", "environment") else pg.password
     args = ["--db", url] if not env else []
-    for command in (["report", *args], ["compare", "A", "B", *args],
-                    ["micro", "gemm", "--shape", "8", "--engine", "numpy", *args]):
+    for command in (
+        ["report", *args],
+        ["compare", "A", "B", *args],
+        ["micro", "gemm", "--shape", "8", "--engine", "numpy", *args],
+    ):
         out = cli(*command, env=env)
         assert_usage_error(out, needle, "***")
         assert secret not in out.stdout + out.stderr, command
@@ -245,8 +296,10 @@ def test_a_url_without_password_uses_pgpass_as_the_readme_says(pg, url, workdir,
     pgpass.write_text(f"127.0.0.1:{pg.port}:*:{pgserver.USER}:{pg.password}\n")
     pgpass.chmod(0o600)
     bare = url.replace(f":{pg.password}@", "@")
-    ResultStore(url).add(_record("k", run_id="P", model="mlp", backend="onnxruntime",
-                                 batch_size=1, throughput_sps=5.0), MACHINE)
+    ResultStore(url).add(
+        _record("k", run_id="P", model="mlp", backend="onnxruntime", batch_size=1, throughput_sps=5.0),
+        MACHINE,
+    )
     out = cli("report", "--db", bare, "--format", "csv", env={"PGPASSFILE": str(pgpass)})
     assert out.returncode == 0 and "P" in out.stdout, out.stderr
 
@@ -254,9 +307,14 @@ def test_a_url_without_password_uses_pgpass_as_the_readme_says(pg, url, workdir,
 def test_report_and_compare_read_from_postgres(url, cli):
     from test_compare import bench_record, store_all
 
-    store_all(url, [bench_record("A", 2.0, batch=8, seed=1), bench_record("A", 0.5, batch=1,
-                                                                          seed=2),
-                    bench_record("B", 2.2, batch=8, seed=4)])
+    store_all(
+        url,
+        [
+            bench_record("A", 2.0, batch=8, seed=1),
+            bench_record("A", 0.5, batch=1, seed=2),
+            bench_record("B", 2.2, batch=8, seed=4),
+        ],
+    )
     out = cli("compare", "A", "B", "--db", url)
     assert out.returncode == 0, out.stderr
     assert "slower" in next(ln for ln in out.stdout.splitlines() if "batch 8" in ln)
@@ -272,13 +330,29 @@ def test_report_and_compare_read_from_postgres(url, cli):
 def test_a_sweep_resumes_from_postgres_and_records_no_password(pg, url, cli):
     """A real ``dlbench micro`` cell stored in PostgreSQL; ``--resume`` finds it there and
     skips it.  The password is in no output, no command line and no context."""
-    args = ("micro", "gemm", "--shape", "16", "--engine", "numpy", "--min-duration", "0.02",
-            "--min-iterations", "3", "--warmup", "1", "--threads", "1", "--db", url)
+    args = (
+        "micro",
+        "gemm",
+        "--shape",
+        "16",
+        "--engine",
+        "numpy",
+        "--min-duration",
+        "0.02",
+        "--min-iterations",
+        "3",
+        "--warmup",
+        "1",
+        "--threads",
+        "1",
+        "--db",
+        url,
+    )
     first = cli(*args)
     assert first.returncode == 0, first.stderr
     [rec] = ResultStore(url).records()
     assert rec["kind"] == "micro" and rec["status"] in ("ok", "unstable")
-    again = cli(*args[:-2], "--resume", env={"DLBENCH_DB": url})     # the URL from $DLBENCH_DB
+    again = cli(*args[:-2], "--resume", env={"DLBENCH_DB": url})  # the URL from $DLBENCH_DB
     assert again.returncode == 0, again.stderr
     assert len(ResultStore(url).records()) == 1, "resumed: the stored cell was skipped"
     assert "1 of 1 cells already in postgresql://dlbench:***@127.0.0.1" in again.stderr
@@ -296,14 +370,13 @@ def test_a_password_is_masked_in_records_configuration_and_printed_steps():
     line = command_line(["bench", "m.onnx", "--db", url])
     assert "p%40ss" not in line and "other" not in line
     assert "postgresql://me:***@db.example:5432/runs?sslmode=require&password=***" in line
-    row = record_row({"command_line": f"dlbench run --db {url}", "context": {"db": url}},
-                     {"machine_id": "m"})
+    row = record_row({"command_line": f"dlbench run --db {url}", "context": {"db": url}}, {"machine_id": "m"})
     assert "p%40ss" not in json.dumps(row) and "other" not in json.dumps(row)
     from dlbench.harness.cli import build_parser
     from dlbench.harness.config import parse_args
     from dlbench.harness.pipeline.plan import shell_line
 
-    assert "p%40ss" not in shell_line(["dlbench", "report", "--db", url])      # --print-steps
+    assert "p%40ss" not in shell_line(["dlbench", "report", "--db", url])  # --print-steps
 
     args = parse_args(build_parser(), ["bench", "m.onnx", "-b", "onnxruntime", "--db", url])
     assert "p%40ss" not in json.dumps(resolved(args)) and "me:***@" in resolved(args)["db"]

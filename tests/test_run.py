@@ -1,5 +1,6 @@
 """``dlbench run``: every stage on a small model, killed in the middle of its
 benchmark sweep and resumed, with no record lost and none duplicated."""
+
 from __future__ import annotations
 
 import json
@@ -12,25 +13,52 @@ from collections import Counter
 
 import psutil
 import pytest
+from clitools import assert_usage_error
 
 from dlbench.harness.results import ResultStore
-from clitools import assert_usage_error
 
 MODEL = "resnet50-mini"
 BATCHES = (1, 2, 4)
-RUN = ["run", MODEL, "--frameworks", "pytorch", "--train-steps", "2", "--warmup-steps", "1",
-       "--train-batch-size", "4", "--batch-sizes", ",".join(map(str, BATCHES)),
-       "--iterations", "30", "--warmup", "1", "--max-warmup", "2", "--timeout", "300"]
+RUN = [
+    "run",
+    MODEL,
+    "--frameworks",
+    "pytorch",
+    "--train-steps",
+    "2",
+    "--warmup-steps",
+    "1",
+    "--train-batch-size",
+    "4",
+    "--batch-sizes",
+    ",".join(map(str, BATCHES)),
+    "--iterations",
+    "30",
+    "--warmup",
+    "1",
+    "--max-warmup",
+    "2",
+    "--timeout",
+    "300",
+]
 # On a CPU machine with ONNX Runtime: the fp32 export and its INT8 and FP16 builds
 # on onnxruntime, the PyTorch checkpoint on the pytorch backend.
-EXPECTED_CELLS = {(backend, precision, b) for b in BATCHES
-                  for backend, precision in (("onnxruntime", "fp32"), ("onnxruntime", "int8"),
-                                             ("onnxruntime", "fp16"), ("pytorch", "fp32"))}
+EXPECTED_CELLS = {
+    (backend, precision, b)
+    for b in BATCHES
+    for backend, precision in (
+        ("onnxruntime", "fp32"),
+        ("onnxruntime", "int8"),
+        ("onnxruntime", "fp16"),
+        ("pytorch", "fp32"),
+    )
+}
 
 
 def dlbench(args, env, **kw):
-    return subprocess.run([sys.executable, "-m", "dlbench.harness", *args], env=env, text=True,
-                          capture_output=True, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "dlbench.harness", *args], env=env, text=True, capture_output=True, **kw
+    )
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +71,14 @@ def interrupted_then_resumed(tmp_path_factory):
     workdir = tmp / "work"
     args = RUN + ["--workdir", str(workdir)]
     store = ResultStore(tmp / "db.sqlite")
-    proc = subprocess.Popen([sys.executable, "-m", "dlbench.harness", *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dlbench.harness", *args],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 600
     bench_before = []
     try:
@@ -54,8 +87,7 @@ def interrupted_then_resumed(tmp_path_factory):
             if len(bench_before) >= 2:
                 break
             time.sleep(0.2)
-        assert proc.poll() is None, "the run ended before it could be interrupted:\n" + \
-            proc.stdout.read()
+        assert proc.poll() is None, "the run ended before it could be interrupted:\n" + proc.stdout.read()
         family = [proc.pid] + [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
@@ -63,12 +95,22 @@ def interrupted_then_resumed(tmp_path_factory):
         if proc.poll() is None:
             proc.kill()
     time.sleep(1.0)
-    survivors = [pid for pid in family if psutil.pid_exists(pid)
-                 and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    survivors = [
+        pid
+        for pid in family
+        if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    ]
     bench_at_kill = store.records("kind = 'bench'")
     resumed = dlbench(args + ["--resume"], env, timeout=900)
-    return {"store": store, "workdir": workdir, "env": env, "args": args,
-            "bench_at_kill": bench_at_kill, "resumed": resumed, "survivors": survivors}
+    return {
+        "store": store,
+        "workdir": workdir,
+        "env": env,
+        "args": args,
+        "bench_at_kill": bench_at_kill,
+        "resumed": resumed,
+        "survivors": survivors,
+    }
 
 
 def test_kill_leaves_no_cell_running(interrupted_then_resumed):
@@ -90,10 +132,13 @@ def test_resume_finishes_the_sweep_without_duplicates_or_losses(interrupted_then
     assert {(x["backend"], x["precision"], x["batch_size"]) for x in bench} == EXPECTED_CELLS
     # The records stored before the kill are kept as they were, not measured again.
     assert {x["id"] for x in at_kill} <= {x["id"] for x in bench}
-    kinds = Counter((x["kind"], (x["context"].get("hop") or "")) for x in records
-                    if x["kind"] != "bench")
-    assert kinds == {("train", ""): 1, ("convert", "pytorch->onnx"): 1,
-                     ("convert", "onnx->int8"): 1, ("convert", "onnx->fp16"): 1}
+    kinds = Counter((x["kind"], (x["context"].get("hop") or "")) for x in records if x["kind"] != "bench")
+    assert kinds == {
+        ("train", ""): 1,
+        ("convert", "pytorch->onnx"): 1,
+        ("convert", "onnx->int8"): 1,
+        ("convert", "onnx->fp16"): 1,
+    }
 
 
 def test_resume_reports_finished_stages_and_prints_every_table(interrupted_then_resumed):
@@ -151,14 +196,37 @@ def test_lstm_tiny_runs_every_stage_in_every_framework(tmp_path):
     frameworks = ("pytorch", "tensorflow", "mindspore")
     env = dict(os.environ, DLBENCH_DB=str(tmp_path / "db.sqlite"))
     env.pop("DLBENCH_RUN_ID", None)
-    done = dlbench(["run", "lstm-tiny", "--frameworks", ",".join(frameworks),
-                    "--train-steps", "2", "--warmup-steps", "1", "--train-batch-size", "4",
-                    "--batch-sizes", "1,2", "--iterations", "5", "--warmup", "1",
-                    "--max-warmup", "2", "--no-progress", "--timeout", "300",
-                    "--workdir", str(tmp_path / "work")], env, timeout=900)
+    done = dlbench(
+        [
+            "run",
+            "lstm-tiny",
+            "--frameworks",
+            ",".join(frameworks),
+            "--train-steps",
+            "2",
+            "--warmup-steps",
+            "1",
+            "--train-batch-size",
+            "4",
+            "--batch-sizes",
+            "1,2",
+            "--iterations",
+            "5",
+            "--warmup",
+            "1",
+            "--max-warmup",
+            "2",
+            "--no-progress",
+            "--timeout",
+            "300",
+            "--workdir",
+            str(tmp_path / "work"),
+        ],
+        env,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    stages = {p.stem: json.loads(p.read_text())
-              for p in (tmp_path / "work" / "stages").glob("*.json")}
+    stages = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "work" / "stages").glob("*.json")}
     assert {f"{kind}-{fw}" for kind in ("train", "export") for fw in frameworks} <= set(stages)
     assert {"build-int8", "build-fp16", "bench"} <= set(stages)
     for name, s in stages.items():
@@ -174,8 +242,7 @@ def test_lstm_tiny_runs_every_stage_in_every_framework(tmp_path):
         assert r["context"]["config"]["learning_rate"] == spec.default_lr != 0.05
         m = r["metrics"]
         assert m["loss_end"] < m["loss_start"], (fw, m["losses"])
-    exports = [r for r in store.records("kind = 'convert'")
-               if r["context"]["hop"].endswith("->onnx")]
+    exports = [r for r in store.records("kind = 'convert'") if r["context"]["hop"].endswith("->onnx")]
     assert sorted(r["framework"] for r in exports) == sorted(frameworks)
     (int8,) = [r for r in store.records("kind = 'convert'") if r["context"]["hop"] == "onnx->int8"]
     assert int8["context"]["options"]["dynamic"] is True
@@ -186,5 +253,5 @@ def test_lstm_tiny_runs_every_stage_in_every_framework(tmp_path):
         assert r["status"] != "failed", (r["backend"], r["error"])
     onnx_cells = [r for r in bench if r["backend"] == "onnxruntime"]
     assert {r["precision"] for r in onnx_cells} == {"fp32", "fp16", "int8"}
-    for r in onnx_cells:        # the graph count sees the LSTMs, quantized ones included
+    for r in onnx_cells:  # the graph count sees the LSTMs, quantized ones included
         assert r["metrics"]["flops"]["macs_per_sample"] == spec.macs_per_sample

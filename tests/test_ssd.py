@@ -1,6 +1,7 @@
 """SSD's framework-free parts: the spec's sizes, the priors, matching, the numpy
 multibox loss, post-processing, synthetic data, the held-out tally and the VOC
 reader (on a tiny VOC tree written here).  Core group: no framework imported."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,13 @@ def test_ssd300_is_the_published_network():
     assert SSD300.parameter_count == 26_285_486
     assert SSD300.macs_per_sample == 31_373_537_792
     assert [(s, hw, a) for s, _, hw, a in ssd.sources(cfg)] == [
-        ("conv4_3", 38, 4), ("conv7", 19, 6), ("conv8_2", 10, 6), ("conv9_2", 5, 6),
-        ("conv10_2", 3, 4), ("conv11_2", 1, 4)]
+        ("conv4_3", 38, 4),
+        ("conv7", 19, 6),
+        ("conv8_2", 10, 6),
+        ("conv9_2", 5, 6),
+        ("conv10_2", 3, 4),
+        ("conv11_2", 1, 4),
+    ]
     assert ssd.output_shape(cfg) == (8732, 25)
     assert [hw for *_, hw in ssd.backbone(cfg)][:13:3] == [300, 150, 75, 38, 19]
     mini = MINI.config
@@ -35,15 +41,22 @@ def test_priors_follow_the_paper_in_map_row_column_box_order():
     assert p.shape == (8732, 4) and p.dtype == np.float32
     # First cell of conv4_3: scale 0.1, sqrt(0.1 * 0.2), then ratio 2 and 1/2.
     r = np.sqrt(2)
-    np.testing.assert_allclose(p[:4], [[0.5 / 38, 0.5 / 38, 0.1, 0.1],
-                                       [0.5 / 38, 0.5 / 38, np.sqrt(0.02), np.sqrt(0.02)],
-                                       [0.5 / 38, 0.5 / 38, 0.1 * r, 0.1 / r],
-                                       [0.5 / 38, 0.5 / 38, 0.1 / r, 0.1 * r]], rtol=1e-6)
+    np.testing.assert_allclose(
+        p[:4],
+        [
+            [0.5 / 38, 0.5 / 38, 0.1, 0.1],
+            [0.5 / 38, 0.5 / 38, np.sqrt(0.02), np.sqrt(0.02)],
+            [0.5 / 38, 0.5 / 38, 0.1 * r, 0.1 / r],
+            [0.5 / 38, 0.5 / 38, 0.1 / r, 0.1 * r],
+        ],
+        rtol=1e-6,
+    )
     assert p[4, 0] == pytest.approx(1.5 / 38) and p[4, 1] == pytest.approx(0.5 / 38)
-    assert p[4 * 38, 1] == pytest.approx(1.5 / 38)           # next row after 38 columns
-    conv7 = p[38 * 38 * 4:38 * 38 * 4 + 6]
-    np.testing.assert_allclose(conv7[4:, 2:], [[0.2 * np.sqrt(3), 0.2 / np.sqrt(3)],
-                                               [0.2 / np.sqrt(3), 0.2 * np.sqrt(3)]], rtol=1e-6)
+    assert p[4 * 38, 1] == pytest.approx(1.5 / 38)  # next row after 38 columns
+    conv7 = p[38 * 38 * 4 : 38 * 38 * 4 + 6]
+    np.testing.assert_allclose(
+        conv7[4:, 2:], [[0.2 * np.sqrt(3), 0.2 / np.sqrt(3)], [0.2 / np.sqrt(3), 0.2 * np.sqrt(3)]], rtol=1e-6
+    )
     np.testing.assert_allclose(p[-4:, :2], 0.5)
     np.testing.assert_allclose(p[-4, 2:], 0.88)
 
@@ -69,7 +82,7 @@ def test_multibox_loss_mines_three_negatives_per_positive():
     rng = np.random.default_rng(0)
     z = rng.standard_normal((2, 50, 25))
     cls = np.zeros((2, 50))
-    cls[0, :5] = 2                   # 5 positives: 15 hardest negatives
+    cls[0, :5] = 2  # 5 positives: 15 hardest negatives
     loc = rng.standard_normal((2, 50, 4))
     total, pos = B.multibox_loss(z, cls, loc)
     assert pos == 5
@@ -88,10 +101,10 @@ def test_detect_decodes_and_suppresses_per_class():
     cls, loc = B.match(gt, np.array([4]), pri)
     logits = np.zeros((1, len(pri), 25), np.float32)
     logits[0, :, :4] = loc
-    logits[0, :, 4] = 5.0                             # background everywhere ...
-    logits[0, cls > 0, 4 + 4] = 10.0                  # ... but class 4 on its priors
+    logits[0, :, 4] = 5.0  # background everywhere ...
+    logits[0, cls > 0, 4 + 4] = 10.0  # ... but class 4 on its priors
     boxes, scores, classes = B.detect(logits, cfg, score_threshold=0.5)[0]
-    assert classes.tolist() == [4] and scores[0] > 0.99       # NMS left one box
+    assert classes.tolist() == [4] and scores[0] > 0.99  # NMS left one box
     np.testing.assert_allclose(boxes[0], gt[0], atol=1e-5)
     three = np.array([[0, 0, 1, 1], [0, 0, 1, 0.9], [2, 2, 3, 3]], float)
     keep = B.nms(three, np.array([0.9, 0.8, 0.7]), 0.5)
@@ -100,12 +113,12 @@ def test_detect_decodes_and_suppresses_per_class():
     # boxes kept: the suppressed second box uses up a candidate, not a kept place.
     assert B.nms(three, np.array([0.9, 0.8, 0.7]), 0.5, candidates=2).tolist() == [0]
     assert B.nms(three, np.array([0.9, 0.8, 0.7]), 0.5, top_k=2).tolist() == [0, 2]
-    assert B.iou(np.array([[1, 1, 0, 0.]]), np.array([[1, 1, 0, 0.]])).tolist() == [[0.0]]
+    assert B.iou(np.array([[1, 1, 0, 0.0]]), np.array([[1, 1, 0, 0.0]])).tolist() == [[0.0]]
 
 
 def test_synthetic_batches_are_matched_scenes_in_either_layout():
-    (x, (cls, loc)), = synthetic.batches(MINI, 3, 1, seed=1)
-    (xh, (cls2, _)), = synthetic.batches(MINI, 3, 1, seed=1, layout="NHWC")
+    ((x, (cls, loc)),) = synthetic.batches(MINI, 3, 1, seed=1)
+    ((xh, (cls2, _)),) = synthetic.batches(MINI, 3, 1, seed=1, layout="NHWC")
     assert x.shape == (3, 3, 268, 268) and xh.shape == (3, 268, 268, 3)
     np.testing.assert_array_equal(x.transpose(0, 2, 3, 1), xh)
     np.testing.assert_array_equal(cls, cls2)
@@ -116,7 +129,7 @@ def test_synthetic_batches_are_matched_scenes_in_either_layout():
 def test_detection_tally_scores_a_perfect_and_a_wrong_detector():
     from dlbench.harness.scoring import tally_for
 
-    (_, (cls, loc)), = synthetic.batches(MINI, 4, 1, seed=2)
+    ((_, (cls, loc)),) = synthetic.batches(MINI, 4, 1, seed=2)
     perfect = np.zeros(cls.shape + (25,), np.float32)
     perfect[..., :4] = loc
     perfect[..., 4] = 5.0
@@ -130,7 +143,7 @@ def test_detection_tally_scores_a_perfect_and_a_wrong_detector():
     assert r["map"] == pytest.approx(1.0) and r["map50"] == pytest.approx(1.0)
     wrong = perfect.copy()
     wrong[rows, cols, 4 + cls[rows, cols].astype(int)] = 0.0
-    wrong[rows, cols, 4 + 20] = 20.0                  # class 20 is never drawn
+    wrong[rows, cols, 4 + 20] = 20.0  # class 20 is never drawn
     tally = tally_for("detection", MINI)
     tally.add(wrong, (cls, loc))
     assert tally.result()["accuracy"] == 0.0 and tally.result()["loss"] > r["loss"]
@@ -148,18 +161,27 @@ def _coco_scene(rng, images: int = 12, classes: int = 4):
         pick = rng.integers(0, max(m, 1), n)
         db = (gb[pick] if m else rng.uniform(0, 200, (n, 4))) + rng.normal(0, 6, (n, 4))
         db[:, 2:] = np.maximum(db[:, 2:], db[:, :2] + 1)
-        dc = np.where(rng.random(n) < 0.8, gc[pick] if m else 1,
-                      rng.integers(1, classes + 1, n))
+        dc = np.where(rng.random(n) < 0.8, gc[pick] if m else 1, rng.integers(1, classes + 1, n))
         ds = np.round(rng.random(n), 2)
         dets.append((db, ds, dc))
         truths.append((gb, gc))
         imgs.append({"id": i + 1, "width": 300, "height": 300})
-        xywh = lambda b: [b[0], b[1], b[2] - b[0], b[3] - b[1]]  # noqa: E731
-        anns += [{"id": len(anns) + j + 1, "image_id": i + 1, "category_id": int(c),
-                  "iscrowd": 0, "bbox": xywh(b), "area": float((b[2] - b[0]) * (b[3] - b[1]))}
-                 for j, (b, c) in enumerate(zip(gb, gc))]
-        res += [{"image_id": i + 1, "category_id": int(c), "score": float(s), "bbox": xywh(b)}
-                for b, s, c in zip(db, ds, dc)]
+        xywh = lambda b: [b[0], b[1], b[2] - b[0], b[3] - b[1]]  # noqa: E731 - a one-line helper used right here
+        anns += [
+            {
+                "id": len(anns) + j + 1,
+                "image_id": i + 1,
+                "category_id": int(c),
+                "iscrowd": 0,
+                "bbox": xywh(b),
+                "area": float((b[2] - b[0]) * (b[3] - b[1])),
+            }
+            for j, (b, c) in enumerate(zip(gb, gc))
+        ]
+        res += [
+            {"image_id": i + 1, "category_id": int(c), "score": float(s), "bbox": xywh(b)}
+            for b, s, c in zip(db, ds, dc)
+        ]
     cats = [{"id": k} for k in range(1, classes + 1)]
     return dets, truths, {"images": imgs, "annotations": anns, "categories": cats}, res
 
@@ -197,13 +219,12 @@ def write_voc(root, n_train: int = 3, n_test: int = 2) -> dict:
 
     for d in ("Annotations", "JPEGImages", "ImageSets/Main"):
         (root / d).mkdir(parents=True, exist_ok=True)
-    ids = {"trainval": [f"00{i:04d}" for i in range(n_train)],
-           "test": [f"01{i:04d}" for i in range(n_test)]}
+    ids = {"trainval": [f"00{i:04d}" for i in range(n_train)], "test": [f"01{i:04d}" for i in range(n_test)]}
     for split, names in ids.items():
         (root / "ImageSets" / "Main" / f"{split}.txt").write_text("\n".join(names) + "\n")
         for k, name in enumerate(names):
             img = Image.new("RGB", (200, 100), (40, 40, 40))
-            img.paste((255, 0, 0), (20, 10, 120, 90))          # x 21..120, y 11..90 (1-based)
+            img.paste((255, 0, 0), (20, 10, 120, 90))  # x 21..120, y 11..90 (1-based)
             img.save(root / "JPEGImages" / f"{name}.jpg", quality=95)
             (root / "Annotations" / f"{name}.xml").write_text(f"""<annotation>
   <filename>{name}.jpg</filename><size><width>200</width><height>100</height><depth>3</depth></size>
@@ -224,26 +245,28 @@ def test_voc_reader_reads_boxes_images_and_splits(tmp_path):
     assert parse(str(root))[0] == "voc"
     boxes, labels = parse_annotation(root / "Annotations" / "000000.xml", "t")
     np.testing.assert_allclose(boxes, [[0.1, 0.1, 0.6, 0.9]], atol=1e-6)
-    assert labels.tolist() == [12]                     # dog; the difficult person left out
+    assert labels.tolist() == [12]  # dog; the difficult person left out
     ds = open_dataset(str(root), MINI)
     ds.prepare()
     assert ds.split_sizes() == {"trainval": 3, "test": 2} and ds.eval_split == "test"
     x, (cls, loc) = next(ds.train_batches(2, 0, "NHWC"))
     assert x.shape == (2, 268, 268, 3) and cls.shape == (2, 7034) and loc.shape == (2, 7034, 4)
-    (x, (cls, loc)), = list(ds.eval_batches(2, "NCHW"))
+    ((x, (cls, loc)),) = list(ds.eval_batches(2, "NCHW"))
     assert x.shape == (2, 3, 268, 268)
-    assert sorted(np.unique(cls[0]).tolist()) == [0, 12] and 7 in cls[1]     # dog, car
+    assert sorted(np.unique(cls[0]).tolist()) == [0, 12] and 7 in cls[1]  # dog, car
     pri = B.priors(MINI.config)
-    np.testing.assert_allclose(B.decode(loc[0][cls[0] > 0], pri[cls[0] > 0]),
-                               np.broadcast_to([0.1, 0.1, 0.6, 0.9], (int((cls[0] > 0).sum()), 4)),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        B.decode(loc[0][cls[0] > 0], pri[cls[0] > 0]),
+        np.broadcast_to([0.1, 0.1, 0.6, 0.9], (int((cls[0] > 0).sum()), 4)),
+        atol=1e-5,
+    )
     red = x[0, :, 140, 100] * np.array([0.229, 0.224, 0.225]) + [0.485, 0.456, 0.406]
-    np.testing.assert_allclose(red, [1, 0, 0], atol=0.05)      # inside the box: red
+    np.testing.assert_allclose(red, [1, 0, 0], atol=0.05)  # inside the box: red
 
 
 def test_voc_reader_refuses_a_classifier(tmp_path):
-    from dlbench.harness.data import open_dataset
     from dlbench.core.errors import UserError
+    from dlbench.harness.data import open_dataset
 
     write_voc(tmp_path / "voc")
     with pytest.raises(UserError, match="detection data"):
@@ -267,12 +290,21 @@ def write_coco(root) -> None:
             img.paste((0, 0, 255), (20, 10, 120, 90))
             img.save(root / split / f"{i:012d}.jpg", quality=95)
             images.append({"id": i + 1, "file_name": f"{i:012d}.jpg", "width": 200, "height": 100})
-            anns.append({"id": 2 * i + 1, "image_id": i + 1, "category_id": 18,
-                         "bbox": [20, 10, 100, 80], "iscrowd": 0})
-            anns.append({"id": 2 * i + 2, "image_id": i + 1, "category_id": 3,
-                         "bbox": [0, 0, 10, 10], "iscrowd": 1})
+            anns.append(
+                {
+                    "id": 2 * i + 1,
+                    "image_id": i + 1,
+                    "category_id": 18,
+                    "bbox": [20, 10, 100, 80],
+                    "iscrowd": 0,
+                }
+            )
+            anns.append(
+                {"id": 2 * i + 2, "image_id": i + 1, "category_id": 3, "bbox": [0, 0, 10, 10], "iscrowd": 1}
+            )
         (root / "annotations" / f"instances_{split}.json").write_text(
-            json.dumps({"images": images, "annotations": anns, "categories": cats}))
+            json.dumps({"images": images, "annotations": anns, "categories": cats})
+        )
 
 
 def test_coco_reader_renumbers_categories_and_leaves_crowds_out(tmp_path):
@@ -284,7 +316,7 @@ def test_coco_reader_renumbers_categories_and_leaves_crowds_out(tmp_path):
     ds.prepare()
     assert ds.split_sizes() == {"train2017": 2, "val2017": 1} and ds.eval_split == "val2017"
     _, boxes, labels = ds.items["train"][0]
-    assert labels.tolist() == [2]                      # dog: id 18, second by id after car (3)
+    assert labels.tolist() == [2]  # dog: id 18, second by id after car (3)
     np.testing.assert_allclose(boxes, [[0.1, 0.1, 0.6, 0.9]], atol=1e-6)
-    (x, (cls, _)), = list(ds.eval_batches(4, "NCHW"))
+    ((x, (cls, _)),) = list(ds.eval_batches(4, "NCHW"))
     assert x.shape == (1, 3, 268, 268) and sorted(np.unique(cls).tolist()) == [0, 2]

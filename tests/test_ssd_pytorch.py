@@ -4,6 +4,7 @@ loss against the numpy reference, and the loss falling on synthetic scenes.
 Counts, MACs, output shapes, canonical names and a training step in the session
 are tests/test_models.py's; transfer is tests/test_weights_transfer.py's.
 """
+
 import numpy as np
 import pytest
 import torch
@@ -20,10 +21,15 @@ MINI = get_model("ssd300-mini")
 def test_walk_lists_every_conv_in_network_order_with_its_output_size():
     net = MINI.build("pytorch", seed=0).eval()
     seen = []
-    hooks = [m.register_forward_hook(
-        lambda m, _i, out: seen.append(("conv", m.in_channels, m.out_channels,
-                                        m.kernel_size[0], m.stride[0], out.shape[-1])))
-        for m in net.modules() if isinstance(m, nn.Conv2d)]
+    hooks = [
+        m.register_forward_hook(
+            lambda m, _i, out: seen.append(
+                ("conv", m.in_channels, m.out_channels, m.kernel_size[0], m.stride[0], out.shape[-1])
+            )
+        )
+        for m in net.modules()
+        if isinstance(m, nn.Conv2d)
+    ]
     with torch.no_grad():
         y = net(torch.zeros(1, 3, 268, 268))
     for h in hooks:
@@ -44,18 +50,17 @@ def test_heads_flatten_row_column_box_then_coordinate():
         for name, _, cout, _ in ssd.heads(MINI.config):
             head = getattr(net, name)
             head.weight.zero_()
-            head.bias.copy_(torch.arange(cout, dtype=torch.float32)
-                            + (1000 if name == "conv7_loc" else 0))
+            head.bias.copy_(torch.arange(cout, dtype=torch.float32) + (1000 if name == "conv7_loc" else 0))
         y = net(torch.randn(1, 3, 268, 268))[0].numpy()
     n1 = 34 * 34 * 4
     np.testing.assert_array_equal(y[:n1, :4], np.tile(np.arange(16).reshape(4, 4), (34 * 34, 1)))
-    np.testing.assert_array_equal(y[n1:n1 + 6, :4], 1000 + np.arange(24).reshape(6, 4))
+    np.testing.assert_array_equal(y[n1 : n1 + 6, :4], 1000 + np.arange(24).reshape(6, 4))
     np.testing.assert_array_equal(y[:4, 4:], np.arange(84).reshape(4, 21))
 
 
 def test_loss_is_the_numpy_reference_with_hard_negatives():
-    (_, (cls, loc)), = synthetic.batches(MINI, 3, 1, seed=0)
-    cls[2] = 0                                      # an image with no object
+    ((_, (cls, loc)),) = synthetic.batches(MINI, 3, 1, seed=0)
+    cls[2] = 0  # an image with no object
     loc[2] = 0
     z = np.random.default_rng(0).standard_normal(cls.shape + (25,)).astype(np.float32)
     zt = torch.from_numpy(z).requires_grad_()
@@ -65,7 +70,7 @@ def test_loss_is_the_numpy_reference_with_hard_negatives():
     loss.backward()
     used = (zt.grad[..., 4:].abs().sum(-1) > 0).numpy()
     npos = (cls > 0).sum(1)
-    assert used.sum(1).tolist() == [4 * npos[0], 4 * npos[1], 0]     # 3 negatives each
+    assert used.sum(1).tolist() == [4 * npos[0], 4 * npos[1], 0]  # 3 negatives each
 
 
 def test_loss_falls_on_synthetic_scenes():
@@ -77,8 +82,7 @@ def test_loss_falls_on_synthetic_scenes():
     for i in range(4):
         x, (cls, loc) = batches[i % 2]
         opt.zero_grad()
-        loss = detection_loss(net(torch.from_numpy(x)), (torch.from_numpy(cls),
-                                                          torch.from_numpy(loc)))
+        loss = detection_loss(net(torch.from_numpy(x)), (torch.from_numpy(cls), torch.from_numpy(loc)))
         loss.backward()
         opt.step()
         losses.append(loss.item())

@@ -6,7 +6,7 @@ from dlbench.harness import stats
 
 
 def test_percentiles_match_hand_computation():
-    xs = [10, 1, 4, 3, 2]             # sorted: 1 2 3 4 10
+    xs = [10, 1, 4, 3, 2]  # sorted: 1 2 3 4 10
     assert stats.percentile(xs, 50) == 3
     assert stats.percentile(xs, 0) == 1
     assert stats.percentile(xs, 100) == 10
@@ -18,7 +18,7 @@ def test_percentiles_match_hand_computation():
 def test_summary_fields():
     s = stats.summarize([1.0, 2.0, 3.0, 4.0])
     assert s["mean"] == 2.5
-    assert s["std"] == pytest.approx(math.sqrt(5 / 3))     # sample std, n-1
+    assert s["std"] == pytest.approx(math.sqrt(5 / 3))  # sample std, n-1
     assert s["cv"] == pytest.approx(math.sqrt(5 / 3) / 2.5)
     assert s["p50"] == 2.5 and s["min"] == 1.0 and s["max"] == 4.0
     assert s["iqr"] == pytest.approx(3.25 - 1.75)
@@ -34,11 +34,12 @@ def test_single_sample_and_errors():
 
 # --- stability: robust statistics, two rules ------------------------------------------------
 
+
 def test_one_slow_iteration_in_ten_trips_the_cv_but_not_the_iqr_rule():
     """The reason the rule is on IQR / median: a single page fault is not instability."""
     xs = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 0.99, 10.0]
     s = stats.summarize(xs)
-    assert s["cv"] > 1.0                                  # the old rule: "unstable"
+    assert s["cv"] > 1.0  # the old rule: "unstable"
     verdict = stats.stability(s["iqr_over_median"])
     assert s["iqr_over_median"] < 0.05 and not verdict["unstable"] and verdict["rule"] is None
     # Latencies spread across the board are unstable, and the record says by which rule.
@@ -46,8 +47,10 @@ def test_one_slow_iteration_in_ten_trips_the_cv_but_not_the_iqr_rule():
     verdict = stats.stability(wide["iqr_over_median"])
     assert verdict["unstable"] and verdict["rule"] == "within_process"
     assert verdict["within_process"] == wide["iqr_over_median"]
-    assert verdict["threshold"] == {"within_process": stats.WITHIN_PROCESS_THRESHOLD,
-                                    "between_processes": stats.BETWEEN_PROCESSES_THRESHOLD}
+    assert verdict["threshold"] == {
+        "within_process": stats.WITHIN_PROCESS_THRESHOLD,
+        "between_processes": stats.BETWEEN_PROCESSES_THRESHOLD,
+    }
     assert "IQR/median" in stats.describe_stability(verdict)
 
 
@@ -66,13 +69,11 @@ def test_processes_that_disagree_are_flagged_between_processes():
     assert not stats.stability(0.02, [1000.0, 1010.0, 995.0])["unstable"]
     assert stats.stability(0.02, [1000.0])["between_processes"] is None
     # The thresholds are the caller's.
-    assert not stats.stability(0.3, procs, within_threshold=0.5,
-                               between_threshold=0.2)["unstable"]
+    assert not stats.stability(0.3, procs, within_threshold=0.5, between_threshold=0.2)["unstable"]
 
 
 def test_percentile_support_per_percentile():
     assert stats.min_samples_for(50) == 10 and stats.min_samples_for(90) == 66
     assert stats.min_samples_for(99) == 688
-    assert stats.percentile_support(66) == {"p50": True, "p90": True, "p95": False,
-                                            "p99": False}
+    assert stats.percentile_support(66) == {"p50": True, "p90": True, "p95": False, "p99": False}
     assert stats.percentile_support(9) == dict.fromkeys(("p50", "p90", "p95", "p99"), False)

@@ -6,6 +6,7 @@ Core group: every framework runs in the CLI's subprocesses; this process reads
 JSON records and ONNX files only.  One chain per module (about a minute of
 wall time, mostly framework start-ups); the tests below read its results.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,17 +28,22 @@ QUICK = ("--iterations", "5", "--warmup", "1", "--max-warmup", "1", "--threads",
 class Chain:
     def __init__(self, root: Path):
         self.root, self.runs = root, root / "runs"
-        self.env = dict(os.environ, DLBENCH_DB=str(root / "results.sqlite"),
-                        CUDA_VISIBLE_DEVICES="")
+        self.env = dict(os.environ, DLBENCH_DB=str(root / "results.sqlite"), CUDA_VISIBLE_DEVICES="")
 
     def __call__(self, name: str, *args: str) -> list[dict]:
         out = self.root / f"{name}.json"
-        done = subprocess.run([sys.executable, "-m", "dlbench.harness", *args, "--json", str(out)],
-                              capture_output=True, text=True, env=self.env, timeout=900,
-                              cwd=self.root)
+        done = subprocess.run(
+            [sys.executable, "-m", "dlbench.harness", *args, "--json", str(out)],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=900,
+            cwd=self.root,
+        )
         self.last = done
-        assert out.is_file(), f"dlbench {args[0]} wrote no records (exit {done.returncode}):\n" \
-                              f"{done.stderr[-3000:]}"
+        assert out.is_file(), (
+            f"dlbench {args[0]} wrote no records (exit {done.returncode}):\n{done.stderr[-3000:]}"
+        )
         return json.loads(out.read_text())
 
     def run_dir(self, fw: str) -> Path:
@@ -47,20 +53,55 @@ class Chain:
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory):
     c = Chain(tmp_path_factory.mktemp("token-chain"))
-    c.train = c("train", "train", MODEL, "-f", ",".join(FRAMEWORKS), "--batch-size", "8",
-                "--steps", "8", "--warmup-steps", "1", "--lr", "0.5", "--threads", "1",
-                "--out", str(c.runs))
-    c.export = c("export", "export", *(str(c.run_dir(fw)) for fw in FRAMEWORKS),
-                 "--threads", "1")
+    c.train = c(
+        "train",
+        "train",
+        MODEL,
+        "-f",
+        ",".join(FRAMEWORKS),
+        "--batch-size",
+        "8",
+        "--steps",
+        "8",
+        "--warmup-steps",
+        "1",
+        "--lr",
+        "0.5",
+        "--threads",
+        "1",
+        "--out",
+        str(c.runs),
+    )
+    c.export = c("export", "export", *(str(c.run_dir(fw)) for fw in FRAMEWORKS), "--threads", "1")
     onnx_of = {fw: c.run_dir(fw) / "model.onnx" for fw in FRAMEWORKS}
-    c.int8 = {fw: c(f"int8-{fw}", "build", str(onnx_of[fw]), "--to", "int8", "--dynamic",
-                    "--threads", "1")[0] for fw in ("pytorch", "mindspore")}
+    c.int8 = {
+        fw: c(f"int8-{fw}", "build", str(onnx_of[fw]), "--to", "int8", "--dynamic", "--threads", "1")[0]
+        for fw in ("pytorch", "mindspore")
+    }
     c.fp16 = c("fp16", "build", str(onnx_of["tensorflow"]), "--to", "fp16", "--threads", "1")[0]
-    c.bench_onnx = c("bench-onnx", "bench", *(str(p) for p in onnx_of.values()),
-                     str(c.run_dir("pytorch") / "model.int8.onnx"), "-b", "onnxruntime",
-                     "--shape", f"input=1x{SEQ}", "--batch-sizes", "2", *QUICK)
-    c.bench_native = c("bench-native", "bench", *(str(c.run_dir(fw)) for fw in FRAMEWORKS),
-                       "-b", "pytorch,tensorflow,mindspore", "--batch-sizes", "2", *QUICK)
+    c.bench_onnx = c(
+        "bench-onnx",
+        "bench",
+        *(str(p) for p in onnx_of.values()),
+        str(c.run_dir("pytorch") / "model.int8.onnx"),
+        "-b",
+        "onnxruntime",
+        "--shape",
+        f"input=1x{SEQ}",
+        "--batch-sizes",
+        "2",
+        *QUICK,
+    )
+    c.bench_native = c(
+        "bench-native",
+        "bench",
+        *(str(c.run_dir(fw)) for fw in FRAMEWORKS),
+        "-b",
+        "pytorch,tensorflow,mindspore",
+        "--batch-sizes",
+        "2",
+        *QUICK,
+    )
     return c
 
 

@@ -3,6 +3,7 @@
 These run the frameworks in the CLI's own subprocesses, so they belong to the
 core test group.
 """
+
 import json
 import sqlite3
 
@@ -13,8 +14,22 @@ FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 
 
 def test_train_three_frameworks_records_everything(cli, workdir):
-    out = cli("train", "resnet50-mini", "-f", ",".join(FRAMEWORKS), "--batch-size", "16",
-              "--warmup-steps", "2", "--steps", "16", "--threads", "2", "--json", "train.json")
+    out = cli(
+        "train",
+        "resnet50-mini",
+        "-f",
+        ",".join(FRAMEWORKS),
+        "--batch-size",
+        "16",
+        "--warmup-steps",
+        "2",
+        "--steps",
+        "16",
+        "--threads",
+        "2",
+        "--json",
+        "train.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     records = json.loads((workdir / "train.json").read_text())
     assert [r["framework"] for r in records] == list(FRAMEWORKS)
@@ -32,16 +47,19 @@ def test_train_three_frameworks_records_everything(cli, workdir):
         assert r["intra_op_threads"] == 2 and r["inter_op_threads"] == 1
         assert r["context"]["thread_environment"]["OMP_NUM_THREADS"] == "2"
         assert r["framework_version"]
-        manifest = json.loads((workdir / "runs" / "resnet50-mini" / r["framework"]
-                               / "manifest.json").read_text())
+        manifest = json.loads(
+            (workdir / "runs" / "resnet50-mini" / r["framework"] / "manifest.json").read_text()
+        )
         assert manifest["model"] == "resnet50-mini" and manifest["steps"] == 16
         assert manifest["framework_version"] == r["framework_version"]
         assert (workdir / "runs" / "resnet50-mini" / r["framework"] / manifest["checkpoint"]).is_file()
-    suffixes = {r["framework"]: json.loads((workdir / "runs" / "resnet50-mini" / r["framework"]
-                                            / "manifest.json").read_text())["checkpoint"]
-                for r in records}
-    assert suffixes == {"pytorch": "model.pt", "tensorflow": "model.keras",
-                        "mindspore": "model.ckpt"}
+    suffixes = {
+        r["framework"]: json.loads(
+            (workdir / "runs" / "resnet50-mini" / r["framework"] / "manifest.json").read_text()
+        )["checkpoint"]
+        for r in records
+    }
+    assert suffixes == {"pytorch": "model.pt", "tensorflow": "model.keras", "mindspore": "model.ckpt"}
     assert not list((workdir / "runs" / "resnet50-mini").glob(".*partial"))
 
     con = sqlite3.connect(workdir / "results.sqlite")
@@ -65,8 +83,9 @@ def test_train_three_frameworks_records_everything(cli, workdir):
 
 
 def test_a_failed_run_is_recorded_and_leaves_no_checkpoint(cli, workdir):
-    out = cli("train", "resnet50-mini", "-f", "tensorflow", "--steps", "2", "--timeout", "0.5",
-              "--json", "t.json")
+    out = cli(
+        "train", "resnet50-mini", "-f", "tensorflow", "--steps", "2", "--timeout", "0.5", "--json", "t.json"
+    )
     assert out.returncode == 1
     [rec] = json.loads((workdir / "t.json").read_text())
     assert rec["status"] == "failed" and "timed out after 0.5 s" in rec["error"]
@@ -78,10 +97,27 @@ def test_a_failed_run_is_recorded_and_leaves_no_checkpoint(cli, workdir):
 
 def test_train_from_an_npz_file(cli, workdir):
     rng = np.random.default_rng(1)
-    np.savez(workdir / "data.npz", x=rng.standard_normal((40, 3, 64, 64)).astype(np.float32),
-             y=rng.integers(0, 10, 40))
-    out = cli("train", "resnet50-mini", "-f", "pytorch", "--batch-size", "8", "--steps", "3",
-              "--warmup-steps", "1", "--data", "data.npz", "--json", "t.json")
+    np.savez(
+        workdir / "data.npz",
+        x=rng.standard_normal((40, 3, 64, 64)).astype(np.float32),
+        y=rng.integers(0, 10, 40),
+    )
+    out = cli(
+        "train",
+        "resnet50-mini",
+        "-f",
+        "pytorch",
+        "--batch-size",
+        "8",
+        "--steps",
+        "3",
+        "--warmup-steps",
+        "1",
+        "--data",
+        "data.npz",
+        "--json",
+        "t.json",
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     [rec] = json.loads((workdir / "t.json").read_text())
     assert rec["context"]["config"]["data"] == str(workdir / "data.npz")

@@ -1,5 +1,6 @@
 """``dlbench train --data/--eval`` end to end through the CLI (frameworks only in the
 CLI's subprocesses, so this is a core test file)."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,23 @@ from datasets import write_aclimdb, write_cifar
 
 def test_cifar_directory_trains_with_data_time_and_eval(cli, workdir):
     write_cifar(workdir / "cifar", per_file=12, files=2, test=6)
-    out = cli("train", "resnet50-mini", "-f", "pytorch", "--data", "cifar", "--eval",
-              "--batch-size", "4", "--steps", "3", "--warmup-steps", "1",
-              "--json", "t.json")
+    out = cli(
+        "train",
+        "resnet50-mini",
+        "-f",
+        "pytorch",
+        "--data",
+        "cifar",
+        "--eval",
+        "--batch-size",
+        "4",
+        "--steps",
+        "3",
+        "--warmup-steps",
+        "1",
+        "--json",
+        "t.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     [rec] = json.loads((workdir / "t.json").read_text())
     m, ctx = rec["metrics"], rec["context"]
@@ -23,21 +38,40 @@ def test_cifar_directory_trains_with_data_time_and_eval(cli, workdir):
     assert m["throughput_with_data_sps"] < m["throughput_sps"] == rec["throughput_sps"]
     assert m["eval"]["samples"] == 6 and m["eval"]["split"] == "test"
     assert "Eval loss / acc" in out.stdout and "Data time" in out.stdout
-    row = sqlite3.connect(workdir / "results.sqlite").execute(
-        "SELECT json_extract(context, '$.data.reader'), json_extract(metrics, '$.eval.samples') "
-        "FROM records").fetchone()
+    row = (
+        sqlite3.connect(workdir / "results.sqlite")
+        .execute(
+            "SELECT json_extract(context, '$.data.reader'), json_extract(metrics, '$.eval.samples') "
+            "FROM records"
+        )
+        .fetchone()
+    )
     assert row == ("cifar10", 6)
 
 
 def test_digits_eval_learns_well_above_chance(cli, workdir):
-    out = cli("train", "resnet50-mini", "-f", "pytorch", "--data", "digits", "--eval",
-              "--batch-size", "32", "--steps", "40", "--warmup-steps", "1",
-              "--json", "t.json")
+    out = cli(
+        "train",
+        "resnet50-mini",
+        "-f",
+        "pytorch",
+        "--data",
+        "digits",
+        "--eval",
+        "--batch-size",
+        "32",
+        "--steps",
+        "40",
+        "--warmup-steps",
+        "1",
+        "--json",
+        "t.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     [rec] = json.loads((workdir / "t.json").read_text())
     ev = rec["metrics"]["eval"]
     assert ev["samples"] == 360 and ev["split"] == "test"
-    assert ev["accuracy"] > 0.3, ev                     # chance: 0.1 (ten balanced classes)
+    assert ev["accuracy"] > 0.3, ev  # chance: 0.1 (ten balanced classes)
     assert rec["context"]["data"]["splits"] == {"train": 1437, "test": 360}
 
 
@@ -48,11 +82,10 @@ def test_bad_data_is_one_line_before_any_run(cli, workdir):
     base = ("train", "resnet50-mini", "-f", "pytorch", "--batch-size", "4")
     assert_usage_error(cli(*base, "--data", "missing"), "--data missing", "no such file")
     assert_usage_error(cli(*base, "--data", "empty"), "format not recognized")
-    assert_usage_error(cli(*base, "--data", "notest", "--eval"), "no held-out split",
-                       "test_batch.bin")
+    assert_usage_error(cli(*base, "--data", "notest", "--eval"), "no held-out split", "test_batch.bin")
     assert_usage_error(cli(*base, "--data", "imdb"), "token data, but resnet50-mini")
-    assert_usage_error(cli(*base, "--data", "notest", "--batch-size", "64"),
-                       "fewer than one batch of 64")
-    assert_usage_error(cli(*base, "--data", "digits", "--eval", "--eval-samples", "0"),
-                       "--eval-samples must be at least 1")
+    assert_usage_error(cli(*base, "--data", "notest", "--batch-size", "64"), "fewer than one batch of 64")
+    assert_usage_error(
+        cli(*base, "--data", "digits", "--eval", "--eval-samples", "0"), "--eval-samples must be at least 1"
+    )
     assert not (workdir / "runs").exists()

@@ -1,13 +1,14 @@
 """Real data through the shared loop in pytorch: per-step reading, data time, --eval."""
+
 from __future__ import annotations
 
 import pytest
 
 pytestmark = pytest.mark.pytorch
-import torch  # noqa: E402,F401 - CI installs it: a missing one must fail, not skip
+import torch  # noqa: F401 - CI installs it: a missing one must fail, not skip
+from datasets import check_cifar_run_and_eval, check_eval_is_inference_mode
 
-from datasets import check_cifar_run_and_eval, check_eval_is_inference_mode  # noqa: E402
-from dlbench.harness.training.pytorch import Session  # noqa: E402
+from dlbench.harness.training.pytorch import Session
 
 
 def test_cifar_run_reports_data_time_and_eval(tmp_path):

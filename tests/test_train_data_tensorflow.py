@@ -1,20 +1,23 @@
 """Real data through the shared loop in tensorflow: per-step reading, data time, --eval."""
+
 from __future__ import annotations
 
 import pytest
 
 pytestmark = pytest.mark.tensorflow
-import tensorflow as tf  # noqa: E402 - CI installs it: a missing one must fail, not skip
+import tensorflow as tf
+from datasets import check_cifar_run_and_eval, check_eval_is_inference_mode
 
-from datasets import check_cifar_run_and_eval, check_eval_is_inference_mode  # noqa: E402
-from dlbench.harness.training.tensorflow import Session  # noqa: E402
+from dlbench.harness.training.tensorflow import Session
 
 
 def _threads() -> dict:
     # TensorFlow fixes its pools once per process: ask for what is in force.
     t = tf.config.threading
-    return {"intra_op_threads": t.get_intra_op_parallelism_threads(),
-            "inter_op_threads": t.get_inter_op_parallelism_threads()}
+    return {
+        "intra_op_threads": t.get_intra_op_parallelism_threads(),
+        "inter_op_threads": t.get_inter_op_parallelism_threads(),
+    }
 
 
 def test_cifar_run_reports_data_time_and_eval(tmp_path):

@@ -1,29 +1,41 @@
 """Training data in a user's model's signature (harness.data.signature), and the training
 requests refused before any framework loads (issue 18)."""
+
 import numpy as np
 import pytest
-
+import tiny_onnx
 from clitools import assert_usage_error
+
+from dlbench.core.errors import UserError
 from dlbench.harness.data import open_dataset
 from dlbench.harness.training.user import from_dict, to_dict
-from dlbench.core.errors import UserError
 from dlbench.models.registry import USER_FAMILY, InputSpec, ModelSpec
-
-import tiny_onnx
 
 
 def user_spec(objective="classification", label_shape=(), classes=5, fills=None):
-    fills = fills or [{"name": "image", "fill": "normal"},
-                      {"name": "ids", "fill": "uniform", "range": [3, 9]},
-                      {"name": "sr", "fill": "value", "value": 7}]
+    fills = fills or [
+        {"name": "image", "fill": "normal"},
+        {"name": "ids", "fill": "uniform", "range": [3, 9]},
+        {"name": "sr", "fill": "value", "value": 7},
+    ]
     return ModelSpec(
-        name="mine", display_name="mine", family=USER_FAMILY, task=objective,
-        network_type="user model", dataset="synthetic",
-        inputs=(InputSpec("image", (2, 4, 4)), InputSpec("ids", (6,), "int64", (3, 9)),
-                InputSpec("sr", (1,), "int32")),
-        num_classes=classes, default_batch_size=8, builders={"pytorch": "x:y"},
+        name="mine",
+        display_name="mine",
+        family=USER_FAMILY,
+        task=objective,
+        network_type="user model",
+        dataset="synthetic",
+        inputs=(
+            InputSpec("image", (2, 4, 4)),
+            InputSpec("ids", (6,), "int64", (3, 9)),
+            InputSpec("sr", (1,), "int32"),
+        ),
+        num_classes=classes,
+        default_batch_size=8,
+        builders={"pytorch": "x:y"},
         config={"user": {"fills": fills, "label_shape": list(label_shape), "output": "o"}},
-        objective=objective)
+        objective=objective,
+    )
 
 
 def test_synthetic_batches_follow_the_signature_and_are_learnable():
@@ -47,17 +59,20 @@ def test_synthetic_batches_follow_the_signature_and_are_learnable():
 
 def test_regression_targets_have_the_output_shape_and_follow_the_class():
     spec = user_spec("regression", label_shape=(2,), classes=0)
-    (x, y), = open_dataset("synthetic", spec).pool(64, 1, seed=0, layout="NCHW")
+    ((x, y),) = open_dataset("synthetic", spec).pool(64, 1, seed=0, layout="NCHW")
     assert y.shape == (64, 2) and y.dtype == np.float32
-    assert len(np.unique(y, axis=0)) <= 16          # one fixed target per active class
+    assert len(np.unique(y, axis=0)) <= 16  # one fixed target per active class
 
 
 def test_npz_data_named_like_the_inputs(tmp_path):
     spec = user_spec()
     rng = np.random.default_rng(0)
-    arrays = dict(image=rng.standard_normal((10, 2, 4, 4)).astype(np.float32),
-                  ids=rng.integers(3, 9, (10, 6)), sr=np.full((10, 1), 7),
-                  y=rng.integers(0, 5, 10))
+    arrays = dict(
+        image=rng.standard_normal((10, 2, 4, 4)).astype(np.float32),
+        ids=rng.integers(3, 9, (10, 6)),
+        sr=np.full((10, 1), 7),
+        y=rng.integers(0, 5, 10),
+    )
     np.savez(tmp_path / "ok.npz", **arrays)
     ds = open_dataset(str(tmp_path / "ok.npz"), spec)
     (image, ids, sr), y = next(ds.train_batches(4, 0, "NCHW"))
@@ -84,16 +99,22 @@ def test_the_spec_travels_to_the_cell_unchanged():
 
 def test_training_requests_refused_before_any_framework_loads(cli, workdir):
     onnx_path = tiny_onnx.save(tiny_onnx.classifier(), workdir / "c.onnx")
-    assert_usage_error(cli("train", onnx_path, "--objective", "classification"),
-                       "trains a framework's own model", "not onnx")
-    assert_usage_error(cli("train", "--model-from", "somewhere:net"),
-                       "needs --objective")
-    assert_usage_error(cli("train", "lenet5", "--shape", "x=1x2"),
-                       "--shape is for a model of your own", "lenet5 is a zoo model")
-    assert_usage_error(cli("train", "lenet5", "--objective", "regression"),
-                       "lenet5 trains for classification")
-    assert_usage_error(cli("train", "nets/mine.pt", "--objective", "regression"),
-                       "nets/mine.pt: no such file or directory, and not a zoo model")
+    assert_usage_error(
+        cli("train", onnx_path, "--objective", "classification"), "trains a framework's own model", "not onnx"
+    )
+    assert_usage_error(cli("train", "--model-from", "somewhere:net"), "needs --objective")
+    assert_usage_error(
+        cli("train", "lenet5", "--shape", "x=1x2"),
+        "--shape is for a model of your own",
+        "lenet5 is a zoo model",
+    )
+    assert_usage_error(
+        cli("train", "lenet5", "--objective", "regression"), "lenet5 trains for classification"
+    )
+    assert_usage_error(
+        cli("train", "nets/mine.pt", "--objective", "regression"),
+        "nets/mine.pt: no such file or directory, and not a zoo model",
+    )
     assert_usage_error(cli("train"), "give a zoo model name, a model file, or --model-from")
     assert not (workdir / "runs").exists()
 
@@ -103,10 +124,10 @@ def test_held_out_scores_for_per_position_classes_and_regression():
 
     t = tally_for("classification")
     logits = np.zeros((2, 3, 4))
-    logits[..., 1] = 5.0                          # class 1 everywhere
+    logits[..., 1] = 5.0  # class 1 everywhere
     t.add((logits,), np.array([[1, 1, 0], [1, 2, 1]]))
     r = t.result()
-    assert r["samples"] == 6 and r["correct"] == 4      # one score per position
+    assert r["samples"] == 6 and r["correct"] == 4  # one score per position
 
     t = tally_for("regression")
     t.add((np.array([[1.0, 2.0], [0.0, 0.0]]),), np.array([[1.0, 0.0], [0.0, 1.0]]))

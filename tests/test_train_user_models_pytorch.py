@@ -1,12 +1,11 @@
 """dlbench train on a user's own PyTorch model (issue 18): code with a dict of outputs, a
 TorchScript archive, classification and regression, synthetic and .npz data, by the CLI."""
-import json
+
 import textwrap
 
 import numpy as np
 import pytest
 import torch
-
 from clitools import assert_usage_error, only_record, write_module
 
 CODE = textwrap.dedent('''
@@ -65,8 +64,20 @@ def _losses_fall(rec):
 
 def test_code_model_classification_then_its_weights_bench(cli, workdir, saved):
     code = f"{saved / 'code.py'}:two_heads"
-    out = cli("train", "--model-from", code, *SHAPES, "--objective", "classification",
-              "--loss-output", "score", "--eval", *FAST, "--json", "t.json")
+    out = cli(
+        "train",
+        "--model-from",
+        code,
+        *SHAPES,
+        "--objective",
+        "classification",
+        "--loss-output",
+        "score",
+        "--eval",
+        *FAST,
+        "--json",
+        "t.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     r = only_record(workdir, "t.json")
     assert r["status"] == "ok", r["error"]
@@ -85,72 +96,156 @@ def test_code_model_classification_then_its_weights_bench(cli, workdir, saved):
 
     weights = workdir / "runs" / "two_heads" / "pytorch" / "model.pt"
     assert r["context"]["checkpoint"] == str(weights.relative_to(workdir))
-    assert not (weights.parent / "manifest.json").exists()    # no zoo manifest to mislead
+    assert not (weights.parent / "manifest.json").exists()  # no zoo manifest to mislead
     state = torch.load(weights, weights_only=True)
-    assert "score.weight" in state and "bn.running_mean" in state   # the user's own names
-    out = cli("bench", "--model-from", code, "--weights", str(weights), *SHAPES, "-b",
-              "pytorch", "--batch-sizes", "2", "--iterations", "3", "--json", "b.json")
+    assert "score.weight" in state and "bn.running_mean" in state  # the user's own names
+    out = cli(
+        "bench",
+        "--model-from",
+        code,
+        "--weights",
+        str(weights),
+        *SHAPES,
+        "-b",
+        "pytorch",
+        "--batch-sizes",
+        "2",
+        "--iterations",
+        "3",
+        "--json",
+        "b.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert only_record(workdir, "b.json")["status"] in ("ok", "unstable")
 
 
 def test_regression_on_a_chosen_output_from_npz_data(cli, workdir, saved):
     rng = np.random.default_rng(0)
-    np.savez(workdir / "d.npz", image=rng.standard_normal((20, 3, 8, 8), dtype=np.float32),
-             tokens=rng.standard_normal((20, 5, 6), dtype=np.float32),
-             y=rng.standard_normal((20, 2), dtype=np.float32))
-    out = cli("train", "--model-from", f"{saved / 'code.py'}:two_heads", *SHAPES,
-              "--objective", "regression", "--loss-output", "box", "--data", "d.npz", *FAST,
-              "--json", "t.json")
+    np.savez(
+        workdir / "d.npz",
+        image=rng.standard_normal((20, 3, 8, 8), dtype=np.float32),
+        tokens=rng.standard_normal((20, 5, 6), dtype=np.float32),
+        y=rng.standard_normal((20, 2), dtype=np.float32),
+    )
+    out = cli(
+        "train",
+        "--model-from",
+        f"{saved / 'code.py'}:two_heads",
+        *SHAPES,
+        "--objective",
+        "regression",
+        "--loss-output",
+        "box",
+        "--data",
+        "d.npz",
+        *FAST,
+        "--json",
+        "t.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     r = only_record(workdir, "t.json")
     assert r["status"] == "ok", r["error"]
     assert r["context"]["user_model"]["label_shape"] == [2]
     assert r["context"]["data"]["reader"] == "npz" and r["context"]["data"]["per_step"]
-    assert len(r["metrics"]["data_time_s"]) == 6          # read per step, timed apart
+    assert len(r["metrics"]["data_time_s"]) == 6  # read per step, timed apart
     _losses_fall(r)
 
-    np.savez(workdir / "bad.npz", image=np.zeros((20, 3, 8, 8), np.float32),
-             tokens=np.zeros((20, 5, 6), np.float32), y=np.zeros((20, 3), np.float32))
-    assert_usage_error(cli("train", "--model-from", f"{saved / 'code.py'}:two_heads", *SHAPES,
-                           "--objective", "regression", "--loss-output", "box",
-                           "--data", "bad.npz", *FAST),
-                       "y has shape (20, 3)", "(N, 2)")
+    np.savez(
+        workdir / "bad.npz",
+        image=np.zeros((20, 3, 8, 8), np.float32),
+        tokens=np.zeros((20, 5, 6), np.float32),
+        y=np.zeros((20, 3), np.float32),
+    )
+    assert_usage_error(
+        cli(
+            "train",
+            "--model-from",
+            f"{saved / 'code.py'}:two_heads",
+            *SHAPES,
+            "--objective",
+            "regression",
+            "--loss-output",
+            "box",
+            "--data",
+            "bad.npz",
+            *FAST,
+        ),
+        "y has shape (20, 3)",
+        "(N, 2)",
+    )
 
 
 def test_torchscript_tagger_per_position_classes_saved_as_torchscript(cli, workdir, saved):
     np.save(workdir / "ids.npy", np.random.default_rng(1).integers(0, 40, (8, 7)))
-    out = cli("train", str(saved / "tagger.pt"), "--input", "ids=ids.npy",
-              "--objective", "classification", "--eval", "--eval-samples", "16", *FAST,
-              "--json", "t.json")
+    out = cli(
+        "train",
+        str(saved / "tagger.pt"),
+        "--input",
+        "ids=ids.npy",
+        "--objective",
+        "classification",
+        "--eval",
+        "--eval-samples",
+        "16",
+        *FAST,
+        "--json",
+        "t.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     r = only_record(workdir, "t.json")
     assert r["status"] == "ok", r["error"]
     user = r["context"]["user_model"]
-    assert user["output_shape"] == [7, 4] and user["label_shape"] == [7]   # a class per step
+    assert user["output_shape"] == [7, 4] and user["label_shape"] == [7]  # a class per step
     assert user["fills"][0]["fill"] == "file" and user["fills"][0]["dtype"] == "int64"
-    assert r["metrics"]["eval"]["samples"] == 16 * 7       # scored per position
+    assert r["metrics"]["eval"]["samples"] == 16 * 7  # scored per position
     archive = workdir / "runs" / "tagger" / "pytorch" / "tagger.torchscript.pt"
     trained = torch.jit.load(str(archive))
     before = torch.jit.load(str(saved / "tagger.pt"))
-    assert not torch.equal(trained.emb.weight, before.emb.weight)     # it did learn
-    out = cli("bench", str(archive), "--input", "ids=ids.npy", "-b", "pytorch",
-              "--iterations", "3", "--json", "b.json")
+    assert not torch.equal(trained.emb.weight, before.emb.weight)  # it did learn
+    out = cli(
+        "bench",
+        str(archive),
+        "--input",
+        "ids=ids.npy",
+        "-b",
+        "pytorch",
+        "--iterations",
+        "3",
+        "--json",
+        "b.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
 
 
 def test_bad_training_requests_are_one_line(cli, workdir, saved):
     code = f"{saved / 'code.py'}:two_heads"
-    assert_usage_error(cli("train", "--model-from", code, *SHAPES),
-                       "needs --objective", "classification or regression")
-    assert_usage_error(cli("train", str(saved / "tagger.pt2"), "--objective", "regression"),
-                       "torch.export program", "--model-from")
-    assert_usage_error(cli("train", "--model-from", code, *SHAPES, "--objective",
-                           "classification", "--loss-output", "nope"),
-                       "no output 'nope'", "score, box")
-    assert_usage_error(cli("train", "--model-from", code, *SHAPES, "--objective",
-                           "classification", "--loss-output", "box", "-f", "tensorflow"),
-                       "is a pytorch model")
-    assert_usage_error(cli("train", "--model-from", code, "--objective", "regression"),
-                       "--shape image=")
+    assert_usage_error(
+        cli("train", "--model-from", code, *SHAPES), "needs --objective", "classification or regression"
+    )
+    assert_usage_error(
+        cli("train", str(saved / "tagger.pt2"), "--objective", "regression"),
+        "torch.export program",
+        "--model-from",
+    )
+    assert_usage_error(
+        cli("train", "--model-from", code, *SHAPES, "--objective", "classification", "--loss-output", "nope"),
+        "no output 'nope'",
+        "score, box",
+    )
+    assert_usage_error(
+        cli(
+            "train",
+            "--model-from",
+            code,
+            *SHAPES,
+            "--objective",
+            "classification",
+            "--loss-output",
+            "box",
+            "-f",
+            "tensorflow",
+        ),
+        "is a pytorch model",
+    )
+    assert_usage_error(cli("train", "--model-from", code, "--objective", "regression"), "--shape image=")
     assert not (workdir / "runs").exists()

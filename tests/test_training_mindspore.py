@@ -4,6 +4,7 @@ shared loop, the .ckpt round trip and refusing devices this build cannot use.
 Real MindSpore throughout (no mocks).  Graph compilation dominates the cost,
 so the trained session is built once per module.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -19,23 +20,24 @@ import pytest
 
 pytestmark = pytest.mark.mindspore
 os.environ.setdefault("GLOG_v", "3")
-import mindspore as ms  # noqa: E402 - CI installs it: a missing one must fail, not skip
+import mindspore as ms
 
-from dlbench.core.errors import UserError  # noqa: E402
-from dlbench.harness.training import loop  # noqa: E402
-from dlbench.harness.training.base import TrainConfig  # noqa: E402
-from dlbench.harness.training.mindspore import Session  # noqa: E402
-from dlbench.models import synthetic  # noqa: E402
-from dlbench.models.counting.mindspore import forward_macs, trainable_parameters  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
-from dlbench.models.resnet import multiply_adds, parameter_count  # noqa: E402
+from dlbench.core.errors import UserError
+from dlbench.harness.training import loop
+from dlbench.harness.training.base import TrainConfig
+from dlbench.harness.training.mindspore import Session
+from dlbench.models import synthetic
+from dlbench.models.counting.mindspore import forward_macs, trainable_parameters
+from dlbench.models.registry import get_model
+from dlbench.models.resnet import multiply_adds, parameter_count
 
 MINI = "resnet50-mini"
 
 
 def _cfg(**kw) -> TrainConfig:
-    base = dict(model=MINI, framework="mindspore", batch_size=16, steps=15, warmup_steps=2,
-                learning_rate=0.05, seed=0)
+    base = dict(
+        model=MINI, framework="mindspore", batch_size=16, steps=15, warmup_steps=2, learning_rate=0.05, seed=0
+    )
     return TrainConfig(**{**base, **kw})
 
 
@@ -120,7 +122,7 @@ def test_checkpoint_reloads_to_identical_outputs(tmp_path):
     spec = get_model(MINI)
     batches = synthetic.image_batches(spec, 8, 1, seed=5)
     session = Session(spec, _cfg(batch_size=8), batches)
-    session.step(0)                    # move weights and BN statistics off their init
+    session.step(0)  # move weights and BN statistics off their init
     session.save(tmp_path)
     fresh = spec.build("mindspore", seed=1)
     x = batches[0][0]
@@ -166,13 +168,20 @@ def test_amp_trains_in_float16_on_cpu_and_saves_plain_names(tmp_path):
 def test_gpu_session_trains(tmp_path):
     # Its own process: MindSpore's device is fixed once per process, and the
     # tests above have already put this one on the CPU.
-    code = ("import json, sys; from pathlib import Path; from dlbench.harness.training import loop; "
-            "from dlbench.harness.training.base import TrainConfig; "
-            f"r = loop.run(TrainConfig(model={MINI!r}, framework='mindspore', batch_size=16, "
-            "steps=3, device='gpu'), Path(sys.argv[1])); "
-            "print(json.dumps({'device': r['runtime']['device'], 'losses': r['losses']}))")
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
-                          text=True, timeout=600, cwd=Path(__file__).resolve().parents[1])
+    code = (
+        "import json, sys; from pathlib import Path; from dlbench.harness.training import loop; "
+        "from dlbench.harness.training.base import TrainConfig; "
+        f"r = loop.run(TrainConfig(model={MINI!r}, framework='mindspore', batch_size=16, "
+        "steps=3, device='gpu'), Path(sys.argv[1])); "
+        "print(json.dumps({'device': r['runtime']['device'], 'losses': r['losses']}))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["device"] == "GPU"

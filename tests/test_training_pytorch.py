@@ -3,6 +3,7 @@
 Everything runs the real framework on resnet50-mini, except one cheap batch-1
 pass over the full ResNet-50 to prove the full-size builder is right too.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,14 +18,14 @@ import pytest
 pytestmark = pytest.mark.pytorch
 torch = pytest.importorskip("torch")
 
-from dlbench.core.errors import UserError  # noqa: E402
-from dlbench.harness.training import loop  # noqa: E402
-from dlbench.harness.training.base import TrainConfig  # noqa: E402
-from dlbench.harness.training.pytorch import Session  # noqa: E402
-from dlbench.models import synthetic  # noqa: E402
-from dlbench.models.counting.pytorch import forward_macs, trainable_parameters  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
-from dlbench.models.resnet import multiply_adds, parameter_count  # noqa: E402
+from dlbench.core.errors import UserError
+from dlbench.harness.training import loop
+from dlbench.harness.training.base import TrainConfig
+from dlbench.harness.training.pytorch import Session
+from dlbench.models import synthetic
+from dlbench.models.counting.pytorch import forward_macs, trainable_parameters
+from dlbench.models.registry import get_model
+from dlbench.models.resnet import multiply_adds, parameter_count
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = "resnet50-mini"
@@ -32,8 +33,16 @@ needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA de
 
 
 def _cfg(**kw) -> TrainConfig:
-    base = dict(model=MINI, framework="pytorch", batch_size=16, steps=15, warmup_steps=3,
-                learning_rate=0.05, intra_op_threads=2, inter_op_threads=2)
+    base = dict(
+        model=MINI,
+        framework="pytorch",
+        batch_size=16,
+        steps=15,
+        warmup_steps=3,
+        learning_rate=0.05,
+        intra_op_threads=2,
+        inter_op_threads=2,
+    )
     return TrainConfig(**{**base, **kw})
 
 
@@ -63,9 +72,13 @@ def test_full_resnet50_counts_and_output_shape():
 def test_layer_names_follow_walk_order():
     keys = list(get_model(MINI).build("pytorch").state_dict())
     assert keys[:2] == ["stem.conv.weight", "stem.bn.weight"]
-    for name in ("layer1.0.conv1.weight", "layer1.0.bn1.running_var",
-                 "layer1.0.downsample.conv.weight", "layer1.0.downsample.bn.bias",
-                 "layer4.2.conv3.weight"):
+    for name in (
+        "layer1.0.conv1.weight",
+        "layer1.0.bn1.running_var",
+        "layer1.0.downsample.conv.weight",
+        "layer1.0.downsample.bn.bias",
+        "layer4.2.conv3.weight",
+    ):
         assert name in keys
     assert keys[-2:] == ["fc.weight", "fc.bias"]
     assert not any(k.startswith("layer1.1.downsample") for k in keys)
@@ -98,7 +111,7 @@ def test_checkpoint_reloads_into_fresh_model(tmp_path):
     assert name.endswith(Session.checkpoint_suffix)
     fresh = get_model(MINI).build("pytorch", seed=99)
     fresh.load_state_dict(torch.load(tmp_path / name, weights_only=True))
-    (x,) = session.batches[0][0]          # inputs: a tuple, one tensor per model input
+    (x,) = session.batches[0][0]  # inputs: a tuple, one tensor per model input
     session.model.eval()
     fresh.eval()
     with torch.no_grad():
@@ -114,10 +127,13 @@ def test_cpu_amp_uses_bf16_autocast():
 def test_threads_are_applied_in_a_fresh_process():
     # The inter-op pool is fixed once per process, so only a new process shows
     # that a requested value is really put in force (the CLI runs each cell so).
-    code = ("import json; from tests.test_training_pytorch import _session; "
-            "print(json.dumps(_session(intra_op_threads=1, inter_op_threads=1).runtime()))")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, check=True)
+    code = (
+        "import json; from tests.test_training_pytorch import _session; "
+        "print(json.dumps(_session(intra_op_threads=1, inter_op_threads=1).runtime()))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    )
     rt = json.loads(proc.stdout.strip().splitlines()[-1])
     assert (rt["intra_op_threads"], rt["inter_op_threads"]) == (1, 1)
 
@@ -144,8 +160,24 @@ def test_gpu_session_trains_on_cuda(tmp_path, precision):
 
 def test_plain_reference_loop_prints_one_json_line():
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "plain_train_pytorch.py"), "--model", MINI,
-         "--batch-size", "4", "--steps", "2", "--warmup-steps", "1", "--threads", "1"],
-        capture_output=True, text=True, timeout=120, check=True)
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "plain_train_pytorch.py"),
+            "--model",
+            MINI,
+            "--batch-size",
+            "4",
+            "--steps",
+            "2",
+            "--warmup-steps",
+            "1",
+            "--threads",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["steps"] == 2 and out["throughput_sps"] > 0 and out["window_s"] > 0

@@ -3,6 +3,7 @@
 Everything runs the real framework on resnet50-mini, except one cheap batch-1
 pass over the full ResNet-50 to prove the full-size builder is right too.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,17 +17,17 @@ import numpy as np
 import pytest
 
 pytestmark = pytest.mark.tensorflow
-import tensorflow as tf  # noqa: E402 - CI installs it: a missing one must fail, not skip
-import keras  # noqa: E402
+import keras
+import tensorflow as tf
 
-from dlbench.core.errors import UserError  # noqa: E402
-from dlbench.harness.training import loop  # noqa: E402
-from dlbench.harness.training.base import TrainConfig  # noqa: E402
-from dlbench.harness.training.tensorflow import Session  # noqa: E402
-from dlbench.models import synthetic  # noqa: E402
-from dlbench.models.counting.tensorflow import forward_macs, trainable_parameters  # noqa: E402
-from dlbench.models.registry import get_model  # noqa: E402
-from dlbench.models.resnet import multiply_adds, parameter_count, walk  # noqa: E402
+from dlbench.core.errors import UserError
+from dlbench.harness.training import loop
+from dlbench.harness.training.base import TrainConfig
+from dlbench.harness.training.tensorflow import Session
+from dlbench.models import synthetic
+from dlbench.models.counting.tensorflow import forward_macs, trainable_parameters
+from dlbench.models.registry import get_model
+from dlbench.models.resnet import multiply_adds, parameter_count, walk
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = "resnet50-mini"
@@ -38,18 +39,25 @@ def _cfg(**kw) -> TrainConfig:
     # force so sessions after the first test don't warn.  The fresh-process
     # test below checks that a requested setting is really applied.
     threading = tf.config.threading
-    base = dict(model=MINI, framework="tensorflow", batch_size=16, steps=15, warmup_steps=3,
-                learning_rate=0.05,
-                intra_op_threads=threading.get_intra_op_parallelism_threads(),
-                inter_op_threads=threading.get_inter_op_parallelism_threads())
+    base = dict(
+        model=MINI,
+        framework="tensorflow",
+        batch_size=16,
+        steps=15,
+        warmup_steps=3,
+        learning_rate=0.05,
+        intra_op_threads=threading.get_intra_op_parallelism_threads(),
+        inter_op_threads=threading.get_inter_op_parallelism_threads(),
+    )
     return TrainConfig(**{**base, **kw})
 
 
 def _session(**kw) -> Session:
     cfg = _cfg(**kw)
     spec = get_model(cfg.model)
-    return Session(spec, cfg, synthetic.image_batches(spec, cfg.batch_size, 2, seed=cfg.seed,
-                                                      layout=Session.layout))
+    return Session(
+        spec, cfg, synthetic.image_batches(spec, cfg.batch_size, 2, seed=cfg.seed, layout=Session.layout)
+    )
 
 
 def _walk_names(layers):
@@ -58,8 +66,7 @@ def _walk_names(layers):
     for stage, blocks in enumerate(layers):
         for b in range(blocks):
             p = f"layer{stage + 1}.{b}"
-            yield from (f"{p}.conv1", f"{p}.bn1", f"{p}.conv2", f"{p}.bn2",
-                        f"{p}.conv3", f"{p}.bn3")
+            yield from (f"{p}.conv1", f"{p}.bn1", f"{p}.conv2", f"{p}.bn2", f"{p}.conv3", f"{p}.bn3")
             if b == 0:
                 yield from (f"{p}.downsample.conv", f"{p}.downsample.bn")
     yield "fc"
@@ -84,7 +91,7 @@ def test_full_resnet50_counts_and_output_shape():
 def test_named_layers_match_walk():
     spec = get_model(MINI)
     model = spec.build("tensorflow")
-    weighted = [op for op in walk(spec.config) if op[0] != "pool"]      # pools have no name
+    weighted = [op for op in walk(spec.config) if op[0] != "pool"]  # pools have no name
     for name, op in zip(_walk_names(spec.config["layers"]), weighted, strict=True):
         layer = model.get_layer(name)
         if op[0] == "conv":
@@ -127,7 +134,7 @@ def test_checkpoint_reloads_into_fresh_model(tmp_path):
         session.step(i)
     name = session.save(tmp_path)
     assert name.endswith(Session.checkpoint_suffix)
-    (x,) = session.batches[0][0]          # inputs: a tuple, one tensor per model input
+    (x,) = session.batches[0][0]  # inputs: a tuple, one tensor per model input
     expected = session.model(x, training=False).numpy()
     loaded = keras.models.load_model(tmp_path / name)
     np.testing.assert_array_equal(loaded(x, training=False).numpy(), expected)
@@ -143,7 +150,7 @@ def test_cpu_amp_uses_bfloat16_with_float32_logits():
     assert session.runtime()["dtype_policy"] == "mixed_bfloat16"
     assert session.model.get_layer("stem.conv").compute_dtype == "bfloat16"
     assert session.model(session.batches[0][0][0], training=False).dtype == tf.float32
-    assert keras.mixed_precision.global_policy().name == "float32"    # restored
+    assert keras.mixed_precision.global_policy().name == "float32"  # restored
 
 
 def test_ascend_is_refused():
@@ -184,16 +191,23 @@ def test_threads_are_applied_in_a_fresh_process():
         f"cfg = TrainConfig(model={MINI!r}, framework='tensorflow', batch_size=2, steps=1,\n"
         "                  intra_op_threads=1, inter_op_threads=2)\n"
         "s = Session(spec, cfg, synthetic.image_batches(spec, 2, 1, layout='NHWC'))\n"
-        "print(json.dumps(s.runtime()))\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        "print(json.dumps(s.runtime()))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
     assert proc.returncode == 0, proc.stderr
     rt = json.loads(proc.stdout.strip().splitlines()[-1])
     assert rt["threads_applied"] and (rt["intra_op_threads"], rt["inter_op_threads"]) == (1, 2)
 
 
 def test_threads_in_force_are_reported_when_they_cannot_change():
-    tf.constant(1.0) + 1                      # make sure the runtime has started
+    tf.constant(1.0) + 1  # make sure the runtime has started
     in_force = _cfg().intra_op_threads
     with pytest.warns(RuntimeWarning, match="already initialized"):
         session = _session(intra_op_threads=in_force + 1)
@@ -203,9 +217,25 @@ def test_threads_in_force_are_reported_when_they_cannot_change():
 
 def test_plain_reference_loop_prints_one_json_line():
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "plain_train_tensorflow.py"), "--model", MINI,
-         "--batch-size", "4", "--steps", "2", "--warmup-steps", "1", "--threads", "1"],
-        capture_output=True, text=True, timeout=120, check=True,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "plain_train_tensorflow.py"),
+            "--model",
+            MINI,
+            "--batch-size",
+            "4",
+            "--steps",
+            "2",
+            "--warmup-steps",
+            "1",
+            "--threads",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["steps"] == 2 and out["throughput_sps"] > 0 and out["window_s"] > 0

@@ -1,4 +1,5 @@
 """Recognizing a user's model file from its content, without importing any framework."""
+
 import zipfile
 
 import pytest
@@ -48,9 +49,12 @@ def test_model_from_is_checked_for_form_before_any_import(tmp_path):
     f = tmp_path / "net.py"
     f.write_text("def build(): pass\n")
     assert from_code(f"{f}:build").model_from == f"{f}:build"
-    for bad, needle in (("nocolon", "MODULE:CALLABLE"), ("mod:", "MODULE:CALLABLE"),
-                        (f"{tmp_path}/missing.py:net", "no such file"),
-                        ("not a/module:net", "neither a module name")):
+    for bad, needle in (
+        ("nocolon", "MODULE:CALLABLE"),
+        ("mod:", "MODULE:CALLABLE"),
+        (f"{tmp_path}/missing.py:net", "no such file"),
+        ("not a/module:net", "neither a module name"),
+    ):
         with pytest.raises(UserError, match=needle):
             from_code(bad)
     with pytest.raises(UserError, match="--weights"):

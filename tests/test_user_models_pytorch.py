@@ -1,17 +1,17 @@
 """A user's own PyTorch models (issue 18): TorchScript, torch.export and code, saved here by
 the test, through bench (native), export (verified), build and the bad inputs, by the CLI."""
+
 import json
 import textwrap
 
 import numpy as np
 import pytest
 import torch
-
 from clitools import assert_usage_error, only_record, write_module
 
 FAST = ("--iterations", "3", "--warmup", "1", "--max-warmup", "3")
 
-CODE = textwrap.dedent('''
+CODE = textwrap.dedent("""
     import torch
 
     class Small(torch.nn.Module):
@@ -29,7 +29,7 @@ CODE = textwrap.dedent('''
 
     def broken():
         raise RuntimeError("needs a GPU")
-''')
+""")
 
 
 class TwoHeads(torch.nn.Module):
@@ -55,20 +55,33 @@ def saved(tmp_path_factory):
     small = mod.small().eval()
     torch.jit.script(small).save(str(root / "small.pt"))
     # Known weights for --weights: every parameter 0.25.
-    torch.save({k: torch.full_like(v, 0.25) for k, v in small.state_dict().items()},
-               str(root / "quarter.pt"))
+    torch.save({k: torch.full_like(v, 0.25) for k, v in small.state_dict().items()}, str(root / "quarter.pt"))
     two = TwoHeads().eval()
     batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
-    ep = torch.export.export(two, (torch.randn(2, 3, 12, 12), torch.randn(2, 5, 4)),
-                             dynamic_shapes=({0: batch}, {0: batch, 1: seq}))
+    ep = torch.export.export(
+        two,
+        (torch.randn(2, 3, 12, 12), torch.randn(2, 5, 4)),
+        dynamic_shapes=({0: batch}, {0: batch, 1: seq}),
+    )
     torch.export.save(ep, str(root / "two.pt2"))
     (root / "junk.bin").write_bytes(b"not a model at all")
     return root
 
 
 def test_torchscript_bench_export_and_builds(cli, workdir, saved):
-    out = cli("bench", str(saved / "small.pt"), "-b", "pytorch", "--shape", "image=1x3x16x16",
-              "--batch-sizes", "1,4", *FAST, "--json", "b.json")
+    out = cli(
+        "bench",
+        str(saved / "small.pt"),
+        "-b",
+        "pytorch",
+        "--shape",
+        "image=1x3x16x16",
+        "--batch-sizes",
+        "1,4",
+        *FAST,
+        "--json",
+        "b.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     recs = json.loads((workdir / "b.json").read_text())
     assert [r["batch_size"] for r in recs] == [1, 4]
@@ -81,12 +94,21 @@ def test_torchscript_bench_export_and_builds(cli, workdir, saved):
     assert any("does not record its input shapes" in n for n in recs[0]["context"]["notes"])
 
     onnx_path = workdir / "small.onnx"
-    out = cli("export", str(saved / "small.pt"), "--shape", "image=1x3x16x16",
-              "--out", str(onnx_path), "--json", "e.json")
+    out = cli(
+        "export",
+        str(saved / "small.pt"),
+        "--shape",
+        "image=1x3x16x16",
+        "--out",
+        str(onnx_path),
+        "--json",
+        "e.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     rec = only_record(workdir, "e.json")
     assert rec["status"] == "ok" and rec["metrics"]["verdict"]["ok"]
     import onnx
+
     g = onnx.load(str(onnx_path)).graph
     assert [i.name for i in g.input] == ["image"] and [o.name for o in g.output] == ["output"]
     assert g.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
@@ -99,77 +121,117 @@ def test_torchscript_bench_export_and_builds(cli, workdir, saved):
 
 def test_export_program_with_two_inputs_two_outputs_and_a_dynamic_sequence(cli, workdir, saved):
     # No --shape: the sequence takes the length of the program's example inputs (5).
-    out = cli("bench", str(saved / "two.pt2"), "-b", "pytorch", "--batch-sizes", "3", *FAST,
-              "--json", "b.json")
+    out = cli(
+        "bench", str(saved / "two.pt2"), "-b", "pytorch", "--batch-sizes", "3", *FAST, "--json", "b.json"
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     r = only_record(workdir, "b.json")
     assert r["status"] in ("ok", "unstable"), r["error"]
     assert [i["shape"] for i in r["context"]["inputs"]] == [[3, 3, 12, 12], [3, 5, 4]]
     assert any("example inputs" in n for n in r["context"]["notes"])
 
-    out = cli("export", str(saved / "two.pt2"), "--shape", "tokens=1x9x4",
-              "--out", str(workdir / "two.onnx"), "--json", "e.json")
+    out = cli(
+        "export",
+        str(saved / "two.pt2"),
+        "--shape",
+        "tokens=1x9x4",
+        "--out",
+        str(workdir / "two.onnx"),
+        "--json",
+        "e.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     rec = only_record(workdir, "e.json")
     assert rec["status"] == "ok"
     assert set(rec["metrics"]["verdict"]["outputs"]) == {"score", "embed"}
     import onnx
+
     g = onnx.load(str(workdir / "two.onnx")).graph
     assert [i.name for i in g.input] == ["image", "tokens"]
     assert [o.name for o in g.output] == ["score", "embed"]
     seq = g.input[1].type.tensor_type.shape.dim[1]
-    assert seq.dim_param and not seq.HasField("dim_value")      # any length, as the model
+    assert seq.dim_param and not seq.HasField("dim_value")  # any length, as the model
     # ... and the file runs at a length the export never saw.
     import onnxruntime as ort
+
     sess = ort.InferenceSession(str(workdir / "two.onnx"))
-    score, _ = sess.run(None, {"image": np.ones((2, 3, 12, 12), np.float32),
-                               "tokens": np.ones((2, 13, 4), np.float32)})
+    score, _ = sess.run(
+        None, {"image": np.ones((2, 3, 12, 12), np.float32), "tokens": np.ones((2, 13, 4), np.float32)}
+    )
     assert score.shape == (2, 3)
 
 
 def test_model_from_code_with_weights(cli, workdir, saved):
     code = f"{saved / 'code.py'}:small"
-    out = cli("bench", "--model-from", code, "-b", "pytorch", "--shape", "image=1x3x8x8",
-              *FAST, "--json", "b.json")
+    out = cli(
+        "bench", "--model-from", code, "-b", "pytorch", "--shape", "image=1x3x8x8", *FAST, "--json", "b.json"
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     r = only_record(workdir, "b.json")
     assert r["status"] in ("ok", "unstable") and r["model"] == "small"
 
-    out = cli("export", "--model-from", code, "--weights", str(saved / "quarter.pt"),
-              "--shape", "image=1x3x8x8", "--out", str(workdir / "q.onnx"), "--json", "e.json")
+    out = cli(
+        "export",
+        "--model-from",
+        code,
+        "--weights",
+        str(saved / "quarter.pt"),
+        "--shape",
+        "image=1x3x8x8",
+        "--out",
+        str(workdir / "q.onnx"),
+        "--json",
+        "e.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert only_record(workdir, "e.json")["status"] == "ok"
     import onnx
     from onnx import numpy_helper
+
     weights = [numpy_helper.to_array(t) for t in onnx.load(str(workdir / "q.onnx")).graph.initializer]
     assert weights and all(np.allclose(w, 0.25) for w in weights if w.size > 1)
 
 
 def test_bad_user_models_are_one_line(cli, workdir, saved):
-    assert_usage_error(cli("bench", str(saved / "quarter.pt"), "-b", "pytorch"),
-                       "torch.save pickle")
-    assert_usage_error(cli("bench", str(saved / "junk.bin"), "-b", "pytorch"),
-                       "no format dlbench knows")
-    assert_usage_error(cli("bench", str(saved / "small.pt"), "-b", "pytorch"),
-                       "does not record its input shapes", "--shape image=")
-    assert_usage_error(cli("bench", "--model-from", "no_such_module_here:net", "-b", "pytorch"),
-                       "cannot import no_such_module_here", "ModuleNotFoundError")
-    assert_usage_error(cli("export", "--model-from", f"{saved / 'code.py'}:broken"),
-                       "calling broken() failed", "needs a GPU")
-    assert_usage_error(cli("bench", "--model-from", "nocolon", "-b", "pytorch"),
-                       "MODULE:CALLABLE")
+    assert_usage_error(cli("bench", str(saved / "quarter.pt"), "-b", "pytorch"), "torch.save pickle")
+    assert_usage_error(cli("bench", str(saved / "junk.bin"), "-b", "pytorch"), "no format dlbench knows")
+    assert_usage_error(
+        cli("bench", str(saved / "small.pt"), "-b", "pytorch"),
+        "does not record its input shapes",
+        "--shape image=",
+    )
+    assert_usage_error(
+        cli("bench", "--model-from", "no_such_module_here:net", "-b", "pytorch"),
+        "cannot import no_such_module_here",
+        "ModuleNotFoundError",
+    )
+    assert_usage_error(
+        cli("export", "--model-from", f"{saved / 'code.py'}:broken"), "calling broken() failed", "needs a GPU"
+    )
+    assert_usage_error(cli("bench", "--model-from", "nocolon", "-b", "pytorch"), "MODULE:CALLABLE")
     assert not list(workdir.glob("*.onnx"))
 
 
 def test_run_on_a_users_model_exports_builds_and_benches_without_training(cli, workdir, saved):
-    common = (str(saved / "small.pt"), "--shape", "image=1x3x16x16", "--precisions", "fp16",
-              "--backends", "onnxruntime,pytorch", "--batch-sizes", "2", "--iterations", "3",
-              "--workdir", str(workdir / "run"))
+    common = (
+        str(saved / "small.pt"),
+        "--shape",
+        "image=1x3x16x16",
+        "--precisions",
+        "fp16",
+        "--backends",
+        "onnxruntime,pytorch",
+        "--batch-sizes",
+        "2",
+        "--iterations",
+        "3",
+        "--workdir",
+        str(workdir / "run"),
+    )
     steps = cli("run", *common, "--print-steps")
     assert steps.returncode == 0, steps.stderr[-3000:]
     assert "dlbench train" not in steps.stdout
-    assert f"dlbench export {saved / 'small.pt'} --out {workdir / 'run' / 'small.onnx'}" \
-        in steps.stdout
+    assert f"dlbench export {saved / 'small.pt'} --out {workdir / 'run' / 'small.onnx'}" in steps.stdout
     out = cli("run", *common, "-q")
     assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
     stages = {p.stem: json.loads(p.read_text()) for p in (workdir / "run" / "stages").glob("*")}
@@ -177,7 +239,10 @@ def test_run_on_a_users_model_exports_builds_and_benches_without_training(cli, w
     assert stages["build-fp16"]["status"] == "ok"
     assert "train-pytorch" not in stages
     import sqlite3
+
     con = sqlite3.connect(workdir / "results.sqlite")
-    formats = {json.loads(c)["artifact"]["format"] for (c,) in
-               con.execute("SELECT context FROM records WHERE kind = 'bench'")}
+    formats = {
+        json.loads(c)["artifact"]["format"]
+        for (c,) in con.execute("SELECT context FROM records WHERE kind = 'bench'")
+    }
     assert formats == {"onnx", "pytorch-model"}

@@ -1,5 +1,6 @@
 """A user's own Keras / TensorFlow models (issue 18): .keras, Keras HDF5 and SavedModel files
 the test saves, and --model-from code, through bench (native) and export (verified)."""
+
 import json
 import os
 import textwrap
@@ -8,20 +9,19 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import keras  # noqa: E402
-
-from clitools import only_record  # noqa: E402
+import keras
+from clitools import only_record
 
 FAST = ("--iterations", "3", "--warmup", "1", "--max-warmup", "3")
 
-CODE = textwrap.dedent('''
+CODE = textwrap.dedent("""
     import keras
 
     def tiny():
         x = keras.Input((6, 6, 2), name="pixels")
         h = keras.layers.Conv2D(3, 3, activation="relu")(x)
         return keras.Model(x, keras.layers.Dense(4)(keras.layers.Flatten()(h)))
-''')
+""")
 
 
 def two_heads() -> keras.Model:
@@ -48,9 +48,21 @@ def saved(tmp_path_factory):
 
 
 def test_every_keras_format_benches_in_its_own_layout(cli, workdir, saved):
-    out = cli("bench", str(saved / "mm.keras"), str(saved / "mm.h5"), str(saved / "mm_saved"),
-              "-b", "tensorflow", "--shape", "ids=1x6", "--batch-sizes", "2", *FAST,
-              "--json", "b.json")
+    out = cli(
+        "bench",
+        str(saved / "mm.keras"),
+        str(saved / "mm.h5"),
+        str(saved / "mm_saved"),
+        "-b",
+        "tensorflow",
+        "--shape",
+        "ids=1x6",
+        "--batch-sizes",
+        "2",
+        *FAST,
+        "--json",
+        "b.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     recs = json.loads((workdir / "b.json").read_text())
     kinds = {r["context"]["runtime"]["source"]["kind"] for r in recs}
@@ -58,27 +70,47 @@ def test_every_keras_format_benches_in_its_own_layout(cli, workdir, saved):
     for r in recs:
         assert r["status"] in ("ok", "unstable"), r["error"]
         shapes = {i["name"]: i["shape"] for i in r["context"]["inputs"]}
-        assert shapes == {"img": [2, 8, 8, 3], "ids": [2, 6]}      # NHWC: as declared
+        assert shapes == {"img": [2, 8, 8, 3], "ids": [2, 6]}  # NHWC: as declared
         assert r["context"]["runtime"]["layout"] == "the model's own layout"
         ids = next(i for i in r["context"]["inputs"] if i["name"] == "ids")
         assert ids["dtype"] == "int32"
     # A saved model keeps its float32 policy: bf16 asked is that cell's failure, not fp32
     # measured under a bf16 label.
-    out = cli("bench", str(saved / "mm.keras"), "-b", "tensorflow", "--precision", "bf16",
-              "--shape", "ids=1x6", *FAST, "--json", "bf16.json")
+    out = cli(
+        "bench",
+        str(saved / "mm.keras"),
+        "-b",
+        "tensorflow",
+        "--precision",
+        "bf16",
+        "--shape",
+        "ids=1x6",
+        *FAST,
+        "--json",
+        "bf16.json",
+    )
     assert out.returncode == 1
     r = only_record(workdir, "bf16.json")
     assert r["status"] == "failed" and "keep their own dtype policy" in r["error"]
 
 
 def test_every_keras_format_exports_verified_with_its_own_names(cli, workdir, saved):
-    out = cli("export", str(saved / "mm.keras"), str(saved / "mm.h5"), str(saved / "mm_saved"),
-              "--shape", "ids=1x5", "--json", "e.json")
+    out = cli(
+        "export",
+        str(saved / "mm.keras"),
+        str(saved / "mm.h5"),
+        str(saved / "mm_saved"),
+        "--shape",
+        "ids=1x5",
+        "--json",
+        "e.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     recs = json.loads((workdir / "e.json").read_text())
     assert len(recs) == 3
     import onnx
     import onnxruntime as ort
+
     for r in recs:
         assert r["status"] == "ok", r.get("error")
         assert set(r["metrics"]["verdict"]["outputs"]) == {"cls", "reg"}
@@ -88,7 +120,7 @@ def test_every_keras_format_exports_verified_with_its_own_names(cli, workdir, sa
         assert {o.name for o in g.output} == {"cls", "reg"}
         assert all(i.type.tensor_type.shape.dim[0].dim_param == "batch" for i in g.input)
         ids = next(i for i in g.input if i.name == "ids").type.tensor_type.shape.dim[1]
-        assert not ids.HasField("dim_value")                   # any sequence length
+        assert not ids.HasField("dim_value")  # any sequence length
         sess = ort.InferenceSession(path)
         feeds = {"img": np.zeros((2, 8, 8, 3), np.float32), "ids": np.ones((2, 11), np.int32)}
         names = [o.name for o in sess.get_outputs()]
@@ -102,14 +134,13 @@ def test_keras_model_from_code(cli, workdir, saved):
     r = only_record(workdir, "b.json")
     assert r["status"] in ("ok", "unstable") and r["model"] == "tiny"
     assert r["context"]["inputs"][0]["shape"] == [1, 6, 6, 2]
-    out = cli("export", "--model-from", code, "--out", str(workdir / "tiny.onnx"),
-              "--json", "e.json")
+    out = cli("export", "--model-from", code, "--out", str(workdir / "tiny.onnx"), "--json", "e.json")
     assert out.returncode == 0, out.stderr[-3000:]
     assert only_record(workdir, "e.json")["status"] == "ok"
 
 
 TRAIN = ("--steps", "6", "--warmup-steps", "1", "--batch-size", "8", "--lr", "0.05")
-SUBCLASSED = textwrap.dedent('''
+SUBCLASSED = textwrap.dedent("""
     import keras
 
     class Sub(keras.Model):
@@ -123,18 +154,31 @@ SUBCLASSED = textwrap.dedent('''
 
     def sub():
         return Sub()
-''')
+""")
 
 
 def test_train_a_keras_file_and_code(cli, workdir, saved):
-    out = cli("train", str(saved / "mm.keras"), "--shape", "ids=1x6", "--int-range", "ids=0:50",
-              "--objective", "classification", "--loss-output", "cls", "--eval", *TRAIN,
-              "--json", "t.json")
+    out = cli(
+        "train",
+        str(saved / "mm.keras"),
+        "--shape",
+        "ids=1x6",
+        "--int-range",
+        "ids=0:50",
+        "--objective",
+        "classification",
+        "--loss-output",
+        "cls",
+        "--eval",
+        *TRAIN,
+        "--json",
+        "t.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     r = only_record(workdir, "t.json")
     assert r["status"] == "ok", r["error"]
     assert r["framework"] == "tensorflow" and r["model"] == "mm"
-    assert r["context"]["identity"]["inputs"] == {"img": [8, 8, 3], "ids": [6]}   # NHWC kept
+    assert r["context"]["identity"]["inputs"] == {"img": [8, 8, 3], "ids": [6]}  # NHWC kept
     user = r["context"]["user_model"]
     assert user["output_shape"] == [3] and {o["name"] for o in user["outputs"]} == {"cls", "reg"}
     assert [f["fill"] for f in user["fills"]] == ["normal", "uniform"]
@@ -142,13 +186,22 @@ def test_train_a_keras_file_and_code(cli, workdir, saved):
     assert all(np.isfinite(losses)) and min(losses[-3:]) < losses[0], losses
     trained = keras.saving.load_model(str(workdir / "runs" / "mm" / "tensorflow" / "mm.keras"))
     before = keras.saving.load_model(str(saved / "mm.keras"))
-    assert not np.allclose(trained.get_layer("cls").kernel.numpy(),
-                           before.get_layer("cls").kernel.numpy())
+    assert not np.allclose(trained.get_layer("cls").kernel.numpy(), before.get_layer("cls").kernel.numpy())
 
     # A subclassed model has no variables until called: training must still update them.
     (workdir / "sub.py").write_text(SUBCLASSED)
-    out = cli("train", "--model-from", "sub.py:sub", "--shape", "input=1x10",
-              "--objective", "regression", *TRAIN, "--json", "r.json")
+    out = cli(
+        "train",
+        "--model-from",
+        "sub.py:sub",
+        "--shape",
+        "input=1x10",
+        "--objective",
+        "regression",
+        *TRAIN,
+        "--json",
+        "r.json",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     r = only_record(workdir, "r.json")
     assert r["status"] == "ok", r["error"]
@@ -161,11 +214,26 @@ def test_train_a_keras_file_and_code(cli, workdir, saved):
 def test_train_refuses_what_it_cannot_train_honestly(cli, workdir, saved):
     from clitools import assert_usage_error
 
-    assert_usage_error(cli("train", str(saved / "mm_saved"), "--objective", "classification"),
-                       "SavedModel", "not a Keras model to train")
+    assert_usage_error(
+        cli("train", str(saved / "mm_saved"), "--objective", "classification"),
+        "SavedModel",
+        "not a Keras model to train",
+    )
     # A saved model keeps its float32 policy: amp would be float32 under an amp label.
-    assert_usage_error(cli("train", str(saved / "mm.keras"), "--shape", "ids=1x6",
-                           "--objective", "regression", "--loss-output", "reg",
-                           "--precision", "amp", *TRAIN),
-                       "keep their own dtype policy")
+    assert_usage_error(
+        cli(
+            "train",
+            str(saved / "mm.keras"),
+            "--shape",
+            "ids=1x6",
+            "--objective",
+            "regression",
+            "--loss-output",
+            "reg",
+            "--precision",
+            "amp",
+            *TRAIN,
+        ),
+        "keep their own dtype policy",
+    )
     assert not (workdir / "runs").exists()

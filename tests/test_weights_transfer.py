@@ -7,6 +7,7 @@ the model and must reproduce the logits within fp32 rounding.  Every
 framework runs in its own child process (tests/transfer_child.py): TensorFlow
 and MindSpore cannot share one, and the core group imports no framework.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,9 +32,20 @@ FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 # maskrcnn-mini: FPN's upsampling and P6 pool, the shared RPN head on five levels,
 # RoIAlign's gathers on every level, the channel-major flatten before fc6, the transposed
 # conv of the mask head.
-MODELS = ("googlenet-mini", "resnet50-mini", "lenet5", "lstm-tiny", "vgg16-mini",
-          "densenet121-mini", "din-mini", "deepspeech2-mini", "gnmt-mini", "gnmt-mini-greedy",
-          "ssd300-mini", "maskrcnn-mini")
+MODELS = (
+    "googlenet-mini",
+    "resnet50-mini",
+    "lenet5",
+    "lstm-tiny",
+    "vgg16-mini",
+    "densenet121-mini",
+    "din-mini",
+    "deepspeech2-mini",
+    "gnmt-mini",
+    "gnmt-mini-greedy",
+    "ssd300-mini",
+    "maskrcnn-mini",
+)
 # Max |difference| allowed, relative to the logits' largest magnitude: fp32
 # rounding through ~60 layers measured at most ~1e-6 of the scale here (32
 # recurrent steps of lstm-tiny: ~1e-7).
@@ -43,10 +55,16 @@ RTOL, ATOL = 1e-4, 1e-5
 def _run_all(role: str, directory: Path) -> None:
     """One child per framework, run side by side (start-up, not compute, dominates)."""
     env = dict(os.environ, GLOG_v="3", TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    procs = {fw: subprocess.Popen([sys.executable, str(CHILD), role, fw, str(directory),
-                                   ",".join(MODELS)], env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True)
-             for fw in FRAMEWORKS}
+    procs = {
+        fw: subprocess.Popen(
+            [sys.executable, str(CHILD), role, fw, str(directory), ",".join(MODELS)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for fw in FRAMEWORKS
+    }
     failed = []
     for fw, proc in procs.items():
         out, _ = proc.communicate(timeout=600)
@@ -72,8 +90,13 @@ def _output_shape(model: str) -> tuple[int, ...]:
     return tuple(own(spec.config)) if own else (spec.num_classes,)
 
 
-CASES = [pytest.param(m, s, t, id=f"{m}-{s}-to-{t}")
-         for m in MODELS for s in FRAMEWORKS for t in FRAMEWORKS if s != t]
+CASES = [
+    pytest.param(m, s, t, id=f"{m}-{s}-to-{t}")
+    for m in MODELS
+    for s in FRAMEWORKS
+    for t in FRAMEWORKS
+    if s != t
+]
 
 
 @pytest.mark.parametrize("model,source,target", CASES)
@@ -98,8 +121,8 @@ def test_imported_weights_reproduce_the_source_logits(transferred, model, source
 def test_canonical_lstm_names_are_pytorch_state_dict_keys(transferred):
     from dlbench.models import weights
 
-    names = {fw: list(weights.load(transferred / f"lstm-tiny.{fw}.weights.npz")[0])
-             for fw in FRAMEWORKS}
+    names = {fw: list(weights.load(transferred / f"lstm-tiny.{fw}.weights.npz")[0]) for fw in FRAMEWORKS}
     assert set(names["tensorflow"]) == set(names["pytorch"]) == set(names["mindspore"])
-    assert {"embedding.weight", "lstm.0.weight_ih_l0", "lstm.1.bias_hh_l0_reverse",
-            "fc.weight"} <= set(names["pytorch"])
+    assert {"embedding.weight", "lstm.0.weight_ih_l0", "lstm.1.bias_hh_l0_reverse", "fc.weight"} <= set(
+        names["pytorch"]
+    )

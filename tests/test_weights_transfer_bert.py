@@ -7,6 +7,7 @@ inputs with padding and two segments; each of the other two frameworks imports
 them and must reproduce every output within fp32 rounding.  One child process
 per framework (tests/bert_transfer_child.py); the core group imports none.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,10 +32,16 @@ RTOL, ATOL = 2e-5, 1e-6
 
 def _run_all(role: str, directory: Path) -> None:
     env = dict(os.environ, GLOG_v="3", TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    procs = {fw: subprocess.Popen([sys.executable, str(CHILD), role, fw, str(directory)],
-                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True)
-             for fw in FRAMEWORKS}
+    procs = {
+        fw: subprocess.Popen(
+            [sys.executable, str(CHILD), role, fw, str(directory)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for fw in FRAMEWORKS
+    }
     failed = []
     for fw, proc in procs.items():
         out, _ = proc.communicate(timeout=600)
@@ -51,8 +58,13 @@ def transferred(tmp_path_factory):
     return directory
 
 
-CASES = [pytest.param(h, s, t, id=f"{h}-{s}-to-{t}")
-         for h in bert.HEADS for s in FRAMEWORKS for t in FRAMEWORKS if s != t]
+CASES = [
+    pytest.param(h, s, t, id=f"{h}-{s}-to-{t}")
+    for h in bert.HEADS
+    for s in FRAMEWORKS
+    for t in FRAMEWORKS
+    if s != t
+]
 
 
 @pytest.mark.parametrize("head,source,target", CASES)
@@ -60,8 +72,7 @@ def test_imported_weights_reproduce_the_source_outputs(transferred, head, source
     cfg = get_model("bert-tiny").config
     ref = np.load(transferred / f"{head}.{source}.out.npz")
     got = np.load(transferred / f"{head}.{source}-{target}.out.npz")
-    shapes = [(4, 2)] if head == "classification" else [(4, cfg["seq_len"], cfg["vocab_size"]),
-                                                         (4, 2)]
+    shapes = [(4, 2)] if head == "classification" else [(4, cfg["seq_len"], cfg["vocab_size"]), (4, 2)]
     for i, shape in enumerate(shapes):
         want, have = ref[f"out{i}"], got[f"out{i}"]
         assert want.shape == have.shape == shape

@@ -7,6 +7,7 @@ at a size that runs in milliseconds.  ``mlp`` is a MatMul network for
 dynamic quantization.  ``ocr_classifier``, ``sample_rate`` and ``identity``
 are signatures met in the wild, for the bench's input planning.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,9 @@ def _init(name: str, array: np.ndarray):
     return numpy_helper.from_array(np.ascontiguousarray(array), name)
 
 
-def classifier(seed: int = 0, ir_version: int = 8, opset: int = 17,
-               metadata: dict | None = None) -> onnx.ModelProto:
+def classifier(
+    seed: int = 0, ir_version: int = 8, opset: int = 17, metadata: dict | None = None
+) -> onnx.ModelProto:
     rng = np.random.default_rng(seed)
     c = CHW[0]
     w1 = rng.normal(0, 0.4, (8, c, 3, 3)).astype(np.float32)
@@ -41,13 +43,22 @@ def classifier(seed: int = 0, ir_version: int = 8, opset: int = 17,
         helper.make_node("Gemm", ["flat", "fc", "fcb"], ["logits"], transB=1),
     ]
     graph = helper.make_graph(
-        nodes, "tiny_classifier",
+        nodes,
+        "tiny_classifier",
         [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", *CHW])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", CLASSES])],
-        [_init("w1", w1), _init("b1", b1), _init("w2", w2), _init("b2", b2), _init("fc", fc),
-         _init("fcb", fcb)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              producer_name="dlbench-tests")
+        [
+            _init("w1", w1),
+            _init("b1", b1),
+            _init("w2", w2),
+            _init("b2", b2),
+            _init("fc", fc),
+            _init("fcb", fcb),
+        ],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="dlbench-tests"
+    )
     model.ir_version = ir_version
     for key, value in (metadata or {}).items():
         prop = model.metadata_props.add()
@@ -71,11 +82,17 @@ def mlp(seed: int = 0, hidden: int = 64) -> onnx.ModelProto:
         helper.make_node("Add", ["o", "b2"], ["logits"]),
     ]
     graph = helper.make_graph(
-        nodes, "tiny_mlp",
+        nodes,
+        "tiny_mlp",
         [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", *CHW])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", CLASSES])],
-        [_init("w1", w1), _init("b1", rng.normal(0, 0.1, hidden).astype(np.float32)),
-         _init("w2", w2), _init("b2", rng.normal(0, 0.1, CLASSES).astype(np.float32))])
+        [
+            _init("w1", w1),
+            _init("b1", rng.normal(0, 0.1, hidden).astype(np.float32)),
+            _init("w2", w2),
+            _init("b2", rng.normal(0, 0.1, CLASSES).astype(np.float32)),
+        ],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model
@@ -93,14 +110,16 @@ def scale_initializer(model: onnx.ModelProto, name: str, factor: float) -> onnx.
     for i, t in enumerate(broken.graph.initializer):
         if t.name == name:
             broken.graph.initializer[i].CopyFrom(
-                numpy_helper.from_array(numpy_helper.to_array(t) * np.float32(factor), name))
+                numpy_helper.from_array(numpy_helper.to_array(t) * np.float32(factor), name)
+            )
             return broken
     raise KeyError(name)
 
 
 def _model(graph, opset: int = 17) -> onnx.ModelProto:
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              producer_name="dlbench-tests")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="dlbench-tests"
+    )
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)
     return model
@@ -110,15 +129,19 @@ def ocr_classifier(batch_dim=None, hw=("?", "?")) -> onnx.ModelProto:
     """PP-OCR's text-direction classifier as paddle2onnx declares it: ``x [N, 3, ?, ?]``
     with the same placeholder "?" on height and width (which are not equal), two classes."""
     rng = np.random.default_rng(0)
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
-             helper.make_node("GlobalAveragePool", ["c"], ["g"]),
-             helper.make_node("Flatten", ["g"], ["f"]),
-             helper.make_node("Softmax", ["f"], ["softmax_0.tmp_0"], axis=1)]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("GlobalAveragePool", ["c"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Softmax", ["f"], ["softmax_0.tmp_0"], axis=1),
+    ]
     graph = helper.make_graph(
-        nodes, "ocr_cls",
+        nodes,
+        "ocr_cls",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch_dim, 3, *hw])],
         [helper.make_tensor_value_info("softmax_0.tmp_0", TensorProto.FLOAT, [batch_dim, 2])],
-        [_init("w", rng.normal(0, 0.3, (2, 3, 3, 3)).astype(np.float32))])
+        [_init("w", rng.normal(0, 0.3, (2, 3, 3, 3)).astype(np.float32))],
+    )
     return _model(graph)
 
 
@@ -139,20 +162,28 @@ def sample_rate() -> onnx.ModelProto:
         helper.make_node("Add", ["xs", "nothing"], ["y"]),
     ]
     graph = helper.make_graph(
-        nodes, "sample_rate",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "samples"]),
-         helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+        nodes,
+        "sample_rate",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "samples"]),
+            helper.make_tensor_value_info("sr", TensorProto.INT64, []),
+        ],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "samples"])],
-        [_init("zeros", np.zeros(SAMPLE_RATE, np.float32)),
-         _init("axis0", np.array([0], np.int64)),
-         _init("expected", np.array(SAMPLE_RATE, np.int64))])
+        [
+            _init("zeros", np.zeros(SAMPLE_RATE, np.float32)),
+            _init("axis0", np.array([0], np.int64)),
+            _init("expected", np.array(SAMPLE_RATE, np.int64)),
+        ],
+    )
     return _model(graph)
 
 
 def identity(width="?") -> onnx.ModelProto:
     """``y = x`` for ``x [batch, width]`` float32: what the model was fed is what comes out."""
     graph = helper.make_graph(
-        [helper.make_node("Identity", ["x"], ["y"])], "identity",
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "identity",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])])
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])],
+    )
     return _model(graph)

@@ -14,6 +14,7 @@ one framework per process: TensorFlow and MindSpore cannot share a process.
   changed the function), import, and write the logits (``MODEL.SRC-FW.out.npz``).
 The parent compares; this script only computes.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -25,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("GLOG_v", "3")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 INPUT_SEED = 20240917
@@ -33,11 +34,13 @@ BATCH = 4
 
 
 def inputs(spec):
-    if spec.family == "gnmt":       # padded sources: the attention's mask must agree too
+    if spec.family == "gnmt":  # padded sources: the attention's mask must agree too
         from dlbench.models.gnmt import example_inputs
+
         return example_inputs(spec.config, BATCH, seed=INPUT_SEED)
-    if spec.token_inputs or len(spec.inputs) > 1:   # ids, or boxes beside an image:
-        from dlbench.models import synthetic           # a tuple, one array per input
+    if spec.token_inputs or len(spec.inputs) > 1:  # ids, or boxes beside an image:
+        from dlbench.models import synthetic  # a tuple, one array per input
+
         return synthetic.sample_inputs(spec, BATCH, seed=INPUT_SEED)
     shape = (BATCH, *spec.inputs[0].shape)
     return np.random.default_rng(INPUT_SEED).standard_normal(shape).astype(np.float32)
@@ -52,7 +55,7 @@ def perturb(weights: dict, seed: int) -> dict:
         if layer in bn:
             lo, hi = {"weight": (0.5, 1.5), "running_var": (0.5, 2.0)}.get(suffix, (-0.3, 0.3))
             out[key] = rng.uniform(lo, hi, value.shape).astype(np.float32)
-        elif key.endswith("_norm.weight"):      # SSD's L2Norm scale: 20 in every channel
+        elif key.endswith("_norm.weight"):  # SSD's L2Norm scale: 20 in every channel
             out[key] = rng.uniform(10.0, 30.0, value.shape).astype(np.float32)
         elif suffix == "bias":
             span = 0.1 * _gain(weights.get(f"{layer}.weight"))
@@ -85,9 +88,10 @@ def predict(framework: str, net, x: np.ndarray) -> np.ndarray:
 def main(argv: list[str]) -> int:
     role, framework, directory, models = argv
     if framework == "mindspore":
-        importlib.import_module("mindspore")     # before anything that loads protobuf
+        importlib.import_module("mindspore")  # before anything that loads protobuf
     from dlbench.models import weights as canonical
     from dlbench.models.registry import get_model
+
     tool = canonical.module(framework)
     directory = Path(directory)
     for name in models.split(","):
@@ -98,10 +102,14 @@ def main(argv: list[str]) -> int:
             w = perturb(tool.export_weights(net), seed=len(name) + FRAMEWORKS.index(framework))
             tool.import_weights(net, w)
             back = tool.export_weights(net)
-            canonical.save(directory / f"{name}.{framework}.weights.npz", back, model=name,
-                           framework=framework)
-            np.savez(directory / f"{name}.{framework}.out.npz", logits=predict(framework, net, x),
-                     roundtrip=max_diff(w, back))
+            canonical.save(
+                directory / f"{name}.{framework}.weights.npz", back, model=name, framework=framework
+            )
+            np.savez(
+                directory / f"{name}.{framework}.out.npz",
+                logits=predict(framework, net, x),
+                roundtrip=max_diff(w, back),
+            )
             continue
         for source in FRAMEWORKS:
             path = directory / f"{name}.{source}.weights.npz"
@@ -113,8 +121,12 @@ def main(argv: list[str]) -> int:
             before = predict(framework, net, x)
             tool.import_weights(net, w)
             after = predict(framework, net, x)
-            np.savez(directory / f"{name}.{source}-{framework}.out.npz", logits=after,
-                     before=before, roundtrip=max_diff(w, tool.export_weights(net)))
+            np.savez(
+                directory / f"{name}.{source}-{framework}.out.npz",
+                logits=after,
+                before=before,
+                roundtrip=max_diff(w, tool.export_weights(net)),
+            )
     return 0
 
 

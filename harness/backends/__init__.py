@@ -5,6 +5,7 @@ outside dlbench, a plugin: ``dlbench.core.registry``).  Entries are lazy
 ``"module:BACKEND"`` references and no backend module imports its engine at
 module level, so listing them (``dlbench backends``, ``bench --help``) is cheap.
 """
+
 from __future__ import annotations
 
 from dlbench.core.registry import Registry
@@ -12,8 +13,16 @@ from dlbench.harness.backends.base import Backend, Option
 
 BACKENDS: Registry[Backend] = Registry("backend")
 # Declaration order is the order `dlbench backends` prints: engines first, then frameworks.
-for _name in ("tensorrt", "onnxruntime", "openvino", "ascend", "cpu-mkl", "pytorch",
-              "tensorflow", "mindspore"):
+for _name in (
+    "tensorrt",
+    "onnxruntime",
+    "openvino",
+    "ascend",
+    "cpu-mkl",
+    "pytorch",
+    "tensorflow",
+    "mindspore",
+):
     BACKENDS.register(_name, f"dlbench.harness.backends.{_name.replace('-', '_')}:BACKEND")
 # A test double: accepted by name, never listed (see harness/backends/selftest.py).
 BACKENDS.register("selftest", "dlbench.harness.backends.selftest:BACKEND", hidden=True)
@@ -35,4 +44,3 @@ def declared_options() -> dict[str, list[tuple[Backend, Option]]]:
         for option in backend.options:
             out.setdefault(option.name, []).append((backend, option))
     return out
-

@@ -7,12 +7,13 @@ ahead of the timed region in a way MindSpore documents (``Tensor.move_to``,
 PyNative mode), the fallback check read from the output tensors' own device,
 and fp32 kept IEEE float32 (CANN ``must_keep_origin_dtype``, HF32 off).
 """
+
 from __future__ import annotations
 
 from dlbench.harness.backends.base import ArtifactRef, Backend, RunConfig, Runner, has_ascend
-from dlbench.harness.formats import MINDIR
 from dlbench.harness.backends.mindspore import MsRunner
 from dlbench.harness.backends.native import native_formats
+from dlbench.harness.formats import MINDIR
 
 
 class Ascend(Backend):

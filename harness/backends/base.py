@@ -19,6 +19,7 @@ A runner also reports what actually ran (``runtime``) and ``verify``
 refuses a silent fallback: ONNX Runtime that quietly put the graph on the
 CPU, a tensor that stayed on the host.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -26,10 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from dlbench.core.errors import UserError
-from dlbench.core.tensors import TensorInfo  # noqa: F401 - the backends' import point
+from dlbench.core.tensors import TensorInfo
 from dlbench.harness.fingerprint import fingerprint
 from dlbench.harness.frameworks import distribution_version, is_installed
 from dlbench.harness.mathmode import TF32, tf32_reason
+
 
 @dataclass
 class Availability:
@@ -43,6 +45,7 @@ class Availability:
 @dataclass(frozen=True)
 class Option:
     """A backend-specific setting (``--backend-option NAME=VALUE`` or a named flag)."""
+
     name: str
     default: Any
     choices: tuple[Any, ...] | None = None
@@ -57,11 +60,11 @@ class Option:
         try:
             value = self.kind(raw)
         except (TypeError, ValueError):
-            raise UserError(f"{backend} option {self.name}: {raw!r} is not a "
-                            f"{self.kind.__name__}") from None
+            raise UserError(f"{backend} option {self.name}: {raw!r} is not a {self.kind.__name__}") from None
         if self.choices is not None and value not in self.choices:
-            raise UserError(f"{backend} option {self.name}: {raw!r} is not one of "
-                            f"{', '.join(map(str, self.choices))}")
+            raise UserError(
+                f"{backend} option {self.name}: {raw!r} is not one of {', '.join(map(str, self.choices))}"
+            )
         return value
 
 
@@ -72,9 +75,9 @@ ON_OFF = ("on", "off")
 class Backend:
     name: str
     description: str
-    module: str            # the import the backend needs
-    distribution: str      # the package that provides it
-    extra: str             # the dlbench extra that installs it
+    module: str  # the import the backend needs
+    distribution: str  # the package that provides it
+    extra: str  # the dlbench extra that installs it
 
     # What the backend takes; subclasses override.
     formats: ClassVar[tuple[str, ...]] = ()
@@ -118,8 +121,7 @@ class Backend:
         """Why ``precision`` is not among ``precisions(device)``, in one line."""
         if precision == TF32:
             return tf32_reason(device) or f"{self.name} has no TF32 mode"
-        return (f"{self.name} on {device} runs "
-                f"{', '.join(p for p in self.precisions(device) if p != 'auto')}")
+        return f"{self.name} on {device} runs {', '.join(p for p in self.precisions(device) if p != 'auto')}"
 
     def default_device(self) -> str:
         devices = self.devices()
@@ -130,32 +132,34 @@ class Backend:
 
     def resolve_options(self, given: dict[str, Any]) -> dict[str, Any]:
         """This backend's options: defaults, overridden by the ones it declares in ``given``."""
-        return {o.name: o.parse(self.name, given[o.name]) if o.name in given else o.default
-                for o in self.options}
+        return {
+            o.name: o.parse(self.name, given[o.name]) if o.name in given else o.default for o in self.options
+        }
 
     def environment(self, options: dict[str, Any], intra_op: int, inter_op: int) -> dict[str, str]:
         """Variables the child needs before its engine loads (read once, at import)."""
         return {}
 
-    def runner(self, artifact: "ArtifactRef", cfg: "RunConfig") -> "Runner":
+    def runner(self, artifact: ArtifactRef, cfg: RunConfig) -> Runner:
         raise UserError(f"backend {self.name} cannot run models in this version of dlbench")
 
 
 @dataclass
 class ArtifactRef:
     """What the child needs to find and describe the model it loads."""
-    path: str | None          # absolute path, None for a zoo model
+
+    path: str | None  # absolute path, None for a zoo model
     format: str
-    model: str                # zoo name, or the file's stem
+    model: str  # zoo name, or the file's stem
     framework: str | None = None
     checkpoint: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)   # sidecar / manifest contents
+    meta: dict[str, Any] = field(default_factory=dict)  # sidecar / manifest contents
 
 
 @dataclass
 class RunConfig:
-    device: str               # cpu | cuda | ascend
-    precision: str            # fp32 | tf32 | fp16 | bf16 | int8 (harness.mathmode: what fp32 means)
+    device: str  # cpu | cuda | ascend
+    precision: str  # fp32 | tf32 | fp16 | bf16 | int8 (harness.mathmode: what fp32 means)
     intra_op_threads: int
     inter_op_threads: int
     device_id: int = 0
@@ -251,9 +255,11 @@ def has_ascend() -> bool:
 
 
 # The timed region every backend starts from; runners state where they differ.
-STANDARD_REGION = ("from the start of the backend's run call, inputs already resident on the "
-                   "device, until the outputs are complete on the device (device synchronized); "
-                   "outputs stay where the engine put them")
+STANDARD_REGION = (
+    "from the start of the backend's run call, inputs already resident on the "
+    "device, until the outputs are complete on the device (device synchronized); "
+    "outputs stay where the engine put them"
+)
 
 
 def region(summary: str, **flags: Any) -> dict[str, Any]:

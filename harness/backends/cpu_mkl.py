@@ -13,13 +13,22 @@ Intel OpenMP, so the KMP_* variables may have no effect there; they are set
 and recorded because the seed set them, and a build with Intel OpenMP
 honours them.
 """
+
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from dlbench.harness.backends.base import (ON_OFF, ArtifactRef, Backend, FellBack, Option, RunConfig,
-                                   Runner, region)
+from dlbench.harness.backends.base import (
+    ON_OFF,
+    ArtifactRef,
+    Backend,
+    FellBack,
+    Option,
+    RunConfig,
+    Runner,
+    region,
+)
 from dlbench.harness.backends.native import native_formats
 from dlbench.harness.backends.tensorflow import TfRunner
 
@@ -35,16 +44,20 @@ class MklRunner(TfRunner):
     def timed_region(self) -> dict[str, Any]:
         base = super().timed_region()
         onednn = self.cfg.options["onednn"] == "on"
-        return region(base["summary"] + f"; oneDNN {'on' if onednn else 'off'}",
-                      **{k: v for k, v in base.items() if k not in ("definition", "summary")},
-                      onednn=onednn)
+        return region(
+            base["summary"] + f"; oneDNN {'on' if onednn else 'off'}",
+            **{k: v for k, v in base.items() if k not in ("definition", "summary")},
+            onednn=onednn,
+        )
 
     def verify(self, runtime: dict[str, Any]) -> None:
         super().verify(runtime)
         want = self.cfg.options["onednn"] == "on"
         if runtime["onednn_enabled"] != want:
-            raise FellBack(f"asked for oneDNN {'on' if want else 'off'}, TensorFlow reports it "
-                           f"{'on' if runtime['onednn_enabled'] else 'off'}")
+            raise FellBack(
+                f"asked for oneDNN {'on' if want else 'off'}, TensorFlow reports it "
+                f"{'on' if runtime['onednn_enabled'] else 'off'}"
+            )
 
 
 class CpuMkl(Backend):
@@ -52,10 +65,18 @@ class CpuMkl(Backend):
     formats = native_formats("tensorflow")
     options = (
         Option("onednn", "on", ON_OFF, help="TF_ENABLE_ONEDNN_OPTS (off: the seed's unoptimized row)"),
-        Option("kmp_blocktime", None, kind=str,
-               help=f"KMP_BLOCKTIME (default: the environment's, else the seed's {SEED_KMP_BLOCKTIME})"),
-        Option("kmp_affinity", None, kind=str,
-               help=f"KMP_AFFINITY (default: the environment's, else {SEED_KMP_AFFINITY})"),
+        Option(
+            "kmp_blocktime",
+            None,
+            kind=str,
+            help=f"KMP_BLOCKTIME (default: the environment's, else the seed's {SEED_KMP_BLOCKTIME})",
+        ),
+        Option(
+            "kmp_affinity",
+            None,
+            kind=str,
+            help=f"KMP_AFFINITY (default: the environment's, else {SEED_KMP_AFFINITY})",
+        ),
     )
 
     def availability(self):
@@ -70,10 +91,12 @@ class CpuMkl(Backend):
     def environment(self, options: dict[str, Any], intra_op: int, inter_op: int) -> dict[str, str]:
         return {
             "TF_ENABLE_ONEDNN_OPTS": "1" if options["onednn"] == "on" else "0",
-            "KMP_BLOCKTIME": str(options["kmp_blocktime"] or os.environ.get("KMP_BLOCKTIME")
-                                 or SEED_KMP_BLOCKTIME),
-            "KMP_AFFINITY": str(options["kmp_affinity"] or os.environ.get("KMP_AFFINITY")
-                                or SEED_KMP_AFFINITY),
+            "KMP_BLOCKTIME": str(
+                options["kmp_blocktime"] or os.environ.get("KMP_BLOCKTIME") or SEED_KMP_BLOCKTIME
+            ),
+            "KMP_AFFINITY": str(
+                options["kmp_affinity"] or os.environ.get("KMP_AFFINITY") or SEED_KMP_AFFINITY
+            ),
             "TF_NUM_INTRAOP_THREADS": str(intra_op),
             "TF_NUM_INTEROP_THREADS": str(inter_op),
         }
@@ -82,5 +105,10 @@ class CpuMkl(Backend):
         return MklRunner(artifact, cfg)
 
 
-BACKEND = CpuMkl("cpu-mkl", "TensorFlow with oneDNN on the CPU (intra-op = physical cores, "
-                 "inter-op = 1)", "tensorflow", "tensorflow", "tensorflow")
+BACKEND = CpuMkl(
+    "cpu-mkl",
+    "TensorFlow with oneDNN on the CPU (intra-op = physical cores, inter-op = 1)",
+    "tensorflow",
+    "tensorflow",
+    "tensorflow",
+)

@@ -14,17 +14,18 @@ set and read back by ``harness.mathmode``).
 What ran where is read from the tensors, not from the configured target: the
 outputs' ``Tensor.device`` ("CPU", "Ascend:0") decides the fallback check.
 """
+
 from __future__ import annotations
 
 import os
 from typing import Any
 
+from dlbench.core.devices import training_name
+from dlbench.core.errors import UserError
 from dlbench.harness import mathmode
 from dlbench.harness.backends.base import ArtifactRef, Option, RunConfig, Runner, TensorInfo, region
-from dlbench.harness.formats import MINDIR
 from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
-from dlbench.core.errors import UserError
-from dlbench.core.devices import training_name
+from dlbench.harness.formats import MINDIR
 
 TARGETS = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}
 KINDS = {v: k for k, v in TARGETS.items()}
@@ -66,16 +67,18 @@ class MsRunner(NativeRunner):
         if self.cfg.device != "cpu":
             ctx_name = training_name(self.cfg.device)
             if not getattr(ms.device_context, ctx_name).is_available():
-                raise UserError(f"--device {self.cfg.device}: this MindSpore {ms.__version__} "
-                                f"cannot use {target}")
+                raise UserError(
+                    f"--device {self.cfg.device}: this MindSpore {ms.__version__} cannot use {target}"
+                )
         ms.set_device(target, self.cfg.device_id)
         self.math = mathmode.mindspore_math(ms, target, self.cfg.precision)
-        for setter, value in ((ms.device_context.cpu.op_tuning.threads_num,
-                               self.cfg.intra_op_threads),
-                              (ms.runtime.dispatch_threads_num, self.cfg.inter_op_threads)):
+        for setter, value in (
+            (ms.device_context.cpu.op_tuning.threads_num, self.cfg.intra_op_threads),
+            (ms.runtime.dispatch_threads_num, self.cfg.inter_op_threads),
+        ):
             try:
                 setter(value)
-            except RuntimeError:        # settable once per process
+            except RuntimeError:  # settable once per process
                 pass
         ms.set_context(mode=ms.GRAPH_MODE)
         if self.artifact.format == MINDIR:
@@ -85,6 +88,7 @@ class MsRunner(NativeRunner):
                 net = self.load_user()
             elif self.artifact.checkpoint:
                 from dlbench.models.native import mindspore as native
+
                 net = native.load(self.spec, self.artifact.checkpoint)
             else:
                 net = self.spec.build("mindspore", seed=self.cfg.seed)
@@ -98,10 +102,11 @@ class MsRunner(NativeRunner):
         if self.artifact.format == MINDIR:
             shapes = self.artifact.meta.get("inputs")
             if not shapes:
-                raise UserError(f"{self.artifact.path}: a MindIR graph needs its input shapes "
-                                f"from a sidecar (model.mindir.json with 'inputs')")
-            return [TensorInfo(i["name"], i.get("dtype", "float32"), tuple(i["shape"]))
-                    for i in shapes]
+                raise UserError(
+                    f"{self.artifact.path}: a MindIR graph needs its input shapes "
+                    f"from a sidecar (model.mindir.json with 'inputs')"
+                )
+            return [TensorInfo(i["name"], i.get("dtype", "float32"), tuple(i["shape"])) for i in shapes]
         return super().inputs()
 
     def prepare(self, feeds: dict[str, Any]) -> Any:
@@ -120,19 +125,27 @@ class MsRunner(NativeRunner):
     def outputs(self) -> dict[str, Any]:
         if self.user:
             from dlbench.models.user.mindspore import to_numpy
+
             return to_numpy(self._out)
         out = self._out if isinstance(self._out, (tuple, list)) else [self._out]
         return {f"output_{i}": o.asnumpy() for i, o in enumerate(out)}
 
     def timed_region(self) -> dict[str, Any]:
         copies = any(d != self.cfg.device for d in getattr(self, "input_devices", []))
-        return region(f"net(*inputs) compiled in GRAPH_MODE on {self.target}, then "
-                      f"mindspore.runtime.synchronize"
-                      + ("; the inputs are not (known to be) on the device ahead of the "
-                         "run, so the region may include their host-to-device copy"
-                         if copies else ""),
-                      host_device_copies=copies, io_binding=False, cuda_graph=False,
-                      sync="mindspore.runtime.synchronize")
+        return region(
+            f"net(*inputs) compiled in GRAPH_MODE on {self.target}, then "
+            f"mindspore.runtime.synchronize"
+            + (
+                "; the inputs are not (known to be) on the device ahead of the "
+                "run, so the region may include their host-to-device copy"
+                if copies
+                else ""
+            ),
+            host_device_copies=copies,
+            io_binding=False,
+            cuda_graph=False,
+            sync="mindspore.runtime.synchronize",
+        )
 
     def runtime(self) -> dict[str, Any]:
         ms = self.ms
@@ -142,12 +155,18 @@ class MsRunner(NativeRunner):
         where = sorted({d for d in (tensor_device(o) for o in outs) if d})
         # The outputs' own location decides; the configured target only where none is known.
         kind = ",".join(where) if where else KINDS.get(target, target.lower())
-        info = {"device_kind": kind, "device_target": target, "output_device": where,
-                "device_source": "output tensors" if where else "configured target",
-                "input_device": getattr(self, "input_devices", None), "mindspore": ms.__version__,
-                "mode": "GRAPH_MODE" if ms.get_context("mode") == ms.GRAPH_MODE else "PYNATIVE_MODE",
-                "device_id": self.cfg.device_id, "precision": self.cfg.precision,
-                "math_mode": self.math}
+        info = {
+            "device_kind": kind,
+            "device_target": target,
+            "output_device": where,
+            "device_source": "output tensors" if where else "configured target",
+            "input_device": getattr(self, "input_devices", None),
+            "mindspore": ms.__version__,
+            "mode": "GRAPH_MODE" if ms.get_context("mode") == ms.GRAPH_MODE else "PYNATIVE_MODE",
+            "device_id": self.cfg.device_id,
+            "precision": self.cfg.precision,
+            "math_mode": self.math,
+        }
         if self.artifact.format != MINDIR:
             info.update(self.describe())
         return info
@@ -173,5 +192,6 @@ class MindSpore(NativeFramework):
         return MsRunner(artifact, cfg)
 
 
-BACKEND = MindSpore("mindspore", "MindSpore native inference (GRAPH_MODE)", "mindspore",
-                    "mindspore", "mindspore")
+BACKEND = MindSpore(
+    "mindspore", "MindSpore native inference (GRAPH_MODE)", "mindspore", "mindspore", "mindspore"
+)

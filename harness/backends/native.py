@@ -5,14 +5,15 @@ the model) or, given a zoo name, the network with seeded random weights.
 Inputs are the spec's, channels-first; a framework whose network is
 channels-last converts while preparing, outside the timed region.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
+from dlbench.core.errors import UserError
 from dlbench.harness.backends.base import Backend, Runner, TensorInfo, has_ascend, has_nvidia_gpu
 from dlbench.harness.formats import ZOO, checkpoint_format, user_format
 from dlbench.harness.frameworks import distribution_version
-from dlbench.core.errors import UserError
 
 
 class NativeFramework(Backend):
@@ -50,6 +51,7 @@ class NativeRunner(Runner):
     def inputs(self) -> list[TensorInfo]:
         if self.user:
             from dlbench.harness.usermodel import signature_of
+
             return signature_of(self.artifact)
         return [TensorInfo(i.name, i.dtype, (None, *i.shape)) for i in self.spec.inputs]
 
@@ -69,6 +71,9 @@ class NativeRunner(Runner):
 
     def describe(self) -> dict[str, Any]:
         if self.user:
-            return {"model": self.artifact.model, "weights": self.weights(),
-                    "source": self.artifact.meta.get("source")}
+            return {
+                "model": self.artifact.model,
+                "weights": self.weights(),
+                "source": self.artifact.meta.get("source"),
+            }
         return {"model": self.spec.name, "weights": self.weights()}

@@ -17,18 +17,34 @@ float32 is IEEE float32: the CUDA provider's ``use_tf32`` (on by default) is
 on a GPU that has it), and the math mode is read back from the session
 (``harness.mathmode``).
 """
+
 from __future__ import annotations
 
 from typing import Any
 
-from dlbench.harness import mathmode
-from dlbench.harness.backends.base import ON_OFF, ArtifactRef, Backend, FellBack, Option, RunConfig, Runner, TensorInfo, has_nvidia_gpu, region, with_tf32
-from dlbench.harness.formats import ONNX
 from dlbench.core.errors import UserError, first_line
+from dlbench.harness import mathmode
+from dlbench.harness.backends.base import (
+    ON_OFF,
+    ArtifactRef,
+    Backend,
+    FellBack,
+    Option,
+    RunConfig,
+    Runner,
+    TensorInfo,
+    has_nvidia_gpu,
+    region,
+    with_tf32,
+)
+from dlbench.harness.formats import ONNX
 from dlbench.harness.frameworks import distribution_version
 
-PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider",
-             "tensorrt": "TensorrtExecutionProvider"}
+PROVIDERS = {
+    "cpu": "CPUExecutionProvider",
+    "cuda": "CUDAExecutionProvider",
+    "tensorrt": "TensorrtExecutionProvider",
+}
 LEVELS = ("all", "extended", "basic", "disable")
 
 
@@ -41,15 +57,18 @@ class OrtRunner(Runner):
         so = ort.SessionOptions()
         so.intra_op_num_threads = self.cfg.intra_op_threads
         so.inter_op_num_threads = self.cfg.inter_op_threads
-        so.execution_mode = (ort.ExecutionMode.ORT_SEQUENTIAL if self.cfg.inter_op_threads <= 1
-                             else ort.ExecutionMode.ORT_PARALLEL)
+        so.execution_mode = (
+            ort.ExecutionMode.ORT_SEQUENTIAL
+            if self.cfg.inter_op_threads <= 1
+            else ort.ExecutionMode.ORT_PARALLEL
+        )
         so.graph_optimization_level = {
             "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
             "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
             "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-            "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL}[o["graph_optimization"]]
-        so.add_session_config_entry("session.intra_op.allow_spinning",
-                                    "1" if o["spin"] == "on" else "0")
+            "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        }[o["graph_optimization"]]
+        so.add_session_config_entry("session.intra_op.allow_spinning", "1" if o["spin"] == "on" else "0")
         # Fatal only: every error also comes back as the exception dlbench reports in one
         # line; ONNX Runtime's own log of it would be a second, coloured line on stderr.
         so.log_severity_level = 4
@@ -66,16 +85,14 @@ class OrtRunner(Runner):
                 cuda_opts["enable_cuda_graph"] = "1"
             providers: list[Any] = [("CUDAExecutionProvider", cuda_opts)]
             if wanted == "tensorrt":
-                providers.insert(0, ("TensorrtExecutionProvider",
-                                     {"device_id": self.cfg.device_id}))
+                providers.insert(0, ("TensorrtExecutionProvider", {"device_id": self.cfg.device_id}))
             self.expected = PROVIDERS[wanted]
         else:
             providers = ["CPUExecutionProvider"]
             self.expected = PROVIDERS["cpu"]
         self.session_options = so
         try:
-            self.session = ort.InferenceSession(self.artifact.path, sess_options=so,
-                                                providers=providers)
+            self.session = ort.InferenceSession(self.artifact.path, sess_options=so, providers=providers)
         except Exception as exc:  # noqa: BLE001 - ORT raises its own types; classify by text
             raise _load_error(self.artifact.path, exc) from None
         self.io_binding = o["io_binding"] == "on" or (o["io_binding"] == "auto" and self.gpu)
@@ -84,8 +101,10 @@ class OrtRunner(Runner):
         self.math = mathmode.onnxruntime_math(self.session, so, self.cfg.precision)
 
     def inputs(self) -> list[TensorInfo]:
-        return [TensorInfo(i.name, _ort_dtype(i.type), tuple(_dim(d) for d in i.shape))
-                for i in self.session.get_inputs()]
+        return [
+            TensorInfo(i.name, _ort_dtype(i.type), tuple(_dim(d) for d in i.shape))
+            for i in self.session.get_inputs()
+        ]
 
     def prepare(self, feeds: dict[str, Any]) -> Any:
         if not self.io_binding:
@@ -121,40 +140,58 @@ class OrtRunner(Runner):
 
     def timed_region(self) -> dict[str, Any]:
         if self.gpu:
-            summary = ("session.run_with_iobinding on device-resident inputs, outputs bound on "
-                       "the device, then synchronize_outputs")
+            summary = (
+                "session.run_with_iobinding on device-resident inputs, outputs bound on "
+                "the device, then synchronize_outputs"
+            )
         elif self.io_binding:
             summary = "session.run_with_iobinding on OrtValue inputs in host memory"
         else:
-            summary = ("session.run(None, feeds) with numpy inputs in host memory (the CPU "
-                       "device's memory); outputs allocated by ORT each run")
-        return region(summary, host_device_copies=False, io_binding=self.io_binding,
-                      cuda_graph=self.cfg.options["cuda_graph"] == "on",
-                      sync="blocking: run returns when outputs are ready" if not self.gpu
-                      else "IOBinding.synchronize_outputs",
-                      intra_op_spinning=self.cfg.options["spin"] == "on")
+            summary = (
+                "session.run(None, feeds) with numpy inputs in host memory (the CPU "
+                "device's memory); outputs allocated by ORT each run"
+            )
+        return region(
+            summary,
+            host_device_copies=False,
+            io_binding=self.io_binding,
+            cuda_graph=self.cfg.options["cuda_graph"] == "on",
+            sync="blocking: run returns when outputs are ready"
+            if not self.gpu
+            else "IOBinding.synchronize_outputs",
+            intra_op_spinning=self.cfg.options["spin"] == "on",
+        )
 
     def runtime(self) -> dict[str, Any]:
         providers = self.session.get_providers()
         ran = providers[0] if providers else None
-        kind = {"CPUExecutionProvider": "cpu", "CUDAExecutionProvider": "cuda",
-                "TensorrtExecutionProvider": "cuda"}.get(ran, ran)
+        kind = {
+            "CPUExecutionProvider": "cpu",
+            "CUDAExecutionProvider": "cuda",
+            "TensorrtExecutionProvider": "cuda",
+        }.get(ran, ran)
         so = self.session_options
-        return {"device_kind": kind, "providers": providers,
-                "provider_options": self.session.get_provider_options(),
-                "intra_op_threads": so.intra_op_num_threads,
-                "inter_op_threads": so.inter_op_num_threads,
-                "execution_mode": str(so.execution_mode).split(".")[-1],
-                "graph_optimization_level": str(so.graph_optimization_level).split(".")[-1],
-                "onnxruntime": self.ort.__version__, "io_binding": self.io_binding,
-                "math_mode": self.math}
+        return {
+            "device_kind": kind,
+            "providers": providers,
+            "provider_options": self.session.get_provider_options(),
+            "intra_op_threads": so.intra_op_num_threads,
+            "inter_op_threads": so.inter_op_num_threads,
+            "execution_mode": str(so.execution_mode).split(".")[-1],
+            "graph_optimization_level": str(so.graph_optimization_level).split(".")[-1],
+            "onnxruntime": self.ort.__version__,
+            "io_binding": self.io_binding,
+            "math_mode": self.math,
+        }
 
     def verify(self, runtime: dict[str, Any]) -> None:
         providers = runtime["providers"]
         if not providers or providers[0] != self.expected:
-            raise FellBack(f"asked for {self.expected}, ONNX Runtime's session runs "
-                           f"{providers[0] if providers else 'nothing'} "
-                           f"(available: {', '.join(self.ort.get_available_providers())})")
+            raise FellBack(
+                f"asked for {self.expected}, ONNX Runtime's session runs "
+                f"{providers[0] if providers else 'nothing'} "
+                f"(available: {', '.join(self.ort.get_available_providers())})"
+            )
 
 
 def _load_error(path: str | None, exc: Exception) -> Exception:
@@ -162,9 +199,18 @@ def _load_error(path: str | None, exc: Exception) -> Exception:
     text = str(exc).strip()
     first = first_line(exc)
     if "onnxruntime::" in first and ") " in first:
-        first = first.rsplit(") ", 1)[1]          # drop ORT's C++ source location and signature
-    user = ("INVALID_GRAPH", "INVALID_PROTOBUF", "NOT_IMPLEMENTED", "IR version", "Could not find",
-            "No Op registered", "INVALID_ARGUMENT", "Load model", "NO_SUCHFILE")
+        first = first.rsplit(") ", 1)[1]  # drop ORT's C++ source location and signature
+    user = (
+        "INVALID_GRAPH",
+        "INVALID_PROTOBUF",
+        "NOT_IMPLEMENTED",
+        "IR version",
+        "Could not find",
+        "No Op registered",
+        "INVALID_ARGUMENT",
+        "Load model",
+        "NO_SUCHFILE",
+    )
     if any(marker in text for marker in user):
         return UserError(f"ONNX Runtime cannot load {path}: {first}")
     return RuntimeError(f"ONNX Runtime failed to create a session for {path}: {first}")
@@ -175,24 +221,37 @@ def _dim(d: Any) -> Any:
 
 
 def _ort_dtype(type_str: str) -> str:
-    inner = type_str[len("tensor("):-1] if type_str.startswith("tensor(") else type_str
-    return {"float": "float32", "double": "float64", "float16": "float16", "bfloat16": "bfloat16",
-            "int64": "int64", "int32": "int32", "int16": "int16", "int8": "int8",
-            "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
-            "bool": "bool", "string": "str"}.get(inner, inner)
+    inner = type_str[len("tensor(") : -1] if type_str.startswith("tensor(") else type_str
+    return {
+        "float": "float32",
+        "double": "float64",
+        "float16": "float16",
+        "bfloat16": "bfloat16",
+        "int64": "int64",
+        "int32": "int32",
+        "int16": "int16",
+        "int8": "int8",
+        "uint8": "uint8",
+        "uint16": "uint16",
+        "uint32": "uint32",
+        "uint64": "uint64",
+        "bool": "bool",
+        "string": "str",
+    }.get(inner, inner)
 
 
 class OnnxRuntime(Backend):
     formats = (ONNX,)
     options = (
-        Option("graph_optimization", "all", LEVELS,
-               help="ORT graph optimization level"),
-        Option("io_binding", "auto", ("auto", "on", "off"),
-               help="bind inputs/outputs as OrtValues (auto: on a GPU only)"),
-        Option("provider", "cuda", ("cuda", "tensorrt"),
-               help="execution provider for --device cuda"),
-        Option("cuda_graph", "off", ON_OFF, help="capture the run as a CUDA graph (GPU)",
-               switch=True),
+        Option("graph_optimization", "all", LEVELS, help="ORT graph optimization level"),
+        Option(
+            "io_binding",
+            "auto",
+            ("auto", "on", "off"),
+            help="bind inputs/outputs as OrtValues (auto: on a GPU only)",
+        ),
+        Option("provider", "cuda", ("cuda", "tensorrt"), help="execution provider for --device cuda"),
+        Option("cuda_graph", "off", ON_OFF, help="capture the run as a CUDA graph (GPU)", switch=True),
         Option("spin", "on", ON_OFF, help="intra-op threads spin while idle (ORT default on)"),
     )
 
@@ -216,6 +275,11 @@ class OnnxRuntime(Backend):
         return OrtRunner(artifact, cfg)
 
 
-BACKEND = OnnxRuntime("onnxruntime", "ONNX Runtime (CPU execution provider; CUDA and TensorRT "
-                      "providers with onnxruntime-gpu on an NVIDIA GPU)",
-                      "onnxruntime", "onnxruntime", "onnx")
+BACKEND = OnnxRuntime(
+    "onnxruntime",
+    "ONNX Runtime (CPU execution provider; CUDA and TensorRT "
+    "providers with onnxruntime-gpu on an NVIDIA GPU)",
+    "onnxruntime",
+    "onnxruntime",
+    "onnx",
+)

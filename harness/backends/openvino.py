@@ -18,30 +18,54 @@ A symbolic batch is fixed at load where the cell runs one batch size (a
 static model is about 20 % faster on small graphs, with the same outputs);
 cells that take several (server scenario, eval) compile it dynamic.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 from dlbench.core.errors import UserError, first_line
 from dlbench.harness import mathmode
-from dlbench.harness.backends.base import (ON_OFF, ArtifactRef, Backend, FellBack, Option,
-                                           RunConfig, Runner, TensorInfo, region)
+from dlbench.harness.backends.base import (
+    ON_OFF,
+    ArtifactRef,
+    Backend,
+    FellBack,
+    Option,
+    RunConfig,
+    Runner,
+    TensorInfo,
+    region,
+)
 from dlbench.harness.fingerprint import cpu
 from dlbench.harness.formats import ONNX
 
 # dlbench precision -> INFERENCE_PRECISION_HINT (fp16 models: see _hint).
 HINTS = {"fp32": "f32", "bf16": "bf16", "int8": "f32"}
-NARROW = ("bf16", "f16")            # float types a hint may quietly compute in
+NARROW = ("bf16", "f16")  # float types a hint may quietly compute in
 QUANTIZED = ("i8", "u8")
-DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64",
-          "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "u8": "uint8",
-          "u16": "uint16", "u32": "uint32", "u64": "uint64", "boolean": "bool", "string": "str"}
+DTYPES = {
+    "f32": "float32",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "f64": "float64",
+    "i64": "int64",
+    "i32": "int32",
+    "i16": "int16",
+    "i8": "int8",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+    "boolean": "bool",
+    "string": "str",
+}
 # Runtime-graph nodes that hold or move data rather than compute.
 NOT_COMPUTE = ("Input", "Output", "Const")
 
 
 class _Batch:
     """One prepared batch: ov.Tensors over the caller's arrays, and the request they feed."""
+
     __slots__ = ("request", "tensors", "arrays")
 
     def __init__(self, request: Any, tensors: dict[str, Any], arrays: dict[str, Any]):
@@ -62,40 +86,50 @@ class OvRunner(Runner):
         core = ov.Core()
         caps = list(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
         self.hint = _hint(self.cfg.precision, caps)
-        self.asked = {"INFERENCE_PRECISION_HINT": self.hint,
-                      "INFERENCE_NUM_THREADS": self.cfg.intra_op_threads,
-                      "NUM_STREAMS": int(o["streams"]),
-                      "PERFORMANCE_HINT": o["performance_hint"],
-                      "ENABLE_CPU_PINNING": o["pinning"] == "on"}
+        self.asked = {
+            "INFERENCE_PRECISION_HINT": self.hint,
+            "INFERENCE_NUM_THREADS": self.cfg.intra_op_threads,
+            "NUM_STREAMS": int(o["streams"]),
+            "PERFORMANCE_HINT": o["performance_hint"],
+            "ENABLE_CPU_PINNING": o["pinning"] == "on",
+        }
         try:
             model = core.read_model(self.artifact.path)
         except Exception as exc:  # noqa: BLE001 - OpenVINO raises RuntimeError for bad files
-            raise UserError(f"OpenVINO cannot read {self.artifact.path}: {first_line(exc)}") \
-                from None
-        self.signature = [TensorInfo(p.get_any_name(), _dtype(p.get_element_type()),
-                                     tuple(d.get_length() if d.is_static else None
-                                           for d in p.get_partial_shape()))
-                          for p in model.inputs]
+            raise UserError(f"OpenVINO cannot read {self.artifact.path}: {first_line(exc)}") from None
+        self.signature = [
+            TensorInfo(
+                p.get_any_name(),
+                _dtype(p.get_element_type()),
+                tuple(d.get_length() if d.is_static else None for d in p.get_partial_shape()),
+            )
+            for p in model.inputs
+        ]
         self.output_names = [p.get_any_name() for p in model.outputs]
         self.shapes = self._fix_shapes(model)
         try:
             self.compiled = core.compile_model(model, "CPU", self.asked)
-        except Exception as exc:  # noqa: BLE001
-            raise RuntimeError(f"OpenVINO's CPU plugin cannot compile {self.artifact.path}: "
-                               f"{first_line(exc)}") from None
+        except Exception as exc:  # noqa: BLE001 - OpenVINO raises RuntimeError and its own types
+            raise RuntimeError(
+                f"OpenVINO's CPU plugin cannot compile {self.artifact.path}: {first_line(exc)}"
+            ) from None
         self.requests: dict[tuple, Any] = {}
         self.bound: dict[int, _Batch] = {}
         self._last: Any = None
-        self.verify(self.runtime())          # refuse now, before minutes of measuring
+        self.verify(self.runtime())  # refuse now, before minutes of measuring
 
     def _fix_shapes(self, model) -> str:
         """Reshape symbolic dimensions to the cell's one shape; say what the model runs with."""
         dynamic = [t for t in self.signature if any(d is None for d in t.shape)]
         if not dynamic:
             return "static (the model's own)"
-        why = ("-O reshape=off" if self.cfg.options["reshape"] == "off" else
-               "the cell runs several batch sizes" if self.cfg.min_batch != self.cfg.max_batch
-               else None)
+        why = (
+            "-O reshape=off"
+            if self.cfg.options["reshape"] == "off"
+            else "the cell runs several batch sizes"
+            if self.cfg.min_batch != self.cfg.max_batch
+            else None
+        )
         missing = [t.name for t in dynamic if t.name not in self.cfg.shapes]
         if why is None and missing:
             why = f"no shape given for {', '.join(missing)}"
@@ -104,9 +138,11 @@ class OvRunner(Runner):
         fixed = {t.name: list(self.cfg.shapes[t.name]) for t in dynamic}
         try:
             model.reshape({n: self.ov.PartialShape(s) for n, s in fixed.items()})
-        except Exception as exc:  # noqa: BLE001
-            raise UserError(f"OpenVINO cannot fix {self.artifact.path}'s shapes to {fixed}: "
-                            f"{first_line(exc)}; bench it with -O reshape=off") from None
+        except Exception as exc:  # noqa: BLE001 - OpenVINO raises RuntimeError and its own types
+            raise UserError(
+                f"OpenVINO cannot fix {self.artifact.path}'s shapes to {fixed}: "
+                f"{first_line(exc)}; bench it with -O reshape=off"
+            ) from None
         return "static " + ", ".join(f"{n}={'x'.join(map(str, s))}" for n, s in fixed.items())
 
     def inputs(self) -> list[TensorInfo]:
@@ -117,11 +153,11 @@ class OvRunner(Runner):
 
         arrays = {n: np.ascontiguousarray(a) for n, a in feeds.items()}
         key = tuple(sorted((n, a.shape, a.dtype.str) for n, a in arrays.items()))
-        if key not in self.requests:         # one request per shape: its buffers fit it
+        if key not in self.requests:  # one request per shape: its buffers fit it
             self.requests[key] = self.compiled.create_infer_request()
-        batch = _Batch(self.requests[key],
-                       {n: self.ov.Tensor(a, shared_memory=True) for n, a in arrays.items()},
-                       arrays)
+        batch = _Batch(
+            self.requests[key], {n: self.ov.Tensor(a, shared_memory=True) for n, a in arrays.items()}, arrays
+        )
         self._bind(batch)
         return batch
 
@@ -132,30 +168,43 @@ class OvRunner(Runner):
 
     def run(self, handle: _Batch) -> None:
         if self.bound.get(id(handle.request)) is not handle:
-            self._bind(handle)               # another batch of this shape was prepared since
+            self._bind(handle)  # another batch of this shape was prepared since
         handle.request.infer(share_outputs=True)
         self._last = handle.request
 
     def outputs(self) -> dict[str, Any]:
         if self._last is None:
             return {}
-        return {name: self._last.get_output_tensor(i).data.copy()
-                for i, name in enumerate(self.output_names)}
+        return {name: self._last.get_output_tensor(i).data.copy() for i, name in enumerate(self.output_names)}
 
     def timed_region(self) -> dict[str, Any]:
-        return region("InferRequest.infer() (synchronous) on ov.Tensors that share the numpy "
-                      "inputs' memory, bound to the request once per prepared batch (again "
-                      "only when another batch of the same shape was prepared since); "
-                      "outputs stay in the request's tensors",
-                      host_device_copies=False, sync="blocking: infer returns when outputs "
-                      "are ready", shapes=self.shapes, streams=int(self.cfg.options["streams"]))
+        return region(
+            "InferRequest.infer() (synchronous) on ov.Tensors that share the numpy "
+            "inputs' memory, bound to the request once per prepared batch (again "
+            "only when another batch of the same shape was prepared since); "
+            "outputs stay in the request's tensors",
+            host_device_copies=False,
+            sync="blocking: infer returns when outputs are ready",
+            shapes=self.shapes,
+            streams=int(self.cfg.options["streams"]),
+        )
 
     def runtime(self) -> dict[str, Any]:
         c = self.compiled
-        props = {k: _plain(c.get_property(k)) for k in (
-            "INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS", "NUM_STREAMS",
-            "PERFORMANCE_HINT", "EXECUTION_DEVICES", "EXECUTION_MODE_HINT",
-            "ENABLE_CPU_PINNING", "ENABLE_HYPER_THREADING", "SCHEDULING_CORE_TYPE")}
+        props = {
+            k: _plain(c.get_property(k))
+            for k in (
+                "INFERENCE_PRECISION_HINT",
+                "INFERENCE_NUM_THREADS",
+                "NUM_STREAMS",
+                "PERFORMANCE_HINT",
+                "EXECUTION_DEVICES",
+                "EXECUTION_MODE_HINT",
+                "ENABLE_CPU_PINNING",
+                "ENABLE_HYPER_THREADING",
+                "SCHEDULING_CORE_TYPE",
+            )
+        }
         nodes: dict[str, int] = {}
         for op in c.get_runtime_model().get_ordered_ops():
             info = op.get_rt_info()
@@ -163,24 +212,38 @@ class OvRunner(Runner):
                 p = info["runtimePrecision"].astype(str)
                 nodes[p] = nodes.get(p, 0) + 1
         devices = props["EXECUTION_DEVICES"]
-        return {"device_kind": "cpu" if devices == ["CPU"] else ",".join(devices).lower(),
-                "openvino": self.ov.__version__, "properties": props,
-                "asked": {k: _plain(v) for k, v in self.asked.items()},
-                "intra_op_threads": props["INFERENCE_NUM_THREADS"],
-                "inter_op_threads": "none in OpenVINO (streams: see properties)",
-                "shapes": self.shapes,
-                "math_mode": {"openvino.inference_precision_hint":
-                              props["INFERENCE_PRECISION_HINT"],
-                              "openvino.node_precisions": nodes, "env": self.env}}
+        return {
+            "device_kind": "cpu" if devices == ["CPU"] else ",".join(devices).lower(),
+            "openvino": self.ov.__version__,
+            "properties": props,
+            "asked": {k: _plain(v) for k, v in self.asked.items()},
+            "intra_op_threads": props["INFERENCE_NUM_THREADS"],
+            "inter_op_threads": "none in OpenVINO (streams: see properties)",
+            "shapes": self.shapes,
+            "math_mode": {
+                "openvino.inference_precision_hint": props["INFERENCE_PRECISION_HINT"],
+                "openvino.node_precisions": nodes,
+                "env": self.env,
+            },
+        }
 
     def verify(self, runtime: dict[str, Any]) -> None:
         props, asked = runtime["properties"], {k: _plain(v) for k, v in self.asked.items()}
         if props["EXECUTION_DEVICES"] != ["CPU"]:
-            raise FellBack(f"asked for the CPU plugin, OpenVINO ran on "
-                           f"{', '.join(props['EXECUTION_DEVICES'])}")
-        wrong = [f"{k}={asked[k]} ran as {props[k]}" for k in (
-            "INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS", "NUM_STREAMS",
-            "PERFORMANCE_HINT", "ENABLE_CPU_PINNING") if props[k] != asked[k]]
+            raise FellBack(
+                f"asked for the CPU plugin, OpenVINO ran on {', '.join(props['EXECUTION_DEVICES'])}"
+            )
+        wrong = [
+            f"{k}={asked[k]} ran as {props[k]}"
+            for k in (
+                "INFERENCE_PRECISION_HINT",
+                "INFERENCE_NUM_THREADS",
+                "NUM_STREAMS",
+                "PERFORMANCE_HINT",
+                "ENABLE_CPU_PINNING",
+            )
+            if props[k] != asked[k]
+        ]
         nodes = runtime["math_mode"]["openvino.node_precisions"]
         narrow = {p: n for p, n in nodes.items() if p in NARROW and p != self.hint}
         if narrow:
@@ -190,8 +253,10 @@ class OvRunner(Runner):
         if self.cfg.precision == "int8" and not any(p in nodes for p in QUANTIZED):
             wrong.append("no node computes in int8 (the QDQ pairs were not fused)")
         if wrong:
-            raise FellBack(f"--precision {self.cfg.precision}: OpenVINO's CPU plugin did not "
-                           f"run as asked: {'; '.join(wrong)}")
+            raise FellBack(
+                f"--precision {self.cfg.precision}: OpenVINO's CPU plugin did not "
+                f"run as asked: {'; '.join(wrong)}"
+            )
 
 
 def _hint(precision: str, caps: list[str]) -> str:
@@ -199,11 +264,15 @@ def _hint(precision: str, caps: list[str]) -> str:
     if precision == "fp16":
         return "f16" if "FP16" in caps else "f32"
     if precision == "bf16" and "BF16" not in caps:
-        raise UserError(f"--precision bf16: OpenVINO's CPU plugin has no bf16 on this CPU "
-                        f"(its capabilities: {', '.join(caps)})")
+        raise UserError(
+            f"--precision bf16: OpenVINO's CPU plugin has no bf16 on this CPU "
+            f"(its capabilities: {', '.join(caps)})"
+        )
     if precision not in HINTS:
-        raise UserError(f"--precision {precision}: openvino runs "
-                        f"{', '.join(p for p in BACKEND.precisions('cpu') if p != 'auto')}")
+        raise UserError(
+            f"--precision {precision}: openvino runs "
+            f"{', '.join(p for p in BACKEND.precisions('cpu') if p != 'auto')}"
+        )
     return HINTS[precision]
 
 
@@ -231,16 +300,32 @@ def bf16_here() -> bool:
 class OpenVino(Backend):
     formats = (ONNX,)
     options = (
-        Option("performance_hint", "LATENCY", ("LATENCY", "THROUGHPUT"),
-               help="PERFORMANCE_HINT (the plugin's defaults for threads and pinning)"),
-        Option("streams", 1, kind=int,
-               help="NUM_STREAMS; one synchronous request runs on one stream, with "
-                    "threads/streams of the threads"),
-        Option("pinning", "on", ON_OFF,
-               help="ENABLE_CPU_PINNING: threads bound to cores (the plugin's Linux default)"),
-        Option("reshape", "auto", ("auto", "off"),
-               help="auto: symbolic dimensions fixed at load when the cell runs one batch "
-                    "size; off: compiled dynamic"),
+        Option(
+            "performance_hint",
+            "LATENCY",
+            ("LATENCY", "THROUGHPUT"),
+            help="PERFORMANCE_HINT (the plugin's defaults for threads and pinning)",
+        ),
+        Option(
+            "streams",
+            1,
+            kind=int,
+            help="NUM_STREAMS; one synchronous request runs on one stream, with "
+            "threads/streams of the threads",
+        ),
+        Option(
+            "pinning",
+            "on",
+            ON_OFF,
+            help="ENABLE_CPU_PINNING: threads bound to cores (the plugin's Linux default)",
+        ),
+        Option(
+            "reshape",
+            "auto",
+            ("auto", "off"),
+            help="auto: symbolic dimensions fixed at load when the cell runs one batch "
+            "size; off: compiled dynamic",
+        ),
     )
 
     def precisions(self, device):
@@ -248,13 +333,17 @@ class OpenVino(Backend):
 
     def precision_reason(self, device, precision):
         if precision == "bf16":
-            return ("OpenVINO's CPU plugin runs bf16 on CPUs with AVX512_BF16 or AMX; this one "
-                    "has neither")
+            return "OpenVINO's CPU plugin runs bf16 on CPUs with AVX512_BF16 or AMX; this one has neither"
         return super().precision_reason(device, precision)
 
     def runner(self, artifact: ArtifactRef, cfg: RunConfig) -> Runner:
         return OvRunner(artifact, cfg)
 
 
-BACKEND = OpenVino("openvino", "OpenVINO (CPU plugin; fp32 as IEEE f32, bf16 its own precision)",
-                   "openvino", "openvino", "openvino")
+BACKEND = OpenVino(
+    "openvino",
+    "OpenVINO (CPU plugin; fp32 as IEEE f32, bf16 its own precision)",
+    "openvino",
+    "openvino",
+    "openvino",
+)

@@ -8,16 +8,16 @@ device (cuBLAS, cuDNN and oneDNN switches set and read back by
 peak device memory is ``torch.cuda.max_memory_allocated``.  A model or an
 output that is not on the device asked for fails the cell.
 """
+
 from __future__ import annotations
 
 import contextlib
 from typing import Any
 
-from dlbench.harness import mathmode
-from dlbench.harness.backends.base import (ArtifactRef, FellBack, Option, RunConfig, Runner, region,
-                                           with_tf32)
-from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
 from dlbench.core.errors import UserError
+from dlbench.harness import mathmode
+from dlbench.harness.backends.base import ArtifactRef, FellBack, Option, RunConfig, Runner, region, with_tf32
+from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
 
 DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -31,7 +31,7 @@ class TorchRunner(NativeRunner):
         self.torch = torch
         torch.set_num_threads(self.cfg.intra_op_threads)
         if torch.get_num_interop_threads() != self.cfg.inter_op_threads:
-            with contextlib.suppress(RuntimeError):       # settable once per process
+            with contextlib.suppress(RuntimeError):  # settable once per process
                 torch.set_num_interop_threads(self.cfg.inter_op_threads)
         if self.cfg.device == "cuda":
             if not torch.cuda.is_available():
@@ -49,10 +49,11 @@ class TorchRunner(NativeRunner):
             model = self.load_user()
         elif self.artifact.checkpoint:
             from dlbench.models.native import pytorch as native
+
             model = native.load(self.spec, self.artifact.checkpoint)
         else:
             model = self.spec.build("pytorch", seed=self.cfg.seed)
-        if not self.user:                 # a user's model comes in eval mode where it has one
+        if not self.user:  # a user's model comes in eval mode where it has one
             model = model.eval()
         self.model = model.to(self.device, self.dtype)
         self.compiled = self.cfg.options["compile"] != "off"
@@ -62,8 +63,10 @@ class TorchRunner(NativeRunner):
 
     def prepare(self, feeds: dict[str, Any]) -> Any:
         # Floats take the run's precision; integer inputs (token ids) keep their dtype.
-        return [self.torch.from_numpy(x).to(self.device, self.dtype if x.dtype.kind == "f"
-                                            else None) for x in feeds.values()]
+        return [
+            self.torch.from_numpy(x).to(self.device, self.dtype if x.dtype.kind == "f" else None)
+            for x in feeds.values()
+        ]
 
     def run(self, x: Any) -> None:
         with self.torch.inference_mode():
@@ -76,16 +79,25 @@ class TorchRunner(NativeRunner):
     def outputs(self) -> dict[str, Any]:
         if self.user:
             from dlbench.models.user.pytorch import to_numpy
+
             return to_numpy(self._out)
         return {"logits": self._out.float().cpu().numpy()}
 
     def timed_region(self) -> dict[str, Any]:
         how = "torch.compile'd module" if self.compiled else "eager module"
-        sync = "torch.cuda.synchronize" if self.device.type == "cuda" else \
-            "none needed: CPU ops return when done"
-        return region(f"model(x) under torch.inference_mode ({how}), input tensor already on "
-                      f"{self.device.type}; {sync}", host_device_copies=False, io_binding=False,
-                      cuda_graph=False, sync=sync)
+        sync = (
+            "torch.cuda.synchronize"
+            if self.device.type == "cuda"
+            else "none needed: CPU ops return when done"
+        )
+        return region(
+            f"model(x) under torch.inference_mode ({how}), input tensor already on "
+            f"{self.device.type}; {sync}",
+            host_device_copies=False,
+            io_binding=False,
+            cuda_graph=False,
+            sync=sync,
+        )
 
     def runtime(self) -> dict[str, Any]:
         torch = self.torch
@@ -94,18 +106,22 @@ class TorchRunner(NativeRunner):
         if hasattr(self, "_out"):
             if self.user:
                 from dlbench.models.user.pytorch import flatten
+
                 first = next(iter(flatten(self._out).values()), None)
             else:
                 first = self._out
             out_device = first.device.type if first is not None else None
-        info = {"device_kind": param.device.type if param is not None else out_device,
-                "output_device": out_device,
-                "dtype": str(param.dtype).removeprefix("torch.") if param is not None else None,
-                "torch": torch.__version__,
-                "intra_op_threads": torch.get_num_threads(),
-                "inter_op_threads": torch.get_num_interop_threads(),
-                "compile": self.cfg.options["compile"], "math_mode": self.math,
-                **self.describe()}
+        info = {
+            "device_kind": param.device.type if param is not None else out_device,
+            "output_device": out_device,
+            "dtype": str(param.dtype).removeprefix("torch.") if param is not None else None,
+            "torch": torch.__version__,
+            "intra_op_threads": torch.get_num_threads(),
+            "inter_op_threads": torch.get_num_interop_threads(),
+            "compile": self.cfg.options["compile"],
+            "math_mode": self.math,
+            **self.describe(),
+        }
         if self.device.type == "cuda":
             info["device_name"] = torch.cuda.get_device_name(self.device)
             info["cuda"] = torch.version.cuda
@@ -114,8 +130,7 @@ class TorchRunner(NativeRunner):
     def verify(self, runtime: dict[str, Any]) -> None:
         super().verify(runtime)
         if runtime["output_device"] not in (None, self.device.type):
-            raise FellBack(f"outputs came back on {runtime['output_device']}, asked for "
-                           f"{self.device.type}")
+            raise FellBack(f"outputs came back on {runtime['output_device']}, asked for {self.device.type}")
 
     def device_memory_mb(self) -> float | None:
         if self.device.type != "cuda":
@@ -126,8 +141,15 @@ class TorchRunner(NativeRunner):
 class PyTorch(NativeFramework):
     framework = "pytorch"
     formats = native_formats("pytorch")
-    options = (Option("compile", "off", ("off", "default", "reduce-overhead", "max-autotune"),
-                      help="torch.compile mode (off: eager)", const="default"),)
+    options = (
+        Option(
+            "compile",
+            "off",
+            ("off", "default", "reduce-overhead", "max-autotune"),
+            help="torch.compile mode (off: eager)",
+            const="default",
+        ),
+    )
 
     def precisions(self, device):
         return with_tf32(("fp32", "fp16", "bf16"), device) if device == "cuda" else ("fp32", "bf16")
@@ -136,5 +158,4 @@ class PyTorch(NativeFramework):
         return TorchRunner(artifact, cfg)
 
 
-BACKEND = PyTorch("pytorch", "PyTorch native inference (eager or torch.compile)", "torch", "torch",
-                  "pytorch")
+BACKEND = PyTorch("pytorch", "PyTorch native inference (eager or torch.compile)", "torch", "torch", "pytorch")

@@ -10,6 +10,7 @@ or pretends to have run on another device, only in cells whose batch is
 eager framework does with its activations: whether the pages fault in again
 each time is the allocator's doing (``--allocator``), and shows as kernel time.
 """
+
 from __future__ import annotations
 
 import os
@@ -56,7 +57,7 @@ class SelftestRunner(Runner):
         if o["touch_mib"]:
             import numpy as np
 
-            np.ones(o["touch_mib"] * 2**17)       # 2**17 float64 = 1 MiB, freed at once
+            np.ones(o["touch_mib"] * 2**17)  # 2**17 float64 = 1 MiB, freed at once
         t = (o["service_ms"] + o["per_sample_ms"] * batch) / 1000
         if o["jitter"]:
             t *= 1 + o["jitter"] * float(self.rng.uniform(-1, 1))
@@ -67,15 +68,23 @@ class SelftestRunner(Runner):
             pass
 
     def timed_region(self) -> dict[str, Any]:
-        return region("a sleep of service_ms + per_sample_ms x batch (selftest)",
-                      host_device_copies=False, io_binding=False, cuda_graph=False,
-                      sync="none")
+        return region(
+            "a sleep of service_ms + per_sample_ms x batch (selftest)",
+            host_device_copies=False,
+            io_binding=False,
+            cuda_graph=False,
+            sync="none",
+        )
 
     def runtime(self) -> dict[str, Any]:
-        fell_back = self.cfg.options["fail"] == "fallback" and \
-            self.cfg.options["fail_batch"] in (0, self.batch)
-        return {"device_kind": "elsewhere" if fell_back else self.cfg.device,
-                "options": dict(self.cfg.options)}
+        fell_back = self.cfg.options["fail"] == "fallback" and self.cfg.options["fail_batch"] in (
+            0,
+            self.batch,
+        )
+        return {
+            "device_kind": "elsewhere" if fell_back else self.cfg.device,
+            "options": dict(self.cfg.options),
+        }
 
 
 class Selftest(Backend):
@@ -94,6 +103,7 @@ class Selftest(Backend):
 
     def version(self):
         from dlbench.core.version import __version__
+
         return __version__
 
     def precisions(self, device):
@@ -103,5 +113,10 @@ class Selftest(Backend):
         return SelftestRunner(artifact, cfg)
 
 
-BACKEND = Selftest("selftest", "test double: sleeps for a known service time, fails on request",
-                   "dlbench.harness", "dlbench", "test")
+BACKEND = Selftest(
+    "selftest",
+    "test double: sleeps for a known service time, fails on request",
+    "dlbench.harness",
+    "dlbench",
+    "test",
+)

@@ -12,20 +12,28 @@ read back by ``harness.mathmode``), and ``tf32`` runs it in TensorFloat-32.
 Soft device placement is off: an op with no kernel on the device asked for
 fails the cell instead of quietly running on the CPU, and the record says so.
 """
+
 from __future__ import annotations
 
 import os
 import sys
 from typing import Any
 
-from dlbench.harness import mathmode
-from dlbench.harness.backends.base import (ON_OFF, ArtifactRef, FellBack, Option, RunConfig, Runner,
-                                           region, with_tf32)
-from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
 from dlbench.core.errors import UserError
+from dlbench.harness import mathmode
+from dlbench.harness.backends.base import (
+    ON_OFF,
+    ArtifactRef,
+    FellBack,
+    Option,
+    RunConfig,
+    Runner,
+    region,
+    with_tf32,
+)
+from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
 
-POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16",
-            "fp16": "mixed_float16"}
+POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
 class TfRunner(NativeRunner):
@@ -46,8 +54,10 @@ class TfRunner(NativeRunner):
         if self.cfg.device == "cuda":
             gpus = tf.config.list_physical_devices("GPU")
             if not gpus:
-                raise UserError("--device cuda: TensorFlow sees no GPU "
-                                f"({'built with CUDA' if tf.test.is_built_with_cuda() else 'a CPU-only build'})")
+                raise UserError(
+                    "--device cuda: TensorFlow sees no GPU "
+                    f"({'built with CUDA' if tf.test.is_built_with_cuda() else 'a CPU-only build'})"
+                )
             self.tf_device = f"/GPU:{self.cfg.device_id}"
         else:
             self.tf_device = "/CPU:0"
@@ -64,6 +74,7 @@ class TfRunner(NativeRunner):
                     self.model = self.load_user()
                 elif self.artifact.checkpoint:
                     from dlbench.models.native import tensorflow as native
+
                     self.model = native.load(self.spec, self.artifact.checkpoint)
                 else:
                     self.model = self.spec.build("tensorflow", seed=self.cfg.seed)
@@ -76,6 +87,7 @@ class TfRunner(NativeRunner):
         if self.user:
             from dlbench.harness.usermodel import source_of
             from dlbench.models.user.tensorflow import caller
+
             call = caller(self.model, source_of(self.artifact), [t.name for t in self.inputs()])
         else:
             model = self.model
@@ -108,16 +120,25 @@ class TfRunner(NativeRunner):
     def outputs(self) -> dict[str, Any]:
         if self.user:
             from dlbench.models.user.tensorflow import to_numpy
+
             return to_numpy(self._out, self.artifact.meta.get("outputs"))
         return {"logits": self._out.numpy()}
 
     def timed_region(self) -> dict[str, Any]:
-        sync = ("tf.test.experimental.sync_devices" if self.cfg.device == "cuda"
-                else "none needed: the CPU call returns when the outputs exist")
-        return region(f"a tf.function around model(x, training=False){' with XLA' if self.xla else ''}"
-                      f", {self.layout} input already on {self.tf_device}; {sync}",
-                      host_device_copies=False, io_binding=False, cuda_graph=False, sync=sync,
-                      layout=self.layout)
+        sync = (
+            "tf.test.experimental.sync_devices"
+            if self.cfg.device == "cuda"
+            else "none needed: the CPU call returns when the outputs exist"
+        )
+        return region(
+            f"a tf.function around model(x, training=False){' with XLA' if self.xla else ''}"
+            f", {self.layout} input already on {self.tf_device}; {sync}",
+            host_device_copies=False,
+            io_binding=False,
+            cuda_graph=False,
+            sync=sync,
+            layout=self.layout,
+        )
 
     def _check_user_policy(self, policy: str) -> None:
         """A saved model keeps the dtype policies it was saved with (and a SavedModel has
@@ -127,13 +148,22 @@ class TfRunner(NativeRunner):
 
         layers = getattr(self.model, "layers", None)
         if layers is None:
-            raise FellBack(f"--precision {self.cfg.precision}: a SavedModel runs in the "
-                           f"dtypes it was saved with")
-        kept = sorted({str(getattr(layer.dtype_policy, "name", layer.dtype_policy))
-                       for layer in layers if getattr(layer, "weights", None)} - {policy})
+            raise FellBack(
+                f"--precision {self.cfg.precision}: a SavedModel runs in the dtypes it was saved with"
+            )
+        kept = sorted(
+            {
+                str(getattr(layer.dtype_policy, "name", layer.dtype_policy))
+                for layer in layers
+                if getattr(layer, "weights", None)
+            }
+            - {policy}
+        )
         if kept:
-            raise FellBack(f"--precision {self.cfg.precision}: the saved model's layers keep "
-                           f"their own dtype policy ({', '.join(kept)}), not {policy}")
+            raise FellBack(
+                f"--precision {self.cfg.precision}: the saved model's layers keep "
+                f"their own dtype policy ({', '.join(kept)}), not {policy}"
+            )
 
     @property
     def layout(self) -> str:
@@ -146,24 +176,34 @@ class TfRunner(NativeRunner):
         out = getattr(self, "_out", None)
         if self.user and out is not None:
             from dlbench.models.user.tensorflow import flatten
+
             out = next(iter(flatten(out).values()), None)
         out_device = out.device if out is not None else ""
         kind = "cuda" if "GPU" in out_device else ("cpu" if "CPU" in out_device else "")
         threading = tf.config.threading
-        return {"device_kind": kind, "output_device": out_device, "tensorflow": tf.__version__,
-                "keras": self.keras.__version__, "dtype_policy": self.policy, "xla": self.xla,
-                "onednn_enabled": bool(_pywrap_util_port.IsMklEnabled()),
-                "intra_op_threads": threading.get_intra_op_parallelism_threads(),
-                "inter_op_threads": threading.get_inter_op_parallelism_threads(),
-                "layout": self.layout, "math_mode": self.math,
-                "soft_device_placement": bool(tf.config.get_soft_device_placement()),
-                **self.describe()}
+        return {
+            "device_kind": kind,
+            "output_device": out_device,
+            "tensorflow": tf.__version__,
+            "keras": self.keras.__version__,
+            "dtype_policy": self.policy,
+            "xla": self.xla,
+            "onednn_enabled": bool(_pywrap_util_port.IsMklEnabled()),
+            "intra_op_threads": threading.get_intra_op_parallelism_threads(),
+            "inter_op_threads": threading.get_inter_op_parallelism_threads(),
+            "layout": self.layout,
+            "math_mode": self.math,
+            "soft_device_placement": bool(tf.config.get_soft_device_placement()),
+            **self.describe(),
+        }
 
     def verify(self, runtime: dict[str, Any]) -> None:
         super().verify(runtime)
         if runtime["soft_device_placement"]:
-            raise FellBack("TensorFlow's soft device placement is on: ops without a "
-                           f"{self.cfg.device} kernel may have run on the CPU")
+            raise FellBack(
+                "TensorFlow's soft device placement is on: ops without a "
+                f"{self.cfg.device} kernel may have run on the CPU"
+            )
 
 
 class TensorFlow(NativeFramework):
@@ -178,5 +218,10 @@ class TensorFlow(NativeFramework):
         return TfRunner(artifact, cfg)
 
 
-BACKEND = TensorFlow("tensorflow", "TensorFlow native inference (tf.function, CPU or GPU)",
-                     "tensorflow", "tensorflow", "tensorflow")
+BACKEND = TensorFlow(
+    "tensorflow",
+    "TensorFlow native inference (tf.function, CPU or GPU)",
+    "tensorflow",
+    "tensorflow",
+    "tensorflow",
+)

@@ -26,6 +26,7 @@ the builder's read-back in its sidecar.  Both are the record's math mode.
 Everything here imports TensorRT and CUDA lazily: the module loads on a
 machine without either, where ``dlbench backends`` says why.
 """
+
 from __future__ import annotations
 
 import time
@@ -33,25 +34,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.harness import mathmode
-from dlbench.harness.backends.base import ON_OFF, ArtifactRef, Backend, FellBack, Option, RunConfig, Runner, TensorInfo, has_nvidia_gpu, region, with_tf32
-from dlbench.harness.formats import ONNX, TRT_ENGINE
-from dlbench.core.errors import UserError
-from dlbench.harness.frameworks import is_installed
-
-
 # The engine sidecar contract (ENGINE.json: TensorRT version, GPU, precision, profile,
 # source ONNX) and the cuda-python helpers are shared with converters/ (dlbench build).
-from dlbench.converters.tensorrt_runtime import (  # noqa: E402
-    check, check_sidecar, cudart, device_properties, read_sidecar, tensorrt_version_here)
-from dlbench.harness.fingerprint import fingerprint  # noqa: E402
+from dlbench.converters.tensorrt_runtime import (
+    check,
+    check_sidecar,
+    cudart,
+    device_properties,
+    read_sidecar,
+    tensorrt_version_here,
+)
+from dlbench.core.errors import UserError
+from dlbench.harness import mathmode
+from dlbench.harness.backends.base import (
+    ON_OFF,
+    ArtifactRef,
+    Backend,
+    FellBack,
+    Option,
+    RunConfig,
+    Runner,
+    TensorInfo,
+    has_nvidia_gpu,
+    region,
+    with_tf32,
+)
+from dlbench.harness.fingerprint import fingerprint
+from dlbench.harness.formats import ONNX, TRT_ENGINE
+from dlbench.harness.frameworks import is_installed
 
 
 @dataclass
 class _Buffers:
     shapes: dict[str, tuple[int, ...]]
     device: dict[str, int] = field(default_factory=dict)
-    host: dict[str, Any] = field(default_factory=dict)      # pinned numpy views
+    host: dict[str, Any] = field(default_factory=dict)  # pinned numpy views
     nbytes: dict[str, int] = field(default_factory=dict)
     graph_exec: Any = None
 
@@ -71,32 +88,41 @@ class TrtRunner(Runner):
             # The parent checked the sidecar against the fingerprint; check again against what
             # TensorRT and CUDA report in this process.
             gpu = device_properties(self.cfg.device_id)
-            check_sidecar(self.artifact.path, self.artifact.meta, trt_version=trt.__version__,
-                          gpu_name=gpu["name"], compute_capability=gpu["compute_capability"])
+            check_sidecar(
+                self.artifact.path,
+                self.artifact.meta,
+                trt_version=trt.__version__,
+                gpu_name=gpu["name"],
+                compute_capability=gpu["compute_capability"],
+            )
             serialized = Path(self.artifact.path).read_bytes()
             self.built_here = False
-            self.tf32_flag = self.artifact.meta.get("tf32")     # None: built before it was kept
+            self.tf32_flag = self.artifact.meta.get("tf32")  # None: built before it was kept
         else:
             serialized = self._build(trt)
             self.built_here = True
         self.math = mathmode.tensorrt_math(self.tf32_flag, self.cfg.precision)
         self.engine = runtime.deserialize_cuda_engine(serialized)
         if self.engine is None:
-            raise UserError(f"{self.artifact.path}: TensorRT {trt.__version__} cannot deserialize "
-                            f"this engine (built by another version or for another GPU?)")
+            raise UserError(
+                f"{self.artifact.path}: TensorRT {trt.__version__} cannot deserialize "
+                f"this engine (built by another version or for another GPU?)"
+            )
         self.context = self.engine.create_execution_context()
         self.stream = check(self.rt.cudaStreamCreate())
-        self.events = {k: check(self.rt.cudaEventCreate()) for k in
-                       ("start", "h2d", "compute", "d2h")}
+        self.events = {k: check(self.rt.cudaEventCreate()) for k in ("start", "h2d", "compute", "d2h")}
         self.names = [self.engine.get_tensor_name(i) for i in range(self.engine.num_io_tensors)]
-        self.input_names = [n for n in self.names
-                            if self.engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
+        self.input_names = [n for n in self.names if self.engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
         self.output_names = [n for n in self.names if n not in self.input_names]
         self.with_transfers = self.cfg.options["with_transfers"] == "on"
         self.use_graph = self.cfg.options["cuda_graph"] == "on"
         self._current: _Buffers | None = None
-        self._times: dict[str, list[float]] = {"h2d_ms": [], "compute_ms": [], "d2h_ms": [],
-                                               "event_query_host_ms": []}
+        self._times: dict[str, list[float]] = {
+            "h2d_ms": [],
+            "compute_ms": [],
+            "d2h_ms": [],
+            "event_query_host_ms": [],
+        }
         self._note_memory()
 
     def _build(self, trt) -> bytes:
@@ -109,11 +135,14 @@ class TrtRunner(Runner):
         parser = trt.OnnxParser(network, self.logger)
         if not parser.parse_from_file(str(self.artifact.path)):
             errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
-            raise UserError(f"TensorRT's ONNX parser rejects {self.artifact.path}: "
-                            f"{errors[0].splitlines()[0] if errors else 'unknown error'}")
+            raise UserError(
+                f"TensorRT's ONNX parser rejects {self.artifact.path}: "
+                f"{errors[0].splitlines()[0] if errors else 'unknown error'}"
+            )
         config = builder.create_builder_config()
-        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE,
-                                     int(self.cfg.options["workspace_mb"]) << 20)
+        config.set_memory_pool_limit(
+            trt.MemoryPoolType.WORKSPACE, int(self.cfg.options["workspace_mb"]) << 20
+        )
         self.tf32_flag = None
         if hasattr(trt.BuilderFlag, "TF32"):
             # "fp32" means IEEE float32, as in dlbench build; tf32 is its own precision.
@@ -132,8 +161,9 @@ class TrtRunner(Runner):
             dynamic = True
             full = self.cfg.shapes.get(tensor.name)
             if full is None:
-                raise UserError(f"input {tensor.name!r} has dynamic dimensions {shape}: give "
-                                f"them with --shape")
+                raise UserError(
+                    f"input {tensor.name!r} has dynamic dimensions {shape}: give them with --shape"
+                )
             rest = [int(d) for d in full[1:]]
             lo = [self.cfg.min_batch] + rest
             hi = [self.cfg.max_batch] + rest
@@ -142,8 +172,9 @@ class TrtRunner(Runner):
             config.add_optimization_profile(profile)
         serialized = builder.build_serialized_network(network, config)
         if serialized is None:
-            raise RuntimeError(f"TensorRT failed to build an engine from {self.artifact.path} "
-                               f"(see the log above)")
+            raise RuntimeError(
+                f"TensorRT failed to build an engine from {self.artifact.path} (see the log above)"
+            )
         return bytes(serialized)
 
     def inputs(self) -> list[TensorInfo]:
@@ -171,12 +202,20 @@ class TrtRunner(Runner):
             array = np.ascontiguousarray(feeds[name], dtype=self._np_dtype(name))
             if not self.context.set_input_shape(name, array.shape):
                 lo, _, hi = self.engine.get_tensor_profile_shape(name, 0)
-                raise UserError(f"input {name!r} shape {array.shape} is outside the engine's "
-                                f"profile {tuple(lo)}..{tuple(hi)}")
+                raise UserError(
+                    f"input {name!r} shape {array.shape} is outside the engine's "
+                    f"profile {tuple(lo)}..{tuple(hi)}"
+                )
             self._allocate(buf, name, array.shape, array.dtype)
             np.copyto(buf.host[name], array)
-            check(rt.cudaMemcpy(buf.device[name], buf.host[name].ctypes.data, buf.nbytes[name],
-                                rt.cudaMemcpyKind.cudaMemcpyHostToDevice))
+            check(
+                rt.cudaMemcpy(
+                    buf.device[name],
+                    buf.host[name].ctypes.data,
+                    buf.nbytes[name],
+                    rt.cudaMemcpyKind.cudaMemcpyHostToDevice,
+                )
+            )
         for name in self.output_names:
             shape = tuple(self.context.get_tensor_shape(name))
             buf.shapes[name] = shape
@@ -187,15 +226,18 @@ class TrtRunner(Runner):
             if not self.context.execute_async_v3(int(self.stream)):
                 raise RuntimeError("execute_async_v3 failed before graph capture")
             check(rt.cudaStreamSynchronize(self.stream))
-            check(rt.cudaStreamBeginCapture(
-                self.stream, rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal))
+            check(
+                rt.cudaStreamBeginCapture(
+                    self.stream, rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal
+                )
+            )
             ok = self.context.execute_async_v3(int(self.stream))
             graph = check(rt.cudaStreamEndCapture(self.stream))
             if not ok:
                 raise RuntimeError("execute_async_v3 failed during CUDA graph capture")
             try:
                 buf.graph_exec = check(rt.cudaGraphInstantiate(graph, 0))
-            except TypeError:           # CUDA 11 bindings: (graph, error node buffer, size)
+            except TypeError:  # CUDA 11 bindings: (graph, error node buffer, size)
                 buf.graph_exec = check(rt.cudaGraphInstantiate(graph, b"", 0))[0]
             check(rt.cudaGraphDestroy(graph))
         self._note_memory()
@@ -226,7 +268,7 @@ class TrtRunner(Runner):
         """cuda-python returns ``(cudaError_t, ...)``; one comparison per call in the timed
         region, the error's name only when it failed."""
         if result[0] != self._success:
-            check(result)                       # raises with CUDA's name for the error
+            check(result)  # raises with CUDA's name for the error
             raise RuntimeError(f"{call} failed: {result[0]}")
 
     def run(self, buf: _Buffers) -> None:
@@ -236,9 +278,16 @@ class TrtRunner(Runner):
         ok(rt.cudaEventRecord(ev["start"], stream), "cudaEventRecord")
         if self.with_transfers:
             for name in self.input_names:
-                ok(rt.cudaMemcpyAsync(buf.device[name], buf.host[name].ctypes.data,
-                                      buf.nbytes[name], rt.cudaMemcpyKind.cudaMemcpyHostToDevice,
-                                      stream), "cudaMemcpyAsync (host to device)")
+                ok(
+                    rt.cudaMemcpyAsync(
+                        buf.device[name],
+                        buf.host[name].ctypes.data,
+                        buf.nbytes[name],
+                        rt.cudaMemcpyKind.cudaMemcpyHostToDevice,
+                        stream,
+                    ),
+                    "cudaMemcpyAsync (host to device)",
+                )
         ok(rt.cudaEventRecord(ev["h2d"], stream), "cudaEventRecord")
         if buf.graph_exec is not None:
             ok(rt.cudaGraphLaunch(buf.graph_exec, stream), "cudaGraphLaunch")
@@ -247,9 +296,16 @@ class TrtRunner(Runner):
         ok(rt.cudaEventRecord(ev["compute"], stream), "cudaEventRecord")
         if self.with_transfers:
             for name in self.output_names:
-                ok(rt.cudaMemcpyAsync(buf.host[name].ctypes.data, buf.device[name],
-                                      buf.nbytes[name], rt.cudaMemcpyKind.cudaMemcpyDeviceToHost,
-                                      stream), "cudaMemcpyAsync (device to host)")
+                ok(
+                    rt.cudaMemcpyAsync(
+                        buf.host[name].ctypes.data,
+                        buf.device[name],
+                        buf.nbytes[name],
+                        rt.cudaMemcpyKind.cudaMemcpyDeviceToHost,
+                        stream,
+                    ),
+                    "cudaMemcpyAsync (device to host)",
+                )
         ok(rt.cudaEventRecord(ev["d2h"], stream), "cudaEventRecord")
 
     def sync(self) -> None:
@@ -271,8 +327,14 @@ class TrtRunner(Runner):
         rt, buf = self.rt, self._current
         out = {}
         for name in self.output_names:
-            check(rt.cudaMemcpy(buf.host[name].ctypes.data, buf.device[name], buf.nbytes[name],
-                                rt.cudaMemcpyKind.cudaMemcpyDeviceToHost))
+            check(
+                rt.cudaMemcpy(
+                    buf.host[name].ctypes.data,
+                    buf.device[name],
+                    buf.nbytes[name],
+                    rt.cudaMemcpyKind.cudaMemcpyDeviceToHost,
+                )
+            )
             out[name] = buf.host[name].copy()
         return out
 
@@ -292,28 +354,44 @@ class TrtRunner(Runner):
         return (self._free_at_start - self._min_free) / 2**20
 
     def timed_region(self) -> dict[str, Any]:
-        parts = ["execute_async_v3" if not self.use_graph else "cudaGraphLaunch of the captured "
-                 "enqueue", "cudaStreamSynchronize"]
+        parts = [
+            "execute_async_v3" if not self.use_graph else "cudaGraphLaunch of the captured enqueue",
+            "cudaStreamSynchronize",
+        ]
         if self.with_transfers:
-            parts = ["H2D copies from pinned host buffers"] + parts[:1] + \
-                    ["D2H copies to pinned host buffers"] + parts[1:]
+            parts = (
+                ["H2D copies from pinned host buffers"]
+                + parts[:1]
+                + ["D2H copies to pinned host buffers"]
+                + parts[1:]
+            )
         queries = sorted(self._times["event_query_host_ms"])
         query_p50 = queries[len(queries) // 2] if queries else None
-        return region(", ".join(parts) + "; CUDA events split H2D / compute / D2H; after the "
-                      "synchronize, 3 cudaEventElapsedTime queries, also timed (host time "
-                      "per iteration: device_times_ms.event_query_host_ms)",
-                      host_device_copies=self.with_transfers, io_binding=True,
-                      cuda_graph=self.use_graph, sync="cudaStreamSynchronize (blocking)",
-                      event_queries_in_region=3, event_query_host_ms_p50=query_p50,
-                      cuda_return_codes_checked=True)
+        return region(
+            ", ".join(parts) + "; CUDA events split H2D / compute / D2H; after the "
+            "synchronize, 3 cudaEventElapsedTime queries, also timed (host time "
+            "per iteration: device_times_ms.event_query_host_ms)",
+            host_device_copies=self.with_transfers,
+            io_binding=True,
+            cuda_graph=self.use_graph,
+            sync="cudaStreamSynchronize (blocking)",
+            event_queries_in_region=3,
+            event_query_host_ms_p50=query_p50,
+            cuda_return_codes_checked=True,
+        )
 
     def runtime(self) -> dict[str, Any]:
         props = check(self.rt.cudaGetDeviceProperties(self.cfg.device_id))
         name = props.name.decode() if isinstance(props.name, bytes) else str(props.name)
-        return {"device_kind": "cuda", "device_name": name.strip("\x00"),
-                "tensorrt": self.trt.__version__, "engine_built_in_cell": self.built_here,
-                "io_tensors": self.names, "math_mode": self.math,
-                "device_memory_bytes": getattr(self.engine, "device_memory_size_v2", None)}
+        return {
+            "device_kind": "cuda",
+            "device_name": name.strip("\x00"),
+            "tensorrt": self.trt.__version__,
+            "engine_built_in_cell": self.built_here,
+            "io_tensors": self.names,
+            "math_mode": self.math,
+            "device_memory_bytes": getattr(self.engine, "device_memory_size_v2", None),
+        }
 
     def verify(self, runtime: dict[str, Any]) -> None:
         if runtime["device_kind"] != "cuda":
@@ -333,24 +411,32 @@ def check_engine_here(engine: str | Path) -> dict[str, Any]:
     """Parent-side check of an engine's sidecar against the fingerprint (no TensorRT import)."""
     meta = read_sidecar(engine)
     gpus = fingerprint()["gpus"]
-    check_sidecar(engine, meta, trt_version=tensorrt_version_here(),
-                  gpu_name=gpus[0]["name"] if gpus else None,
-                  compute_capability=gpus[0].get("compute_capability") or None if gpus else None)
+    check_sidecar(
+        engine,
+        meta,
+        trt_version=tensorrt_version_here(),
+        gpu_name=gpus[0]["name"] if gpus else None,
+        compute_capability=gpus[0].get("compute_capability") or None if gpus else None,
+    )
     return meta
 
 
 class TensorRT(Backend):
     formats = (TRT_ENGINE, ONNX)
     options = (
-        Option("with_transfers", "off", ON_OFF, switch=True,
-               help="include host-to-device and device-to-host copies in the timed region"),
-        Option("cuda_graph", "off", ON_OFF, help="capture the enqueue as a CUDA graph",
-               switch=True),
+        Option(
+            "with_transfers",
+            "off",
+            ON_OFF,
+            switch=True,
+            help="include host-to-device and device-to-host copies in the timed region",
+        ),
+        Option("cuda_graph", "off", ON_OFF, help="capture the enqueue as a CUDA graph", switch=True),
         Option("workspace_mb", 4096, kind=int, help="builder workspace for ONNX builds"),
     )
 
     def missing(self):
-        if not has_nvidia_gpu():         # the machine first: no package would help
+        if not has_nvidia_gpu():  # the machine first: no package would help
             return self.no_device_reason()
         why = super().missing()
         if why is None and not is_installed("cuda"):
@@ -373,5 +459,6 @@ class TensorRT(Backend):
         return TrtRunner(artifact, cfg)
 
 
-BACKEND = TensorRT("tensorrt", "TensorRT engines (fp32/fp16/int8) on an NVIDIA GPU",
-                   "tensorrt", "tensorrt", "tensorrt")
+BACKEND = TensorRT(
+    "tensorrt", "TensorRT engines (fp32/fp16/int8) on an NVIDIA GPU", "tensorrt", "tensorrt", "tensorrt"
+)

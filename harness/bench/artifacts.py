@@ -23,6 +23,7 @@ For a zoo model's ONNX file the spec also sizes the dimensions the graph
 leaves dynamic besides the batch (a token model's sequence length), unless
 the user gives ``--shape``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.harness.backends.base import ArtifactRef, TensorInfo
-from dlbench.harness import formats
-from dlbench.harness.formats import MINDIR, ONNX, TRT_ENGINE, ZOO, checkpoint_format, user_format
 from dlbench.core.errors import UserError
+from dlbench.harness import formats
+from dlbench.harness.backends.base import ArtifactRef, TensorInfo
+from dlbench.harness.formats import MINDIR, ONNX, TRT_ENGINE, ZOO, checkpoint_format, user_format
 from dlbench.models.native import SUFFIXES as NATIVE_SUFFIXES
 
 CHECKPOINT_SUFFIXES = tuple(NATIVE_SUFFIXES)
@@ -43,17 +44,17 @@ CHECKPOINT_SUFFIXES = tuple(NATIVE_SUFFIXES)
 @dataclass
 class Artifact:
     ref: ArtifactRef
-    label: str                                  # as the user typed it
+    label: str  # as the user typed it
     sha256: str | None = None
-    signature: list[TensorInfo] | None = None   # None: only the engine knows (TensorRT plans)
-    precision: str | None = None                # the artifact's own, where it has one
+    signature: list[TensorInfo] | None = None  # None: only the engine knows (TensorRT plans)
+    precision: str | None = None  # the artifact's own, where it has one
     graph_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
-    onnx_model: Any = None                      # the parsed ModelProto, for FLOP counting
+    onnx_model: Any = None  # the parsed ModelProto, for FLOP counting
     notes: list[str] = field(default_factory=list)
     # --shape values used when the user gives none: a zoo model's own sizes for
     # the dimensions its graph leaves dynamic (a token model's sequence length).
     default_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    default_shapes_note: str | None = None      # what the records say when they are used
+    default_shapes_note: str | None = None  # what the records say when they are used
 
     @property
     def format(self) -> str:
@@ -67,14 +68,14 @@ class Artifact:
     def shapes_for(self, shapes: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
         """The user's --shape, else the artifact's own sizes for its dynamic dimensions,
         except where an --input file (a read ``GivenInput``) gives the shape itself."""
-        return shapes or {k: v for k, v in self.default_shapes.items()
-                          if k not in given or given[k].file is None}
+        return shapes or {
+            k: v for k, v in self.default_shapes.items() if k not in given or given[k].file is None
+        }
 
     def identity(self) -> dict[str, Any]:
-        d = {"format": self.ref.format, "path": self.ref.path, "model": self.ref.model,
-             "sha256": self.sha256}
+        d = {"format": self.ref.format, "path": self.ref.path, "model": self.ref.model, "sha256": self.sha256}
         if self.user:
-            d["user_source"] = self.ref.meta["source"]      # --model-from and --weights
+            d["user_source"] = self.ref.meta["source"]  # --model-from and --weights
         return d
 
 
@@ -96,9 +97,15 @@ def _neighbour_manifest(path: Path) -> dict[str, Any]:
     return {}
 
 
-def resolve(arg: str, model: str | None = None, framework: str | None = None, *,
-            shapes: dict[str, Any] | None = None, inputs: dict[str, Any] | None = None,
-            timeout: float | None = None) -> Artifact:
+def resolve(
+    arg: str,
+    model: str | None = None,
+    framework: str | None = None,
+    *,
+    shapes: dict[str, Any] | None = None,
+    inputs: dict[str, Any] | None = None,
+    timeout: float | None = None,
+) -> Artifact:
     """The one resolver: what a path (or zoo name) given to bench, verify or eval is.
 
     ``shapes`` and ``inputs`` (--shape, --input) size a user's model whose file does
@@ -108,10 +115,12 @@ def resolve(arg: str, model: str | None = None, framework: str | None = None, *,
     path = Path(arg)
     if not path.exists():
         from dlbench.models.registry import list_models
+
         if arg in list_models():
             return _zoo(arg)
-        raise UserError(f"{arg}: no such file or directory, and not a zoo model "
-                        f"(known: {', '.join(list_models())})")
+        raise UserError(
+            f"{arg}: no such file or directory, and not a zoo model (known: {', '.join(list_models())})"
+        )
     fmt = formats.recognize(path) if path.is_file() else None
     if fmt is not None:
         return fmt.load(path, arg, shapes=shapes, inputs=inputs, timeout=timeout)
@@ -120,24 +129,34 @@ def resolve(arg: str, model: str | None = None, framework: str | None = None, *,
         source = user.sniff(path)
         if source is not None:
             return _user(source, arg, shapes, inputs, timeout)
-        raise UserError(f"{arg}: {user.what_is(path)}; dlbench reads {_file_formats()}, "
-                        f"TorchScript, torch.export (.pt2), .keras, Keras .h5, "
-                        f"SavedModel directories and 'dlbench train' outputs")
+        raise UserError(
+            f"{arg}: {user.what_is(path)}; dlbench reads {_file_formats()}, "
+            f"TorchScript, torch.export (.pt2), .keras, Keras .h5, "
+            f"SavedModel directories and 'dlbench train' outputs"
+        )
     if path.is_dir() or path.suffix in CHECKPOINT_SUFFIXES + (".json",):
         return _checkpoint(path, arg, model, framework)
-    raise UserError(f"{arg}: cannot tell what this is from '{path.suffix}' (give {_file_formats()}, "
-                    f"a 'dlbench train' output or a zoo model name)")
+    raise UserError(
+        f"{arg}: cannot tell what this is from '{path.suffix}' (give {_file_formats()}, "
+        f"a 'dlbench train' output or a zoo model name)"
+    )
 
 
 def _file_formats() -> str:
     """The declared file formats with their suffixes, for the refusals above."""
-    return ", ".join(f"{f.name} ({'/'.join(f.suffixes)})" if f.suffixes else f.name
-                     for f in formats.file_formats())
+    return ", ".join(
+        f"{f.name} ({'/'.join(f.suffixes)})" if f.suffixes else f.name for f in formats.file_formats()
+    )
 
 
-def resolve_code(model_from: str, weights: str | None = None, *,
-                 shapes: dict[str, Any] | None = None, inputs: dict[str, Any] | None = None,
-                 timeout: float | None = None) -> Artifact:
+def resolve_code(
+    model_from: str,
+    weights: str | None = None,
+    *,
+    shapes: dict[str, Any] | None = None,
+    inputs: dict[str, Any] | None = None,
+    timeout: float | None = None,
+) -> Artifact:
     """``--model-from MODULE:CALLABLE`` (with ``--weights``): the model its code builds."""
     from dlbench.models.user import from_code
 
@@ -158,11 +177,13 @@ def _user(source, arg: str, shapes, inputs, timeout) -> Artifact:
     art = Artifact(ref, arg, sha, signature, None)
     art.notes += [f"{arg}: {n}" for n in probed.get("notes") or []]
     examples = probed.get("example_shapes") or {}
-    if examples:                # a torch.export program's example inputs size what is dynamic
+    if examples:  # a torch.export program's example inputs size what is dynamic
         art.default_shapes = {k: tuple(v) for k, v in examples.items()}
         dims = ", ".join(f"{k}=" + "x".join(["N", *map(str, v[1:])]) for k, v in examples.items())
-        art.default_shapes_note = (f"dynamic dimensions sized from the model's example inputs "
-                                   f"({dims}, N the batch size); --shape overrides")
+        art.default_shapes_note = (
+            f"dynamic dimensions sized from the model's example inputs "
+            f"({dims}, N the batch size); --shape overrides"
+        )
     return art
 
 
@@ -171,8 +192,7 @@ def _zoo(name: str) -> Artifact:
 
     spec = get_model(name)
     sig = [TensorInfo(i.name, i.dtype, (None, *i.shape)) for i in spec.inputs]
-    return Artifact(ArtifactRef(None, ZOO, spec.name), name, None, sig, None,
-                    spec_ranges(spec))
+    return Artifact(ArtifactRef(None, ZOO, spec.name), name, None, sig, None, spec_ranges(spec))
 
 
 def spec_ranges(spec) -> dict[str, tuple[int, int]]:
@@ -182,8 +202,7 @@ def spec_ranges(spec) -> dict[str, tuple[int, int]]:
     fills them with valid boxes, not noise)."""
     from dlbench.models.synthetic import box_ranges
 
-    return {**{i.name: tuple(i.int_range) for i in spec.inputs if i.int_range},
-            **box_ranges(spec)}
+    return {**{i.name: tuple(i.int_range) for i in spec.inputs if i.int_range}, **box_ranges(spec)}
 
 
 def load_onnx(path: Path, arg: str, **_context: Any) -> Artifact:
@@ -196,27 +215,35 @@ def load_onnx(path: Path, arg: str, **_context: Any) -> Artifact:
     # onnx_io.metadata strips the "dlbench." prefix of the keys it returns.
     name = meta.get("model") or manifest.get("model") or path.stem
     framework = meta.get("framework") or manifest.get("framework")
-    ref = ArtifactRef(str(path.resolve()), ONNX, name, framework, None,
-                      {"opset": [{"domain": o.domain, "version": o.version}
-                                 for o in model.opset_import],
-                       "ir_version": model.ir_version, "producer": model.producer_name})
+    ref = ArtifactRef(
+        str(path.resolve()),
+        ONNX,
+        name,
+        framework,
+        None,
+        {
+            "opset": [{"domain": o.domain, "version": o.version} for o in model.opset_import],
+            "ir_version": model.ir_version,
+            "producer": model.producer_name,
+        },
+    )
     # The graph's tables first; a dlbench zoo model's spec fills what the graph hides
     # (Keras' embedding wraps its index in a negative-index select the search stops at).
     ranges = {**_zoo_ranges(name), **onnxinfo.embedding_ranges(model)}
     art = Artifact(ref, arg, sha256_of(path), inputs, onnxinfo.precision(model), ranges, model)
     art.default_shapes = _zoo_shapes(name, inputs)
     if art.default_shapes:
-        dims = ", ".join(f"{k}=" + "x".join(["N", *map(str, v[1:])])
-                         for k, v in art.default_shapes.items())
-        art.default_shapes_note = (f"dynamic dimensions sized from zoo model {name!r} "
-                                   f"({dims}, N the batch size); --shape overrides")
+        dims = ", ".join(f"{k}=" + "x".join(["N", *map(str, v[1:])]) for k, v in art.default_shapes.items())
+        art.default_shapes_note = (
+            f"dynamic dimensions sized from zoo model {name!r} ({dims}, N the batch size); --shape overrides"
+        )
         art.notes.append(f"{arg}: {art.default_shapes_note}")
     return art
 
 
 def _spec_inputs(name: str | None) -> dict[str, Any]:
     """A zoo model's inputs by the names its ONNX export gives them."""
-    from dlbench.models.registry import list_models, get_model
+    from dlbench.models.registry import get_model, list_models
 
     if not name or name not in list_models():
         return {}
@@ -242,7 +269,7 @@ def _zoo_shapes(name: str | None, signature: list[TensorInfo]) -> dict[str, tupl
 
 
 def _zoo_ranges(name: str | None) -> dict[str, tuple[int, int]]:
-    from dlbench.models.registry import list_models, get_model
+    from dlbench.models.registry import get_model, list_models
 
     if not name or name not in list_models():
         return {}
@@ -261,13 +288,19 @@ def load_engine(path: Path, arg: str, **_context: Any) -> Artifact:
 
     sidecar = read_sidecar(path)
     source = (sidecar.get("source") or {}).get("path") or sidecar.get("prepared_onnx")
-    ref = ArtifactRef(str(path.resolve()), TRT_ENGINE, sidecar.get("model") or path.stem,
-                      sidecar.get("framework"), None, sidecar)
-    art = Artifact(ref, arg, sha256_of(path), None, sidecar.get("precision"),
-                   _zoo_ranges(ref.model))
+    ref = ArtifactRef(
+        str(path.resolve()),
+        TRT_ENGINE,
+        sidecar.get("model") or path.stem,
+        sidecar.get("framework"),
+        None,
+        sidecar,
+    )
+    art = Artifact(ref, arg, sha256_of(path), None, sidecar.get("precision"), _zoo_ranges(ref.model))
     if source and Path(source).is_file():
         # The engine's inputs are its ONNX source's; the graph also gives FLOPs and tables.
         from dlbench.harness.bench import onnxinfo
+
         model = onnxinfo.load(source)
         art.signature = onnxinfo.signature(model)[0]
         art.graph_ranges = {**art.graph_ranges, **onnxinfo.embedding_ranges(model)}
@@ -284,19 +317,20 @@ def load_mindir(path: Path, arg: str, shapes=None, inputs=None, timeout=None) ->
     manifest = _neighbour_manifest(path)
     name = sidecar.get("model") or manifest.get("model") or path.stem
     if sidecar.get("inputs"):
-        sig = [TensorInfo(i["name"], i.get("dtype", "float32"), tuple(i["shape"]))
-               for i in sidecar["inputs"]]
+        sig = [TensorInfo(i["name"], i.get("dtype", "float32"), tuple(i["shape"])) for i in sidecar["inputs"]]
     else:
         from dlbench.models.registry import list_models
-        if name not in list_models():           # a user's graph: it records its inputs
+
+        if name not in list_models():  # a user's graph: it records its inputs
             from dlbench.models.user import sniff
+
             return _user(sniff(path), arg, shapes, inputs, timeout)
-        sig = _zoo(name).signature                # dlbench export writes a dynamic batch
-        sidecar = dict(sidecar, inputs=[{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
-                                        for t in sig])
+        sig = _zoo(name).signature  # dlbench export writes a dynamic batch
+        sidecar = dict(
+            sidecar, inputs=[{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)} for t in sig]
+        )
     ref = ArtifactRef(str(path.resolve()), MINDIR, name, "mindspore", None, sidecar)
-    return Artifact(ref, arg, sha256_of(path), sig, sidecar.get("precision", "fp32"),
-                    _zoo_ranges(name))
+    return Artifact(ref, arg, sha256_of(path), sig, sidecar.get("precision", "fp32"), _zoo_ranges(name))
 
 
 def _checkpoint(path: Path, arg: str, model: str | None, framework: str | None = None) -> Artifact:
@@ -307,8 +341,16 @@ def _checkpoint(path: Path, arg: str, model: str | None, framework: str | None =
     spec = get_model(manifest["model"])
     framework = manifest["framework"]
     sig = [TensorInfo(i.name, i.dtype, (None, *i.shape)) for i in spec.inputs]
-    ref = ArtifactRef(str(checkpoint.resolve()), checkpoint_format(framework), spec.name,
-                      framework, str(checkpoint.resolve()),
-                      {k: manifest.get(k) for k in ("run_id", "steps", "framework_version",
-                                                    "precision", "created_at") if k in manifest})
+    ref = ArtifactRef(
+        str(checkpoint.resolve()),
+        checkpoint_format(framework),
+        spec.name,
+        framework,
+        str(checkpoint.resolve()),
+        {
+            k: manifest.get(k)
+            for k in ("run_id", "steps", "framework_version", "precision", "created_at")
+            if k in manifest
+        },
+    )
     return Artifact(ref, arg, sha256_of(checkpoint), sig, None, spec_ranges(spec))

@@ -7,6 +7,7 @@ is often hundreds of times slower than the rest and users meet it), then the
 scenario's warm-up and measurement.  Afterwards the runner reports what
 actually ran, and a silent fallback fails the cell.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,14 +15,14 @@ import os
 import time
 from typing import Any
 
+from dlbench.core.tensors import fixed_batch
 from dlbench.harness import stats
 from dlbench.harness.backends import get_backend
 from dlbench.harness.backends.base import ArtifactRef, RunConfig, TensorInfo
 from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.bench.measure import Clock, StopRule
-from dlbench.harness.envs import imported_packages
 from dlbench.harness.bench.scenarios import ScenarioContext, get_scenario
-from dlbench.core.tensors import fixed_batch
+from dlbench.harness.envs import imported_packages
 
 PROGRESS_EVERY_S = 0.5
 
@@ -48,8 +49,12 @@ class ProgressWriter:
         if now - self.last < PROGRESS_EVERY_S:
             return
         self.last = now
-        self.write(phase=phase, iterations=n, elapsed_s=elapsed,
-                   throughput_sps=samples / elapsed if elapsed > 0 else None)
+        self.write(
+            phase=phase,
+            iterations=n,
+            elapsed_s=elapsed,
+            throughput_sps=samples / elapsed if elapsed > 0 else None,
+        )
 
 
 def run(payload: dict[str, Any]) -> dict[str, Any]:
@@ -66,12 +71,11 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     signature = runner.inputs()
     if payload.get("signature"):
         # The parent's reading of the graph (dynamic dims by name) wins over the engine's.
-        signature = [TensorInfo(t["name"], t["dtype"], tuple(t["shape"]))
-                     for t in payload["signature"]]
+        signature = [TensorInfo(t["name"], t["dtype"], tuple(t["shape"])) for t in payload["signature"]]
     shapes = {k: tuple(v) for k, v in payload.get("shapes", {}).items()}
     int_ranges = {k: tuple(v) for k, v in payload.get("int_ranges", {}).items()}
     graph_ranges = {k: tuple(v) for k, v in payload.get("graph_ranges", {}).items()}
-    given = payload.get("given") or {}            # --input: values and files (path, sha256)
+    given = payload.get("given") or {}  # --input: values and files (path, sha256)
     seed = int(payload.get("seed", 0))
     handles: dict[int, Any] = {}
     plans: dict[int, inputs_mod.InputPlan] = {}
@@ -89,7 +93,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
 
     batch = int(payload["batch_size"])
     first_plan = inputs_mod.plan(signature, batch, shapes, int_ranges, graph_ranges, given)
-    batch = first_plan.batch_size                 # a fixed-batch model runs its own batch
+    batch = first_plan.batch_size  # a fixed-batch model runs its own batch
     progress.write(phase="preparing inputs")
     step_handle = prepared(batch)
     progress.write(phase="first inference")
@@ -99,11 +103,16 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     first_ms = (time.perf_counter() - t0) * 1000
 
     scenario = get_scenario(payload["scenario"])
-    ctx = ScenarioContext(runner=runner, batch_size=batch, prepared=prepared,
-                          rule=StopRule(**payload["rule"]), clock=Clock(),
-                          params=dict(payload.get("scenario_params") or {},
-                                      fixed_batch=fixed_batch(signature) is not None),
-                          on_iteration=progress.iteration, seed=seed)
+    ctx = ScenarioContext(
+        runner=runner,
+        batch_size=batch,
+        prepared=prepared,
+        rule=StopRule(**payload["rule"]),
+        clock=Clock(),
+        params=dict(payload.get("scenario_params") or {}, fixed_batch=fixed_batch(signature) is not None),
+        on_iteration=progress.iteration,
+        seed=seed,
+    )
     progress.write(phase="warm-up")
     metrics = scenario.run(ctx)
     progress.write(phase="checking")
@@ -115,15 +124,20 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     if device_memory is None and cfg.device == "cuda":
         device_memory, memory_source = _nvidia_smi_used_mb(os.getpid()), "nvidia-smi at the end"
     steady = (metrics.get("latency_ms") or {}).get("p50")
-    metrics.update({
-        "batch_size": batch,
-        "cold_start": {"load_s": load_s, "prepare_s": prepare_s.get(batch),
-                       "first_inference_ms": first_ms,
-                       "first_over_steady": first_ms / steady if steady else None},
-        "device_times_ms": device_times,
-        "device_memory_mb": device_memory,
-        "device_memory_source": memory_source if device_memory is not None else None,
-    })
+    metrics.update(
+        {
+            "batch_size": batch,
+            "cold_start": {
+                "load_s": load_s,
+                "prepare_s": prepare_s.get(batch),
+                "first_inference_ms": first_ms,
+                "first_over_steady": first_ms / steady if steady else None,
+            },
+            "device_times_ms": device_times,
+            "device_memory_mb": device_memory,
+            "device_memory_source": memory_source if device_memory is not None else None,
+        }
+    )
     return {
         "metrics": metrics,
         "runtime": runtime,
@@ -146,9 +160,12 @@ def _nvidia_smi_used_mb(pid: int) -> float | None:
     import subprocess
 
     try:
-        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
-                              "--format=csv,noheader,nounits"], capture_output=True, text=True,
-                             timeout=15).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     for line in out.splitlines():

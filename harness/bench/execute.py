@@ -9,29 +9,31 @@ and the ``--json`` file is rewritten atomically, so an interrupted sweep leaves
 complete records only, and ``--resume`` skips cells whose identity already has
 a stored, non-failed record.
 """
+
 from __future__ import annotations
 
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from dlbench.core.atomic import write_json
+from dlbench.core.errors import UserError
 from dlbench.harness.backends.base import RunConfig
 from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.bench.peak import ensure_peaks
 from dlbench.harness.bench.plan import Cell, identity_key, validate
-from dlbench.harness.progress import Progress, open_sweep, read_progress
 from dlbench.harness.bench.record import make_record, summary
 from dlbench.harness.bench.request import BenchRequest
 from dlbench.harness.context import new_run_id, now_iso
-from dlbench.harness.records import keep
-from dlbench.harness.fingerprint import fingerprint
 from dlbench.harness.executors import Executor, Needs, open_executor
+from dlbench.harness.fingerprint import fingerprint
 from dlbench.harness.launcher import CellOutcome
+from dlbench.harness.progress import Progress, open_sweep, read_progress
+from dlbench.harness.records import keep
 from dlbench.harness.results import ResultStore, sweep_store
-from dlbench.core.atomic import write_json
-from dlbench.core.errors import UserError
 
 
 def payload(c: Cell, req: BenchRequest, progress_path: str) -> dict[str, Any]:
@@ -39,38 +41,58 @@ def payload(c: Cell, req: BenchRequest, progress_path: str) -> dict[str, Any]:
     art = c.artifact
     full_shapes = {}
     if art.signature is not None:
-        p = inputs_mod.plan(art.signature, c.batch_size, c.shapes, c.int_ranges,
-                            art.graph_ranges, c.given)
+        p = inputs_mod.plan(art.signature, c.batch_size, c.shapes, c.int_ranges, art.graph_ranges, c.given)
         full_shapes = {i.name: list(i.shape) for i in p.inputs}
-    run = RunConfig(device=c.device, precision=c.precision, intra_op_threads=c.intra_op,
-                    inter_op_threads=c.inter_op, device_id=req.device_id, options=dict(c.options),
-                    seed=req.seed, max_batch=c.batch_size,
-                    min_batch=1 if c.scenario == "server" else c.batch_size,
-                    shapes=full_shapes)
+    run = RunConfig(
+        device=c.device,
+        precision=c.precision,
+        intra_op_threads=c.intra_op,
+        inter_op_threads=c.inter_op,
+        device_id=req.device_id,
+        options=dict(c.options),
+        seed=req.seed,
+        max_batch=c.batch_size,
+        min_batch=1 if c.scenario == "server" else c.batch_size,
+        shapes=full_shapes,
+    )
     return {
-        "backend": c.backend.name, "artifact": asdict(art.ref), "run": asdict(run),
-        "scenario": c.scenario, "batch_size": c.batch_size, "rule": req.rule.to_dict(),
+        "backend": c.backend.name,
+        "artifact": asdict(art.ref),
+        "run": asdict(run),
+        "scenario": c.scenario,
+        "batch_size": c.batch_size,
+        "rule": req.rule.to_dict(),
         "shapes": {k: list(v) for k, v in c.shapes.items()},
         "int_ranges": {k: list(v) for k, v in c.int_ranges.items()},
         "graph_ranges": {k: list(v) for k, v in art.graph_ranges.items()},
         "given": {k: g.to_dict() for k, g in c.given.items()},
-        "signature": ([{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
-                       for t in art.signature] if art.signature else None),
+        "signature": (
+            [{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)} for t in art.signature]
+            if art.signature
+            else None
+        ),
         "scenario_params": req.server_params() if c.scenario == "server" else {},
-        "seed": req.seed, "progress_path": progress_path, "packages": bool(c.env),
+        "seed": req.seed,
+        "progress_path": progress_path,
+        "packages": bool(c.env),
     }
 
 
-def _watch(executor: Executor, payload: dict[str, Any], env: dict[str, str],
-           timeout: float | None, needs: Needs, bar: Progress,
-           progress_path: str) -> tuple[CellOutcome, dict[str, Any]]:
+def _watch(
+    executor: Executor,
+    payload: dict[str, Any],
+    env: dict[str, str],
+    timeout: float | None,
+    needs: Needs,
+    bar: Progress,
+    progress_path: str,
+) -> tuple[CellOutcome, dict[str, Any]]:
     """Run the cell on a thread so the main one can draw its progress and take Ctrl-C."""
     box: dict[str, Any] = {}
 
     def target() -> None:
         try:
-            box["outcome"] = executor.run("bench", payload, env=env, timeout=timeout,
-                                          needs=needs)
+            box["outcome"] = executor.run("bench", payload, env=env, timeout=timeout, needs=needs)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
             box["error"] = exc
 
@@ -100,14 +122,17 @@ def _resumed(req: BenchRequest, store: ResultStore, keys: list[str]) -> tuple[se
     if not done:
         return done, []
     previous = {}
-    for r in store.records(f"kind = 'bench' AND {scope} AND cell_key IN "
-                           f"({', '.join('?' * len(done))})", scope_params + list(done)):
+    for r in store.records(
+        f"kind = 'bench' AND {scope} AND cell_key IN ({', '.join('?' * len(done))})",
+        scope_params + list(done),
+    ):
         previous[r["cell_key"]] = r
     return done, [dict(previous[k], resumed=True) for k in keys if k in previous]
 
 
-def _run_repeats(cell: Cell, req: BenchRequest, executor: Executor, bar: Progress,
-                 progress_path: str) -> tuple[list[CellOutcome], dict[str, Any] | None]:
+def _run_repeats(
+    cell: Cell, req: BenchRequest, executor: Executor, bar: Progress, progress_path: str
+) -> tuple[list[CellOutcome], dict[str, Any] | None]:
     """The cell ``--repeats`` times, each in a fresh process; the first failure ends it.
     A --with environment that cannot be made is the cell's failure, with uv's reason.
     Also where the cell ran: repeats after the first run on the first one's node."""
@@ -121,11 +146,17 @@ def _run_repeats(cell: Cell, req: BenchRequest, executor: Executor, bar: Progres
     for _ in range(req.repeats):
         Path(progress_path).unlink(missing_ok=True)
         try:
-            outcome, where = _watch(executor, payload(cell, req, progress_path),
-                                    cell.environment(overlay), req.timeout, needs, bar,
-                                    progress_path)
+            outcome, where = _watch(
+                executor,
+                payload(cell, req, progress_path),
+                cell.environment(overlay),
+                req.timeout,
+                needs,
+                bar,
+                progress_path,
+            )
         except BaseException:
-            bar.abandon()                 # Ctrl-C: the CLI's message gets a clean line
+            bar.abandon()  # Ctrl-C: the CLI's message gets a clean line
             raise
         if outcome.status == "usage_error":
             bar.abandon()
@@ -139,8 +170,9 @@ def _run_repeats(cell: Cell, req: BenchRequest, executor: Executor, bar: Progres
     return outcomes, ran
 
 
-def run_bench(req: BenchRequest, show_progress: bool = True,
-              on_record: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+def run_bench(
+    req: BenchRequest, show_progress: bool = True, on_record: Callable[[dict[str, Any]], None] | None = None
+) -> list[dict[str, Any]]:
     """Run the sweep; return one record per cell (failures included).
 
     Raises UserError for bad input — before any cell runs, or when a cell

@@ -30,22 +30,66 @@ no shape inference for ONNX Runtime's contrib recurrent ops, which would leave
 everything after a dynamically quantized LSTM unknown: their output shapes are
 filled in from the input and the attributes, and inference runs again.
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 CONV = {"Conv", "ConvInteger", "QLinearConv"}
 MATMUL = {"MatMul", "MatMulInteger", "QLinearMatMul"}
 GEMM = {"Gemm", "QGemm"}
-ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "PRelu", "Sigmoid", "Tanh",
-               "Clip", "Exp", "Log", "Sqrt", "Pow", "Erf", "Gelu", "HardSigmoid", "HardSwish",
-               "Elu", "Selu", "Softplus", "Neg", "Abs", "Reciprocal", "Max", "Min", "Sum",
-               "Mean", "Where", "Mish", "Swish", "Celu"}
-AFFINE = {"BatchNormalization", "InstanceNormalization", "LayerNormalization",
-          "GroupNormalization", "SkipLayerNormalization"}
+ELEMENTWISE = {
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Relu",
+    "LeakyRelu",
+    "PRelu",
+    "Sigmoid",
+    "Tanh",
+    "Clip",
+    "Exp",
+    "Log",
+    "Sqrt",
+    "Pow",
+    "Erf",
+    "Gelu",
+    "HardSigmoid",
+    "HardSwish",
+    "Elu",
+    "Selu",
+    "Softplus",
+    "Neg",
+    "Abs",
+    "Reciprocal",
+    "Max",
+    "Min",
+    "Sum",
+    "Mean",
+    "Where",
+    "Mish",
+    "Swish",
+    "Celu",
+}
+AFFINE = {
+    "BatchNormalization",
+    "InstanceNormalization",
+    "LayerNormalization",
+    "GroupNormalization",
+    "SkipLayerNormalization",
+}
 POOL = {"MaxPool", "AveragePool", "LpPool"}
-REDUCE = {"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum", "ReduceMax",
-          "ReduceMin", "ReduceL2"}
+REDUCE = {
+    "GlobalAveragePool",
+    "GlobalMaxPool",
+    "ReduceMean",
+    "ReduceSum",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceL2",
+}
 SOFTMAX = {"Softmax", "LogSoftmax"}
 # Recurrent op -> (gates, element-wise FLOPs per step and hidden unit).
 RECURRENT = {"LSTM": (4, 9), "GRU": (3, 7), "RNN": (1, 1), "DynamicQuantizeLSTM": (4, 9)}
@@ -87,8 +131,7 @@ def with_input_shapes(model, shapes: dict[str, Sequence[int]]):
         if not added:
             break
         inferred.graph.value_info.extend(added)
-        inferred = onnx.shape_inference.infer_shapes(inferred, strict_mode=False,
-                                                     data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(inferred, strict_mode=False, data_prop=True)
     return inferred
 
 
@@ -118,8 +161,9 @@ def _recurrent_output_shapes(model) -> list:
         state = [batch, d, hidden] if seq_axis else [d, batch, hidden]
         for i, name in enumerate(node.output):
             if name and name not in table:
-                added.append(onnx.helper.make_tensor_value_info(
-                    name, onnx.TensorProto.FLOAT, y if i == 0 else state))
+                added.append(
+                    onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, y if i == 0 else state)
+                )
     return added
 
 
@@ -151,12 +195,12 @@ def count(model, shapes: dict[str, Sequence[int]], batch_size: int) -> dict[str,
                 w = shape(node.input[3] if op == "QLinearConv" else node.input[1])
                 if out is None or w is None:
                     raise KeyError
-                macs += _prod(out) * _prod(w[1:])            # w: [Cout, Cin/group, *k]
+                macs += _prod(out) * _prod(w[1:])  # w: [Cout, Cin/group, *k]
             elif op == "ConvTranspose":
                 x, w = shape(node.input[0]), shape(node.input[1])
                 if x is None or w is None:
                     raise KeyError
-                macs += _prod(x) * _prod(w[1:])              # w: [Cin, Cout/group, *k]
+                macs += _prod(x) * _prod(w[1:])  # w: [Cin, Cout/group, *k]
             elif op in MATMUL:
                 a = shape(node.input[0])
                 if out is None or a is None:
@@ -226,11 +270,15 @@ def _compulsory_bytes(model, table: dict[str, list[int]], batch_size: int) -> di
             return None
         return _prod(dims) * tensor_dtype_to_np_dtype(elem_type).itemsize
 
-    weights = sum(_prod(t.dims) * tensor_dtype_to_np_dtype(t.data_type).itemsize
-                  for t in model.graph.initializer)
+    weights = sum(
+        _prod(t.dims) * tensor_dtype_to_np_dtype(t.data_type).itemsize for t in model.graph.initializer
+    )
     fixed = {t.name for t in model.graph.initializer}
-    edges = [nbytes(v.name, v.type.tensor_type.elem_type)
-             for v in list(model.graph.input) + list(model.graph.output) if v.name not in fixed]
+    edges = [
+        nbytes(v.name, v.type.tensor_type.elem_type)
+        for v in list(model.graph.input) + list(model.graph.output)
+        if v.name not in fixed
+    ]
     io = None if any(e is None for e in edges) else sum(edges) / batch_size
     return {"weight_bytes": weights, "io_bytes_per_sample": io}
 

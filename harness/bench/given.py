@@ -16,6 +16,7 @@ records the file's path, shape and SHA-256: the bytes a number came from.
 The parent reads the file's header and hash once; the cell's process hashes
 the bytes it loads again and refuses them if the file changed in between.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,9 +38,9 @@ _HASHES: dict[tuple[str, int, int], str] = {}
 class GivenInput:
     name: str
     value: int | float | bool | None = None
-    file: str | None = None                   # absolute path of the .npy file
+    file: str | None = None  # absolute path of the .npy file
     sha256: str | None = None
-    shape: tuple[int, ...] | None = None      # the file's array
+    shape: tuple[int, ...] | None = None  # the file's array
     dtype: str | None = None
 
     @property
@@ -68,8 +69,7 @@ def numpy_dtype(name: str):
         try:
             import ml_dtypes
         except ImportError:
-            raise UserError("bfloat16 inputs need the ml_dtypes package (pip install ml_dtypes)") \
-                from None
+            raise UserError("bfloat16 inputs need the ml_dtypes package (pip install ml_dtypes)") from None
         return ml_dtypes.bfloat16
     return np.dtype(name)
 
@@ -90,7 +90,7 @@ def read(name: str, raw: Any) -> GivenInput:
     """What one ``--input`` (or the request's ``inputs[name]``) stands for; files read once."""
     if isinstance(raw, GivenInput):
         return raw
-    if isinstance(raw, dict):                      # a cell's payload, or a record's
+    if isinstance(raw, dict):  # a cell's payload, or a record's
         d = dict(raw, name=name)
         if d.get("shape") is not None:
             d["shape"] = tuple(d["shape"])
@@ -98,8 +98,9 @@ def read(name: str, raw: Any) -> GivenInput:
     if isinstance(raw, (bool, int, float, np.generic)) and not isinstance(raw, (str, bytes)):
         return GivenInput(name, value=raw.item() if isinstance(raw, np.generic) else raw)
     if not isinstance(raw, (str, Path)):
-        raise UserError(f"--input {name}: expected a number, true/false or a .npy file, "
-                        f"got {type(raw).__name__}")
+        raise UserError(
+            f"--input {name}: expected a number, true/false or a .npy file, got {type(raw).__name__}"
+        )
     path = os.path.abspath(os.path.expanduser(str(raw)))
     flag = f"--input {name}={raw}"
     if not str(raw).lower().endswith(".npy"):
@@ -112,8 +113,9 @@ def read(name: str, raw: Any) -> GivenInput:
         raise UserError(f"{flag}: not a readable .npy array ({exc})") from None
     if not isinstance(arr, np.ndarray) or arr.dtype.kind in "OUSV":
         raise UserError(f"{flag}: holds {arr.dtype}; dlbench feeds numeric and boolean arrays")
-    return GivenInput(name, file=path, sha256=_sha256(path), shape=tuple(int(d) for d in arr.shape),
-                      dtype=str(arr.dtype))
+    return GivenInput(
+        name, file=path, sha256=_sha256(path), shape=tuple(int(d) for d in arr.shape), dtype=str(arr.dtype)
+    )
 
 
 def read_all(raw: dict[str, Any] | None) -> dict[str, GivenInput]:
@@ -136,20 +138,19 @@ def check(g: GivenInput, t: TensorInfo) -> None:
         raise UserError(f"{g.flag}: input {t.name!r} is {t.dtype}; true/false is for bool inputs")
     if kind in "iu":
         if isinstance(v, float) and not v.is_integer():
-            raise UserError(f"{g.flag}: input {t.name!r} is {t.dtype}; the value must be an "
-                            f"integer")
+            raise UserError(f"{g.flag}: input {t.name!r} is {t.dtype}; the value must be an integer")
         info = np.iinfo(want)
         if not info.min <= v <= info.max:
-            raise UserError(f"{g.flag}: {_text(v)} does not fit {t.dtype} "
-                            f"[{info.min}, {info.max}]")
+            raise UserError(f"{g.flag}: {_text(v)} does not fit {t.dtype} [{info.min}, {info.max}]")
         return
     with np.errstate(over="ignore", invalid="ignore"):
         back = np.asarray(v, dtype=want).astype(np.complex128 if kind == "c" else np.float64)
     if not np.isfinite(back):
         raise UserError(f"{g.flag}: {_text(v)} is out of {t.dtype}'s range")
     if isinstance(v, int) and back != v:
-        raise UserError(f"{g.flag}: {v} is not exactly representable in {t.dtype} "
-                        f"(it would become {back.real:.17g})")
+        raise UserError(
+            f"{g.flag}: {v} is not exactly representable in {t.dtype} (it would become {back.real:.17g})"
+        )
 
 
 def _check_file(g: GivenInput, t: TensorInfo, want) -> None:
@@ -157,20 +158,25 @@ def _check_file(g: GivenInput, t: TensorInfo, want) -> None:
     if any(n < 1 for n in g.shape):
         raise UserError(f"{g.flag}: the array is empty ({shown})")
     if len(g.shape) != len(t.shape):
-        raise UserError(f"{g.flag}: the array is {shown} ({len(g.shape)} dimensions), but input "
-                        f"{t.name!r} has {len(t.shape)}")
+        raise UserError(
+            f"{g.flag}: the array is {shown} ({len(g.shape)} dimensions), but input "
+            f"{t.name!r} has {len(t.shape)}"
+        )
     for i, (d, n) in enumerate(zip(t.shape, g.shape)):
         if isinstance(d, int) and d != n:
-            raise UserError(f"{g.flag}: the array is {shown}, but dimension {i} of input "
-                            f"{t.name!r} is fixed at {d}")
+            raise UserError(
+                f"{g.flag}: the array is {shown}, but dimension {i} of input {t.name!r} is fixed at {d}"
+            )
     have = numpy_dtype(g.dtype)
     try:
         safe = np.can_cast(have, want, casting="safe")
     except TypeError:
         safe = False
     if not safe:
-        raise UserError(f"{g.flag}: the array is {g.dtype} and input {t.name!r} is {t.dtype}; "
-                        f"{g.dtype} does not cast safely to {t.dtype}: save it as {t.dtype}")
+        raise UserError(
+            f"{g.flag}: the array is {g.dtype} and input {t.name!r} is {t.dtype}; "
+            f"{g.dtype} does not cast safely to {t.dtype}: save it as {t.dtype}"
+        )
 
 
 def rows_note(g: GivenInput, batch: int) -> str | None:
@@ -195,9 +201,10 @@ def array(g: GivenInput, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
     if g.sha256 and hashlib.sha256(data).hexdigest() != g.sha256:
         raise UserError(f"{g.flag}: the file changed after the sweep was planned")
     arr = np.load(io.BytesIO(data), allow_pickle=False).astype(want, copy=False)
-    if shape and arr.shape and arr.shape[0] != shape[0]:      # the plan checked: the batch
+    if shape and arr.shape and arr.shape[0] != shape[0]:  # the plan checked: the batch
         arr = np.take(arr, np.arange(shape[0]) % arr.shape[0], axis=0)
     if arr.shape != tuple(shape):
-        raise UserError(f"{g.flag}: the array is {'x'.join(map(str, arr.shape))}, the plan "
-                        f"{'x'.join(map(str, shape))}")
-    return np.asarray(arr, order="C")          # not ascontiguousarray: it makes 0-d 1-d
+        raise UserError(
+            f"{g.flag}: the array is {'x'.join(map(str, arr.shape))}, the plan {'x'.join(map(str, shape))}"
+        )
+    return np.asarray(arr, order="C")  # not ascontiguousarray: it makes 0-d 1-d

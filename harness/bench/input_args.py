@@ -13,10 +13,12 @@ the user's array.  The name ends at the *first* '=' (a path may hold '=', an
 input name hardly ever does).  VALUE is an integer, a finite float or true/false;
 anything else is a path (checked when the plan reads it, ``bench.given``).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from dlbench.core.errors import UserError
 
@@ -50,8 +52,10 @@ def parse_shapes(arg: str) -> list[tuple[str, tuple[int, ...]]]:
         name, sep, dims = entry.rpartition(":")
         name = name.replace("'", "")
         if not sep or not name:
-            raise UserError(f"--shapes {arg!r}: expected NAME:DIMxDIM,... as trtexec takes it "
-                            f"(e.g. x:1x3x224x224,mask:1x128)")
+            raise UserError(
+                f"--shapes {arg!r}: expected NAME:DIMxDIM,... as trtexec takes it "
+                f"(e.g. x:1x3x224x224,mask:1x128)"
+            )
         out.append((name, _dims("--shapes", entry, dims)))
     return out
 
@@ -65,8 +69,7 @@ def parse_int_range(arg: str) -> tuple[str, tuple[int, int]]:
             raise ValueError
         lo, hi = int(low), int(high)
     except ValueError:
-        raise UserError(f"--int-range {arg!r}: expected NAME=LOW:HIGH (e.g. input_ids=0:30522)") \
-            from None
+        raise UserError(f"--int-range {arg!r}: expected NAME=LOW:HIGH (e.g. input_ids=0:30522)") from None
     if hi <= lo:
         raise UserError(f"--int-range {arg!r}: HIGH must be greater than LOW (the range is [LOW, HIGH))")
     return name, (lo, hi)
@@ -94,16 +97,16 @@ def parse_input(arg: str) -> tuple[str, int | float | bool | str]:
     """``NAME=16000`` (a value for every element) or ``NAME=FILE.npy`` (the user's array)."""
     name, sep, value = arg.partition("=")
     if not sep or not name or not value:
-        raise UserError(f"--input {arg!r}: expected NAME=VALUE or NAME=FILE.npy "
-                        f"(e.g. sr=16000, x=image.npy)")
+        raise UserError(f"--input {arg!r}: expected NAME=VALUE or NAME=FILE.npy (e.g. sr=16000, x=image.npy)")
     try:
         return name, parse_value(value)
     except UserError:
         raise UserError(f"--input {arg!r}: not a finite number") from None
 
 
-def collect(flag: str, pairs: Iterable[tuple[str, Any]],
-            into: dict[str, Any] | None = None) -> dict[str, Any]:
+def collect(
+    flag: str, pairs: Iterable[tuple[str, Any]], into: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Name -> value from every occurrence; the same name with two values is refused."""
     out = dict(into or {})
     for name, value in pairs:
@@ -119,8 +122,7 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
-def shapes_from(shape_args: Iterable[str],
-                shapes_args: Iterable[str]) -> dict[str, tuple[int, ...]]:
+def shapes_from(shape_args: Iterable[str], shapes_args: Iterable[str]) -> dict[str, tuple[int, ...]]:
     """``--shape`` and ``--shapes`` together: one field, conflicts refused."""
     out = collect("--shape", (parse_shape(a) for a in shape_args))
     return collect("--shape/--shapes", (p for a in shapes_args for p in parse_shapes(a)), out)

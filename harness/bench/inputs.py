@@ -7,7 +7,8 @@ Rules (documented in README "Benchmark"):
   they agree, the model has a fixed batch and runs at that batch only.
 * Other dynamic dimensions take ``--shape NAME=AxBxC`` or trtexec's
   ``--shapes=NAME:AxB,...`` (``input_args``: the whole shape, several
-  allowed; its batch entry is replaced by the batch size).  A symbolic dimension shared by several inputs (``seq`` in ids and
+  allowed; its batch entry is replaced by the batch size).  A symbolic dimension shared by several
+  inputs (``seq`` in ids and
   mask) is set once for all.  There is no silent default: a dimension still
   unknown is an error naming the input, the dimension and a ``--shape`` to
   pass.
@@ -27,22 +28,21 @@ Rules (documented in README "Benchmark"):
 
 One seed drives the generator: the same seed gives the same bytes.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
+from dlbench.core.errors import UserError
+from dlbench.core.tensors import follow_batch
 from dlbench.harness.backends.base import TensorInfo
 from dlbench.harness.bench import given as given_mod
 from dlbench.harness.bench.given import GivenInput, numpy_dtype
-# The command-line spellings live in input_args; importable from here as before.
-from dlbench.harness.bench.input_args import (  # noqa: F401
-    parse_input, parse_int_range, parse_shape, parse_shapes, shapes_from)
-from dlbench.core.errors import UserError
-from dlbench.core.tensors import follow_batch
 
 MASK = re.compile(r"mask", re.IGNORECASE)
 
@@ -52,11 +52,11 @@ class PlannedInput:
     name: str
     dtype: str
     shape: tuple[int, ...]
-    fill: str                          # normal | boxes | ones | uniform | zeros | value | file
+    fill: str  # normal | boxes | ones | uniform | zeros | value | file
     low: int | None = None
     high: int | None = None
-    given: GivenInput | None = None    # value | file: what the user set
-    rows: str | None = None            # file: how its rows became the batch
+    given: GivenInput | None = None  # value | file: what the user set
+    rows: str | None = None  # file: how its rows became the batch
 
     def describe(self) -> dict[str, Any]:
         d = {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "fill": self.fill}
@@ -87,8 +87,10 @@ def _dynamic(d: Any) -> bool:
 
 
 def _example(t: TensorInfo, batch: int) -> str:
-    dims = [str(batch) if i == 0 and _dynamic(d) else (str(d) if not _dynamic(d) else "?")
-            for i, d in enumerate(t.shape)]
+    dims = [
+        str(batch) if i == 0 and _dynamic(d) else (str(d) if not _dynamic(d) else "?")
+        for i, d in enumerate(t.shape)
+    ]
     return f"--shape {t.name}={'x'.join(dims)}"
 
 
@@ -97,11 +99,14 @@ def describe_signature(signature: Sequence[TensorInfo]) -> str:
     return ", ".join(t.describe() for t in signature) or "(none)"
 
 
-def plan(signature: Sequence[TensorInfo], batch_size: int,
-         shapes: dict[str, Sequence[int]] | None = None,
-         int_ranges: dict[str, tuple[int, int]] | None = None,
-         graph_ranges: dict[str, tuple[int, int]] | None = None,
-         given: dict[str, Any] | None = None) -> InputPlan:
+def plan(
+    signature: Sequence[TensorInfo],
+    batch_size: int,
+    shapes: dict[str, Sequence[int]] | None = None,
+    int_ranges: dict[str, tuple[int, int]] | None = None,
+    graph_ranges: dict[str, tuple[int, int]] | None = None,
+    given: dict[str, Any] | None = None,
+) -> InputPlan:
     """Concrete shapes and fills for one batch size; UserError if that cannot be done.
 
     ``given`` maps input names to what ``--input`` set: a value, a .npy path, or
@@ -110,8 +115,14 @@ def plan(signature: Sequence[TensorInfo], batch_size: int,
     if batch_size < 1:
         raise UserError(f"batch size must be at least 1, got {batch_size}")
     try:
-        return _plan(signature, batch_size, dict(shapes or {}), int_ranges or {},
-                     graph_ranges or {}, given_mod.read_all(given))
+        return _plan(
+            signature,
+            batch_size,
+            dict(shapes or {}),
+            int_ranges or {},
+            graph_ranges or {},
+            given_mod.read_all(given),
+        )
     except UserError as exc:
         raise UserError(f"{exc}; inputs: {describe_signature(signature)}") from None
 
@@ -120,9 +131,14 @@ def _batched(t: TensorInfo) -> bool:
     return bool(t.shape) and _dynamic(t.shape[0])
 
 
-def _plan(signature: Sequence[TensorInfo], batch_size: int, shapes: dict[str, Sequence[int]],
-          int_ranges: dict[str, tuple[int, int]], graph_ranges: dict[str, tuple[int, int]],
-          given: dict[str, GivenInput]) -> InputPlan:
+def _plan(
+    signature: Sequence[TensorInfo],
+    batch_size: int,
+    shapes: dict[str, Sequence[int]],
+    int_ranges: dict[str, tuple[int, int]],
+    graph_ranges: dict[str, tuple[int, int]],
+    given: dict[str, GivenInput],
+) -> InputPlan:
     by_name = {t.name: t for t in signature}
     for flag, table in (("--shape", shapes), ("--int-range", int_ranges), ("--input", given)):
         for name in table:
@@ -135,12 +151,14 @@ def _plan(signature: Sequence[TensorInfo], batch_size: int, shapes: dict[str, Se
         given_mod.check(g, t)
         if g.file is None:
             continue
-        if name in shapes:                    # a file defines its input's shape itself
+        if name in shapes:  # a file defines its input's shape itself
             asked = tuple(shapes[name])
             skip = 1 if _batched(t) else 0
             if len(asked) != len(g.shape) or asked[skip:] != g.shape[skip:]:
-                raise UserError(f"{g.flag}: the array is {'x'.join(map(str, g.shape))}, but "
-                                f"--shape {name}={'x'.join(map(str, asked))}")
+                raise UserError(
+                    f"{g.flag}: the array is {'x'.join(map(str, g.shape))}, but "
+                    f"--shape {name}={'x'.join(map(str, asked))}"
+                )
         shapes[name] = g.shape
     notes: list[str] = []
     (batch,), note = follow_batch(signature, (batch_size,))
@@ -155,22 +173,23 @@ def _plan(signature: Sequence[TensorInfo], batch_size: int, shapes: dict[str, Se
     for t in signature:
         if t.name not in shapes:
             continue
-        source = given[t.name].flag if t.name in given and given[t.name].file else \
-            f"--shape {t.name}"
+        source = given[t.name].flag if t.name in given and given[t.name].file else f"--shape {t.name}"
         given_shape = tuple(shapes[t.name])
         if len(given_shape) != len(t.shape):
-            raise UserError(f"{source}: {len(given_shape)} dimensions given, but input "
-                            f"{t.name!r} has {len(t.shape)}")
+            raise UserError(
+                f"{source}: {len(given_shape)} dimensions given, but input {t.name!r} has {len(t.shape)}"
+            )
         for i, (want, got) in enumerate(zip(t.shape, given_shape)):
             if i == 0 and _dynamic(want):
-                continue                      # the batch dimension follows --batch-sizes
+                continue  # the batch dimension follows --batch-sizes
             if not _dynamic(want) and want != got:
-                raise UserError(f"{source}: dimension {i} is fixed at {want} in the "
-                                f"model, got {got}")
+                raise UserError(f"{source}: dimension {i} is fixed at {want} in the model, got {got}")
             if isinstance(want, str):
                 if symbols.get(want, got) != got:
-                    raise UserError(f"{source}: dimension {i} ({want!r}) is {got}, but "
-                                    f"{want!r} is {symbols[want]} elsewhere")
+                    raise UserError(
+                        f"{source}: dimension {i} ({want!r}) is {got}, but "
+                        f"{want!r} is {symbols[want]} elsewhere"
+                    )
                 symbols[want] = got
 
     planned = []
@@ -187,18 +206,25 @@ def _plan(signature: Sequence[TensorInfo], batch_size: int, shapes: dict[str, Se
                 dims.append(symbols[d])
             else:
                 label = f" ({d!r})" if isinstance(d, str) else ""
-                raise UserError(f"input {t.name!r} has a dynamic dimension {i}{label}: give "
-                                f"its size with {_example(t, batch)}")
+                raise UserError(
+                    f"input {t.name!r} has a dynamic dimension {i}{label}: give "
+                    f"its size with {_example(t, batch)}"
+                )
         planned.append(_fill(t, tuple(dims), int_ranges, graph_ranges, given, notes))
     return InputPlan(batch, planned, notes)
 
 
-def _fill(t: TensorInfo, shape: tuple[int, ...], int_ranges, graph_ranges,
-          given: dict[str, GivenInput], notes: list[str]) -> PlannedInput:
+def _fill(
+    t: TensorInfo,
+    shape: tuple[int, ...],
+    int_ranges,
+    graph_ranges,
+    given: dict[str, GivenInput],
+    notes: list[str],
+) -> PlannedInput:
     kind = np.dtype(t.dtype).kind if t.dtype != "bfloat16" else "f"
     if t.dtype in ("str", "object") or kind in ("U", "S", "O"):
-        raise UserError(f"input {t.name!r} is {t.dtype}: dlbench synthesizes numeric and "
-                        f"boolean inputs only")
+        raise UserError(f"input {t.name!r} is {t.dtype}: dlbench synthesizes numeric and boolean inputs only")
     g = given.get(t.name)
     if g is not None and g.file is None:
         return PlannedInput(t.name, t.dtype, shape, "value", given=g)
@@ -210,7 +236,7 @@ def _fill(t: TensorInfo, shape: tuple[int, ...], int_ranges, graph_ranges,
     if kind == "f" or kind == "c":
         if t.name in int_ranges:
             raise UserError(f"--int-range {t.name}: input {t.name!r} is {t.dtype}, not an integer")
-        if t.name in graph_ranges and shape and shape[-1] == 4:    # boxes of the image
+        if t.name in graph_ranges and shape and shape[-1] == 4:  # boxes of the image
             lo, hi = graph_ranges[t.name]
             return PlannedInput(t.name, t.dtype, shape, "boxes", lo, hi)
         return PlannedInput(t.name, t.dtype, shape, "normal")
@@ -227,9 +253,11 @@ def _fill(t: TensorInfo, shape: tuple[int, ...], int_ranges, graph_ranges,
     if t.name in graph_ranges:
         lo, hi = graph_ranges[t.name]
         return PlannedInput(t.name, t.dtype, shape, "uniform", lo, hi)
-    notes.append(f"integer input {t.name!r} indexes no table dlbench could find: filled with "
-                 f"zeros (set values with --int-range {t.name}=LOW:HIGH or --input "
-                 f"{t.name}=VALUE)")
+    notes.append(
+        f"integer input {t.name!r} indexes no table dlbench could find: filled with "
+        f"zeros (set values with --int-range {t.name}=LOW:HIGH or --input "
+        f"{t.name}=VALUE)"
+    )
     return PlannedInput(t.name, t.dtype, shape, "zeros")
 
 
@@ -254,8 +282,7 @@ def synthesize(p: InputPlan, seed: int = 0) -> dict[str, np.ndarray]:
     return out
 
 
-def random_boxes(rng: np.random.Generator, shape: Sequence[int], low: float,
-                 high: float) -> np.ndarray:
+def random_boxes(rng: np.random.Generator, shape: Sequence[int], low: float, high: float) -> np.ndarray:
     """Corner boxes (x0, y0, x1, y1) of ``shape`` (..., 4) inside [low, high]^2: sides
     log-uniform from 1/32 to 1/2 of the extent (every RoI level of a pyramid is read),
     aspect 1/2..2, placed uniformly."""

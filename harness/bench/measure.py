@@ -14,17 +14,19 @@ simulated clock, and the real run uses ``time.perf_counter``.
 * Throughput is samples in the measured window over the window's wall time
   (first iteration's start to last iteration's end), not 1 / mean latency.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
+from dlbench.core.errors import UserError
 from dlbench.harness import stats
 from dlbench.harness.cpuusage import CpuWindow
-from dlbench.core.errors import UserError
 
-FALLING = 0.05          # a warm-up window this much faster than the one before: still warming
+FALLING = 0.05  # a warm-up window this much faster than the one before: still warming
 RAW_SAMPLES_KEPT = 20000
 
 
@@ -53,10 +55,12 @@ class StopRule:
     iterations: int | None = None
 
     def validate(self) -> None:
-        for flag, value, low in (("--warmup", self.warmup, 0), ("--min-iterations",
-                                                               self.min_iterations, 1),
-                                 ("--iterations", self.iterations, 1),
-                                 ("--max-warmup", self.max_warmup, 0)):
+        for flag, value, low in (
+            ("--warmup", self.warmup, 0),
+            ("--min-iterations", self.min_iterations, 1),
+            ("--iterations", self.iterations, 1),
+            ("--max-warmup", self.max_warmup, 0),
+        ):
             if value is not None and value < low:
                 raise UserError(f"{flag} must be at least {low}, got {value}")
         if self.min_duration_s < 0:
@@ -72,7 +76,7 @@ def still_falling(times: list[float], k: int) -> bool:
     if len(times) < 2 * k:
         return True
     recent = stats.median(times[-k:])
-    before = stats.median(times[-2 * k:-k])
+    before = stats.median(times[-2 * k : -k])
     return recent < (1 - FALLING) * before
 
 
@@ -93,13 +97,21 @@ def warm_up(step: Callable[[], Any], rule: StopRule, clock: Clock) -> dict[str, 
             break
         if not still_falling(times, k):
             break
-    return {"iterations": len(times), "times_s": times, "total_s": clock.now() - start,
-            "extended": len(times) > rule.warmup, "stability_window": k}
+    return {
+        "iterations": len(times),
+        "times_s": times,
+        "total_s": clock.now() - start,
+        "extended": len(times) > rule.warmup,
+        "stability_window": k,
+    }
 
 
-def measure_loop(step: Callable[[], Any], rule: StopRule, clock: Clock,
-                 on_iteration: Callable[[int, float], None] | None = None
-                 ) -> tuple[list[float], float]:
+def measure_loop(
+    step: Callable[[], Any],
+    rule: StopRule,
+    clock: Clock,
+    on_iteration: Callable[[int, float], None] | None = None,
+) -> tuple[list[float], float]:
     """(per-iteration seconds, window seconds) under ``rule``'s stop condition."""
     times: list[float] = []
     append = times.append
@@ -124,25 +136,36 @@ def measure_loop(step: Callable[[], Any], rule: StopRule, clock: Clock,
 def summarize_latency(times_s: list[float]) -> dict[str, Any]:
     s = stats.summarize(times_s)
     latency = {k: s[k] * 1000 for k in ("mean", "p50", "p90", "p95", "p99", "min", "max", "std")}
-    return {"latency_ms": latency, "cv": s["cv"], "iqr_over_median": s["iqr_over_median"],
-            "percentile_support": stats.percentile_support(len(times_s))}
+    return {
+        "latency_ms": latency,
+        "cv": s["cv"],
+        "iqr_over_median": s["iqr_over_median"],
+        "percentile_support": stats.percentile_support(len(times_s)),
+    }
 
 
 def raw_samples_ms(times_s: list[float]) -> dict[str, Any]:
     """Every sample when there are few enough; otherwise every k-th, and k is said."""
     stride = max(1, -(-len(times_s) // RAW_SAMPLES_KEPT))
-    return {"latency_samples_ms": [round(t * 1000, 6) for t in times_s[::stride]],
-            "latency_samples_stride": stride}
+    return {
+        "latency_samples_ms": [round(t * 1000, 6) for t in times_s[::stride]],
+        "latency_samples_stride": stride,
+    }
 
 
-def measure(step: Callable[[], Any], batch_size: int, rule: StopRule, clock: Clock,
-            on_iteration: Callable[[int, float], None] | None = None,
-            after_warmup: Callable[[], None] | None = None) -> dict[str, Any]:
+def measure(
+    step: Callable[[], Any],
+    batch_size: int,
+    rule: StopRule,
+    clock: Clock,
+    on_iteration: Callable[[int, float], None] | None = None,
+    after_warmup: Callable[[], None] | None = None,
+) -> dict[str, Any]:
     """Warm up, measure, and return the cell's statistics (latencies in ms)."""
     warm = warm_up(step, rule, clock)
     if after_warmup is not None:
         after_warmup()
-    with CpuWindow() as cpu:        # kernel share and page faults of the measured window only
+    with CpuWindow() as cpu:  # kernel share and page faults of the measured window only
         times, window = measure_loop(step, rule, clock, on_iteration)
     n = len(times)
     out = {
@@ -154,8 +177,11 @@ def measure(step: Callable[[], Any], batch_size: int, rule: StopRule, clock: Clo
         **raw_samples_ms(times),
         **cpu.report(n),
         "warmup_iterations": warm["iterations"],
-        "warmup": {"times_ms": [t * 1000 for t in warm["times_s"]], "total_s": warm["total_s"],
-                   "extended_until_stable": warm["extended"],
-                   "first_ms": warm["times_s"][0] * 1000 if warm["times_s"] else None},
+        "warmup": {
+            "times_ms": [t * 1000 for t in warm["times_s"]],
+            "total_s": warm["total_s"],
+            "extended_until_stable": warm["extended"],
+            "first_ms": warm["times_s"][0] * 1000 if warm["times_s"] else None,
+        },
     }
     return out

@@ -5,19 +5,29 @@ the model here so that a corrupt file, an unknown operator or an input it
 cannot synthesize is one clear line before the sweep starts, and reads the
 input signature, embedding table sizes and the graph's own precision.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from dlbench.converters import onnx_io
-from dlbench.converters import onnx_summary
+from dlbench.converters import onnx_io, onnx_summary
 from dlbench.core.errors import UserError
 
 # Ops that only pass data through: an index that reaches a Gather through
 # them is still the same index.
-PASS_THROUGH = {"Cast", "Identity", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Expand",
-                "Transpose", "Slice", "Concat", "DequantizeLinear"}
+PASS_THROUGH = {
+    "Cast",
+    "Identity",
+    "Reshape",
+    "Unsqueeze",
+    "Squeeze",
+    "Flatten",
+    "Expand",
+    "Transpose",
+    "Slice",
+    "Concat",
+    "DequantizeLinear",
+}
 STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
 
 
@@ -50,8 +60,10 @@ def check_operators(model, path: str | Path) -> None:
             onnx.defs.get_schema(node.op_type, version, "" if domain == "ai.onnx" else domain)
         except onnx.defs.SchemaError:
             where = f"domain '{domain}'" if domain else "the default domain"
-            raise UserError(f"{path}: unknown operator {node.op_type!r} (node "
-                            f"{node.name or '?'}, {where}, opset {version})") from None
+            raise UserError(
+                f"{path}: unknown operator {node.op_type!r} (node "
+                f"{node.name or '?'}, {where}, opset {version})"
+            ) from None
 
 
 def _all_nodes(graph):

@@ -25,6 +25,7 @@ thread count.
 The figure is the best of the timed repetitions (peak, not typical): a GEMM
 large enough to be compute-bound, timed for about ``seconds`` per precision.
 """
+
 from __future__ import annotations
 
 import time
@@ -47,8 +48,12 @@ def _time_best(fn, sync, flops: float, seconds: float, min_reps: int = 3) -> dic
         sync()
         times.append(time.perf_counter() - t0)
     best = min(times)
-    return {"gflops": flops / best / 1e9, "best_s": best, "repetitions": len(times),
-            "median_gflops": flops / sorted(times)[len(times) // 2] / 1e9}
+    return {
+        "gflops": flops / best / 1e9,
+        "best_s": best,
+        "repetitions": len(times),
+        "median_gflops": flops / sorted(times)[len(times) // 2] / 1e9,
+    }
 
 
 def child(payload: dict[str, Any]) -> dict[str, Any]:
@@ -58,16 +63,21 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
         threads = int(payload.get("threads") or 0)
         results = []
         for precision in payload.get("precisions") or CPU_PRECISIONS:
-            candidates = [c for c in (_micro_gemm(e, n, seconds, threads, precision)
-                                      for e in CPU_ENGINES) if c]
+            candidates = [
+                c for c in (_micro_gemm(e, n, seconds, threads, precision) for e in CPU_ENGINES) if c
+            ]
             if not candidates:
                 continue
             best = max(candidates, key=lambda c: c["gflops"])
-            results.append({"precision": precision, "n": n, **best,
-                            "candidates": [{k: c[k] for k in ("library", "gflops")}
-                                           for c in candidates],
-                            "math_mode": {"gemm": CPU_MATH[precision],
-                                          "env": mathmode.env_in_force()}})
+            results.append(
+                {
+                    "precision": precision,
+                    "n": n,
+                    **best,
+                    "candidates": [{k: c[k] for k in ("library", "gflops")} for c in candidates],
+                    "math_mode": {"gemm": CPU_MATH[precision], "env": mathmode.env_in_force()},
+                }
+            )
         return {"results": results}
     if device == "cuda":
         import torch
@@ -79,17 +89,24 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
         results = []
         kinds = [("fp32", torch.float32), ("fp16", torch.float16), ("bf16", torch.bfloat16)]
         if mathmode.tf32_reason("cuda", dev.index or 0) is None:
-            kinds.append(("tf32", torch.float32))       # float32 in TensorFloat-32 math
+            kinds.append(("tf32", torch.float32))  # float32 in TensorFloat-32 math
         for precision, dtype in kinds:
-            math = mathmode.torch_math(torch, "cuda", precision)     # fp32: IEEE
+            math = mathmode.torch_math(torch, "cuda", precision)  # fp32: IEEE
             a = torch.randn(n, n, device=dev, dtype=dtype)
             b = torch.randn(n, n, device=dev, dtype=dtype)
-            res = _time_best(lambda: torch.matmul(a, b), lambda: torch.cuda.synchronize(dev),
-                             2.0 * n ** 3, seconds)
-            results.append({"precision": precision, "n": n,
-                            "library": f"torch {torch.__version__} (cuBLAS)",
-                            "device_name": torch.cuda.get_device_name(dev), "math_mode": math,
-                            **res})
+            res = _time_best(
+                lambda a=a, b=b: torch.matmul(a, b), lambda: torch.cuda.synchronize(dev), 2.0 * n**3, seconds
+            )
+            results.append(
+                {
+                    "precision": precision,
+                    "n": n,
+                    "library": f"torch {torch.__version__} (cuBLAS)",
+                    "device_name": torch.cuda.get_device_name(dev),
+                    "math_mode": math,
+                    **res,
+                }
+            )
         return {"results": results}
     raise RuntimeError(f"no GEMM micro-benchmark for device {device!r}")
 
@@ -100,13 +117,16 @@ CPU_ENGINES = ("numpy", "onnxruntime", "pytorch")
 # One CPU ceiling per precision a micro engine has a GEMM for: a bf16 or int8 cell divided
 # by the fp32 peak would read far above 100 % on a CPU with bf16 or VNNI instructions.
 CPU_PRECISIONS = ("fp32", "bf16", "int8")
-CPU_MATH = {"fp32": "IEEE float32 (BLAS, MLAS, oneDNN)",
-            "bf16": "bfloat16 inputs, float32 accumulation",
-            "int8": "int8 inputs, int32 accumulation"}
+CPU_MATH = {
+    "fp32": "IEEE float32 (BLAS, MLAS, oneDNN)",
+    "bf16": "bfloat16 inputs, float32 accumulation",
+    "int8": "int8 inputs, int32 accumulation",
+}
 
 
-def _micro_gemm(engine: str, n: int, seconds: float, threads: int,
-                precision: str = "fp32") -> dict[str, Any] | None:
+def _micro_gemm(
+    engine: str, n: int, seconds: float, threads: int, precision: str = "fp32"
+) -> dict[str, Any] | None:
     """One engine's square GEMM, built as ``dlbench micro gemm`` builds it (the same
     kernel, so a peak and a micro cell are one measurement), or None when the engine is
     not installed or has no kernel for ``precision``.  Only fp32's failure is the cell's:
@@ -137,10 +157,10 @@ def _micro_gemm(engine: str, n: int, seconds: float, threads: int,
 PEAK_PRECISION = {"fp32": "fp32", "tf32": "tf32", "fp16": "fp16", "bf16": "bf16", "int8": "int8"}
 
 
-def _peak_rows(store, machine_id: str, device: str, precision: str,
-               threads: int | None) -> list[dict[str, Any]]:
-    where = ("kind = 'peak' AND status = 'ok' AND machine_id = ? AND device = ? "
-             "AND precision = ?")
+def _peak_rows(
+    store, machine_id: str, device: str, precision: str, threads: int | None
+) -> list[dict[str, Any]]:
+    where = "kind = 'peak' AND status = 'ok' AND machine_id = ? AND device = ? AND precision = ?"
     params: list[Any] = [machine_id, device, precision]
     if device == "cpu" and threads is not None:
         where += " AND intra_op_threads = ?"
@@ -148,8 +168,9 @@ def _peak_rows(store, machine_id: str, device: str, precision: str,
     return store.records(where, params)
 
 
-def lookup(store, machine_id: str, device: str, precision: str,
-           threads: int | None = None) -> dict[str, Any] | None:
+def lookup(
+    store, machine_id: str, device: str, precision: str, threads: int | None = None
+) -> dict[str, Any] | None:
     """The best stored peak for this machine, device, precision and (on the CPU) thread
     count, or None.
 
@@ -167,33 +188,48 @@ def lookup(store, machine_id: str, device: str, precision: str,
     if not rows:
         return None
     row = max(rows, key=lambda r: r["metrics"]["gflops"])
-    return {"gflops": row["metrics"]["gflops"], "record_id": row["id"],
-            "measured_at": row["started_at"], "threads": row.get("intra_op_threads")}
+    return {
+        "gflops": row["metrics"]["gflops"],
+        "record_id": row["id"],
+        "measured_at": row["started_at"],
+        "threads": row.get("intra_op_threads"),
+    }
 
 
-def share_of_peak(store, machine_id: str, device: str, precision: str, threads: int,
-                  achieved_gflops: float) -> dict[str, Any]:
+def share_of_peak(
+    store, machine_id: str, device: str, precision: str, threads: int, achieved_gflops: float
+) -> dict[str, Any]:
     """A cell's ``percent_of_peak`` fields, and a ``peak_note`` when there is no peak at its
     thread count or the share is above 100 % (a wrong FLOP count or a wrong peak: never a
     result, and said so in the record)."""
     peak = lookup(store, machine_id, device, precision, threads)
     if not peak:
         others = PEAK_PRECISION.get(precision) and _peak_rows(
-            store, machine_id, device, PEAK_PRECISION[precision], None)
+            store, machine_id, device, PEAK_PRECISION[precision], None
+        )
         if not others:
             return {}
-        return {"peak_note": f"no {device} peak measured at {threads} thread(s) on this "
-                             f"machine (dlbench env --peak --peak-threads {threads}): no % of "
-                             f"peak"}
+        return {
+            "peak_note": f"no {device} peak measured at {threads} thread(s) on this "
+            f"machine (dlbench env --peak --peak-threads {threads}): no % of "
+            f"peak"
+        }
     pct = 100 * achieved_gflops / peak["gflops"]
-    out = {"peak_gflops": peak["gflops"], "peak_record_id": peak["record_id"],
-           "peak_threads": peak["threads"], "percent_of_peak": pct, "above_peak": pct > 100}
+    out = {
+        "peak_gflops": peak["gflops"],
+        "peak_record_id": peak["record_id"],
+        "peak_threads": peak["threads"],
+        "percent_of_peak": pct,
+        "above_peak": pct > 100,
+    }
     if pct > 100:
-        out["peak_note"] = (f"{achieved_gflops:.4g} GFLOP/s is {pct:.1f}% of the peak measured "
-                            f"at {peak['threads']} thread(s) ({peak['gflops']:.4g} GFLOP/s, "
-                            f"{peak['measured_at']}): above 100 % means the FLOP count or the "
-                            f"peak is wrong (a peak measured on a busy machine reads low); "
-                            f"not a result")
+        out["peak_note"] = (
+            f"{achieved_gflops:.4g} GFLOP/s is {pct:.1f}% of the peak measured "
+            f"at {peak['threads']} thread(s) ({peak['gflops']:.4g} GFLOP/s, "
+            f"{peak['measured_at']}): above 100 % means the FLOP count or the "
+            f"peak is wrong (a peak measured on a busy machine reads low); "
+            f"not a result"
+        )
     return out
 
 
@@ -215,9 +251,13 @@ def missing_thread_counts(store, machine_id: str, thread_counts) -> tuple[list[i
     return sorted(set(thread_counts) - have), seconds
 
 
-def measure_peaks(db: str | None = None, seconds: float = 2.0,
-                  timeout: float | None = 600, threads: list[int] | None = None,
-                  devices: list[str] | None = None) -> list[dict[str, Any]]:
+def measure_peaks(
+    db: str | None = None,
+    seconds: float = 2.0,
+    timeout: float | None = 600,
+    threads: list[int] | None = None,
+    devices: list[str] | None = None,
+) -> list[dict[str, Any]]:
     """Run the GEMM cells for every device here (the CPU at each of ``threads``, default
     physical cores); store and return one record per result."""
     from dlbench.harness.context import new_run_id
@@ -243,14 +283,15 @@ def measure_peaks(db: str | None = None, seconds: float = 2.0,
     return out
 
 
-def _measure_one(store, fp: dict[str, Any], run_id: str, device: str, intra_op: int,
-                 seconds: float, timeout: float | None) -> list[dict[str, Any]]:
+def _measure_one(
+    store, fp: dict[str, Any], run_id: str, device: str, intra_op: int, seconds: float, timeout: float | None
+) -> list[dict[str, Any]]:
     import os
 
     from dlbench.harness import records
+    from dlbench.harness.cellenv import cell_environment
     from dlbench.harness.context import now_iso
     from dlbench.harness.launcher import run_cell
-    from dlbench.harness.cellenv import cell_environment
     from dlbench.harness.threads import ThreadConfig
 
     threads = ThreadConfig.default(intra_op)
@@ -258,25 +299,51 @@ def _measure_one(store, fp: dict[str, Any], run_id: str, device: str, intra_op: 
     started = now_iso()
     # Other work on the machine while the GEMM runs is what makes a peak read low: kept.
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    outcome = run_cell("peak", {"device": device, "seconds": seconds,
-                                "threads": threads.intra_op}, env=env, timeout=timeout)
+    outcome = run_cell(
+        "peak", {"device": device, "seconds": seconds, "threads": threads.intra_op}, env=env, timeout=timeout
+    )
     results = outcome.result.get("results", []) if outcome.ok else [{"precision": "fp32"}]
     out = []
     for res in results:
-        identity = {"device": device, "precision": res["precision"], "threads": intra_op,
-                    "machine_id": fp["machine_id"], "started_at": started}
+        identity = {
+            "device": device,
+            "precision": res["precision"],
+            "threads": intra_op,
+            "machine_id": fp["machine_id"],
+            "started_at": started,
+        }
         record = records.new_record(
-            "peak", run_id=run_id, identity=identity, started=started, argv=None,
-            device=device, fp=fp, env=env, status="ok" if outcome.ok else "failed",
-            error=outcome.error, duration_s=outcome.wall_s, precision=res["precision"],
-            intra_op_threads=threads.intra_op, inter_op_threads=threads.inter_op,
-            metrics={**{k: res.get(k) for k in ("gflops", "median_gflops", "best_s",
-                                                "repetitions", "n", "candidates")},
-                     "seconds": seconds})
-        record["context"].update({"library": res.get("library"), "n": res.get("n"),
-                                  "device_name": res.get("device_name"),
-                                  "math_mode": res.get("math_mode"),
-                                  "load_average_1m": load})
+            "peak",
+            run_id=run_id,
+            identity=identity,
+            started=started,
+            argv=None,
+            device=device,
+            fp=fp,
+            env=env,
+            status="ok" if outcome.ok else "failed",
+            error=outcome.error,
+            duration_s=outcome.wall_s,
+            precision=res["precision"],
+            intra_op_threads=threads.intra_op,
+            inter_op_threads=threads.inter_op,
+            metrics={
+                **{
+                    k: res.get(k)
+                    for k in ("gflops", "median_gflops", "best_s", "repetitions", "n", "candidates")
+                },
+                "seconds": seconds,
+            },
+        )
+        record["context"].update(
+            {
+                "library": res.get("library"),
+                "n": res.get("n"),
+                "device_name": res.get("device_name"),
+                "math_mode": res.get("math_mode"),
+                "load_average_1m": load,
+            }
+        )
         record["id"] = store.add(record, fp)
         out.append(record)
     return out
@@ -285,8 +352,7 @@ def _measure_one(store, fp: dict[str, Any], run_id: str, device: str, intra_op: 
 def ensure_peaks(store, fp: dict[str, Any], cells, timeout: float | None = 600) -> list[str]:
     """Measure the CPU peak at the thread counts of ``cells`` that have none yet, when this
     machine already has a peak (the user asked for peaks once); notes for the progress."""
-    wanted = {c.intra_op for c in cells if c.device == "cpu"
-              and PEAK_PRECISION.get(c.precision) == "fp32"}
+    wanted = {c.intra_op for c in cells if c.device == "cpu" and PEAK_PRECISION.get(c.precision) == "fp32"}
     missing, seconds = missing_thread_counts(store, fp["machine_id"], wanted)
     if not missing:
         return []
@@ -297,7 +363,8 @@ def ensure_peaks(store, fp: dict[str, Any], cells, timeout: float | None = 600) 
     for t in missing:
         recs = _measure_one(store, fp, run_id, "cpu", t, seconds, timeout)
         ok = [r for r in recs if r["status"] == "ok"]
-        notes.append(f"note: measured the CPU GEMM peak at {t} thread(s) for % of peak: "
-                     + (f"{ok[0]['metrics']['gflops']:.1f} GFLOP/s" if ok else
-                        f"FAILED: {recs[0]['error']}"))
+        notes.append(
+            f"note: measured the CPU GEMM peak at {t} thread(s) for % of peak: "
+            + (f"{ok[0]['metrics']['gflops']:.1f} GFLOP/s" if ok else f"FAILED: {recs[0]['error']}")
+        )
     return notes

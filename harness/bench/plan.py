@@ -5,31 +5,32 @@ threads x scenario.  Everything that can be refused is refused here, before the
 first cell starts (one line, exit 2): a sweep never dies half-way on input it
 could have rejected up front.  Two cells with the same identity are one cell.
 """
+
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlbench.harness.backends import BACKENDS, get_backend
-from dlbench.harness.backends.base import Backend
-from dlbench.harness.formats import TRT_ENGINE, has_own_precision
-from dlbench.harness.bench import inputs as inputs_mod
-from dlbench.harness.bench.artifacts import Artifact, resolve, resolve_code
-from dlbench.harness.bench.given import GivenInput, read_all as read_given
-from dlbench.harness.bench.request import BenchRequest
-from dlbench.harness.bench.scenarios import get_scenario
+from dlbench.core.errors import UserError
+from dlbench.core.tensors import follow_batch
 from dlbench.harness.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.allocator import identity as allocator_identity
+from dlbench.harness.backends import BACKENDS, get_backend
+from dlbench.harness.backends.base import Backend
+from dlbench.harness.bench import inputs as inputs_mod
+from dlbench.harness.bench.artifacts import Artifact, resolve, resolve_code
+from dlbench.harness.bench.given import GivenInput
+from dlbench.harness.bench.given import read_all as read_given
+from dlbench.harness.bench.request import BenchRequest
+from dlbench.harness.bench.scenarios import get_scenario
 from dlbench.harness.cellenv import cell_environment
 from dlbench.harness.context import cell_key
 from dlbench.harness.fingerprint import fingerprint
-from dlbench.core.tensors import follow_batch
+from dlbench.harness.formats import TRT_ENGINE, has_own_precision
 from dlbench.harness.mathmode import TF32, check_env
 from dlbench.harness.mathmode import environment as math_environment
 from dlbench.harness.threads import ThreadConfig
-from dlbench.core.errors import UserError
-
 
 
 @dataclass
@@ -47,41 +48,57 @@ class Cell:
     int_ranges: dict[str, tuple[int, int]]
     gflops: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
-    given: dict[str, GivenInput] = field(default_factory=dict)      # --input
-    allocator: str = DEFAULT_ALLOCATOR                              # --allocator
-    env: str = ""                       # --with PACKAGE==VERSION ("": the installed packages)
+    given: dict[str, GivenInput] = field(default_factory=dict)  # --input
+    allocator: str = DEFAULT_ALLOCATOR  # --allocator
+    env: str = ""  # --with PACKAGE==VERSION ("": the installed packages)
 
     @property
     def label(self) -> str:
-        return (f"{self.artifact.ref.model} on {self.backend.name} {self.device} {self.precision} "
-                f"batch {self.batch_size} {self.scenario} ({self.intra_op} threads)"
-                + (f" [{self.env}]" if self.env else ""))
+        return (
+            f"{self.artifact.ref.model} on {self.backend.name} {self.device} {self.precision} "
+            f"batch {self.batch_size} {self.scenario} ({self.intra_op} threads)"
+            + (f" [{self.env}]" if self.env else "")
+        )
 
     def environment(self, overlay: Any = None) -> dict[str, str]:
         """The variables the cell's process starts with: thread pools are sized, the
         allocator chosen and a --with overlay put first on the import path before import."""
         from dlbench.harness import envs
 
-        return cell_environment(ThreadConfig(self.intra_op, self.inter_op), self.allocator,
-                                {**self.backend.environment(self.options, self.intra_op,
-                                                            self.inter_op),
-                                 **math_environment(self.device, self.precision),
-                                 **(envs.environment(overlay) if overlay else {})})
+        return cell_environment(
+            ThreadConfig(self.intra_op, self.inter_op),
+            self.allocator,
+            {
+                **self.backend.environment(self.options, self.intra_op, self.inter_op),
+                **math_environment(self.device, self.precision),
+                **(envs.environment(overlay) if overlay else {}),
+            },
+        )
 
 
 def identity(c: Cell, req: BenchRequest, machine_id: str) -> dict[str, Any]:
     """Everything that makes two measurements the same measurement (the resume key's source)."""
-    ident = {"artifact": {k: v for k, v in c.artifact.identity().items() if k != "path"},
-             "backend": c.backend.name, "device": c.device, "device_id": req.device_id,
-             "precision": c.precision, "batch_size": c.batch_size, "scenario": c.scenario,
-             "threads": [c.intra_op, c.inter_op], "options": c.options,
-             "rule": req.rule.to_dict(), "shapes": {k: list(v) for k, v in c.shapes.items()},
-             "int_ranges": {k: list(v) for k, v in c.int_ranges.items()}, "seed": req.seed,
-             "repeats": req.repeats, "machine_id": machine_id}
+    ident = {
+        "artifact": {k: v for k, v in c.artifact.identity().items() if k != "path"},
+        "backend": c.backend.name,
+        "device": c.device,
+        "device_id": req.device_id,
+        "precision": c.precision,
+        "batch_size": c.batch_size,
+        "scenario": c.scenario,
+        "threads": [c.intra_op, c.inter_op],
+        "options": c.options,
+        "rule": req.rule.to_dict(),
+        "shapes": {k: list(v) for k, v in c.shapes.items()},
+        "int_ranges": {k: list(v) for k, v in c.int_ranges.items()},
+        "seed": req.seed,
+        "repeats": req.repeats,
+        "machine_id": machine_id,
+    }
     if c.scenario == "server":
         ident["server"] = req.server_params()
     ident.update(allocator_identity(c.allocator))
-    if c.given:                         # absent when unused: older cells keep their keys
+    if c.given:  # absent when unused: older cells keep their keys
         ident["inputs"] = {k: g.identity() for k, g in sorted(c.given.items())}
     if c.env:
         ident["with"] = c.env
@@ -99,8 +116,9 @@ def _device_reason(backend: Backend, device: str) -> str:
     if device == "ascend" and not fp["ascend"]:
         return "no Ascend NPU on this machine (no /dev/davinci*)"
     devices = backend.availability().devices
-    extra = {"onnxruntime": " (needs onnxruntime-gpu)",
-             "pytorch": " (this PyTorch is a CPU build)"}.get(backend.name, "")
+    extra = {"onnxruntime": " (needs onnxruntime-gpu)", "pytorch": " (this PyTorch is a CPU build)"}.get(
+        backend.name, ""
+    )
     return f"{backend.name} runs on {', '.join(devices) or 'nothing here'}{extra}"
 
 
@@ -137,24 +155,27 @@ def _check_fit(req: BenchRequest, artifacts: list[Artifact], backends: list[Back
     for art in artifacts:
         if not any(art.format in b.formats for b in backends):
             takes = "; ".join(f"{b.name}: {', '.join(b.formats)}" for b in backends)
-            raise UserError(f"{art.label} is a {art.format} artifact; none of "
-                            f"{', '.join(b.name for b in backends)} takes one ({takes})")
+            raise UserError(
+                f"{art.label} is a {art.format} artifact; none of "
+                f"{', '.join(b.name for b in backends)} takes one ({takes})"
+            )
     for b in backends:
         if not any(a.format in b.formats for a in artifacts):
-            raise UserError(f"backend {b.name} takes {', '.join(b.formats)}; none of the "
-                            f"artifacts is one")
+            raise UserError(f"backend {b.name} takes {', '.join(b.formats)}; none of the artifacts is one")
     for key in req.options:
         if not any(b.option(key) for b in backends):
-            offered = "; ".join(f"{b.name}: {', '.join(o.name for o in b.options) or 'none'}"
-                                for b in backends)
+            offered = "; ".join(
+                f"{b.name}: {', '.join(o.name for o in b.options) or 'none'}" for b in backends
+            )
             raise UserError(f"option {key!r} applies to none of the backends ({offered})")
     for name in list(req.shapes) + list(req.int_ranges) + list(req.inputs):
-        if not any(a.signature is None or name in [t.name for t in a.signature]
-                   for a in artifacts):
-            flag = ("--shape" if name in req.shapes else
-                    "--int-range" if name in req.int_ranges else "--input")
-            inputs = "; ".join(f"{a.label}: {inputs_mod.describe_signature(a.signature)}"
-                               for a in artifacts if a.signature is not None)
+        if not any(a.signature is None or name in [t.name for t in a.signature] for a in artifacts):
+            flag = "--shape" if name in req.shapes else "--int-range" if name in req.int_ranges else "--input"
+            inputs = "; ".join(
+                f"{a.label}: {inputs_mod.describe_signature(a.signature)}"
+                for a in artifacts
+                if a.signature is not None
+            )
             raise UserError(f"{flag} {name}: no artifact has an input {name!r}; inputs: {inputs}")
 
 
@@ -163,24 +184,30 @@ class _Unavailable(UserError):
 
 
 def _precision(art: Artifact, backend: Backend, device: str, asked: str) -> str:
-    if asked == TF32:       # float32 in TensorFloat-32 math: a mode of an fp32 model
+    if asked == TF32:  # float32 in TensorFloat-32 math: a mode of an fp32 model
         own = (art.precision or "fp32") if has_own_precision(art.format) else "fp32"
         if TF32 not in backend.precisions(device):
-            raise _Unavailable(f"--precision tf32: {backend.name} on {device}: "
-                               f"{backend.precision_reason(device, TF32)}")
+            raise _Unavailable(
+                f"--precision tf32: {backend.name} on {device}: {backend.precision_reason(device, TF32)}"
+            )
         if own != "fp32":
-            raise UserError(f"--precision tf32: {art.label} is an {own} model; tf32 is a math "
-                            f"mode for fp32 models")
+            raise UserError(
+                f"--precision tf32: {art.label} is an {own} model; tf32 is a math mode for fp32 models"
+            )
         if art.format == TRT_ENGINE:
-            raise UserError(f"--precision tf32: {art.label}'s TF32 was fixed when it was built; "
-                            f"bench its ONNX file with -b tensorrt, which builds it in the cell")
+            raise UserError(
+                f"--precision tf32: {art.label}'s TF32 was fixed when it was built; "
+                f"bench its ONNX file with -b tensorrt, which builds it in the cell"
+            )
         return TF32
     if has_own_precision(art.format):
         own = art.precision or "fp32"
         if asked not in ("auto", own):
-            raise UserError(f"{art.label} is an {own} model and {backend.name} runs a model in its "
-                            f"own precision: make an {asked} model first (dlbench build "
-                            f"--precision {asked}) or drop --precision")
+            raise UserError(
+                f"{art.label} is an {own} model and {backend.name} runs a model in its "
+                f"own precision: make an {asked} model first (dlbench build "
+                f"--precision {asked}) or drop --precision"
+            )
         return own
     allowed = backend.precisions(device)
     if asked == "auto":
@@ -190,28 +217,37 @@ def _precision(art: Artifact, backend: Backend, device: str, asked: str) -> str:
     return asked
 
 
-def _flops(art: Artifact, shapes_for_batch: dict[str, tuple[int, ...]] | None,
-           batch: int) -> dict[str, Any] | None:
+def _flops(
+    art: Artifact, shapes_for_batch: dict[str, tuple[int, ...]] | None, batch: int
+) -> dict[str, Any] | None:
     if art.onnx_model is not None and shapes_for_batch is not None:
         from dlbench.harness.bench import flops
+
         try:
             return {**flops.count(art.onnx_model, shapes_for_batch, batch), "source": "onnx graph"}
         except Exception as exc:  # noqa: BLE001 - a count we cannot make is a note, not a failure
             return {"gflops_per_sample": None, "error": f"{type(exc).__name__}: {exc}"}
     if art.user:
-        return {"gflops_per_sample": None, "source": "not counted: a native model of the "
-                "user's (export it to ONNX and bench that for a graph count)"}
+        return {
+            "gflops_per_sample": None,
+            "source": "not counted: a native model of the "
+            "user's (export it to ONNX and bench that for a graph count)",
+        }
     if not has_own_precision(art.format):
         from dlbench.models.registry import get_model
+
         spec = get_model(art.ref.model)
-        return {"gflops_per_sample": spec.gflops_per_sample, "source": "zoo analytic count "
-                "(convolutions, dense layers, recurrent cells, attention products)"}
+        return {
+            "gflops_per_sample": spec.gflops_per_sample,
+            "source": "zoo analytic count (convolutions, dense layers, recurrent cells, attention products)",
+        }
     return None
 
 
 @dataclass
 class _ArtifactAxes:
     """What one artifact contributes to all its cells: inputs, batch sizes, FLOPs, notes."""
+
     shapes: dict[str, tuple[int, ...]]
     ranges: dict[str, tuple[int, int]]
     sizes_by_scenario: dict[str, list[int]]
@@ -229,7 +265,7 @@ def _artifact_axes(art: Artifact, req: BenchRequest, notes: list[str]) -> _Artif
     # except where an --input file gives the shape.
     shape_notes = [art.default_shapes_note] if not shapes and art.default_shapes else []
     if art.user:
-        shape_notes += art.notes          # what its file does not say, in every record
+        shape_notes += art.notes  # what its file does not say, in every record
     shapes = art.shapes_for(shapes, given)
     ranges = {k: v for k, v in req.int_ranges.items() if names is None or k in names}
     sizes_by_scenario = {}
@@ -244,9 +280,11 @@ def _artifact_axes(art: Artifact, req: BenchRequest, notes: list[str]) -> _Artif
     gflops = None
     if art.signature is not None:
         try:
-            plans = {b: inputs_mod.plan(art.signature, b, shapes, ranges, art.graph_ranges,
-                                        given)
-                     for s in scenarios for b in sizes_by_scenario[s]}
+            plans = {
+                b: inputs_mod.plan(art.signature, b, shapes, ranges, art.graph_ranges, given)
+                for s in scenarios
+                for b in sizes_by_scenario[s]
+            }
         except UserError as exc:
             raise UserError(f"{art.label}: {exc}") from None
         first = min(plans)
@@ -280,12 +318,14 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
             options = backend.resolve_options(req.options)
             if art.format == TRT_ENGINE:
                 from dlbench.harness.backends.tensorrt import check_engine_here
+
                 check_engine_here(art.ref.path)
             for device in devices_asked or [backend.default_device()]:
                 if device not in backend.availability().devices:
                     if req.all_backends():
-                        notes.append(f"backend {backend.name} skipped on {device}: "
-                                     f"{_device_reason(backend, device)}")
+                        notes.append(
+                            f"backend {backend.name} skipped on {device}: {_device_reason(backend, device)}"
+                        )
                         continue
                     raise UserError(f"--device {device}: {_device_reason(backend, device)}")
                 for asked in precisions_asked:
@@ -298,18 +338,34 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
                         continue
                     for s in scenarios:
                         for b in axes.sizes_by_scenario[s]:
-                            for t, env in itertools.product(threads,
-                                                            req.with_specs or [""]):
-                                cells.append(Cell(art, backend, device, precision, b, s, t,
-                                                  inter, options, axes.shapes,
-                                                  axes.ranges, axes.gflops,
-                                                  list(axes.shape_notes), axes.given,
-                                                  req.allocator, env))
+                            for t, env in itertools.product(threads, req.with_specs or [""]):
+                                cells.append(
+                                    Cell(
+                                        art,
+                                        backend,
+                                        device,
+                                        precision,
+                                        b,
+                                        s,
+                                        t,
+                                        inter,
+                                        options,
+                                        axes.shapes,
+                                        axes.ranges,
+                                        axes.gflops,
+                                        list(axes.shape_notes),
+                                        axes.given,
+                                        req.allocator,
+                                        env,
+                                    )
+                                )
     if not cells:
-        raise UserError("nothing to run: " + (notes[-1] if notes else "no backend can take "
-                                              "these artifacts on these devices"))
+        raise UserError(
+            "nothing to run: "
+            + (notes[-1] if notes else "no backend can take these artifacts on these devices")
+        )
     for precision in sorted({c.precision for c in cells}):
-        check_env(precision)          # a variable that contradicts it refuses the sweep here
+        check_env(precision)  # a variable that contradicts it refuses the sweep here
     machine_id = fingerprint()["machine_id"]
     unique = {}
     for c in cells:

@@ -5,20 +5,23 @@ build; its rules are checked here, once, so every caller refuses the same input
 with the same line.  Rules that need the artifacts or the backends (formats,
 devices, input names) belong to the plan (``bench.plan``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlbench.harness.allocator import DEFAULT_ALLOCATOR, check as check_allocator
-from dlbench.harness.bench.measure import StopRule
-from dlbench.harness.executors import DEFAULT_EXECUTOR, check as check_executor
-from dlbench.harness.stats import BETWEEN_PROCESSES_THRESHOLD, WITHIN_PROCESS_THRESHOLD
-from dlbench.harness.bench.scenarios import get_scenario
-from dlbench.harness.threads import usable_cores
+from dlbench.core.devices import INFERENCE as DEVICES
+from dlbench.core.devices import inference_name
 from dlbench.core.errors import UserError
-from dlbench.core.devices import INFERENCE as DEVICES, inference_name
-
+from dlbench.harness.allocator import DEFAULT_ALLOCATOR
+from dlbench.harness.allocator import check as check_allocator
+from dlbench.harness.bench.measure import StopRule
+from dlbench.harness.bench.scenarios import get_scenario
+from dlbench.harness.executors import DEFAULT_EXECUTOR
+from dlbench.harness.executors import check as check_executor
+from dlbench.harness.stats import BETWEEN_PROCESSES_THRESHOLD, WITHIN_PROCESS_THRESHOLD
+from dlbench.harness.threads import usable_cores
 
 
 def split(values, kind=str) -> list:
@@ -112,8 +115,7 @@ class BenchRequest:
         return split(self.precisions) or ["auto"]
 
     def server_params(self) -> dict[str, Any]:
-        return {"qps": self.qps, "max_wait_ms": self.max_wait_ms,
-                "latency_bound_ms": self.latency_bound_ms}
+        return {"qps": self.qps, "max_wait_ms": self.max_wait_ms, "latency_bound_ms": self.latency_bound_ms}
 
     def check(self) -> None:
         """The request's own rules (UserError on the first broken one), before any file is read."""
@@ -130,15 +132,18 @@ class BenchRequest:
         for t in self.thread_counts():
             if t < 1:
                 raise UserError(f"--threads must be at least 1, got {t}")
-        for flag, value, low in (("--inter-op-threads", self.inter_op(), 1),
-                                 ("--repeats", self.repeats, 1),
-                                 ("--device-id", self.device_id, 0)):
+        for flag, value, low in (
+            ("--inter-op-threads", self.inter_op(), 1),
+            ("--repeats", self.repeats, 1),
+            ("--device-id", self.device_id, 0),
+        ):
             if value < low:
                 raise UserError(f"{flag} must be at least {low}, got {value}")
         if self.timeout is not None and self.timeout <= 0:
             raise UserError("--timeout must be positive")
         check_allocator(self.allocator)
         from dlbench.harness.envs import check_specs
+
         check_specs(self.with_specs)
         check_executor(self.executor, self.ray_resources, self.device_id, self.with_specs)
         if self.iqr_threshold <= 0:

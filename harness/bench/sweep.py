@@ -4,6 +4,7 @@ The work is split by job: ``bench.request`` (what is asked and its rules),
 ``bench.plan`` (the cells and their identities), ``bench.record`` (a cell's
 record) and ``bench.execute`` (running the cells).  New code imports those.
 """
+
 from __future__ import annotations
 
 from dlbench.harness.bench.execute import run_bench

@@ -5,17 +5,38 @@ a p99 from too few samples (*), an unstable cell, a kernel-bound cell
 (``harness.cpuusage``: its CPU time went to the kernel, usually page faults).
 An Allocator column appears when the rows ran with different allocators.
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from dlbench.harness.tables import (ROUGH_P99, add_context_columns, artifact_label,
-                                     cpu_mark, cpu_note, markdown, milliseconds,
-                                     network_name)
+from dlbench.harness.tables import (
+    ROUGH_P99,
+    add_context_columns,
+    artifact_label,
+    cpu_mark,
+    cpu_note,
+    markdown,
+    milliseconds,
+    network_name,
+)
 
-BENCH_HEADERS = ("Network", "Artifact", "Backend", "Resource", "Precision", "Batch size",
-                 "Scenario", "Throughput (samples/sec)", "Latency p50 / p99", "Spread",
-                 "GFLOP/s (% peak)", "Load / first run", "Peak RSS")
+BENCH_HEADERS = (
+    "Network",
+    "Artifact",
+    "Backend",
+    "Resource",
+    "Precision",
+    "Batch size",
+    "Scenario",
+    "Throughput (samples/sec)",
+    "Latency p50 / p99",
+    "Spread",
+    "GFLOP/s (% peak)",
+    "Load / first run",
+    "Peak RSS",
+)
 
 
 def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
@@ -25,8 +46,15 @@ def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         backend = f"{r['backend']} {r.get('backend_version') or ''}".strip()
         resource = c.get("resource") or r.get("device")
         rss = f"{r['peak_rss_mb']:.0f} MB" if r.get("peak_rss_mb") else ""
-        head = [network_name(r.get("model")), artifact_label(r), backend, resource,
-                r.get("precision"), r.get("batch_size"), r.get("scenario")]
+        head = [
+            network_name(r.get("model")),
+            artifact_label(r),
+            backend,
+            resource,
+            r.get("precision"),
+            r.get("batch_size"),
+            r.get("scenario"),
+        ]
         if r["status"] == "failed":
             rows.append(head + [f"FAILED: {r.get('error')}", "", "", "", "", rss])
             continue
@@ -37,7 +65,7 @@ def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         if m.get("achieved_gflops"):
             gflops = f"{m['achieved_gflops']:.4g}"
             if m.get("percent_of_peak") is not None:
-                pct = m["percent_of_peak"]        # above 100 %: a wrong FLOP count or peak
+                pct = m["percent_of_peak"]  # above 100 %: a wrong FLOP count or peak
                 gflops += f" ({pct:.0f}%)" if pct <= 100 else f" (INVALID: {pct:.0f}% of peak)"
         cold = m.get("cold_start") or {}
         thr = f"{r['throughput_sps']:.4g}" if r.get("throughput_sps") is not None else "-"
@@ -46,12 +74,19 @@ def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         thr += cpu_mark(r)
         if r.get("scenario") == "server" and (m.get("server") or {}).get("latency_bound_ms"):
             thr += f" @ p99 <= {m['server']['latency_bound_ms']:g} ms"
-        rows.append(head + [
-            thr, f"{milliseconds(lat.get('p50'))} / {p99}" if lat else "-",
-            spread(m), gflops,
-            f"{cold.get('load_s', 0):.2f} s / {milliseconds(cold.get('first_inference_ms'))}"
-            if cold else "",
-            rss])
+        rows.append(
+            head
+            + [
+                thr,
+                f"{milliseconds(lat.get('p50'))} / {p99}" if lat else "-",
+                spread(m),
+                gflops,
+                f"{cold.get('load_s', 0):.2f} s / {milliseconds(cold.get('first_inference_ms'))}"
+                if cold
+                else "",
+                rss,
+            ]
+        )
     return rows
 
 
@@ -69,8 +104,11 @@ def bench_table(records: Sequence[dict[str, Any]]) -> str:
     headers, rows = list(BENCH_HEADERS), bench_rows(records)
     add_context_columns(headers, rows, records)
     text = markdown(headers, rows)
-    if any(not ((r.get("metrics") or {}).get("percentile_support") or {}).get("p99", True)
-           for r in records if r["status"] != "failed"):
+    if any(
+        not ((r.get("metrics") or {}).get("percentile_support") or {}).get("p99", True)
+        for r in records
+        if r["status"] != "failed"
+    ):
         text += "\n\n" + ROUGH_P99
     note = cpu_note(records)
     if note:
@@ -80,10 +118,18 @@ def bench_table(records: Sequence[dict[str, Any]]) -> str:
 
 def server_points_table(record: dict[str, Any]) -> str:
     server = (record.get("metrics") or {}).get("server") or {}
-    rows = [[f"{p['target_qps']:.4g}", f"{p['achieved_qps']:.4g}", p["queries"],
-             f"{p['mean_batch']:.2f}", *(milliseconds(p["latency_ms"][q])
-                                          for q in ("p50", "p90", "p99")),
-             {True: "yes", False: "no"}.get(p.get("meets_bound"), "-")]
-            for p in server.get("points", []) if p.get("latency_ms")]
-    return markdown(("Target QPS", "Achieved QPS", "Queries", "Mean batch", "p50", "p90", "p99",
-                     "Meets bound"), rows)
+    rows = [
+        [
+            f"{p['target_qps']:.4g}",
+            f"{p['achieved_qps']:.4g}",
+            p["queries"],
+            f"{p['mean_batch']:.2f}",
+            *(milliseconds(p["latency_ms"][q]) for q in ("p50", "p90", "p99")),
+            {True: "yes", False: "no"}.get(p.get("meets_bound"), "-"),
+        ]
+        for p in server.get("points", [])
+        if p.get("latency_ms")
+    ]
+    return markdown(
+        ("Target QPS", "Achieved QPS", "Queries", "Mean batch", "p50", "p90", "p99", "Meets bound"), rows
+    )

@@ -5,6 +5,7 @@ from package metadata: no framework is imported.  ``--peak`` also measures
 this machine's GEMM peak on each device (in a separate process) and stores
 it, so that ``dlbench bench`` can report each cell's share of it.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,15 +15,27 @@ HELP = "show this machine's fingerprint (CPU, memory, GPUs, Ascend, library vers
 
 def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
-    p.add_argument("--peak", action="store_true",
-                   help="also measure the GEMM peak (GFLOP/s) of each device and store it")
-    p.add_argument("--peak-seconds", type=float, default=2.0,
-                   help="seconds per device and precision for --peak (default 2)")
-    p.add_argument("--peak-threads", default=None, metavar="N[,N...]",
-                   help="CPU thread counts to measure the peak at (default physical cores); "
-                        "a bench at another count measures its own the first time")
-    p.add_argument("--db", default=None, help="results database for --peak (default $DLBENCH_DB "
-                                              "or results/dlbench.sqlite)")
+    p.add_argument(
+        "--peak", action="store_true", help="also measure the GEMM peak (GFLOP/s) of each device and store it"
+    )
+    p.add_argument(
+        "--peak-seconds",
+        type=float,
+        default=2.0,
+        help="seconds per device and precision for --peak (default 2)",
+    )
+    p.add_argument(
+        "--peak-threads",
+        default=None,
+        metavar="N[,N...]",
+        help="CPU thread counts to measure the peak at (default physical cores); "
+        "a bench at another count measures its own the first time",
+    )
+    p.add_argument(
+        "--db",
+        default=None,
+        help="results database for --peak (default $DLBENCH_DB or results/dlbench.sqlite)",
+    )
 
 
 def run(args) -> int:
@@ -32,9 +45,20 @@ def run(args) -> int:
     peaks = _peaks(args) if args.peak else None
     if args.json:
         if peaks is not None:
-            fp = dict(fp, peak=[{"device": r["device"], "precision": r["precision"],
-                                 "status": r["status"], "error": r["error"], **r["metrics"],
-                                 "library": r["context"]["library"]} for r in peaks])
+            fp = dict(
+                fp,
+                peak=[
+                    {
+                        "device": r["device"],
+                        "precision": r["precision"],
+                        "status": r["status"],
+                        "error": r["error"],
+                        **r["metrics"],
+                        "library": r["context"]["library"],
+                    }
+                    for r in peaks
+                ],
+            )
         print(json.dumps(fp, indent=2, sort_keys=True))
         return 0 if not peaks or all(r["status"] == "ok" for r in peaks) else 1
     c = fp["cpu"]
@@ -45,23 +69,32 @@ def run(args) -> int:
         f"{c['logical_cores']} logical cores, ISA: {', '.join(c['isa']) or '-'}",
         *_confined(),
         f"memory          {fp['memory_gib']} GiB",
-        "GPU             " + ("; ".join(f"{g['name']} (driver {g['driver']}, {g['memory']}, "
-                                        f"sm {g['compute_capability']})" for g in fp["gpus"])
-                              or "none"),
+        "GPU             "
+        + (
+            "; ".join(
+                f"{g['name']} (driver {g['driver']}, {g['memory']}, sm {g['compute_capability']})"
+                for g in fp["gpus"]
+            )
+            or "none"
+        ),
         "Ascend          " + ("; ".join(a["name"] for a in fp["ascend"]) or "none"),
         f"Python          {fp['python']} ({fp['python_executable']})",
         f"dlbench         {fp['dlbench']}" + (f" ({fp['git_commit']})" if fp["git_commit"] else ""),
     ]
     lines += [f"{name:<15} {ver}" for name, ver in sorted(fp["versions"].items())]
     if fp["lock_drift"]:
-        lines.append("not as locked   " + ", ".join(
-            f"{d['package']} {d['installed']} (lock {d['lock']})" for d in fp["lock_drift"])
-            + ": the suite passed with the lock's versions (make install applies it)")
+        lines.append(
+            "not as locked   "
+            + ", ".join(f"{d['package']} {d['installed']} (lock {d['lock']})" for d in fp["lock_drift"])
+            + ": the suite passed with the lock's versions (make install applies it)"
+        )
     for r in peaks or []:
         if r["status"] == "ok":
-            lines.append(f"peak GEMM       {r['device']} {r['precision']}: "
-                         f"{r['metrics']['gflops']:.1f} GFLOP/s ({r['context']['library']}, "
-                         f"n={r['metrics']['n']}, {r['intra_op_threads']} threads)")
+            lines.append(
+                f"peak GEMM       {r['device']} {r['precision']}: "
+                f"{r['metrics']['gflops']:.1f} GFLOP/s ({r['context']['library']}, "
+                f"n={r['metrics']['n']}, {r['intra_op_threads']} threads)"
+            )
         else:
             lines.append(f"peak GEMM       {r['device']}: FAILED: {r['error']}")
     print("\n".join(lines))
@@ -69,8 +102,8 @@ def run(args) -> int:
 
 
 def _peaks(args):
-    from dlbench.harness.bench.peak import measure_peaks
     from dlbench.core.errors import UserError
+    from dlbench.harness.bench.peak import measure_peaks
 
     if args.peak_seconds <= 0:
         raise UserError("--peak-seconds must be positive")
@@ -91,5 +124,7 @@ def _confined() -> list[str]:
     cpus = affinity_in_force()
     if cpus is None:
         return []
-    return [f"confined to     CPUs {','.join(map(str, cpus))}: {usable_cores()} physical "
-            f"core(s), the default thread count"]
+    return [
+        f"confined to     CPUs {','.join(map(str, cpus))}: {usable_cores()} physical "
+        f"core(s), the default thread count"
+    ]

@@ -7,6 +7,7 @@ the classifier).  The cells, records (``micro`` kind, ``context.mode``),
 ``--with`` axis and ``compare`` are ``dlbench micro``'s.  Exit status: 0
 every cell ran and agreed, 1 a cell failed or disagreed, 2 bad input.
 """
+
 from __future__ import annotations
 
 HELP = "isolated layers (conv, dense, norms, pooling, LSTM, ...) across frameworks, checked equal"
@@ -16,11 +17,19 @@ def add_arguments(p) -> None:
     from dlbench.harness.commands import micro
     from dlbench.harness.micro.layers import MODES, TYPES
 
-    p.add_argument("layer", nargs="?", choices=TYPES,
-                   help="the layer type (with --shape), or a filter on --model's layers")
-    p.add_argument("--mode", action="append", default=None,
-                   help=f"{', '.join(MODES)}: forward, or forward + backward (input and weight "
-                        f"gradients); repeat or comma-separate (default forward)")
+    p.add_argument(
+        "layer",
+        nargs="?",
+        choices=TYPES,
+        help="the layer type (with --shape), or a filter on --model's layers",
+    )
+    p.add_argument(
+        "--mode",
+        action="append",
+        default=None,
+        help=f"{', '.join(MODES)}: forward, or forward + backward (input and weight "
+        f"gradients); repeat or comma-separate (default forward)",
+    )
     micro.add_common_arguments(p, layer=True)
 
 

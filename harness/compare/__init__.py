@@ -4,6 +4,7 @@
 record sets and judges each pair with ``bootstrap_ratio`` on per-iteration
 throughput samples; the command is a thin layer over it.
 """
+
 from dlbench.harness.compare.pairs import Comparison, Pair, compare, judge
 from dlbench.harness.compare.stats import RatioEstimate, bootstrap_ratio
 

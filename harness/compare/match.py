@@ -7,13 +7,29 @@ allows crossing machines.  When a side measured a cell more than once, its
 newest ok record stands for it (newest unstable, then newest failed, when
 there is no ok one), so a rerun replaces an earlier attempt.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-IDENTITY = ("kind", "model", "device", "precision", "batch_size", "scenario",
-            "intra_op_threads", "inter_op_threads", "backend", "framework", "machine_id", "with",
-            "mode", "devices", "scaling")
+IDENTITY = (
+    "kind",
+    "model",
+    "device",
+    "precision",
+    "batch_size",
+    "scenario",
+    "intra_op_threads",
+    "inter_op_threads",
+    "backend",
+    "framework",
+    "machine_id",
+    "with",
+    "mode",
+    "devices",
+    "scaling",
+)
 _STATUS_RANK = {"ok": 2, "unstable": 1}
 # Identity kept in a record's context, not a column: the --with environment of a micro or
 # layer cell (None: the installed packages), a layer's mode (forward or train), and a
@@ -40,8 +56,9 @@ def cell_identity(record: dict[str, Any], ignore: Iterable[str] = ()) -> tuple:
     return tuple((k, field(record, k)) for k in IDENTITY if k not in skip)
 
 
-def newest_per_cell(records: Iterable[dict[str, Any]],
-                    ignore: Iterable[str] = ()) -> dict[tuple, dict[str, Any]]:
+def newest_per_cell(
+    records: Iterable[dict[str, Any]], ignore: Iterable[str] = ()
+) -> dict[tuple, dict[str, Any]]:
     ignore = tuple(ignore)
     best: dict[tuple, dict[str, Any]] = {}
     for r in records:
@@ -55,8 +72,9 @@ def _rank(r: dict[str, Any]) -> tuple:
     return (_STATUS_RANK.get(r.get("status"), 0), r.get("started_at") or "", r.get("id") or 0)
 
 
-def pair_cells(baseline: Iterable[dict[str, Any]], candidate: Iterable[dict[str, Any]],
-               ignore: Iterable[str]) -> tuple[list[tuple[dict, dict]], list[dict], list[dict]]:
+def pair_cells(
+    baseline: Iterable[dict[str, Any]], candidate: Iterable[dict[str, Any]], ignore: Iterable[str]
+) -> tuple[list[tuple[dict, dict]], list[dict], list[dict]]:
     """(pairs, baseline cells without a partner, candidate cells without a partner)."""
     a = newest_per_cell(baseline, ignore)
     b = newest_per_cell(candidate, ignore)

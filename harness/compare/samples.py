@@ -9,6 +9,7 @@ their throughputs are the samples; otherwise the raw per-iteration timings
 every record keeps are, each iteration one throughput sample (samples per
 second), so train and bench records are compared on the same scale.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,8 +23,11 @@ PROCESSES, ITERATIONS = "processes", "iterations"
 
 def process_samples(record: dict[str, Any]) -> list[float] | None:
     """The throughputs of a cell's ``--repeats`` processes, when it has ``MIN_PROCESSES``."""
-    if record.get("status") == "failed" or record.get("kind") != "bench" \
-            or record.get("scenario") == "server":
+    if (
+        record.get("status") == "failed"
+        or record.get("kind") != "bench"
+        or record.get("scenario") == "server"
+    ):
         return None
     repeats = (record.get("metrics") or {}).get("repeats") or []
     thr = [float(r["throughput_sps"]) for r in repeats if (r.get("throughput_sps") or 0) > 0]
@@ -42,7 +46,7 @@ def throughput_samples(record: dict[str, Any]) -> tuple[list[float] | None, str 
         # A data-parallel step moves every rank's batch (its step time is the slowest rank's).
         batch = m.get("global_batch") or batch
         times, scale = m.get("step_times_s"), 1.0
-    elif record.get("kind") in ("bench", "micro"):       # micro: one call per iteration
+    elif record.get("kind") in ("bench", "micro"):  # micro: one call per iteration
         if record.get("scenario") == "server":
             # Per-query latencies include queueing: batch / latency is no throughput.
             return None, "server scenario: latencies are per query"

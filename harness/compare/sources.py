@@ -3,6 +3,7 @@
 Only `train` and `bench` records carry throughput; the rest of a run
 (conversions, peaks) is left out here so that "nothing to compare" can say so.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dlbench.core.errors import UserError
 from dlbench.harness.compare import match
 from dlbench.harness.results import ResultStore
-from dlbench.core.errors import UserError
 
 COMPARABLE_KINDS = ("train", "bench", "micro")
 AXES = ("framework", "backend", "with", "devices", "run")
@@ -24,6 +25,7 @@ INSTALLED = "installed"
 @dataclass
 class Filters:
     """Narrowing filters applied to both sides (None: any)."""
+
     model: str | None = None
     kind: str | None = None
     precision: str | None = None
@@ -35,8 +37,12 @@ class Filters:
     def keep(self, record: dict[str, Any], side: dict[str, Any]) -> bool:
         if record.get("kind") not in COMPARABLE_KINDS:
             return False
-        for col, want in (("model", self.model), ("kind", self.kind),
-                          ("precision", self.precision), ("batch_size", self.batch_size)):
+        for col, want in (
+            ("model", self.model),
+            ("kind", self.kind),
+            ("precision", self.precision),
+            ("batch_size", self.batch_size),
+        ):
             if want is not None and record.get(col) != want:
                 return False
         return all(match.field(record, col) == want for col, want in side.items())
@@ -47,8 +53,10 @@ def axis_values(name: str, values: list[str] | None) -> tuple[str, str] | None:
     if not values:
         return None
     if len(values) != 2:
-        raise UserError(f"--{name} was given {len(values)} time(s): give it exactly twice, "
-                        f"baseline first, then candidate (e.g. --{name} A --{name} B)")
+        raise UserError(
+            f"--{name} was given {len(values)} time(s): give it exactly twice, "
+            f"baseline first, then candidate (e.g. --{name} A --{name} B)"
+        )
     return values[0], values[1]
 
 
@@ -59,8 +67,7 @@ def is_json_argument(arg: str) -> bool:
 def load_json(path: str) -> list[dict[str, Any]]:
     p = Path(path)
     if not p.is_file():
-        raise UserError(f"{path}: no such file (expected a --json file of dlbench train/bench "
-                        f"or a run id)")
+        raise UserError(f"{path}: no such file (expected a --json file of dlbench train/bench or a run id)")
     try:
         data = json.loads(p.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -88,8 +95,9 @@ def load_database(store: ResultStore) -> list[dict[str, Any]]:
     return records
 
 
-def load_sides(positionals: list[str], store: ResultStore, filters: Filters,
-               runs: tuple[str, str] | None) -> tuple[list[dict], list[dict]]:
+def load_sides(
+    positionals: list[str], store: ResultStore, filters: Filters, runs: tuple[str, str] | None
+) -> tuple[list[dict], list[dict]]:
     """Baseline and candidate records, filtered; raises UserError when a side is empty."""
     if positionals and runs:
         raise UserError("give BASELINE CANDIDATE or --run twice, not both")
@@ -97,16 +105,16 @@ def load_sides(positionals: list[str], store: ResultStore, filters: Filters,
         raise UserError(f"give two sources (BASELINE CANDIDATE), not {len(positionals)}")
     if positionals or runs:
         names = positionals or list(runs)
-        raw = [load_json(n) if positionals and is_json_argument(n) else load_run(store, n)
-               for n in names]
+        raw = [load_json(n) if positionals and is_json_argument(n) else load_run(store, n) for n in names]
     else:
         if not (filters.baseline or filters.candidate):
-            raise UserError("nothing to compare: give BASELINE CANDIDATE (run ids or --json "
-                            "files), or an axis option twice (--framework, --backend, --with, "
-                            "--devices, --run)")
+            raise UserError(
+                "nothing to compare: give BASELINE CANDIDATE (run ids or --json "
+                "files), or an axis option twice (--framework, --backend, --with, "
+                "--devices, --run)"
+            )
         if filters.baseline == filters.candidate:
-            raise UserError("baseline and candidate select the same records: the axis values "
-                            "must differ")
+            raise UserError("baseline and candidate select the same records: the axis values must differ")
         everything = load_database(store)
         raw = [everything, everything]
         names = [_describe(filters.baseline), _describe(filters.candidate)]
@@ -114,8 +122,10 @@ def load_sides(positionals: list[str], store: ResultStore, filters: Filters,
     for name, records, side in zip(names, raw, (filters.baseline, filters.candidate)):
         kept = [r for r in records if filters.keep(r, side)]
         if not kept:
-            raise UserError(f"nothing to compare: no train, bench or micro records for {name}"
-                            f"{_describe_narrowing(filters)}")
+            raise UserError(
+                f"nothing to compare: no train, bench or micro records for {name}"
+                f"{_describe_narrowing(filters)}"
+            )
         sides.append(kept)
     return sides[0], sides[1]
 
@@ -125,7 +135,14 @@ def _describe(side: dict[str, Any]) -> str:
 
 
 def _describe_narrowing(f: Filters) -> str:
-    parts = [f"{k}={v}" for k, v in (("model", f.model), ("kind", f.kind),
-                                     ("precision", f.precision), ("batch size", f.batch_size))
-             if v is not None]
+    parts = [
+        f"{k}={v}"
+        for k, v in (
+            ("model", f.model),
+            ("kind", f.kind),
+            ("precision", f.precision),
+            ("batch size", f.batch_size),
+        )
+        if v is not None
+    ]
     return f" with {', '.join(parts)}" if parts else ""

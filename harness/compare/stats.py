@@ -12,10 +12,11 @@ percent however many iterations each ran (the noise floor, measured per
 machine by ``dlbench compare --calibrate``: ``compare.noise``), so a change
 smaller than it is "within noise" however narrow its interval.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -28,7 +29,7 @@ _BLOCK_ELEMENTS = 4_000_000
 
 @dataclass(frozen=True)
 class RatioEstimate:
-    ratio: float          # median(candidate) / median(baseline)
+    ratio: float  # median(candidate) / median(baseline)
     low: float
     high: float
     confidence: float
@@ -58,13 +59,19 @@ def _resampled_medians(x: np.ndarray, resamples: int, rng: np.random.Generator) 
     out = np.empty(resamples)
     for start in range(0, resamples, block):
         k = min(block, resamples - start)
-        out[start:start + k] = np.median(x[rng.integers(0, n, size=(k, n))], axis=1)
+        out[start : start + k] = np.median(x[rng.integers(0, n, size=(k, n))], axis=1)
     return out
 
 
-def bootstrap_ratio(baseline: Sequence[float], candidate: Sequence[float], *,
-                    confidence: float = 0.95, resamples: int = 2000,
-                    seed: int = 0, min_effect: float = 0.0) -> RatioEstimate:
+def bootstrap_ratio(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    min_effect: float = 0.0,
+) -> RatioEstimate:
     """Ratio of medians candidate / baseline (of throughputs: > 1 is faster) and its
     percentile-bootstrap interval at ``confidence``; seeded, so reruns agree."""
     if not 0 < confidence < 1:
@@ -78,11 +85,12 @@ def bootstrap_ratio(baseline: Sequence[float], candidate: Sequence[float], *,
     if (a <= 0).any() or (b <= 0).any():
         raise ValueError("throughput samples must be positive")
     rng = np.random.default_rng(seed)
-    ratios = (_resampled_medians(b, resamples, rng) / _resampled_medians(a, resamples, rng))
+    ratios = _resampled_medians(b, resamples, rng) / _resampled_medians(a, resamples, rng)
     tail = (1 - confidence) / 2 * 100
     ratios = ratios.tolist()
     low = stats.percentile(ratios, tail)
     high = stats.percentile(ratios, 100 - tail)
     ratio = stats.median(list(b)) / stats.median(list(a))
-    return RatioEstimate(ratio, low, high, confidence, resamples, len(a), len(b),
-                         verdict(ratio, low, high, min_effect))
+    return RatioEstimate(
+        ratio, low, high, confidence, resamples, len(a), len(b), verdict(ratio, low, high, min_effect)
+    )

@@ -1,5 +1,6 @@
 """The comparison as Markdown: the verdict table, the cells left unpaired, and the
 PyTorch-vs-MindSpore paper's Table 2 (Model | Time | Loss | Acc) for training."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -38,8 +39,12 @@ def cell_label(p: Pair) -> str:
     other = "framework" if engine == "backend" else "backend"
     if a.get(other) != b.get(other) and (a.get(other) or b.get(other)):
         parts[0] += f" ({_change(a.get(other), b.get(other))})"
-    parts += [a.get("device"), a.get("precision"), f"batch {a.get('batch_size')}",
-              field(a, "mode")]                     # a layer cell's forward or train
+    parts += [
+        a.get("device"),
+        a.get("precision"),
+        f"batch {a.get('batch_size')}",
+        field(a, "mode"),
+    ]  # a layer cell's forward or train
     if a.get("kind") == "bench":
         parts.append(a.get("scenario"))
     if a.get("intra_op_threads"):
@@ -54,17 +59,30 @@ def _sps(r: dict[str, Any]) -> str:
     return f"{t:.1f}/s" if t else "—"
 
 
-def comparison_table(c: Comparison, confidence: float = 0.95,
-                     show_machine: bool = False) -> str:
-    headers = ["Model", "Cell", "Baseline", "Candidate", "Ratio", f"{confidence * 100:g}% CI",
-               "Verdict", "Samples"] + (["Machine"] if show_machine else [])
+def comparison_table(c: Comparison, confidence: float = 0.95, show_machine: bool = False) -> str:
+    headers = [
+        "Model",
+        "Cell",
+        "Baseline",
+        "Candidate",
+        "Ratio",
+        f"{confidence * 100:g}% CI",
+        "Verdict",
+        "Samples",
+    ] + (["Machine"] if show_machine else [])
     rows = []
     for p in c.pairs:
         e = p.estimate
-        row = [network(p.baseline.get("model")), cell_label(p), _sps(p.baseline),
-               _sps(p.candidate), f"{e.ratio:.3f}" if e else "—",
-               f"[{e.low:.3f}, {e.high:.3f}]" if e else "—",
-               p.verdict + (f" ({p.note})" if p.note else ""), _samples(p)]
+        row = [
+            network(p.baseline.get("model")),
+            cell_label(p),
+            _sps(p.baseline),
+            _sps(p.candidate),
+            f"{e.ratio:.3f}" if e else "—",
+            f"[{e.low:.3f}, {e.high:.3f}]" if e else "—",
+            p.verdict + (f" ({p.note})" if p.note else ""),
+            _samples(p),
+        ]
         if show_machine:
             row.append(_change(p.baseline.get("machine_id"), p.candidate.get("machine_id")))
         rows.append(row)
@@ -74,17 +92,22 @@ def comparison_table(c: Comparison, confidence: float = 0.95,
 def _record_label(r: dict[str, Any]) -> str:
     engine = r.get("backend") if r.get("kind") in ENGINE_KINDS else r.get("framework")
     scenario = r.get("scenario") if r.get("kind") == "bench" else None
-    parts = [r.get("kind"), engine, r.get("device"), r.get("precision"),
-             f"batch {r.get('batch_size')}", scenario,
-             _threads(r["intra_op_threads"]) if r.get("intra_op_threads") else None]
+    parts = [
+        r.get("kind"),
+        engine,
+        r.get("device"),
+        r.get("precision"),
+        f"batch {r.get('batch_size')}",
+        scenario,
+        _threads(r["intra_op_threads"]) if r.get("intra_op_threads") else None,
+    ]
     return f"{network(r.get('model'))}: " + ", ".join(str(x) for x in parts if x)
 
 
 def unmatched(c: Comparison) -> str:
     lines = []
     for side, records in (("baseline", c.only_baseline), ("candidate", c.only_candidate)):
-        lines += [f"- only in the {side}: {_record_label(r)} (run {r.get('run_id')})"
-                  for r in records]
+        lines += [f"- only in the {side}: {_record_label(r)} (run {r.get('run_id')})" for r in records]
     if not lines:
         return ""
     return f"Unmatched cells ({len(lines)}), not compared:\n" + "\n".join(lines)
@@ -98,14 +121,16 @@ def _samples(p: Pair) -> str:
 
 def footnote(confidence: float, resamples: int, floor) -> str:
     """``floor``: the ``compare.noise.NoiseFloor`` the verdicts used."""
-    return (f"Baseline/Candidate: recorded throughput (samples in the measured window / its "
-            f"wall time). Ratio: candidate / baseline median throughput, over per-process "
-            f"throughputs when both cells ran at least 3 fresh processes (bench --repeats), "
-            f"else over per-iteration throughputs (Samples says which); "
-            f"{confidence * 100:g}% CI: percentile bootstrap of that ratio ({resamples} "
-            f"resamples). Verdict: faster or slower when the interval excludes 1 and the "
-            f"ratio is above 1 + or below 1 / (1 + the {floor.describe()}), else within "
-            f"noise.")
+    return (
+        f"Baseline/Candidate: recorded throughput (samples in the measured window / its "
+        f"wall time). Ratio: candidate / baseline median throughput, over per-process "
+        f"throughputs when both cells ran at least 3 fresh processes (bench --repeats), "
+        f"else over per-iteration throughputs (Samples says which); "
+        f"{confidence * 100:g}% CI: percentile bootstrap of that ratio ({resamples} "
+        f"resamples). Verdict: faster or slower when the interval excludes 1 and the "
+        f"ratio is above 1 + or below 1 / (1 + the {floor.describe()}), else within "
+        f"noise."
+    )
 
 
 # --- the paper's Table 2 -------------------------------------------------------------------
@@ -142,15 +167,22 @@ def _paper_row(r: dict[str, Any]) -> list[str]:
     t = train_time_s(r)
     acc = (m.get("eval") or {}).get("accuracy")
     loss = m.get("loss_end")
-    return [name, _framework(r), paper_time(t) if t is not None else "—",
-            f"{loss:.4g}" if loss is not None else "—",
-            f"{acc * 100:.2f}%" if acc is not None else "—",
-            f"{r['throughput_sps']:.2f}/s" if r.get("throughput_sps") else "—"]
+    return [
+        name,
+        _framework(r),
+        paper_time(t) if t is not None else "—",
+        f"{loss:.4g}" if loss is not None else "—",
+        f"{acc * 100:.2f}%" if acc is not None else "—",
+        f"{r['throughput_sps']:.2f}/s" if r.get("throughput_sps") else "—",
+    ]
 
 
 def paper_pairs(c: Comparison) -> list[Pair]:
-    return [p for p in c.pairs if p.baseline.get("kind") == "train"
-            and p.baseline.get("framework") != p.candidate.get("framework")]
+    return [
+        p
+        for p in c.pairs
+        if p.baseline.get("kind") == "train" and p.baseline.get("framework") != p.candidate.get("framework")
+    ]
 
 
 def paper_table(c: Comparison) -> str:
@@ -162,24 +194,38 @@ def paper_table(c: Comparison) -> str:
     for p in pairs:
         rows += [_paper_row(p.baseline), _paper_row(p.candidate)]
         ratios.append(_ratio_line(p, label=len(pairs) > 1))
-    steps = sorted({(p.baseline.get("iterations"), p.baseline.get("warmup_iterations"))
-                    for p in pairs} | {(p.candidate.get("iterations"),
-                                        p.candidate.get("warmup_iterations")) for p in pairs},
-                   key=str)
-    note = ("Time: measured training wall time = the measured window (metrics.window_s) + the "
-            "timed warm-up (metrics.warmup_total_s); data generation, model build and process "
-            "start-up are excluded. Steps (measured, warm-up): "
-            + ", ".join(f"{s}, {w}" for s, w in steps)
-            + ". Loss: last step's loss (metrics.loss_end). Acc: metrics.eval.accuracy, "
-              "— when the run did not evaluate. Throughput: samples per second.")
-    return "\n".join(["Table 2. Overall training speed (as in the PyTorch-vs-MindSpore paper)",
-                      "", markdown(PAPER_HEADERS, rows), "", *ratios, "", note])
+    steps = sorted(
+        {(p.baseline.get("iterations"), p.baseline.get("warmup_iterations")) for p in pairs}
+        | {(p.candidate.get("iterations"), p.candidate.get("warmup_iterations")) for p in pairs},
+        key=str,
+    )
+    note = (
+        "Time: measured training wall time = the measured window (metrics.window_s) + the "
+        "timed warm-up (metrics.warmup_total_s); data generation, model build and process "
+        "start-up are excluded. Steps (measured, warm-up): "
+        + ", ".join(f"{s}, {w}" for s, w in steps)
+        + ". Loss: last step's loss (metrics.loss_end). Acc: metrics.eval.accuracy, "
+        "— when the run did not evaluate. Throughput: samples per second."
+    )
+    return "\n".join(
+        [
+            "Table 2. Overall training speed (as in the PyTorch-vs-MindSpore paper)",
+            "",
+            markdown(PAPER_HEADERS, rows),
+            "",
+            *ratios,
+            "",
+            note,
+        ]
+    )
 
 
 def _ratio_line(p: Pair, label: bool) -> str:
     a, b = p.baseline, p.candidate
-    fa, fb = (FRAMEWORKS[r["framework"]].display if r.get("framework") in FRAMEWORKS
-              else str(r.get("framework")) for r in (a, b))
+    fa, fb = (
+        FRAMEWORKS[r["framework"]].display if r.get("framework") in FRAMEWORKS else str(r.get("framework"))
+        for r in (a, b)
+    )
     prefix = f"{network(a.get('model'))} ({cell_label(p)}): " if label else ""
     ta, tb = train_time_s(a), train_time_s(b)
     if ta is None or tb is None or ta <= 0:
@@ -187,8 +233,9 @@ def _ratio_line(p: Pair, label: bool) -> str:
     line = f"{prefix}{fb} / {fa} time: {tb / ta:.2f}"
     if a.get("throughput_sps") and b.get("throughput_sps"):
         line += f"; throughput: {b['throughput_sps'] / a['throughput_sps']:.2f}"
-    if (a.get("iterations"), a.get("warmup_iterations")) != (b.get("iterations"),
-                                                             b.get("warmup_iterations")):
-        line += (f" (step counts differ: {a.get('iterations')}+{a.get('warmup_iterations')} vs "
-                 f"{b.get('iterations')}+{b.get('warmup_iterations')}; compare throughput)")
+    if (a.get("iterations"), a.get("warmup_iterations")) != (b.get("iterations"), b.get("warmup_iterations")):
+        line += (
+            f" (step counts differ: {a.get('iterations')}+{a.get('warmup_iterations')} vs "
+            f"{b.get('iterations')}+{b.get('warmup_iterations')}; compare throughput)"
+        )
     return line

@@ -18,6 +18,7 @@ are this package's modules, and importing a submodule rebinds its name.)
 Importing this package imports no framework and not even onnx: the names
 below load their modules on first use.
 """
+
 from __future__ import annotations
 
 import importlib

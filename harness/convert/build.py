@@ -12,6 +12,7 @@ with the tolerance of the artifact's precision.  Then the file is renamed into
 place and stored as verified or unverified.  A model whose batch is fixed is
 verified and calibrated at that batch (the record's ``notes`` say so).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -21,21 +22,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.converters import onnx_io
-from dlbench.converters import onnx_normalize
-from dlbench.converters import onnx_summary
+from dlbench.converters import onnx_io, onnx_normalize, onnx_summary
 from dlbench.converters.base import BuildOptions, build_hop
-from dlbench.core.version import __version__
 from dlbench.core.atomic import check_can_create, write_json
-from dlbench.harness.context import CommandOptions, new_run_id, now_iso
 from dlbench.core.errors import UserError, first_line
 from dlbench.core.tensors import fixed_batch, follow_batch
-from dlbench.harness.results import ResultStore
+from dlbench.core.version import __version__
 from dlbench.harness import mathmode, records
 from dlbench.harness.backends.base import ArtifactRef
-from dlbench.harness.formats import ONNX
-from dlbench.harness.convert import calibration
 from dlbench.harness.cellenv import cell_environment
+from dlbench.harness.context import CommandOptions, new_run_id, now_iso
+from dlbench.harness.convert import calibration
+from dlbench.harness.formats import ONNX
+from dlbench.harness.results import ResultStore
 from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.verify import compare as cmp
 from dlbench.harness.verify import inputs as vin
@@ -48,7 +47,7 @@ class BuildRequest(CommandOptions):
     to: str
     out: str | None = None
     options: BuildOptions = field(default_factory=BuildOptions)
-    precision: str | None = None          # tensorrt only; None: the model's own or fp32
+    precision: str | None = None  # tensorrt only; None: the model's own or fp32
     verify_batch_sizes: tuple[int, ...] | None = None
     seed: int = vin.VERIFY_SEED
 
@@ -74,8 +73,11 @@ def plan(req: BuildRequest) -> _Plan:
         raise UserError(f"--precision {req.precision}: --to {req.to} makes {hop.precision} models")
     _check_options(req.to, hop, opts)
     opts.batch_sizes = vin.parse_batch_sizes(opts.batch_sizes)
-    for flag, value in (("--workspace-mb", opts.workspace_mb), ("--calib-size", opts.calib_size),
-                        ("--calib-batch", opts.calib_batch)):
+    for flag, value in (
+        ("--workspace-mb", opts.workspace_mb),
+        ("--calib-size", opts.calib_size),
+        ("--calib-batch", opts.calib_batch),
+    ):
         if value < 1:
             raise UserError(f"{flag} must be at least 1, got {value}")
     if req.threads is not None and req.threads < 1:
@@ -94,21 +96,22 @@ def plan(req: BuildRequest) -> _Plan:
     model = onnx_io.load(source)
     summary = onnx_summary.summarize(model)
     onnx_io.session(source)
-    hop.check_source(model, str(source), opts)      # the hop's own refusals, before any work
+    hop.check_source(model, str(source), opts)  # the hop's own refusals, before any work
     if not hop.from_any_precision and summary.precision != "fp32":
-        raise UserError(f"{source}: is already a {summary.precision} model; build from the "
-                        f"fp32 ONNX file")
+        raise UserError(f"{source}: is already a {summary.precision} model; build from the fp32 ONNX file")
     precision = hop.output_precision(opts)
     if hop.from_any_precision and summary.precision != "fp32":
         if req.precision not in (None, summary.precision):
-            raise UserError(f"--precision {req.precision}: {source} is a {summary.precision} "
-                            f"model, and --to {req.to} builds it in its own precision")
+            raise UserError(
+                f"--precision {req.precision}: {source} is a {summary.precision} "
+                f"model, and --to {req.to} builds it in its own precision"
+            )
         opts.precision = precision = summary.precision
-    if opts.calib_data:                # an image set: the model must take those images
-        calibration.read_calibration_file(opts.calib_data,
-                                          vin.image_shape_of(summary, str(source))[0])
-    batch_sizes, note = follow_batch(summary.inputs, vin.parse_batch_sizes(req.verify_batch_sizes),
-                                     "verified")
+    if opts.calib_data:  # an image set: the model must take those images
+        calibration.read_calibration_file(opts.calib_data, vin.image_shape_of(summary, str(source))[0])
+    batch_sizes, note = follow_batch(
+        summary.inputs, vin.parse_batch_sizes(req.verify_batch_sizes), "verified"
+    )
     notes = [note] if note else []
     fixed = fixed_batch(summary.inputs)
     if fixed is not None:
@@ -127,7 +130,7 @@ def plan(req: BuildRequest) -> _Plan:
     # The TensorRT cell runs in a scratch directory: it needs absolute paths.
     from dlbench.harness.evaluate.data import is_calibration_set
 
-    named_set = is_calibration_set(opts.calib_data)          # --calib-data digits: not a path
+    named_set = is_calibration_set(opts.calib_data)  # --calib-data digits: not a path
     for name in ("timing_cache", "calib_cache", "calib_data"):
         if getattr(opts, name) and not (name == "calib_data" and named_set):
             setattr(opts, name, str(Path(getattr(opts, name)).resolve()))
@@ -144,35 +147,63 @@ def build(req: BuildRequest) -> dict[str, Any]:
     env = cell_environment(threads)
     source_sha = onnx_io.sha256(p.source)
     meta = p.summary.metadata
-    identity = {"hop": p.hop.name, "source_sha256": source_sha, "options": p.options.to_dict(),
-                "batch_sizes": list(p.batch_sizes), "seed": req.seed}
+    identity = {
+        "hop": p.hop.name,
+        "source_sha256": source_sha,
+        "options": p.options.to_dict(),
+        "batch_sizes": list(p.batch_sizes),
+        "seed": req.seed,
+    }
     device = p.hop.device
-    record = records.new_record("convert", run_id=new_run_id(), identity=identity,
-                                started=now_iso(), argv=req.argv, device=device, env=env)
-    fmt = p.hop.requires_backend or p.hop.artifact_format     # the records' artifact kind
-    record.update({"model": meta.get("model"), "framework": meta.get("framework"),
-                   "notes": list(p.notes), "backend": fmt, "precision": p.precision,
-                   "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
-    record["context"].update({
-        "hop": p.hop.name, "options": p.options.to_dict(),
-        "source": {"path": str(p.source.resolve()), "sha256": source_sha,
-                   "precision": p.summary.precision, "node_count": p.summary.node_count},
-        "artifact": {"path": str(p.out.resolve()), "format": fmt}})
+    record = records.new_record(
+        "convert",
+        run_id=new_run_id(),
+        identity=identity,
+        started=now_iso(),
+        argv=req.argv,
+        device=device,
+        env=env,
+    )
+    fmt = p.hop.requires_backend or p.hop.artifact_format  # the records' artifact kind
+    record.update(
+        {
+            "model": meta.get("model"),
+            "framework": meta.get("framework"),
+            "notes": list(p.notes),
+            "backend": fmt,
+            "precision": p.precision,
+            "intra_op_threads": threads.intra_op,
+            "inter_op_threads": threads.inter_op,
+        }
+    )
+    record["context"].update(
+        {
+            "hop": p.hop.name,
+            "options": p.options.to_dict(),
+            "source": {
+                "path": str(p.source.resolve()),
+                "sha256": source_sha,
+                "precision": p.summary.precision,
+                "node_count": p.summary.node_count,
+            },
+            "artifact": {"path": str(p.out.resolve()), "format": fmt},
+        }
+    )
     start = time.perf_counter()
     verify_start = time.perf_counter()
     if is_calibration_set(p.options.calib_data):
         # Calibrated on a data set's training split: judged on its held-out images,
         # which calibration never saw (synthetic images fall outside the calibrated ranges).
-        inputs = heldout_images(p.options.calib_data,
-                                vin.image_shape_of(p.summary, str(p.source))[0], p.batch_sizes)
+        inputs = heldout_images(
+            p.options.calib_data, vin.image_shape_of(p.summary, str(p.source))[0], p.batch_sizes
+        )
         record["context"]["verify_inputs"] = f"{p.options.calib_data}: held-out split, in order"
     else:
         inputs = vin.inputs_for_onnx(p.summary, p.batch_sizes, req.seed, str(p.source))
     reference, ref_info = runners.outputs(_onnx_ref(p.source, meta), inputs, threads=threads)
     reference_s = time.perf_counter() - verify_start
     p.out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{p.out.name}.", suffix=".partial",
-                                  dir=p.out.parent)).resolve()
+    stage = Path(tempfile.mkdtemp(prefix=f".{p.out.name}.", suffix=".partial", dir=p.out.parent)).resolve()
     try:
         staged = stage / p.out.name
         built_from, normalized = _normalized(p, stage, inputs, reference, threads, req.seed)
@@ -180,38 +211,59 @@ def build(req: BuildRequest) -> dict[str, Any]:
             record["context"]["normalize"] = normalized
             record["notes"].append(onnx_normalize.describe(normalized))
             if not normalized["verdict"]["ok"]:
-                return _stored(req, records.finish(record, None, error=(
-                    f"normalizing the graph ({', '.join(normalized['steps'])}) changed its "
-                    f"outputs: {normalized['verdict']['message']}")), None, start)
+                return _stored(
+                    req,
+                    records.finish(
+                        record,
+                        None,
+                        error=(
+                            f"normalizing the graph ({', '.join(normalized['steps'])}) changed its "
+                            f"outputs: {normalized['verdict']['message']}"
+                        ),
+                    ),
+                    None,
+                    start,
+                )
         convert_start = time.perf_counter()
         candidate = None
-        calib = (calibration.batches(p.source, p.summary, p.options)
-                 if p.hop.calibrates(p.options) else None)
+        calib = calibration.batches(p.source, p.summary, p.options) if p.hop.calibrates(p.options) else None
         if p.hop.in_cell:
-            outcome, info, candidate = _tensorrt_cell(p, built_from, staged, inputs, calib,
-                                                      meta, req, env)
+            outcome, info, candidate = _tensorrt_cell(p, built_from, staged, inputs, calib, meta, req, env)
             if not outcome.ok:
                 record["context"].update(traceback=outcome.traceback, log_tail=outcome.log_tail)
                 return _stored(req, records.finish(record, None, error=outcome.error), None, start)
-            sidecar = {**info["sidecar"], "model": meta.get("model"),
-                       "framework": meta.get("framework"),
-                       "source": {"path": str(p.source.resolve()), "sha256": source_sha},
-                       "dlbench_version": __version__, "created_at": now_iso()}
+            sidecar = {
+                **info["sidecar"],
+                "model": meta.get("model"),
+                "framework": meta.get("framework"),
+                "source": {"path": str(p.source.resolve()), "sha256": source_sha},
+                "dlbench_version": __version__,
+                "created_at": now_iso(),
+            }
             record["backend_version"] = f"tensorrt {sidecar['tensorrt_version']}"
             record["context"]["build"] = sidecar
             convert_s = info["build_s"]
         else:
             try:
-                info = p.hop.build(built_from, staged, p.options, calibration=calib,
-                                   calibration_source=calibration.describe(p.options))
+                info = p.hop.build(
+                    built_from,
+                    staged,
+                    p.options,
+                    calibration=calib,
+                    calibration_source=calibration.describe(p.options),
+                )
             except UserError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a quantizer crash: the record's failure
                 import traceback
 
                 record["context"]["traceback"] = traceback.format_exc()
-                return _stored(req, records.finish(record, None, error=f"{p.hop.name} failed: "
-                                                   f"{first_line(exc)}"), None, start)
+                return _stored(
+                    req,
+                    records.finish(record, None, error=f"{p.hop.name} failed: {first_line(exc)}"),
+                    None,
+                    start,
+                )
             convert_s = time.perf_counter() - convert_start
             try:
                 summary = _finish_onnx(staged, p, source_sha)
@@ -220,20 +272,20 @@ def build(req: BuildRequest) -> dict[str, Any]:
             record["context"]["onnx"] = summary.to_dict()
             record["metrics"].update(node_count=summary.node_count, op_counts=summary.op_counts)
             import onnxruntime
+
             record["backend_version"] = f"onnxruntime {onnxruntime.__version__}"
         record["context"]["build_info"] = {k: v for k, v in info.items() if k != "sidecar"}
         verify_start = time.perf_counter()
-        cand_info = info.get("candidate_run")           # the TensorRT cell's own run
+        cand_info = info.get("candidate_run")  # the TensorRT cell's own run
         if candidate is None:
             try:
-                candidate, cand_info = runners.outputs(_onnx_ref(staged, meta), inputs,
-                                                       threads=threads)
+                candidate, cand_info = runners.outputs(_onnx_ref(staged, meta), inputs, threads=threads)
             except UserError as exc:
                 return _stored(req, records.finish(record, None, error=str(exc)), None, start)
-        record["context"]["math_mode"] = mathmode.of_runs(reference=ref_info,
-                                                          candidate=cand_info)
-        verdict = cmp.compare(reference, candidate, cmp.tolerance(p.precision),
-                              p.batch_sizes, req.seed, model=meta.get("model"))
+        record["context"]["math_mode"] = mathmode.of_runs(reference=ref_info, candidate=cand_info)
+        verdict = cmp.compare(
+            reference, candidate, cmp.tolerance(p.precision), p.batch_sizes, req.seed, model=meta.get("model")
+        )
         verify_s = reference_s + time.perf_counter() - verify_start + info.get("candidate_s", 0.0)
         if p.precision == "int8" and not p.hop.in_cell and not verdict.ok:
             record["metrics"]["layer_errors"] = _layer_errors(built_from, staged, inputs, threads)
@@ -247,11 +299,20 @@ def build(req: BuildRequest) -> dict[str, Any]:
             sidecar["verified"] = verdict.ok
             write_json(sidecar_path(p.out), sidecar)
         record["context"]["artifact"]["sha256"] = sha
-        record["metrics"].update({"convert_s": convert_s, "verify_s": verify_s,
-                                  "file_size_bytes": p.out.stat().st_size})
-        artifact = records.artifact_row(p.out, sha, fmt, p.precision, model=meta.get("model"),
-                                        framework=meta.get("framework"), hop=p.hop.name,
-                                        source_path=p.source, source_sha256=source_sha)
+        record["metrics"].update(
+            {"convert_s": convert_s, "verify_s": verify_s, "file_size_bytes": p.out.stat().st_size}
+        )
+        artifact = records.artifact_row(
+            p.out,
+            sha,
+            fmt,
+            p.precision,
+            model=meta.get("model"),
+            framework=meta.get("framework"),
+            hop=p.hop.name,
+            source_path=p.source,
+            source_sha256=source_sha,
+        )
         return _stored(req, records.finish(record, verdict), artifact, start)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
@@ -269,23 +330,27 @@ def _check_options(target: str, hop, opts: BuildOptions) -> None:
             raise UserError(f"{flag} applies to --to {' / '.join(takers)}, not --to {target}")
 
 
-def _normalized(p: _Plan, stage: Path, inputs, reference, threads: ThreadConfig,
-                seed: int) -> tuple[Path, dict[str, Any] | None]:
+def _normalized(
+    p: _Plan, stage: Path, inputs, reference, threads: ThreadConfig, seed: int
+) -> tuple[Path, dict[str, Any] | None]:
     """The graph the hop builds from: the source itself, or its normalized copy
     (``converters.onnx_normalize``: frozen, folded, opset raised), which must compute what
     the source does (fp32 tolerance, same inputs) before anything else happens to it."""
     path = stage / "normalized.onnx"
-    info = onnx_normalize.normalize(p.source, path, freeze=p.options.freeze,
-                                    min_opset=p.hop.min_opset)
+    info = onnx_normalize.normalize(p.source, path, freeze=p.options.freeze, min_opset=p.hop.min_opset)
     if info is None:
         return p.source, None
     outputs, _ = runners.outputs(_onnx_ref(path, {}), inputs, threads=threads)
-    verdict = cmp.compare(reference, outputs, cmp.tolerance("fp32"), p.batch_sizes, seed,
-                          model=p.summary.metadata.get("model"))
+    verdict = cmp.compare(
+        reference, outputs, cmp.tolerance("fp32"), p.batch_sizes, seed, model=p.summary.metadata.get("model")
+    )
     worst = verdict.worst
-    info["verdict"] = {"ok": verdict.ok, "message": verdict.message,
-                       "max_abs": worst.max_abs if worst else None,
-                       "cosine": worst.cosine if worst else None}
+    info["verdict"] = {
+        "ok": verdict.ok,
+        "message": verdict.message,
+        "max_abs": worst.max_abs if worst else None,
+        "cosine": worst.cosine if worst else None,
+    }
     return path, info
 
 
@@ -302,21 +367,27 @@ def _layer_errors(source: Path, staged: Path, inputs, threads: ThreadConfig) -> 
 
 
 def _onnx_ref(path: Path, meta: dict[str, str]) -> ArtifactRef:
-    return ArtifactRef(str(Path(path).resolve()), ONNX, meta.get("model") or Path(path).stem,
-                       meta.get("framework"))
+    return ArtifactRef(
+        str(Path(path).resolve()), ONNX, meta.get("model") or Path(path).stem, meta.get("framework")
+    )
 
 
-def _tensorrt_cell(p: _Plan, source: Path, staged: Path, inputs, calib, meta,
-                   req: BuildRequest, env):
+def _tensorrt_cell(p: _Plan, source: Path, staged: Path, inputs, calib, meta, req: BuildRequest, env):
     """Build and run the engine in its own cell: (outcome, info, candidate outputs)."""
     from dlbench.harness.launcher import run_cell
 
     with tempfile.TemporaryDirectory(prefix="dlbench-trt-") as tmp:
-        payload = {"onnx": str(source.resolve()), "out": str(staged.resolve()),
-                   "options": p.options.to_dict(), "model_precision": p.summary.precision,
-                   "model": meta.get("model"), "inputs": str(Path(tmp, "inputs.npz")),
-                   "outputs": str(Path(tmp, "outputs.npz")), "scratch": str(Path(tmp).resolve()),
-                   "calibration": str(Path(tmp, "calibration.npz")) if calib else None}
+        payload = {
+            "onnx": str(source.resolve()),
+            "out": str(staged.resolve()),
+            "options": p.options.to_dict(),
+            "model_precision": p.summary.precision,
+            "model": meta.get("model"),
+            "inputs": str(Path(tmp, "inputs.npz")),
+            "outputs": str(Path(tmp, "outputs.npz")),
+            "scratch": str(Path(tmp).resolve()),
+            "calibration": str(Path(tmp, "calibration.npz")) if calib else None,
+        }
         vin.save_batches(payload["inputs"], inputs)
         if calib:
             vin.save_batches(payload["calibration"], calib)
@@ -343,8 +414,15 @@ def _finish_onnx(path: Path, p: _Plan, source_sha: str):
     m = onnx_io.load(path, label=p.out)
     onnx_io.lower_ir_version(m, p.out)
     meta = dict(p.summary.metadata)
-    meta.update({"hop": p.hop.name, "precision": p.precision, "source": p.source.name,
-                 "source_sha256": source_sha, "dlbench_version": __version__})
+    meta.update(
+        {
+            "hop": p.hop.name,
+            "precision": p.precision,
+            "source": p.source.name,
+            "source_sha256": source_sha,
+            "dlbench_version": __version__,
+        }
+    )
     onnx_io.set_metadata(m, meta)
     onnx_io.check_model(m, p.out)
     onnx_io.save(m, path)

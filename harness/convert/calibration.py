@@ -4,6 +4,7 @@ The hops take calibration batches as an argument; choosing and reading them
 is the harness's job, because only it knows the data sets and the verifier's
 seeds (calibration must never see the inputs an INT8 model is judged on).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from dlbench.converters.base import BuildOptions
-from dlbench.harness.verify import inputs as vin
 from dlbench.core.errors import UserError
+from dlbench.harness.verify import inputs as vin
 
 
 def read_calibration_file(path: str | Path, chw: tuple[int, ...]) -> np.ndarray:
@@ -28,16 +29,18 @@ def read_calibration_file(path: str | Path, chw: tuple[int, ...]) -> np.ndarray:
     try:
         with np.load(path) as data:
             if "x" not in data.files:
-                raise UserError(f"--calib-data {path}: no array 'x' in it (has "
-                                f"{', '.join(data.files) or 'nothing'})")
+                raise UserError(
+                    f"--calib-data {path}: no array 'x' in it (has {', '.join(data.files) or 'nothing'})"
+                )
             x = np.asarray(data["x"], dtype=np.float32)
     except UserError:
         raise
     except Exception as exc:  # noqa: BLE001 - zipfile/pickle errors of a bad file
         raise UserError(f"--calib-data {path}: not a readable .npz file ({exc})") from None
     if x.ndim != 4 or tuple(x.shape[1:]) != tuple(chw):
-        raise UserError(f"--calib-data {path}: x is {list(x.shape)}, the model takes "
-                        f"N×{'×'.join(map(str, chw))}")
+        raise UserError(
+            f"--calib-data {path}: x is {list(x.shape)}, the model takes N×{'×'.join(map(str, chw))}"
+        )
     if len(x) == 0:
         raise UserError(f"--calib-data {path}: x holds no samples")
     return x
@@ -49,7 +52,7 @@ def batches(source: str | Path, summary, options: BuildOptions) -> list[Any]:
     batch = max(1, int(options.calib_batch))
     if options.calib_data:
         x = read_calibration_file(options.calib_data, vin.image_shape_of(summary, str(source))[0])
-        return [x[i:i + batch] for i in range(0, len(x), batch)]
+        return [x[i : i + batch] for i in range(0, len(x), batch)]
     if options.calib_size < 1:
         raise UserError(f"--calib-size must be at least 1, got {options.calib_size}")
     n = -(-int(options.calib_size) // batch)

@@ -10,6 +10,7 @@ inputs, and lets the comparator judge.  The file is written to a staging directo
 renamed into place when done; a verdict over tolerance keeps the file but
 stores it as unverified, and the command exits 1.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,23 +19,23 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from dlbench.converters import onnx_io
-from dlbench.converters import onnx_summary
+from dlbench.converters import onnx_io, onnx_summary
 from dlbench.converters.base import EXPORT_HOPS, ExportOptions
-from dlbench.core.version import __version__
 from dlbench.core.atomic import check_can_create, write_json
-from dlbench.harness.context import CommandOptions, new_run_id, now_iso
 from dlbench.core.errors import UserError
 from dlbench.core.tensors import fixed_batch, follow_batch
-from dlbench.harness.results import ResultStore
+from dlbench.core.version import __version__
 from dlbench.harness import mathmode, records
 from dlbench.harness.backends.base import ArtifactRef
-from dlbench.harness.formats import ONNX
 from dlbench.harness.cellenv import cell_environment
+from dlbench.harness.context import CommandOptions, new_run_id, now_iso
+from dlbench.harness.formats import ONNX
+from dlbench.harness.results import ResultStore
 from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.verify import compare as cmp
 from dlbench.harness.verify import inputs as vin
@@ -69,7 +70,7 @@ class _Plan:
     checkpoint: Path | None
     manifest: dict[str, Any]
     out: Path
-    artifact: Any = None          # a user's model (bench.artifacts.Artifact), else None
+    artifact: Any = None  # a user's model (bench.artifacts.Artifact), else None
 
 
 def _progress(msg: str) -> None:
@@ -114,13 +115,14 @@ def plan(req: ExportRequest) -> list[_Plan]:
         if fw not in spec.builders:
             raise UserError(f"{src}: model {spec.name!r} has no {fw} implementation")
         if opts.format == "mindir" and fw != "mindspore":
-            raise UserError(f"--format mindir: only MindSpore checkpoints export MindIR ({src} "
-                            f"is {fw})")
+            raise UserError(f"--format mindir: only MindSpore checkpoints export MindIR ({src} is {fw})")
         if opts.exporter == "dynamo" and fw != "pytorch":
             raise UserError("--exporter dynamo applies to PyTorch checkpoints only")
         if opts.exporter == "dynamo" and not is_installed("onnxscript"):
-            raise UserError("--exporter dynamo needs onnxscript: pip install onnxscript "
-                            "(or use the default TorchScript exporter)")
+            raise UserError(
+                "--exporter dynamo needs onnxscript: pip install onnxscript "
+                "(or use the default TorchScript exporter)"
+            )
         out = Path(req.out) if req.out else ckpt.parent / f"model.{opts.format}"
         check_can_create(out)
         plans.append(_Plan(Path(src), ckpt, manifest, out))
@@ -133,8 +135,11 @@ def plan(req: ExportRequest) -> list[_Plan]:
 def _is_checkpoint(req: ExportRequest, src: str) -> bool:
     """A zoo checkpoint (a train output, or a bare file with --model), not a user's model."""
     path = Path(src)
-    return (req.model is not None or path.suffix == ".json"
-            or (path.is_dir() and (path / "manifest.json").is_file()))
+    return (
+        req.model is not None
+        or path.suffix == ".json"
+        or (path.is_dir() and (path / "manifest.json").is_file())
+    )
 
 
 def _user_artifacts(req: ExportRequest) -> list[Any]:
@@ -157,17 +162,21 @@ def _user_plan(req: ExportRequest, art) -> _Plan:
     fw = art.ref.framework
     require(fw)
     if art.ref.meta.get("kind") == "mindir":
-        raise UserError(f"{art.label}: MindSpore exports ONNX from a network's code, not from "
-                        f"a MindIR graph: give --model-from FILE.py:CALLABLE")
+        raise UserError(
+            f"{art.label}: MindSpore exports ONNX from a network's code, not from "
+            f"a MindIR graph: give --model-from FILE.py:CALLABLE"
+        )
     if req.options.format != "onnx":
         raise UserError(f"--format {req.options.format}: a user's {fw} model exports ONNX only")
     src = Path(art.ref.path) if art.ref.path else Path(f"{art.ref.model}.py")
     out = Path(req.out) if req.out else src.with_name(f"{art.ref.model}.onnx")
     check_can_create(out)
-    manifest = {"model": art.ref.model, "framework": fw,
-                "framework_version": art.ref.meta.get("framework_version")}
-    return _Plan(Path(art.label), Path(art.ref.path) if art.ref.path else None, manifest, out,
-                 art)
+    manifest = {
+        "model": art.ref.model,
+        "framework": fw,
+        "framework_version": art.ref.meta.get("framework_version"),
+    }
+    return _Plan(Path(art.label), Path(art.ref.path) if art.ref.path else None, manifest, out, art)
 
 
 def _user_inputs(req: ExportRequest, art, batch_sizes) -> list[tuple]:
@@ -175,7 +184,7 @@ def _user_inputs(req: ExportRequest, art, batch_sizes) -> list[tuple]:
     from dlbench.harness.bench import inputs as inputs_mod
     from dlbench.harness.bench.given import read_all
 
-    given = read_all(req.inputs)          # each --input file read once, for every batch size
+    given = read_all(req.inputs)  # each --input file read once, for every batch size
     shapes = art.shapes_for(req.shapes, given)
     batches = []
     for b in batch_sizes:
@@ -201,13 +210,15 @@ def export(req: ExportRequest, progress: Callable[[str], None] = _progress) -> l
         fw, model = p.manifest["framework"], p.manifest["model"]
         try:
             record = _export_one(req, p, run_id)
-        except UserError as exc:            # e.g. the checkpoint does not match its model
+        except UserError as exc:  # e.g. the checkpoint does not match its model
             usage_errors.append(str(exc))
             continue
         results.append(record)
         # Reported when done, so that bad input stays the one line the CLI prints.
-        progress(f"[{i}/{len(plans)}] {model} {fw} -> {req.options.format} {p.out}: "
-                 f"{record['status'].upper()}: {record.get('error') or _ok_line(record)}")
+        progress(
+            f"[{i}/{len(plans)}] {model} {fw} -> {req.options.format} {p.out}: "
+            f"{record['status'].upper()}: {record.get('error') or _ok_line(record)}"
+        )
     if req.json_path:
         write_json(req.json_path, results)
     if usage_errors:
@@ -225,8 +236,7 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
 
     opts = req.options
     fw, model = p.manifest["framework"], p.manifest["model"]
-    batch_sizes = (vin.parse_batch_sizes(req.batch_sizes) if opts.dynamic_batch
-                   else (opts.batch_size,))
+    batch_sizes = vin.parse_batch_sizes(req.batch_sizes) if opts.dynamic_batch else (opts.batch_size,)
     art = p.artifact
     if art is not None:
         batch_sizes, _ = follow_batch(art.signature, batch_sizes, "verified")
@@ -234,38 +244,67 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
     env = cell_environment(threads)
     source_sha = art.sha256 if art is not None else onnx_io.sha256(p.checkpoint)
     hop = f"{fw}->{opts.format}"
-    identity = {"hop": hop, "model": model, "source_sha256": source_sha,
-                "options": opts.to_dict(), "batch_sizes": list(batch_sizes), "seed": req.seed,
-                **({"user": art.identity(), "canonical_names": req.canonical_names}
-                   if art is not None else {})}
-    record = records.new_record("convert", run_id=run_id, identity=identity, started=now_iso(),
-                                argv=req.argv, env=env)
-    record.update({"model": model, "framework": fw,
-                   "framework_version": p.manifest.get("framework_version"),
-                   "backend": opts.format, "precision": "fp32",
-                   "batch_size": None if opts.dynamic_batch else opts.batch_size,
-                   "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
-    record["context"].update({
-        "hop": hop, "options": opts.to_dict(),
-        "source": {"path": str(p.checkpoint.resolve()) if p.checkpoint else None,
-                   "sha256": source_sha, "manifest": str(p.source),
-                   **({"user": art.ref.meta["source"], "signature": art.ref.meta["signature"]}
-                      if art is not None else {})},
-        "artifact": {"path": str(p.out.resolve()), "format": opts.format}})
+    identity = {
+        "hop": hop,
+        "model": model,
+        "source_sha256": source_sha,
+        "options": opts.to_dict(),
+        "batch_sizes": list(batch_sizes),
+        "seed": req.seed,
+        **({"user": art.identity(), "canonical_names": req.canonical_names} if art is not None else {}),
+    }
+    record = records.new_record(
+        "convert", run_id=run_id, identity=identity, started=now_iso(), argv=req.argv, env=env
+    )
+    record.update(
+        {
+            "model": model,
+            "framework": fw,
+            "framework_version": p.manifest.get("framework_version"),
+            "backend": opts.format,
+            "precision": "fp32",
+            "batch_size": None if opts.dynamic_batch else opts.batch_size,
+            "intra_op_threads": threads.intra_op,
+            "inter_op_threads": threads.inter_op,
+        }
+    )
+    record["context"].update(
+        {
+            "hop": hop,
+            "options": opts.to_dict(),
+            "source": {
+                "path": str(p.checkpoint.resolve()) if p.checkpoint else None,
+                "sha256": source_sha,
+                "manifest": str(p.source),
+                **(
+                    {"user": art.ref.meta["source"], "signature": art.ref.meta["signature"]}
+                    if art is not None
+                    else {}
+                ),
+            },
+            "artifact": {"path": str(p.out.resolve()), "format": opts.format},
+        }
+    )
     start = time.perf_counter()
-    inputs = (_user_inputs(req, art, batch_sizes) if art is not None
-              else vin.inputs_for_model(model, batch_sizes, req.seed))
+    inputs = (
+        _user_inputs(req, art, batch_sizes)
+        if art is not None
+        else vin.inputs_for_model(model, batch_sizes, req.seed)
+    )
     p.out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{p.out.name}.", suffix=".partial",
-                                  dir=p.out.parent)).resolve()
+    stage = Path(tempfile.mkdtemp(prefix=f".{p.out.name}.", suffix=".partial", dir=p.out.parent)).resolve()
     try:
         raw = stage / f"raw.{opts.format}"
-        payload = {"framework": fw, "model": model,
-                   "checkpoint": str(p.checkpoint.resolve()) if p.checkpoint else None,
-                   "artifact": dataclasses.asdict(art.ref) if art is not None else None,
-                   "threads": [threads.intra_op, threads.inter_op],
-                   "inputs": str(stage / "inputs.npz"), "reference_out": str(stage / "ref.npz"),
-                   "export": {"out": str(raw.resolve()), "options": opts.to_dict()}}
+        payload = {
+            "framework": fw,
+            "model": model,
+            "checkpoint": str(p.checkpoint.resolve()) if p.checkpoint else None,
+            "artifact": dataclasses.asdict(art.ref) if art is not None else None,
+            "threads": [threads.intra_op, threads.inter_op],
+            "inputs": str(stage / "inputs.npz"),
+            "reference_out": str(stage / "ref.npz"),
+            "export": {"out": str(raw.resolve()), "options": opts.to_dict()},
+        }
         if opts.format == "mindir":
             payload.update(candidate_out=str(stage / "cand.npz"), mindir=str(raw.resolve()))
         vin.save_batches(stage / "inputs.npz", inputs)
@@ -285,20 +324,25 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
         post_start = time.perf_counter()
         try:
             if opts.format == "onnx":
-                summary, ir = _finish_onnx(raw, final, model=model, framework=fw, hop=hop,
-                                           source=p.checkpoint or p.source,
-                                           source_sha=source_sha,
-                                           dynamic_batch=opts.dynamic_batch and (
-                                               art is None or fixed_batch(art.signature) is None),
-                                           own_names=art is not None and not req.canonical_names,
-                                           batch=max(batch_sizes),
-                                           input_shapes=_shapes_used(inputs, art))
+                summary, ir = _finish_onnx(
+                    raw,
+                    final,
+                    model=model,
+                    framework=fw,
+                    hop=hop,
+                    source=p.checkpoint or p.source,
+                    source_sha=source_sha,
+                    dynamic_batch=opts.dynamic_batch and (art is None or fixed_batch(art.signature) is None),
+                    own_names=art is not None and not req.canonical_names,
+                    batch=max(batch_sizes),
+                    input_shapes=_shapes_used(inputs, art),
+                )
                 record["context"]["onnx"] = {**summary.to_dict(), "ir_version_written": ir[0]}
                 record["metrics"].update(node_count=summary.node_count, op_counts=summary.op_counts)
             else:
                 raw.replace(final)
                 onnx_io.publish_mode(final)
-        except UserError as exc:            # the exporter wrote something unusable
+        except UserError as exc:  # the exporter wrote something unusable
             return _stored(req, records.finish(record, None, error=str(exc)), None, start)
         post_s = time.perf_counter() - post_start
         verify_start = time.perf_counter()
@@ -306,26 +350,45 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
         try:
             candidate, cand_info = (
                 runners.outputs(ArtifactRef(str(final), ONNX, model, fw), inputs, threads=threads)
-                if opts.format == "onnx" else (vin.load_outputs(stage / "cand.npz"),
-                                               result.get("candidate_run")))
+                if opts.format == "onnx"
+                else (vin.load_outputs(stage / "cand.npz"), result.get("candidate_run"))
+            )
         except UserError as exc:
             return _stored(req, records.finish(record, None, error=str(exc)), None, start)
         record["context"]["math_mode"] = mathmode.of_runs(
-            reference=result.get("reference_run"), candidate=cand_info)
-        verdict = cmp.compare(reference, candidate, cmp.tolerance("fp32"), batch_sizes,
-                              req.seed, model=model)
-        verify_s = time.perf_counter() - verify_start + result.get("reference_s", 0.0) \
+            reference=result.get("reference_run"), candidate=cand_info
+        )
+        verdict = cmp.compare(reference, candidate, cmp.tolerance("fp32"), batch_sizes, req.seed, model=model)
+        verify_s = (
+            time.perf_counter()
+            - verify_start
+            + result.get("reference_s", 0.0)
             + result.get("candidate_s", 0.0)
+        )
         final.replace(p.out)
         sha = onnx_io.sha256(p.out)
         record["context"]["artifact"]["sha256"] = sha
-        record["metrics"].update({
-            "export_s": result.get("convert_s"), "postprocess_s": post_s,
-            "convert_s": (result.get("convert_s") or 0.0) + post_s, "verify_s": verify_s,
-            "load_s": result.get("load_s"), "file_size_bytes": p.out.stat().st_size})
-        artifact = records.artifact_row(p.out, sha, opts.format, "fp32", model=model,
-                                        framework=fw, hop=hop, source_path=p.checkpoint,
-                                        source_sha256=source_sha)
+        record["metrics"].update(
+            {
+                "export_s": result.get("convert_s"),
+                "postprocess_s": post_s,
+                "convert_s": (result.get("convert_s") or 0.0) + post_s,
+                "verify_s": verify_s,
+                "load_s": result.get("load_s"),
+                "file_size_bytes": p.out.stat().st_size,
+            }
+        )
+        artifact = records.artifact_row(
+            p.out,
+            sha,
+            opts.format,
+            "fp32",
+            model=model,
+            framework=fw,
+            hop=hop,
+            source_path=p.checkpoint,
+            source_sha256=source_sha,
+        )
         return _stored(req, records.finish(record, verdict), artifact, start)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
@@ -372,9 +435,20 @@ def _name_batch(m, traced: int) -> None:
             d.dim_param = BATCH_DIM
 
 
-def _finish_onnx(raw: Path, final: Path, *, model: str, framework: str, hop: str,
-                 source: Path, source_sha: str, dynamic_batch: bool, own_names: bool = False,
-                 batch: int = 1, input_shapes: dict[str, list[int]] | None = None):
+def _finish_onnx(
+    raw: Path,
+    final: Path,
+    *,
+    model: str,
+    framework: str,
+    hop: str,
+    source: Path,
+    source_sha: str,
+    dynamic_batch: bool,
+    own_names: bool = False,
+    batch: int = 1,
+    input_shapes: dict[str, list[int]] | None = None,
+):
     """Make the exporter's file a dlbench ONNX file; return (summary, (IR written, IR kept)).
     ``own_names``: a user's model keeps its inputs' and outputs' names (the exporter was
     given them), instead of dlbench's ``input``/``logits``."""
@@ -384,11 +458,19 @@ def _finish_onnx(raw: Path, final: Path, *, model: str, framework: str, hop: str
         onnx_io.normalize_io(m, dynamic_batch=dynamic_batch)
     elif dynamic_batch:
         _name_batch(m, batch)
-    onnx_io.set_metadata(m, {"model": model, "framework": framework, "hop": hop,
-                             "precision": "fp32", "source": source.name,
-                             "source_sha256": source_sha, "dlbench_version": __version__,
-                             **({"input_shapes": json.dumps(input_shapes)}
-                                if input_shapes else {})})
+    onnx_io.set_metadata(
+        m,
+        {
+            "model": model,
+            "framework": framework,
+            "hop": hop,
+            "precision": "fp32",
+            "source": source.name,
+            "source_sha256": source_sha,
+            "dlbench_version": __version__,
+            **({"input_shapes": json.dumps(input_shapes)} if input_shapes else {}),
+        },
+    )
     m = onnx_io.infer_shapes(m, raw)
     onnx_io.check_model(m, raw)
     onnx_io.save(m, final)

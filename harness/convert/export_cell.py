@@ -13,6 +13,7 @@ the payload asks, in this order:
 
 The parent compares (``harness.verify.compare``); it never imports the framework.
 """
+
 from __future__ import annotations
 
 import time
@@ -34,7 +35,7 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
     framework = payload["framework"]
     batches = load_batches(payload["inputs"])
     threads = ThreadConfig(*payload["threads"])
-    hop = export_hop(framework)             # imports the framework
+    hop = export_hop(framework)  # imports the framework
     result: dict[str, Any] = {"versions": hop.version()}
     if payload.get("artifact"):
         return _user(payload, hop, batches, threads, result)
@@ -58,10 +59,14 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
         result["convert_s"] = time.perf_counter() - start
 
     if payload.get("candidate_out"):
-        inputs = [{"name": i.name, "dtype": i.dtype, "shape": [None, *i.shape]}
-                  for i in spec.inputs] if spec else []
-        ref = ArtifactRef(payload["mindir"], MINDIR, spec.name if spec else "mindir",
-                          "mindspore", meta={"inputs": inputs})
+        inputs = (
+            [{"name": i.name, "dtype": i.dtype, "shape": [None, *i.shape]} for i in spec.inputs]
+            if spec
+            else []
+        )
+        ref = ArtifactRef(
+            payload["mindir"], MINDIR, spec.name if spec else "mindir", "mindspore", meta={"inputs": inputs}
+        )
         outputs, info = run_here(ref, batches, threads)
         result["candidate_s"] = info["load_s"] + info["run_s"]
         result["candidate_run"] = info
@@ -85,9 +90,14 @@ def _user(payload, hop, batches, threads, result) -> dict[str, Any]:
     example = max(batches, key=lambda b: len(b[0]) if isinstance(b, tuple) else len(b))
     example = example if isinstance(example, tuple) else (example,)
     start = time.perf_counter()
-    result["export"] = hop.export_user(model, source, usermodel.signature_of(ref),
-                                       list(outputs[0]), example,
-                                       Path(payload["export"]["out"]),
-                                       ExportOptions(**payload["export"]["options"]))
+    result["export"] = hop.export_user(
+        model,
+        source,
+        usermodel.signature_of(ref),
+        list(outputs[0]),
+        example,
+        Path(payload["export"]["out"]),
+        ExportOptions(**payload["export"]["options"]),
+    )
     result["convert_s"] = time.perf_counter() - start
     return result

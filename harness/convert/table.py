@@ -1,13 +1,29 @@
 """The verification table that export, build and verify print (Markdown)."""
+
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from dlbench.harness.tables import markdown
 
-HEADERS = ("Artifact", "Hop", "Precision", "Batches", "Output", "Max abs", "Max rel",
-           "Mean abs", "Cosine (min)", "Top-1", "Nodes", "Size", "Time", "Verdict")
+HEADERS = (
+    "Artifact",
+    "Hop",
+    "Precision",
+    "Batches",
+    "Output",
+    "Max abs",
+    "Max rel",
+    "Mean abs",
+    "Cosine (min)",
+    "Top-1",
+    "Nodes",
+    "Size",
+    "Time",
+    "Verdict",
+)
 
 
 def _size(n: int | None) -> str:
@@ -40,20 +56,35 @@ def rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         hop = r.get("context", {}).get("hop") or r["kind"]
         verdict = m.get("verdict") or {}
         time_s = m.get("convert_s") if r["kind"] == "convert" else m.get("verify_s")
-        common = [_name(r), hop, r.get("precision") or "",
-                  ",".join(map(str, verdict.get("batch_sizes", []))) or ""]
-        tail = [m.get("node_count") or "", _size(m.get("file_size_bytes")),
-                f"{time_s:.1f} s" if time_s else ""]
+        common = [
+            _name(r),
+            hop,
+            r.get("precision") or "",
+            ",".join(map(str, verdict.get("batch_sizes", []))) or "",
+        ]
+        tail = [
+            m.get("node_count") or "",
+            _size(m.get("file_size_bytes")),
+            f"{time_s:.1f} s" if time_s else "",
+        ]
         outputs = verdict.get("outputs") or {}
         if r["status"] == "failed" or not outputs:
-            out.append(common + ["", "", "", "", "", ""] + tail
-                       + [f"FAILED: {r.get('error') or verdict.get('message', '')}"])
+            out.append(
+                common
+                + ["", "", "", "", "", ""]
+                + tail
+                + [f"FAILED: {r.get('error') or verdict.get('message', '')}"]
+            )
             continue
         for name, o in outputs.items():
             status = "ok" if o["ok"] else "UNVERIFIED: " + "; ".join(o["failures"])
             top1 = "" if o.get("top1") is None else f"{o['top1']:.0%}"
-            out.append(common + [name, _g(o["max_abs"]), _g(o["max_rel"]), _g(o["mean_abs"]),
-                                 f"{o['cosine']:.6f}", top1] + tail + [status])
+            out.append(
+                common
+                + [name, _g(o["max_abs"]), _g(o["max_rel"]), _g(o["mean_abs"]), f"{o['cosine']:.6f}", top1]
+                + tail
+                + [status]
+            )
     return out
 
 

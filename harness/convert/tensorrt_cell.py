@@ -5,6 +5,7 @@ that build's recorded failure and the parent never imports TensorRT.  The
 same process then runs the new engine on the verification batches with the
 runner benchmarks use, so what was verified is what will be measured.
 """
+
 from __future__ import annotations
 
 import time
@@ -21,16 +22,21 @@ from dlbench.harness.verify.run import run_here
 
 
 def child(payload: dict[str, Any]) -> dict[str, Any]:
-    options = BuildOptions(**{**payload["options"],
-                              "batch_sizes": tuple(payload["options"]["batch_sizes"])})
+    options = BuildOptions(**{**payload["options"], "batch_sizes": tuple(payload["options"]["batch_sizes"])})
     calibration = load_batches(payload["calibration"]) if payload.get("calibration") else None
-    result = HOP.build(Path(payload["onnx"]), Path(payload["out"]), options,
-                       model_precision=payload["model_precision"], calibration=calibration,
-                       scratch=Path(payload["scratch"]))
+    result = HOP.build(
+        Path(payload["onnx"]),
+        Path(payload["out"]),
+        options,
+        model_precision=payload["model_precision"],
+        calibration=calibration,
+        scratch=Path(payload["scratch"]),
+    )
     batches = load_batches(payload["inputs"])
     if batches:
-        ref = ArtifactRef(payload["out"], TRT_ENGINE, payload.get("model") or "engine",
-                          meta=result["sidecar"])
+        ref = ArtifactRef(
+            payload["out"], TRT_ENGINE, payload.get("model") or "engine", meta=result["sidecar"]
+        )
         start = time.perf_counter()
         outputs, info = run_here(ref, batches, ThreadConfig.default(), result["sidecar"]["precision"])
         result["candidate_s"] = time.perf_counter() - start

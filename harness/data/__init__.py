@@ -13,6 +13,7 @@ signature's shape (``signature``).
 No reader imports this package (they import their siblings by module), so it
 may import whatever it needs; it imports the readers only when one is opened.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -41,15 +42,15 @@ def parse(data: str) -> tuple[str, Path | None]:
     path = Path(data).expanduser()
     formats = [f for f in DATA_FORMATS.all() if not f.named]
     if not path.exists():
-        raise UserError(f"--data {data}: no such file or directory (use "
-                        f"{', '.join(f.name for f in DATA_FORMATS.all() if f.named)}, a path, "
-                        f"or FORMAT:PATH with FORMAT one of {', '.join(f.name for f in formats)})")
+        raise UserError(
+            f"--data {data}: no such file or directory (use "
+            f"{', '.join(f.name for f in DATA_FORMATS.all() if f.named)}, a path, "
+            f"or FORMAT:PATH with FORMAT one of {', '.join(f.name for f in formats)})"
+        )
     found = next((f for f in formats if f.recognizes(path)), None)
     if found is None:
-        wanted = "; ".join(f"{f.recognized} ({f.name})".replace("`", "")
-                           for f in formats if f.recognizer)
-        raise UserError(f"--data {data}: format not recognized (want {wanted}; or say "
-                        f"FORMAT:PATH)")
+        wanted = "; ".join(f"{f.recognized} ({f.name})".replace("`", "") for f in formats if f.recognizer)
+        raise UserError(f"--data {data}: format not recognized (want {wanted}; or say FORMAT:PATH)")
     return found.name, path
 
 
@@ -66,8 +67,9 @@ def canonical(data: str) -> str:
 def open_dataset(data: str, spec: ModelSpec) -> Dataset:
     """The reader for ``data``, checked against ``spec`` (cheap: nothing decoded yet)."""
     fmt, path = parse(data)
-    if spec.family == USER_FAMILY:          # a user's model: data in its signature's shape
+    if spec.family == USER_FAMILY:  # a user's model: data in its signature's shape
         from dlbench.harness.data.signature import open_signature
+
         return open_signature(fmt, path, spec)
     if path is not None and not path.exists():
         raise UserError(f"--data {data}: no such file or directory")

@@ -8,17 +8,17 @@ the vocabulary (``harness.data.tokenizer``; size = the model's embedding size,
 again, tokenized, mapped to ids and truncated or padded at the end to the
 model's sequence length, as a streaming text loader does.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
-from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices,
-                               ordered_indices, token_input)
-from dlbench.harness.data.tokenizer import Vocabulary, pad_ids, tokenize
 from dlbench.core.errors import UserError
+from dlbench.harness.data.base import Batch, Dataset, check_batch, epoch_indices, ordered_indices, token_input
+from dlbench.harness.data.tokenizer import Vocabulary, pad_ids, tokenize
 from dlbench.models.registry import ModelSpec
 
 LABELS = {"neg": 0, "pos": 1}
@@ -50,8 +50,9 @@ class AclImdb(Dataset):
         return "no ROOT/test/pos and ROOT/test/neg"
 
     def _index(self, split: str) -> list[tuple[Path, int]]:
-        items = [(f, y) for c, y in sorted(LABELS.items())
-                 for f in sorted((self.path / split / c).glob("*.txt"))]
+        items = [
+            (f, y) for c, y in sorted(LABELS.items()) for f in sorted((self.path / split / c).glob("*.txt"))
+        ]
         if not items:
             raise UserError(f"{self.describe_source()}: no .txt reviews under {self.path / split}")
         return items
@@ -60,20 +61,25 @@ class AclImdb(Dataset):
         self.files["train"] = self._index("train")
         if self.eval_split:
             self.files["test"] = self._index("test")
-        self.vocab = Vocabulary.build((tokenize(_read(f)) for f, _ in self.files["train"]),
-                                      self.vocab_size)
+        self.vocab = Vocabulary.build((tokenize(_read(f)) for f, _ in self.files["train"]), self.vocab_size)
 
     def split_sizes(self) -> dict[str, int]:
         return {k: len(v) for k, v in self.files.items()}
 
     def describe(self) -> dict:
-        return {**super().describe(), "vocabulary": len(self.vocab) if self.vocab else None,
-                "sequence_length": self.seq_len, "tokenizer": "dlbench.harness.data.tokenizer"}
+        return {
+            **super().describe(),
+            "vocabulary": len(self.vocab) if self.vocab else None,
+            "sequence_length": self.seq_len,
+            "tokenizer": "dlbench.harness.data.tokenizer",
+        }
 
     def _batch(self, items) -> Batch:
         ids = [self.vocab.encode(tokenize(_read(f))) for f, _ in items]
-        return (pad_ids(ids, self.seq_len).astype(self.spec.inputs[0].dtype),
-                np.array([y for _, y in items], np.int32))
+        return (
+            pad_ids(ids, self.seq_len).astype(self.spec.inputs[0].dtype),
+            np.array([y for _, y in items], np.int32),
+        )
 
     def train_batches(self, batch_size: int, seed: int, layout: str) -> Iterator[Batch]:
         if self.vocab is None:
@@ -83,8 +89,7 @@ class AclImdb(Dataset):
         for idx in epoch_indices(len(items), batch_size, np.random.default_rng(seed)):
             yield self._batch([items[i] for i in idx])
 
-    def eval_batches(self, batch_size: int, layout: str,
-                     limit: int | None = None) -> Iterator[Batch]:
+    def eval_batches(self, batch_size: int, layout: str, limit: int | None = None) -> Iterator[Batch]:
         self.require_eval()
         if self.vocab is None:
             self.prepare()

@@ -12,11 +12,13 @@ A batch is ``(inputs, labels)``: numpy arrays, images already in the layout
 the framework asked for (NCHW or NHWC), labels int32.  Token readers follow
 the same pair (see ``textcorpus`` for the one dict-valued layout).
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -35,14 +37,16 @@ class Dataset(ABC):
 
     def __init__(self, spec: ModelSpec, path: Path | None):
         self.spec, self.path = spec, path
-        self.eval_split: str | None = None      # name of the held-out split, if any
-        self.num_classes: int | None = None     # the labels' class count, when the set says
+        self.eval_split: str | None = None  # name of the held-out split, if any
+        self.num_classes: int | None = None  # the labels' class count, when the set says
 
     def check_classes(self, source: str, n_classes: int) -> None:
         """The set has ``n_classes`` labels: a model with fewer outputs cannot learn them."""
         if self.spec.num_classes < n_classes:
-            raise UserError(f"{source}: {n_classes} classes, but {self.spec.name} has only "
-                            f"{self.spec.num_classes} outputs")
+            raise UserError(
+                f"{source}: {n_classes} classes, but {self.spec.name} has only "
+                f"{self.spec.num_classes} outputs"
+            )
         self.num_classes = n_classes
 
     def prepare(self) -> None:
@@ -58,14 +62,14 @@ class Dataset(ABC):
         (a different batch shape would recompile graph-mode frameworks mid-window)."""
 
     @abstractmethod
-    def eval_batches(self, batch_size: int, layout: str,
-                     limit: int | None = None) -> Iterator[Batch]:
+    def eval_batches(self, batch_size: int, layout: str, limit: int | None = None) -> Iterator[Batch]:
         """The held-out split once, in a fixed order, without augmentation."""
 
     def require_eval(self) -> None:
         if self.eval_split is None:
-            raise UserError(f"--eval: {self.describe_source()} has no held-out split "
-                            f"({self.no_eval_reason()})")
+            raise UserError(
+                f"--eval: {self.describe_source()} has no held-out split ({self.no_eval_reason()})"
+            )
 
     def no_eval_reason(self) -> str:
         return "this format has none"
@@ -75,15 +79,20 @@ class Dataset(ABC):
 
     def describe(self) -> dict[str, Any]:
         """What ``context.data`` records."""
-        return {"reader": self.format, "path": str(self.path) if self.path else None,
-                "splits": self.split_sizes(), "eval_split": self.eval_split,
-                "per_step": not self.preloaded}
+        return {
+            "reader": self.format,
+            "path": str(self.path) if self.path else None,
+            "splits": self.split_sizes(),
+            "eval_split": self.eval_split,
+            "per_step": not self.preloaded,
+        }
 
 
 def check_batch(ds: Dataset, batch_size: int, n_train: int) -> None:
     if n_train < batch_size:
-        raise UserError(f"{ds.describe_source()}: {n_train} training samples, fewer than one "
-                        f"batch of {batch_size}")
+        raise UserError(
+            f"{ds.describe_source()}: {n_train} training samples, fewer than one batch of {batch_size}"
+        )
 
 
 def epoch_indices(n: int, batch_size: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
@@ -92,7 +101,7 @@ def epoch_indices(n: int, batch_size: int, rng: np.random.Generator) -> Iterator
     while True:
         order = rng.permutation(n)
         for b in range(per_epoch):
-            yield order[b * batch_size:(b + 1) * batch_size]
+            yield order[b * batch_size : (b + 1) * batch_size]
 
 
 def ordered_indices(n: int, batch_size: int, limit: int | None) -> Iterator[np.ndarray]:
@@ -129,9 +138,11 @@ def class_image_input(spec: ModelSpec, source: str) -> tuple[int, int, int]:
     labels are boxes: class labels would reach its loss as nonsense (SSD's tally died
     unpacking a class index as box targets)."""
     if spec.objective in BOX_OBJECTIVES:
-        raise UserError(f"{source}: images labelled with a class, but {spec.name} is scored "
-                        f"on boxes ({spec.objective}): use --data synthetic, voc:DIR or "
-                        f"coco:DIR")
+        raise UserError(
+            f"{source}: images labelled with a class, but {spec.name} is scored "
+            f"on boxes ({spec.objective}): use --data synthetic, voc:DIR or "
+            f"coco:DIR"
+        )
     return image_input(spec, source)
 
 
@@ -139,6 +150,7 @@ def token_input(spec: ModelSpec, source: str) -> tuple[int, int]:
     """(sequence length, vocabulary size) of a model whose first input is token ids."""
     inp = spec.inputs[0]
     if len(inp.shape) != 1 or not inp.dtype.startswith("int") or not inp.int_range:
-        raise UserError(f"{source}: token data, but {spec.name} takes "
-                        f"{inp.name} {inp.dtype}{list(inp.shape)}")
+        raise UserError(
+            f"{source}: token data, but {spec.name} takes {inp.name} {inp.dtype}{list(inp.shape)}"
+        )
     return inp.shape[0], inp.int_range[1]

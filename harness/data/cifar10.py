@@ -11,17 +11,25 @@ training batches get the usual 4-pixel pad + random crop and a random
 left-right flip.  A model whose input is not 32x32 gets the images resized
 bilinearly to its input size (resnet50-mini: 64x64), after augmentation.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 import dlbench.harness.data.imageops as imageops
-from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices,
-                               class_image_input, ordered_indices, to_layout)
 from dlbench.core.errors import UserError
+from dlbench.harness.data.base import (
+    Batch,
+    Dataset,
+    check_batch,
+    class_image_input,
+    epoch_indices,
+    ordered_indices,
+    to_layout,
+)
 from dlbench.models.registry import ModelSpec
 
 RECORD = 1 + 3 * 32 * 32
@@ -32,8 +40,9 @@ PAD = 4
 
 
 def looks_like(path: Path) -> bool:
-    return path.is_dir() and (any(path.glob(TRAIN_GLOB)) or
-                              any((path / "cifar-10-batches-bin").glob(TRAIN_GLOB)))
+    return path.is_dir() and (
+        any(path.glob(TRAIN_GLOB)) or any((path / "cifar-10-batches-bin").glob(TRAIN_GLOB))
+    )
 
 
 class Cifar10(Dataset):
@@ -61,8 +70,10 @@ class Cifar10(Dataset):
     def _records(self, f: Path) -> int:
         size = f.stat().st_size
         if size == 0 or size % RECORD:
-            raise UserError(f"{self.describe_source()}: {f.name} is {size} bytes, not a whole "
-                            f"number of {RECORD}-byte CIFAR-10 records")
+            raise UserError(
+                f"{self.describe_source()}: {f.name} is {size} bytes, not a whole "
+                f"number of {RECORD}-byte CIFAR-10 records"
+            )
         return size // RECORD
 
     def no_eval_reason(self) -> str:
@@ -82,8 +93,9 @@ class Cifar10(Dataset):
     def _decode(self, records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         labels = records[:, 0].astype(np.int32)
         if labels.max(initial=0) >= CLASSES:
-            raise UserError(f"{self.describe_source()}: label {labels.max()} outside 0-9 "
-                            "(not a CIFAR-10 file?)")
+            raise UserError(
+                f"{self.describe_source()}: label {labels.max()} outside 0-9 (not a CIFAR-10 file?)"
+            )
         images = records[:, 1:].reshape(-1, 3, 32, 32).astype(np.float32) / 255.0
         return imageops.normalize(images, imageops.CIFAR_MEAN, imageops.CIFAR_STD), labels
 
@@ -99,8 +111,7 @@ class Cifar10(Dataset):
             images = imageops.random_flip(imageops.random_pad_crop(images, PAD, rng), rng)
             yield self._finish(images, layout), labels
 
-    def eval_batches(self, batch_size: int, layout: str,
-                     limit: int | None = None) -> Iterator[Batch]:
+    def eval_batches(self, batch_size: int, layout: str, limit: int | None = None) -> Iterator[Batch]:
         self.require_eval()
         data = self._open(self.test_files)
         for idx in ordered_indices(len(data), batch_size, limit):

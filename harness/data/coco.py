@@ -22,6 +22,7 @@ boxes and masks, ImageNet-normalized; the masks drawn at the input's size
 ``((images, rois, mask_rois), six labels)``, as the synthetic data gives.  The
 held-out split's RoI sampling is seeded (``EVAL_SEED``), so its score is repeatable.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 import dlbench.harness.data.segmentation as segmentation
+from dlbench.core.errors import UserError
 from dlbench.harness.data.base import Batch, to_layout
 from dlbench.harness.data.voc import DetectionSet, normalized
-from dlbench.core.errors import UserError
 from dlbench.models.registry import ModelSpec
 
 EVAL_SEED = 0
@@ -49,7 +50,7 @@ def looks_like(path: Path) -> bool:
 def _read(path: Path, source: str) -> dict:
     try:
         data = json.loads(path.read_text())
-        data["images"], data["annotations"], data["categories"]   # noqa: B018
+        data["images"], data["annotations"], data["categories"]
         return data
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UserError(f"{source}: cannot read {path} ({exc})") from None
@@ -68,8 +69,9 @@ class Coco(DetectionSet):
         if held:
             self.files["eval"] = held[0]
         first = _read(self.files["train"], source)
-        self.category = {c["id"]: k + 1 for k, c in
-                         enumerate(sorted(first["categories"], key=lambda c: c["id"]))}
+        self.category = {
+            c["id"]: k + 1 for k, c in enumerate(sorted(first["categories"], key=lambda c: c["id"]))
+        }
         super().__init__(spec, path, len(self.category))
         self.splits = {r: f.stem.removeprefix("instances_") for r, f in self.files.items()}
         self.eval_split = self.splits.get("eval")
@@ -89,8 +91,9 @@ class Coco(DetectionSet):
         scenes = []
         for k, (path, bx, lb, (segs, w, h)) in enumerate(items):
             pixels[k] = self._decode(path)
-            masks = np.asarray([segmentation.instance_mask(s, w, h, size) for s in segs],
-                               np.float32).reshape(-1, size, size)
+            masks = np.asarray([segmentation.instance_mask(s, w, h, size) for s in segs], np.float32).reshape(
+                -1, size, size
+            )
             bx = bx.astype(np.float64) * size
             if rng is not None and rng.random() < 0.5:
                 pixels[k] = pixels[k, :, ::-1]
@@ -117,8 +120,7 @@ class Coco(DetectionSet):
             for img in data["images"]:
                 jpg = self.path / self.splits[role] / img["file_name"]
                 if not jpg.is_file():
-                    raise UserError(f"{source}: {file.name} lists {img['file_name']}, but "
-                                    f"{jpg} is missing")
+                    raise UserError(f"{source}: {file.name} lists {img['file_name']}, but {jpg} is missing")
                 w, h = float(img["width"]), float(img["height"])
                 objs = per_image.get(img["id"], [])
                 if self.masks:
@@ -126,18 +128,26 @@ class Coco(DetectionSet):
                     for a in objs:
                         why = segmentation.problem(a.get("segmentation"))
                         if why:
-                            raise UserError(f"{source}: {file.name}: annotation {a.get('id')} "
-                                            f"of {img['file_name']}: {why}")
+                            raise UserError(
+                                f"{source}: {file.name}: annotation {a.get('id')} "
+                                f"of {img['file_name']}: {why}"
+                            )
                 try:
                     labels = np.asarray([self.category[a["category_id"]] for a in objs], np.int64)
                 except KeyError as exc:
                     raise UserError(f"{source}: {file.name}: unknown category {exc}") from None
                 xywh = np.asarray([a["bbox"] for a in objs], np.float64).reshape(-1, 4)
-                boxes = np.stack([xywh[:, 0] / w, xywh[:, 1] / h, (xywh[:, 0] + xywh[:, 2]) / w,
-                                  (xywh[:, 1] + xywh[:, 3]) / h], 1).astype(np.float32)
+                boxes = np.stack(
+                    [
+                        xywh[:, 0] / w,
+                        xywh[:, 1] / h,
+                        (xywh[:, 0] + xywh[:, 2]) / w,
+                        (xywh[:, 1] + xywh[:, 3]) / h,
+                    ],
+                    1,
+                ).astype(np.float32)
                 if self.masks:
-                    items.append((jpg, boxes, labels,
-                                  ([a["segmentation"] for a in objs], w, h)))
+                    items.append((jpg, boxes, labels, ([a["segmentation"] for a in objs], w, h)))
                 else:
                     items.append((jpg, boxes, labels))
             if not items:

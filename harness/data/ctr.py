@@ -22,16 +22,17 @@ Per step, a batch's lines are mapped to ids; a history longer than the model's
 ``seq_len`` keeps its most recent part, a shorter one is padded with 0 at the
 end (``models.din.data``'s layout).
 """
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
-from dlbench.harness.data.base import Batch, Dataset, check_batch, epoch_indices, ordered_indices
 from dlbench.core.errors import UserError
+from dlbench.harness.data.base import Batch, Dataset, check_batch, epoch_indices, ordered_indices
 from dlbench.models.registry import ModelSpec
 
 TRAIN_FILE = "local_train_splitByUser"
@@ -40,7 +41,7 @@ SEP = "\x02"
 PAD, UNKNOWN = 0, 1
 INPUTS = ("hist_items", "hist_cats", "item", "category")
 
-Row = tuple[int, str, str, list[str], list[str]]      # label, item, category, histories
+Row = tuple[int, str, str, list[str], list[str]]  # label, item, category, histories
 
 
 def looks_like(path: Path) -> bool:
@@ -56,13 +57,14 @@ def read_rows(path: Path) -> list[Row]:
                 continue
             fields = line.split("\t")
             if len(fields) != 6 or fields[0].strip() not in ("0", "1"):
-                raise UserError(f"{path}:{n}: want 6 tab-separated fields 'label user item "
-                                f"category hist_items hist_cats' with label 0 or 1")
+                raise UserError(
+                    f"{path}:{n}: want 6 tab-separated fields 'label user item "
+                    f"category hist_items hist_cats' with label 0 or 1"
+                )
             items = fields[4].split(SEP) if fields[4] else []
             cats = fields[5].split(SEP) if fields[5] else []
             if len(items) != len(cats):
-                raise UserError(f"{path}:{n}: {len(items)} history items but {len(cats)} "
-                                f"history categories")
+                raise UserError(f"{path}:{n}: {len(items)} history items but {len(cats)} history categories")
             rows.append((int(fields[0]), fields[2], fields[3], items, cats))
     if not rows:
         raise UserError(f"{path}: no samples")
@@ -72,8 +74,8 @@ def read_rows(path: Path) -> list[Row]:
 def vocabulary(values: Iterator[str], size: int) -> dict[str, int]:
     """Value -> id for the ``size - 2`` most frequent values (ids from 2)."""
     counts = Counter(values)
-    order = sorted(counts, key=lambda v: -counts[v])      # stable: first-seen among ties
-    return {v: i + 2 for i, v in enumerate(order[:max(0, size - 2)])}
+    order = sorted(counts, key=lambda v: -counts[v])  # stable: first-seen among ties
+    return {v: i + 2 for i, v in enumerate(order[: max(0, size - 2)])}
 
 
 class ClickLog(Dataset):
@@ -83,8 +85,10 @@ class ClickLog(Dataset):
         super().__init__(spec, path)
         names = tuple(i.name for i in spec.inputs)
         if names != INPUTS:
-            raise UserError(f"{self.describe_source()}: click logs, but {spec.name} takes "
-                            f"{', '.join(names)} (want {', '.join(INPUTS)})")
+            raise UserError(
+                f"{self.describe_source()}: click logs, but {spec.name} takes "
+                f"{', '.join(names)} (want {', '.join(INPUTS)})"
+            )
         self.check_classes(self.describe_source(), 2)
         if path.is_dir():
             if not looks_like(path):
@@ -105,19 +109,20 @@ class ClickLog(Dataset):
     def prepare(self) -> None:
         self.rows = {split: read_rows(f) for split, f in self.files.items()}
         train = self.rows["train"]
-        items = vocabulary((v for r in train for v in (r[1], *r[3])),
-                           self.spec.inputs[0].int_range[1])
-        cats = vocabulary((v for r in train for v in (r[2], *r[4])),
-                          self.spec.inputs[1].int_range[1])
+        items = vocabulary((v for r in train for v in (r[1], *r[3])), self.spec.inputs[0].int_range[1])
+        cats = vocabulary((v for r in train for v in (r[2], *r[4])), self.spec.inputs[1].int_range[1])
         self.vocab = (items, cats)
 
     def split_sizes(self) -> dict[str, int]:
         return {k: len(v) for k, v in self.rows.items()}
 
     def describe(self) -> dict:
-        return {**super().describe(), "sequence_length": self.seq_len,
-                "items": len(self.vocab[0]) if self.vocab else None,
-                "categories": len(self.vocab[1]) if self.vocab else None}
+        return {
+            **super().describe(),
+            "sequence_length": self.seq_len,
+            "items": len(self.vocab[0]) if self.vocab else None,
+            "categories": len(self.vocab[1]) if self.vocab else None,
+        }
 
     def batch(self, rows: list[Row]) -> Batch:
         items, cats = self.vocab
@@ -125,9 +130,9 @@ class ClickLog(Dataset):
         hist_items, hist_cats = np.zeros((n, seq), np.int32), np.zeros((n, seq), np.int32)
         item, category = np.zeros((n, 1), np.int32), np.zeros((n, 1), np.int32)
         for b, (_, it, ca, his, hcs) in enumerate(rows):
-            his, hcs = his[-seq:], hcs[-seq:]            # the most recent behaviours
-            hist_items[b, :len(his)] = [items.get(v, UNKNOWN) for v in his]
-            hist_cats[b, :len(hcs)] = [cats.get(v, UNKNOWN) for v in hcs]
+            his, hcs = his[-seq:], hcs[-seq:]  # the most recent behaviours
+            hist_items[b, : len(his)] = [items.get(v, UNKNOWN) for v in his]
+            hist_cats[b, : len(hcs)] = [cats.get(v, UNKNOWN) for v in hcs]
             item[b, 0], category[b, 0] = items.get(it, UNKNOWN), cats.get(ca, UNKNOWN)
         labels = np.array([r[0] for r in rows], np.int32)
         return (hist_items, hist_cats, item, category), labels
@@ -140,8 +145,7 @@ class ClickLog(Dataset):
         for idx in epoch_indices(len(rows), batch_size, np.random.default_rng(seed)):
             yield self.batch([rows[i] for i in idx])
 
-    def eval_batches(self, batch_size: int, layout: str,
-                     limit: int | None = None) -> Iterator[Batch]:
+    def eval_batches(self, batch_size: int, layout: str, limit: int | None = None) -> Iterator[Batch]:
         self.require_eval()
         if self.vocab is None:
             self.prepare()

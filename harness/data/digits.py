@@ -14,20 +14,28 @@ TensorFlow cell's start), and a digits loader was its only use here.  Per step:
 pixels / 16, standardized with the training split's mean and std, resized
 bilinearly to the model's input size and repeated over its channels.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 import dlbench.harness.data.imageops as imageops
-from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices,
-                               class_image_input, ordered_indices, to_layout)
+from dlbench.harness.data.base import (
+    Batch,
+    Dataset,
+    check_batch,
+    class_image_input,
+    epoch_indices,
+    ordered_indices,
+    to_layout,
+)
 from dlbench.models.registry import ModelSpec
 
 CLASSES = 10
-SPLIT_SEED = 0                  # random_state of the stored split
+SPLIT_SEED = 0  # random_state of the stored split
 FILE = Path(__file__).with_name("digits.npz")
 
 
@@ -57,8 +65,11 @@ class Digits(Dataset):
         return {k: len(v[1]) for k, v in self.arrays.items()}
 
     def describe(self) -> dict:
-        return {**super().describe(), "source": "UCI optdigits, as sklearn's load_digits",
-                "split_seed": SPLIT_SEED}
+        return {
+            **super().describe(),
+            "source": "UCI optdigits, as sklearn's load_digits",
+            "split_seed": SPLIT_SEED,
+        }
 
     def _batch(self, x: np.ndarray, y: np.ndarray, layout: str) -> Batch:
         c, h, w = self.shape
@@ -74,8 +85,7 @@ class Digits(Dataset):
         for idx in epoch_indices(len(y), batch_size, np.random.default_rng(seed)):
             yield self._batch(x[idx], y[idx], layout)
 
-    def eval_batches(self, batch_size: int, layout: str,
-                     limit: int | None = None) -> Iterator[Batch]:
+    def eval_batches(self, batch_size: int, layout: str, limit: int | None = None) -> Iterator[Batch]:
         if not self.arrays:
             self.prepare()
         x, y = self.arrays["test"]

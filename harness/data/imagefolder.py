@@ -10,17 +10,25 @@ Pillow and converted to RGB, then, as ResNet-50 training does:
   * eval: shorter side resized to size/0.875 (256 for 224) and a centre crop;
 then pixels / 255 normalized with the ImageNet mean and std.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 import dlbench.harness.data.imageops as imageops
-from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices,
-                               class_image_input, ordered_indices, to_layout)
 from dlbench.core.errors import UserError
+from dlbench.harness.data.base import (
+    Batch,
+    Dataset,
+    check_batch,
+    class_image_input,
+    epoch_indices,
+    ordered_indices,
+    to_layout,
+)
 from dlbench.models.registry import ModelSpec
 
 EXTENSIONS = (".jpeg", ".jpg", ".png", ".bmp", ".ppm", ".webp")
@@ -31,8 +39,9 @@ def _is_image(p: Path) -> bool:
 
 
 def _class_dirs(root: Path) -> list[Path]:
-    return sorted((d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")),
-                  key=lambda d: d.name)
+    return sorted(
+        (d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")), key=lambda d: d.name
+    )
 
 
 def looks_like(path: Path) -> bool:
@@ -52,8 +61,9 @@ class ImageFolder(Dataset):
         if self.shape[0] != 3:
             raise UserError(f"{source}: RGB images, but {spec.name} takes {self.shape[0]} channels")
         if not path.is_dir():
-            raise UserError(f"{source}: not a directory (want ROOT/train/<class>/*.JPEG "
-                            "or ROOT/<class>/*.jpg)")
+            raise UserError(
+                f"{source}: not a directory (want ROOT/train/<class>/*.JPEG or ROOT/<class>/*.jpg)"
+            )
         self.train_root = path / "train" if (path / "train").is_dir() else path
         val = path / "val"
         self.val_root = val if self.train_root != path and val.is_dir() else None
@@ -72,12 +82,10 @@ class ImageFolder(Dataset):
         items = []
         for d in _class_dirs(root):
             if d.name not in label:
-                raise UserError(f"{self.describe_source()}: {d} is a class the training split "
-                                "does not have")
+                raise UserError(f"{self.describe_source()}: {d} is a class the training split does not have")
             items += [(f, label[d.name]) for f in sorted(d.iterdir()) if _is_image(f)]
         if not items:
-            raise UserError(f"{self.describe_source()}: no images ({', '.join(EXTENSIONS)}) "
-                            f"under {root}")
+            raise UserError(f"{self.describe_source()}: no images ({', '.join(EXTENSIONS)}) under {root}")
         return items
 
     def prepare(self) -> None:
@@ -101,8 +109,7 @@ class ImageFolder(Dataset):
             try:
                 with Image.open(path) as img:
                     img = img.convert("RGB")
-                    out[k] = np.asarray(img.resize((w, h), Image.BILINEAR,
-                                                   box=boxes(img.width, img.height)))
+                    out[k] = np.asarray(img.resize((w, h), Image.BILINEAR, box=boxes(img.width, img.height)))
             except OSError as exc:
                 raise UserError(f"{self.describe_source()}: cannot decode {path} ({exc})") from None
         return out
@@ -120,17 +127,16 @@ class ImageFolder(Dataset):
         items = self.files["train"]
         check_batch(self, batch_size, len(items))
         rng = np.random.default_rng(seed)
-        crop = lambda w, h: imageops.random_resized_crop_box(w, h, rng)  # noqa: E731
+        crop = lambda w, h: imageops.random_resized_crop_box(w, h, rng)  # noqa: E731 - a one-line helper used right here
         for idx in epoch_indices(len(items), batch_size, rng):
             yield self._batch([items[i] for i in idx], crop, rng, layout)
 
-    def eval_batches(self, batch_size: int, layout: str,
-                     limit: int | None = None) -> Iterator[Batch]:
+    def eval_batches(self, batch_size: int, layout: str, limit: int | None = None) -> Iterator[Batch]:
         self.require_eval()
         if not self.files:
             self.prepare()
         items = self.files["val"]
         _, h, w = self.shape
-        crop = lambda iw, ih: imageops.center_crop_box(iw, ih, h, w)  # noqa: E731
+        crop = lambda iw, ih: imageops.center_crop_box(iw, ih, h, w)  # noqa: E731 - a one-line helper used right here
         for idx in ordered_indices(len(items), batch_size, limit):
             yield self._batch([items[i] for i in idx], crop, None, layout)

@@ -5,6 +5,7 @@ half-pixel-centre convention of Pillow, OpenCV and torch's
 ``interpolate(align_corners=False)``: the same images come out whichever
 framework trains on them, and no framework is needed to make them.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -16,7 +17,7 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 # Per-channel statistics of the 50,000 CIFAR-10 training images (pixels / 255).
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR_STD = (0.2470, 0.2435, 0.2616)
-EVAL_CROP = 0.875        # resize to size/0.875 then centre-crop: 256 -> 224 for ImageNet
+EVAL_CROP = 0.875  # resize to size/0.875 then centre-crop: 256 -> 224 for ImageNet
 
 
 @lru_cache(maxsize=16)
@@ -63,11 +64,12 @@ def random_pad_crop(images: np.ndarray, pad: int, rng: np.random.Generator) -> n
     padded = np.pad(images, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     dy = rng.integers(0, 2 * pad + 1, n)
     dx = rng.integers(0, 2 * pad + 1, n)
-    return np.stack([padded[i, :, dy[i]:dy[i] + h, dx[i]:dx[i] + w] for i in range(n)])
+    return np.stack([padded[i, :, dy[i] : dy[i] + h, dx[i] : dx[i] + w] for i in range(n)])
 
 
-def random_resized_crop_box(width: int, height: int, rng: np.random.Generator,
-                            scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)) -> tuple[int, int, int, int]:
+def random_resized_crop_box(
+    width: int, height: int, rng: np.random.Generator, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)
+) -> tuple[int, int, int, int]:
     """The crop box of Inception/ResNet training (torchvision's RandomResizedCrop rule):
     an area share in ``scale`` and a log-uniform aspect ratio in ``ratio``, ten tries,
     then the whole image clipped to the ratio range, centred."""

@@ -5,16 +5,16 @@ What a user most often has at hand when the original format has no reader.
 The arrays are loaded before the clock; per step the batch is gathered
 (reshuffled every epoch) and converted to float32 in the framework's layout.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
-from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices, ordered_indices,
-                               to_layout)
 from dlbench.core.errors import UserError
+from dlbench.harness.data.base import Batch, Dataset, check_batch, epoch_indices, ordered_indices, to_layout
 from dlbench.models.registry import ModelSpec
 
 
@@ -26,8 +26,10 @@ def _check(spec: ModelSpec, path: Path, x: np.ndarray, y: np.ndarray, names: str
     xn, yn = names.split(",")
     want = (len(x),) + tuple(spec.inputs[0].shape)
     if x.shape != want:
-        raise UserError(f"--data {path}: {xn} has shape {x.shape}, {spec.name} needs (N, "
-                        f"{', '.join(map(str, spec.inputs[0].shape))})")
+        raise UserError(
+            f"--data {path}: {xn} has shape {x.shape}, {spec.name} needs (N, "
+            f"{', '.join(map(str, spec.inputs[0].shape))})"
+        )
     if y.shape != (len(x),) or len(y) == 0 or y.min() < 0 or y.max() >= spec.num_classes:
         raise UserError(f"--data {path}: {yn} must be {len(x)} labels in [0, {spec.num_classes})")
 
@@ -44,8 +46,9 @@ class Npz(Dataset):
                 x, y = arrays["x"], arrays["y"]
                 test = (arrays["x_test"], arrays["y_test"]) if "x_test" in arrays else None
         except KeyError as exc:
-            raise UserError(f"--data {path}: an .npz needs arrays 'x' and 'y' (and 'y_test' "
-                            f"with 'x_test'); missing {exc}") from None
+            raise UserError(
+                f"--data {path}: an .npz needs arrays 'x' and 'y' (and 'y_test' with 'x_test'); missing {exc}"
+            ) from None
         except (OSError, ValueError) as exc:
             raise UserError(f"--data {path}: not a readable .npz file ({exc})") from None
         _check(spec, path, x, y, "x,y")
@@ -76,8 +79,7 @@ class Npz(Dataset):
             return to_layout(x, layout)
         return np.ascontiguousarray(x, dtype=self.spec.inputs[0].dtype)
 
-    def eval_batches(self, batch_size: int, layout: str,
-                     limit: int | None = None) -> Iterator[Batch]:
+    def eval_batches(self, batch_size: int, layout: str, limit: int | None = None) -> Iterator[Batch]:
         self.require_eval()
         x, y = self.arrays["test"]
         for idx in ordered_indices(len(y), batch_size, limit):

@@ -17,16 +17,17 @@ labels ``tgt_out`` the target ids cut to leave room for ``</s>``, then ``</s>``,
 padded; ``tgt_in`` is ``<s>`` followed by ``tgt_out`` shifted right (teacher
 forcing).  Inputs come as a dict by input name, labels as one int32 array.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
+from dlbench.core.errors import UserError
 from dlbench.harness.data.base import Batch, Dataset, check_batch, epoch_indices, ordered_indices
 from dlbench.harness.data.tokenizer import Vocabulary, pad_ids, tokenize
-from dlbench.core.errors import UserError
 from dlbench.models.registry import ModelSpec
 
 BOS, EOS = "<s>", "</s>"
@@ -35,8 +36,11 @@ INPUTS = ("src", "tgt_in")
 
 
 def _partners(path: Path) -> list[Path]:
-    return sorted(p for p in path.parent.glob("train.*")
-                  if p != path and p.is_file() and p.suffix and p.suffix != path.suffix)
+    return sorted(
+        p
+        for p in path.parent.glob("train.*")
+        if p != path and p.is_file() and p.suffix and p.suffix != path.suffix
+    )
 
 
 def looks_like(path: Path) -> bool:
@@ -56,21 +60,23 @@ class ParallelText(Dataset):
         source = self.describe_source()
         names = tuple(i.name for i in spec.inputs)
         if spec.objective != "seq2seq" or names != INPUTS:
-            raise UserError(f"{source}: parallel text trains a translation model (inputs "
-                            f"src, tgt_in); {spec.name} takes {', '.join(names)}")
+            raise UserError(
+                f"{source}: parallel text trains a translation model (inputs "
+                f"src, tgt_in); {spec.name} takes {', '.join(names)}"
+            )
         self.src_len, self.tgt_len = (i.shape[0] for i in spec.inputs)
         self.vocab_size = spec.inputs[0].int_range[1]
         if not path.is_file() or path.stem != "train":
             raise UserError(f"{source}: give the training source file, e.g. DIR/train.en")
         partners = _partners(path)
         if len(partners) != 1:
-            raise UserError(f"{source}: need exactly one other train.* file beside it (the "
-                            f"target), found {len(partners)}")
+            raise UserError(
+                f"{source}: need exactly one other train.* file beside it (the target), found {len(partners)}"
+            )
         self.target = partners[0]
         self.heldout: tuple[Path, Path] | None = None
         for prefix in HELDOUT_PREFIXES:
-            pair = (path.with_name(prefix + path.suffix),
-                    path.with_name(prefix + self.target.suffix))
+            pair = (path.with_name(prefix + path.suffix), path.with_name(prefix + self.target.suffix))
             if all(p.is_file() for p in pair):
                 self.heldout = pair
                 self.eval_split = "heldout"
@@ -81,8 +87,10 @@ class ParallelText(Dataset):
     def _read(self, src: Path, tgt: Path) -> tuple[list[list[str]], list[list[str]]]:
         a, b = read_lines(src), read_lines(tgt)
         if len(a) != len(b):
-            raise UserError(f"{self.describe_source()}: {src.name} has {len(a)} lines, "
-                            f"{tgt.name} {len(b)}: the files must be line-aligned")
+            raise UserError(
+                f"{self.describe_source()}: {src.name} has {len(a)} lines, "
+                f"{tgt.name} {len(b)}: the files must be line-aligned"
+            )
         keep = [i for i in range(len(a)) if a[i] and b[i]]
         return [a[i] for i in keep], [b[i] for i in keep]
 
@@ -92,8 +100,10 @@ class ParallelText(Dataset):
         splits = {"train": train}
         if self.heldout:
             splits["heldout"] = self._read(*self.heldout)
-        self.pairs = {k: ([self.vocab.encode(s) for s in a], [self.vocab.encode(s) for s in b])
-                      for k, (a, b) in splits.items()}
+        self.pairs = {
+            k: ([self.vocab.encode(s) for s in a], [self.vocab.encode(s) for s in b])
+            for k, (a, b) in splits.items()
+        }
 
     def split_sizes(self) -> dict[str, int]:
         """Line pairs per split (known once ``prepare`` has read them)."""
@@ -103,10 +113,13 @@ class ParallelText(Dataset):
         return f"no valid.*, dev.* or test.* pair beside {self.path.name}"
 
     def describe(self) -> dict:
-        return {**super().describe(), "target": str(self.target),
-                "heldout": [str(p) for p in self.heldout] if self.heldout else None,
-                "vocabulary": len(self.vocab) if self.vocab else None,
-                "tokenizer": "dlbench.harness.data.tokenizer"}
+        return {
+            **super().describe(),
+            "target": str(self.target),
+            "heldout": [str(p) for p in self.heldout] if self.heldout else None,
+            "vocabulary": len(self.vocab) if self.vocab else None,
+            "tokenizer": "dlbench.harness.data.tokenizer",
+        }
 
     def _encode(self, split: str, rows: np.ndarray) -> Batch:
         from dlbench.models.gnmt.data import teacher_inputs
@@ -114,7 +127,7 @@ class ParallelText(Dataset):
         srcs, tgts = self.pairs[split]
         eos = self.vocab.ids[EOS]
         src = pad_ids([srcs[i] for i in rows], self.src_len)
-        tgt_out = pad_ids([tgts[i][:self.tgt_len - 1] + [eos] for i in rows], self.tgt_len)
+        tgt_out = pad_ids([tgts[i][: self.tgt_len - 1] + [eos] for i in rows], self.tgt_len)
         return {"src": src, "tgt_in": teacher_inputs(tgt_out)}, tgt_out
 
     def train_batches(self, batch_size: int, seed: int, layout: str) -> Iterator[Batch]:
@@ -125,8 +138,7 @@ class ParallelText(Dataset):
         for rows in epoch_indices(n, batch_size, np.random.default_rng(seed)):
             yield self._encode("train", rows)
 
-    def eval_batches(self, batch_size: int, layout: str,
-                     limit: int | None = None) -> Iterator[Batch]:
+    def eval_batches(self, batch_size: int, layout: str, limit: int | None = None) -> Iterator[Batch]:
         self.require_eval()
         if self.vocab is None:
             self.prepare()

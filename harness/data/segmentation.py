@@ -10,6 +10,7 @@ each run in 5-bit groups, least significant first, one printable character each,
 runs after the second coded as the difference from the run two before) are
 decoded at the image's size and sampled at the input's pixel centres.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,8 +21,7 @@ import numpy as np
 def problem(seg: Any) -> str | None:
     """Why ``seg`` cannot be read (None when it can)."""
     if isinstance(seg, list):
-        if not seg or not all(isinstance(p, list) and len(p) >= 6 and len(p) % 2 == 0
-                              for p in seg):
+        if not seg or not all(isinstance(p, list) and len(p) >= 6 and len(p) % 2 == 0 for p in seg):
             return "polygons must be lists of at least three x, y pairs"
         return None
     if isinstance(seg, dict) and "counts" in seg and "size" in seg:
@@ -47,12 +47,12 @@ def polygon_mask(xy: np.ndarray, height: int, width: int) -> np.ndarray:
     x0, y0 = xy[:, 0], xy[:, 1]
     x1, y1 = np.roll(x0, -1), np.roll(y0, -1)
     yc = np.arange(height)[:, None] + 0.5
-    crosses = (y0 <= yc) != (y1 <= yc)                                  # (H, edges)
+    crosses = (y0 <= yc) != (y1 <= yc)  # (H, edges)
     with np.errstate(divide="ignore", invalid="ignore"):
         xi = np.where(crosses, x0 + (yc - y0) * (x1 - x0) / (y1 - y0), np.inf)
     xi.sort(1)
     xc = np.arange(width) + 0.5
-    left = np.stack([np.searchsorted(row, xc) for row in xi])           # crossings left of it
+    left = np.stack([np.searchsorted(row, xc) for row in xi])  # crossings left of it
     return (left % 2) == 1
 
 
@@ -68,9 +68,9 @@ def rle_counts(counts: str | list[int]) -> list[int]:
             raise ValueError(f"character {ch!r} is outside its alphabet")
         value |= (c & 0x1F) << shift
         shift += 5
-        if c & 0x20:                        # more groups follow
+        if c & 0x20:  # more groups follow
             continue
-        if c & 0x10:                        # the last group's top bit: negative
+        if c & 0x10:  # the last group's top bit: negative
             value -= 1 << shift
         runs.append(value + (runs[-2] if len(runs) > 2 else 0))
         value = shift = 0

@@ -6,15 +6,16 @@ The held-out split is a fresh seeded one from the same class patterns: the
 same generator run further than the training pool, so its samples are new
 draws of noise and labels that training never saw.
 """
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from dlbench.harness.data.base import Batch, Dataset
 from dlbench.models import synthetic
 from dlbench.models.registry import ModelSpec
 
-EVAL_SAMPLES = 256      # default size of the held-out split
+EVAL_SAMPLES = 256  # default size of the held-out split
 
 
 class Synthetic(Dataset):
@@ -47,8 +48,7 @@ class Synthetic(Dataset):
         while True:
             yield from batches
 
-    def eval_batches(self, batch_size: int, layout: str,
-                     limit: int | None = None) -> Iterator[Batch]:
+    def eval_batches(self, batch_size: int, layout: str, limit: int | None = None) -> Iterator[Batch]:
         # Skip the training pool's batches (all of the largest pool when none was drawn
         # at this batch size): the held-out samples come after them in the stream.
         same = self.pool_batches and self.batch_size == batch_size

@@ -30,23 +30,24 @@ names are BERT's input names, so ``harness.training.objectives.inputs_of`` and
 ``labels_of`` put them in ``spec.inputs`` / label order; the special ids match
 ``models.synthetic``'s token data.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
+from dlbench.core.errors import UserError
 from dlbench.harness.data.base import Batch, Dataset, token_input
 from dlbench.harness.data.tokenizer import PAD, Vocabulary, tokenize
-from dlbench.core.errors import UserError
 from dlbench.models.registry import ModelSpec
 
 CLS, SEP, MASK = "[CLS]", "[SEP]", "[MASK]"
 SPECIALS = (CLS, SEP, MASK)
 MASK_PROB, MASK_TOKEN, RANDOM_TOKEN = 0.15, 0.8, 0.1
 IGNORE = -100
-EVAL_SEED = 20240918        # fixed: every run evaluates the same pairs and masks
+EVAL_SEED = 20240918  # fixed: every run evaluates the same pairs and masks
 
 
 def looks_like(path: Path) -> bool:
@@ -82,11 +83,12 @@ class TextCorpus(Dataset):
         source = self.describe_source()
         self.seq_len, self.vocab_size = token_input(spec, source)
         if self.seq_len < 5:
-            raise UserError(f"{source}: sequence length {self.seq_len} cannot hold "
-                            "[CLS] A [SEP] B [SEP]")
+            raise UserError(f"{source}: sequence length {self.seq_len} cannot hold [CLS] A [SEP] B [SEP]")
         if self.vocab_size <= 1 + len(SPECIALS) + 1:
-            raise UserError(f"{source}: {spec.name}'s vocabulary of {self.vocab_size} cannot "
-                            f"hold {PAD}, [UNK], {', '.join(SPECIALS)} and any word")
+            raise UserError(
+                f"{source}: {spec.name}'s vocabulary of {self.vocab_size} cannot "
+                f"hold {PAD}, [UNK], {', '.join(SPECIALS)} and any word"
+            )
         if not path.is_file():
             raise UserError(f"{source}: no such file")
         self.docs: dict[str, list[list[list[int]]]] = {}
@@ -95,13 +97,15 @@ class TextCorpus(Dataset):
     def prepare(self) -> None:
         docs = read_documents(self.path)
         held = max(2, len(docs) // 10) if len(docs) >= 4 else 0
-        train, heldout = docs[:len(docs) - held], docs[len(docs) - held:]
+        train, heldout = docs[: len(docs) - held], docs[len(docs) - held :]
         if len(train) < 2 or not any(len(d) >= 2 for d in train):
-            raise UserError(f"{self.describe_source()}: next-sentence pairs need at least two "
-                            "documents (blank-line separated) and one with two sentences; "
-                            f"found {len(docs)} documents")
+            raise UserError(
+                f"{self.describe_source()}: next-sentence pairs need at least two "
+                "documents (blank-line separated) and one with two sentences; "
+                f"found {len(docs)} documents"
+            )
         self.vocab = Vocabulary.build((t for d in train for t in d), self.vocab_size, SPECIALS)
-        enc = lambda ds: [[self.vocab.encode(s) for s in d] for d in ds]  # noqa: E731
+        enc = lambda ds: [[self.vocab.encode(s) for s in d] for d in ds]  # noqa: E731 - a one-line helper used right here
         self.docs = {"train": enc(train)}
         if held and any(len(d) >= 2 for d in heldout):
             self.docs["heldout"] = enc(heldout)
@@ -120,10 +124,14 @@ class TextCorpus(Dataset):
         return {k: sum(len(d) - 1 for d in v) for k, v in self.docs.items()}
 
     def describe(self) -> dict:
-        return {**super().describe(), "vocabulary": len(self.vocab) if self.vocab else None,
-                "sequence_length": self.seq_len, "documents": {k: len(v) for k, v in
-                                                               self.docs.items()},
-                "tokenizer": "dlbench.harness.data.tokenizer", "mask_prob": MASK_PROB}
+        return {
+            **super().describe(),
+            "vocabulary": len(self.vocab) if self.vocab else None,
+            "sequence_length": self.seq_len,
+            "documents": {k: len(v) for k, v in self.docs.items()},
+            "tokenizer": "dlbench.harness.data.tokenizer",
+            "mask_prob": MASK_PROB,
+        }
 
     # -- building examples -------------------------------------------------
     def _pair(self, docs, d: int, i: int, rng) -> tuple[list[int], list[int], int]:
@@ -131,7 +139,7 @@ class TextCorpus(Dataset):
         if rng.random() < 0.5:
             return a, docs[d][i + 1], 0
         other = int(rng.integers(0, len(docs) - 1))
-        other += other >= d                      # any document but d
+        other += other >= d  # any document but d
         return a, docs[other][int(rng.integers(0, len(docs[other])))], 1
 
     def _encode(self, pairs, rng) -> Batch:
@@ -147,14 +155,14 @@ class TextCorpus(Dataset):
             while len(a) + len(bb) > t - 3:
                 (a if len(a) >= len(bb) else bb).pop()
             seq = [cls, *a, sep, *bb, sep]
-            input_ids[k, :len(seq)] = seq
-            token_type[k, len(a) + 2:len(seq)] = 1
-            words[k, 1:1 + len(a)] = True
-            words[k, len(a) + 2:len(a) + 2 + len(bb)] = True
-        attention = (input_ids != ids[PAD]).astype(np.int32)     # before masking
+            input_ids[k, : len(seq)] = seq
+            token_type[k, len(a) + 2 : len(seq)] = 1
+            words[k, 1 : 1 + len(a)] = True
+            words[k, len(a) + 2 : len(a) + 2 + len(bb)] = True
+        attention = (input_ids != ids[PAD]).astype(np.int32)  # before masking
         chosen = words & (rng.random((b, t)) < MASK_PROB)
         for k in np.flatnonzero(~chosen.any(axis=1) & words.any(axis=1)):
-            chosen[k, rng.choice(np.flatnonzero(words[k]))] = True     # >= 1 per row
+            chosen[k, rng.choice(np.flatnonzero(words[k]))] = True  # >= 1 per row
         mlm_labels = np.where(chosen, input_ids, IGNORE).astype(np.int32)
         roll = rng.random((b, t))
         masked = input_ids.copy()
@@ -163,8 +171,7 @@ class TextCorpus(Dataset):
         if n_vocab > first_word:
             masked[swap] = rng.integers(first_word, n_vocab, int(swap.sum()))
         inputs = {"input_ids": masked, "token_type_ids": token_type, "attention_mask": attention}
-        labels = {"mlm_labels": mlm_labels,
-                  "nsp_labels": np.array([p[2] for p in pairs], np.int32)}
+        labels = {"mlm_labels": mlm_labels, "nsp_labels": np.array([p[2] for p in pairs], np.int32)}
         return inputs, labels
 
     def train_batches(self, batch_size: int, seed: int, layout: str) -> Iterator[Batch]:
@@ -177,13 +184,11 @@ class TextCorpus(Dataset):
             picks = rng.integers(0, len(starts), batch_size)
             yield self._encode([self._pair(docs, *starts[p], rng) for p in picks], rng)
 
-    def eval_batches(self, batch_size: int, layout: str,
-                     limit: int | None = None) -> Iterator[Batch]:
+    def eval_batches(self, batch_size: int, layout: str, limit: int | None = None) -> Iterator[Batch]:
         self.require_eval()
         docs = self.docs["heldout"]
         starts = [(d, i) for d, doc in enumerate(docs) for i in range(len(doc) - 1)]
         starts = starts[:limit] if limit is not None else starts
         rng = np.random.default_rng(EVAL_SEED)
         for s in range(0, len(starts), batch_size):
-            yield self._encode([self._pair(docs, d, i, rng) for d, i in starts[s:s + batch_size]],
-                               rng)
+            yield self._encode([self._pair(docs, d, i, rng) for d, i in starts[s : s + batch_size]], rng)

@@ -10,11 +10,12 @@ others a reader asks for), then the most frequent words of the training split
 (ties broken alphabetically, so the same text always gives the same ids) until
 the model's embedding size is filled.  Words outside it map to ``[UNK]``.
 """
+
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -34,8 +35,9 @@ class Vocabulary:
         self.unk = self.ids[UNK]
 
     @classmethod
-    def build(cls, token_lists: Iterable[Iterable[str]], size: int,
-              specials: Sequence[str] = ()) -> "Vocabulary":
+    def build(
+        cls, token_lists: Iterable[Iterable[str]], size: int, specials: Sequence[str] = ()
+    ) -> Vocabulary:
         """At most ``size`` entries: [PAD], [UNK], ``specials``, then words by frequency."""
         head = [PAD, UNK, *specials]
         if size <= len(head):
@@ -46,7 +48,7 @@ class Vocabulary:
         for s in head:
             counts.pop(s, None)
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        return cls(head + [w for w, _ in ranked[:size - len(head)]])
+        return cls(head + [w for w, _ in ranked[: size - len(head)]])
 
     def __len__(self) -> int:
         return len(self.words)
@@ -62,5 +64,5 @@ def pad_ids(sequences: Sequence[Sequence[int]], length: int, pad: int = 0) -> np
     out = np.full((len(sequences), length), pad, np.int32)
     for i, seq in enumerate(sequences):
         seq = seq[:length]
-        out[i, :len(seq)] = seq
+        out[i, : len(seq)] = seq
     return out

@@ -16,29 +16,60 @@ ImageNet mean and std (``imageops``), and its boxes matched to the priors
 (``models.ssd.boxes.targets``): the loss receives targets, as with synthetic
 data.  SSD's photometric distortions and random crops are not done.
 """
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 import dlbench.harness.data.imageops as imageops
-from dlbench.harness.data.base import (Batch, Dataset, check_batch, epoch_indices,
-                                       image_input, ordered_indices, to_layout)
 from dlbench.core.errors import UserError
+from dlbench.harness.data.base import (
+    Batch,
+    Dataset,
+    check_batch,
+    epoch_indices,
+    image_input,
+    ordered_indices,
+    to_layout,
+)
 from dlbench.models.registry import ModelSpec
 
-CLASSES = ("aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair",
-           "cow", "diningtable", "dog", "horse", "motorbike", "person", "pottedplant",
-           "sheep", "sofa", "train", "tvmonitor")
-SPLITS = ("trainval", "train")        # training, first that exists
+CLASSES = (
+    "aeroplane",
+    "bicycle",
+    "bird",
+    "boat",
+    "bottle",
+    "bus",
+    "car",
+    "cat",
+    "chair",
+    "cow",
+    "diningtable",
+    "dog",
+    "horse",
+    "motorbike",
+    "person",
+    "pottedplant",
+    "sheep",
+    "sofa",
+    "train",
+    "tvmonitor",
+)
+SPLITS = ("trainval", "train")  # training, first that exists
 
 
 def looks_like(path: Path) -> bool:
-    return (path.is_dir() and (path / "Annotations").is_dir()
-            and (path / "JPEGImages").is_dir() and (path / "ImageSets" / "Main").is_dir())
+    return (
+        path.is_dir()
+        and (path / "Annotations").is_dir()
+        and (path / "JPEGImages").is_dir()
+        and (path / "ImageSets" / "Main").is_dir()
+    )
 
 
 def parse_annotation(xml_path: Path, source: str) -> tuple[np.ndarray, np.ndarray]:
@@ -67,6 +98,7 @@ class DetectionSet(Dataset):
     """What the VOC and COCO readers share: ``self.items[role]`` lists (image path,
     corner boxes as fractions, labels 1..K) per role ("train", "eval"); decoding,
     flipping, normalizing and matching happen per step in ``_batch``."""
+
     # What the data can train: COCO's masks also serve instance segmentation.
     objectives: tuple[str, ...] = ("detection",)
 
@@ -74,11 +106,13 @@ class DetectionSet(Dataset):
         super().__init__(spec, path)
         source = self.describe_source()
         if spec.objective not in self.objectives:
-            raise UserError(f"{source}: {' or '.join(self.objectives)} data, but {spec.name} "
-                            f"trains {spec.objective!r}")
+            raise UserError(
+                f"{source}: {' or '.join(self.objectives)} data, but {spec.name} trains {spec.objective!r}"
+            )
         # Mask R-CNN's box inputs are made from the annotations: the image is the first.
-        self.shape = (spec.inputs[0].shape if spec.objective == "instance-segmentation"
-                      else image_input(spec, source))
+        self.shape = (
+            spec.inputs[0].shape if spec.objective == "instance-segmentation" else image_input(spec, source)
+        )
         self.check_classes(source, classes + 1)
         self.splits: dict[str, str] = {}
         self.items: dict[str, list[tuple[Path, np.ndarray, np.ndarray]]] = {}
@@ -123,8 +157,7 @@ class DetectionSet(Dataset):
         for idx in epoch_indices(len(items), batch_size, rng):
             yield self._batch([items[i] for i in idx], rng, layout)
 
-    def eval_batches(self, batch_size: int, layout: str,
-                     limit: int | None = None) -> Iterator[Batch]:
+    def eval_batches(self, batch_size: int, layout: str, limit: int | None = None) -> Iterator[Batch]:
         self.require_eval()
         if not self.items:
             self.prepare()
@@ -151,8 +184,11 @@ class Voc(DetectionSet):
         train = next((s for s in SPLITS if (main / f"{s}.txt").is_file()), None)
         if train is None:
             raise UserError(f"{source}: no ImageSets/Main/trainval.txt or train.txt")
-        held = [s for s in ("test", "val") if (main / f"{s}.txt").is_file()
-                and not (s == "val" and train == "trainval")]
+        held = [
+            s
+            for s in ("test", "val")
+            if (main / f"{s}.txt").is_file() and not (s == "val" and train == "trainval")
+        ]
         self.splits = {"train": train, **({"eval": held[0]} if held else {})}
         self.eval_split = held[0] if held else None
 
@@ -169,8 +205,7 @@ class Voc(DetectionSet):
                 jpg = self.path / "JPEGImages" / f"{i}.jpg"
                 if not jpg.is_file():
                     raise UserError(f"{source}: {split}.txt lists {i}, but {jpg} is missing")
-                items.append((jpg, *parse_annotation(self.path / "Annotations" / f"{i}.xml",
-                                                     source)))
+                items.append((jpg, *parse_annotation(self.path / "Annotations" / f"{i}.xml", source)))
             if not items:
                 raise UserError(f"{source}: ImageSets/Main/{split}.txt lists no image")
             self.items[role] = items

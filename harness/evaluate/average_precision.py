@@ -11,13 +11,14 @@ readers leave crowds out), and tests/test_ssd.py checks it equals COCOeval on
 random scenes.  Written here rather than calling pycocotools, which is not a
 dependency of dlbench's runtime.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 IOU_THRESHOLDS = np.round(np.linspace(0.5, 0.95, 10), 2)
 RECALL_POINTS = np.linspace(0.0, 1.0, 101)
-MAX_DETECTIONS = 100            # per image and class, as COCO's headline figures
+MAX_DETECTIONS = 100  # per image and class, as COCO's headline figures
 
 
 def _matches(det: np.ndarray, gt: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
@@ -51,15 +52,16 @@ def _precision_at_recall(hit: np.ndarray, scores: np.ndarray, truths: int) -> np
         precision = tp[t] / np.maximum(tp[t] + fp[t], np.spacing(1))
         envelope = np.maximum.accumulate(precision[::-1])[::-1]
         at = np.searchsorted(recall, RECALL_POINTS, side="left")
-        reached = at < len(envelope)            # recall points past the last: precision 0
+        reached = at < len(envelope)  # recall points past the last: precision 0
         q = np.zeros(len(RECALL_POINTS))
         q[reached] = envelope[at[reached]]
         out[t] = q.mean()
     return out
 
 
-def average_precision(detections, truths, thresholds=IOU_THRESHOLDS,
-                      max_detections: int = MAX_DETECTIONS) -> dict[int, np.ndarray]:
+def average_precision(
+    detections, truths, thresholds=IOU_THRESHOLDS, max_detections: int = MAX_DETECTIONS
+) -> dict[int, np.ndarray]:
     """{class: AP at each IoU threshold} for the classes with ground truth.
 
     ``detections``: per image (boxes (n, 4) corners, scores (n,), classes (n,));
@@ -74,11 +76,9 @@ def average_precision(detections, truths, thresholds=IOU_THRESHOLDS,
             mine = mine[np.argsort(-np.asarray(ds)[mine], kind="mergesort")][:max_detections]
             gt = np.asarray(gb, np.float64).reshape(-1, 4)[np.asarray(gc) == k]
             count += len(gt)
-            hits.append(_matches(np.asarray(db, np.float64).reshape(-1, 4)[mine], gt,
-                                 thresholds))
+            hits.append(_matches(np.asarray(db, np.float64).reshape(-1, 4)[mine], gt, thresholds))
             scores.append(np.asarray(ds, np.float64)[mine])
-        result[k] = _precision_at_recall(np.concatenate(hits, 1), np.concatenate(scores),
-                                         count)
+        result[k] = _precision_at_recall(np.concatenate(hits, 1), np.concatenate(scores), count)
     return result
 
 
@@ -86,5 +86,5 @@ def summary(per_class: dict[int, np.ndarray]) -> dict[str, float | None]:
     """AP@[.5:.95] and AP50 over the classes with ground truth (None without any)."""
     if not per_class:
         return {"map": None, "map50": None}
-    table = np.stack(list(per_class.values()))              # (classes, thresholds)
+    table = np.stack(list(per_class.values()))  # (classes, thresholds)
     return {"map": float(table.mean()), "map50": float(table[:, 0].mean())}

@@ -8,6 +8,7 @@ engine a latency is.  Batches are read between runs and nothing is timed but
 the whole pass (``time_s``, reading included): this is a quality figure, not
 a speed one.
 """
+
 from __future__ import annotations
 
 import time
@@ -22,21 +23,24 @@ from dlbench.harness.scoring import inference_tally
 
 
 def _feeds(names: list[str], x: Any, casts: list[str]) -> dict[str, np.ndarray]:
-    if isinstance(x, dict) and set(names) <= set(x):      # a token reader's inputs, by name
+    if isinstance(x, dict) and set(names) <= set(x):  # a token reader's inputs, by name
         x = tuple(x[n] for n in names)
     xs = x if isinstance(x, (tuple, list)) else (x,)
     if len(xs) != len(names):
-        raise ValueError(f"the data gives {len(xs)} inputs, the model takes {len(names)} "
-                         f"({', '.join(names)})")
+        raise ValueError(
+            f"the data gives {len(xs)} inputs, the model takes {len(names)} ({', '.join(names)})"
+        )
     # A float16-I/O model (fp16 without keep_io_types) gets the same values as float16.
-    return {n: np.ascontiguousarray(a, dtype=c if c.startswith("float") and
-                                    np.asarray(a).dtype.kind == "f" else None)
-            for n, a, c in zip(names, xs, casts)}
+    return {
+        n: np.ascontiguousarray(
+            a, dtype=c if c.startswith("float") and np.asarray(a).dtype.kind == "f" else None
+        )
+        for n, a, c in zip(names, xs, casts)
+    }
 
 
 def run(payload: dict[str, Any]) -> dict[str, Any]:
-    spec = data.spec_for(payload["spec"]["model"], payload["spec"].get("chw"),
-                         payload["spec"].get("classes"))
+    spec = data.spec_for(payload["spec"]["model"], payload["spec"].get("chw"), payload["spec"].get("classes"))
     backend = get_backend(payload["backend"])
     runner = backend.runner(ArtifactRef(**payload["artifact"]), RunConfig(**payload["run"]))
     t0 = time.perf_counter()
@@ -59,7 +63,10 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     elapsed = time.perf_counter() - t0
     runtime = runner.runtime()
     runner.verify(runtime)
-    return {"eval": {**tally.result(), "split": ds.eval_split, "time_s": elapsed,
-                     "batches": batches},
-            "load_s": load_s, "runtime": runtime, "data": ds.describe(),
-            "backend_version": backend.version()}
+    return {
+        "eval": {**tally.result(), "split": ds.eval_split, "time_s": elapsed, "batches": batches},
+        "load_s": load_s,
+        "runtime": runtime,
+        "data": ds.describe(),
+        "backend_version": backend.version(),
+    }

@@ -20,6 +20,7 @@
   exported or INT8 network is scored on exactly what the trained one computed; the
   COCO AP of the full detect-then-segment pipeline is not computed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ import numpy as np
 class DetectionTally:
     """SSD: outputs (batch, priors, 4 + classes) raw heads, labels (class targets,
     box targets) as ``models.ssd.data`` makes them."""
+
     config: dict
     loss_sum: float = 0.0
     positives: int = 0
@@ -56,7 +58,7 @@ class DetectionTally:
             probs = boxes.softmax(zi[:, 4:])[:, 1:]
             best = np.unravel_index(np.argmax(probs), probs.shape)
             box = boxes.decode(zi[best[0], :4], pri[best[0]], var)
-            own = ci == best[1] + 1                 # priors matched to objects of that class
+            own = ci == best[1] + 1  # priors matched to objects of that class
             truth = boxes.decode(li[own], pri[own], var)
             top = float(boxes.iou(box[None], truth).max()) if own.any() else 0.0
             self.correct += int(top >= 0.5)
@@ -69,10 +71,14 @@ class DetectionTally:
             raise RuntimeError("the held-out split gave no samples")
         from dlbench.harness.evaluate.average_precision import average_precision, summary
 
-        return {"loss": self.loss_sum / max(self.positives, 1),
-                "accuracy": self.correct / self.samples, "correct": self.correct,
-                "samples": self.samples, "mean_top_iou": self.iou_sum / self.samples,
-                **summary(average_precision(self.detections, self.truths))}
+        return {
+            "loss": self.loss_sum / max(self.positives, 1),
+            "accuracy": self.correct / self.samples,
+            "correct": self.correct,
+            "samples": self.samples,
+            "mean_top_iou": self.iou_sum / self.samples,
+            **summary(average_precision(self.detections, self.truths)),
+        }
 
 
 def _objects(decoded: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -83,7 +89,7 @@ def _objects(decoded: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.n
     kept: list[int] = []
     for i in range(len(decoded)):
         same = [j for j in kept if classes[j] == classes[i]]
-        if not same or boxes.iou(decoded[i:i + 1], decoded[same]).max() < 0.999:
+        if not same or boxes.iou(decoded[i : i + 1], decoded[same]).max() < 0.999:
             kept.append(i)
     return decoded[kept], classes[kept]
 
@@ -92,6 +98,7 @@ def _objects(decoded: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.n
 class InstanceSegmentationTally:
     """Mask R-CNN: outputs (batch, L) (``models.maskrcnn.output_layout``), labels the six
     arrays ``models.maskrcnn.boxes`` makes."""
+
     config: dict
     loss_sum: float = 0.0
     terms: dict = field(default_factory=dict)
@@ -134,10 +141,13 @@ class InstanceSegmentationTally:
     def result(self) -> dict[str, float | int]:
         if not self.samples:
             raise RuntimeError("the held-out split gave no samples")
-        return {"loss": self.loss_sum / self.samples,
-                "accuracy": self.correct / self.foreground if self.foreground else None,
-                "correct": self.correct, "samples": self.samples,
-                "foreground_rois": self.foreground,
-                "mask_iou": self.iou_sum / self.masks if self.masks else None,
-                "mask_boxes": self.masks,
-                "loss_terms": {k: v / self.samples for k, v in self.terms.items()}}
+        return {
+            "loss": self.loss_sum / self.samples,
+            "accuracy": self.correct / self.foreground if self.foreground else None,
+            "correct": self.correct,
+            "samples": self.samples,
+            "foreground_rois": self.foreground,
+            "mask_iou": self.iou_sum / self.masks if self.masks else None,
+            "mask_boxes": self.masks,
+            "loss_terms": {k: v / self.samples for k, v in self.terms.items()},
+        }

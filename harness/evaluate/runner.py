@@ -7,25 +7,25 @@ is not available here, a data set without a held-out split or that does not
 fit the model.  A cell that crashes or times out is stored as a ``failed``
 record, as every other command does.
 """
+
 from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from dlbench.core.devices import inference_name
+from dlbench.core.errors import UserError
+from dlbench.core.tensors import class_count, follow_batch
 from dlbench.harness import mathmode
 from dlbench.harness.backends import get_backend
 from dlbench.harness.backends.base import RunConfig
-from dlbench.harness.formats import ZOO, default_backend, has_own_precision
-from dlbench.harness.context import CommandOptions
-from dlbench.core.errors import UserError
-from dlbench.core.tensors import class_count, follow_batch
-from dlbench.harness.evaluate import data
-from dlbench.harness.launcher import run_cell
 from dlbench.harness.cellenv import cell_environment
+from dlbench.harness.context import CommandOptions
+from dlbench.harness.evaluate import data
+from dlbench.harness.formats import ZOO, default_backend, has_own_precision
+from dlbench.harness.launcher import run_cell
 from dlbench.harness.threads import ThreadConfig
-from dlbench.core.devices import inference_name
-
 
 
 @dataclass
@@ -36,12 +36,12 @@ class EvalRequest(CommandOptions):
     device: str | None = None
     batch_size: int = 64
     limit: int | None = None
-    model: str | None = None              # zoo model of a bare checkpoint
+    model: str | None = None  # zoo model of a bare checkpoint
 
 
 @dataclass
 class _Plan:
-    art: Any                                # harness.bench.artifacts.Artifact
+    art: Any  # harness.bench.artifacts.Artifact
     backend: Any
     device: str
     precision: str
@@ -68,32 +68,34 @@ def plan(req: EvalRequest) -> _Plan:
     from dlbench.harness.data import canonical
     from dlbench.harness.results import ResultStore
 
-    for flag, value in (("--batch-size", req.batch_size), ("--threads", req.threads),
-                        ("--limit", req.limit)):
+    for flag, value in (("--batch-size", req.batch_size), ("--threads", req.threads), ("--limit", req.limit)):
         if value is not None and value < 1:
             raise UserError(f"{flag} must be at least 1, got {value}")
     if req.timeout is not None and req.timeout <= 0:
         raise UserError("--timeout must be positive")
     art = resolve(req.artifact, req.model)
     if art.format == ZOO:
-        raise UserError(f"{req.artifact}: a zoo name is the network with random weights; give a "
-                        f"trained checkpoint (a 'dlbench train' output) or a model file")
+        raise UserError(
+            f"{req.artifact}: a zoo name is the network with random weights; give a "
+            f"trained checkpoint (a 'dlbench train' output) or a model file"
+        )
     takers = default_backend(art.format)
     if req.backend is None and takers is None:
-        raise UserError(f"{art.label}: no backend runs a {art.format} artifact by default; "
-                        f"name one with --backend")
+        raise UserError(
+            f"{art.label}: no backend runs a {art.format} artifact by default; name one with --backend"
+        )
     backend = get_backend(req.backend or takers)
     if art.format not in backend.formats:
-        raise UserError(f"{art.label} is a {art.format} artifact; backend {backend.name} takes "
-                        f"{', '.join(backend.formats)}" + (f" (try --backend {takers})"
-                                                           if takers else ""))
+        raise UserError(
+            f"{art.label} is a {art.format} artifact; backend {backend.name} takes "
+            f"{', '.join(backend.formats)}" + (f" (try --backend {takers})" if takers else "")
+        )
     avail = backend.availability()
     if not avail.available:
         raise UserError(f"backend {backend.name} is not available here: {avail.reason}")
     device = inference_name(req.device or "") or backend.default_device()
     if device not in avail.devices:
-        raise UserError(f"--device {device}: {backend.name} runs on {', '.join(avail.devices)} "
-                        f"here")
+        raise UserError(f"--device {device}: {backend.name} runs on {', '.join(avail.devices)} here")
     precision = (art.precision or "fp32") if has_own_precision(art.format) else "fp32"
     chw = None
     if art.signature and len(art.signature) == 1 and len(art.signature[0].shape) == 4:
@@ -103,60 +105,119 @@ def plan(req: EvalRequest) -> _Plan:
     spec_payload = {"model": art.ref.model, "chw": chw, "classes": _classes_of(art)}
     spec = data.spec_for(**spec_payload)
     canonical_data = canonical(req.data)
-    ds = data.open_heldout(canonical_data, spec)     # refuses a set without a held-out split
+    ds = data.open_heldout(canonical_data, spec)  # refuses a set without a held-out split
     if spec.family == "external" and ds.num_classes not in (None, spec.num_classes):
         # A model dlbench did not train: its class indices are its own data set's, so a
         # set with another class count scores nothing but chance.
-        raise UserError(f"{ds.describe_source()}: {ds.num_classes} classes, but "
-                        f"{art.label} scores {spec.num_classes}: its labels are not this data "
-                        f"set's; give a held-out set labelled with the model's "
-                        f"{spec.num_classes} classes (--data FILE.npz or an image folder)")
+        raise UserError(
+            f"{ds.describe_source()}: {ds.num_classes} classes, but "
+            f"{art.label} scores {spec.num_classes}: its labels are not this data "
+            f"set's; give a held-out set labelled with the model's "
+            f"{spec.num_classes} classes (--data FILE.npz or an image folder)"
+        )
     if req.json_path:
         check_can_create(req.json_path)
-    ResultStore(req.db).check_writable()         # last: it creates the database
+    ResultStore(req.db).check_writable()  # last: it creates the database
     (batch_size,), note = follow_batch(art.signature or (), (req.batch_size,), "scored")
-    return _Plan(art, backend, device, precision, spec, spec_payload, canonical_data,
-                 ThreadConfig.default(req.threads), batch_size, [note] if note else [])
+    return _Plan(
+        art,
+        backend,
+        device,
+        precision,
+        spec,
+        spec_payload,
+        canonical_data,
+        ThreadConfig.default(req.threads),
+        batch_size,
+        [note] if note else [],
+    )
 
 
 def evaluate(req: EvalRequest) -> dict[str, Any]:
     """Score ``req.artifact`` on the held-out split; return its stored ``eval`` record."""
-    from dlbench.harness import records
     from dlbench.core.atomic import write_json
+    from dlbench.harness import records
     from dlbench.harness.context import new_run_id, now_iso
     from dlbench.harness.results import ResultStore
 
     p = plan(req)
     art, threads = p.art, p.threads
     options = p.backend.resolve_options({})
-    run = RunConfig(device=p.device, precision=p.precision, intra_op_threads=threads.intra_op,
-                    inter_op_threads=threads.inter_op, options=options,
-                    max_batch=p.batch_size, min_batch=1)
-    env = cell_environment(threads, extra={**p.backend.environment(options, threads.intra_op,
-                                                                   threads.inter_op),
-                                           **mathmode.environment(p.device, p.precision)})
-    identity = {"artifact": {k: v for k, v in art.identity().items() if k != "path"},
-                "backend": p.backend.name, "device": p.device, "precision": p.precision,
-                "batch_size": p.batch_size, "data": p.data, "limit": req.limit,
-                "threads": [threads.intra_op, threads.inter_op]}
-    record = records.new_record("eval", run_id=new_run_id(), identity=identity,
-                                started=now_iso(), argv=req.argv, device=p.device, env=env)
+    run = RunConfig(
+        device=p.device,
+        precision=p.precision,
+        intra_op_threads=threads.intra_op,
+        inter_op_threads=threads.inter_op,
+        options=options,
+        max_batch=p.batch_size,
+        min_batch=1,
+    )
+    env = cell_environment(
+        threads,
+        extra={
+            **p.backend.environment(options, threads.intra_op, threads.inter_op),
+            **mathmode.environment(p.device, p.precision),
+        },
+    )
+    identity = {
+        "artifact": {k: v for k, v in art.identity().items() if k != "path"},
+        "backend": p.backend.name,
+        "device": p.device,
+        "precision": p.precision,
+        "batch_size": p.batch_size,
+        "data": p.data,
+        "limit": req.limit,
+        "threads": [threads.intra_op, threads.inter_op],
+    }
+    record = records.new_record(
+        "eval",
+        run_id=new_run_id(),
+        identity=identity,
+        started=now_iso(),
+        argv=req.argv,
+        device=p.device,
+        env=env,
+    )
     framework = art.ref.framework
-    record.update({
-        "model": art.ref.model, "framework": framework,
-        "framework_version": (art.ref.meta or {}).get("framework_version"),
-        "backend": p.backend.name, "backend_version": p.backend.version(),
-        "precision": p.precision, "batch_size": p.batch_size, "notes": p.notes,
-        "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
+    record.update(
+        {
+            "model": art.ref.model,
+            "framework": framework,
+            "framework_version": (art.ref.meta or {}).get("framework_version"),
+            "backend": p.backend.name,
+            "backend_version": p.backend.version(),
+            "precision": p.precision,
+            "batch_size": p.batch_size,
+            "notes": p.notes,
+            "intra_op_threads": threads.intra_op,
+            "inter_op_threads": threads.inter_op,
+        }
+    )
     verification = ResultStore(req.db).artifact(art.sha256) if art.sha256 else None
-    record["context"].update({
-        "artifact": {"format": art.format, "path": art.ref.path, "label": art.label,
-                     "model": art.ref.model, "sha256": art.sha256, "meta": art.ref.meta,
-                     "verification": (verification or {}).get("verdict")},
-        "options": options, "data_arg": p.data})
-    payload = {"backend": p.backend.name, "artifact": asdict(art.ref), "run": asdict(run),
-               "spec": p.spec_payload, "data": p.data, "batch_size": p.batch_size,
-               "limit": req.limit}
+    record["context"].update(
+        {
+            "artifact": {
+                "format": art.format,
+                "path": art.ref.path,
+                "label": art.label,
+                "model": art.ref.model,
+                "sha256": art.sha256,
+                "meta": art.ref.meta,
+                "verification": (verification or {}).get("verdict"),
+            },
+            "options": options,
+            "data_arg": p.data,
+        }
+    )
+    payload = {
+        "backend": p.backend.name,
+        "artifact": asdict(art.ref),
+        "run": asdict(run),
+        "spec": p.spec_payload,
+        "data": p.data,
+        "batch_size": p.batch_size,
+        "limit": req.limit,
+    }
     start = time.perf_counter()
     outcome = run_cell("eval", payload, env=env, timeout=req.timeout)
     if outcome.status == "usage_error":
@@ -170,8 +231,13 @@ def evaluate(req: EvalRequest) -> dict[str, Any]:
         record["iterations"] = result["eval"]["batches"]
         record["backend_version"] = result.get("backend_version") or record["backend_version"]
         record["metrics"].update({"eval": result["eval"], "load_s": result["load_s"]})
-        record["context"].update({"runtime": result["runtime"], "data": result["data"],
-                                  "math_mode": mathmode.of(result["runtime"])})
+        record["context"].update(
+            {
+                "runtime": result["runtime"],
+                "data": result["data"],
+                "math_mode": mathmode.of(result["runtime"]),
+            }
+        )
     else:
         record["status"], record["error"] = "failed", outcome.error
         record["context"].update({"traceback": outcome.traceback, "log_tail": outcome.log_tail})

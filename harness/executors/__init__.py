@@ -8,15 +8,15 @@ resume, ``--json`` and progress do not depend on the executor.  This package is 
 place that tells them apart; Ray is imported only when ``--executor ray`` connects
 (``executors.raycluster``), so ``dlbench --help`` and ``dlbench env`` never load it.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from dlbench.harness.executors.base import Executor, Needs
 from dlbench.core.errors import UserError
+from dlbench.harness.executors.base import Executor, Needs
 
-__all__ = ["DEFAULT_EXECUTOR", "Executor", "Needs", "check", "command_args", "open_executor",
-           "parse"]
+__all__ = ["DEFAULT_EXECUTOR", "Executor", "Needs", "check", "command_args", "open_executor", "parse"]
 
 DEFAULT_EXECUTOR = "local"
 
@@ -28,6 +28,7 @@ def register(name: str):
     def add(factory):
         EXECUTORS[name] = factory
         return factory
+
     return add
 
 
@@ -53,13 +54,16 @@ def parse(spec: str) -> tuple[str, str | None]:
         return "ray", spec
     name, sep, address = spec.partition("=")
     if name not in EXECUTORS:
-        raise UserError(f"--executor {spec!r}: choose {' or '.join(EXECUTORS)} "
-                        f"(ray=HOST:PORT for a given cluster)")
+        raise UserError(
+            f"--executor {spec!r}: choose {' or '.join(EXECUTORS)} (ray=HOST:PORT for a given cluster)"
+        )
     if sep and name != "ray":
         raise UserError(f"--executor {spec}: only ray takes an address")
     if sep and not address.strip():
-        raise UserError(f"--executor {spec}: give the cluster's address after '=' (HOST:PORT "
-                        f"or ray://HOST:PORT), or 'ray' alone for the one running here")
+        raise UserError(
+            f"--executor {spec}: give the cluster's address after '=' (HOST:PORT "
+            f"or ray://HOST:PORT), or 'ray' alone for the one running here"
+        )
     return name, address.strip() or None
 
 
@@ -75,12 +79,13 @@ def check(spec: str, resources: list[str], device_id: int = 0, with_specs=()) ->
     check_address(address)
     parse_resources(resources)
     if device_id:
-        raise UserError("--device-id: with --executor ray, Ray gives each GPU cell its own "
-                        "GPU (device 0 of that cell); choose a node or accelerator type with "
-                        "--ray-resources instead")
+        raise UserError(
+            "--device-id: with --executor ray, Ray gives each GPU cell its own "
+            "GPU (device 0 of that cell); choose a node or accelerator type with "
+            "--ray-resources instead"
+        )
     if with_specs:
-        raise UserError("--with: its environments are made on this machine; run it with "
-                        "--executor local")
+        raise UserError("--with: its environments are made on this machine; run it with --executor local")
 
 
 def open_executor(spec: str, resources: list[str] | None = None) -> Executor:
@@ -92,5 +97,6 @@ def open_executor(spec: str, resources: list[str] | None = None) -> Executor:
 
 def command_args(spec: str, resources: list[str]) -> list[str]:
     """The options as a command line gives them (``dlbench run --print-steps``), when set."""
-    return ([] if spec == DEFAULT_EXECUTOR else ["--executor", spec]) + \
-        [a for r in resources for a in ("--ray-resources", r)]
+    return ([] if spec == DEFAULT_EXECUTOR else ["--executor", spec]) + [
+        a for r in resources for a in ("--ray-resources", r)
+    ]

@@ -1,4 +1,5 @@
 """What every executor shares: what a cell asks of its machine, and how a cell is ended."""
+
 from __future__ import annotations
 
 import os
@@ -14,6 +15,7 @@ class Needs:
     """What a cell asks of the machine that runs it: its threads' cores, its device, and
     (for ``--repeats`` after the first) the node the first repeat ran on, so that the
     spread between repeats is never the difference between two machines."""
+
     cpus: int = 1
     device: str = "cpu"
     node: str | None = None
@@ -22,8 +24,9 @@ class Needs:
 class Executor(Protocol):
     name: str
 
-    def run(self, kind: str, payload: dict[str, Any], *, env: dict[str, str],
-            timeout: float | None, needs: Needs) -> tuple[CellOutcome, dict[str, Any]]:
+    def run(
+        self, kind: str, payload: dict[str, Any], *, env: dict[str, str], timeout: float | None, needs: Needs
+    ) -> tuple[CellOutcome, dict[str, Any]]:
         """The cell's outcome, and the record context that says where and with what it ran
         (``executor``, ``thread_environment``, ``allocator``)."""
 

@@ -1,4 +1,5 @@
 """``--executor local`` (the default): the cell as a child process of this one."""
+
 from __future__ import annotations
 
 import platform
@@ -13,8 +14,10 @@ class Local:
 
     def run(self, kind, payload, *, env, timeout, needs):
         outcome = run_cell(kind, payload, env=env, timeout=timeout)
-        return outcome, {"executor": {"name": self.name, "node": {"hostname": platform.node()}},
-                         **context(env)}
+        return outcome, {
+            "executor": {"name": self.name, "node": {"hostname": platform.node()}},
+            **context(env),
+        }
 
     def interrupt(self) -> None:
         kill_children()

@@ -22,6 +22,7 @@ the ``CellOutcome`` travels back for the parent to record.  What crosses the wir
 
 Ray is imported only here, and only when ``--executor ray`` connects.
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,12 +32,12 @@ import socket
 import threading
 from typing import Any
 
+from dlbench.core.errors import UserError
 from dlbench.harness import cellenv
 from dlbench.harness.executors.base import Needs, kill_children
 from dlbench.harness.launcher import CellOutcome, run_cell
-from dlbench.core.errors import UserError
 
-CLIENT_PORT = 10001           # ray:// without a port: the Ray Client server's default
+CLIENT_PORT = 10001  # ray:// without a port: the Ray Client server's default
 CONNECT_TIMEOUT_S = 5.0
 # An HTTP/2 client's greeting and an empty SETTINGS frame; a server's first frame is SETTINGS.
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
@@ -62,8 +63,10 @@ def parse_resources(specs: list[str]) -> dict[str, float]:
         name, sep, amount = part.partition("=")
         name = name.strip()
         if not name or name in RESERVED:
-            raise UserError(f"--ray-resources {part!r}: expected NAME[=AMOUNT] with a name "
-                            f"other than {', '.join(RESERVED)} (threads and --device set those)")
+            raise UserError(
+                f"--ray-resources {part!r}: expected NAME[=AMOUNT] with a name "
+                f"other than {', '.join(RESERVED)} (threads and --device set those)"
+            )
         try:
             value = float(amount) if sep else (MARKER_AMOUNT if name.startswith(MARKERS) else 1.0)
         except ValueError:
@@ -109,8 +112,10 @@ def _resolve(address: str | None) -> str:
     except Exception:  # noqa: BLE001 - Ray's own lookup failed: same as nothing found
         found = None
     if not found:
-        raise UserError(f"--executor ray: no Ray cluster running on this machine; {START_HINT}, "
-                        f"or give its address: --executor ray=HOST:PORT")
+        raise UserError(
+            f"--executor ray: no Ray cluster running on this machine; {START_HINT}, "
+            f"or give its address: --executor ray=HOST:PORT"
+        )
     return found
 
 
@@ -127,11 +132,14 @@ def _not_grpc(host: str, port: int) -> str | None:
             head = conn.recv(9)
     except OSError as exc:
         return str(exc.strerror or exc)
-    return None if len(head) >= 4 and head[3] == H2_SETTINGS else \
-        "something answers there, but not a Ray cluster"
+    return (
+        None
+        if len(head) >= 4 and head[3] == H2_SETTINGS
+        else "something answers there, but not a Ray cluster"
+    )
 
 
-def connect(address: str | None, resources: list[str]) -> "RayExecutor":
+def connect(address: str | None, resources: list[str]) -> RayExecutor:
     """Join the cluster once per process (UserError, one line, when none answers there)."""
     global _connected
     try:
@@ -151,13 +159,11 @@ def connect(address: str | None, resources: list[str]) -> "RayExecutor":
         # handlers make them Ctrl-C, which ends the running cell and exits 130.
         handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            ray.init(address=target, logging_level=logging.ERROR, log_to_driver=False,
-                     namespace="dlbench")
+            ray.init(address=target, logging_level=logging.ERROR, log_to_driver=False, namespace="dlbench")
         except Exception as exc:  # noqa: BLE001 - Ray raises several kinds; all mean the same
             lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [repr(exc)]
             said = lines[0] if len(lines) == 1 else f"{lines[0]} {lines[-1]}"
-            raise UserError(f"{shown}: could not join the Ray cluster at {target}: {said}"
-                            ) from None
+            raise UserError(f"{shown}: could not join the Ray cluster at {target}: {said}") from None
         finally:
             if threading.current_thread() is threading.main_thread():
                 for sig, handler in handlers.items():
@@ -178,8 +184,7 @@ class RayExecutor:
 
     def _request(self, needs: Needs) -> dict[str, float]:
         """The task's resources, as Ray names them."""
-        extra = {"GPU": 1.0} if needs.device == "cuda" else {"NPU": 1.0} \
-            if needs.device == "ascend" else {}
+        extra = {"GPU": 1.0} if needs.device == "cuda" else {"NPU": 1.0} if needs.device == "ascend" else {}
         return {"CPU": float(needs.cpus), **extra, **self.resources}
 
     def _fit(self, wanted: dict[str, float], node: str | None) -> tuple[dict | None, str]:
@@ -192,12 +197,20 @@ class RayExecutor:
         if node and not nodes:
             return None, f"the node of the first repeat has left the Ray cluster at {self.address}"
         if not fits:
-            offered = "; ".join(f"{n['NodeManagerAddress']}: " + ", ".join(
-                f"{k} {v:g}" for k, v in sorted(n["Resources"].items())
-                if not k.startswith(("node:", "memory", "object_store"))) for n in nodes)
+            offered = "; ".join(
+                f"{n['NodeManagerAddress']}: "
+                + ", ".join(
+                    f"{k} {v:g}"
+                    for k, v in sorted(n["Resources"].items())
+                    if not k.startswith(("node:", "memory", "object_store"))
+                )
+                for n in nodes
+            )
             asked = ", ".join(f"{k} {v:g}" for k, v in wanted.items())
-            return None, (f"no node of the Ray cluster at {self.address} offers {asked}"
-                          + (f" (nodes: {offered})" if offered else " (no node is alive)"))
+            return None, (
+                f"no node of the Ray cluster at {self.address} offers {asked}"
+                + (f" (nodes: {offered})" if offered else " (no node is alive)")
+            )
         most = max(n["Resources"].get("CPU", 0) for n in fits)
         return {**wanted, "CPU": min(wanted["CPU"], most)}, ""
 
@@ -210,22 +223,24 @@ class RayExecutor:
         fit, why = self._fit(wanted, needs.node)
         described = {"name": self.name, "address": self.address, "resources": fit or wanted}
         if fit is None:
-            return CellOutcome("failed", error=f"cannot place the cell: {why}"), \
-                {"executor": described}
+            return CellOutcome("failed", error=f"cannot place the cell: {why}"), {"executor": described}
         rest = {k: v for k, v in fit.items() if k not in ("CPU", "GPU")}
-        options: dict[str, Any] = {"num_cpus": fit["CPU"], "num_gpus": fit.get("GPU", 0),
-                                   "resources": rest}
+        options: dict[str, Any] = {"num_cpus": fit["CPU"], "num_gpus": fit.get("GPU", 0), "resources": rest}
         if needs.node:
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(needs.node, soft=False)
         self._ref = self._task.options(**options).remote(
-            kind, payload, cellenv.delta(env), timeout, shared_files(payload))
+            kind, payload, cellenv.delta(env), timeout, shared_files(payload)
+        )
         try:
             outcome, ran = ray.get(self._ref)
         except RayError as exc:
             lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
-            return CellOutcome("failed", error=f"the Ray task failed: {type(exc).__name__}"
-                               + (f": {lines[-1].strip()}" if lines else ""),
-                               traceback=str(exc)[-4000:]), {"executor": described}
+            return CellOutcome(
+                "failed",
+                error=f"the Ray task failed: {type(exc).__name__}"
+                + (f": {lines[-1].strip()}" if lines else ""),
+                traceback=str(exc)[-4000:],
+            ), {"executor": described}
         finally:
             self._ref = None
         ran["executor"] = {**described, **ran["executor"]}
@@ -241,6 +256,7 @@ class RayExecutor:
 
 
 # -- on the worker --------------------------------------------------------------------
+
 
 def shared_files(payload: dict[str, Any]) -> dict[str, Any]:
     """Every absolute path the payload names that exists here -> its size in bytes (a
@@ -280,24 +296,35 @@ def _listing(root: str) -> dict[str, int]:
 def _missing(files: dict[str, Any], where: str) -> str | None:
     """Why the worker cannot read what the parent would have (None: it can)."""
     for path, want in files.items():
-        wants = {path: want} if isinstance(want, int) else \
-            {os.path.join(path, rel): size for rel, size in want.items()}
+        wants = (
+            {path: want}
+            if isinstance(want, int)
+            else {os.path.join(path, rel): size for rel, size in want.items()}
+        )
         for p, size in wants.items():
             if not os.path.isfile(p):
-                return (f"{p}: not found on {where}; --executor ray reads model files at the "
-                        f"launching machine's paths: every node needs them there (one host, "
-                        f"or a shared filesystem mounted at the same path)")
+                return (
+                    f"{p}: not found on {where}; --executor ray reads model files at the "
+                    f"launching machine's paths: every node needs them there (one host, "
+                    f"or a shared filesystem mounted at the same path)"
+                )
             if os.path.getsize(p) != size:
-                return (f"{p}: {os.path.getsize(p)} bytes on {where}, {size} on the launching "
-                        f"machine (a stale or partial copy)")
+                return (
+                    f"{p}: {os.path.getsize(p)} bytes on {where}, {size} on the launching "
+                    f"machine (a stale or partial copy)"
+                )
     return None
 
 
 def _worker_base() -> dict[str, str]:
     """This worker's environment without what Ray added for its own workers."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith("RAY_") and k != "SPT_NOENV"
-            and not (k == "PYTHONBREAKPOINT" and v.startswith("ray."))}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("RAY_")
+        and k != "SPT_NOENV"
+        and not (k == "PYTHONBREAKPOINT" and v.startswith("ray."))
+    }
 
 
 def _node() -> dict[str, Any]:
@@ -306,21 +333,26 @@ def _node() -> dict[str, Any]:
     from dlbench.harness.fingerprint import fingerprint
 
     ctx = ray.get_runtime_context()
-    node = {"node_id": ctx.get_node_id(), "ip": ray.util.get_node_ip_address(),
-            "hostname": socket.gethostname(), "machine_id": fingerprint()["machine_id"]}
+    node = {
+        "node_id": ctx.get_node_id(),
+        "ip": ray.util.get_node_ip_address(),
+        "hostname": socket.gethostname(),
+        "machine_id": fingerprint()["machine_id"],
+    }
     gpus = ctx.get_accelerator_ids().get("GPU")
     return {**node, "gpus": list(gpus)} if gpus else node
 
 
-def _cell_task(kind: str, payload: dict[str, Any], change: dict[str, Any],
-               timeout: float | None, files: dict[str, Any]) -> tuple[CellOutcome, dict]:
+def _cell_task(
+    kind: str, payload: dict[str, Any], change: dict[str, Any], timeout: float | None, files: dict[str, Any]
+) -> tuple[CellOutcome, dict]:
     """The Ray task: the cell through ``run_cell`` here, as the parent would have run it."""
     node = _node()
     ran: dict[str, Any] = {"executor": {"node": node}}
     where = f"node {node['hostname']} ({node['ip']})"
     try:
         env = cellenv.rebuild(change, _worker_base())
-    except UserError as exc:                 # e.g. the allocator's library is missing here
+    except UserError as exc:  # e.g. the allocator's library is missing here
         return CellOutcome("failed", error=f"{exc} (on {where})"), ran
     ran.update(cellenv.context(env))
     problem = _missing(files, where)
@@ -328,9 +360,9 @@ def _cell_task(kind: str, payload: dict[str, Any], change: dict[str, Any],
         return CellOutcome("failed", error=problem), ran
     progress = payload.get("progress_path")
     if progress and not os.path.isdir(os.path.dirname(progress)):
-        payload = {**payload, "progress_path": None}     # another host: no live progress
+        payload = {**payload, "progress_path": None}  # another host: no live progress
     try:
         return run_cell(kind, payload, env=env, timeout=timeout), ran
     except BaseException:
-        kill_children()                      # cancelled: the cell must not outlive its task
+        kill_children()  # cancelled: the cell must not outlive its task
         raise

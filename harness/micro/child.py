@@ -5,6 +5,7 @@ timed alone (it often pays for a kernel choice or a JIT), then the bench loop
 warms up until stable and measures.  The result is checked against numpy
 after the clock stops, so a wrong or skipped kernel fails the cell.
 """
+
 from __future__ import annotations
 
 import time
@@ -37,18 +38,26 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     rule = StopRule(**payload["rule"])
     metrics = measure(kernel.step, 1, rule, Clock())
     # A layer is compared with the other engines' by the parent; an op with numpy here.
-    checked = {"sample": _sample(kernel)} if layer else {
-        "relative_error": engines.check(op, precision, inputs, kernel)}
-    return {"metrics": {**metrics, "prepare_s": prepare_s, "first_call_ms": first_ms,
-                        **checked},
-            "runtime": {"library": kernel.library, "layout": kernel.layout,
-                        "notes": kernel.notes, "math_mode": kernel.math,
-                        "version": distribution_version(engine.FRAMEWORK),
-                        # Under --with, the whole environment the cell imported from.
-                        "packages": imported_packages() if payload.get("packages") else None}}
+    checked = (
+        {"sample": _sample(kernel)}
+        if layer
+        else {"relative_error": engines.check(op, precision, inputs, kernel)}
+    )
+    return {
+        "metrics": {**metrics, "prepare_s": prepare_s, "first_call_ms": first_ms, **checked},
+        "runtime": {
+            "library": kernel.library,
+            "layout": kernel.layout,
+            "notes": kernel.notes,
+            "math_mode": kernel.math,
+            "version": distribution_version(engine.FRAMEWORK),
+            # Under --with, the whole environment the cell imported from.
+            "packages": imported_packages() if payload.get("packages") else None,
+        },
+    }
 
 
-SAMPLE = 256            # values of a layer's output (and gradient) the parent compares
+SAMPLE = 256  # values of a layer's output (and gradient) the parent compares
 
 
 def _sample(kernel) -> dict[str, Any]:
@@ -58,4 +67,3 @@ def _sample(kernel) -> dict[str, Any]:
         grad = kernel.grad()
         sample.update(grad_shape=list(grad.shape), grad=grad.reshape(-1)[:SAMPLE].tolist())
     return sample
-

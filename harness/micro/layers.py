@@ -20,6 +20,7 @@ Shapes (``--shape``):
 * ``bn`` ``NxCxHxW``; ``layernorm`` ``BxTxD``; ``relu``, ``gelu``,
   ``sigmoid``, ``tanh`` any ``AxBx...``.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,14 +29,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dlbench.harness.micro.ops import ITEMSIZE, Op
 from dlbench.core.errors import UserError
+from dlbench.harness.micro.ops import ITEMSIZE, Op
 
 ACTIVATIONS = ("relu", "gelu", "sigmoid", "tanh")
-TYPES = ("conv", "dwconv", "dense", "bn", "maxpool", "avgpool", "layernorm", "embedding",
-         "lstm", "mha", *ACTIVATIONS)
-MODES = ("forward", "train")            # train: forward + backward (input and weight grads)
-EPS = 1e-5                              # batch and layer norm, the same in every engine
+TYPES = (
+    "conv",
+    "dwconv",
+    "dense",
+    "bn",
+    "maxpool",
+    "avgpool",
+    "layernorm",
+    "embedding",
+    "lstm",
+    "mha",
+    *ACTIVATIONS,
+)
+MODES = ("forward", "train")  # train: forward + backward (input and weight grads)
+EPS = 1e-5  # batch and layer norm, the same in every engine
 _POOL = r"(\d+)x(\d+)x(\d+)x(\d+):k(\d+)(?:s(\d+))?(?:p(\d+))?"
 _FORMS = {
     "conv": (r"(\d+)x(\d+)x(\d+)x(\d+):(\d+)k(\d+)(?:s(\d+))?", "NxCxHxW:KkR[sS]"),
@@ -79,17 +91,18 @@ def parse(kind: str, text: str) -> Layer:
     else:
         defaults = {"conv": "1", "dwconv": "1", "maxpool": None, "avgpool": None}
         dims = tuple(int(g) for g in m.groups(default=defaults.get(kind) or "0"))
-        if kind in ("maxpool", "avgpool") and dims[5] == 0:      # stride defaults to the window
+        if kind in ("maxpool", "avgpool") and dims[5] == 0:  # stride defaults to the window
             dims = dims[:5] + (dims[4],) + dims[6:]
     op = Layer("layer", dims, kind)
     if kind == "avgpool" and dims[6]:
-        raise UserError(f"--shape {text!r}: an avgpool takes no padding (engines disagree on "
-                        f"whether padded cells count in the average)")
+        raise UserError(
+            f"--shape {text!r}: an avgpool takes no padding (engines disagree on "
+            f"whether padded cells count in the average)"
+        )
     if kind == "maxpool" and 2 * dims[6] > dims[4]:
         raise UserError(f"--shape {text!r}: padding must be at most half the window")
     if min(dims[:6]) <= 0 or min(out_shape(op)) <= 0:
-        raise UserError(f"--shape {text!r}: every size must be positive and the window must "
-                        f"fit the input")
+        raise UserError(f"--shape {text!r}: every size must be positive and the window must fit the input")
     return op
 
 
@@ -145,7 +158,7 @@ def flops(op: Op) -> int:
         return 2 * d[0] * d[1] * d[2]
     if k == "lstm":
         return 2 * d[0] * d[1] * 4 * d[3] * (d[2] + d[3])
-    if k == "mha":          # four projections, then scores and their weighted sum
+    if k == "mha":  # four projections, then scores and their weighted sum
         return 2 * d[0] * d[1] * d[2] * (4 * d[2] + 2 * d[1])
     if k in ("maxpool", "avgpool"):
         return out * d[4] ** 2
@@ -161,34 +174,49 @@ def arrays(op: Op, seed: int = 0) -> dict[str, np.ndarray]:
     d, k = op.dims, op.kernel
 
     def normal(*shape, scale=1.0):
-        return (rng.standard_normal(shape, dtype=np.float32) * np.float32(scale))
+        return rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)
+
     if k == "embedding":
-        out = {"x": rng.integers(0, d[2], size=(d[0], d[1])).astype(np.int64),
-               "table": normal(d[2], d[3])}
+        out = {"x": rng.integers(0, d[2], size=(d[0], d[1])).astype(np.int64), "table": normal(d[2], d[3])}
     elif k == "mha":
         e = d[2]
-        out = {"x": normal(*d[:3]), "w_in": normal(3 * e, e, scale=e ** -0.5),
-               "b_in": normal(3 * e, scale=0.1), "w_out": normal(e, e, scale=e ** -0.5),
-               "b_out": normal(e, scale=0.1)}
+        out = {
+            "x": normal(*d[:3]),
+            "w_in": normal(3 * e, e, scale=e**-0.5),
+            "b_in": normal(3 * e, scale=0.1),
+            "w_out": normal(e, e, scale=e**-0.5),
+            "b_out": normal(e, scale=0.1),
+        }
     elif k == "lstm":
         h = d[3]
-        out = {"x": normal(d[0], d[1], d[2]), "w_ih": normal(4 * h, d[2], scale=h ** -0.5),
-               "w_hh": normal(4 * h, h, scale=h ** -0.5), "b_ih": normal(4 * h, scale=0.1),
-               "b_hh": normal(4 * h, scale=0.1)}
+        out = {
+            "x": normal(d[0], d[1], d[2]),
+            "w_ih": normal(4 * h, d[2], scale=h**-0.5),
+            "w_hh": normal(4 * h, h, scale=h**-0.5),
+            "b_ih": normal(4 * h, scale=0.1),
+            "b_hh": normal(4 * h, scale=0.1),
+        }
     else:
-        out = {"x": normal(*d[:4]) if k in ("conv", "dwconv", "maxpool", "avgpool", "bn")
-               else normal(*(d[:2] if k == "dense" else d))}
+        out = {
+            "x": normal(*d[:4])
+            if k in ("conv", "dwconv", "maxpool", "avgpool", "bn")
+            else normal(*(d[:2] if k == "dense" else d))
+        }
         if k == "conv":
-            out.update(w=normal(d[4], d[1], d[5], d[5], scale=(d[1] * d[5] ** 2) ** -0.5),
-                       b=normal(d[4], scale=0.1))
+            out.update(
+                w=normal(d[4], d[1], d[5], d[5], scale=(d[1] * d[5] ** 2) ** -0.5), b=normal(d[4], scale=0.1)
+            )
         elif k == "dwconv":
             out.update(w=normal(d[1], 1, d[4], d[4], scale=1 / d[4]), b=normal(d[1], scale=0.1))
         elif k == "dense":
             out.update(w=normal(d[2], d[1], scale=d[1] ** -0.5), b=normal(d[2], scale=0.1))
         elif k == "bn":
-            out.update(gamma=1 + normal(d[1], scale=0.1), beta=normal(d[1], scale=0.1),
-                       mean=normal(d[1], scale=0.1),
-                       var=(1 + np.abs(normal(d[1], scale=0.1))).astype(np.float32))
+            out.update(
+                gamma=1 + normal(d[1], scale=0.1),
+                beta=normal(d[1], scale=0.1),
+                mean=normal(d[1], scale=0.1),
+                var=(1 + np.abs(normal(d[1], scale=0.1))).astype(np.float32),
+            )
         elif k == "layernorm":
             out.update(gamma=1 + normal(d[-1], scale=0.1), beta=normal(d[-1], scale=0.1))
     out["cot"] = normal(*out_shape(op))
@@ -210,25 +238,26 @@ def from_model(model: str, batch: int) -> list[Layer]:
 
     def add(kind: str, *dims: int) -> None:
         seen[Layer("layer", tuple(dims), kind)] = None
+
     for i, op in enumerate(walk):
         if op[0] == "conv" and conv_dims(op, batch):
             conv = Layer("layer", conv_dims(op, batch), "conv")
             add("conv", *conv.dims)
-            if i + 1 < len(walk) and walk[i + 1][0] == "bn":     # VGG's have none
+            if i + 1 < len(walk) and walk[i + 1][0] == "bn":  # VGG's have none
                 add("bn", *out_shape(conv))
             add("relu", *out_shape(conv))
-        elif op[0] == "pool":                       # (kind, channels, k, stride, pad, in)
+        elif op[0] == "pool":  # (kind, channels, k, stride, pad, in)
             _, how, c, k, stride, pad, size = op
             add(f"{how}pool", batch, c, size, size, k, stride, pad)
         elif op[0] == "fc":
             add("dense", *fc_dims(op, batch))
-        elif op[0] == "dense":                      # (positions, in, out): per token or first
+        elif op[0] == "dense":  # (positions, in, out): per token or first
             add("dense", batch * op[1], op[2], op[3])
         elif op[0] == "embedding":
             add("embedding", batch, seq, op[1], op[2])
         elif op[0] == "layernorm":
             add("layernorm", batch, seq, op[1])
-        elif op[0] == "lstm":                       # (layer, direction, in, hidden, steps)
+        elif op[0] == "lstm":  # (layer, direction, in, hidden, steps)
             add("lstm", batch, op[5], op[3], op[4])
         elif op[0] == "matmul" and "heads" in spec.config:
             add("mha", batch, seq, spec.config["hidden"], spec.config["heads"])
@@ -241,24 +270,50 @@ def bytes_moved(op: Op, itemsize: int) -> int:
     """The least bytes one forward call reads and writes: input, weights, output (an
     embedding reads only the rows it gathers)."""
     d, k = op.dims, op.kernel
-    weights = {"conv": lambda: d[4] * d[1] * d[5] ** 2 + d[4],
-               "dwconv": lambda: d[1] * d[4] ** 2 + d[1],
-               "dense": lambda: d[1] * d[2] + d[2], "bn": lambda: 4 * d[1],
-               "layernorm": lambda: 2 * d[-1], "embedding": lambda: d[0] * d[1] * d[3],
-               "lstm": lambda: 4 * d[3] * (d[2] + d[3]) + 8 * d[3],
-               "mha": lambda: 4 * d[2] * (d[2] + 1)}.get(k, lambda: 0)()
-    inputs = d[0] * d[1] if k == "embedding" else math.prod(
-        d[:4] if k in ("conv", "dwconv", "maxpool", "avgpool") else
-        d[:2] if k == "dense" else d[:3] if k in ("lstm", "mha") else d)
+    weights = {
+        "conv": lambda: d[4] * d[1] * d[5] ** 2 + d[4],
+        "dwconv": lambda: d[1] * d[4] ** 2 + d[1],
+        "dense": lambda: d[1] * d[2] + d[2],
+        "bn": lambda: 4 * d[1],
+        "layernorm": lambda: 2 * d[-1],
+        "embedding": lambda: d[0] * d[1] * d[3],
+        "lstm": lambda: 4 * d[3] * (d[2] + d[3]) + 8 * d[3],
+        "mha": lambda: 4 * d[2] * (d[2] + 1),
+    }.get(k, lambda: 0)()
+    inputs = (
+        d[0] * d[1]
+        if k == "embedding"
+        else math.prod(
+            d[:4]
+            if k in ("conv", "dwconv", "maxpool", "avgpool")
+            else d[:2]
+            if k == "dense"
+            else d[:3]
+            if k in ("lstm", "mha")
+            else d
+        )
+    )
     return itemsize * (inputs + weights + math.prod(out_shape(op)))
 
 
 # This module's array names -> the canonical (PyTorch) suffixes of models.weights.
-_CANONICAL = {"w": "weight", "b": "bias", "gamma": "weight", "beta": "bias",
-              "mean": "running_mean", "var": "running_var", "table": "weight",
-              "w_ih": "weight_ih_l0", "w_hh": "weight_hh_l0", "b_ih": "bias_ih_l0",
-              "b_hh": "bias_hh_l0", "w_in": "in_proj_weight", "b_in": "in_proj_bias",
-              "w_out": "out_proj.weight", "b_out": "out_proj.bias"}
+_CANONICAL = {
+    "w": "weight",
+    "b": "bias",
+    "gamma": "weight",
+    "beta": "bias",
+    "mean": "running_mean",
+    "var": "running_var",
+    "table": "weight",
+    "w_ih": "weight_ih_l0",
+    "w_hh": "weight_hh_l0",
+    "b_ih": "bias_ih_l0",
+    "b_hh": "bias_hh_l0",
+    "w_in": "in_proj_weight",
+    "b_in": "in_proj_bias",
+    "w_out": "out_proj.weight",
+    "b_out": "out_proj.bias",
+}
 
 
 def canonical(op: Op, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

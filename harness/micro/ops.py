@@ -16,6 +16,7 @@ Shape strings, as the user types them:
 The default lists mix sizes that show a library's peak with shapes real
 networks run (the zoo's walks), because the two can differ by several times.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -34,9 +35,9 @@ MIB = 1 << 20
 @dataclass(frozen=True)
 class Op:
     kind: str
-    dims: tuple[int, ...]          # gemm (M, K, N); conv (N, C, H, W, K, R, S); memory (elements,)
-    kernel: str = ""               # memory: copy | triad
-    origin: str = ""               # where a default shape comes from (a zoo layer), for tables
+    dims: tuple[int, ...]  # gemm (M, K, N); conv (N, C, H, W, K, R, S); memory (elements,)
+    kernel: str = ""  # memory: copy | triad
+    origin: str = ""  # where a default shape comes from (a zoo layer), for tables
 
     @property
     def label(self) -> str:
@@ -81,7 +82,7 @@ class Op:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Op":
+    def from_dict(cls, d: dict[str, Any]) -> Op:
         """The op a payload describes (a layer is ``harness.micro.layers.Layer``'s)."""
         return cls(d["kind"], tuple(d["dims"]), d.get("kernel", ""), d.get("origin", ""))
 
@@ -96,16 +97,20 @@ def parse(kind: str, text: str) -> list[Op]:
     if kind == "gemm":
         m = _GEMM.match(text)
         if not m:
-            raise UserError(f"--shape {text!r}: a GEMM shape is MxKxN (A[M,K] @ B[K,N]) or N "
-                            f"for NxNxN, e.g. 2048 or 32x2048x1000")
+            raise UserError(
+                f"--shape {text!r}: a GEMM shape is MxKxN (A[M,K] @ B[K,N]) or N "
+                f"for NxNxN, e.g. 2048 or 32x2048x1000"
+            )
         dims = (int(m[1]),) * 3 if m[2] is None else (int(m[1]), int(m[2]), int(m[3]))
         ops = [Op("gemm", dims)]
     elif kind == "conv":
         m = _CONV.match(text)
         if not m:
-            raise UserError(f"--shape {text!r}: a convolution is NxCxHxW:KkR[sS] (batch, input "
-                            f"channels, height, width : output channels, kernel size, stride), "
-                            f"e.g. 16x64x56x56:64k3 or 1x3x224x224:64k7s2")
+            raise UserError(
+                f"--shape {text!r}: a convolution is NxCxHxW:KkR[sS] (batch, input "
+                f"channels, height, width : output channels, kernel size, stride), "
+                f"e.g. 16x64x56x56:64k3 or 1x3x224x224:64k7s2"
+            )
         ops = [Op("conv", tuple(int(g) for g in m.groups(default="1")))]
     else:
         try:
@@ -181,6 +186,8 @@ def from_model(kind: str, model: str, batch: int) -> list[Op]:
             continue
         seen.setdefault(dims, Op(kind, dims, origin=model))
     if not seen:
-        raise UserError(f"{model}: its walk has no {'convolution' if kind == 'conv' else 'dense'} "
-                        f"layers micro can run (its convolutions pad R//2)")
+        raise UserError(
+            f"{model}: its walk has no {'convolution' if kind == 'conv' else 'dense'} "
+            f"layers micro can run (its convolutions pad R//2)"
+        )
     return list(seen.values())

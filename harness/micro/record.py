@@ -5,6 +5,7 @@ per-iteration times), and the share of peak is bench's
 (``bench.peak.share_of_peak``), so a micro cell and a model cell are read the
 same way.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,7 +14,6 @@ from dlbench.harness import envs, records, stats
 from dlbench.harness.bench import peak as peak_mod
 from dlbench.harness.context import cell_key
 from dlbench.harness.micro import engines
-
 
 TRAIN_FACTOR = 3
 # Largest relative difference (max |a - b| / max |reference|) a layer's output and gradient
@@ -29,8 +29,7 @@ def resumed_reference(reference: dict[str, Any], store, key: str) -> None:
         return
     rows = store.records("cell_key = ? AND status != 'failed'", [key])
     if rows:
-        reference.update(engine=rows[-1]["backend"],
-                         sample=(rows[-1].get("context") or {}).get("sample"))
+        reference.update(engine=rows[-1]["backend"], sample=(rows[-1].get("context") or {}).get("sample"))
 
 
 def agree(record: dict[str, Any], reference: dict[str, Any]) -> None:
@@ -46,9 +45,13 @@ def agree(record: dict[str, Any], reference: dict[str, Any]) -> None:
     # from here, instead of letting the next engine become the reference unseen.
     record.setdefault("context", {})["sample"] = sample
     if reference.get("sample") is None and reference.get("engine"):
-        record["metrics"]["agreement"] = {"reference": reference["engine"], "unchecked": (
-            f"the reference cell ({reference['engine']}) was resumed from a record that "
-            f"kept no output sample: run the group again without --resume to compare")}
+        record["metrics"]["agreement"] = {
+            "reference": reference["engine"],
+            "unchecked": (
+                f"the reference cell ({reference['engine']}) was resumed from a record that "
+                f"kept no output sample: run the group again without --resume to compare"
+            ),
+        }
         return
     if not reference:
         reference.update(engine=record["backend"], sample=sample)
@@ -67,10 +70,11 @@ def agree(record: dict[str, Any], reference: dict[str, Any]) -> None:
     limit = AGREEMENT.get(record["precision"], 1e-3)
     if not worst <= limit:
         record["status"] = "failed"
-        record["error"] = (f"{record['model']} on {record['backend']} differs from "
-                           f"{reference['engine']}'s: relative error {worst:.3g} > {limit:g} "
-                           f"(" + ", ".join(f"{k} {v:.3g}" for k, v in errors.items()
-                                            if k != "reference") + ")")
+        record["error"] = (
+            f"{record['model']} on {record['backend']} differs from "
+            f"{reference['engine']}'s: relative error {worst:.3g} > {limit:g} "
+            f"(" + ", ".join(f"{k} {v:.3g}" for k, v in errors.items() if k != "reference") + ")"
+        )
 
 
 def identity(cell, req) -> dict[str, Any]:
@@ -82,8 +86,9 @@ def cell_key_of(cell, req, fp: dict[str, Any]) -> str:
     return cell_key("micro", {**identity(cell, req), "machine_id": fp["machine_id"]})
 
 
-def make_record(cell, req, launched, env_error: str | None, fp: dict[str, Any], run_id: str,
-                started: str, store) -> dict[str, Any]:
+def make_record(
+    cell, req, launched, env_error: str | None, fp: dict[str, Any], run_id: str, started: str, store
+) -> dict[str, Any]:
     outcome, env = launched if launched else (None, None)
     mod = engines.module(cell.engine, bool(cell.mode))
     result = (outcome.result or {}) if outcome is not None and outcome.ok else {}
@@ -101,28 +106,51 @@ def make_record(cell, req, launched, env_error: str | None, fp: dict[str, Any], 
         m["gflops"] = m["flops_per_call"] * calls / 1e9 if op.flops() else None
         m["gbps"] = m["bytes_per_call"] * calls / 1e9
         if op.kind != "memory":
-            m.update(peak_mod.share_of_peak(store, fp["machine_id"], req.device, cell.precision,
-                                            cell.threads, m["gflops"]))
+            m.update(
+                peak_mod.share_of_peak(
+                    store, fp["machine_id"], req.device, cell.precision, cell.threads, m["gflops"]
+                )
+            )
         m["stability"] = stats.stability(m.get("iqr_over_median"))
         m["unstable"] = m["stability"]["unstable"]
     status = "failed" if error else ("unstable" if m["unstable"] else "ok")
     record = records.new_record(
-        "micro", run_id=run_id, identity=identity(cell, req), started=started, argv=req.argv,
-        device=req.device, fp=fp, env=env, status=status, error=error,
-        duration_s=outcome.wall_s if outcome is not None else None, model=op.label,
+        "micro",
+        run_id=run_id,
+        identity=identity(cell, req),
+        started=started,
+        argv=req.argv,
+        device=req.device,
+        fp=fp,
+        env=env,
+        status=status,
+        error=error,
+        duration_s=outcome.wall_s if outcome is not None else None,
+        model=op.label,
         backend=cell.engine,
-        backend_version=runtime.get("version"), precision=cell.precision, batch_size=1,
-        intra_op_threads=cell.threads, inter_op_threads=1, iterations=m.get("iterations"),
-        warmup_iterations=m.get("warmup_iterations"), throughput_sps=m.get("throughput_sps"),
-        peak_rss_mb=outcome.peak_rss_mb if outcome is not None else None, metrics=m)
-    record["context"].update({
-        "op": op.to_dict(), "engine_distribution": mod.FRAMEWORK, "mode": cell.mode or None,
-        **envs.record_context(cell.env, runtime.get("packages")),
-        "runtime": {k: runtime.get(k) for k in ("library", "layout", "notes")},
-        "math_mode": runtime.get("math_mode"), "stop_rule": req.rule.to_dict(),
-        "notes": list(runtime.get("notes") or []) + (
-            [m["peak_note"]] if m.get("peak_note") else []),
-        "traceback": outcome.traceback if outcome is not None and not outcome.ok else None,
-        "log_tail": outcome.log_tail if outcome is not None and not outcome.ok else None,
-    })
+        backend_version=runtime.get("version"),
+        precision=cell.precision,
+        batch_size=1,
+        intra_op_threads=cell.threads,
+        inter_op_threads=1,
+        iterations=m.get("iterations"),
+        warmup_iterations=m.get("warmup_iterations"),
+        throughput_sps=m.get("throughput_sps"),
+        peak_rss_mb=outcome.peak_rss_mb if outcome is not None else None,
+        metrics=m,
+    )
+    record["context"].update(
+        {
+            "op": op.to_dict(),
+            "engine_distribution": mod.FRAMEWORK,
+            "mode": cell.mode or None,
+            **envs.record_context(cell.env, runtime.get("packages")),
+            "runtime": {k: runtime.get(k) for k in ("library", "layout", "notes")},
+            "math_mode": runtime.get("math_mode"),
+            "stop_rule": req.rule.to_dict(),
+            "notes": list(runtime.get("notes") or []) + ([m["peak_note"]] if m.get("peak_note") else []),
+            "traceback": outcome.traceback if outcome is not None and not outcome.ok else None,
+            "log_tail": outcome.log_tail if outcome is not None and not outcome.ok else None,
+        }
+    )
     return record

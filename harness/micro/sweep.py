@@ -13,31 +13,33 @@ bench does.  ``--with PACKAGE==VERSION`` runs a cell in a cached environment
 holding that version (``harness.envs``); the record names it and its whole
 package set, and ``compare --with A --with B`` pairs the two.
 """
+
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
+from dlbench.core.errors import UserError
 from dlbench.harness.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.micro import engines as engines_mod
 from dlbench.harness.micro.ops import DEFAULTS, KINDS, Op, from_model, parse
-from dlbench.core.errors import UserError
 
 
 @dataclass
 class MicroRequest:
-    kind: str                                            # gemm, conv, memory, or layer
-    shapes: list[str] = field(default_factory=list)      # empty: the kind's defaults
-    layer: str | None = None                             # layer: its type (harness.micro.layers)
-    modes: list[str] = field(default_factory=lambda: ["forward"])    # layer: forward, train
-    model: str | None = None                             # or the zoo network's own shapes
-    batch: int = 1                                       # ... at this batch
-    engines: list[str] | None = None                     # None: every installed one
+    kind: str  # gemm, conv, memory, or layer
+    shapes: list[str] = field(default_factory=list)  # empty: the kind's defaults
+    layer: str | None = None  # layer: its type (harness.micro.layers)
+    modes: list[str] = field(default_factory=lambda: ["forward"])  # layer: forward, train
+    model: str | None = None  # or the zoo network's own shapes
+    batch: int = 1  # ... at this batch
+    engines: list[str] | None = None  # None: every installed one
     precisions: list[str] = field(default_factory=lambda: ["fp32"])
     device: str = "cpu"
-    threads: list[int] | None = None                     # None: physical cores
+    threads: list[int] | None = None  # None: physical cores
     allocator: str = DEFAULT_ALLOCATOR
     with_specs: list[str] = field(default_factory=list)  # --with PACKAGE==VERSION: axis values
     rule: StopRule = field(default_factory=lambda: StopRule(min_duration_s=1.0))
@@ -55,14 +57,17 @@ class MicroCell:
     engine: str
     precision: str
     threads: int
-    env: str = ""                 # "" the installed packages, else a --with spec
-    mode: str = ""                # a layer's: forward or train
+    env: str = ""  # "" the installed packages, else a --with spec
+    mode: str = ""  # a layer's: forward or train
 
     @property
     def label(self) -> str:
-        return (f"{self.op.label} {self.engine} {self.precision}"
-                + (f" {self.mode}" if self.mode else "") + f" {self.threads}t"
-                + (f" [{self.env}]" if self.env else ""))
+        return (
+            f"{self.op.label} {self.engine} {self.precision}"
+            + (f" {self.mode}" if self.mode else "")
+            + f" {self.threads}t"
+            + (f" [{self.env}]" if self.env else "")
+        )
 
     @property
     def group(self) -> tuple:
@@ -71,9 +76,14 @@ class MicroCell:
         return (self.op, self.precision, self.mode, self.threads, self.env)
 
     def identity(self) -> dict[str, Any]:
-        return {"op": self.op.label, "engine": self.engine, "precision": self.precision,
-                "threads": self.threads, "with": self.env,
-                **({"mode": self.mode} if self.mode else {})}
+        return {
+            "op": self.op.label,
+            "engine": self.engine,
+            "precision": self.precision,
+            "threads": self.threads,
+            "with": self.env,
+            **({"mode": self.mode} if self.mode else {}),
+        }
 
 
 def ops_of(req: MicroRequest) -> list[Op]:
@@ -95,8 +105,7 @@ def _layers_of(req: MicroRequest) -> list[Op]:
 
     bad = [m for m in req.modes if m not in layers.MODES]
     if bad:
-        raise UserError(f"unknown mode(s) {', '.join(bad)} (choose from "
-                        f"{', '.join(layers.MODES)})")
+        raise UserError(f"unknown mode(s) {', '.join(bad)} (choose from {', '.join(layers.MODES)})")
     if req.model:
         ops = layers.from_model(req.model, req.batch)
         return [op for op in ops if op.kernel == req.layer] if req.layer else ops
@@ -120,27 +129,28 @@ def plan(req: MicroRequest) -> tuple[list[MicroCell], list[str]]:
     names = req.engines if named else list(registry)
     unknown = [e for e in names if e not in registry]
     if unknown:
-        raise UserError(f"unknown engine(s) {', '.join(unknown)} (choose from "
-                        f"{', '.join(registry)})")
+        raise UserError(f"unknown engine(s) {', '.join(unknown)} (choose from {', '.join(registry)})")
     notes, chosen = [], []
     for name in names:
         mod = engines_mod.module(name, layer)
         if not is_installed(mod.FRAMEWORK) and not envs.provides(req.with_specs, mod.FRAMEWORK):
             if named:
-                raise UserError(f"engine {name}: {mod.FRAMEWORK} is not installed (or give "
-                                f"--with {mod.FRAMEWORK}==VERSION)")
+                raise UserError(
+                    f"engine {name}: {mod.FRAMEWORK} is not installed (or give "
+                    f"--with {mod.FRAMEWORK}==VERSION)"
+                )
             notes.append(f"{name}: {mod.FRAMEWORK} is not installed, left out")
             continue
         if req.device not in mod.DEVICES:
             if named:
-                raise UserError(f"engine {name} runs on {', '.join(mod.DEVICES)}, not "
-                                f"{req.device}")
+                raise UserError(f"engine {name} runs on {', '.join(mod.DEVICES)}, not {req.device}")
             continue
         chosen.append(name)
     bad = [p for p in req.precisions if p not in engines_mod.PRECISIONS]
     if bad:
-        raise UserError(f"unknown precision(s) {', '.join(bad)} (micro has "
-                        f"{', '.join(engines_mod.PRECISIONS)})")
+        raise UserError(
+            f"unknown precision(s) {', '.join(bad)} (micro has {', '.join(engines_mod.PRECISIONS)})"
+        )
     threads = req.threads or [usable_cores()]
     if min(threads) < 1:
         raise UserError("--threads must be at least 1")
@@ -148,36 +158,39 @@ def plan(req: MicroRequest) -> tuple[list[MicroCell], list[str]]:
     modes = req.modes if layer else [""]
     # Cells of one group side by side, engines in the order given: the first engine's
     # layer outputs are the reference the others are compared with.
-    for op, mode, precision, t, env in itertools.product(ops, modes, req.precisions, threads,
-                                                         req.with_specs or [""]):
+    for op, mode, precision, t, env in itertools.product(
+        ops, modes, req.precisions, threads, req.with_specs or [""]
+    ):
         for name in chosen:
             what = f"{mode} layer" if layer else f"{req.kind} kernel"
             mod = engines_mod.module(name, layer)
             have = mod.SUPPORTS.get(mode if layer else req.kind, ())
             if precision not in have:
                 why = getattr(mod, "WHY_NOT", {}).get(precision)
-                note = (f"{name} has no {precision} {what}"
-                        + (f" (it has {', '.join(have)})" if have else "")
-                        + (f": {why}" if why else "") + ": left out")
+                note = (
+                    f"{name} has no {precision} {what}"
+                    + (f" (it has {', '.join(have)})" if have else "")
+                    + (f": {why}" if why else "")
+                    + ": left out"
+                )
                 notes += [note] if note not in notes else []
                 continue
             cells.append(MicroCell(op, name, precision, t, env, mode))
     if not cells:
-        raise UserError(f"no micro cell to run: " + ("; ".join(notes) or
-                                                     "no engine runs on " + req.device))
+        raise UserError("no micro cell to run: " + ("; ".join(notes) or "no engine runs on " + req.device))
     return cells, notes
 
 
-def run_micro(req: MicroRequest, show_progress: bool = True,
-              on_record: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+def run_micro(
+    req: MicroRequest, show_progress: bool = True, on_record: Callable[[dict[str, Any]], None] | None = None
+) -> list[dict[str, Any]]:
     from dlbench.harness import envs
     from dlbench.harness.context import new_run_id, now_iso
     from dlbench.harness.fingerprint import fingerprint
-    from dlbench.harness.micro.record import (agree, cell_key_of, make_record,
-                                              resumed_reference)
+    from dlbench.harness.micro.record import agree, cell_key_of, make_record, resumed_reference
     from dlbench.harness.progress import open_sweep
-    from dlbench.harness.results import sweep_store
     from dlbench.harness.records import keep
+    from dlbench.harness.results import sweep_store
 
     cells, notes = plan(req)
     store = sweep_store(req.db, req.json_path)
@@ -215,12 +228,25 @@ def _launch(cell: MicroCell, req: MicroRequest, env_dir):
 
     # The math variables as bench's cells get them (fp32 on a GPU: TF32 off before any
     # library loads), then the --with overlay.
-    env = cell_environment(ThreadConfig.default(cell.threads), req.allocator,
-                           extra={**math_environment(req.device, cell.precision),
-                                  **(envs.environment(env_dir) if env_dir else {})})
-    payload = {"op": cell.op.to_dict(), "engine": cell.engine, "precision": cell.precision,
-               "device": req.device, "threads": cell.threads, "seed": req.seed,
-               "rule": req.rule.to_dict(), "packages": bool(cell.env), "mode": cell.mode}
+    env = cell_environment(
+        ThreadConfig.default(cell.threads),
+        req.allocator,
+        extra={
+            **math_environment(req.device, cell.precision),
+            **(envs.environment(env_dir) if env_dir else {}),
+        },
+    )
+    payload = {
+        "op": cell.op.to_dict(),
+        "engine": cell.engine,
+        "precision": cell.precision,
+        "device": req.device,
+        "threads": cell.threads,
+        "seed": req.seed,
+        "rule": req.rule.to_dict(),
+        "packages": bool(cell.env),
+        "mode": cell.mode,
+    }
     return run_cell("micro", payload, env=env, timeout=req.timeout), env
 
 

@@ -1,12 +1,12 @@
 """Micro records as a Markdown table: one row per cell, in plan order."""
+
 from __future__ import annotations
 
 from typing import Any
 
 from dlbench.harness.tables import markdown
 
-HEADERS = ["Op", "Engine", "Precision", "Threads", "With", "GFLOP/s", "GB/s", "% of peak",
-           "p50 ms", "Status"]
+HEADERS = ["Op", "Engine", "Precision", "Threads", "With", "GFLOP/s", "GB/s", "% of peak", "p50 ms", "Status"]
 
 
 def _best_stream(records) -> dict[tuple, float]:
@@ -45,9 +45,20 @@ def micro_rows(records: list[dict[str, Any]]) -> list[list[Any]]:
     for r in records:
         m, ctx = r.get("metrics") or {}, r["context"]
         if r["status"] == "failed":
-            rows.append([_op(r), r["backend"], r["precision"], r["intra_op_threads"],
-                         ctx.get("with") or "-", "-", "-", "-", "-",
-                         "FAILED: " + first_line(r["error"])])
+            rows.append(
+                [
+                    _op(r),
+                    r["backend"],
+                    r["precision"],
+                    r["intra_op_threads"],
+                    ctx.get("with") or "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "FAILED: " + first_line(r["error"]),
+                ]
+            )
             continue
         if ctx["op"]["kind"] == "memory":
             ceiling = best.get((r["device"], r["intra_op_threads"]))
@@ -55,17 +66,33 @@ def micro_rows(records: list[dict[str, Any]]) -> list[list[Any]]:
         else:
             share = _fmt(m.get("percent_of_peak"), ".0f") + (
                 " (above the measured peak: not a result, see the record's note)"
-                if m.get("above_peak") else "")
-        status = r["status"] + (" (" + ", ".join(ctx["runtime"].get("notes") or []) + ")"
-                                if ctx["runtime"].get("notes") else "")
+                if m.get("above_peak")
+                else ""
+            )
+        status = r["status"] + (
+            " (" + ", ".join(ctx["runtime"].get("notes") or []) + ")" if ctx["runtime"].get("notes") else ""
+        )
         agreement = m.get("agreement") or {}
         if agreement.get("reference") and agreement["reference"] != r["backend"]:
-            status += f"; = {agreement['reference']} (" + ", ".join(
-                f"{k} {v:.1g}" for k, v in agreement.items() if k != "reference") + ")"
+            status += (
+                f"; = {agreement['reference']} ("
+                + ", ".join(f"{k} {v:.1g}" for k, v in agreement.items() if k != "reference")
+                + ")"
+            )
         elif agreement:
             status += "; reference"
-        rows.append([_op(r), f"{r['backend']} {r.get('backend_version') or ''}".strip(),
-                     r["precision"], r["intra_op_threads"], ctx.get("with") or "-",
-                     _fmt(m.get("gflops")), _fmt(m.get("gbps")), share,
-                     _fmt((m.get("latency_ms") or {}).get("p50"), ".3g"), status])
+        rows.append(
+            [
+                _op(r),
+                f"{r['backend']} {r.get('backend_version') or ''}".strip(),
+                r["precision"],
+                r["intra_op_threads"],
+                ctx.get("with") or "-",
+                _fmt(m.get("gflops")),
+                _fmt(m.get("gbps")),
+                share,
+                _fmt((m.get("latency_ms") or {}).get("p50"), ".3g"),
+                status,
+            ]
+        )
     return rows

@@ -10,19 +10,19 @@ What this machine cannot run (a framework not installed, TensorRT without a
 GPU) stays in the plan with its reason as the stage's ``condition``; printed,
 it is a comment, and the stages that need it drop out as they would at run time.
 """
+
 from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
 
-from dlbench.harness.pipeline.stages import (BenchStage, BuildStage, ExportStage, Stage,
-                                             TrainStage)
+from dlbench.harness.pipeline.stages import BenchStage, BuildStage, ExportStage, Stage, TrainStage
 from dlbench.harness.pipeline.workdir import Workdir
 
 
 @dataclass
 class Plan:
-    req: object                  # a resolved runner.RunRequest
+    req: object  # a resolved runner.RunRequest
     workdir: Workdir
     stages: list[Stage]
 
@@ -30,33 +30,47 @@ class Plan:
     def primary(self) -> str | None:
         """The framework whose fp32 ONNX the builds start from: the first that can train
         (a user's model, which is not trained: its own framework, if it can export)."""
-        starts = [s for s in self.stages if isinstance(s, TrainStage)] or \
-            [s for s in self.stages if isinstance(s, ExportStage)]
+        starts = [s for s in self.stages if isinstance(s, TrainStage)] or [
+            s for s in self.stages if isinstance(s, ExportStage)
+        ]
         return next((s.framework for s in starts if s.condition is None), None)
 
     @property
     def primary_onnx(self) -> str | None:
         fw = self.primary
-        return next((s.output(self.req, self.workdir) for s in self.stages
-                     if isinstance(s, ExportStage) and s.framework == fw), None)
+        return next(
+            (
+                s.output(self.req, self.workdir)
+                for s in self.stages
+                if isinstance(s, ExportStage) and s.framework == fw
+            ),
+            None,
+        )
 
     def bench_artifacts(self) -> list[str]:
         """What the bench stage measures if every stage that can run succeeds:
         the primary fp32 ONNX, its builds, the native checkpoints (the order of
         ``BenchStage.artifacts`` at run time)."""
         paths = [self.primary_onnx] if self.primary_onnx else []
-        paths += [s.output(self.req, self.workdir, self.primary_onnx) for s in self.stages
-                  if isinstance(s, BuildStage) and s.condition is None and self.primary_onnx]
-        paths += [s.output(self.req, self.workdir) for s in self.stages
-                  if isinstance(s, TrainStage) and s.condition is None]
+        paths += [
+            s.output(self.req, self.workdir, self.primary_onnx)
+            for s in self.stages
+            if isinstance(s, BuildStage) and s.condition is None and self.primary_onnx
+        ]
+        paths += [
+            s.output(self.req, self.workdir)
+            for s in self.stages
+            if isinstance(s, TrainStage) and s.condition is None
+        ]
         if self.req.user is not None and self.req.user.path:
-            paths.append(self.req.user.path)          # the model itself, on its framework
+            paths.append(self.req.user.path)  # the model itself, on its framework
         return paths
 
     def steps(self) -> list[tuple[Stage | None, list[str]]]:
         """Each stage with its command, then the report ``dlbench run`` prints."""
         out: list[tuple[Stage | None, list[str]]] = [
-            (s, s.argv(self.req, self.workdir, self)) for s in self.stages]
+            (s, s.argv(self.req, self.workdir, self)) for s in self.stages
+        ]
         report = ["dlbench", "report", "--run", "$DLBENCH_RUN_ID", "--format", "md"]
         return out + [(None, report + (["--db", self.req.db] if self.req.db else []))]
 
@@ -67,6 +81,7 @@ def build_plan(req, wd: Workdir) -> Plan:
 
     if req.user is not None:
         from dlbench.harness.pipeline.user import UserExportStage
+
         stages: list[Stage] = [UserExportStage(fw, req.user) for fw in req.frameworks]
     else:
         stages = [TrainStage(fw) for fw in req.frameworks]
@@ -74,8 +89,7 @@ def build_plan(req, wd: Workdir) -> Plan:
     stages += _build_stages(req)
     stages.append(BenchStage())
     for s in stages:
-        if isinstance(s, (TrainStage, ExportStage)) \
-                and not is_installed(FRAMEWORKS[s.framework].module):
+        if isinstance(s, (TrainStage, ExportStage)) and not is_installed(FRAMEWORKS[s.framework].module):
             s.condition = f"{s.framework} is not installed here"
     plan = Plan(req, wd, stages)
     for s in stages:
@@ -94,11 +108,19 @@ def _build_stages(req) -> list[Stage]:
     is among the run's."""
     from dlbench.converters.base import BUILD_TARGETS, build_hop
 
-    fixed = [BuildStage(t) for t in BUILD_TARGETS.names()
-             if not build_hop(t).precisions and build_hop(t).precision in req.precisions]
-    engines = [BuildStage(t, p) for t in BUILD_TARGETS.names() for p in req.precisions
-               if build_hop(t).precisions and p in build_hop(t).precisions
-               and ("all" in req.backends or build_hop(t).requires_backend in req.backends)]
+    fixed = [
+        BuildStage(t)
+        for t in BUILD_TARGETS.names()
+        if not build_hop(t).precisions and build_hop(t).precision in req.precisions
+    ]
+    engines = [
+        BuildStage(t, p)
+        for t in BUILD_TARGETS.names()
+        for p in req.precisions
+        if build_hop(t).precisions
+        and p in build_hop(t).precisions
+        and ("all" in req.backends or build_hop(t).requires_backend in req.backends)
+    ]
     return fixed + engines
 
 
@@ -108,17 +130,19 @@ def shell_line(argv: list[str]) -> str:
     ``~/.pgpass`` or ``$PGPASSWORD`` instead)."""
     from dlbench.harness.store.url import mask
 
-    return mask(" ".join('"$DLBENCH_RUN_ID"' if a == "$DLBENCH_RUN_ID" else shlex.quote(a)
-                         for a in argv))
+    return mask(" ".join('"$DLBENCH_RUN_ID"' if a == "$DLBENCH_RUN_ID" else shlex.quote(a) for a in argv))
 
 
 def print_steps(plan: Plan) -> str:
     """The plan as shell commands, one a line; a stage this machine cannot run is
     a comment saying why."""
-    lines = [f"# dlbench run {plan.req.model}: the same steps, one dlbench command each",
-             "export DLBENCH_RUN_ID=${DLBENCH_RUN_ID:-$(date -u +%Y%m%dT%H%M%SZ)-sh$$}"]
+    lines = [
+        f"# dlbench run {plan.req.model}: the same steps, one dlbench command each",
+        "export DLBENCH_RUN_ID=${DLBENCH_RUN_ID:-$(date -u +%Y%m%dT%H%M%SZ)-sh$$}",
+    ]
     for stage, argv in plan.steps():
         line = shell_line(argv)
-        lines.append(line if stage is None or stage.condition is None
-                     else f"# skipped, {stage.condition}: {line}")
+        lines.append(
+            line if stage is None or stage.condition is None else f"# skipped, {stage.condition}: {line}"
+        )
     return "\n".join(lines) + "\n"

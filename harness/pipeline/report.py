@@ -2,6 +2,7 @@
 directory: its stages, then the training, conversion and inference tables of
 every record the run stored (resumptions included), read back from the
 database, so the printout is what ``dlbench report --run ID`` shows."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,16 +16,22 @@ def stage_table(results: dict[str, dict[str, Any]]) -> str:
     rows = []
     for name, r in results.items():
         seconds = r.get("seconds")
-        artifact = (r.get("artifacts") or {})
-        rows.append([name, r["status"], "" if seconds is None else f"{seconds:.1f} s",
-                     artifact.get("path") or artifact.get("checkpoint_dir")
-                     or (f"{artifact['cells']} cells" if "cells" in artifact else ""),
-                     r.get("reason") or ""])
+        artifact = r.get("artifacts") or {}
+        rows.append(
+            [
+                name,
+                r["status"],
+                "" if seconds is None else f"{seconds:.1f} s",
+                artifact.get("path")
+                or artifact.get("checkpoint_dir")
+                or (f"{artifact['cells']} cells" if "cells" in artifact else ""),
+                r.get("reason") or "",
+            ]
+        )
     return markdown(STAGE_HEADERS, rows)
 
 
-def run_tables(req, workdir, run_id: str, results: dict[str, dict[str, Any]]
-               ) -> tuple[str, bool]:
+def run_tables(req, workdir, run_id: str, results: dict[str, dict[str, Any]]) -> tuple[str, bool]:
     """The printout, and whether anything that could run here failed.
 
     Also writes ``report.md`` and ``report.html`` (charts) into the work directory.

@@ -12,23 +12,26 @@ model's own default (``ModelSpec.run``).
 All records of a run, resumptions included, carry one run id (the stages see
 it through ``$DLBENCH_RUN_ID``), so ``dlbench report --run ID`` shows the run.
 """
+
 from __future__ import annotations
 
 import os
-import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from dlbench.harness.allocator import DEFAULT_ALLOCATOR, check as check_allocator
+from dlbench.core.devices import inference_name
+from dlbench.core.errors import UserError
+from dlbench.harness.allocator import DEFAULT_ALLOCATOR
+from dlbench.harness.allocator import check as check_allocator
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.context import RUN_ID_ENV, command_line, new_run_id, now_iso
-from dlbench.harness.executors import DEFAULT_EXECUTOR, check as check_executor, open_executor
-from dlbench.core.errors import UserError
+from dlbench.harness.executors import DEFAULT_EXECUTOR, open_executor
+from dlbench.harness.executors import check as check_executor
 from dlbench.harness.pipeline.plan import Plan, build_plan
 from dlbench.harness.pipeline.stages import Context, Stage
 from dlbench.harness.pipeline.workdir import Workdir
-from dlbench.core.devices import inference_name
 
 BUILD_PRECISIONS = ("fp32", "fp16", "int8")
 # A CPU run must finish in minutes (make demo: under 15 on 2 cores); a run on a
@@ -66,7 +69,7 @@ class RunRequest:
     timeout: float | None = None
     show_progress: bool = True
     argv: list[str] | None = None
-    config: dict[str, Any] | None = None       # the resolved CLI configuration, kept with the run
+    config: dict[str, Any] | None = None  # the resolved CLI configuration, kept with the run
     # Where the benchmark cells run (harness.executors); how a cell runs, not what it
     # measures, so a resumed run may change it.
     executor: str = DEFAULT_EXECUTOR
@@ -81,11 +84,18 @@ class RunRequest:
 
     def options(self) -> dict[str, Any]:
         """What a resumed run must agree on with the run it continues."""
-        return {"model": self.model, "device": self.device, "seed": self.seed,
-                "train_steps": self.train_steps, "warmup_steps": self.warmup_steps,
-                "train_batch_size": self.train_batch_size, "train_data": self.train_data,
-                "learning_rate": self.learning_rate, "allocator": self.allocator,
-                **({"user": self.user.options()} if self.user else {})}
+        return {
+            "model": self.model,
+            "device": self.device,
+            "seed": self.seed,
+            "train_steps": self.train_steps,
+            "warmup_steps": self.warmup_steps,
+            "train_batch_size": self.train_batch_size,
+            "train_data": self.train_data,
+            "learning_rate": self.learning_rate,
+            "allocator": self.allocator,
+            **({"user": self.user.options()} if self.user else {}),
+        }
 
 
 def resolve(req: RunRequest) -> RunRequest:
@@ -100,11 +110,17 @@ def resolve(req: RunRequest) -> RunRequest:
     req.frameworks = req.frameworks or list(spec.run_frameworks)
     req.precisions = req.precisions if req.precisions is not None else list(d.precisions)
     req.batch_sizes = req.batch_sizes if req.batch_sizes is not None else list(d.batch_sizes)
-    for name, default in (("train_steps", d.train_steps), ("warmup_steps", d.warmup_steps),
-                          ("train_batch_size", spec.default_batch_size),
-                          ("train_data", d.train_data), ("eval", d.eval),
-                          ("learning_rate", d.learning_rate), ("int8_mode", d.int8_mode),
-                          ("int8_op_types", d.int8_op_types), ("calib_data", d.calib_data)):
+    for name, default in (
+        ("train_steps", d.train_steps),
+        ("warmup_steps", d.warmup_steps),
+        ("train_batch_size", spec.default_batch_size),
+        ("train_data", d.train_data),
+        ("eval", d.eval),
+        ("learning_rate", d.learning_rate),
+        ("int8_mode", d.int8_mode),
+        ("int8_op_types", d.int8_op_types),
+        ("calib_data", d.calib_data),
+    ):
         if getattr(req, name) is None:
             setattr(req, name, default)
     return req
@@ -120,8 +136,9 @@ def _resolve_user(req: RunRequest) -> RunRequest:
         art = probe(req.user, req.timeout)
         req.user.framework, req.model = art.ref.framework, art.ref.model
     if req.frameworks not in (None, [req.user.framework]):
-        raise UserError(f"--frameworks {','.join(req.frameworks)}: {req.model} is a "
-                        f"{req.user.framework} model")
+        raise UserError(
+            f"--frameworks {','.join(req.frameworks)}: {req.model} is a {req.user.framework} model"
+        )
     req.frameworks = [req.user.framework]
     d = RunDefaults()
     req.precisions = req.precisions if req.precisions is not None else list(d.precisions)
@@ -135,13 +152,16 @@ def validate(req: RunRequest) -> None:
     """Bad input fails here, before any stage runs (exit 2)."""
     from dlbench.harness.backends import get_backend
     from dlbench.harness.frameworks import FRAMEWORKS, get_framework, is_installed
-    from dlbench.harness.training.runner import TrainRequest, validate as validate_train
+    from dlbench.harness.training.runner import TrainRequest
+    from dlbench.harness.training.runner import validate as validate_train
     from dlbench.models.registry import get_model
 
     if req.user is not None:
         if req.train_steps is not None or req.train_batch_size is not None:
-            raise UserError("--train-steps/--train-batch-size: 'dlbench run' does not train a "
-                            "user's own model yet (it exports, builds and benchmarks it)")
+            raise UserError(
+                "--train-steps/--train-batch-size: 'dlbench run' does not train a "
+                "user's own model yet (it exports, builds and benchmarks it)"
+            )
         resolve(req)
     else:
         spec = get_model(req.model)
@@ -149,8 +169,9 @@ def validate(req: RunRequest) -> None:
         for name in req.frameworks:
             get_framework(name)
             if name not in spec.builders:
-                raise UserError(f"model {spec.name!r} has no {name} implementation; it has: "
-                                f"{', '.join(spec.builders)}")
+                raise UserError(
+                    f"model {spec.name!r} has no {name} implementation; it has: {', '.join(spec.builders)}"
+                )
     for name in req.backends:
         if name != "all":
             get_backend(name)
@@ -170,11 +191,21 @@ def validate(req: RunRequest) -> None:
     # are installed; a missing one is a stage reported as unavailable, not bad input.
     present = [f for f in req.frameworks if is_installed(FRAMEWORKS[f].module)]
     if present and req.user is None:
-        validate_train(TrainRequest(model=req.model, frameworks=present,
-                                    batch_size=req.train_batch_size, steps=req.train_steps,
-                                    warmup_steps=req.warmup_steps, device=req.device,
-                                    threads=req.threads, db=req.db, data=req.train_data,
-                                    eval=req.eval, learning_rate=req.learning_rate))
+        validate_train(
+            TrainRequest(
+                model=req.model,
+                frameworks=present,
+                batch_size=req.train_batch_size,
+                steps=req.train_steps,
+                warmup_steps=req.warmup_steps,
+                device=req.device,
+                threads=req.threads,
+                db=req.db,
+                data=req.train_data,
+                eval=req.eval,
+                learning_rate=req.learning_rate,
+            )
+        )
 
 
 def workdir_of(req: RunRequest) -> Workdir:
@@ -196,29 +227,46 @@ def _open_workdir(req: RunRequest) -> tuple[Workdir, str, bool]:
     machine = fingerprint()["machine_id"]
     if previous is None:
         if wd.root.exists() and any(wd.root.iterdir()):
-            raise UserError(f"--workdir {wd.root}: exists and is not a dlbench run directory; "
-                            f"choose an empty or new one")
+            raise UserError(
+                f"--workdir {wd.root}: exists and is not a dlbench run directory; choose an empty or new one"
+            )
         from dlbench.core.atomic import check_can_create
 
         check_can_create(wd.run_file)
         run_id = new_run_id()
-        wd.start({"run_id": run_id, "started_at": now_iso(), "machine_id": machine,
-                  "options": req.options(), "command_line": command_line(req.argv),
-                  "config": req.config})
+        wd.start(
+            {
+                "run_id": run_id,
+                "started_at": now_iso(),
+                "machine_id": machine,
+                "options": req.options(),
+                "command_line": command_line(req.argv),
+                "config": req.config,
+            }
+        )
         return wd, run_id, False
     if not req.resume:
-        raise UserError(f"--workdir {wd.root} holds run {previous.get('run_id')}: pass --resume "
-                        f"to continue it, or choose another --workdir")
+        raise UserError(
+            f"--workdir {wd.root} holds run {previous.get('run_id')}: pass --resume "
+            f"to continue it, or choose another --workdir"
+        )
     if previous.get("machine_id") != machine:
-        raise UserError(f"--workdir {wd.root}: run {previous.get('run_id')} was measured on "
-                        f"machine {previous.get('machine_id')}, this is {machine}; a run "
-                        f"cannot mix machines")
-    changed = {k: (v, req.options().get(k)) for k, v in previous.get("options", {}).items()
-               if req.options().get(k) != v}
+        raise UserError(
+            f"--workdir {wd.root}: run {previous.get('run_id')} was measured on "
+            f"machine {previous.get('machine_id')}, this is {machine}; a run "
+            f"cannot mix machines"
+        )
+    changed = {
+        k: (v, req.options().get(k))
+        for k, v in previous.get("options", {}).items()
+        if req.options().get(k) != v
+    }
     if changed:
         k, (was, now) = next(iter(changed.items()))
-        raise UserError(f"--resume: run {previous['run_id']} was started with {k}={was}, not "
-                        f"{now}; use another --workdir for a different run")
+        raise UserError(
+            f"--resume: run {previous['run_id']} was started with {k}={was}, not "
+            f"{now}; use another --workdir for a different run"
+        )
     return wd, previous["run_id"], True
 
 
@@ -231,7 +279,7 @@ def _finished(stage: Stage, wd: Workdir, stored: list[dict[str, Any]]) -> dict[s
         return None
     done = wd.stage(stage.name)
     own = [r for r in stored if stage.matches(r)]
-    if done is None and own:                # stored, but killed before the manifest
+    if done is None and own:  # stored, but killed before the manifest
         done = wd.finish(stage.name, dict(stage.from_records(own), seconds=None))
     return done
 
@@ -241,26 +289,28 @@ def _clock(seconds: float) -> str:
     return f"{m}m{s:02d}s" if m else f"{seconds:.1f}s"
 
 
-def run_pipeline(req: RunRequest, progress: Callable[[str], None] | None = None
-                 ) -> tuple[Workdir, str, dict[str, dict[str, Any]]]:
+def run_pipeline(
+    req: RunRequest, progress: Callable[[str], None] | None = None
+) -> tuple[Workdir, str, dict[str, dict[str, Any]]]:
     """Run (or resume) every stage; return the work directory, the run id and each
     stage's result."""
     stages = plan(req).stages
     from dlbench.harness.progress import Progress
 
-    bar = Progress(enabled=req.show_progress)   # one display: every stage's units, one ETA
+    bar = Progress(enabled=req.show_progress)  # one display: every stage's units, one ETA
     for stage in stages:
-        bar.expect(1, stage.kind)               # the bench's cells replace its 1 when known
+        bar.expect(1, stage.kind)  # the bench's cells replace its 1 when known
     say = progress or bar.note
     from dlbench.harness.results import ResultStore
 
     store = ResultStore(req.db)
     store.check_writable()
-    open_executor(req.executor, req.ray_resources)      # no cluster there: exit 2 at once
+    open_executor(req.executor, req.ray_resources)  # no cluster there: exit 2 at once
     wd, run_id, resumed = _open_workdir(req)
     ctx = Context(req, wd, run_id, progress=say)
-    say(f"dlbench run {req.model}: run {run_id}, work directory {wd.root}"
-        + (" (resumed)" if resumed else ""))
+    say(
+        f"dlbench run {req.model}: run {run_id}, work directory {wd.root}" + (" (resumed)" if resumed else "")
+    )
     stored = store.records("run_id = ?", [run_id]) if resumed else []
     start = time.monotonic()
     saved_env = os.environ.get(RUN_ID_ENV)
@@ -275,7 +325,7 @@ def run_pipeline(req: RunRequest, progress: Callable[[str], None] | None = None
                 say(f"{head}: {done['status']} (finished earlier, not redone)")
                 bar.skip(stage.kind)
                 continue
-            if stage.kind != "bench":           # the bench reports cell by cell
+            if stage.kind != "bench":  # the bench reports cell by cell
                 bar.start(stage.name, stage.kind)
             t0 = time.monotonic()
             result = stage.run(ctx)

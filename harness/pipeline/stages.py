@@ -9,14 +9,16 @@ it at all: a framework not installed, no GPU for TensorRT), ``reason``,
 failure of their own: the run reports it and goes on with the stages that do
 not need it.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from dlbench.harness.executors import command_args
 from dlbench.core.errors import UserError, first_line
+from dlbench.harness.executors import command_args
 
 OK_STATUSES = ("ok", "unverified")
 
@@ -24,8 +26,9 @@ OK_STATUSES = ("ok", "unverified")
 @dataclass
 class Context:
     """What every stage needs: the request, the work directory, the run so far."""
-    req: Any                                   # harness.pipeline.runner.RunRequest
-    workdir: Any                               # harness.pipeline.workdir.Workdir
+
+    req: Any  # harness.pipeline.runner.RunRequest
+    workdir: Any  # harness.pipeline.workdir.Workdir
     run_id: str
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     progress: Callable[[str], None] = print
@@ -37,10 +40,15 @@ class Context:
         return self.results.get(stage, {}).get("artifacts", {}).get(key)
 
 
-def _result(status: str, reason: str | None = None, artifacts: dict | None = None,
-            records: list | None = None) -> dict[str, Any]:
-    return {"status": status, "reason": reason, "artifacts": artifacts or {},
-            "records": [r["id"] for r in records or [] if r.get("id") is not None]}
+def _result(
+    status: str, reason: str | None = None, artifacts: dict | None = None, records: list | None = None
+) -> dict[str, Any]:
+    return {
+        "status": status,
+        "reason": reason,
+        "artifacts": artifacts or {},
+        "records": [r["id"] for r in records or [] if r.get("id") is not None],
+    }
 
 
 def unavailable(reason: str) -> dict[str, Any]:
@@ -57,15 +65,17 @@ def _needs(ctx: Context, stage: str) -> dict[str, Any] | None:
         return None
     prev = ctx.results.get(stage, {})
     status = "unavailable" if prev.get("status") == "unavailable" else "failed"
-    return _result(status, f"needs {stage}, which is {prev.get('status', 'not run')}"
-                           + (f" ({prev['reason']})" if prev.get("reason") else ""))
+    return _result(
+        status,
+        f"needs {stage}, which is {prev.get('status', 'not run')}"
+        + (f" ({prev['reason']})" if prev.get("reason") else ""),
+    )
 
 
 def _convert_result(record: dict[str, Any]) -> dict[str, Any]:
     path = (record.get("context", {}).get("artifact") or {}).get("path")
     status = record["status"] if record["status"] in ("ok", "unverified") else "failed"
-    return _result(status, record.get("error"), {"path": path} if status != "failed" else {},
-                   [record])
+    return _result(status, record.get("error"), {"path": path} if status != "failed" else {}, [record])
 
 
 def _num(value: float) -> str:
@@ -74,8 +84,9 @@ def _num(value: float) -> str:
 
 def common_tail(req) -> list[str]:
     """Options every command of a run takes alike, in the order the scripts write them."""
-    return ((["--timeout", _num(req.timeout)] if req.timeout is not None else [])
-            + (["--db", req.db] if req.db else []))
+    return (["--timeout", _num(req.timeout)] if req.timeout is not None else []) + (
+        ["--db", req.db] if req.db else []
+    )
 
 
 def threads_args(req) -> list[str]:
@@ -93,6 +104,7 @@ class Stage:
     """One step of the plan.  ``argv`` is the ``dlbench`` command that does what
     ``run`` does (what ``--print-steps`` and the scripts show); ``condition`` is
     why this machine cannot run it (None: it can)."""
+
     kind = ""
 
     def __init__(self, name: str):
@@ -131,23 +143,43 @@ class TrainStage(Stage):
         return str(wd.checkpoint_dir(req.model, self.framework))
 
     def argv(self, req, wd, plan):
-        extra = (["--data", req.train_data] if req.train_data != "synthetic" else []) \
-            + (["--eval"] if req.eval else []) \
-            + (["--lr", _num(req.learning_rate)] if req.learning_rate is not None else []) \
+        extra = (
+            (["--data", req.train_data] if req.train_data != "synthetic" else [])
+            + (["--eval"] if req.eval else [])
+            + (["--lr", _num(req.learning_rate)] if req.learning_rate is not None else [])
             + (["--seed", str(req.seed)] if req.seed else [])
-        return (["dlbench", "train", req.model, "--framework", self.framework,
-                 "--batch-size", str(req.train_batch_size), "--steps", str(req.train_steps),
-                 "--warmup-steps", str(req.warmup_steps), "--device", req.device]
-                + threads_args(req) + allocator_args(req) + extra + ["--out", str(wd.train_dir)]
-                + common_tail(req))
+        )
+        return (
+            [
+                "dlbench",
+                "train",
+                req.model,
+                "--framework",
+                self.framework,
+                "--batch-size",
+                str(req.train_batch_size),
+                "--steps",
+                str(req.train_steps),
+                "--warmup-steps",
+                str(req.warmup_steps),
+                "--device",
+                req.device,
+            ]
+            + threads_args(req)
+            + allocator_args(req)
+            + extra
+            + ["--out", str(wd.train_dir)]
+            + common_tail(req)
+        )
 
     def from_records(self, records):
         r = records[-1]
         if r["status"] != "ok":
             return _result("failed", r.get("error"), records=[r])
         checkpoint = r.get("context", {}).get("checkpoint")
-        return _result("ok", artifacts={"checkpoint_dir": str(Path(checkpoint).parent.resolve())},
-                       records=[r])
+        return _result(
+            "ok", artifacts={"checkpoint_dir": str(Path(checkpoint).parent.resolve())}, records=[r]
+        )
 
     def run(self, ctx):
         from dlbench.harness.frameworks import require
@@ -155,18 +187,31 @@ class TrainStage(Stage):
 
         try:
             require(self.framework)
-        except UserError as exc:            # not installed: says which extra installs it
+        except UserError as exc:  # not installed: says which extra installs it
             return unavailable(str(exc))
         req = ctx.req
-        records = train(TrainRequest(
-            model=req.model, frameworks=[self.framework], batch_size=req.train_batch_size,
-            steps=req.train_steps, warmup_steps=req.warmup_steps, device=req.device,
-            threads=req.threads, allocator=req.allocator, seed=req.seed,
-            out=str(ctx.workdir.train_dir), db=req.db,
-            timeout=req.timeout, argv=req.argv, data=req.train_data, eval=req.eval,
-            learning_rate=req.learning_rate,
-            extra_context={"pipeline": {"run_id": ctx.run_id, "stage": self.name}}),
-            progress=ctx.progress)
+        records = train(
+            TrainRequest(
+                model=req.model,
+                frameworks=[self.framework],
+                batch_size=req.train_batch_size,
+                steps=req.train_steps,
+                warmup_steps=req.warmup_steps,
+                device=req.device,
+                threads=req.threads,
+                allocator=req.allocator,
+                seed=req.seed,
+                out=str(ctx.workdir.train_dir),
+                db=req.db,
+                timeout=req.timeout,
+                argv=req.argv,
+                data=req.train_data,
+                eval=req.eval,
+                learning_rate=req.learning_rate,
+                extra_context={"pipeline": {"run_id": ctx.run_id, "stage": self.name}},
+            ),
+            progress=ctx.progress,
+        )
         return self.from_records(records)
 
 
@@ -178,8 +223,11 @@ class ExportStage(Stage):
         self.framework = framework
 
     def matches(self, record):
-        return (record["kind"] == "convert" and record["framework"] == self.framework
-                and record.get("context", {}).get("hop") == f"{self.framework}->onnx")
+        return (
+            record["kind"] == "convert"
+            and record["framework"] == self.framework
+            and record.get("context", {}).get("hop") == f"{self.framework}->onnx"
+        )
 
     def from_records(self, records):
         return _convert_result(records[-1])
@@ -188,8 +236,11 @@ class ExportStage(Stage):
         return str(wd.checkpoint_dir(req.model, self.framework) / "model.onnx")
 
     def argv(self, req, wd, plan):
-        return (["dlbench", "export", str(wd.checkpoint_dir(req.model, self.framework))]
-                + threads_args(req) + common_tail(req))
+        return (
+            ["dlbench", "export", str(wd.checkpoint_dir(req.model, self.framework))]
+            + threads_args(req)
+            + common_tail(req)
+        )
 
     def run(self, ctx):
         from dlbench.harness.convert.export import ExportRequest, export
@@ -198,15 +249,22 @@ class ExportStage(Stage):
         if missing:
             return missing
         req = ctx.req
-        records = export(ExportRequest(
-            sources=[ctx.artifact(f"train:{self.framework}", "checkpoint_dir")],
-            threads=req.threads, db=req.db, timeout=req.timeout, argv=req.argv),
-            progress=ctx.progress)
+        records = export(
+            ExportRequest(
+                sources=[ctx.artifact(f"train:{self.framework}", "checkpoint_dir")],
+                threads=req.threads,
+                db=req.db,
+                timeout=req.timeout,
+                argv=req.argv,
+            ),
+            progress=ctx.progress,
+        )
         return self.from_records(records)
 
 
 class BuildStage(Stage):
     """INT8 or FP16 ONNX, or a TensorRT engine, from the primary fp32 ONNX file."""
+
     kind = "build"
 
     def __init__(self, target: str, precision: str | None = None):
@@ -223,13 +281,16 @@ class BuildStage(Stage):
         from dlbench.harness.backends import get_backend
 
         avail = get_backend(self.hop.requires_backend).availability()
-        return None if avail.available else (f"{self.hop.requires_backend} does not run here "
-                                             f"({avail.reason})")
+        return (
+            None if avail.available else (f"{self.hop.requires_backend} does not run here ({avail.reason})")
+        )
 
     def matches(self, record):
-        return (record["kind"] == "convert"
-                and record.get("context", {}).get("hop") == self.hop.name
-                and (self.precision is None or record.get("precision") == self.precision))
+        return (
+            record["kind"] == "convert"
+            and record.get("context", {}).get("hop") == self.hop.name
+            and (self.precision is None or record.get("precision") == self.precision)
+        )
 
     def from_records(self, records):
         return _convert_result(records[-1])
@@ -237,8 +298,11 @@ class BuildStage(Stage):
     def output(self, req, wd, source: str | None = None):
         from dlbench.converters.base import BuildOptions
 
-        return str(self.hop.default_out(Path(source or "model.onnx"),
-                                        BuildOptions(precision=self.precision or "fp32")))
+        return str(
+            self.hop.default_out(
+                Path(source or "model.onnx"), BuildOptions(precision=self.precision or "fp32")
+            )
+        )
 
     def options(self, req) -> list[str]:
         """The build options the model's spec and the run ask for, as ``dlbench build``
@@ -249,8 +313,7 @@ class BuildStage(Stage):
             if isinstance(value, bool):
                 argv.append(flag if value else "--no-" + flag[2:])
             else:
-                argv += [flag, ",".join(map(str, value)) if isinstance(value, tuple)
-                         else str(value)]
+                argv += [flag, ",".join(map(str, value)) if isinstance(value, tuple) else str(value)]
         return argv
 
     def _build_options(self, req) -> dict[str, Any]:
@@ -258,20 +321,27 @@ class BuildStage(Stage):
         values away from their defaults."""
         from dlbench.converters.base import BuildOptions
 
-        wanted = {"batch_sizes": tuple(req.batch_sizes), "dynamic": req.int8_mode == "dynamic",
-                  "quantize_op_types": tuple(req.int8_op_types or ()),
-                  "calib_data": req.calib_data}
+        wanted = {
+            "batch_sizes": tuple(req.batch_sizes),
+            "dynamic": req.int8_mode == "dynamic",
+            "quantize_op_types": tuple(req.int8_op_types or ()),
+            "calib_data": req.calib_data,
+        }
         default = BuildOptions()
-        return {k: v for k, v in wanted.items()
-                if k in self.hop.options and v != getattr(default, k)}
+        return {k: v for k, v in wanted.items() if k in self.hop.options and v != getattr(default, k)}
 
     def argv(self, req, wd, plan):
-        return (["dlbench", "build", plan.primary_onnx or "MODEL.onnx", "--to", self.target]
-                + self.options(req) + threads_args(req) + common_tail(req))
+        return (
+            ["dlbench", "build", plan.primary_onnx or "MODEL.onnx", "--to", self.target]
+            + self.options(req)
+            + threads_args(req)
+            + common_tail(req)
+        )
 
     def run(self, ctx):
         from dlbench.converters.base import BuildOptions
         from dlbench.harness.convert.build import BuildRequest, build
+
         source = primary_export(ctx)
         if source is None:
             return _result("failed", "no verified fp32 ONNX export to build from")
@@ -280,14 +350,24 @@ class BuildStage(Stage):
             return unavailable(missing)
         req = ctx.req
         dynamic = self._build_options(req).get("dynamic", False)
-        ctx.progress(f"    building {self.target}{' ' + self.precision if self.precision else ''}"
-                     f"{' (dynamic)' if dynamic else ''} from {source}")
+        ctx.progress(
+            f"    building {self.target}{' ' + self.precision if self.precision else ''}"
+            f"{' (dynamic)' if dynamic else ''} from {source}"
+        )
         try:
-            record = build(BuildRequest(source=source, to=self.target, precision=self.precision,
-                                        options=BuildOptions(**self._build_options(req)),
-                                        threads=req.threads, db=req.db, timeout=req.timeout,
-                                        argv=req.argv))
-        except UserError as exc:      # the hop refused this model: the run goes on without it
+            record = build(
+                BuildRequest(
+                    source=source,
+                    to=self.target,
+                    precision=self.precision,
+                    options=BuildOptions(**self._build_options(req)),
+                    threads=req.threads,
+                    db=req.db,
+                    timeout=req.timeout,
+                    argv=req.argv,
+                )
+            )
+        except UserError as exc:  # the hop refused this model: the run goes on without it
             return _result("failed", first_line(exc))
         return self.from_records([record])
 
@@ -305,6 +385,7 @@ class BenchStage(Stage):
 
     Resumes cell by cell: cells this run already stored are not measured again.
     """
+
     kind = "bench"
 
     def __init__(self):
@@ -318,9 +399,8 @@ class BenchStage(Stage):
     @staticmethod
     def options(req) -> list[str]:
         rule = req.rule
-        if req.user is not None:             # its own inputs, and its code if it is code
-            inputs = req.user.input_args() + (req.user.source_args() if _taken(None, req)
-                                              else [])
+        if req.user is not None:  # its own inputs, and its code if it is code
+            inputs = req.user.input_args() + (req.user.source_args() if _taken(None, req) else [])
         else:
             shapes, ranges = model_inputs(req.model)
             inputs = []
@@ -328,14 +408,30 @@ class BenchStage(Stage):
                 inputs += ["--shape", f"{name}=" + "x".join(map(str, shape))]
                 if name in ranges:
                     inputs += ["--int-range", f"{name}={ranges[name][0]}:{ranges[name][1]}"]
-        return (["-b", ",".join(req.backends), "--device", req.bench_devices[0],
-                 "--batch-sizes", ",".join(map(str, req.batch_sizes)),
-                 "--warmup", str(rule.warmup), "--max-warmup", str(rule.max_warmup),
-                 "--min-iterations", str(rule.min_iterations),
-                 "--min-duration", _num(rule.min_duration_s)]
-                + (["--iterations", str(rule.iterations)] if rule.iterations else [])
-                + threads_args(req) + allocator_args(req) + inputs + common_tail(req)
-                + command_args(req.executor, req.ray_resources))
+        return (
+            [
+                "-b",
+                ",".join(req.backends),
+                "--device",
+                req.bench_devices[0],
+                "--batch-sizes",
+                ",".join(map(str, req.batch_sizes)),
+                "--warmup",
+                str(rule.warmup),
+                "--max-warmup",
+                str(rule.max_warmup),
+                "--min-iterations",
+                str(rule.min_iterations),
+                "--min-duration",
+                _num(rule.min_duration_s),
+            ]
+            + (["--iterations", str(rule.iterations)] if rule.iterations else [])
+            + threads_args(req)
+            + allocator_args(req)
+            + inputs
+            + common_tail(req)
+            + command_args(req.executor, req.ray_resources)
+        )
 
     def artifacts(self, ctx: Context) -> list[str]:
         paths = []
@@ -364,16 +460,30 @@ class BenchStage(Stage):
             return _result("failed", "nothing to benchmark: no stage produced an artifact")
         shapes, ranges = model_inputs(req.model) if user is None else (user.shapes, {})
         try:
-            records = run_bench(BenchRequest(
-                artifacts=paths, backends=req.backends, devices=req.bench_devices,
-                batch_sizes=req.batch_sizes, threads=[req.threads] if req.threads else None,
-                allocator=req.allocator,
-                shapes=shapes, int_ranges=ranges, inputs=user.inputs if user else {},
-                model_from=user.model_from if code else None,
-                weights=user.weights if code else None,
-                rule=req.rule, timeout=req.timeout, resume_run=ctx.run_id, db=req.db,
-                argv=req.argv, config=req.config, executor=req.executor,
-                ray_resources=req.ray_resources), show_progress=req.show_progress)
+            records = run_bench(
+                BenchRequest(
+                    artifacts=paths,
+                    backends=req.backends,
+                    devices=req.bench_devices,
+                    batch_sizes=req.batch_sizes,
+                    threads=[req.threads] if req.threads else None,
+                    allocator=req.allocator,
+                    shapes=shapes,
+                    int_ranges=ranges,
+                    inputs=user.inputs if user else {},
+                    model_from=user.model_from if code else None,
+                    weights=user.weights if code else None,
+                    rule=req.rule,
+                    timeout=req.timeout,
+                    resume_run=ctx.run_id,
+                    db=req.db,
+                    argv=req.argv,
+                    config=req.config,
+                    executor=req.executor,
+                    ray_resources=req.ray_resources,
+                ),
+                show_progress=req.show_progress,
+            )
         except UserError as exc:
             return _result("failed", first_line(exc))
         failed = [r for r in records if r["status"] == "failed"]

@@ -7,6 +7,7 @@ from it, and the bench measures the ONNX files and the model itself on its
 framework.  Inputs the model does not size (``--shape``, ``--input``) go to
 every stage that makes inputs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,17 +20,19 @@ from dlbench.harness.pipeline.stages import ExportStage, common_tail, threads_ar
 @dataclass
 class UserModel:
     """What ``dlbench run`` was given instead of a zoo name."""
+
     path: str | None = None
     model_from: str | None = None
     weights: str | None = None
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
-    framework: str | None = None          # known once probed
+    framework: str | None = None  # known once probed
 
     def source_args(self) -> list[str]:
         """How a ``dlbench`` command names the model (a path goes with the artifacts)."""
-        return ([] if self.path else ["--model-from", self.model_from]) \
-            + (["--weights", self.weights] if self.weights else [])
+        return ([] if self.path else ["--model-from", self.model_from]) + (
+            ["--weights", self.weights] if self.weights else []
+        )
 
     def input_args(self) -> list[str]:
         args = []
@@ -44,9 +47,13 @@ class UserModel:
 
     def options(self) -> dict[str, Any]:
         """What a resumed run must agree on."""
-        return {"path": self.path, "model_from": self.model_from, "weights": self.weights,
-                "shapes": {k: list(v) for k, v in self.shapes.items()},
-                "inputs": {k: str(v) for k, v in self.inputs.items()}}
+        return {
+            "path": self.path,
+            "model_from": self.model_from,
+            "weights": self.weights,
+            "shapes": {k: list(v) for k, v in self.shapes.items()},
+            "inputs": {k: str(v) for k, v in self.inputs.items()},
+        }
 
 
 def probe(user: UserModel, timeout: float | None = None):
@@ -57,8 +64,11 @@ def probe(user: UserModel, timeout: float | None = None):
         art = resolve(user.path, **user.hints(timeout))
         if not art.user:
             from dlbench.core.errors import UserError
-            raise UserError(f"{user.path}: already {art.format}; 'dlbench run' takes a zoo "
-                            f"name or a framework's own model")
+
+            raise UserError(
+                f"{user.path}: already {art.format}; 'dlbench run' takes a zoo "
+                f"name or a framework's own model"
+            )
         return art
     return resolve_code(user.model_from, user.weights, **user.hints(timeout))
 
@@ -74,23 +84,43 @@ class UserExportStage(ExportStage):
         return str(wd.root / f"{req.model}.onnx")
 
     def argv(self, req, wd, plan):
-        return (["dlbench", "export", *([self.user.path] if self.user.path else []),
-                 *self.user.source_args(), "--out", self.output(req, wd),
-                 *self.user.input_args()] + threads_args(req) + common_tail(req))
+        return (
+            [
+                "dlbench",
+                "export",
+                *([self.user.path] if self.user.path else []),
+                *self.user.source_args(),
+                "--out",
+                self.output(req, wd),
+                *self.user.input_args(),
+            ]
+            + threads_args(req)
+            + common_tail(req)
+        )
 
     def run(self, ctx):
+        from dlbench.core.errors import UserError, first_line
         from dlbench.harness.convert.export import ExportRequest, export
         from dlbench.harness.pipeline.stages import failed
-        from dlbench.core.errors import UserError, first_line
 
         req, u = ctx.req, self.user
         try:
-            records = export(ExportRequest(
-                sources=[u.path] if u.path else [], model_from=u.model_from, weights=u.weights,
-                shapes=u.shapes, inputs=u.inputs, out=self.output(req, ctx.workdir),
-                threads=req.threads, db=req.db, timeout=req.timeout, argv=req.argv),
-                progress=ctx.progress)
-        except UserError as exc:           # the exporter refused it: the bench goes on
+            records = export(
+                ExportRequest(
+                    sources=[u.path] if u.path else [],
+                    model_from=u.model_from,
+                    weights=u.weights,
+                    shapes=u.shapes,
+                    inputs=u.inputs,
+                    out=self.output(req, ctx.workdir),
+                    threads=req.threads,
+                    db=req.db,
+                    timeout=req.timeout,
+                    argv=req.argv,
+                ),
+                progress=ctx.progress,
+            )
+        except UserError as exc:  # the exporter refused it: the bench goes on
             return failed(first_line(exc))
         return self.from_records(records)
 

@@ -14,6 +14,7 @@ two writes leaves a stored record and no manifest, so a resumed run also asks
 the database (see ``harness.pipeline.stages``) before redoing a stage: the
 database must never hold one stage twice.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.core.atomic import write_json
-from dlbench.harness.context import now_iso
 from dlbench.core.errors import UserError
+from dlbench.harness.context import now_iso
 
 RUN_FILE = "run.json"
 
@@ -52,8 +53,9 @@ class Workdir:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            raise UserError(f"{self.run_file}: unreadable ({exc}); remove the work directory "
-                            f"to start afresh") from None
+            raise UserError(
+                f"{self.run_file}: unreadable ({exc}); remove the work directory to start afresh"
+            ) from None
 
     def start(self, run: dict[str, Any]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -63,7 +65,7 @@ class Workdir:
         try:
             return json.loads(self.stage_file(stage).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return None      # absent or torn: the stage is not finished
+            return None  # absent or torn: the stage is not finished
 
     def finish(self, stage: str, result: dict[str, Any]) -> dict[str, Any]:
         result = dict(result, stage=stage, finished_at=now_iso())

@@ -1,12 +1,14 @@
 """Records for spreadsheets (CSV: one flat row per record) and for programs (JSON: as stored)."""
+
 from __future__ import annotations
 
 import csv
 import io
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from dlbench.harness.report.tables import hop_of, outputs_of, worst, devices
+from dlbench.harness.report.tables import devices, hop_of, outputs_of, worst
 from dlbench.harness.results import COLUMNS
 
 
@@ -22,15 +24,24 @@ def _key_metrics(r: dict[str, Any]) -> dict[str, Any]:
         "resource": c.get("resource"),
         "devices": devices(r) if r["kind"] == "train" else None,
         "hop": hop_of(r) if r["kind"] in ("convert", "verify") else None,
-        "latency_mean_ms": lat.get("mean"), "latency_p50_ms": lat.get("p50"),
-        "latency_p90_ms": lat.get("p90"), "latency_p99_ms": lat.get("p99"),
-        "cv": m.get("cv"), "gflops_per_sample": m.get("gflops_per_sample"),
-        "achieved_gflops": m.get("achieved_gflops"), "percent_of_peak": m.get("percent_of_peak"),
-        "step_time_p50_s": step.get("p50"), "step_time_p90_s": step.get("p90"),
-        "loss_start": m.get("loss_start"), "loss_end": m.get("loss_end"),
-        "eval_loss": ev.get("loss"), "eval_accuracy": ev.get("accuracy"),
-        "max_abs": worst(outs, "max_abs", max), "cosine": worst(outs, "cosine", min),
-        "top1": worst(outs, "top1", min), "verified": verdict.get("ok") if verdict else None,
+        "latency_mean_ms": lat.get("mean"),
+        "latency_p50_ms": lat.get("p50"),
+        "latency_p90_ms": lat.get("p90"),
+        "latency_p99_ms": lat.get("p99"),
+        "cv": m.get("cv"),
+        "gflops_per_sample": m.get("gflops_per_sample"),
+        "achieved_gflops": m.get("achieved_gflops"),
+        "percent_of_peak": m.get("percent_of_peak"),
+        "step_time_p50_s": step.get("p50"),
+        "step_time_p90_s": step.get("p90"),
+        "loss_start": m.get("loss_start"),
+        "loss_end": m.get("loss_end"),
+        "eval_loss": ev.get("loss"),
+        "eval_accuracy": ev.get("accuracy"),
+        "max_abs": worst(outs, "max_abs", max),
+        "cosine": worst(outs, "cosine", min),
+        "top1": worst(outs, "top1", min),
+        "verified": verdict.get("ok") if verdict else None,
     }
 
 

@@ -3,17 +3,18 @@
 The only script is a few inline lines that record, on <body>, how many charts the
 browser decoded: a headless browser test reads it back from the DOM.
 """
+
 from __future__ import annotations
 
 import base64
 import html
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from dlbench.harness.bench.table import server_points_table
-from dlbench.harness.report.plots import all_plots
-from dlbench.harness.report.tables import (conversion, inference, machine_line, machines_for,
-                                            micro, training)
 from dlbench.harness.report.markdown import runs_line, server_sections
+from dlbench.harness.report.plots import all_plots
+from dlbench.harness.report.tables import conversion, inference, machine_line, machines_for, micro, training
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em; color: #222; }
@@ -54,10 +55,12 @@ def _markdown_table(text: str) -> str:
     return _table([c.strip() for c in lines[0]], [[c.strip() for c in ln] for ln in lines[2:]])
 
 
-def html_report(records: Sequence[dict[str, Any]],
-                machines: dict[str, dict[str, Any]] | None = None,
-                title: str = "dlbench report",
-                verdicts: dict[str, dict[str, Any]] | None = None) -> str:
+def html_report(
+    records: Sequence[dict[str, Any]],
+    machines: dict[str, dict[str, Any]] | None = None,
+    title: str = "dlbench report",
+    verdicts: dict[str, dict[str, Any]] | None = None,
+) -> str:
     machines = machines_for(records, machines)
     parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(runs_line(records))}</p>"]
     for build in (training, inference, micro, conversion):
@@ -66,13 +69,13 @@ def html_report(records: Sequence[dict[str, Any]],
             continue
         parts += [f"<h2>{html.escape(table.title)}</h2>", _table(table.headers, table.rows)]
         parts += [f'<p class="note">{html.escape(n)}</p>' for n in table.notes]
-        parts += [f'<p class="machine">Measured on '
-                  f'{html.escape(machine_line(mid, machines.get(mid)))}</p>'
-                  for mid in table.machine_ids]
+        parts += [
+            f'<p class="machine">Measured on {html.escape(machine_line(mid, machines.get(mid)))}</p>'
+            for mid in table.machine_ids
+        ]
         if build is inference:
             for heading, r in server_sections(records):
-                parts += [f"<h3>{html.escape(heading)}</h3>",
-                          _markdown_table(server_points_table(r))]
+                parts += [f"<h3>{html.escape(heading)}</h3>", _markdown_table(server_points_table(r))]
     parts.append("<h2>Charts</h2>")
     for plot in all_plots(records):
         parts.append(f"<h3>{html.escape(plot.title)}</h3>")
@@ -83,7 +86,8 @@ def html_report(records: Sequence[dict[str, Any]],
         parts.append(f'<img alt="{html.escape(plot.title)}" src="data:image/png;base64,{data}">')
         if plot.note:
             parts.append(f'<p class="note">{html.escape(plot.note)}</p>')
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n"
-            f"<script>{COUNT_DECODED}</script>\n</head>\n<body>\n"
-            + "\n".join(parts) + "\n</body>\n</html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n"
+        f"<script>{COUNT_DECODED}</script>\n</head>\n<body>\n" + "\n".join(parts) + "\n</body>\n</html>\n"
+    )

@@ -1,11 +1,20 @@
 """The whole report as Markdown: what `dlbench report` prints and `dlbench run` ends with."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from dlbench.harness.bench.table import server_points_table
-from dlbench.harness.report.tables import (Table, conversion, inference, machines_for, micro,
-                                            to_markdown, training)
+from dlbench.harness.report.tables import (
+    Table,
+    conversion,
+    inference,
+    machines_for,
+    micro,
+    to_markdown,
+    training,
+)
 from dlbench.harness.tables import network_name
 
 
@@ -23,18 +32,28 @@ def server_sections(records: Sequence[dict[str, Any]]) -> list[tuple[str, dict[s
     """(heading, record) for every server-scenario cell that stored latency-throughput points."""
     out = []
     for r in records:
-        if r["kind"] == "bench" and r["status"] != "failed" and \
-                ((r.get("metrics") or {}).get("server") or {}).get("points"):
-            out.append((f"Server scenario: {network_name(r.get('model'))} on {r.get('backend')} "
-                        f"{r.get('device')} {r.get('precision')}, max batch {r.get('batch_size')} "
-                        f"(run {r['run_id']})", r))
+        if (
+            r["kind"] == "bench"
+            and r["status"] != "failed"
+            and ((r.get("metrics") or {}).get("server") or {}).get("points")
+        ):
+            out.append(
+                (
+                    f"Server scenario: {network_name(r.get('model'))} on {r.get('backend')} "
+                    f"{r.get('device')} {r.get('precision')}, max batch {r.get('batch_size')} "
+                    f"(run {r['run_id']})",
+                    r,
+                )
+            )
     return out
 
 
-def markdown_report(records: Sequence[dict[str, Any]],
-                    machines: dict[str, dict[str, Any]] | None = None,
-                    title: str = "dlbench report",
-                    verdicts: dict[str, dict[str, Any]] | None = None) -> str:
+def markdown_report(
+    records: Sequence[dict[str, Any]],
+    machines: dict[str, dict[str, Any]] | None = None,
+    title: str = "dlbench report",
+    verdicts: dict[str, dict[str, Any]] | None = None,
+) -> str:
     """``verdicts``: sha256 -> newest artifacts row (``select.verdicts``), so a file judged
     after it was benchmarked is marked too."""
     machines = machines_for(records, machines)

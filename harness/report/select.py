@@ -5,10 +5,12 @@ upgrades or locks it for writing, so it works on a copy shipped next to a report
 (read-only files included), on a PostgreSQL server through a role that may only read,
 and a wrong path is an error, not a new empty database.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from dlbench.core.errors import UserError
 from dlbench.harness.results import ResultStore, decode_record
@@ -17,20 +19,21 @@ from dlbench.harness.results import ResultStore, decode_record
 REPORTED_KINDS = ("train", "bench", "micro", "convert", "verify")
 
 
-def select(store: ResultStore, run_ids: Sequence[str] | None = None, model: str | None = None,
-           latest: bool = False) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+def select(
+    store: ResultStore, run_ids: Sequence[str] | None = None, model: str | None = None, latest: bool = False
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """The records to report (oldest first) and ``{machine_id: fingerprint}`` for them."""
     path = store.path
     with store.reading() as db:
-        known = [r["run_id"] for r in db.rows(
-            "SELECT run_id FROM records GROUP BY run_id ORDER BY MIN(id)")]
+        known = [r["run_id"] for r in db.rows("SELECT run_id FROM records GROUP BY run_id ORDER BY MIN(id)")]
         if not known:
             raise UserError(f"results database {path} has no records")
         wanted = list(dict.fromkeys(run_ids or ()))
         missing = [r for r in wanted if r not in known]
         if missing:
-            raise UserError(f"no run {missing[0]!r} in {path}; newest runs: "
-                            f"{', '.join(reversed(known[-3:]))}")
+            raise UserError(
+                f"no run {missing[0]!r} in {path}; newest runs: {', '.join(reversed(known[-3:]))}"
+            )
         if latest:
             wanted = [max(wanted, key=known.index)] if wanted else [known[-1]]
         kinds = ", ".join(f"'{k}'" for k in REPORTED_KINDS)
@@ -41,14 +44,19 @@ def select(store: ResultStore, run_ids: Sequence[str] | None = None, model: str 
         if model:
             where.append("model = ?")
             params.append(model)
-        records = [decode_record(r) for r in db.rows(
-            f"SELECT * FROM records WHERE {' AND '.join(where)} ORDER BY id", params)]
+        records = [
+            decode_record(r)
+            for r in db.rows(f"SELECT * FROM records WHERE {' AND '.join(where)} ORDER BY id", params)
+        ]
         scope = f"run {', '.join(wanted)}" if wanted else str(path)
         if not records and model:
-            models = sorted(r["model"] for r in db.rows(
-                "SELECT DISTINCT model FROM records WHERE model IS NOT NULL"))
-            raise UserError(f"no records of model {model!r} in {scope}; models in the database: "
-                            f"{', '.join(models) or 'none'}")
+            models = sorted(
+                r["model"] for r in db.rows("SELECT DISTINCT model FROM records WHERE model IS NOT NULL")
+            )
+            raise UserError(
+                f"no records of model {model!r} in {scope}; models in the database: "
+                f"{', '.join(models) or 'none'}"
+            )
         if not records:
             raise UserError(f"no training, inference or conversion records in {scope}")
         machines: dict[str, dict[str, Any]] = {}
@@ -68,14 +76,23 @@ def _fingerprint(text: str) -> dict[str, Any]:
 def verdicts(store: ResultStore, records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """sha256 -> the newest ``artifacts`` row of each benchmarked file (read-only): a file
     found wrong after its benchmark is marked in the report too."""
-    shas = sorted({((r.get("context") or {}).get("artifact") or {}).get("sha256")
-                   for r in records if r["kind"] == "bench"} - {None})
+    shas = sorted(
+        {
+            ((r.get("context") or {}).get("artifact") or {}).get("sha256")
+            for r in records
+            if r["kind"] == "bench"
+        }
+        - {None}
+    )
     if not shas:
         return {}
     with store.reading() as db:
         if "artifacts" not in db.tables():
             return {}
-        rows = db.rows(f"SELECT sha256, verified, hop, path, created_at, record_id FROM "
-                       f"artifacts WHERE sha256 IN ({', '.join('?' * len(shas))}) "
-                       f"ORDER BY id", shas)
+        rows = db.rows(
+            f"SELECT sha256, verified, hop, path, created_at, record_id FROM "
+            f"artifacts WHERE sha256 IN ({', '.join('?' * len(shas))}) "
+            f"ORDER BY id",
+            shas,
+        )
     return {r["sha256"]: {**r, "verified": bool(r["verified"])} for r in rows}

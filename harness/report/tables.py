@@ -4,19 +4,29 @@ A table is kept as headers + rows + notes so that Markdown and HTML render the
 same cells; every table names the machines its numbers came from, and a table
 over several machines gets a Machine column rather than silently mixing them.
 """
+
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from dlbench.harness import stats
 from dlbench.harness.frameworks import FRAMEWORKS
-from dlbench.harness.tables import (ROUGH_P99, add_context_columns, artifact_label,
-                                     cpu_mark, cpu_note, markdown, milliseconds,
-                                     network_name, spec_unit, zoo_spec)
-
+from dlbench.harness.tables import (
+    ROUGH_P99,
+    add_context_columns,
+    artifact_label,
+    cpu_mark,
+    cpu_note,
+    markdown,
+    milliseconds,
+    network_name,
+    spec_unit,
+    zoo_spec,
+)
 
 
 @dataclass
@@ -29,6 +39,7 @@ class Table:
 
 
 # ---------------------------------------------------------------- formatting
+
 
 def num(x: float | None) -> str:
     """Four significant digits without an exponent (13689, 251.5, 5.393), as the seeds print."""
@@ -46,8 +57,7 @@ def unit(record: dict[str, Any]) -> str:
     if spec is not None:
         return spec_unit(spec)
     inputs = (record.get("context") or {}).get("inputs") or []
-    if any(len(i.get("shape") or ()) == 4 and str(i.get("dtype", "")).startswith("float")
-           for i in inputs):
+    if any(len(i.get("shape") or ()) == 4 and str(i.get("dtype", "")).startswith("float") for i in inputs):
         return "images/sec"
     if inputs and all(str(i.get("dtype", "")).startswith(("int", "bool")) for i in inputs):
         return "sentences/sec"
@@ -97,12 +107,21 @@ def _machine_ids(records: Sequence[dict[str, Any]]) -> list[str]:
 
 # ---------------------------------------------------------------- training
 
+
 def _speedups(records: Sequence[dict[str, Any]]) -> dict[int, float | None]:
     """Scaling efficiency, as the seed: throughput(N) / (N x throughput(1)) of the same
     model, framework, device kind, precision and batch size (the newest 1-device run)."""
     base: dict[tuple, float] = {}
-    key = lambda r: (r.get("model"), r.get("framework"), r.get("device"),  # noqa: E731
-                     r.get("precision"), r.get("batch_size"))
+
+    def key(r):
+        return (
+            r.get("model"),
+            r.get("framework"),
+            r.get("device"),
+            r.get("precision"),
+            r.get("batch_size"),
+        )
+
     for r in records:
         if r["status"] == "ok" and devices(r) == 1 and r.get("throughput_sps"):
             base[key(r)] = r["throughput_sps"]
@@ -116,22 +135,44 @@ def _speedups(records: Sequence[dict[str, Any]]) -> dict[int, float | None]:
 
 
 def training(records: Sequence[dict[str, Any]]) -> Table:
-    records = sorted((r for r in records if r["kind"] == "train"),
-                     key=lambda r: (r.get("model") or "", r.get("framework") or "",
-                                    r.get("device") or "", r.get("precision") or "",
-                                    r.get("batch_size") or 0, devices(r), r["id"]))
+    records = sorted(
+        (r for r in records if r["kind"] == "train"),
+        key=lambda r: (
+            r.get("model") or "",
+            r.get("framework") or "",
+            r.get("device") or "",
+            r.get("precision") or "",
+            r.get("batch_size") or 0,
+            devices(r),
+            r["id"],
+        ),
+    )
     with_eval = any((r.get("metrics") or {}).get("eval") for r in records)
-    headers = ["Network", "Network type", "Dataset", "Framework version", "Resource", "Precision",
-               "Batch size", "Throughput", "Speedup"] + (["Loss", "Acc"] if with_eval else [])
+    headers = [
+        "Network",
+        "Network type",
+        "Dataset",
+        "Framework version",
+        "Resource",
+        "Precision",
+        "Batch size",
+        "Throughput",
+        "Speedup",
+    ] + (["Loss", "Acc"] if with_eval else [])
     speedups = _speedups(records)
     rows = []
     for r in records:
         spec = zoo_spec(r.get("model"))
         m, c = r.get("metrics") or {}, r.get("context") or {}
-        head = [spec.display_name if spec else r.get("model"),
-                spec.network_type if spec else "", spec.dataset if spec else "",
-                _framework(r), c.get("resource") or r.get("device"),
-                "Mixed" if r.get("precision") == "amp" else r.get("precision"), r.get("batch_size")]
+        head = [
+            spec.display_name if spec else r.get("model"),
+            spec.network_type if spec else "",
+            spec.dataset if spec else "",
+            _framework(r),
+            c.get("resource") or r.get("device"),
+            "Mixed" if r.get("precision") == "amp" else r.get("precision"),
+            r.get("batch_size"),
+        ]
         if r["status"] != "ok":
             rows.append(head + [_failed(r), ""] + (["", ""] if with_eval else []))
             continue
@@ -142,15 +183,20 @@ def training(records: Sequence[dict[str, Any]]) -> Table:
         if with_eval:
             ev = m.get("eval") or {}
             acc = ev.get("accuracy")
-            row += [num(ev.get("loss")) if ev.get("loss") is not None else "",
-                    "" if acc is None else (f"{acc:.1%}" if acc <= 1 else f"{acc:.1f}%")]
+            row += [
+                num(ev.get("loss")) if ev.get("loss") is not None else "",
+                "" if acc is None else (f"{acc:.1%}" if acc <= 1 else f"{acc:.1f}%"),
+            ]
         rows.append(row)
-    table = _with_machine(_with_allocator(Table("Training", headers, rows,
-                                                _machine_ids(records)), records), records)
+    table = _with_machine(
+        _with_allocator(Table("Training", headers, rows, _machine_ids(records)), records), records
+    )
     _blank_repeats(table, 4 + (len(table.machine_ids) > 1))
     if any(devices(r) > 1 for r in records):
-        table.notes.append("Speedup: throughput on N devices / (N x throughput on 1 device), "
-                           "same network, framework, precision and batch size.")
+        table.notes.append(
+            "Speedup: throughput on N devices / (N x throughput on 1 device), "
+            "same network, framework, precision and batch size."
+        )
     return table
 
 
@@ -166,18 +212,23 @@ def _blank_repeats(table: Table, width: int) -> None:
 
 # ---------------------------------------------------------------- inference
 
-ABOVE_PEAK = ("† Above 100 % of the measured GEMM peak: impossible, so the FLOP count or the "
-              "peak is wrong (most often a peak measured while other work loaded the machine, "
-              "which reads low: measure it again on a quiet machine with dlbench env --peak). "
-              "Not a result.")
-UNVERIFIED = ("UNVERIFIED: the file did not pass verification (dlbench build/verify): its "
-              "outputs differ from its source's beyond tolerance, so its speed is not the "
-              "speed of the model it claims to be.")
-ROUGH_P50 = (f"* p50 from fewer than {stats.min_samples_for(50)} samples: a rough figure.")
+ABOVE_PEAK = (
+    "† Above 100 % of the measured GEMM peak: impossible, so the FLOP count or the "
+    "peak is wrong (most often a peak measured while other work loaded the machine, "
+    "which reads low: measure it again on a quiet machine with dlbench env --peak). "
+    "Not a result."
+)
+UNVERIFIED = (
+    "UNVERIFIED: the file did not pass verification (dlbench build/verify): its "
+    "outputs differ from its source's beyond tolerance, so its speed is not the "
+    "speed of the model it claims to be."
+)
+ROUGH_P50 = f"* p50 from fewer than {stats.min_samples_for(50)} samples: a rough figure."
 
 
-def artifact_verdict(record: dict[str, Any],
-                     verdicts: dict[str, dict[str, Any]] | None = None) -> dict[str, Any] | None:
+def artifact_verdict(
+    record: dict[str, Any], verdicts: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any] | None:
     """The newest verdict on the benchmarked file's bytes (``verdicts``: sha256 -> row of
     the artifacts table), else the one the record took at bench time; None if never judged."""
     art = (record.get("context") or {}).get("artifact") or {}
@@ -188,25 +239,44 @@ def artifact_verdict(record: dict[str, Any],
 
 
 def _latency(lat: dict[str, Any], support: dict[str, bool]) -> str:
-    return " / ".join(f"{milliseconds(lat.get(q))}{'' if support.get(q, True) else '*'}"
-                      for q in ("p50", "p99"))
+    return " / ".join(
+        f"{milliseconds(lat.get(q))}{'' if support.get(q, True) else '*'}" for q in ("p50", "p99")
+    )
 
 
 def _unstable(m: dict[str, Any]) -> str:
     if "stability" in m:
         return stats.describe_stability(m["stability"])
-    cv, limit = m.get("cv"), m.get("cv_threshold")       # records from before the IQR rule
+    cv, limit = m.get("cv"), m.get("cv_threshold")  # records from before the IQR rule
     return "noisy" if cv is None or limit is None else f"CV {cv * 100:.3g}% > {limit * 100:.3g}%"
 
 
-def inference(records: Sequence[dict[str, Any]],
-              verdicts: dict[str, dict[str, Any]] | None = None) -> Table:
-    records = sorted((r for r in records if r["kind"] == "bench"),
-                     key=lambda r: (r.get("model") or "", artifact_label(r), r.get("backend") or "",
-                                    r.get("device") or "", r.get("precision") or "",
-                                    r.get("scenario") or "", r.get("batch_size") or 0, r["id"]))
-    headers = ["Model", "Artifact", "Backend", "Device", "Precision", "Batch", "Scenario",
-               "Throughput", "p50 / p99 latency", "% of peak"]
+def inference(records: Sequence[dict[str, Any]], verdicts: dict[str, dict[str, Any]] | None = None) -> Table:
+    records = sorted(
+        (r for r in records if r["kind"] == "bench"),
+        key=lambda r: (
+            r.get("model") or "",
+            artifact_label(r),
+            r.get("backend") or "",
+            r.get("device") or "",
+            r.get("precision") or "",
+            r.get("scenario") or "",
+            r.get("batch_size") or 0,
+            r["id"],
+        ),
+    )
+    headers = [
+        "Model",
+        "Artifact",
+        "Backend",
+        "Device",
+        "Precision",
+        "Batch",
+        "Scenario",
+        "Throughput",
+        "p50 / p99 latency",
+        "% of peak",
+    ]
     rows, rough, flags = [], set(), set()
     for r in records:
         m, c = r.get("metrics") or {}, r.get("context") or {}
@@ -215,10 +285,15 @@ def inference(records: Sequence[dict[str, Any]],
         if verdict is not None and not verdict.get("verified"):
             label = f"UNVERIFIED {label}"
             flags.add("unverified")
-        head = [network_name(r.get("model")), label,
-                f"{r.get('backend')} {r.get('backend_version') or ''}".strip(),
-                c.get("resource") or r.get("device"), r.get("precision"), r.get("batch_size"),
-                r.get("scenario")]
+        head = [
+            network_name(r.get("model")),
+            label,
+            f"{r.get('backend')} {r.get('backend_version') or ''}".strip(),
+            c.get("resource") or r.get("device"),
+            r.get("precision"),
+            r.get("batch_size"),
+            r.get("scenario"),
+        ]
         if r["status"] == "failed":
             rows.append(head + [_failed(r), "", ""])
             continue
@@ -237,14 +312,16 @@ def inference(records: Sequence[dict[str, Any]],
             peak = f"INVALID: {pct:.1f}%†"
             flags.add("above peak")
         rows.append(head + [thr, _latency(lat, support) if lat else "", peak])
-    table = _with_machine(_with_allocator(Table("Inference", headers, rows,
-                                                _machine_ids(records)), records), records)
+    table = _with_machine(
+        _with_allocator(Table("Inference", headers, rows, _machine_ids(records)), records), records
+    )
     table.notes += [note for q, note in (("p50", ROUGH_P50), ("p99", ROUGH_P99)) if q in rough]
     if any(r["status"] == "unstable" for r in records):
         table.notes.append(
             "UNSTABLE: the figure is stored, not trusted: the IQR / median of its per-iteration "
             "latencies exceeded --iqr-threshold (within a process), or the throughputs of its "
-            "--repeats processes spread more than --repeat-spread-threshold (between processes).")
+            "--repeats processes spread more than --repeat-spread-threshold (between processes)."
+        )
     if "unverified" in flags:
         table.notes.append(UNVERIFIED)
     if "above peak" in flags:
@@ -253,6 +330,7 @@ def inference(records: Sequence[dict[str, Any]],
 
 
 # ---------------------------------------------------------------- conversion
+
 
 def outputs_of(metrics: dict[str, Any]) -> dict[str, Any]:
     return metrics.get("outputs") or (metrics.get("verdict") or {}).get("outputs") or {}
@@ -279,8 +357,16 @@ def worst(outputs: Sequence[dict[str, Any]], key: str, pick) -> float | None:
 
 def conversion(records: Sequence[dict[str, Any]]) -> Table:
     records = [r for r in records if r["kind"] in ("convert", "verify")]
-    headers = ["Model", "Hop", "Artifact", "Precision", "Max abs diff", "Cosine",
-               "Top-1 agreement", "Verdict"]
+    headers = [
+        "Model",
+        "Hop",
+        "Artifact",
+        "Precision",
+        "Max abs diff",
+        "Cosine",
+        "Top-1 agreement",
+        "Verdict",
+    ]
     rows = []
     for r in records:
         outs = list(outputs_of(r.get("metrics") or {}).values())
@@ -292,17 +378,25 @@ def conversion(records: Sequence[dict[str, Any]]) -> Table:
         cosine = worst(outs, "cosine", min)
         top1 = worst(outs, "top1", min)
         verdict = "ok" if r["status"] == "ok" else f"{r['status'].upper()}: {r.get('error') or ''}"
-        rows.append(head + ["" if max_abs is None else f"{max_abs:.3g}",
-                            "" if cosine is None else f"{cosine:.6f}",
-                            "" if top1 is None else f"{top1:.1%}", verdict.strip()])
+        rows.append(
+            head
+            + [
+                "" if max_abs is None else f"{max_abs:.3g}",
+                "" if cosine is None else f"{cosine:.6f}",
+                "" if top1 is None else f"{top1:.1%}",
+                verdict.strip(),
+            ]
+        )
     table = _with_machine(Table("Conversion", headers, rows, _machine_ids(records)), records)
     if any(len(outputs_of(r.get("metrics") or {})) > 1 for r in records):
-        table.notes.append("Several outputs: the worst of them (largest difference, lowest "
-                           "cosine and top-1).")
+        table.notes.append(
+            "Several outputs: the worst of them (largest difference, lowest cosine and top-1)."
+        )
     return table
 
 
 # ---------------------------------------------------------------- machines
+
 
 def machine_line(machine_id: str, fp: dict[str, Any] | None) -> str:
     """One line: the hardware and the library versions a table's numbers were measured with."""
@@ -320,15 +414,18 @@ def machine_line(machine_id: str, fp: dict[str, Any] | None) -> str:
     npu = f"; NPU: {len(npus)} x {npus[0]['name']}" if npus else ""
     libs = ", ".join(f"{k} {v}" for k, v in sorted((fp.get("versions") or {}).items()))
     commit = f" ({fp['git_commit']})" if fp.get("git_commit") else ""
-    return (f"machine {machine_id}: CPU {c.get('model')} ({c.get('architecture', '')}{isa}), "
-            f"{c.get('physical_cores')} physical / {c.get('logical_cores')} logical cores, "
-            f"{fp.get('memory_gib')} GiB memory, GPU: {gpu}{npu}; {fp.get('os', '')}, "
-            f"Python {fp.get('python', '?')}; libraries: {libs or 'none recorded'}; "
-            f"dlbench {fp.get('dlbench', '?')}{commit}.")
+    return (
+        f"machine {machine_id}: CPU {c.get('model')} ({c.get('architecture', '')}{isa}), "
+        f"{c.get('physical_cores')} physical / {c.get('logical_cores')} logical cores, "
+        f"{fp.get('memory_gib')} GiB memory, GPU: {gpu}{npu}; {fp.get('os', '')}, "
+        f"Python {fp.get('python', '?')}; libraries: {libs or 'none recorded'}; "
+        f"dlbench {fp.get('dlbench', '?')}{commit}."
+    )
 
 
-def machines_for(records: Sequence[dict[str, Any]],
-                 machines: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Any] | None]:
+def machines_for(
+    records: Sequence[dict[str, Any]], machines: dict[str, dict[str, Any]] | None
+) -> dict[str, dict[str, Any] | None]:
     """Fingerprints by id; without them, this machine's own (what `dlbench run` just measured)."""
     if machines is None:
         from dlbench.harness.fingerprint import fingerprint
@@ -340,6 +437,7 @@ def machines_for(records: Sequence[dict[str, Any]],
 
 # ---------------------------------------------------------------- Markdown
 
+
 def _md_cell(value: Any) -> str:
     text = "" if value is None else str(value)
     return text.replace("\n", " ").replace("|", "\\|")
@@ -350,17 +448,31 @@ def micro(records: Sequence[dict[str, Any]]) -> Table:
     from dlbench.harness.micro.table import HEADERS, micro_rows
 
     cells = sorted((r for r in records if r["kind"] == "micro"), key=lambda r: r["id"])
-    notes = ["GFLOP/s and GB/s count the least work and bytes one call must do; % of peak is "
-             "against this machine's measured GEMM peak (dlbench env --peak) at the cell's "
-             "threads, a memory stream's against the best stream here; a train layer counts "
-             "three forwards."] if cells else []
-    return Table("Micro and layer benchmarks", list(HEADERS), micro_rows(cells),
-                 sorted({r["machine_id"] for r in cells}), notes)
+    notes = (
+        [
+            "GFLOP/s and GB/s count the least work and bytes one call must do; % of peak is "
+            "against this machine's measured GEMM peak (dlbench env --peak) at the cell's "
+            "threads, a memory stream's against the best stream here; a train layer counts "
+            "three forwards."
+        ]
+        if cells
+        else []
+    )
+    return Table(
+        "Micro and layer benchmarks",
+        list(HEADERS),
+        micro_rows(cells),
+        sorted({r["machine_id"] for r in cells}),
+        notes,
+    )
 
 
 def to_markdown(table: Table, machines: dict[str, dict[str, Any]] | None) -> str:
     body = markdown(table.headers, [[_md_cell(c) for c in row] for row in table.rows])
     fps = machines or {}
-    paragraphs = [body, *table.notes,
-                  *("Measured on " + machine_line(mid, fps.get(mid)) for mid in table.machine_ids)]
+    paragraphs = [
+        body,
+        *table.notes,
+        *("Measured on " + machine_line(mid, fps.get(mid)) for mid in table.machine_ids),
+    ]
     return "\n\n".join(paragraphs)

@@ -6,6 +6,7 @@ stdlib.  ``postgres``: one shared server, for sweeps spread over many machines
 same from either: the tables, their version, how a record becomes a row.  Nothing
 here imports a database driver: psycopg is imported only when a URL asks for it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

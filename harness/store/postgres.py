@@ -14,15 +14,17 @@ server that refuses (bad password, no such database, a malformed URL) is a
 ``UserError`` at once: waiting would not cure it.  The password is masked in
 every message.  psycopg is imported here only, when a URL asks for it.
 """
+
 from __future__ import annotations
 
 import hashlib
 import re
 import socket
 import sys
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from dlbench.core.errors import UserError
@@ -32,18 +34,33 @@ from dlbench.harness.store.url import mask
 
 VERSION_TABLE = "dlbench_schema"
 # pg_advisory_xact_lock key of schema changes: any constant shared by every dlbench.
-_MIGRATION_LOCK = 0x646C62656E6368        # "dlbench"
+_MIGRATION_LOCK = 0x646C62656E6368  # "dlbench"
 # Without a connect_timeout in the URL, a host that drops packets would hold a cell's
 # record for the kernel's TCP timeout (minutes) before it reached the spool.
 CONNECT_TIMEOUT_S = 10
 # What a server that is down, restarting or out of reach says (psycopg gives no SQLSTATE
 # for a failed connection: the message is all there is).
-_GONE = ("connection refused", "could not connect", "timeout expired", "timed out",
-         "no route to host", "network is unreachable", "server closed the connection",
-         "connection reset", "broken pipe", "shutting down", "starting up",
-         "terminating connection", "failed to resolve host", "could not translate host",
-         "connection is lost", "the connection is closed", "consuming input failed",
-         "sending query failed", "ssl syscall error")
+_GONE = (
+    "connection refused",
+    "could not connect",
+    "timeout expired",
+    "timed out",
+    "no route to host",
+    "network is unreachable",
+    "server closed the connection",
+    "connection reset",
+    "broken pipe",
+    "shutting down",
+    "starting up",
+    "terminating connection",
+    "failed to resolve host",
+    "could not translate host",
+    "connection is lost",
+    "the connection is closed",
+    "consuming input failed",
+    "sending query failed",
+    "ssl syscall error",
+)
 # Servers this process has reached (a read that fails after that reads the spool instead
 # of ending a sweep), and those whose schema it has checked.
 _REACHED: set[str] = set()
@@ -54,8 +71,9 @@ def _psycopg():
     try:
         import psycopg
     except ImportError:
-        raise UserError("a postgresql:// results database needs psycopg 3: "
-                        "pip install 'dlbench[postgres]'") from None
+        raise UserError(
+            "a postgresql:// results database needs psycopg 3: pip install 'dlbench[postgres]'"
+        ) from None
     return psycopg
 
 
@@ -81,9 +99,12 @@ class Session:
         return int(self.con.execute(sql, list(row.values())).fetchone()["id"])
 
     def tables(self) -> set[str]:
-        return {r["table_name"] for r in self.rows(
-            "SELECT table_name FROM information_schema.tables "
-            "WHERE table_schema = current_schema()")}
+        return {
+            r["table_name"]
+            for r in self.rows(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            )
+        }
 
 
 def spool_path(info: dict[str, Any]) -> Path:
@@ -101,7 +122,7 @@ class PostgresBackend:
 
     def __init__(self, location: str):
         psycopg = _psycopg()
-        self.path = mask(location)          # what messages name: never the password
+        self.path = mask(location)  # what messages name: never the password
         self._url = location
         try:
             password = urlsplit(location).password
@@ -111,15 +132,16 @@ class PostgresBackend:
         try:
             info = psycopg.conninfo.conninfo_to_dict(location)
         except psycopg.Error as exc:
-            raise UserError(f"--db {self.path}: not a valid PostgreSQL URL "
-                            f"({self._scrub(' '.join(str(exc).split()))})") from None
+            raise UserError(
+                f"--db {self.path}: not a valid PostgreSQL URL ({self._scrub(' '.join(str(exc).split()))})"
+            ) from None
         self._secrets += [s for s in {info.get("password")} if s]
         self._options = {"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "dlbench"}
         self._options = {k: v for k, v in self._options.items() if k not in info}
         self.spool = SqliteBackend(spool_path(info))
 
     def exists(self) -> bool:
-        return True                         # a server's database is there or refuses
+        return True  # a server's database is there or refuses
 
     def check_writable(self) -> None:
         """Reached, schema checked, spool flushed; unreachable is an error here (at the start
@@ -159,8 +181,7 @@ class PostgresBackend:
         reason = self._scrub(" ".join(str(exc).split()))
         reason = reason.removeprefix("connection failed: ") or type(exc).__name__
         state = getattr(exc, "sqlstate", None) or ""
-        gone = state.startswith(("08", "57P")) or (
-            not state and any(g in reason.lower() for g in _GONE))
+        gone = state.startswith(("08", "57P")) or (not state and any(g in reason.lower() for g in _GONE))
         if gone and (mode == "write" or (mode == "read" and self.path in _REACHED)):
             return Unreachable(reason)
         if gone:
@@ -182,27 +203,30 @@ class PostgresBackend:
         if version != schema.SCHEMA_VERSION:
             with con.transaction():
                 con.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-                con.execute(f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} "
-                            f"(version INTEGER NOT NULL)")
+                con.execute(f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version INTEGER NOT NULL)")
                 version = self._version(con)
                 if version is None or version < schema.SCHEMA_VERSION:
                     for statement in schema.ddl(self.dialect):
                         con.execute(statement)
                     con.execute(f"DELETE FROM {VERSION_TABLE}")
-                    con.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)",
-                                (schema.SCHEMA_VERSION,))
+                    con.execute(
+                        f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (schema.SCHEMA_VERSION,)
+                    )
         con.commit()
         _READY.add(self.path)
 
     def _version(self, con) -> int | None:
-        present = con.execute("SELECT to_regclass(%s) IS NOT NULL AS present",
-                              (VERSION_TABLE,)).fetchone()["present"]
+        present = con.execute("SELECT to_regclass(%s) IS NOT NULL AS present", (VERSION_TABLE,)).fetchone()[
+            "present"
+        ]
         version = None
         if present:
             version = con.execute(f"SELECT max(version) AS v FROM {VERSION_TABLE}").fetchone()["v"]
         if version is not None and version > schema.SCHEMA_VERSION:
-            raise UserError(f"{self.path} has results schema {version}; this dlbench "
-                            f"reads up to {schema.SCHEMA_VERSION}: upgrade dlbench")
+            raise UserError(
+                f"{self.path} has results schema {version}; this dlbench "
+                f"reads up to {schema.SCHEMA_VERSION}: upgrade dlbench"
+            )
         return version
 
     def _flush(self, con) -> None:
@@ -219,12 +243,18 @@ class PostgresBackend:
             failure = self._failure(exc, "write")
             if isinstance(failure, Unreachable):
                 raise
-            print(f"warning: the records kept in {self.spool.path} could not be stored in "
-                  f"{self.path} ({failure}); they stay there", file=sys.stderr)
+            print(
+                f"warning: the records kept in {self.spool.path} could not be stored in "
+                f"{self.path} ({failure}); they stay there",
+                file=sys.stderr,
+            )
             return
         if moved:
-            print(f"dlbench: moved {moved} record(s) kept in {self.spool.path} while the "
-                  f"server was unreachable into {self.path}", file=sys.stderr)
+            print(
+                f"dlbench: moved {moved} record(s) kept in {self.spool.path} while the "
+                f"server was unreachable into {self.path}",
+                file=sys.stderr,
+            )
 
     def _move_spool(self, con) -> int:
         with self.spool.session("write") as sp:
@@ -235,19 +265,22 @@ class PostgresBackend:
             pg, ids = Session(con), {}
             with con.transaction():
                 for m in sp.rows("SELECT * FROM machines"):
-                    pg.execute(schema.ADD_MACHINE,
-                               (m["machine_id"], m["fingerprint"], m["first_seen"]))
+                    pg.execute(schema.ADD_MACHINE, (m["machine_id"], m["fingerprint"], m["first_seen"]))
                 for r in records:
                     spooled = r.pop("id")
-                    same = pg.rows("SELECT id FROM records WHERE run_id = ? AND cell_key = ? "
-                                   "AND started_at = ? AND metrics = ?",
-                                   (r["run_id"], r["cell_key"], r["started_at"], r["metrics"]))
+                    same = pg.rows(
+                        "SELECT id FROM records WHERE run_id = ? AND cell_key = ? "
+                        "AND started_at = ? AND metrics = ?",
+                        (r["run_id"], r["cell_key"], r["started_at"], r["metrics"]),
+                    )
                     ids[spooled] = same[0]["id"] if same else pg.insert("records", r)
                 for a in artifacts:
                     a.pop("id")
                     a["record_id"] = ids.get(a["record_id"])
-                    if not pg.rows("SELECT id FROM artifacts WHERE sha256 = ? AND path = ? AND "
-                                   "created_at = ?", (a["sha256"], a["path"], a["created_at"])):
+                    if not pg.rows(
+                        "SELECT id FROM artifacts WHERE sha256 = ? AND path = ? AND created_at = ?",
+                        (a["sha256"], a["path"], a["created_at"]),
+                    ):
                         pg.insert("artifacts", a)
             for table in ("artifacts", "records", "machines"):
                 sp.execute(f"DELETE FROM {table}")

@@ -5,12 +5,14 @@ leaves complete records only, and concurrent processes on one machine wait on
 SQLite's lock (60 s) instead of failing.  The schema version is
 ``PRAGMA user_version``.
 """
+
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 from urllib.parse import quote
 
 from dlbench.core.atomic import check_can_create
@@ -36,14 +38,15 @@ class Session:
 
     def tables(self) -> set[str]:
         if self._tables is None:
-            self._tables = {r["name"] for r in self.rows(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            self._tables = {
+                r["name"] for r in self.rows("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
         return self._tables
 
 
 class SqliteBackend:
     dialect = "sqlite"
-    spool = None            # a local file is never out of reach
+    spool = None  # a local file is never out of reach
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -86,8 +89,10 @@ class SqliteBackend:
             con.row_factory = sqlite3.Row
             version = con.execute("PRAGMA user_version").fetchone()[0]
             if version > schema.SCHEMA_VERSION:
-                raise UserError(f"{self.path} has results schema {version}; this dlbench "
-                                f"reads up to {schema.SCHEMA_VERSION}: upgrade dlbench")
+                raise UserError(
+                    f"{self.path} has results schema {version}; this dlbench "
+                    f"reads up to {schema.SCHEMA_VERSION}: upgrade dlbench"
+                )
             con.executescript(";\n".join(schema.ddl(self.dialect)) + ";")
             con.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
         except sqlite3.OperationalError as exc:
@@ -102,8 +107,7 @@ class SqliteBackend:
         if self.path.is_dir():
             raise UserError(f"cannot use {self.path} as the results database: it is a directory")
         try:
-            con = sqlite3.connect(f"file:{quote(str(self.path.resolve()))}?mode=ro", uri=True,
-                                  timeout=60)
+            con = sqlite3.connect(f"file:{quote(str(self.path.resolve()))}?mode=ro", uri=True, timeout=60)
         except sqlite3.DatabaseError as exc:
             raise UserError(f"{self.path} is not a dlbench results database ({exc})") from None
         con.row_factory = sqlite3.Row

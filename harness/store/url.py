@@ -1,6 +1,7 @@
 """Database URLs: which ``--db`` values name a server, and their secrets kept out of
 everything dlbench prints or stores (errors, warnings, records' command lines and
 configuration).  Plain text only: nothing here imports a driver."""
+
 from __future__ import annotations
 
 import re

@@ -7,19 +7,21 @@ pre-generated batches on the device, and run one synchronous optimizer step.
 Keeping the clock out of the sessions is what makes the three frameworks'
 numbers comparable.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 from dlbench.models.registry import ModelSpec
 
 DEVICES = ("cpu", "gpu", "ascend")
-PRECISIONS = ("fp32", "tf32", "amp")     # tf32: float32 in TensorFloat-32 math (harness.mathmode)
+PRECISIONS = ("fp32", "tf32", "amp")  # tf32: float32 in TensorFloat-32 math (harness.mathmode)
 
 
 @dataclass
@@ -37,8 +39,8 @@ class TrainConfig:
     seed: int = 0
     learning_rate: float = 0.05
     momentum: float = 0.9
-    eval: bool = False                  # evaluate on the held-out split after training
-    eval_samples: int | None = None     # at most this many held-out samples (None: all)
+    eval: bool = False  # evaluate on the held-out split after training
+    eval_samples: int | None = None  # at most this many held-out samples (None: all)
     # One rank of a data-parallel cell (harness.training.ranks): the session joins its
     # framework's process group and averages gradients over it.
     distributed: bool = False
@@ -56,13 +58,12 @@ class TrainSession(ABC):
     """
 
     framework: str = ""
-    layout: str = "NCHW"            # the image layout this framework's model takes
+    layout: str = "NCHW"  # the image layout this framework's model takes
     checkpoint_suffix: str = ""
-    rank: int = 0                   # this process's place in a data-parallel group
+    rank: int = 0  # this process's place in a data-parallel group
     world_size: int = 1
 
-    def __init__(self, spec: ModelSpec, cfg: TrainConfig,
-                 batches: list[tuple[np.ndarray, np.ndarray]]):
+    def __init__(self, spec: ModelSpec, cfg: TrainConfig, batches: list[tuple[np.ndarray, np.ndarray]]):
         self.spec, self.cfg = spec, cfg
 
     @staticmethod

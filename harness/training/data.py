@@ -4,10 +4,11 @@ Synthetic data is generated completely before the clock (its data time is
 zero); every real reader (``harness.data``) decodes per step, between steps,
 outside the timed step, and the loop reports that time apart.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -17,8 +18,9 @@ from dlbench.harness.data.npz import Npz
 from dlbench.models.registry import ModelSpec
 
 
-def start(spec: ModelSpec, data: str, batch_size: int, wanted: int, seed: int,
-          layout: str) -> tuple[Dataset, list[Batch], Iterator[Batch] | None]:
+def start(
+    spec: ModelSpec, data: str, batch_size: int, wanted: int, seed: int, layout: str
+) -> tuple[Dataset, list[Batch], Iterator[Batch] | None]:
     """(reader, the batches to build the session with, per-step stream or None).
 
     The session is built with one batch from a real reader (its shapes and
@@ -32,8 +34,9 @@ def start(spec: ModelSpec, data: str, batch_size: int, wanted: int, seed: int,
     return ds, [next(stream)], stream
 
 
-def load_batches(spec: ModelSpec, data: str, batch_size: int, wanted: int, seed: int,
-                 layout: str) -> list[Batch]:
+def load_batches(
+    spec: ModelSpec, data: str, batch_size: int, wanted: int, seed: int, layout: str
+) -> list[Batch]:
     """Up to ``wanted`` batches, all at once (kept for callers that need a fixed list)."""
     ds, first, stream = start(spec, data, batch_size, wanted, seed, layout)
     if stream is None:

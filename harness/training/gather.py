@@ -8,6 +8,7 @@ rank's step times are kept, with their min and max, so a straggler is visible
 rather than averaged away; and the ranks must end with the same weights, or
 the cell was not data-parallel training at all.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -42,26 +43,47 @@ def combine(session, metrics: dict[str, Any], start: float, end: float) -> dict[
     """The cell's figures from every rank's (gathered on every rank, so each node's first
     rank can report them)."""
     times = metrics["step_times_s"]
-    row = np.array([session.rank, *_split(start), *_split(end), metrics["window_s"],
-                    sum(metrics["data_time_s"]), own_peak_rss_mb() or 0.0, metrics["loss_end"],
-                    session.weights_sum(), *times], np.float64)
+    row = np.array(
+        [
+            session.rank,
+            *_split(start),
+            *_split(end),
+            metrics["window_s"],
+            sum(metrics["data_time_s"]),
+            own_peak_rss_mb() or 0.0,
+            metrics["loss_end"],
+            session.weights_sum(),
+            *times,
+        ],
+        np.float64,
+    )
     table = session.all_gather(row)
     table = table[np.argsort(table[:, RANK])]
     starts, ends = _joined(table[:, START]), _joined(table[:, END])
     ranks = []
     for r, t0, t1 in zip(table, starts, ends):
         s = stats.summarize(list(r[STEPS:]))
-        ranks.append({"rank": int(r[RANK]), "start_s": t0 - starts.min(),
-                      "end_s": t1 - starts.min(), "window_s": r[WINDOW], "data_s": r[DATA],
-                      "peak_rss_mb": r[RSS], "loss_end": r[LOSS],
-                      "step_time_s": {k: s[k] for k in ("min", "p50", "max")}})
+        ranks.append(
+            {
+                "rank": int(r[RANK]),
+                "start_s": t0 - starts.min(),
+                "end_s": t1 - starts.min(),
+                "window_s": r[WINDOW],
+                "data_s": r[DATA],
+                "peak_rss_mb": r[RSS],
+                "loss_end": r[LOSS],
+                "step_time_s": {k: s[k] for k in ("min", "p50", "max")},
+            }
+        )
     world = len(ranks)
     sums = table[:, WEIGHTS]
     drift = float((sums.max() - sums.min()) / max(abs(sums).max(), 1e-30))
     if drift > SYNC_TOLERANCE:
-        raise RuntimeError(f"the ranks' weights differ after training (relative {drift:.2g}): "
-                           f"their gradients were not averaged, so this was not "
-                           f"data-parallel training")
+        raise RuntimeError(
+            f"the ranks' weights differ after training (relative {drift:.2g}): "
+            f"their gradients were not averaged, so this was not "
+            f"data-parallel training"
+        )
     span = ends.max() - starts.min()
     batch = session.cfg.batch_size
     samples = world * len(times) * batch

@@ -13,6 +13,7 @@ and ``throughput_with_data_sps`` shows what the reader costs.  Loading is
 synchronous, in the training thread, with no prefetching: a reader that
 cannot keep up shows as data time instead of being hidden behind a queue.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -24,9 +25,9 @@ import numpy as np
 
 from dlbench.harness import stats
 from dlbench.harness.cpuusage import CpuWindow
+from dlbench.harness.training import user
 from dlbench.harness.training.base import TrainConfig, TrainSession
 from dlbench.harness.training.data import start
-from dlbench.harness.training import user
 from dlbench.models.registry import ModelSpec, get_model
 
 
@@ -39,8 +40,7 @@ def _summary(samples: list[float]) -> dict[str, float]:
     return {"mean": s["mean"], "p50": s["p50"], "p90": s["p90"], "total": sum(samples)}
 
 
-def run(cfg: TrainConfig, out_dir: Path, spec: ModelSpec | None = None,
-        rank: int = 0) -> dict[str, Any]:
+def run(cfg: TrainConfig, out_dir: Path, spec: ModelSpec | None = None, rank: int = 0) -> dict[str, Any]:
     """Train per ``cfg``, save the checkpoint into ``out_dir``, return the metrics.
     ``spec``: a user's model's (``harness.training.user``); default the zoo's ``cfg.model``.
     ``rank``: in a data-parallel cell each rank trains on its own data (seeded apart); the
@@ -48,8 +48,9 @@ def run(cfg: TrainConfig, out_dir: Path, spec: ModelSpec | None = None,
     spec = spec or get_model(cfg.model)
     cls = session_class(cfg.framework)
     t0 = time.perf_counter()
-    dataset, batches, stream = start(spec, cfg.data, cfg.batch_size,
-                                     cfg.warmup_steps + cfg.steps, cfg.seed + rank, cls.layout)
+    dataset, batches, stream = start(
+        spec, cfg.data, cfg.batch_size, cfg.warmup_steps + cfg.steps, cfg.seed + rank, cls.layout
+    )
     if cfg.eval:
         dataset.require_eval()
     data_s = time.perf_counter() - t0
@@ -73,9 +74,9 @@ def run(cfg: TrainConfig, out_dir: Path, spec: ModelSpec | None = None,
         warm_times.append(time.perf_counter() - t0)
 
     times, losses, data_times = [], [], []
-    cpu = CpuWindow()           # around each measured step only: data reading is not the step's
+    cpu = CpuWindow()  # around each measured step only: data reading is not the step's
     if cfg.distributed:
-        session.all_gather(np.zeros(1))      # a barrier: the window opens on every rank at once
+        session.all_gather(np.zeros(1))  # a barrier: the window opens on every rank at once
     epoch_start = time.time()
     loop_start = time.perf_counter()
     for i in range(cfg.warmup_steps, cfg.warmup_steps + cfg.steps):
@@ -90,9 +91,8 @@ def run(cfg: TrainConfig, out_dir: Path, spec: ModelSpec | None = None,
     window_s = wall_s - sum(data_times)
 
     checkpoint = None
-    if session.rank == 0:           # data-parallel ranks hold the same weights
-        checkpoint = (user.save(session, out_dir) if user.is_user(spec)
-                      else session.save(out_dir))
+    if session.rank == 0:  # data-parallel ranks hold the same weights
+        checkpoint = user.save(session, out_dir) if user.is_user(spec) else session.save(out_dir)
     summary = stats.summarize(times)
     all_losses = warm_losses + losses
     samples = cfg.steps * cfg.batch_size
@@ -122,6 +122,7 @@ def run(cfg: TrainConfig, out_dir: Path, spec: ModelSpec | None = None,
     }
     if cfg.distributed:
         from dlbench.harness.training.gather import combine
+
         metrics.update(combine(session, metrics, epoch_start, epoch_end))
     if cfg.eval:
         metrics["eval"] = evaluate(session, dataset, cfg, cls.layout)

@@ -12,6 +12,7 @@ a non-CPU device ahead of the step, the way the inference backend places its
 inputs (``Tensor.move_to`` in PyNative mode, as MindSpore documents it), and
 the runtime reports where the data tensors actually live.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,20 +20,20 @@ import os
 # MindSpore logs at INFO/WARNING to stderr by default; GLOG_v is read at import.
 os.environ.setdefault("GLOG_v", "3")
 
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+from pathlib import Path
+from typing import Any
 
-import numpy as np  # noqa: E402
-import mindspore as ms  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
+import mindspore as ms
+import numpy as np
+from mindspore import nn, ops
 
-from dlbench.harness import mathmode  # noqa: E402
-from dlbench.harness.backends.mindspore import place as place_on, tensor_device  # noqa: E402
-from dlbench.core.errors import UserError, first_line  # noqa: E402
-from dlbench.harness.training.base import TrainConfig, TrainSession  # noqa: E402
-from dlbench.harness.training.objectives import (inputs_of, label_dtype, labels_of,  # noqa: E402
-                                                 loss_for)
-from dlbench.models.registry import ModelSpec  # noqa: E402
+from dlbench.core.errors import UserError, first_line
+from dlbench.harness import mathmode
+from dlbench.harness.backends.mindspore import place as place_on
+from dlbench.harness.backends.mindspore import tensor_device
+from dlbench.harness.training.base import TrainConfig, TrainSession
+from dlbench.harness.training.objectives import inputs_of, label_dtype, labels_of, loss_for
+from dlbench.models.registry import ModelSpec
 
 _TARGETS = {"cpu": "CPU", "gpu": "GPU", "ascend": "Ascend"}
 # MindSpore 2.8's CPU kernels have no bfloat16 Conv2D/MaxPool (amp with bfloat16
@@ -60,8 +61,10 @@ def select_device(device: str) -> str:
         raise UserError(f"--device {device}: unknown device (choose cpu, gpu or ascend)")
     target = _TARGETS[device]
     if device != "cpu" and not getattr(ms.device_context, device).is_available():
-        raise UserError(f"--device {device}: this MindSpore {ms.__version__} installation cannot "
-                        f"use {target} (mindspore.device_context.{device}.is_available() is False)")
+        raise UserError(
+            f"--device {device}: this MindSpore {ms.__version__} installation cannot "
+            f"use {target} (mindspore.device_context.{device}.is_available() is False)"
+        )
     try:
         ms.set_device(target)
     except RuntimeError as exc:
@@ -69,8 +72,9 @@ def select_device(device: str) -> str:
         # one process); that is fine only if it already runs on the same target.
         current = ms.get_current_device().device_target
         if current != target:
-            raise UserError(f"--device {device}: this process already runs MindSpore on "
-                            f"{current} ({first_line(exc)})") from None
+            raise UserError(
+                f"--device {device}: this process already runs MindSpore on {current} ({first_line(exc)})"
+            ) from None
     return target
 
 
@@ -87,12 +91,14 @@ def apply_threads(intra: int, inter: int) -> tuple[int | None, int | None]:
     global _threads_in_force
     if _threads_in_force is None:
         applied = []
-        for setter, value in ((ms.device_context.cpu.op_tuning.threads_num, intra),
-                              (ms.runtime.dispatch_threads_num, inter)):
+        for setter, value in (
+            (ms.device_context.cpu.op_tuning.threads_num, intra),
+            (ms.runtime.dispatch_threads_num, inter),
+        ):
             try:
                 setter(value)
                 applied.append(value)
-            except RuntimeError:        # "can not be set repeatedly"
+            except RuntimeError:  # "can not be set repeatedly"
                 applied.append(None)
         _threads_in_force = (applied[0], applied[1])
     return _threads_in_force
@@ -112,7 +118,7 @@ class _LogitsToFloat(nn.Cell):
     def construct(self, *x):
         out = self.net(*x)
         if isinstance(out, tuple):
-            return out          # several outputs (pre-training heads): the loss casts
+            return out  # several outputs (pre-training heads): the loss casts
         return ops.cast(out, ms.float32)
 
 
@@ -150,7 +156,7 @@ class _WithLoss(nn.Cell):
         self.net, self.loss, self.n_inputs = net, loss, n_inputs
 
     def construct(self, *args):
-        return self.loss(self.net(*args[:self.n_inputs]), *args[self.n_inputs:])
+        return self.loss(self.net(*args[: self.n_inputs]), *args[self.n_inputs :])
 
 
 class _Sum(nn.Cell):
@@ -168,13 +174,12 @@ class Session(TrainSession):
     checkpoint_suffix = ".ckpt"
     checkpoint_name = "model.ckpt"
 
-    def __init__(self, spec: ModelSpec, cfg: TrainConfig,
-                 batches: list[tuple[np.ndarray, np.ndarray]]):
+    def __init__(self, spec: ModelSpec, cfg: TrainConfig, batches: list[tuple[np.ndarray, np.ndarray]]):
         super().__init__(spec, cfg, batches)
         if cfg.precision not in ("fp32", "amp", "tf32"):
             raise UserError(f"--precision {cfg.precision}: MindSpore supports fp32 and amp")
         self.target = select_device(cfg.device)
-        self.math = mathmode.mindspore_math(ms, self.target, cfg.precision)    # refuses tf32
+        self.math = mathmode.mindspore_math(ms, self.target, cfg.precision)  # refuses tf32
         self.threads = apply_threads(cfg.intra_op_threads, cfg.inter_op_threads)
         ms.set_context(mode=ms.GRAPH_MODE)
         if cfg.distributed:
@@ -189,10 +194,15 @@ class Session(TrainSession):
         scale = LOSS_SCALE if amp else 1.0
         loss_fn = loss_for(spec.objective, self.framework)()
         # The optimizer divides gradients by loss_scale; TrainOneStepCell's sens multiplies.
-        optimizer = nn.Momentum(self.model.trainable_params(), learning_rate=cfg.learning_rate,
-                                momentum=cfg.momentum, loss_scale=scale)
-        self.train_step = nn.TrainOneStepCell(_WithLoss(net, loss_fn, len(spec.inputs)),
-                                              optimizer, sens=LOSS_SCALE if amp else None)
+        optimizer = nn.Momentum(
+            self.model.trainable_params(),
+            learning_rate=cfg.learning_rate,
+            momentum=cfg.momentum,
+            loss_scale=scale,
+        )
+        self.train_step = nn.TrainOneStepCell(
+            _WithLoss(net, loss_fn, len(spec.inputs)), optimizer, sens=LOSS_SCALE if amp else None
+        )
         self.train_step.set_train()
         self.batches = [self.place(b) for b in batches]
 
@@ -202,8 +212,7 @@ class Session(TrainSession):
         from mindspore.communication import get_group_size, get_rank, init
 
         init()
-        ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL,
-                                     gradients_mean=True)
+        ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True)
         self.rank, self.world_size = get_rank(), get_group_size()
 
     def all_gather(self, row: np.ndarray) -> np.ndarray:
@@ -217,8 +226,7 @@ class Session(TrainSession):
         return _Sum()(ms.Tensor(table)).asnumpy()
 
     def weights_sum(self) -> float:
-        return float(sum(np.abs(p.asnumpy()).astype(np.float64).sum()
-                         for p in self.model.trainable_params()))
+        return float(sum(np.abs(p.asnumpy()).astype(np.float64).sum() for p in self.model.trainable_params()))
 
     @staticmethod
     def version() -> str:
@@ -226,7 +234,7 @@ class Session(TrainSession):
 
     def step(self, index: int) -> float:
         x, y = self.batches[index % len(self.batches)]
-        return float(self.train_step(*x, *y).asnumpy())   # asnumpy waits for the step
+        return float(self.train_step(*x, *y).asnumpy())  # asnumpy waits for the step
 
     def place(self, batch):
         """(tuple of input tensors, tuple of label tensors: int32 classes, float targets)."""
@@ -237,8 +245,7 @@ class Session(TrainSession):
         dtype = label_dtype(self.spec.objective, "int32")
         targets = [ms.Tensor(np.asarray(a, dtype)) for a in labels]
         if self.target != "CPU":
-            inputs, targets = (place_on(ms, inputs, self.target),
-                               place_on(ms, targets, self.target))
+            inputs, targets = (place_on(ms, inputs, self.target), place_on(ms, targets, self.target))
         return tuple(inputs), tuple(targets)
 
     def eval_outputs(self, batches):
@@ -265,14 +272,21 @@ class Session(TrainSession):
         return {
             "device": ms.get_current_device().device_target,
             "mode": "GRAPH_MODE" if ms.get_context("mode") == ms.GRAPH_MODE else "PYNATIVE_MODE",
-            "intra_op_threads": self.threads[0],     # device_context.cpu.op_tuning.threads_num
-            "inter_op_threads": self.threads[1],     # runtime.dispatch_threads_num
+            "intra_op_threads": self.threads[0],  # device_context.cpu.op_tuning.threads_num
+            "inter_op_threads": self.threads[1],  # runtime.dispatch_threads_num
             "precision": self.cfg.precision,
             "amp_dtype": str(AMP_DTYPE) if amp else None,
             "amp_level": AMP_LEVEL if amp else None,
             "loss_scale": LOSS_SCALE if amp else None,
             "data_device": tensor_device(self.batches[0][0][0]),
             "math_mode": self.math,
-            **({"launcher": "msrun", "data_parallel": "DATA_PARALLEL (gradients_mean)",
-                "world_size": self.world_size} if self.cfg.distributed else {}),
+            **(
+                {
+                    "launcher": "msrun",
+                    "data_parallel": "DATA_PARALLEL (gradients_mean)",
+                    "world_size": self.world_size,
+                }
+                if self.cfg.distributed
+                else {}
+            ),
         }

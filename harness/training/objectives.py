@@ -30,6 +30,7 @@ Batches come as ``(inputs, labels)``: inputs one array (images), a tuple in
 readers); labels one array, a tuple in ``Objective.labels`` order, or a dict with those
 names.  ``inputs_of`` and ``labels_of`` turn any of them into tuples.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -47,10 +48,11 @@ FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 class Objective:
     """One training objective.  ``losses`` are ``"module:attribute"`` strings so that
     naming them imports no framework; ``labels`` None means one label array."""
+
     name: str
-    description: str                                    # one line, for --help
-    losses: dict[str, str] = field(hash=False)          # framework -> loss (see above)
-    labels: tuple[str, ...] | None = None               # the label arrays, in loss order
+    description: str  # one line, for --help
+    losses: dict[str, str] = field(hash=False)  # framework -> loss (see above)
+    labels: tuple[str, ...] | None = None  # the label arrays, in loss order
     # The labels' numpy dtype where they are not class indices (None: the framework's
     # own class-index type, int64 or int32).
     label_dtype: str | None = None
@@ -69,49 +71,79 @@ def _declare(name: str, description: str, losses: dict[str, str], **kw: Any) -> 
 def _family(package: str, function: str, cell: str) -> dict[str, str]:
     """A model family's losses: ``function`` in its torch and keras modules, ``cell`` in
     its mindspore module."""
-    return {"pytorch": f"{package}.torch:{function}",
-            "tensorflow": f"{package}.keras:{function}",
-            "mindspore": f"{package}.mindspore:{cell}"}
+    return {
+        "pytorch": f"{package}.torch:{function}",
+        "tensorflow": f"{package}.keras:{function}",
+        "mindspore": f"{package}.mindspore:{cell}",
+    }
 
 
 def _ours(function: str, cell: str) -> dict[str, str]:
     """Losses of harness.training's own session modules."""
-    return {fw: f"dlbench.harness.training.{fw}:{cell if fw == 'mindspore' else function}"
-            for fw in FRAMEWORKS}
+    return {
+        fw: f"dlbench.harness.training.{fw}:{cell if fw == 'mindspore' else function}" for fw in FRAMEWORKS
+    }
 
 
-_declare("classification", "class scores on the output's last axis, cross-entropy",
-         _ours("classification_loss", "ClassificationLoss"), user=True)
-_declare("bert-pretraining", "BERT's masked-LM (labels != -100) plus next-sentence loss",
-         _family("dlbench.models.bert", "pretraining_loss", "PretrainingLoss"),
-         labels=("mlm_labels", "nsp_labels"))
-_declare("seq2seq", "per-position cross-entropy, padding (id 0) left out (GNMT)",
-         _family("dlbench.models.gnmt", "seq2seq_loss", "Seq2SeqLoss"))
+_declare(
+    "classification",
+    "class scores on the output's last axis, cross-entropy",
+    _ours("classification_loss", "ClassificationLoss"),
+    user=True,
+)
+_declare(
+    "bert-pretraining",
+    "BERT's masked-LM (labels != -100) plus next-sentence loss",
+    _family("dlbench.models.bert", "pretraining_loss", "PretrainingLoss"),
+    labels=("mlm_labels", "nsp_labels"),
+)
+_declare(
+    "seq2seq",
+    "per-position cross-entropy, padding (id 0) left out (GNMT)",
+    _family("dlbench.models.gnmt", "seq2seq_loss", "Seq2SeqLoss"),
+)
 # Detection's class targets travel as float32 beside its box targets (one dtype per
 # objective); its losses cast them back to integers.
-_declare("detection", "SSD's multibox loss on the raw heads",
-         _family("dlbench.models.ssd", "detection_loss", "DetectionLoss"),
-         labels=("class_targets", "box_targets"), label_dtype="float32")
+_declare(
+    "detection",
+    "SSD's multibox loss on the raw heads",
+    _family("dlbench.models.ssd", "detection_loss", "DetectionLoss"),
+    labels=("class_targets", "box_targets"),
+    label_dtype="float32",
+)
 # Mask R-CNN: the five losses of ``models.maskrcnn.reference`` on the raw heads, the
 # boxes and their targets made before the clock (``models.maskrcnn.boxes``).  Its
 # anchor, RoI and mask-box labels travel as float32 beside the deltas, as detection's.
-_declare("instance-segmentation", "Mask R-CNN's RPN, box and mask losses on given boxes",
-         _family("dlbench.models.maskrcnn", "instance_segmentation_loss",
-                 "InstanceSegmentationLoss"),
-         labels=("rpn_labels", "rpn_targets", "roi_labels", "roi_targets", "mask_classes",
-                 "mask_targets"), label_dtype="float32")
-_declare("regression", "values: mean squared error on the output",
-         _ours("regression_loss", "RegressionLoss"), label_dtype="float32", user=True)
+_declare(
+    "instance-segmentation",
+    "Mask R-CNN's RPN, box and mask losses on given boxes",
+    _family("dlbench.models.maskrcnn", "instance_segmentation_loss", "InstanceSegmentationLoss"),
+    labels=("rpn_labels", "rpn_targets", "roi_labels", "roi_targets", "mask_classes", "mask_targets"),
+    label_dtype="float32",
+)
+_declare(
+    "regression",
+    "values: mean squared error on the output",
+    _ours("regression_loss", "RegressionLoss"),
+    label_dtype="float32",
+    user=True,
+)
 # Click-through rate (DIN): the network gives 2 logits (no click, click), and
 # softmax cross-entropy over two logits IS binary cross-entropy on their
 # difference, so the classification losses are the CTR losses; the objective
 # differs in its held-out score (AUC, harness.scoring).
-_declare("ctr", "click-through rate: 2-logit cross-entropy, scored by AUC",
-         _ours("classification_loss", "ClassificationLoss"))
+_declare(
+    "ctr",
+    "click-through rate: 2-logit cross-entropy, scored by AUC",
+    _ours("classification_loss", "ClassificationLoss"),
+)
 # Padded transcripts, their lengths, and each utterance's frames after the conv strides.
-_declare("ctc", "CTC on per-frame character logits (DeepSpeech2)",
-         _family("dlbench.models.deepspeech2", "ctc_loss", "CTCLoss"),
-         labels=("transcripts", "transcript_lengths", "output_frames"))
+_declare(
+    "ctc",
+    "CTC on per-frame character logits (DeepSpeech2)",
+    _family("dlbench.models.deepspeech2", "ctc_loss", "CTCLoss"),
+    labels=("transcripts", "transcript_lengths", "output_frames"),
+)
 
 
 def user_objectives() -> tuple[str, ...]:
@@ -154,8 +186,9 @@ def inputs_of(spec: ModelSpec, inputs: Any) -> tuple:
         try:
             return tuple(inputs[i.name] for i in spec.inputs)
         except KeyError as exc:
-            raise ValueError(f"{spec.name}: the batch has no input {exc}; it has "
-                             f"{', '.join(inputs)}") from None
+            raise ValueError(
+                f"{spec.name}: the batch has no input {exc}; it has {', '.join(inputs)}"
+            ) from None
     if isinstance(inputs, (tuple, list)):
         return tuple(inputs)
     return (inputs,)

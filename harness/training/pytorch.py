@@ -4,6 +4,7 @@ float32 is IEEE float32 (cuBLAS, cuDNN and oneDNN switches set and read back by
 ``harness.mathmode`` before the model is built); ``tf32`` trains the float32 model
 in TensorFloat-32 on a GPU that has it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -16,8 +17,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dlbench.harness import mathmode
 from dlbench.core.errors import UserError
+from dlbench.harness import mathmode
 from dlbench.harness.training.base import TrainConfig, TrainSession
 from dlbench.harness.training.objectives import inputs_of, label_dtype, labels_of, loss_for
 from dlbench.models.registry import ModelSpec
@@ -45,8 +46,10 @@ def resolve_device(device: str) -> torch.device:
             raise UserError("--device gpu: PyTorch sees no CUDA device")
         return torch.device("cuda")
     if device == "ascend":
-        raise UserError("--device ascend: dlbench's PyTorch backend does not support Ascend "
-                        "(torch_npu); use --framework mindspore")
+        raise UserError(
+            "--device ascend: dlbench's PyTorch backend does not support Ascend "
+            "(torch_npu); use --framework mindspore"
+        )
     raise UserError(f"--device {device}: unknown device (choose cpu, gpu or ascend)")
 
 
@@ -65,8 +68,7 @@ class Session(TrainSession):
     checkpoint_suffix = ".pt"
     checkpoint_name = "model.pt"
 
-    def __init__(self, spec: ModelSpec, cfg: TrainConfig,
-                 batches: list[tuple[np.ndarray, np.ndarray]]):
+    def __init__(self, spec: ModelSpec, cfg: TrainConfig, batches: list[tuple[np.ndarray, np.ndarray]]):
         super().__init__(spec, cfg, batches)
         if cfg.precision not in ("fp32", "amp", "tf32"):
             raise UserError(f"--precision {cfg.precision}: PyTorch supports fp32, tf32 and amp")
@@ -76,11 +78,14 @@ class Session(TrainSession):
         self.math = mathmode.torch_math(torch, self.device.type, cfg.precision)
         apply_threads(cfg.intra_op_threads, cfg.inter_op_threads)
         # CPU autocast supports bf16 only; fp16 on CUDA needs loss scaling to not underflow.
-        self.amp_dtype = ({"cpu": torch.bfloat16, "cuda": torch.float16}[self.device.type]
-                          if cfg.precision == "amp" else None)
+        self.amp_dtype = (
+            {"cpu": torch.bfloat16, "cuda": torch.float16}[self.device.type]
+            if cfg.precision == "amp"
+            else None
+        )
         self.scaler = torch.amp.GradScaler("cuda") if self.amp_dtype == torch.float16 else None
 
-        torch.manual_seed(cfg.seed)         # seeds CUDA generators too
+        torch.manual_seed(cfg.seed)  # seeds CUDA generators too
         self.model = spec.build_for_training("pytorch").to(self.device).train()
         # DDP averages gradients during backward; the bare model is what is saved.
         self.net = self.model
@@ -88,17 +93,22 @@ class Session(TrainSession):
             from torch.nn.parallel import DistributedDataParallel
 
             self.net = DistributedDataParallel(
-                self.model, device_ids=[self.device] if self.device.type == "cuda" else None)
+                self.model, device_ids=[self.device] if self.device.type == "cuda" else None
+            )
         self.loss_fn = loss_for(spec.objective, self.framework)
         # Frozen parameters (the LSTM's b_hh) are not the optimizer's.
-        self.optimizer = torch.optim.SGD([p for p in self.model.parameters() if p.requires_grad],
-                                         lr=cfg.learning_rate, momentum=cfg.momentum)
+        self.optimizer = torch.optim.SGD(
+            [p for p in self.model.parameters() if p.requires_grad],
+            lr=cfg.learning_rate,
+            momentum=cfg.momentum,
+        )
         self.label_dtype = getattr(torch, label_dtype(spec.objective, "int64"))
         self.batches = [self.place(b) for b in batches]
 
     def _join_group(self) -> None:
         """Join torchrun's process group: gloo on a CPU, NCCL on a GPU (one per local rank)."""
         import torch.distributed as dist
+
         from dlbench.harness.training.scaling import JOIN_TIMEOUT_S
 
         backend = "gloo"
@@ -145,7 +155,7 @@ class Session(TrainSession):
         else:
             loss.backward()
             self.optimizer.step()
-        return loss.item()          # blocks until the device has finished the step
+        return loss.item()  # blocks until the device has finished the step
 
     def place(self, batch):
         """(tuple of input tensors, label tensor or tuple) on the device; losses take
@@ -153,6 +163,7 @@ class Session(TrainSession):
         x, y = batch
         inputs = tuple(torch.from_numpy(a).to(self.device) for a in inputs_of(self.spec, x))
         y = labels_of(self.spec, y)
+
         def label(a):
             return torch.from_numpy(a).to(self.device, self.label_dtype)
 
@@ -189,8 +200,13 @@ class Session(TrainSession):
         }
         if self.cfg.distributed:
             import torch.distributed as dist
-            info.update(launcher="torchrun", data_parallel="DistributedDataParallel",
-                        backend=dist.get_backend(), world_size=self.world_size)
+
+            info.update(
+                launcher="torchrun",
+                data_parallel="DistributedDataParallel",
+                backend=dist.get_backend(),
+                world_size=self.world_size,
+            )
         if self.device.type == "cuda":
             info["device_name"] = torch.cuda.get_device_name(self.device)
             info["cuda"] = torch.version.cuda

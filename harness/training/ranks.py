@@ -4,6 +4,7 @@ Each rank runs the same timed loop as a single-process run, pinned to its
 share of the cores and on its own data; ``training.gather`` puts every rank's
 figures together.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,7 @@ def pin_cpus(local: int, per_node: int) -> list[int]:
     share them round-robin."""
     cpus = sorted(os.sched_getaffinity(0))
     share = len(cpus) // per_node
-    mine = cpus[local * share:(local + 1) * share] if share else [cpus[local % len(cpus)]]
+    mine = cpus[local * share : (local + 1) * share] if share else [cpus[local % len(cpus)]]
     os.sched_setaffinity(0, mine)
     return mine
 

@@ -1,22 +1,24 @@
 """``dlbench train`` as a Python API: validate, run each framework in its own
 process, store the record, write checkpoint + manifest atomically."""
+
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from dlbench.core.atomic import check_can_create, staged_directory, write_json
+from dlbench.core.errors import UserError
 from dlbench.core.version import __version__
-from dlbench.harness import records
-from dlbench.harness.allocator import DEFAULT_ALLOCATOR, check as check_allocator
+from dlbench.harness import envs, mathmode, records
+from dlbench.harness.allocator import DEFAULT_ALLOCATOR
+from dlbench.harness.allocator import check as check_allocator
 from dlbench.harness.allocator import identity as allocator_identity
 from dlbench.harness.cellenv import cell_environment
-from dlbench.harness import envs, mathmode
-from dlbench.core.atomic import check_can_create, staged_directory, write_json
 from dlbench.harness.context import CommandOptions, new_run_id, now_iso
 from dlbench.harness.data import canonical
-from dlbench.core.errors import UserError
 from dlbench.harness.fingerprint import fingerprint
 from dlbench.harness.frameworks import get_framework, require
 from dlbench.harness.launcher import CellOutcome, run_cell
@@ -44,7 +46,7 @@ class TrainRequest(CommandOptions):
     eval: bool = False
     eval_samples: int | None = None
     seed: int = 0
-    learning_rate: float | None = None     # None: the model's default_lr
+    learning_rate: float | None = None  # None: the model's default_lr
     out: str = "runs"
     # The memory allocator of each run's process (harness.allocator: why tuned is the default).
     allocator: str = DEFAULT_ALLOCATOR
@@ -76,27 +78,31 @@ class TrainRequest(CommandOptions):
         """A model of the user's own: a zoo name wins over a file of that name."""
         from dlbench.models.registry import list_models
 
-        return bool(self.model_from) or (self.model is not None and
-                                         self.model not in list_models() and
-                                         Path(self.model).exists())
+        return bool(self.model_from) or (
+            self.model is not None and self.model not in list_models() and Path(self.model).exists()
+        )
 
 
 def model_spec(req: TrainRequest):
     """The zoo spec, or one made from a user's model (its framework probed in cells)."""
     if req.user:
         from dlbench.harness.training.user import spec_of_request
+
         return spec_of_request(req)
     if req.model is None:
         raise UserError("give a zoo model name, a model file, or --model-from MODULE:CALLABLE")
     spec = get_model(req.model)
-    for flag, value in (("--weights", req.weights), ("--shape", req.shapes),
-                        ("--input", req.inputs), ("--int-range", req.int_ranges),
-                        ("--loss-output", req.loss_output)):
+    for flag, value in (
+        ("--weights", req.weights),
+        ("--shape", req.shapes),
+        ("--input", req.inputs),
+        ("--int-range", req.int_ranges),
+        ("--loss-output", req.loss_output),
+    ):
         if value:
             raise UserError(f"{flag} is for a model of your own; {req.model} is a zoo model")
     if req.objective not in (None, spec.objective):
-        raise UserError(f"--objective {req.objective}: zoo model {spec.name} trains for "
-                        f"{spec.objective}")
+        raise UserError(f"--objective {req.objective}: zoo model {spec.name} trains for {spec.objective}")
     return spec
 
 
@@ -110,9 +116,13 @@ def validate(req: TrainRequest, spec=None) -> None:
             require(name)
         if name not in spec.builders:
             raise UserError(f"model {spec.name!r} has no {name} implementation")
-    for flag, value, low in (("--batch-size", req.batch_size, 1), ("--steps", req.steps, 1),
-                             ("--warmup-steps", req.warmup_steps, 0), ("--threads", req.threads, 1),
-                             ("--inter-op-threads", req.inter_op_threads, 1)):
+    for flag, value, low in (
+        ("--batch-size", req.batch_size, 1),
+        ("--steps", req.steps, 1),
+        ("--warmup-steps", req.warmup_steps, 0),
+        ("--threads", req.threads, 1),
+        ("--inter-op-threads", req.inter_op_threads, 1),
+    ):
         if value is not None and value < low:
             raise UserError(f"{flag} must be at least {low}, got {value}")
     if req.learning_rate is not None and not req.learning_rate > 0:
@@ -137,11 +147,13 @@ def validate(req: TrainRequest, spec=None) -> None:
         if req.user:
             raise UserError("--devices: data-parallel training is for zoo models")
         for n in req.devices:
-            scaling.check(scaling.Topology(n, req.nodes, req.node_rank, req.master_addr,
-                                           req.master_port, tuple(req.node_addrs)),
-                          req.frameworks)
-            scaling.split_batch(req.batch_size or spec.default_batch_size, n * req.nodes,
-                                req.scaling)
+            scaling.check(
+                scaling.Topology(
+                    n, req.nodes, req.node_rank, req.master_addr, req.master_port, tuple(req.node_addrs)
+                ),
+                req.frameworks,
+            )
+            scaling.split_batch(req.batch_size or spec.default_batch_size, n * req.nodes, req.scaling)
     elif req.nodes != 1:
         raise UserError("--nodes needs --devices (the devices per node)")
     if req.timeout is not None and req.timeout <= 0:
@@ -150,7 +162,7 @@ def validate(req: TrainRequest, spec=None) -> None:
         check_can_create(Path(req.out) / spec.name / name / MANIFEST)
     if req.json_path:
         check_can_create(req.json_path)
-    ResultStore(req.db).check_writable()      # last: it creates the database
+    ResultStore(req.db).check_writable()  # last: it creates the database
 
 
 def _validate_data(req: TrainRequest, spec) -> None:
@@ -195,6 +207,7 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
         req = replace(req, frameworks=list(spec.frameworks))
     validate(req, spec)
     from dlbench.harness.training import user
+
     user_payload = user.to_dict(spec) if user.is_user(spec) else None
     threads = ThreadConfig.default(req.threads, req.inter_op_threads)
     store = ResultStore(req.db)
@@ -204,47 +217,80 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
     batch = spec.default_batch_size if user_payload else req.batch_size or spec.default_batch_size
     lr = spec.default_lr if req.learning_rate is None else req.learning_rate
     records, usage_errors = [], []
-    cells = [(name, n, w) for name in req.frameworks for n in (req.devices or [None])
-             for w in (req.with_specs or [""])]
+    cells = [
+        (name, n, w)
+        for name in req.frameworks
+        for n in (req.devices or [None])
+        for w in (req.with_specs or [""])
+    ]
     for i, (name, devices, with_spec) in enumerate(cells, 1):
         topo = None if devices is None else _topology(req, devices, i - 1)
-        intra = threads.intra_op if topo is None else scaling.cores_per_rank(devices,
-                                                                              req.threads)
-        cfg = TrainConfig(model=spec.name, framework=name, batch_size=batch, steps=req.steps,
-                          warmup_steps=req.warmup_steps, device=req.device,
-                          precision=req.precision, intra_op_threads=intra,
-                          inter_op_threads=threads.inter_op, seed=req.seed,
-                          data=canonical(req.data), learning_rate=lr,
-                          eval=req.eval, eval_samples=req.eval_samples,
-                          distributed=topo is not None)
+        intra = threads.intra_op if topo is None else scaling.cores_per_rank(devices, req.threads)
+        cfg = TrainConfig(
+            model=spec.name,
+            framework=name,
+            batch_size=batch,
+            steps=req.steps,
+            warmup_steps=req.warmup_steps,
+            device=req.device,
+            precision=req.precision,
+            intra_op_threads=intra,
+            inter_op_threads=threads.inter_op,
+            seed=req.seed,
+            data=canonical(req.data),
+            learning_rate=lr,
+            eval=req.eval,
+            eval_samples=req.eval_samples,
+            distributed=topo is not None,
+        )
         overlay, env_error = envs.prepare(with_spec) if with_spec else (None, None)
-        extra = {**mathmode.environment(req.device, req.precision),
-                 **(envs.environment(overlay) if overlay else {})}
+        extra = {
+            **mathmode.environment(req.device, req.precision),
+            **(envs.environment(overlay) if overlay else {}),
+        }
         cell_env = cell_environment(ThreadConfig(intra, threads.inter_op), req.allocator, extra)
         launch, where = None, f" [{with_spec}]" if with_spec else ""
         if topo is not None:
             cfg.batch_size = scaling.split_batch(batch, topo.world_size, req.scaling)
             launch = scaling.launcher(name, topo, cell_env, req.device)
-            where += (f" × {topo.world_size} ({req.scaling} scaling, "
-                      f"{cfg.batch_size} per device)")
-        progress(f"[{i}/{len(cells)}] training {spec.name} in {name}: batch {cfg.batch_size}, "
-                 f"{req.warmup_steps} warm-up + {req.steps} measured steps on "
-                 f"{req.device}{where}")
-        final_dir = Path(req.out) / spec.name / (
-            name + ("" if topo is None else f"-{topo.world_size}dev")
-            + (f"-with-{with_spec.replace('==', '-')}" if with_spec else ""))
+            where += f" × {topo.world_size} ({req.scaling} scaling, {cfg.batch_size} per device)"
+        progress(
+            f"[{i}/{len(cells)}] training {spec.name} in {name}: batch {cfg.batch_size}, "
+            f"{req.warmup_steps} warm-up + {req.steps} measured steps on "
+            f"{req.device}{where}"
+        )
+        final_dir = (
+            Path(req.out)
+            / spec.name
+            / (
+                name
+                + ("" if topo is None else f"-{topo.world_size}dev")
+                + (f"-with-{with_spec.replace('==', '-')}" if with_spec else "")
+            )
+        )
         started = now_iso()
         try:
             with staged_directory(final_dir) as stage:
-                outcome = CellOutcome("failed", error=env_error) if env_error else run_cell(
-                    "train" if topo is None else "train_rank",
-                    {"config": cfg.to_dict(), "user": user_payload, "packages": bool(with_spec),
-                     "out_dir": str(stage.resolve()), "devices_per_node": devices},
-                    env=cell_env, timeout=req.timeout, launcher=launch)
+                outcome = (
+                    CellOutcome("failed", error=env_error)
+                    if env_error
+                    else run_cell(
+                        "train" if topo is None else "train_rank",
+                        {
+                            "config": cfg.to_dict(),
+                            "user": user_payload,
+                            "packages": bool(with_spec),
+                            "out_dir": str(stage.resolve()),
+                            "devices_per_node": devices,
+                        },
+                        env=cell_env,
+                        timeout=req.timeout,
+                        launcher=launch,
+                    )
+                )
                 if outcome.status == "usage_error":
                     raise UserError(outcome.error)
-                record = _record(req, cfg, spec, outcome, fp, run_id, started, cell_env, topo,
-                                 with_spec)
+                record = _record(req, cfg, spec, outcome, fp, run_id, started, cell_env, topo, with_spec)
                 if topo is not None and topo.node_rank > 0:
                     raise _OtherNode()
                 if outcome.ok:
@@ -252,7 +298,7 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
                 record["id"] = store.add(record, fp)
                 if not outcome.ok:
                     raise _Failed()
-                if user_payload is None:        # a user's model is saved in its own format
+                if user_payload is None:  # a user's model is saved in its own format
                     write_json(stage / MANIFEST, _manifest(spec, cfg, outcome.result, record))
         except UserError as exc:
             usage_errors.append(f"{name}: {exc}")
@@ -287,73 +333,120 @@ class _OtherNode(Exception):
 def _topology(req: TrainRequest, devices: int, index: int) -> scaling.Topology:
     """The cell's topology; one node picks a free port per cell, several nodes count up
     from --master-port (every node runs the same sweep, so they agree)."""
-    stride = max(req.devices) + 1           # TensorFlow's workers listen after the master port
+    stride = max(req.devices) + 1  # TensorFlow's workers listen after the master port
     port = req.master_port + index * stride if req.master_port else scaling.free_port()
-    return scaling.Topology(devices, req.nodes, req.node_rank, req.master_addr, port,
-                            tuple(req.node_addrs))
+    return scaling.Topology(devices, req.nodes, req.node_rank, req.master_addr, port, tuple(req.node_addrs))
 
 
-def _record(req: TrainRequest, cfg: TrainConfig, spec, outcome, fp, run_id, started,
-            env, topo: scaling.Topology | None = None, with_spec: str = "") -> dict[str, Any]:
+def _record(
+    req: TrainRequest,
+    cfg: TrainConfig,
+    spec,
+    outcome,
+    fp,
+    run_id,
+    started,
+    env,
+    topo: scaling.Topology | None = None,
+    with_spec: str = "",
+) -> dict[str, Any]:
     result = dict(outcome.result)
     runtime = result.pop("runtime", {})
     packages = result.pop("packages", None)
     data = result.pop("data", None)
-    identity = {"model": spec.name, "framework": cfg.framework, "device": cfg.device,
-                "precision": cfg.precision, "batch_size": cfg.batch_size, "steps": cfg.steps,
-                "warmup_steps": cfg.warmup_steps, "threads": [cfg.intra_op_threads,
-                                                              cfg.inter_op_threads],
-                "data": cfg.data, "seed": cfg.seed, "machine_id": fp["machine_id"]}
-    if cfg.eval:            # only then, so that runs without --eval keep their keys
+    identity = {
+        "model": spec.name,
+        "framework": cfg.framework,
+        "device": cfg.device,
+        "precision": cfg.precision,
+        "batch_size": cfg.batch_size,
+        "steps": cfg.steps,
+        "warmup_steps": cfg.warmup_steps,
+        "threads": [cfg.intra_op_threads, cfg.inter_op_threads],
+        "data": cfg.data,
+        "seed": cfg.seed,
+        "machine_id": fp["machine_id"],
+    }
+    if cfg.eval:  # only then, so that runs without --eval keep their keys
         identity["eval"] = [True, cfg.eval_samples]
     user = spec.config.get("user") if spec.family == USER_FAMILY else None
     if user:
-        identity.update(user_source=user["source"], objective=spec.objective,
-                        loss_output=user["output"],
-                        inputs={i.name: list(i.shape) for i in spec.inputs})
+        identity.update(
+            user_source=user["source"],
+            objective=spec.objective,
+            loss_output=user["output"],
+            inputs={i.name: list(i.shape) for i in spec.inputs},
+        )
     identity.update(allocator_identity(req.allocator))
-    if topo is not None:        # a run without --devices keeps its keys
+    if topo is not None:  # a run without --devices keeps its keys
         identity.update(devices=topo.devices, nodes=topo.nodes, scaling=req.scaling)
-    if with_spec:               # and one without --with
+    if with_spec:  # and one without --with
         identity["with"] = with_spec
-    metrics = {k: v for k, v in result.items() if k not in ("framework_version", "layout",
-                                                             "checkpoint")}
+    metrics = {k: v for k, v in result.items() if k not in ("framework_version", "layout", "checkpoint")}
     metrics["peak_rss_mb"] = outcome.peak_rss_mb
     metrics["cell_wall_s"] = outcome.wall_s
     record = records.new_record(
-        "train", run_id=run_id, identity=identity, started=started, argv=req.argv,
-        device=cfg.device, fp=fp, env=env, status="ok" if outcome.ok else "failed",
+        "train",
+        run_id=run_id,
+        identity=identity,
+        started=started,
+        argv=req.argv,
+        device=cfg.device,
+        fp=fp,
+        env=env,
+        status="ok" if outcome.ok else "failed",
         error=outcome.error,
-        duration_s=outcome.wall_s, model=spec.name, framework=cfg.framework,
-        framework_version=result.get("framework_version") or fp["versions"].get(
-            {"pytorch": "torch"}.get(cfg.framework, cfg.framework)),
-        precision=cfg.precision, batch_size=cfg.batch_size,
-        intra_op_threads=cfg.intra_op_threads, inter_op_threads=cfg.inter_op_threads,
-        iterations=cfg.steps, warmup_iterations=cfg.warmup_steps,
-        throughput_sps=result.get("throughput_sps"), peak_rss_mb=outcome.peak_rss_mb,
-        metrics=metrics)
-    record["context"].update({
-        "config": cfg.to_dict(),
-        "runtime": runtime,
-        "math_mode": mathmode.of(runtime),
-        "layout": result.get("layout"),
-        "data": data,
-        **({"user_model": {k: user[k] for k in ("fills", "output", "output_shape",
-                                                 "label_shape", "outputs", "notes")},
-            "objective": spec.objective} if user else {}),
-        "traceback": outcome.traceback,
-        "log_tail": None if outcome.ok else outcome.log_tail,
-        **envs.record_context(with_spec, packages),
-        **req.extra_context,
-    })
+        duration_s=outcome.wall_s,
+        model=spec.name,
+        framework=cfg.framework,
+        framework_version=result.get("framework_version")
+        or fp["versions"].get({"pytorch": "torch"}.get(cfg.framework, cfg.framework)),
+        precision=cfg.precision,
+        batch_size=cfg.batch_size,
+        intra_op_threads=cfg.intra_op_threads,
+        inter_op_threads=cfg.inter_op_threads,
+        iterations=cfg.steps,
+        warmup_iterations=cfg.warmup_steps,
+        throughput_sps=result.get("throughput_sps"),
+        peak_rss_mb=outcome.peak_rss_mb,
+        metrics=metrics,
+    )
+    record["context"].update(
+        {
+            "config": cfg.to_dict(),
+            "runtime": runtime,
+            "math_mode": mathmode.of(runtime),
+            "layout": result.get("layout"),
+            "data": data,
+            **(
+                {
+                    "user_model": {
+                        k: user[k]
+                        for k in ("fills", "output", "output_shape", "label_shape", "outputs", "notes")
+                    },
+                    "objective": spec.objective,
+                }
+                if user
+                else {}
+            ),
+            "traceback": outcome.traceback,
+            "log_tail": None if outcome.ok else outcome.log_tail,
+            **envs.record_context(with_spec, packages),
+            **req.extra_context,
+        }
+    )
     if topo is not None:
         gpu = (runtime.get("device_name") or runtime.get("gpu_name")) if outcome.ok else None
         record["context"].update(
             resource=scaling.resource(topo, cfg.device, cfg.intra_op_threads, gpu),
             topology={**topo.to_dict(), "launcher": scaling.LAUNCHERS[cfg.framework]},
-            scaling={"mode": req.scaling, "per_device_batch": cfg.batch_size,
-                     "global_batch": cfg.batch_size * topo.world_size},
-            data_parallel_note=scaling.NOTE)
+            scaling={
+                "mode": req.scaling,
+                "per_device_batch": cfg.batch_size,
+                "global_batch": cfg.batch_size * topo.world_size,
+            },
+            data_parallel_note=scaling.NOTE,
+        )
         if outcome.ok:
             record["peak_rss_mb"] = metrics["peak_rss_mb"] = result.get("peak_rss_mb_max")
     return record

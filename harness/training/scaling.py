@@ -16,6 +16,7 @@ record says so in its resource label.  Weak scaling (the default) keeps the
 per-device batch and grows the global one; strong scaling splits a fixed
 global batch.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,16 +27,20 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from dlbench.harness.threads import usable_cores
 from dlbench.core.errors import UserError
+from dlbench.harness.threads import usable_cores
 
 SCALINGS = ("weak", "strong")
-LAUNCHERS = {"pytorch": "torchrun (DistributedDataParallel)",
-             "tensorflow": "TF_CONFIG workers (MultiWorkerMirroredStrategy)",
-             "mindspore": "msrun (dynamic cluster, DATA_PARALLEL)"}
-NOTE = ("one device = one process; on a CPU each is pinned to its share of the cores. "
-        "Throughput = global samples / (latest rank's window end - earliest rank's start). "
-        "Each rank trains on its own seeded data.")
+LAUNCHERS = {
+    "pytorch": "torchrun (DistributedDataParallel)",
+    "tensorflow": "TF_CONFIG workers (MultiWorkerMirroredStrategy)",
+    "mindspore": "msrun (dynamic cluster, DATA_PARALLEL)",
+}
+NOTE = (
+    "one device = one process; on a CPU each is pinned to its share of the cores. "
+    "Throughput = global samples / (latest rank's window end - earliest rank's start). "
+    "Each rank trains on its own seeded data."
+)
 LOOPBACK = "127.0.0.1"
 # Chosen ports start here: above the well-known and most registered services' ports.
 PORT_FLOOR = 20000
@@ -50,20 +55,20 @@ _MS_STUB = "from runpy import run_module\nrun_module('dlbench.harness.cell', run
 class Topology:
     """Where the ranks of one cell run: ``devices`` processes on each of ``nodes`` nodes,
     this one being ``node_rank``; rank r of node n is global rank n * devices + r."""
+
     devices: int
     nodes: int = 1
     node_rank: int = 0
     master_addr: str = LOOPBACK
-    master_port: int = 0            # 0: a free port, chosen per cell (one node only)
-    node_addrs: tuple[str, ...] = field(default_factory=tuple)   # TensorFlow, several nodes
+    master_port: int = 0  # 0: a free port, chosen per cell (one node only)
+    node_addrs: tuple[str, ...] = field(default_factory=tuple)  # TensorFlow, several nodes
 
     @property
     def world_size(self) -> int:
         return self.devices * self.nodes
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "node_addrs": list(self.node_addrs),
-                "world_size": self.world_size}
+        return {**asdict(self), "node_addrs": list(self.node_addrs), "world_size": self.world_size}
 
 
 def check(topo: Topology, frameworks: list[str]) -> None:
@@ -79,8 +84,10 @@ def check(topo: Topology, frameworks: list[str]) -> None:
     if not 0 <= topo.master_port < 65536:
         raise UserError(f"--master-port must be a port number, got {topo.master_port}")
     if topo.nodes > 1 and "tensorflow" in frameworks and len(topo.node_addrs) != topo.nodes:
-        raise UserError(f"TensorFlow names every worker in TF_CONFIG: give --node-addrs with "
-                        f"the {topo.nodes} nodes' addresses in node-rank order")
+        raise UserError(
+            f"TensorFlow names every worker in TF_CONFIG: give --node-addrs with "
+            f"the {topo.nodes} nodes' addresses in node-rank order"
+        )
 
 
 def split_batch(batch: int, devices: int, scaling: str) -> int:
@@ -90,8 +97,9 @@ def split_batch(batch: int, devices: int, scaling: str) -> int:
     if scaling == "weak":
         return batch
     if batch % devices:
-        raise UserError(f"--scaling strong: the global batch {batch} does not split evenly "
-                        f"over {devices} devices")
+        raise UserError(
+            f"--scaling strong: the global batch {batch} does not split evenly over {devices} devices"
+        )
     return batch // devices
 
 
@@ -138,8 +146,7 @@ def free_ports(n: int, rng: random.Random | None = None) -> list[int]:
             socks.append(s)
             if len(socks) == n:
                 return [s.getsockname()[1] for s in socks]
-        raise UserError(f"no {n} free ports between {PORT_FLOOR} and {low} on {LOOPBACK}: "
-                        f"give --master-port")
+        raise UserError(f"no {n} free ports between {PORT_FLOOR} and {low} on {LOOPBACK}: give --master-port")
     finally:
         for s in socks:
             s.close()
@@ -160,12 +167,24 @@ def launcher(framework: str, topo: Topology, env: dict[str, str], device: str = 
     TensorFlow worker)."""
     python = sys.executable
     if framework == "pytorch":
+
         def argv(tmp: Path, cell: list[str]) -> list[str]:
-            return [python, "-m", "torch.distributed.run", f"--nnodes={topo.nodes}",
-                    f"--node-rank={topo.node_rank}", f"--nproc-per-node={topo.devices}",
-                    f"--master-addr={topo.master_addr}", f"--master-port={topo.master_port}",
-                    "--max-restarts=0", "--monitor-interval=0.5",
-                    "-m", "dlbench.harness.cell", *cell]
+            return [
+                python,
+                "-m",
+                "torch.distributed.run",
+                f"--nnodes={topo.nodes}",
+                f"--node-rank={topo.node_rank}",
+                f"--nproc-per-node={topo.devices}",
+                f"--master-addr={topo.master_addr}",
+                f"--master-port={topo.master_port}",
+                "--max-restarts=0",
+                "--monitor-interval=0.5",
+                "-m",
+                "dlbench.harness.cell",
+                *cell,
+            ]
+
         env.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
         return argv
     if framework == "mindspore":
@@ -176,22 +195,40 @@ def launcher(framework: str, topo: Topology, env: dict[str, str], device: str = 
             stub = tmp / "dlbench_cell.py"
             stub.write_text(_MS_STUB)
             head = [msrun] if msrun else [python, "-m", "mindspore.parallel.cluster.run"]
-            return [*head, f"--worker_num={topo.world_size}",
-                    f"--local_worker_num={topo.devices}", f"--master_addr={topo.master_addr}",
-                    f"--master_port={topo.master_port}", f"--node_rank={topo.node_rank}",
-                    f"--log_dir={tmp / 'msrun'}", "--join=True",
-                    f"--cluster_time_out={JOIN_TIMEOUT_S}", str(stub), *cell]
+            return [
+                *head,
+                f"--worker_num={topo.world_size}",
+                f"--local_worker_num={topo.devices}",
+                f"--master_addr={topo.master_addr}",
+                f"--master_port={topo.master_port}",
+                f"--node_rank={topo.node_rank}",
+                f"--log_dir={tmp / 'msrun'}",
+                "--join=True",
+                f"--cluster_time_out={JOIN_TIMEOUT_S}",
+                str(stub),
+                *cell,
+            ]
+
         return argv
     if framework == "tensorflow":
         if device == "gpu":
             env["DLBENCH_GPU_PER_WORKER"] = "1"
         # One node: ports free now, not ports that merely follow a free one.
-        workers = (tf_workers(topo) if topo.nodes > 1 else
-                   [f"{LOOPBACK}:{p}" for p in free_ports(topo.devices)])
+        workers = (
+            tf_workers(topo) if topo.nodes > 1 else [f"{LOOPBACK}:{p}" for p in free_ports(topo.devices)]
+        )
 
         def argv(tmp: Path, cell: list[str]) -> list[str]:
-            return [python, "-m", "dlbench.harness.training.tfworkers",
-                    ",".join(workers), str(topo.node_rank), str(topo.devices), *cell]
+            return [
+                python,
+                "-m",
+                "dlbench.harness.training.tfworkers",
+                ",".join(workers),
+                str(topo.node_rank),
+                str(topo.devices),
+                *cell,
+            ]
+
         return argv
     raise UserError(f"{framework}: dlbench has no data-parallel launcher for it")
 
@@ -200,5 +237,4 @@ def tf_workers(topo: Topology) -> list[str]:
     """Every TensorFlow worker's address, in global rank order: node n's ranks listen on
     consecutive ports after the master port (on its own address)."""
     hosts = topo.node_addrs or (topo.master_addr,)
-    return [f"{hosts[n]}:{topo.master_port + 1 + r}"
-            for n in range(topo.nodes) for r in range(topo.devices)]
+    return [f"{hosts[n]}:{topo.master_port + 1 + r}" for n in range(topo.nodes) for r in range(topo.devices)]

@@ -12,6 +12,7 @@ turned off and read back by ``harness.mathmode``; ``tf32`` turns it on), and
 soft device placement is off, so an op with no kernel on the GPU fails the run
 instead of quietly training on the CPU.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,15 +28,15 @@ from typing import Any
 if "tensorflow" not in sys.modules:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import numpy as np
+import tensorflow as tf
 
-from dlbench.harness import mathmode  # noqa: E402
-from dlbench.core.errors import UserError  # noqa: E402
-from dlbench.harness.training.base import TrainConfig, TrainSession  # noqa: E402
-from dlbench.harness.training.objectives import inputs_of, labels_of, loss_for  # noqa: E402
-from dlbench.models.registry import ModelSpec  # noqa: E402
+from dlbench.core.errors import UserError
+from dlbench.harness import mathmode
+from dlbench.harness.training.base import TrainConfig, TrainSession
+from dlbench.harness.training.objectives import inputs_of, labels_of, loss_for
+from dlbench.models.registry import ModelSpec
 
 CHECKPOINT = "model.keras"
 
@@ -62,7 +63,10 @@ def _apply_threads(intra: int, inter: int) -> bool:
             f"TensorFlow's runtime was already initialized with intra_op="
             f"{threading.get_intra_op_parallelism_threads()}, inter_op="
             f"{threading.get_inter_op_parallelism_threads()}; cannot apply "
-            f"intra_op={intra}, inter_op={inter} in this process", RuntimeWarning, stacklevel=3)
+            f"intra_op={intra}, inter_op={inter} in this process",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return False
 
 
@@ -81,7 +85,7 @@ def _device(device: str) -> str:
 
 def _dtype_policy(precision: str, device: str) -> str:
     """bf16 on CPU (oneDNN has bf16 kernels, no loss scaling needed), fp16 on GPU."""
-    if precision in ("fp32", "tf32"):     # tf32: float32 variables and math mode
+    if precision in ("fp32", "tf32"):  # tf32: float32 variables and math mode
         return "float32"
     if precision == "amp":
         return "mixed_float16" if device == "gpu" else "mixed_bfloat16"
@@ -91,8 +95,9 @@ def _dtype_policy(precision: str, device: str) -> str:
 def classification_loss(logits, labels):
     """Mean sparse cross-entropy, in float32 whatever the compute dtype (classes on the
     last axis: Keras' sparse cross-entropy takes any leading dimensions)."""
-    return tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
-        labels, tf.cast(logits, tf.float32), from_logits=True))
+    return tf.reduce_mean(
+        keras.losses.sparse_categorical_crossentropy(labels, tf.cast(logits, tf.float32), from_logits=True)
+    )
 
 
 def regression_loss(outputs, targets):
@@ -109,7 +114,9 @@ def _worker_strategy(device: str):
     all-reduce over gRPC on a CPU, NCCL on GPUs."""
     options = tf.distribute.experimental.CommunicationOptions(
         implementation=tf.distribute.experimental.CommunicationImplementation.NCCL
-        if device == "gpu" else tf.distribute.experimental.CommunicationImplementation.RING)
+        if device == "gpu"
+        else tf.distribute.experimental.CommunicationImplementation.RING
+    )
     return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
 
 
@@ -118,8 +125,7 @@ class Session(TrainSession):
     layout = "NHWC"
     checkpoint_suffix = ".keras"
 
-    def __init__(self, spec: ModelSpec, cfg: TrainConfig,
-                 batches: list[tuple[Any, Any]]):
+    def __init__(self, spec: ModelSpec, cfg: TrainConfig, batches: list[tuple[Any, Any]]):
         super().__init__(spec, cfg, batches)
         self._threads_applied = _apply_threads(cfg.intra_op_threads, cfg.inter_op_threads)
         self._device = _device(cfg.device)
@@ -134,8 +140,7 @@ class Session(TrainSession):
         keras.utils.set_random_seed(cfg.seed)
         with self._scope():
             self.model = self._build(spec)
-            optimizer = keras.optimizers.SGD(learning_rate=cfg.learning_rate,
-                                             momentum=cfg.momentum)
+            optimizer = keras.optimizers.SGD(learning_rate=cfg.learning_rate, momentum=cfg.momentum)
             if self._policy == "mixed_float16":
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
             optimizer.build(self.model.trainable_variables)
@@ -144,8 +149,10 @@ class Session(TrainSession):
         self._loss = loss_for(spec.objective, self.framework)
         step = self._step_graph
         if self.strategy is not None:
+
             def step(inputs, labels):
                 return self.strategy.run(self._step_graph, args=(inputs, labels))
+
         self._train_step = tf.function(step, jit_compile=False)
 
     def _scope(self):
@@ -186,8 +193,7 @@ class Session(TrainSession):
         return self.strategy.gather(values, axis=0).numpy()
 
     def weights_sum(self) -> float:
-        return float(sum(np.abs(v.numpy()).astype(np.float64).sum()
-                         for v in self.model.trainable_variables))
+        return float(sum(np.abs(v.numpy()).astype(np.float64).sum() for v in self.model.trainable_variables))
 
     @staticmethod
     def version() -> str:
@@ -204,8 +210,11 @@ class Session(TrainSession):
         y = labels_of(self.spec, y)
         with tf.device(self._device):
             inputs = tuple(tf.identity(tf.constant(a)) for a in inputs_of(self.spec, x))
-            labels = (tuple(tf.identity(tf.constant(a)) for a in y) if isinstance(y, tuple)
-                      else tf.identity(tf.constant(y)))
+            labels = (
+                tuple(tf.identity(tf.constant(a)) for a in y)
+                if isinstance(y, tuple)
+                else tf.identity(tf.constant(y))
+            )
         return inputs, labels
 
     def _eval_graph(self, *inputs):
@@ -245,9 +254,12 @@ class Session(TrainSession):
             "soft_device_placement": bool(tf.config.get_soft_device_placement()),
         }
         if self.strategy is not None:
-            info.update(launcher="TF_CONFIG workers", data_parallel="MultiWorkerMirroredStrategy",
-                        world_size=self.world_size,
-                        collective="NCCL" if self.cfg.device == "gpu" else "RING")
+            info.update(
+                launcher="TF_CONFIG workers",
+                data_parallel="MultiWorkerMirroredStrategy",
+                world_size=self.world_size,
+                collective="NCCL" if self.cfg.device == "gpu" else "RING",
+            )
         if self._device.startswith("/GPU"):
             gpu = tf.config.list_physical_devices("GPU")[0]
             info["gpu_name"] = tf.config.experimental.get_device_details(gpu).get("device_name")

@@ -8,6 +8,7 @@ cell's timeout.
 
 ``python -m dlbench.harness.training.tfworkers WORKERS NODE_RANK DEVICES KIND IN OUT``
 """
+
 from __future__ import annotations
 
 import json
@@ -23,14 +24,16 @@ def main(argv: list[str]) -> int:
     procs = []
     for local in range(devices):
         rank = node_rank * devices + local
-        env = dict(os.environ, DLBENCH_RANK=str(rank), DLBENCH_LOCAL_RANK=str(local),
-                   DLBENCH_WORLD_SIZE=str(len(workers)),
-                   TF_CONFIG=json.dumps({"cluster": {"worker": workers},
-                                         "task": {"type": "worker", "index": rank}}))
+        env = dict(
+            os.environ,
+            DLBENCH_RANK=str(rank),
+            DLBENCH_LOCAL_RANK=str(local),
+            DLBENCH_WORLD_SIZE=str(len(workers)),
+            TF_CONFIG=json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": rank}}),
+        )
         if os.environ.get("DLBENCH_GPU_PER_WORKER"):
             env["CUDA_VISIBLE_DEVICES"] = str(local)
-        procs.append(subprocess.Popen([sys.executable, "-m", "dlbench.harness.cell", *cell],
-                                      env=env))
+        procs.append(subprocess.Popen([sys.executable, "-m", "dlbench.harness.cell", *cell], env=env))
     status = 0
     while procs:
         for p in list(procs):
@@ -40,8 +43,11 @@ def main(argv: list[str]) -> int:
             procs.remove(p)
             if code != 0 and status == 0:
                 status = code if code > 0 else 128 - code
-                print(f"tfworkers: a worker exited with status {code}; stopping its peers",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"tfworkers: a worker exited with status {code}; stopping its peers",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 for other in procs:
                     other.send_signal(signal.SIGKILL)
         time.sleep(0.2)

@@ -6,30 +6,36 @@ Both sides are resolved by the one resolver (``harness.bench.artifacts``, as
 (``harness.verify.run``): a checkpoint on its framework's runner, an ONNX
 file on ONNX Runtime's, a MindIR on MindSpore's, an engine on TensorRT's.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from dlbench.converters import onnx_io
-from dlbench.converters import onnx_summary
+from dlbench.converters import onnx_io, onnx_summary
 from dlbench.converters.tensorrt_runtime import ENGINE_SUFFIXES
-from dlbench.harness import mathmode, records
-from dlbench.harness.formats import MINDIR, ONNX, TRT_ENGINE, ZOO
-from dlbench.harness.bench.artifacts import Artifact, resolve
-from dlbench.harness.context import new_run_id, now_iso
-from dlbench.harness.results import ResultStore
-from dlbench.harness.cellenv import cell_environment
-from dlbench.harness.threads import ThreadConfig
-from dlbench.harness.verify import run as runners
-from dlbench.harness.verify.compare import compare, tolerance
-from dlbench.harness.verify.inputs import (DEFAULT_BATCH_SIZES, VERIFY_SEED, inputs_for_model,
-                                           inputs_for_onnx, parse_batch_sizes)
 from dlbench.core.atomic import check_can_create, write_json
 from dlbench.core.errors import UserError
 from dlbench.core.tensors import follow_batch
+from dlbench.harness import mathmode, records
+from dlbench.harness.bench.artifacts import Artifact, resolve
+from dlbench.harness.cellenv import cell_environment
+from dlbench.harness.context import new_run_id, now_iso
+from dlbench.harness.formats import MINDIR, ONNX, TRT_ENGINE, ZOO
+from dlbench.harness.results import ResultStore
+from dlbench.harness.threads import ThreadConfig
+from dlbench.harness.verify import run as runners
+from dlbench.harness.verify.compare import compare, tolerance
+from dlbench.harness.verify.inputs import (
+    DEFAULT_BATCH_SIZES,
+    VERIFY_SEED,
+    inputs_for_model,
+    inputs_for_onnx,
+    parse_batch_sizes,
+)
 
 # What records call each side (kept from the first schema: reports and old rows use it).
 KINDS = {ONNX: "onnx", TRT_ENGINE: "tensorrt", MINDIR: "mindir"}
@@ -54,14 +60,14 @@ def side(path: str, framework: str | None, model: str | None) -> Artifact:
     if not p.exists():
         raise UserError(f"{path}: no such file or directory")
     if p.is_dir() and p.suffix in (".onnx", ".mindir", *ENGINE_SUFFIXES):
-        onnx_io.check_readable(p, "model file")            # "is a directory"
+        onnx_io.check_readable(p, "model file")  # "is a directory"
     if p.suffix == ".onnx":
-        onnx_io.load(p)                       # the converters' checks and messages, as build's
-        onnx_io.session(p)                    # an operator ONNX Runtime lacks: refused now
+        onnx_io.load(p)  # the converters' checks and messages, as build's
+        onnx_io.session(p)  # an operator ONNX Runtime lacks: refused now
     elif p.suffix in ENGINE_SUFFIXES:
         from dlbench.harness.backends.tensorrt import availability_problems, check_engine_here
 
-        problems = availability_problems()    # the machine is the reason, whatever the file
+        problems = availability_problems()  # the machine is the reason, whatever the file
         if problems:
             raise UserError(f"{path}: cannot run a TensorRT engine here: " + "; ".join(problems))
         check_engine_here(p)
@@ -79,8 +85,7 @@ def side(path: str, framework: str | None, model: str | None) -> Artifact:
     return art
 
 
-def inputs_for(reference: Artifact, candidate: Artifact, batch_sizes: Sequence[int],
-               seed: int) -> list[Any]:
+def inputs_for(reference: Artifact, candidate: Artifact, batch_sizes: Sequence[int], seed: int) -> list[Any]:
     """The fixed inputs: the zoo model's when either side names one, else from the ONNX shape."""
     for s in (reference, candidate):
         try:
@@ -90,18 +95,20 @@ def inputs_for(reference: Artifact, candidate: Artifact, batch_sizes: Sequence[i
     for s in (reference, candidate):
         if s.format == ONNX:
             return inputs_for_onnx(summary_of(s), batch_sizes, seed, s.ref.path)
-    raise UserError(f"cannot tell what inputs {reference.label} and {candidate.label} take: "
-                    f"give a checkpoint or an ONNX file on one side")
+    raise UserError(
+        f"cannot tell what inputs {reference.label} and {candidate.label} take: "
+        f"give a checkpoint or an ONNX file on one side"
+    )
 
 
 @dataclass
 class VerifyRequest:
     reference: str
     candidate: str
-    precision: str | None = None           # None: the candidate's own
+    precision: str | None = None  # None: the candidate's own
     batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
     seed: int = VERIFY_SEED
-    framework: str | None = None           # for a bare checkpoint
+    framework: str | None = None  # for a bare checkpoint
     model: str | None = None
     overrides: dict[str, float | None] = field(default_factory=dict)
     threads: int | None = None
@@ -109,7 +116,7 @@ class VerifyRequest:
     json_path: str | None = None
     timeout: float | None = None
     argv: list[str] | None = None
-    layers: bool = False                   # per-layer SQNR of an INT8 ONNX against fp32 ONNX
+    layers: bool = False  # per-layer SQNR of an INT8 ONNX against fp32 ONNX
 
 
 def verify_files(req: VerifyRequest) -> dict[str, Any]:
@@ -132,8 +139,10 @@ def verify_files(req: VerifyRequest) -> dict[str, Any]:
             lo, hi = profile["min"][0], profile["max"][0]
             outside = [b for b in batch_sizes if not lo <= b <= hi]
             if outside:
-                raise UserError(f"--batch-sizes {','.join(map(str, outside))}: outside the "
-                                f"engine's profile, batch {lo} to {hi}")
+                raise UserError(
+                    f"--batch-sizes {','.join(map(str, outside))}: outside the "
+                    f"engine's profile, batch {lo} to {hi}"
+                )
     if req.layers and not (ref.format == cand.format == ONNX and precision == "int8"):
         raise UserError("--layers compares an INT8 ONNX candidate with its fp32 ONNX source")
     if req.json_path:
@@ -142,34 +151,58 @@ def verify_files(req: VerifyRequest) -> dict[str, Any]:
     inputs = inputs_for(ref, cand, batch_sizes, req.seed)
     threads = ThreadConfig.default(req.threads)
     env = cell_environment(threads)
-    identity = {"reference": _identity_of(ref), "candidate": _identity_of(cand),
-                "precision": precision, "batch_sizes": list(batch_sizes), "seed": req.seed}
-    record = records.new_record("verify", run_id=new_run_id(), identity=identity,
-                                started=now_iso(), argv=req.argv, env=env,
-                                device="gpu" if cand.format == TRT_ENGINE else "cpu")
-    record.update({"model": ref.ref.model or cand.ref.model,
-                   "framework": ref.ref.framework or cand.ref.framework,
-                   "backend": artifact_format(cand) or kind_of(cand), "precision": precision,
-                   "notes": notes,
-                   "intra_op_threads": threads.intra_op, "inter_op_threads": threads.inter_op})
-    record["context"].update({"reference": {"path": ref.ref.path, "kind": kind_of(ref)},
-                              "candidate": {"path": cand.ref.path, "kind": kind_of(cand)}})
+    identity = {
+        "reference": _identity_of(ref),
+        "candidate": _identity_of(cand),
+        "precision": precision,
+        "batch_sizes": list(batch_sizes),
+        "seed": req.seed,
+    }
+    record = records.new_record(
+        "verify",
+        run_id=new_run_id(),
+        identity=identity,
+        started=now_iso(),
+        argv=req.argv,
+        env=env,
+        device="gpu" if cand.format == TRT_ENGINE else "cpu",
+    )
+    record.update(
+        {
+            "model": ref.ref.model or cand.ref.model,
+            "framework": ref.ref.framework or cand.ref.framework,
+            "backend": artifact_format(cand) or kind_of(cand),
+            "precision": precision,
+            "notes": notes,
+            "intra_op_threads": threads.intra_op,
+            "inter_op_threads": threads.inter_op,
+        }
+    )
+    record["context"].update(
+        {
+            "reference": {"path": ref.ref.path, "kind": kind_of(ref)},
+            "candidate": {"path": cand.ref.path, "kind": kind_of(cand)},
+        }
+    )
     start = time.perf_counter()
     verdict, error = None, None
     try:
-        ref_out, ref_info = runners.outputs(ref.ref, inputs, env=env, timeout=req.timeout,
-                                            threads=threads)
-        cand_out, cand_info = runners.outputs(cand.ref, inputs, env=env, timeout=req.timeout,
-                                              threads=threads, precision=precision)
-        record["context"].update(reference_run=ref_info, candidate_run=cand_info,
-                                 math_mode=mathmode.of_runs(reference=ref_info,
-                                                            candidate=cand_info))
+        ref_out, ref_info = runners.outputs(ref.ref, inputs, env=env, timeout=req.timeout, threads=threads)
+        cand_out, cand_info = runners.outputs(
+            cand.ref, inputs, env=env, timeout=req.timeout, threads=threads, precision=precision
+        )
+        record["context"].update(
+            reference_run=ref_info,
+            candidate_run=cand_info,
+            math_mode=mathmode.of_runs(reference=ref_info, candidate=cand_info),
+        )
         verdict = compare(ref_out, cand_out, tol, batch_sizes, req.seed, model=record["model"])
         if req.layers:
             from dlbench.harness.verify.layers import layer_errors
 
             record["metrics"]["layer_errors"] = layer_errors(
-                ref.ref.path, cand.ref.path, inputs, threads=threads.intra_op)
+                ref.ref.path, cand.ref.path, inputs, threads=threads.intra_op
+            )
     except runners.RunFailed as exc:
         error = str(exc)
         if exc.outcome is not None:
@@ -179,11 +212,17 @@ def verify_files(req: VerifyRequest) -> dict[str, Any]:
     records.finish(record, verdict, error=error)
     artifact = None
     if artifact_format(cand) and verdict is not None:
-        artifact = records.artifact_row(Path(cand.ref.path), cand.sha256, artifact_format(cand),
-                                        precision, model=record["model"],
-                                        framework=record["framework"], hop="verify",
-                                        source_path=Path(ref.ref.path),
-                                        source_sha256=ref.sha256)
+        artifact = records.artifact_row(
+            Path(cand.ref.path),
+            cand.sha256,
+            artifact_format(cand),
+            precision,
+            model=record["model"],
+            framework=record["framework"],
+            hop="verify",
+            source_path=Path(ref.ref.path),
+            source_sha256=ref.sha256,
+        )
         record["context"]["candidate"]["sha256"] = cand.sha256
         if cand.format == ONNX:
             record["metrics"]["node_count"] = summary_of(cand).node_count

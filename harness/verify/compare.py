@@ -50,26 +50,28 @@ direction and their arg-max.  Top-1 is reported, not gated, for fp32/fp16:
 when the max_abs bound holds, a disagreement can only be a near-tie.  Any
 NaN/Inf or shape mismatch fails at every precision.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
+from dlbench.core.errors import UserError
 from dlbench.harness.scoring import class_scores
 from dlbench.harness.verify.inputs import VERIFY_SEED
-from dlbench.core.errors import UserError
 
 
 @dataclass(frozen=True)
 class Tolerance:
     precision: str
-    atol: float | None           # max_abs <= atol + rtol * max|ref|; None: not gated
+    atol: float | None  # max_abs <= atol + rtol * max|ref|; None: not gated
     rtol: float | None
     min_cosine: float
-    min_top1: float | None       # classifiers only; None: reported, not gated
+    min_top1: float | None  # classifiers only; None: reported, not gated
 
     def bound(self, ref_absmax: float) -> float | None:
         if self.atol is None or self.rtol is None:
@@ -91,8 +93,7 @@ def tolerance(precision: str, **overrides: float | None) -> Tolerance:
     try:
         tol = TOLERANCES[precision]
     except KeyError:
-        raise UserError(f"unknown precision {precision!r}; choose from "
-                        f"{', '.join(TOLERANCES)}") from None
+        raise UserError(f"unknown precision {precision!r}; choose from {', '.join(TOLERANCES)}") from None
     given = {k: v for k, v in overrides.items() if v is not None}
     for name, value in given.items():
         if value < 0 or (name in ("min_cosine", "min_top1") and value > 1):
@@ -132,9 +133,15 @@ class Verdict:
         return max(failing, key=lambda o: (not o.ok, o.max_rel)) if failing else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "precision": self.precision, "tolerance": self.tolerance,
-                "batch_sizes": self.batch_sizes, "seed": self.seed, "message": self.message,
-                "outputs": {o.name: asdict(o) for o in self.outputs}}
+        return {
+            "ok": self.ok,
+            "precision": self.precision,
+            "tolerance": self.tolerance,
+            "batch_sizes": self.batch_sizes,
+            "seed": self.seed,
+            "message": self.message,
+            "outputs": {o.name: asdict(o) for o in self.outputs},
+        }
 
 
 def _cosines(ref: np.ndarray, cand: np.ndarray) -> np.ndarray:
@@ -142,16 +149,20 @@ def _cosines(ref: np.ndarray, cand: np.ndarray) -> np.ndarray:
     c = cand.reshape(cand.shape[0], -1).astype(np.float64)
     num = (r * c).sum(axis=1)
     den = np.linalg.norm(r, axis=1) * np.linalg.norm(c, axis=1)
-    both_zero = (den == 0) & (np.abs(r).max(axis=1, initial=0) == 0) & \
-                (np.abs(c).max(axis=1, initial=0) == 0)
+    both_zero = (den == 0) & (np.abs(r).max(axis=1, initial=0) == 0) & (np.abs(c).max(axis=1, initial=0) == 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         cos = np.where(den > 0, num / np.where(den > 0, den, 1), 0.0)
     return np.where(both_zero, 1.0, cos)
 
 
-def compare(reference: Sequence[dict[str, np.ndarray]], candidate: Sequence[dict[str, np.ndarray]],
-            tol: Tolerance, batch_sizes: Sequence[int], seed: int = VERIFY_SEED,
-            model: str | None = None) -> Verdict:
+def compare(
+    reference: Sequence[dict[str, np.ndarray]],
+    candidate: Sequence[dict[str, np.ndarray]],
+    tol: Tolerance,
+    batch_sizes: Sequence[int],
+    seed: int = VERIFY_SEED,
+    model: str | None = None,
+) -> Verdict:
     """Compare per-batch outputs (one dict per batch size, same order) against ``tol``.
     ``model``: the zoo name the artifacts carry, whose objective says whether a
     (batch, N) output holds class scores (top-1 is read) or not (Mask R-CNN's heads)."""
@@ -160,21 +171,40 @@ def compare(reference: Sequence[dict[str, np.ndarray]], candidate: Sequence[dict
     ref_names = list(reference[0])
     cand_names = list(candidate[0])
     if len(ref_names) != len(cand_names):
-        return _mismatch(tol, batch_sizes, seed,
-                         f"the reference has {len(ref_names)} outputs, the candidate "
-                         f"{len(cand_names)} ({', '.join(cand_names)})")
+        return _mismatch(
+            tol,
+            batch_sizes,
+            seed,
+            f"the reference has {len(ref_names)} outputs, the candidate "
+            f"{len(cand_names)} ({', '.join(cand_names)})",
+        )
     # Outputs pair by name when the names agree, else by position (exporters rename).
-    pairs = ([(n, n) for n in ref_names] if set(ref_names) == set(cand_names)
-             else list(zip(ref_names, cand_names)))
+    pairs = (
+        [(n, n) for n in ref_names] if set(ref_names) == set(cand_names) else list(zip(ref_names, cand_names))
+    )
     objective = _objective(model)
     verdicts = []
     for ref_name, cand_name in pairs:
-        verdicts.append(_compare_output(cand_name, [r[ref_name] for r in reference],
-                                        [c[cand_name] for c in candidate], tol, batch_sizes,
-                                        objective))
+        verdicts.append(
+            _compare_output(
+                cand_name,
+                [r[ref_name] for r in reference],
+                [c[cand_name] for c in candidate],
+                tol,
+                batch_sizes,
+                objective,
+            )
+        )
     ok = all(v.ok for v in verdicts)
-    verdict = Verdict(ok=ok, precision=tol.precision, tolerance=asdict(tol),
-                      batch_sizes=list(batch_sizes), seed=seed, outputs=verdicts, message="")
+    verdict = Verdict(
+        ok=ok,
+        precision=tol.precision,
+        tolerance=asdict(tol),
+        batch_sizes=list(batch_sizes),
+        seed=seed,
+        outputs=verdicts,
+        message="",
+    )
     verdict.message = _message(verdict)
     return verdict
 
@@ -187,19 +217,40 @@ def _objective(model: str | None) -> str | None:
 
 
 def _mismatch(tol, batch_sizes, seed, why: str) -> Verdict:
-    return Verdict(ok=False, precision=tol.precision, tolerance=asdict(tol),
-                   batch_sizes=list(batch_sizes), seed=seed, outputs=[], message=why)
+    return Verdict(
+        ok=False,
+        precision=tol.precision,
+        tolerance=asdict(tol),
+        batch_sizes=list(batch_sizes),
+        seed=seed,
+        outputs=[],
+        message=why,
+    )
 
 
-def _compare_output(name: str, refs: list[np.ndarray], cands: list[np.ndarray], tol: Tolerance,
-                    batch_sizes: Sequence[int], objective: str | None = None) -> OutputVerdict:
+def _compare_output(
+    name: str,
+    refs: list[np.ndarray],
+    cands: list[np.ndarray],
+    tol: Tolerance,
+    batch_sizes: Sequence[int],
+    objective: str | None = None,
+) -> OutputVerdict:
     failures = []
     for b, r, c in zip(batch_sizes, refs, cands):
         r, c = np.asarray(r), np.asarray(c)
         if r.shape != c.shape:
-            return OutputVerdict(name, False, list(c.shape), math.inf, math.inf, math.inf, 0.0,
-                                 0.0, failures=[f"at batch {b} the shape is {list(c.shape)}, "
-                                                f"the reference's {list(r.shape)}"])
+            return OutputVerdict(
+                name,
+                False,
+                list(c.shape),
+                math.inf,
+                math.inf,
+                math.inf,
+                0.0,
+                0.0,
+                failures=[f"at batch {b} the shape is {list(c.shape)}, the reference's {list(r.shape)}"],
+            )
     ref = np.concatenate([np.asarray(r, dtype=np.float64) for r in refs])
     cand = np.concatenate([np.asarray(c, dtype=np.float64) for c in cands])
     shape = [int(s) for s in refs[0].shape[1:]]
@@ -224,19 +275,36 @@ def _compare_output(name: str, refs: list[np.ndarray], cands: list[np.ndarray], 
         top1 = float((ref_scores.argmax(axis=1) == cand_scores.argmax(axis=1)).mean())
     bound = tol.bound(ref_absmax)
     if bound is not None and max_abs > bound:
-        failures.append(f"max abs diff {max_abs:.3g} > {tol.atol:g} + {tol.rtol:g} × "
-                        f"{ref_absmax:.3g} = {bound:.3g}")
+        failures.append(
+            f"max abs diff {max_abs:.3g} > {tol.atol:g} + {tol.rtol:g} × {ref_absmax:.3g} = {bound:.3g}"
+        )
     if cosine < tol.min_cosine:
         worst_sample = int(np.argmin(cosines))
         wb, wo = _locate(worst_sample, batch_sizes)
         failures.append(f"cosine {cosine:.6f} < {tol.min_cosine:g} (batch {wb}, sample {wo})")
     if tol.min_top1 is not None and top1 is not None and top1 < tol.min_top1:
         failures.append(f"top-1 agreement {top1:.1%} < {tol.min_top1:.0%}")
-    worst = {"batch_size": batch_of, "sample": offset, "index": [int(i) for i in index],
-             "reference": float(ref.flat[flat]) if ref.size else None,
-             "candidate": float(cand.flat[flat]) if cand.size else None}
-    return OutputVerdict(name, not failures, shape, max_abs, max_rel, mean_abs, cosine,
-                         ref_absmax, top1, bound, worst, failures)
+    worst = {
+        "batch_size": batch_of,
+        "sample": offset,
+        "index": [int(i) for i in index],
+        "reference": float(ref.flat[flat]) if ref.size else None,
+        "candidate": float(cand.flat[flat]) if cand.size else None,
+    }
+    return OutputVerdict(
+        name,
+        not failures,
+        shape,
+        max_abs,
+        max_rel,
+        mean_abs,
+        cosine,
+        ref_absmax,
+        top1,
+        bound,
+        worst,
+        failures,
+    )
 
 
 def _locate(sample: int, batch_sizes: Sequence[int]) -> tuple[int, int]:
@@ -252,14 +320,22 @@ def _message(v: Verdict) -> str:
     if v.ok:
         worst = v.worst
         extra = f", top-1 {worst.top1:.0%}" if worst and worst.top1 is not None else ""
-        return (f"within {v.precision} tolerance at batch sizes "
-                f"{','.join(map(str, v.batch_sizes))} (worst output {worst.name}: max abs "
-                f"{worst.max_abs:.3g}, cosine {worst.cosine:.6f}{extra})" if worst else "no outputs")
+        return (
+            f"within {v.precision} tolerance at batch sizes "
+            f"{','.join(map(str, v.batch_sizes))} (worst output {worst.name}: max abs "
+            f"{worst.max_abs:.3g}, cosine {worst.cosine:.6f}{extra})"
+            if worst
+            else "no outputs"
+        )
     w = v.worst
     if w is None:
         return v.message or "no outputs to compare"
     where = w.worst
-    loc = (f" at batch {where['batch_size']}, sample {where['sample']}, index "
-           f"{where['index']} (reference {where['reference']:.6g}, candidate "
-           f"{where['candidate']:.6g})" if where and where.get("reference") is not None else "")
+    loc = (
+        f" at batch {where['batch_size']}, sample {where['sample']}, index "
+        f"{where['index']} (reference {where['reference']:.6g}, candidate "
+        f"{where['candidate']:.6g})"
+        if where and where.get("reference") is not None
+        else ""
+    )
     return f"output {w.name} over {v.precision} tolerance: {'; '.join(w.failures)}{loc}"

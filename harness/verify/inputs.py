@@ -8,10 +8,12 @@ from the training seed (0 by default) and from the INT8 calibration seed, so
 an INT8 model is judged on inputs its calibration never saw.  The same arrays
 go through the source and the result.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,8 +25,9 @@ CALIB_SEED = 31_337
 DEFAULT_BATCH_SIZES = (1, 8)
 
 
-def parse_batch_sizes(text: str | Sequence[int] | None,
-                      default: Sequence[int] = DEFAULT_BATCH_SIZES) -> tuple[int, ...]:
+def parse_batch_sizes(
+    text: str | Sequence[int] | None, default: Sequence[int] = DEFAULT_BATCH_SIZES
+) -> tuple[int, ...]:
     if text is None:
         return tuple(default)
     if isinstance(text, str):
@@ -41,12 +44,14 @@ def parse_batch_sizes(text: str | Sequence[int] | None,
 
 def _image_spec(chw: Sequence[int], num_classes: int):
     """What ``models.synthetic`` reads of a spec: the image shape and the class count."""
-    return SimpleNamespace(inputs=(SimpleNamespace(shape=tuple(chw), dtype="float32"),),
-                           num_classes=max(2, int(num_classes)))
+    return SimpleNamespace(
+        inputs=(SimpleNamespace(shape=tuple(chw), dtype="float32"),), num_classes=max(2, int(num_classes))
+    )
 
 
-def image_inputs(chw: Sequence[int], num_classes: int, batch_sizes: Sequence[int],
-                 seed: int = VERIFY_SEED) -> list[np.ndarray]:
+def image_inputs(
+    chw: Sequence[int], num_classes: int, batch_sizes: Sequence[int], seed: int = VERIFY_SEED
+) -> list[np.ndarray]:
     """One NCHW float32 batch per size, from ``models.synthetic`` (class patterns + noise)."""
     from dlbench.models import synthetic
 
@@ -54,17 +59,16 @@ def image_inputs(chw: Sequence[int], num_classes: int, batch_sizes: Sequence[int
     return [synthetic.image_batches(spec, b, 1, seed=seed)[0][0] for b in batch_sizes]
 
 
-def image_stream(chw: Sequence[int], num_classes: int, batch: int, n_batches: int,
-                 seed: int) -> list[np.ndarray]:
+def image_stream(
+    chw: Sequence[int], num_classes: int, batch: int, n_batches: int, seed: int
+) -> list[np.ndarray]:
     """``n_batches`` distinct batches from one generator (calibration sets)."""
     from dlbench.models import synthetic
 
-    return [x for x, _ in synthetic.image_batches(_image_spec(chw, num_classes), batch,
-                                                  n_batches, seed=seed)]
+    return [x for x, _ in synthetic.image_batches(_image_spec(chw, num_classes), batch, n_batches, seed=seed)]
 
 
-def inputs_for_model(model_name: str, batch_sizes: Sequence[int],
-                     seed: int = VERIFY_SEED) -> list[Any]:
+def inputs_for_model(model_name: str, batch_sizes: Sequence[int], seed: int = VERIFY_SEED) -> list[Any]:
     """One batch per size: an NCHW float32 array for image models; for token models
     a tuple of int arrays in ``spec.inputs`` order (``models.synthetic`` class words,
     so a trained classifier's top-1 means something); for a model whose inputs only
@@ -94,8 +98,9 @@ def token_stream(spec, batch_sizes: Sequence[int], seed: int) -> list[tuple[np.n
     return [synthetic.sample_inputs(spec, b, seed=seed + i) for i, b in enumerate(batch_sizes)]
 
 
-def calibration_stream(summary, batch: int, n_batches: int, seed: int = CALIB_SEED,
-                       path: str = "model") -> list[Any]:
+def calibration_stream(
+    summary, batch: int, n_batches: int, seed: int = CALIB_SEED, path: str = "model"
+) -> list[Any]:
     """INT8 calibration batches for an ONNX file: its zoo model's own sample inputs when
     it is a dlbench token model (or Mask R-CNN: ``_own_inputs``), class-pattern images
     for one NCHW image input, else
@@ -117,12 +122,14 @@ def _one_image(summary) -> bool:
     if len(summary.inputs) != 1:
         return False
     t = summary.inputs[0]
-    return (t.dtype == "float32" and len(t.shape) == 4
-            and all(isinstance(d, int) and d > 0 for d in t.shape[1:]))
+    return (
+        t.dtype == "float32" and len(t.shape) == 4 and all(isinstance(d, int) and d > 0 for d in t.shape[1:])
+    )
 
 
-def signature_inputs(summary, batch_sizes: Sequence[int], seed: int,
-                     path: str = "model") -> list[tuple[np.ndarray, ...]]:
+def signature_inputs(
+    summary, batch_sizes: Sequence[int], seed: int, path: str = "model"
+) -> list[tuple[np.ndarray, ...]]:
     """Batches for any signature, by the benchmark's input rules (``bench.inputs``),
     each batch from its own seed; dynamic dimensions besides the batch are sized by
     the ``input_shapes`` a dlbench export records (the shapes its verification used)."""
@@ -136,8 +143,14 @@ def signature_inputs(summary, batch_sizes: Sequence[int], seed: int,
         try:
             plan = planner.plan(summary.inputs, b, shapes)
         except UserError as exc:
-            hint = "" if shapes else (" (this file records no dlbench.input_shapes: a 'dlbench "
-                                      "export --shape' of the model writes them)")
+            hint = (
+                ""
+                if shapes
+                else (
+                    " (this file records no dlbench.input_shapes: a 'dlbench "
+                    "export --shape' of the model writes them)"
+                )
+            )
             raise UserError(f"{path}: {exc}{hint}") from None
         out.append(tuple(planner.synthesize(plan, seed + i).values()))
     return out
@@ -166,24 +179,30 @@ def image_shape_of(summary, path: str = "model") -> tuple[tuple[int, ...], int]:
             spec = get_model(model_name)
             return tuple(spec.inputs[0].shape), spec.num_classes
         except UserError:
-            pass                          # a model this dlbench does not know: use the shape
+            pass  # a model this dlbench does not know: use the shape
     if len(summary.inputs) != 1:
-        raise UserError(f"{path}: has {len(summary.inputs)} inputs; dlbench verifies "
-                        f"single-input image models")
+        raise UserError(
+            f"{path}: has {len(summary.inputs)} inputs; dlbench verifies single-input image models"
+        )
     inp = summary.inputs[0]
     if inp.dtype != "float32" or len(inp.shape) != 4:
-        raise UserError(f"{path}: input {inp.name!r} is {inp.dtype} {inp.shape}; dlbench "
-                        f"verifies NCHW float32 image inputs")
+        raise UserError(
+            f"{path}: input {inp.name!r} is {inp.dtype} {inp.shape}; dlbench "
+            f"verifies NCHW float32 image inputs"
+        )
     rest = inp.shape[1:]
     if not all(isinstance(d, int) and d > 0 for d in rest):
-        raise UserError(f"{path}: input {inp.name!r} has dynamic non-batch dimensions "
-                        f"{inp.shape}; export it with fixed C, H, W")
+        raise UserError(
+            f"{path}: input {inp.name!r} has dynamic non-batch dimensions "
+            f"{inp.shape}; export it with fixed C, H, W"
+        )
     classes = class_count(summary.outputs[0]) if summary.outputs else None
     return tuple(rest), classes or 10
 
 
-def inputs_for_onnx(summary, batch_sizes: Sequence[int], seed: int = VERIFY_SEED,
-                    path: str = "model") -> list[Any]:
+def inputs_for_onnx(
+    summary, batch_sizes: Sequence[int], seed: int = VERIFY_SEED, path: str = "model"
+) -> list[Any]:
     """Inputs for an ONNX file: its zoo model's if dlbench exported it, else from its shape."""
     spec = _zoo_spec(summary)
     if spec is not None and _own_inputs(spec):
@@ -195,6 +214,7 @@ def inputs_for_onnx(summary, batch_sizes: Sequence[int], seed: int = VERIFY_SEED
 
 
 # --- batches and outputs as .npz, for cells ---------------------------------------------
+
 
 def save_batches(path, batches: Sequence[Any]) -> None:
     """Batches as one .npz: ``b{i}`` for one array, ``b{i}/{j}`` for a tuple of inputs."""
@@ -223,8 +243,7 @@ def load_batches(path) -> list[Any]:
 
 def save_outputs(path, outputs: Sequence[dict[str, np.ndarray]]) -> None:
     """Outputs per batch as one .npz: ``{index}/{output name}`` keys."""
-    np.savez(path, **{f"{i}/{name}": np.asarray(v) for i, d in enumerate(outputs)
-                      for name, v in d.items()})
+    np.savez(path, **{f"{i}/{name}": np.asarray(v) for i, d in enumerate(outputs) for name, v in d.items()})
 
 
 def load_outputs(path) -> list[dict[str, np.ndarray]]:

@@ -23,19 +23,21 @@ Both models run with ONNX Runtime's graph optimizations off, so the INT8 one
 computes through its Q/DQ pairs in float (the arithmetic the fused integer
 kernels reproduce to within rounding) and no tensor is fused away.
 """
+
 from __future__ import annotations
 
 import math
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from dlbench.harness.tables import markdown
 
 TOP = 10
-SAMPLES = 2          # every intermediate of a ResNet-50 is about 100 MB per sample
+SAMPLES = 2  # every intermediate of a ResNet-50 is about 100 MB per sample
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
 
 
@@ -84,8 +86,7 @@ def _run(model, feeds: dict[str, np.ndarray], threads: int) -> dict[str, np.ndar
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.intra_op_num_threads = threads
     opts.log_severity_level = 3
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     return dict(zip(names, sess.run(names, feeds)))
 
@@ -95,11 +96,11 @@ def _float_tensors(model) -> dict[str, int]:
     import onnx
 
     inferred = onnx.shape_inference.infer_shapes(model)
-    types = {v.name: v.type.tensor_type.elem_type
-             for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    types = {
+        v.name: v.type.tensor_type.elem_type for v in [*inferred.graph.value_info, *inferred.graph.output]
+    }
     floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE)
-    return {out: types[out] for n in model.graph.node for out in n.output
-            if types.get(out) in floats}
+    return {out: types[out] for n in model.graph.node for out in n.output if types.get(out) in floats}
 
 
 def _after_qdq(model) -> dict[str, str]:
@@ -118,8 +119,15 @@ def _after_qdq(model) -> dict[str, str]:
     return pairs
 
 
-def layer_errors(source: str | Path, artifact: str | Path, inputs: Sequence[Any], *,
-                 threads: int = 1, top: int = TOP, samples: int = SAMPLES) -> dict[str, Any]:
+def layer_errors(
+    source: str | Path,
+    artifact: str | Path,
+    inputs: Sequence[Any],
+    *,
+    threads: int = 1,
+    top: int = TOP,
+    samples: int = SAMPLES,
+) -> dict[str, Any]:
     """Per-node SQNR of ``artifact`` (INT8 ONNX) against the fp32 graph it was built from,
     on the first ``samples`` samples of the last verification batch; the ``top`` worst."""
     import onnx
@@ -138,8 +146,7 @@ def layer_errors(source: str | Path, artifact: str | Path, inputs: Sequence[Any]
     float_types = _float_tensors(fp32)
     post = _after_qdq(quant)
     x = _sample(inputs, samples)
-    names = [i.name for i in fp32.graph.input
-             if i.name not in {t.name for t in fp32.graph.initializer}]
+    names = [i.name for i in fp32.graph.input if i.name not in {t.name for t in fp32.graph.initializer}]
     feeds = dict(zip(names, x if isinstance(x, tuple) else (x,)))
     # Which fp32 tensor each int8 tensor matches: its own name, or, for a graph output
     # the quantizer renamed (T -> T_QuantizeLinear_Input -> Q -> DQ -> T), the name after
@@ -153,11 +160,13 @@ def layer_errors(source: str | Path, artifact: str | Path, inputs: Sequence[Any]
             ref = out if out in float_types else seen if seen in float_types else None
             if ref is not None:
                 matches.append((node, out, seen, ref))
-    ref_values = _run(_with_outputs(fp32, {r: float_types[r] for *_, r in matches
-                                           if r not in feeds}), feeds, threads)
+    ref_values = _run(
+        _with_outputs(fp32, {r: float_types[r] for *_, r in matches if r not in feeds}), feeds, threads
+    )
     ref_values.update(feeds)
-    int8_values = _run(_with_outputs(quant, {seen: float_types.get(ref, 1)
-                                             for _, _, seen, ref in matches}), feeds, threads)
+    int8_values = _run(
+        _with_outputs(quant, {seen: float_types.get(ref, 1) for _, _, seen, ref in matches}), feeds, threads
+    )
     score: dict[str, float] = {}
     for _, _, seen, ref in matches:
         a, b = ref_values.get(ref), int8_values.get(seen)
@@ -168,28 +177,44 @@ def layer_errors(source: str | Path, artifact: str | Path, inputs: Sequence[Any]
         if seen not in score:
             continue
         before = [score[i] for i in (node.input if node is not None else ()) if i in score]
-        rows.append({"node": node.name if node is not None else ref,
-                     "op": node.op_type if node is not None else "graph input",
-                     "tensor": ref, "sqnr_db": round(score[seen], 2),
-                     "lost_db": round(min(before) - score[seen], 2) if before else None,
-                     "quantized": out in post})
+        rows.append(
+            {
+                "node": node.name if node is not None else ref,
+                "op": node.op_type if node is not None else "graph input",
+                "tensor": ref,
+                "sqnr_db": round(score[seen], 2),
+                "lost_db": round(min(before) - score[seen], 2) if before else None,
+                "quantized": out in post,
+            }
+        )
     rows.sort(key=lambda r: r["sqnr_db"])
-    return {"samples": int(np.shape(x[0] if isinstance(x, tuple) else x)[0]),
-            "layers_compared": len(rows), "worst": rows[:top],
-            "how": "SQNR of each node's output as its consumers see it (after its own Q/DQ) "
-                   "against fp32; lost: worst input's SQNR minus the output's; graph "
-                   "optimizations off"}
+    return {
+        "samples": int(np.shape(x[0] if isinstance(x, tuple) else x)[0]),
+        "layers_compared": len(rows),
+        "worst": rows[:top],
+        "how": "SQNR of each node's output as its consumers see it (after its own Q/DQ) "
+        "against fp32; lost: worst input's SQNR minus the output's; graph "
+        "optimizations off",
+    }
 
 
 def layer_table(report: dict[str, Any]) -> str:
     """The report as the table ``dlbench build`` prints under an INT8 verdict."""
     if report.get("error"):
         return f"per-layer error report failed: {report['error']}"
-    rows = [[i + 1, r["node"], r["op"], f"{r['sqnr_db']:.1f}",
-             "" if r["lost_db"] is None else f"{r['lost_db']:.1f}",
-             "int8" if r["quantized"] else "float"]
-            for i, r in enumerate(report.get("worst", []))]
-    head = (f"Worst layers, fp32 vs int8 on {report.get('samples')} verification samples "
-            f"({report.get('layers_compared')} compared; SQNR: higher is better)")
-    return head + "\n" + markdown(("#", "Node", "Op", "SQNR (dB)", "Lost here (dB)", "Output"),
-                                 rows)
+    rows = [
+        [
+            i + 1,
+            r["node"],
+            r["op"],
+            f"{r['sqnr_db']:.1f}",
+            "" if r["lost_db"] is None else f"{r['lost_db']:.1f}",
+            "int8" if r["quantized"] else "float",
+        ]
+        for i, r in enumerate(report.get("worst", []))
+    ]
+    head = (
+        f"Worst layers, fp32 vs int8 on {report.get('samples')} verification samples "
+        f"({report.get('layers_compared')} compared; SQNR: higher is better)"
+    )
+    return head + "\n" + markdown(("#", "Node", "Op", "SQNR (dB)", "Lost here (dB)", "Output"), rows)

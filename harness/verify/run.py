@@ -10,21 +10,24 @@ ONNX models run in this process on ONNX Runtime's CPU provider (cheap, and
 the parent may import ONNX Runtime); everything else runs in a cell of kind
 ``outputs``, in the process its framework or engine needs.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
+from dlbench.core.errors import UserError, first_line
 from dlbench.harness.backends.base import ArtifactRef, RunConfig
 from dlbench.harness.formats import default_backend
 from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.verify.inputs import load_batches, load_outputs, save_batches, save_outputs
-from dlbench.core.errors import UserError, first_line
+
 
 class RunFailed(Exception):
     """A runner's cell failed at run time (a crash, a timeout); the record says why."""
@@ -58,8 +61,13 @@ def run_config(backend: str, threads: ThreadConfig, precision: str = "fp32") -> 
 
     b = get_backend(backend)
     device = "cuda" if backend == "tensorrt" else "cpu"
-    return RunConfig(device=device, precision=precision, intra_op_threads=threads.intra_op,
-                     inter_op_threads=threads.inter_op, options=b.resolve_options({}))
+    return RunConfig(
+        device=device,
+        precision=precision,
+        intra_op_threads=threads.intra_op,
+        inter_op_threads=threads.inter_op,
+        options=b.resolve_options({}),
+    )
 
 
 def run_batches(runner, batches: Sequence[Any], label: str) -> list[dict[str, np.ndarray]]:
@@ -69,11 +77,15 @@ def run_batches(runner, batches: Sequence[Any], label: str) -> list[dict[str, np
     for x in batches:
         xs = x if isinstance(x, (tuple, list)) else (x,)
         if len(xs) != len(infos):
-            raise UserError(f"{label}: has {len(infos)} inputs, the verification inputs are "
-                            f"{len(xs)} ({', '.join(t.name for t in infos)})")
+            raise UserError(
+                f"{label}: has {len(infos)} inputs, the verification inputs are "
+                f"{len(xs)} ({', '.join(t.name for t in infos)})"
+            )
         # A float16-I/O model (fp16 without keep_io_types) gets the same values, as float16.
-        feeds = {t.name: a.astype(np.float16) if t.dtype == "float16" and a.dtype.kind == "f"
-                 else a for t, a in zip(infos, xs)}
+        feeds = {
+            t.name: a.astype(np.float16) if t.dtype == "float16" and a.dtype.kind == "f" else a
+            for t, a in zip(infos, xs)
+        }
         try:
             handle = runner.prepare(feeds)
             runner.run(handle)
@@ -81,13 +93,18 @@ def run_batches(runner, batches: Sequence[Any], label: str) -> list[dict[str, np
             out.append({k: np.asarray(v) for k, v in runner.outputs().items()})
         except UserError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a shape the graph cannot take, ...
+        except Exception as exc:
             raise BatchFailed(int(xs[0].shape[0]), exc) from exc
     return out
 
 
-def run_here(ref: ArtifactRef, batches: Sequence[Any], threads: ThreadConfig,
-             precision: str = "fp32", backend: str | None = None) -> tuple[list[dict], dict]:
+def run_here(
+    ref: ArtifactRef,
+    batches: Sequence[Any],
+    threads: ThreadConfig,
+    precision: str = "fp32",
+    backend: str | None = None,
+) -> tuple[list[dict], dict]:
     """Load, run and check the runner in this process: (outputs per batch, what ran)."""
     from dlbench.harness.backends import get_backend
 
@@ -107,22 +124,29 @@ def run_here(ref: ArtifactRef, batches: Sequence[Any], threads: ThreadConfig,
     return outputs, {"backend": backend, "runtime": runtime, "load_s": load_s, "run_s": run_s}
 
 
-def outputs(ref: ArtifactRef, batches: Sequence[Any], *, threads: ThreadConfig,
-            precision: str = "fp32", env: dict[str, str] | None = None,
-            timeout: float | None = None) -> tuple[list[dict], dict]:
+def outputs(
+    ref: ArtifactRef,
+    batches: Sequence[Any],
+    *,
+    threads: ThreadConfig,
+    precision: str = "fp32",
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> tuple[list[dict], dict]:
     """(outputs per batch, what ran): ONNX here, anything else in its own cell."""
     backend = backend_for(ref)
     if backend == "onnxruntime":
         try:
             return run_here(ref, batches, threads, precision, backend)
         except BatchFailed as exc:
-            raise UserError(f"{ref.path}: onnxruntime cannot run it on a batch of {exc.rows} "
-                            f"({first_line(exc.cause)[:300]})") from None
+            raise UserError(
+                f"{ref.path}: onnxruntime cannot run it on a batch of {exc.rows} "
+                f"({first_line(exc.cause)[:300]})"
+            ) from None
         except UserError:
             raise
         except Exception as exc:  # noqa: BLE001 - loading it failed after all
-            raise UserError(f"{ref.path}: onnxruntime cannot run it "
-                            f"({first_line(exc)[:300]})") from None
+            raise UserError(f"{ref.path}: onnxruntime cannot run it ({first_line(exc)[:300]})") from None
     from dlbench.harness.cellenv import cell_environment
     from dlbench.harness.launcher import run_cell
 
@@ -130,9 +154,14 @@ def outputs(ref: ArtifactRef, batches: Sequence[Any], *, threads: ThreadConfig,
     with tempfile.TemporaryDirectory(prefix="dlbench-verify-") as tmp:
         inputs, out = Path(tmp, "inputs.npz"), Path(tmp, "outputs.npz")
         save_batches(inputs, batches)
-        payload = {"backend": backend, "artifact": dataclasses.asdict(ref),
-                   "threads": [threads.intra_op, threads.inter_op], "precision": precision,
-                   "inputs": str(inputs), "outputs": str(out)}
+        payload = {
+            "backend": backend,
+            "artifact": dataclasses.asdict(ref),
+            "threads": [threads.intra_op, threads.inter_op],
+            "precision": precision,
+            "inputs": str(inputs),
+            "outputs": str(out),
+        }
         outcome = run_cell("outputs", payload, env=env, timeout=timeout)
         if outcome.status == "usage_error":
             raise UserError(outcome.error)
@@ -146,8 +175,12 @@ def outputs(ref: ArtifactRef, batches: Sequence[Any], *, threads: ThreadConfig,
 def child(payload: dict[str, Any]) -> dict[str, Any]:
     """The ``outputs`` cell: run the saved batches through the backend's runner."""
     batches = load_batches(payload["inputs"])
-    outs, info = run_here(ArtifactRef(**payload["artifact"]), batches,
-                          ThreadConfig(*payload["threads"]), payload["precision"],
-                          payload["backend"])
+    outs, info = run_here(
+        ArtifactRef(**payload["artifact"]),
+        batches,
+        ThreadConfig(*payload["threads"]),
+        payload["precision"],
+        payload["backend"],
+    )
     save_outputs(payload["outputs"], outs)
     return info

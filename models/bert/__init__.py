@@ -33,9 +33,10 @@ Inputs, in call order: ``input_ids`` (int32, [0, vocab)), ``token_type_ids``
 is ``shape[0]``; positions beyond it are never used, but ``max_position``
 embeddings exist (and count) as in the published models.
 """
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -52,7 +53,7 @@ INIT_STD = 0.02
 # The additive attention-mask value of Google's and Hugging Face's BERT: far
 # enough below any score that exp() of a masked position is 0 in float32.
 MASK_VALUE = -10000.0
-IGNORE_INDEX = -100          # MLM label of a position that is not predicted
+IGNORE_INDEX = -100  # MLM label of a position that is not predicted
 OBJECTIVE = "bert-pretraining"
 
 
@@ -90,22 +91,22 @@ def walk(cfg: dict, head: str = "classification") -> Iterator[tuple]:
     for _ in range(cfg["layers"]):
         for _qkv in range(3):
             yield ("dense", seq, hidden, hidden)
-        yield ("matmul", seq * seq * hidden)        # scores: heads x (seq x head_size x seq)
-        yield ("matmul", seq * seq * hidden)        # context: heads x (seq x seq x head_size)
-        yield ("dense", seq, hidden, hidden)        # attention output
+        yield ("matmul", seq * seq * hidden)  # scores: heads x (seq x head_size x seq)
+        yield ("matmul", seq * seq * hidden)  # context: heads x (seq x seq x head_size)
+        yield ("dense", seq, hidden, hidden)  # attention output
         yield ("layernorm", hidden)
         yield ("dense", seq, hidden, inter)
         yield ("dense", seq, inter, hidden)
         yield ("layernorm", hidden)
-    yield ("dense", 1, hidden, hidden)              # pooler, first token only
+    yield ("dense", 1, hidden, hidden)  # pooler, first token only
     if head == "classification":
         yield ("dense", 1, hidden, cfg["num_classes"])
     else:
-        yield ("dense", seq, hidden, hidden)        # MLM transform
+        yield ("dense", seq, hidden, hidden)  # MLM transform
         yield ("layernorm", hidden)
-        yield ("matmul", seq * hidden * cfg["vocab_size"])   # decoder, tied to word embeddings
+        yield ("matmul", seq * hidden * cfg["vocab_size"])  # decoder, tied to word embeddings
         yield ("bias", cfg["vocab_size"])
-        yield ("dense", 1, hidden, 2)               # next-sentence prediction
+        yield ("dense", 1, hidden, 2)  # next-sentence prediction
 
 
 def count_parameters(cfg: dict, head: str = "classification") -> int:
@@ -150,7 +151,7 @@ def example_inputs(cfg: dict, batch: int, seed: int = 0) -> tuple[np.ndarray, ..
     ids = rng.integers(0, cfg["vocab_size"], (batch, seq)).astype(np.int32)
     positions = np.arange(seq)[None]
     lengths = rng.integers(seq // 2, seq + 1, (batch, 1))
-    lengths[0] = seq                               # one row with no padding at all
+    lengths[0] = seq  # one row with no padding at all
     split = rng.integers(1, seq // 2, (batch, 1))
     types = ((positions >= split) & (positions < lengths)).astype(np.int32)
     mask = (positions < lengths).astype(np.int32)
@@ -166,13 +167,34 @@ def multiply_adds(spec: ModelSpec) -> int:
     return count_macs(spec.config, "classification")
 
 
-def _bert(name: str, display: str, *, layers: int, hidden: int, heads: int,
-          intermediate: int, vocab: int, seq_len: int, max_position: int, batch: int,
-          dataset: str, learning_rate: float = 0.05) -> ModelSpec:
-    cfg = {"vocab_size": vocab, "hidden": hidden, "layers": layers, "heads": heads,
-           "intermediate": intermediate, "max_position": max_position, "type_vocab_size": 2,
-           "seq_len": seq_len, "num_classes": 2, "dropout": 0.1,
-           "learning_rate": learning_rate}
+def _bert(
+    name: str,
+    display: str,
+    *,
+    layers: int,
+    hidden: int,
+    heads: int,
+    intermediate: int,
+    vocab: int,
+    seq_len: int,
+    max_position: int,
+    batch: int,
+    dataset: str,
+    learning_rate: float = 0.05,
+) -> ModelSpec:
+    cfg = {
+        "vocab_size": vocab,
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "intermediate": intermediate,
+        "max_position": max_position,
+        "type_vocab_size": 2,
+        "seq_len": seq_len,
+        "num_classes": 2,
+        "dropout": 0.1,
+        "learning_rate": learning_rate,
+    }
     fields = dict(
         name=name,
         display_name=display,
@@ -180,9 +202,11 @@ def _bert(name: str, display: str, *, layers: int, hidden: int, heads: int,
         task="language-modeling",
         network_type="Attention",
         dataset=dataset,
-        inputs=(InputSpec("input_ids", (seq_len,), "int32", (0, vocab)),
-                InputSpec("token_type_ids", (seq_len,), "int32", (0, 2)),
-                InputSpec("attention_mask", (seq_len,), "int32", (0, 2))),
+        inputs=(
+            InputSpec("input_ids", (seq_len,), "int32", (0, vocab)),
+            InputSpec("token_type_ids", (seq_len,), "int32", (0, 2)),
+            InputSpec("attention_mask", (seq_len,), "int32", (0, 2)),
+        ),
         num_classes=2,
         default_batch_size=batch,
         builders=dict(BUILDERS),
@@ -197,28 +221,62 @@ def _bert(name: str, display: str, *, layers: int, hidden: int, heads: int,
 
 
 # Test-size network: trains in seconds on two cores in every framework.
-BERT_TINY = _bert("bert-tiny", "BERT-Tiny (2 layers, 128 hidden)", layers=2, hidden=128,
-                  heads=2, intermediate=512, vocab=1024, seq_len=64, max_position=64,
-                  batch=8, dataset="synthetic")
+BERT_TINY = _bert(
+    "bert-tiny",
+    "BERT-Tiny (2 layers, 128 hidden)",
+    layers=2,
+    hidden=128,
+    heads=2,
+    intermediate=512,
+    vocab=1024,
+    seq_len=64,
+    max_position=64,
+    batch=8,
+    dataset="synthetic",
+)
 # SGD (momentum 0.9, as every zoo model trains) at 0.05 diverges on the full-size
 # encoders within a few steps (bert-base: loss 10.8 -> 15-18 in 7 steps); at 0.01 it
 # falls (10.8 -> 3.8).  BERT's usual AdamW with warm-up is not implemented.
-BERT_BASE = _bert("bert-base", "BERT-Base (Chinese vocabulary)", layers=12, hidden=768,
-                  heads=12, intermediate=3072, vocab=21128, seq_len=128, max_position=512,
-                  batch=32, dataset="zhwiki", learning_rate=0.01)
+BERT_BASE = _bert(
+    "bert-base",
+    "BERT-Base (Chinese vocabulary)",
+    layers=12,
+    hidden=768,
+    heads=12,
+    intermediate=3072,
+    vocab=21128,
+    seq_len=128,
+    max_position=512,
+    batch=32,
+    dataset="zhwiki",
+    learning_rate=0.01,
+)
 # The MindSpore benchmark page's BERT-Large: 24 layers, sequence 128, vocab 21128, batch 96.
-BERT_LARGE = _bert("bert-large", "BERT-Large (Chinese vocabulary)", layers=24, hidden=1024,
-                   heads=16, intermediate=4096, vocab=21128, seq_len=128, max_position=512,
-                   batch=96, dataset="zhwiki", learning_rate=0.01)
+BERT_LARGE = _bert(
+    "bert-large",
+    "BERT-Large (Chinese vocabulary)",
+    layers=24,
+    hidden=1024,
+    heads=16,
+    intermediate=4096,
+    vocab=21128,
+    seq_len=128,
+    max_position=512,
+    batch=96,
+    dataset="zhwiki",
+    learning_rate=0.01,
+)
 
 
-def reference_pretraining_loss(mlm_logits: np.ndarray, nsp_logits: np.ndarray,
-                               mlm_labels: np.ndarray, nsp_labels: np.ndarray) -> float:
+def reference_pretraining_loss(
+    mlm_logits: np.ndarray, nsp_logits: np.ndarray, mlm_labels: np.ndarray, nsp_labels: np.ndarray
+) -> float:
     """The pre-training objective in float64 numpy: what every framework's must equal.
 
     Mean masked-LM cross-entropy over the positions whose label is not -100,
     plus mean next-sentence cross-entropy.
     """
+
     def nll(logits, labels):
         logits = logits.astype(np.float64)
         shifted = logits - logits.max(axis=-1, keepdims=True)
@@ -248,8 +306,10 @@ def classification_from_pretraining(framework: str, spec: ModelSpec, trained, se
     got = tool.export_weights(trained)
     shared = [k for k in own if k in got]
     if not any(k.startswith("encoder.") for k in shared):
-        raise weights.WeightMismatch(f"{spec.name}: the trained {framework} network shares no "
-                                     f"encoder weights with the classification network")
+        raise weights.WeightMismatch(
+            f"{spec.name}: the trained {framework} network shares no "
+            f"encoder weights with the classification network"
+        )
     tool.import_weights(net, {k: got.get(k, v) for k, v in own.items()})
     if framework == "pytorch":
         net.eval()

@@ -23,6 +23,7 @@ Special ids are ``models.synthetic``'s (and ``harness.data``'s vocabulary's):
 the ordinary tokens, of which 80% become ``[MASK]``, 10% a random token and
 10% stay.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,8 +32,8 @@ from dlbench.models.bert import IGNORE_INDEX
 from dlbench.models.registry import ModelSpec
 from dlbench.models.synthetic import specials
 
-BRANCH = 2                  # successors per token in the synthetic chain
-ZIPF = 1.1                  # word frequencies fall off like natural language's
+BRANCH = 2  # successors per token in the synthetic chain
+ZIPF = 1.1  # word frequencies fall off like natural language's
 MASK_RATE = 0.15
 
 Batch = tuple[tuple[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -47,8 +48,7 @@ def _chain(rng, successors: np.ndarray, start: int, length: int) -> np.ndarray:
     return out
 
 
-def _mask_row(rng, ids: np.ndarray, words: np.ndarray, first: int, vocab: int,
-              mask_id: int) -> np.ndarray:
+def _mask_row(rng, ids: np.ndarray, words: np.ndarray, first: int, vocab: int, mask_id: int) -> np.ndarray:
     """Mask ``words`` positions of ``ids`` in place; return the row's MLM labels."""
     labels = np.full(ids.shape, IGNORE_INDEX, np.int32)
     n = max(1, int(round(MASK_RATE * len(words))))
@@ -61,12 +61,11 @@ def _mask_row(rng, ids: np.ndarray, words: np.ndarray, first: int, vocab: int,
     return labels
 
 
-def bert_pretraining_batches(spec: ModelSpec, batch_size: int, n_batches: int,
-                             seed: int = 0) -> list[Batch]:
+def bert_pretraining_batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0) -> list[Batch]:
     """``n_batches`` pre-training batches for ``spec`` (a BERT), in the layout above."""
     seq, vocab = spec.inputs[0].shape[0], spec.inputs[0].int_range[1]
     sp = specials(spec)
-    first = max(sp.values()) + 1            # ids below are special tokens
+    first = max(sp.values()) + 1  # ids below are special tokens
     if seq < 8 or vocab <= first + BRANCH:
         raise ValueError(f"{spec.name}: sequence {seq} / vocabulary {vocab} too small")
     rng = np.random.default_rng(seed)
@@ -76,7 +75,7 @@ def bert_pretraining_batches(spec: ModelSpec, batch_size: int, n_batches: int,
     # word distribution (the MLM loss drops from ln(vocab) towards its entropy
     # within a few steps), then the chain.
     rank = np.arange(1, vocab - first + 1, dtype=np.float64)
-    freq = rank ** -ZIPF
+    freq = rank**-ZIPF
     words = rng.permutation(np.arange(first, vocab))
     successors = rng.choice(words, size=(vocab, BRANCH), p=freq / freq.sum())
     out = []
@@ -87,18 +86,16 @@ def bert_pretraining_batches(spec: ModelSpec, batch_size: int, n_batches: int,
         mlm = np.full((batch_size, seq), IGNORE_INDEX, np.int32)
         nsp = rng.integers(0, 2, size=batch_size).astype(np.int32)
         for r in range(batch_size):
-            length = int(rng.integers(seq // 2, seq + 1))        # real tokens in the row
-            words = length - 3                                   # minus CLS and two SEPs
+            length = int(rng.integers(seq // 2, seq + 1))  # real tokens in the row
+            words = length - 3  # minus CLS and two SEPs
             len_a = int(rng.integers(1, words))
             a = _chain(rng, successors, int(rng.integers(first, vocab)), len_a)
             start = a[-1] if nsp[r] == 0 else int(rng.integers(first, vocab))
             b = _chain(rng, successors, start, words - len_a)
-            ids[r, :length] = np.concatenate(([sp["cls_id"]], a, [sp["sep_id"]], b,
-                                              [sp["sep_id"]]))
-            types[r, len_a + 2:length] = 1
+            ids[r, :length] = np.concatenate(([sp["cls_id"]], a, [sp["sep_id"]], b, [sp["sep_id"]]))
+            types[r, len_a + 2 : length] = 1
             mask[r, :length] = 1
-            positions = np.concatenate((np.arange(1, len_a + 1),
-                                        np.arange(len_a + 2, length - 1)))
+            positions = np.concatenate((np.arange(1, len_a + 1), np.arange(len_a + 2, length - 1)))
             mlm[r] = _mask_row(rng, ids[r], positions, first, vocab, sp["mask_id"])
         out.append(((ids, types, mask), (mlm, nsp)))
     return out

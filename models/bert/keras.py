@@ -19,6 +19,7 @@ Erfc"); ``keras.ops.gelu`` defaults to the tanh approximation.  The network
 takes fixed-length int32 inputs ``(batch, seq_len)``; ``seq_len`` can be
 overridden at build time.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,8 +43,14 @@ def _init():
 
 
 def _dense(units: int, name: str, activation=None, dtype=None) -> layers.Dense:
-    return layers.Dense(units, activation=activation, kernel_initializer=_init(),
-                        bias_initializer="zeros", name=name, dtype=dtype)
+    return layers.Dense(
+        units,
+        activation=activation,
+        kernel_initializer=_init(),
+        bias_initializer="zeros",
+        name=name,
+        dtype=dtype,
+    )
 
 
 def _layer_norm(name: str) -> layers.LayerNormalization:
@@ -65,8 +72,7 @@ class WordEmbedding(layers.Embedding):
 
     def compute_output_spec(self, inputs, reverse: bool = False):
         if reverse:
-            return keras.KerasTensor(tuple(inputs.shape[:-1]) + (self.input_dim,),
-                                     dtype=self.compute_dtype)
+            return keras.KerasTensor(tuple(inputs.shape[:-1]) + (self.input_dim,), dtype=self.compute_dtype)
         return super().compute_output_spec(inputs)
 
 
@@ -84,8 +90,9 @@ class AdditiveMask(layers.Layer):
     """int attention_mask (batch, seq) -> (batch, 1, 1, seq) float: 0 or -10000."""
 
     def call(self, mask):
-        return ops.reshape((1.0 - ops.cast(mask, self.compute_dtype)) * MASK_VALUE,
-                           (-1, 1, 1, ops.shape(mask)[1]))
+        return ops.reshape(
+            (1.0 - ops.cast(mask, self.compute_dtype)) * MASK_VALUE, (-1, 1, 1, ops.shape(mask)[1])
+        )
 
     def compute_output_spec(self, mask):
         return keras.KerasTensor((mask.shape[0], 1, 1, mask.shape[1]), dtype=self.compute_dtype)
@@ -155,8 +162,9 @@ def _encoder_layer(x, additive, cfg: dict, prefix: str):
     return _add_norm(h, x, p, f"{prefix}.output")
 
 
-def build(spec: ModelSpec, seed: int | None = None, head: str = "classification",
-          **overrides: Any) -> keras.Model:
+def build(
+    spec: ModelSpec, seed: int | None = None, head: str = "classification", **overrides: Any
+) -> keras.Model:
     """The network for ``spec``; ``overrides`` replace ``spec.config`` entries.
 
     ``seed`` seeds Keras (and numpy/python) first.  The heads' last layers
@@ -172,15 +180,26 @@ def build(spec: ModelSpec, seed: int | None = None, head: str = "classification"
     types = keras.Input((seq,), dtype="int32", name="token_type_ids")
     mask = keras.Input((seq,), dtype="int32", name="attention_mask")
 
-    word = WordEmbedding(cfg["vocab_size"], hidden, embeddings_initializer=_init(),
-                         name="embeddings.word_embeddings")
-    x = layers.Add(name="embeddings.add")([
-        word(ids),
-        PositionEmbedding(cfg["max_position"], hidden, embeddings_initializer=_init(),
-                          name="embeddings.position_embeddings")(ids),
-        layers.Embedding(cfg["type_vocab_size"], hidden, embeddings_initializer=_init(),
-                         name="embeddings.token_type_embeddings")(types),
-    ])
+    word = WordEmbedding(
+        cfg["vocab_size"], hidden, embeddings_initializer=_init(), name="embeddings.word_embeddings"
+    )
+    x = layers.Add(name="embeddings.add")(
+        [
+            word(ids),
+            PositionEmbedding(
+                cfg["max_position"],
+                hidden,
+                embeddings_initializer=_init(),
+                name="embeddings.position_embeddings",
+            )(ids),
+            layers.Embedding(
+                cfg["type_vocab_size"],
+                hidden,
+                embeddings_initializer=_init(),
+                name="embeddings.token_type_embeddings",
+            )(types),
+        ]
+    )
     x = _layer_norm("embeddings.LayerNorm")(x)
     x = layers.Dropout(p, name="embeddings.dropout")(x)
     additive = AdditiveMask(name="attention_mask.additive")(mask)
@@ -211,11 +230,13 @@ def pretraining_loss(outputs, labels):
     mlm_labels = ops.cast(ops.reshape(mlm_labels, (-1,)), "int32")
     logits = ops.cast(ops.reshape(mlm_logits, (-1, ops.shape(mlm_logits)[-1])), "float32")
     keep = ops.cast(ops.not_equal(mlm_labels, -100), "float32")
-    per_token = ops.sparse_categorical_crossentropy(ops.maximum(mlm_labels, 0), logits,
-                                                   from_logits=True)
+    per_token = ops.sparse_categorical_crossentropy(ops.maximum(mlm_labels, 0), logits, from_logits=True)
     mlm = ops.sum(per_token * keep) / ops.sum(keep)
-    nsp = ops.mean(ops.sparse_categorical_crossentropy(
-        ops.cast(nsp_labels, "int32"), ops.cast(nsp_logits, "float32"), from_logits=True))
+    nsp = ops.mean(
+        ops.sparse_categorical_crossentropy(
+            ops.cast(nsp_labels, "int32"), ops.cast(nsp_logits, "float32"), from_logits=True
+        )
+    )
     return mlm + nsp
 
 

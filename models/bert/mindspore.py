@@ -3,7 +3,8 @@
 Every Cell lives in this file because GRAPH_MODE compiles the Python source of
 ``construct``.  Reshapes leave the batch dimension as -1: shapes read in
 ``construct`` become constants of an exported graph (MindSpore exports at
-batch 1), and a -1 keeps the exported file valid for any batch.  Attribute names make MindSpore's automatic parameter names read
+batch 1), and a -1 keeps the exported file valid for any batch.  Attribute names make MindSpore's
+automatic parameter names read
 like the PyTorch keys (``embeddings.word_embeddings.embedding_table``,
 ``encoder.layer.0.attention.self.query.weight``,
 ``encoder.layer.0.output.LayerNorm.gamma``) for the weight-transfer rules.
@@ -13,6 +14,7 @@ MindSpore's ``nn.GELU`` defaults to the tanh approximation
 ``approximate=False`` everywhere.  ``nn.LayerNorm``'s default epsilon is 1e-7;
 BERT's 1e-12 is passed explicitly.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,14 +22,21 @@ import os
 
 os.environ.setdefault("GLOG_v", "3")
 
-import numpy as np  # noqa: E402
-import mindspore as ms  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
-from mindspore.common.initializer import Normal  # noqa: E402
+import mindspore as ms
+import numpy as np
+from mindspore import nn, ops
+from mindspore.common.initializer import Normal
 
-from dlbench.models.bert import (IGNORE_INDEX, INIT_STD, LAYER_NORM_EPS, MASK_VALUE,  # noqa: E402
-                         check_head, config_with, example_inputs)
-from dlbench.models.registry import ModelSpec  # noqa: E402
+from dlbench.models.bert import (
+    IGNORE_INDEX,
+    INIT_STD,
+    LAYER_NORM_EPS,
+    MASK_VALUE,
+    check_head,
+    config_with,
+    example_inputs,
+)
+from dlbench.models.registry import ModelSpec
 
 
 class Dense(nn.Dense):
@@ -87,8 +96,11 @@ class Embeddings(nn.Cell):
 
     def construct(self, input_ids, token_type_ids):
         seq = input_ids.shape[1]
-        x = (self.word_embeddings(input_ids) + self.position_embeddings(self.position_ids[:, :seq])
-             + self.token_type_embeddings(token_type_ids))
+        x = (
+            self.word_embeddings(input_ids)
+            + self.position_embeddings(self.position_ids[:, :seq])
+            + self.token_type_embeddings(token_type_ids)
+        )
         return self.dropout(self.LayerNorm(x))
 
 
@@ -120,14 +132,13 @@ class SelfAttention(nn.Cell):
         self.core = ScaledDotProduct(self.head_size, cfg["dropout"])
 
     def _split(self, x):
-        return ops.transpose(ops.reshape(x, (-1, x.shape[1], self.heads, self.head_size)),
-                             (0, 2, 1, 3))
+        return ops.transpose(ops.reshape(x, (-1, x.shape[1], self.heads, self.head_size)), (0, 2, 1, 3))
 
     def construct(self, x, additive_mask):
-        ctx = self.core(self._split(self.query(x)), self._split(self.key(x)),
-                        self._split(self.value(x)), additive_mask)
-        return ops.reshape(ops.transpose(ctx, (0, 2, 1, 3)),
-                           (-1, x.shape[1], self.heads * self.head_size))
+        ctx = self.core(
+            self._split(self.query(x)), self._split(self.key(x)), self._split(self.value(x)), additive_mask
+        )
+        return ops.reshape(ops.transpose(ctx, (0, 2, 1, 3)), (-1, x.shape[1], self.heads * self.head_size))
 
 
 class DenseAddNorm(nn.Cell):
@@ -241,8 +252,9 @@ class Bert(nn.Cell):
 
     def construct(self, input_ids, token_type_ids, attention_mask):
         # (batch, 1, 1, seq): broadcast over heads and query positions.
-        additive = (1.0 - ops.reshape(attention_mask.astype(ms.float32),
-                                      (-1, 1, 1, attention_mask.shape[1]))) * MASK_VALUE
+        additive = (
+            1.0 - ops.reshape(attention_mask.astype(ms.float32), (-1, 1, 1, attention_mask.shape[1]))
+        ) * MASK_VALUE
         x = self.encoder(self.embeddings(input_ids, token_type_ids), additive)
         pooled = self.pooler(x)
         if self.pretraining:
@@ -250,8 +262,7 @@ class Bert(nn.Cell):
         return self.classifier(self.dropout(pooled))
 
 
-def build(spec: ModelSpec, seed: int | None = None, head: str = "classification",
-          **overrides) -> Bert:
+def build(spec: ModelSpec, seed: int | None = None, head: str = "classification", **overrides) -> Bert:
     """The network for ``spec``; ``overrides`` replace ``spec.config`` entries.
 
     ``seed`` calls ``mindspore.set_seed`` first, so that a builder called on
@@ -304,8 +315,7 @@ class WithPretrainingLoss(nn.Cell):
         self.loss = PretrainingLoss()
 
     def construct(self, input_ids, token_type_ids, attention_mask, mlm_labels, nsp_labels):
-        return self.loss(self.net(input_ids, token_type_ids, attention_mask), mlm_labels,
-                         nsp_labels)
+        return self.loss(self.net(input_ids, token_type_ids, attention_mask), mlm_labels, nsp_labels)
 
 
 def forward_macs(model: nn.Cell, spec: ModelSpec, inputs=None) -> int:
@@ -335,8 +345,12 @@ def forward_macs(model: nn.Cell, spec: ModelSpec, inputs=None) -> int:
         macs.append(int(np.prod(out.shape)) * args[1].shape[1])
 
     hooks = {nn.Dense: dense_hook, ScaledDotProduct: attention_hook, TiedDecoder: decoder_hook}
-    handles = [cell.register_forward_hook(hook) for _, cell in model.cells_and_names()
-               for kind, hook in hooks.items() if isinstance(cell, kind)]
+    handles = [
+        cell.register_forward_hook(hook)
+        for _, cell in model.cells_and_names()
+        for kind, hook in hooks.items()
+        if isinstance(cell, kind)
+    ]
     trace(model, handles, list(inputs))
     return int(sum(macs)) // int(inputs[0].shape[0])
 

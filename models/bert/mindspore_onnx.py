@@ -15,6 +15,7 @@ unmodified network anyway.  The training network keeps MindSpore's native GELU.
 (The Cell lives in its own module because GRAPH_MODE compiles the source of
 ``construct``.)
 """
+
 from __future__ import annotations
 
 import math
@@ -22,7 +23,7 @@ import os
 
 os.environ.setdefault("GLOG_v", "3")
 
-from mindspore import nn, ops  # noqa: E402
+from mindspore import nn, ops
 
 # Abramowitz & Stegun 7.1.26: erf(z) = 1 - t (a1 + t (a2 + ...)) exp(-z^2), t = 1 / (1 + p z).
 P = 0.3275911
@@ -40,7 +41,7 @@ class ErfFreeGELU(nn.Cell):
         z = ops.abs(x) * self.inv_sqrt2
         t = 1.0 / (1.0 + P * z)
         poly = t * (A[0] + t * (A[1] + t * (A[2] + t * (A[3] + t * A[4]))))
-        tail = 0.5 * poly * ops.exp(-z * z)              # 1 - Phi(|x|)
+        tail = 0.5 * poly * ops.exp(-z * z)  # 1 - Phi(|x|)
         positive = (x > 0).astype(x.dtype)
         return x * (tail + positive * (1.0 - 2.0 * tail))
 
@@ -52,7 +53,7 @@ def rewrite_exact_gelu(net: nn.Cell) -> list[str]:
         for name, child in list(parent.name_cells().items()):
             # MindSpore 2.8 keeps ``approximate`` as the string "none" or "tanh".
             if isinstance(child, nn.GELU) and getattr(child, "approximate", None) in ("none", False):
-                if isinstance(parent, nn.SequentialCell):   # construct iterates cell_list
+                if isinstance(parent, nn.SequentialCell):  # construct iterates cell_list
                     parent[list(parent.name_cells()).index(name)] = ErfFreeGELU()
                 else:
                     parent._cells[name] = ErfFreeGELU()
@@ -62,5 +63,7 @@ def rewrite_exact_gelu(net: nn.Cell) -> list[str]:
 
 def onnx_rewrites(net: nn.Cell) -> list[str]:
     """The BERT family's ONNX-export rewrites (``converters.mindspore_to_onnx``'s hook)."""
-    return [f"{name}: GELU(exact, Erf) -> ErfFreeGELU (A&S 7.1.26, |err| < 1e-6)"
-            for name in rewrite_exact_gelu(net)]
+    return [
+        f"{name}: GELU(exact, Erf) -> ErfFreeGELU (A&S 7.1.26, |err| < 1e-6)"
+        for name in rewrite_exact_gelu(net)
+    ]

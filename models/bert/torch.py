@@ -5,6 +5,7 @@ Module names follow Hugging Face's ``BertModel`` (``embeddings.word_embeddings``
 ``pooler.dense``) because the weight-transfer rules map layers across
 frameworks by name, and those names are what BERT checkpoints use everywhere.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dlbench.models.bert import (INIT_STD, LAYER_NORM_EPS, MASK_VALUE, check_head, config_with,
-                         example_inputs)
+from dlbench.models.bert import INIT_STD, LAYER_NORM_EPS, MASK_VALUE, check_head, config_with, example_inputs
 from dlbench.models.registry import ModelSpec
 
 
@@ -31,8 +31,11 @@ class Embeddings(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(input_ids.shape[1], device=input_ids.device)
-        x = (self.word_embeddings(input_ids) + self.position_embeddings(positions)[None]
-             + self.token_type_embeddings(token_type_ids))
+        x = (
+            self.word_embeddings(input_ids)
+            + self.position_embeddings(positions)[None]
+            + self.token_type_embeddings(token_type_ids)
+        )
         return self.dropout(self.LayerNorm(x))
 
 
@@ -64,8 +67,9 @@ class SelfAttention(nn.Module):
         return x.view(b, t, self.heads, h // self.heads).transpose(1, 2)
 
     def forward(self, x, additive_mask):
-        ctx = self.core(self._split(self.query(x)), self._split(self.key(x)),
-                        self._split(self.value(x)), additive_mask)
+        ctx = self.core(
+            self._split(self.query(x)), self._split(self.key(x)), self._split(self.value(x)), additive_mask
+        )
         b, _, t, _ = ctx.shape
         return ctx.transpose(1, 2).reshape(b, t, -1)
 
@@ -97,7 +101,7 @@ class Intermediate(nn.Module):
     def __init__(self, cfg: dict):
         super().__init__()
         self.dense = nn.Linear(cfg["hidden"], cfg["intermediate"])
-        self.act = nn.GELU(approximate="none")      # exact erf GELU, as BERT's
+        self.act = nn.GELU(approximate="none")  # exact erf GELU, as BERT's
 
     def forward(self, x):
         return self.act(self.dense(x))
@@ -197,8 +201,7 @@ class Bert(nn.Module):
         return self.mlm(x, self.embeddings.word_embeddings.weight), self.nsp(pooled)
 
 
-def build(spec: ModelSpec, seed: int | None = None, head: str = "classification",
-          **overrides: Any) -> Bert:
+def build(spec: ModelSpec, seed: int | None = None, head: str = "classification", **overrides: Any) -> Bert:
     """The network for ``spec``; ``overrides`` replace ``spec.config`` entries.
 
     ``seed`` seeds torch's global generator first, so that a builder called on
@@ -218,8 +221,9 @@ def pretraining_loss(outputs, labels) -> torch.Tensor:
     """
     mlm_logits, nsp_logits = outputs
     mlm_labels, nsp_labels = labels
-    mlm = F.cross_entropy(mlm_logits.float().reshape(-1, mlm_logits.shape[-1]),
-                          mlm_labels.reshape(-1).long(), ignore_index=-100)
+    mlm = F.cross_entropy(
+        mlm_logits.float().reshape(-1, mlm_logits.shape[-1]), mlm_labels.reshape(-1).long(), ignore_index=-100
+    )
     return mlm + F.cross_entropy(nsp_logits.float(), nsp_labels.long())
 
 

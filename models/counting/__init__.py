@@ -6,10 +6,12 @@ weights·v, a decoder tied to an embedding table) offers its own
 ``forward_macs(model, spec)`` in its builder's module, and ``family_counter``
 finds it, so that one call counts any zoo network in full.
 """
+
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def family_counter(spec: Any, framework: str) -> Callable[..., int] | None:

@@ -5,6 +5,7 @@ layers actually produce) rather than re-reading the spec, so a test comparing
 them with ``models.resnet.multiply_adds`` catches a wrong stride, padding or
 width in the MindSpore implementation.
 """
+
 from __future__ import annotations
 
 import os
@@ -12,13 +13,12 @@ import os
 # Quiets MindSpore's INFO/WARNING logs; it reads GLOG_v once, at import.
 os.environ.setdefault("GLOG_v", "3")
 
-import numpy as np  # noqa: E402
+import mindspore as ms
+import numpy as np
+from mindspore import nn
 
-import mindspore as ms  # noqa: E402
-from mindspore import nn  # noqa: E402
-
-from dlbench.models.counting import family_counter  # noqa: E402
-from dlbench.models.registry import ModelSpec  # noqa: E402
+from dlbench.models.counting import family_counter
+from dlbench.models.registry import ModelSpec
 
 
 def trainable_parameters(model: nn.Cell) -> int:
@@ -54,8 +54,7 @@ def forward_macs(model: nn.Cell, spec: ModelSpec) -> int:
         # 4·hidden·(input + hidden) per time step, layer and direction.
         output = out[0]
         steps = output.shape[1] if cell.batch_first else output.shape[0]
-        macs.append(steps * sum(int(np.prod(w.shape)) for w in
-                                (*cell.w_ih_list, *cell.w_hh_list)))
+        macs.append(steps * sum(int(np.prod(w.shape)) for w in (*cell.w_ih_list, *cell.w_hh_list)))
 
     handles = []
     for _, cell in model.cells_and_names():
@@ -72,8 +71,10 @@ def forward_macs(model: nn.Cell, spec: ModelSpec) -> int:
 def one_sample(spec: ModelSpec, fill: int = 0) -> list[np.ndarray]:
     """A batch of one, every input filled with ``fill`` in its own dtype (0: a valid token
     id as well as an image)."""
-    return [np.full((1, *i.shape), fill, i.dtype if i.dtype.startswith("int") else np.float32)
-            for i in spec.inputs]
+    return [
+        np.full((1, *i.shape), fill, i.dtype if i.dtype.startswith("int") else np.float32)
+        for i in spec.inputs
+    ]
 
 
 def trace(model: nn.Cell, handles: list, inputs: list[np.ndarray]) -> None:

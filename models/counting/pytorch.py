@@ -5,9 +5,8 @@ shape of every conv and linear layer instead of reading the spec: the point is
 to catch a network that differs from ``models.resnet.walk`` (a wrong stride or
 padding changes the output sizes, hence the count).
 """
-from __future__ import annotations
 
-import math
+from __future__ import annotations
 
 import torch
 from torch import nn
@@ -38,15 +37,14 @@ def layer_macs(module: nn.Module, output: torch.Tensor, inputs: tuple = ()) -> i
     detector's heads on each box) counts every row of it: the leading dimension."""
     if isinstance(module, nn.LSTM):
         return _lstm_macs(module, output)
-    if isinstance(module, nn.ConvTranspose2d):     # k*k*cout per input pixel and channel
+    if isinstance(module, nn.ConvTranspose2d):  # k*k*cout per input pixel and channel
         kh, kw = module.kernel_size
         n, _, in_h, in_w = inputs[0].shape
         return n * in_h * in_w * kh * kw * module.in_channels * module.out_channels
     if isinstance(module, nn.Conv2d):
         kh, kw = module.kernel_size
         n, _, out_h, out_w = output.shape
-        return (n * out_h * out_w * kh * kw * module.in_channels * module.out_channels
-                // module.groups)
+        return n * out_h * out_w * kh * kw * module.in_channels * module.out_channels // module.groups
     # Linear: in * out for every position (and row) the layer is applied at.
     return output[..., 0].numel() * module.in_features * module.out_features
 
@@ -62,13 +60,21 @@ def forward_macs(model: nn.Module, spec: ModelSpec) -> int:
         nonlocal total
         total += layer_macs(module, output, inputs)
 
-    handles = [m.register_forward_hook(hook) for m in model.modules()
-               if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear, nn.LSTM))]
+    handles = [
+        m.register_forward_hook(hook)
+        for m in model.modules()
+        if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear, nn.LSTM))
+    ]
     param = next(model.parameters())
     # Zeros of each input's own dtype: a valid token id as well as an image.
-    xs = [torch.zeros((1, *i.shape), device=param.device,
-                      dtype=getattr(torch, i.dtype) if i.dtype.startswith("int") else param.dtype)
-          for i in spec.inputs]
+    xs = [
+        torch.zeros(
+            (1, *i.shape),
+            device=param.device,
+            dtype=getattr(torch, i.dtype) if i.dtype.startswith("int") else param.dtype,
+        )
+        for i in spec.inputs
+    ]
     was_training = model.training
     try:
         # eval + no_grad: a probe must not move BN running statistics.

@@ -5,6 +5,7 @@ the output shapes the functional graph inferred), never the spec, so that a
 test comparing them with ``models.resnet`` catches a builder that drifted from
 the description.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,11 @@ def _recurrent_macs(layer) -> int:
     """An LSTM (or both directions of a Bidirectional one): per time step, the kernel
     and recurrent-kernel products, 4·units·(input + units); the time steps are read
     off the layer's input in the graph."""
-    cells = ([layer.forward_layer, layer.backward_layer]
-             if isinstance(layer, keras.layers.Bidirectional) else [layer])
+    cells = (
+        [layer.forward_layer, layer.backward_layer]
+        if isinstance(layer, keras.layers.Bidirectional)
+        else [layer]
+    )
     steps = layer.input.shape[1]
     total = 0
     for lstm in cells:

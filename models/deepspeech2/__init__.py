@@ -56,6 +56,7 @@ multiply-adds of the convolutions, of the LSTM matrix products
 layer at every frame; BN, clipping, gate nonlinearities and the direction sum
 are left out, as the other families leave out element-wise work.
 """
+
 from __future__ import annotations
 
 from dlbench.models import walkcount
@@ -114,7 +115,7 @@ def walk(cfg: dict):
     for layer in range(cfg["num_layers"]):
         for direction in range(2):
             yield ("lstm", layer, direction, width, cfg["hidden_size"], steps)
-        width = cfg["hidden_size"]                  # directions are summed
+        width = cfg["hidden_size"]  # directions are summed
     yield ("fc", width, cfg["num_classes"], steps)
 
 
@@ -175,36 +176,74 @@ def canonical_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
 LEARNING_RATE = 0.01
 
 
-def _deepspeech2(name: str, display: str, *, bins: int, frames: int, channels: int,
-                 hidden: int, layers: int, max_chars: int, batch: int, dataset: str,
-                 learning_rate: float = LEARNING_RATE) -> ModelSpec:
-    return register_model(ModelSpec(
-        name=name,
-        display_name=display,
-        family="deepspeech2",
-        task="speech-recognition",
-        network_type="RNN",
-        dataset=dataset,
-        # A one-channel "image" (bins x frames): the zoo's NCHW convention, NHWC in Keras.
-        inputs=(InputSpec("input", (1, bins, frames)),),
-        num_classes=len(ALPHABET),
-        default_batch_size=batch,
-        builders=dict(BUILDERS),
-        config={"bins": bins, "frames": frames, "channels": channels, "hidden_size": hidden,
-                "num_layers": layers, "num_classes": len(ALPHABET),
-                "max_transcript": max_chars, "learning_rate": learning_rate},
-        objective="ctc",
-        run=RunDefaults(int8_mode="dynamic", batch_sizes=(1, 8, 16)),
-        macs_fn=multiply_adds,
-        params_fn=parameter_count,
-    ))
+def _deepspeech2(
+    name: str,
+    display: str,
+    *,
+    bins: int,
+    frames: int,
+    channels: int,
+    hidden: int,
+    layers: int,
+    max_chars: int,
+    batch: int,
+    dataset: str,
+    learning_rate: float = LEARNING_RATE,
+) -> ModelSpec:
+    return register_model(
+        ModelSpec(
+            name=name,
+            display_name=display,
+            family="deepspeech2",
+            task="speech-recognition",
+            network_type="RNN",
+            dataset=dataset,
+            # A one-channel "image" (bins x frames): the zoo's NCHW convention, NHWC in Keras.
+            inputs=(InputSpec("input", (1, bins, frames)),),
+            num_classes=len(ALPHABET),
+            default_batch_size=batch,
+            builders=dict(BUILDERS),
+            config={
+                "bins": bins,
+                "frames": frames,
+                "channels": channels,
+                "hidden_size": hidden,
+                "num_layers": layers,
+                "num_classes": len(ALPHABET),
+                "max_transcript": max_chars,
+                "learning_rate": learning_rate,
+            },
+            objective="ctc",
+            run=RunDefaults(int8_mode="dynamic", batch_sizes=(1, 8, 16)),
+            macs_fn=multiply_adds,
+            params_fn=parameter_count,
+        )
+    )
 
 
 DEEPSPEECH2 = _deepspeech2(
-    "deepspeech2", "DeepSpeech2 (2 conv + 5x bi-LSTM 800, 161 bins x 500 frames, CTC)",
-    bins=161, frames=500, channels=32, hidden=800, layers=5, max_chars=100, batch=16,
-    dataset="LibriSpeech")
+    "deepspeech2",
+    "DeepSpeech2 (2 conv + 5x bi-LSTM 800, 161 bins x 500 frames, CTC)",
+    bins=161,
+    frames=500,
+    channels=32,
+    hidden=800,
+    layers=5,
+    max_chars=100,
+    batch=16,
+    dataset="LibriSpeech",
+)
 # Same topology and input bins (the real-data reader's spectrogram), small enough for tests.
-_deepspeech2("deepspeech2-mini", "DeepSpeech2 (mini: 2 conv x8 + 2x bi-LSTM 32, 64 frames)",
-             bins=161, frames=64, channels=8, hidden=32, layers=2, max_chars=12, batch=8,
-             dataset="synthetic", learning_rate=0.03)
+_deepspeech2(
+    "deepspeech2-mini",
+    "DeepSpeech2 (mini: 2 conv x8 + 2x bi-LSTM 32, 64 frames)",
+    bins=161,
+    frames=64,
+    channels=8,
+    hidden=32,
+    layers=2,
+    max_chars=12,
+    batch=8,
+    dataset="synthetic",
+    learning_rate=0.03,
+)

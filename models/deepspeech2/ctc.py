@@ -8,6 +8,7 @@ numpy loss is the same quantity the frameworks minimize (``-log p(transcript)``
 per utterance), so ``dlbench eval`` on an ONNX file reports a loss comparable
 with training's.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,7 +54,7 @@ def edit_distance(a, b) -> int:
 def _logsumexp(*xs: np.ndarray) -> np.ndarray:
     top = np.maximum.reduce(xs)
     safe = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):          # every path -inf: log(0) = -inf, as meant
+    with np.errstate(divide="ignore"):  # every path -inf: log(0) = -inf, as meant
         return safe + np.log(sum(np.exp(x - safe) for x in xs))
 
 

@@ -17,6 +17,7 @@ A batch, shared with the real-data reader (``harness.data.librispeech``):
 ``ctc`` (``harness.training.objectives.LABELS``), the output frames being each
 utterance's frames after the conv strides (``output_frames``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,8 +27,8 @@ from dlbench.models.registry import ModelSpec
 
 ACTIVE_CHARS = 8
 NOISE = 0.3
-CHAR_FRAMES = (4, 6)        # frames a character lasts (two to three output frames)
-GAP_FRAMES = 2              # silence between characters (one output frame)
+CHAR_FRAMES = (4, 6)  # frames a character lasts (two to three output frames)
+GAP_FRAMES = 2  # silence between characters (one output frame)
 
 
 def labels_for(spec: ModelSpec, transcripts: list[list[int]], frames: np.ndarray):
@@ -35,7 +36,7 @@ def labels_for(spec: ModelSpec, transcripts: list[list[int]], frames: np.ndarray
     width = spec.config["max_transcript"]
     padded = np.zeros((len(transcripts), width), np.int32)
     for row, ids in enumerate(transcripts):
-        padded[row, :len(ids)] = ids
+        padded[row, : len(ids)] = ids
     lengths = np.array([len(t) for t in transcripts], np.int32)
     return padded, lengths, output_frames(spec.config, np.asarray(frames)).astype(np.int32)
 
@@ -45,7 +46,7 @@ def ctc_batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0)
     bins, frames = spec.config["bins"], spec.config["frames"]
     rng = np.random.default_rng(seed)
     patterns = rng.standard_normal((len(ALPHABET), bins)).astype(np.float32)
-    chars = 1 + rng.permutation(len(ALPHABET) - 1)[:ACTIVE_CHARS]   # never the blank
+    chars = 1 + rng.permutation(len(ALPHABET) - 1)[:ACTIVE_CHARS]  # never the blank
     # As many characters as fit in the frames at their longest.
     fit = (frames - GAP_FRAMES) // (CHAR_FRAMES[1] + GAP_FRAMES)
     most = max(1, min(spec.config["max_transcript"], fit))
@@ -59,7 +60,7 @@ def ctc_batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0)
             t = GAP_FRAMES
             for c in ids:
                 d = int(rng.integers(CHAR_FRAMES[0], CHAR_FRAMES[1] + 1))
-                x[row, 0, :, t:t + d] += patterns[c][:, None]
+                x[row, 0, :, t : t + d] += patterns[c][:, None]
                 t += d + GAP_FRAMES
             transcripts.append(ids)
             used[row] = min(frames, t)

@@ -15,6 +15,7 @@ ONNX's ``pads`` in the wrong order (measured: 161x64 in, 45x34 out of conv2
 instead of 32x41), while a Pad it writes correctly.
 CTC is ``ops.ctc_loss`` (CTCLossV2), which runs on CPU in graph mode.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,12 +24,12 @@ from typing import Any
 
 os.environ.setdefault("GLOG_v", "3")
 
-import mindspore as ms  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
-from mindspore.common.initializer import Uniform, initializer  # noqa: E402
+import mindspore as ms
+from mindspore import nn, ops
+from mindspore.common.initializer import Uniform, initializer
 
-from dlbench.models.deepspeech2 import BLANK, BN_EPS, CONVS, HARDTANH_MAX, conv_sizes  # noqa: E402
-from dlbench.models.registry import ModelSpec  # noqa: E402
+from dlbench.models.deepspeech2 import BLANK, BN_EPS, CONVS, HARDTANH_MAX, conv_sizes
+from dlbench.models.registry import ModelSpec
 
 # MindSpore's moving average keeps `momentum` of the old value: PyTorch's 0.1.
 BN_MOMENTUM = 0.9
@@ -49,8 +50,17 @@ class DeepSpeech2(nn.Cell):
         convs, pads, cin = [], [], 1
         for kernel, stride, pad in CONVS:
             bound = 1 / math.sqrt(cin * kernel[0] * kernel[1])
-            convs.append(nn.Conv2d(cin, c, kernel, stride=stride, pad_mode="valid",
-                                   has_bias=False, weight_init=Uniform(bound)))
+            convs.append(
+                nn.Conv2d(
+                    cin,
+                    c,
+                    kernel,
+                    stride=stride,
+                    pad_mode="valid",
+                    has_bias=False,
+                    weight_init=Uniform(bound),
+                )
+            )
             pads.append(ops.Pad(((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1]))))
             cin = c
         self.conv1, self.conv2 = convs
@@ -60,10 +70,19 @@ class DeepSpeech2(nn.Cell):
         self.bins, self.frames = conv_sizes(cfg)[-1]
         self.channels, self.hidden = c, hidden
         width = c * self.bins
-        self.rnn = nn.CellList([
-            nn.LSTM(width if layer == 0 else hidden, hidden, 1, has_bias=True,
-                    batch_first=True, bidirectional=True)
-            for layer in range(cfg["num_layers"])])
+        self.rnn = nn.CellList(
+            [
+                nn.LSTM(
+                    width if layer == 0 else hidden,
+                    hidden,
+                    1,
+                    has_bias=True,
+                    batch_first=True,
+                    bidirectional=True,
+                )
+                for layer in range(cfg["num_layers"])
+            ]
+        )
         # nn.LSTM draws from numpy's global generator; redraw so ms.set_seed governs it.
         stdv = 1 / math.sqrt(hidden)
         for lstm in self.rnn:
@@ -72,19 +91,18 @@ class DeepSpeech2(nn.Cell):
             for param in lstm.b_hh_list:
                 param.set_data(initializer("zeros", param.shape, ms.float32))
                 param.requires_grad = False
-        self.fc = FrameDense(hidden, cfg["num_classes"], weight_init=Uniform(stdv),
-                           bias_init=Uniform(stdv))
+        self.fc = FrameDense(hidden, cfg["num_classes"], weight_init=Uniform(stdv), bias_init=Uniform(stdv))
 
     def construct(self, x):
         x = ops.minimum(ops.relu(self.bn1(self.conv1(self.pad1(x)))), HARDTANH_MAX)
         x = ops.minimum(ops.relu(self.bn2(self.conv2(self.pad2(x)))), HARDTANH_MAX)
-        x = ops.transpose(x, (0, 3, 1, 2))                 # (batch, frames, channels, bins)
+        x = ops.transpose(x, (0, 3, 1, 2))  # (batch, frames, channels, bins)
         x = ops.reshape(x, (-1, self.frames, self.channels * self.bins))
-        zero = ops.transpose(x[:, 0:1, 0:1], (1, 0, 2)) * 0.0          # (1, batch, 1)
+        zero = ops.transpose(x[:, 0:1, 0:1], (1, 0, 2)) * 0.0  # (1, batch, 1)
         h0 = ops.tile(zero, (2, 1, self.hidden))
         for lstm in self.rnn:
             x, _ = lstm(x, (h0, h0))
-            x = x[:, :, :self.hidden] + x[:, :, self.hidden:]          # directions summed
+            x = x[:, :, : self.hidden] + x[:, :, self.hidden :]  # directions summed
         return self.fc(x)
 
 
@@ -100,6 +118,7 @@ class CTCLoss(nn.Cell):
 
     def construct(self, logits, transcripts, lengths, frames):
         log_probs = ops.transpose(ops.log_softmax(logits.astype(ms.float32), -1), (1, 0, 2))
-        per_utterance, _ = ops.ctc_loss(log_probs, transcripts, frames, lengths, blank=BLANK,
-                                        reduction="none")
+        per_utterance, _ = ops.ctc_loss(
+            log_probs, transcripts, frames, lengths, blank=BLANK, reduction="none"
+        )
         return per_utterance.mean()

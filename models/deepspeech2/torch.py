@@ -5,6 +5,7 @@ Module paths are the canonical weight names: ``conv1``, ``bn1``, ``conv2``,
 depth, as in ``models.lstm``) and ``fc``.  Every ``bias_hh_*`` is zero and
 frozen, so the trainable parameters are Keras' single-bias LSTM's.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -29,7 +30,8 @@ class DeepSpeech2(nn.Module):
         width = c * conv_sizes(cfg)[-1][0]
         self.rnn = nn.ModuleList(
             nn.LSTM(width if layer == 0 else hidden, hidden, batch_first=True, bidirectional=True)
-            for layer in range(cfg["num_layers"]))
+            for layer in range(cfg["num_layers"])
+        )
         for name, param in self.rnn.named_parameters():
             if ".bias_hh" in name:
                 nn.init.zeros_(param)
@@ -42,10 +44,10 @@ class DeepSpeech2(nn.Module):
         x = torch.clamp(self.bn1(self.conv1(x)), 0.0, HARDTANH_MAX)
         x = torch.clamp(self.bn2(self.conv2(x)), 0.0, HARDTANH_MAX)
         n, c, f, t = x.shape
-        x = x.reshape(n, c * f, t).transpose(1, 2)          # features channel-major
+        x = x.reshape(n, c * f, t).transpose(1, 2)  # features channel-major
         for lstm in self.rnn:
             x, _ = lstm(x)
-            x = x[..., :self.hidden] + x[..., self.hidden:]   # directions summed
+            x = x[..., : self.hidden] + x[..., self.hidden :]  # directions summed
         return self.fc(x)
 
 
@@ -60,7 +62,6 @@ def ctc_loss(logits: torch.Tensor, labels) -> torch.Tensor:
     """Mean over utterances of -log p(transcript): ``labels`` = (transcripts, transcript
     lengths, output frames), as ``models.deepspeech2.data`` lays them out."""
     transcripts, lengths, frames = labels
-    log_probs = F.log_softmax(logits.float(), dim=-1).transpose(0, 1)   # (frames, batch, C)
-    per_utterance = F.ctc_loss(log_probs, transcripts, frames, lengths, blank=BLANK,
-                               reduction="none")
+    log_probs = F.log_softmax(logits.float(), dim=-1).transpose(0, 1)  # (frames, batch, C)
+    per_utterance = F.ctc_loss(log_probs, transcripts, frames, lengths, blank=BLANK, reduction="none")
     return per_utterance.mean()

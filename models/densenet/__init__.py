@@ -41,6 +41,7 @@ name.  The architecture is plain numbers below, so parameter and multiply-add
 counts need no framework; the per-framework tests check every implementation
 against them.
 """
+
 from __future__ import annotations
 
 from dlbench.models import walkcount
@@ -51,8 +52,8 @@ BUILDERS = {
     "tensorflow": "dlbench.models.densenet.keras:build",
     "mindspore": "dlbench.models.densenet.mindspore:build",
 }
-BN_SIZE = 4            # bottleneck width, in multiples of the growth rate
-COMPRESSION = 2        # a transition keeps 1/COMPRESSION of its channels (theta = 0.5)
+BN_SIZE = 4  # bottleneck width, in multiples of the growth rate
+COMPRESSION = 2  # a transition keeps 1/COMPRESSION of its channels (theta = 0.5)
 
 
 def _conv_out(size: int, kernel: int, stride: int, pad: int) -> int:
@@ -158,29 +159,60 @@ def multiply_adds(spec: ModelSpec) -> int:
     return walkcount.multiply_adds(walk(spec.config))
 
 
-def _densenet(name: str, display: str, *, growth_rate: int, init_features: int,
-              image_size: int, num_classes: int, batch: int, dataset: str) -> ModelSpec:
-    return register_model(ModelSpec(
-        name=name,
-        display_name=display,
-        family="densenet",
-        task="image-classification",
-        network_type="CNN",
-        dataset=dataset,
-        inputs=(InputSpec("input", (3, image_size, image_size)),),
-        num_classes=num_classes,
-        default_batch_size=batch,
-        builders=dict(BUILDERS),
-        config={"blocks": (6, 12, 24, 16), "growth_rate": growth_rate,
-                "init_features": init_features, "image_size": image_size,
-                "num_classes": num_classes},
-        macs_fn=multiply_adds,
-        params_fn=parameter_count,
-    ))
+def _densenet(
+    name: str,
+    display: str,
+    *,
+    growth_rate: int,
+    init_features: int,
+    image_size: int,
+    num_classes: int,
+    batch: int,
+    dataset: str,
+) -> ModelSpec:
+    return register_model(
+        ModelSpec(
+            name=name,
+            display_name=display,
+            family="densenet",
+            task="image-classification",
+            network_type="CNN",
+            dataset=dataset,
+            inputs=(InputSpec("input", (3, image_size, image_size)),),
+            num_classes=num_classes,
+            default_batch_size=batch,
+            builders=dict(BUILDERS),
+            config={
+                "blocks": (6, 12, 24, 16),
+                "growth_rate": growth_rate,
+                "init_features": init_features,
+                "image_size": image_size,
+                "num_classes": num_classes,
+            },
+            macs_fn=multiply_adds,
+            params_fn=parameter_count,
+        )
+    )
 
 
-DENSENET121 = _densenet("densenet121", "DenseNet-121", growth_rate=32, init_features=64,
-                        image_size=224, num_classes=1000, batch=32, dataset="ImageNet2012")
+DENSENET121 = _densenet(
+    "densenet121",
+    "DenseNet-121",
+    growth_rate=32,
+    init_features=64,
+    image_size=224,
+    num_classes=1000,
+    batch=32,
+    dataset="ImageNet2012",
+)
 # Same 121 layers at 1/4 width and 64x64 input: the network tests and quick demos train.
-_densenet("densenet121-mini", "DenseNet-121 (1/4 width, 64px)", growth_rate=8,
-          init_features=16, image_size=64, num_classes=10, batch=16, dataset="synthetic")
+_densenet(
+    "densenet121-mini",
+    "DenseNet-121 (1/4 width, 64px)",
+    growth_rate=8,
+    init_features=16,
+    image_size=64,
+    num_classes=10,
+    batch=16,
+    dataset="synthetic",
+)

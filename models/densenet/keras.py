@@ -12,6 +12,7 @@ convs use the same form so every padded layer reads alike.  The transitions'
 Layer names are the PyTorch module paths (``block1.layer1.conv2``), which
 ``models.weights`` uses to map layers across frameworks.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,10 +33,17 @@ def _conv(x, filters: int, kernel: int, stride: int, name: str):
     # torchvision's DenseNet conv init: kaiming normal with fan_in (PyTorch's default mode).
     if kernel > 1:
         x = layers.ZeroPadding2D(kernel // 2, name=f"{name}.pad")(x)
-    return layers.Conv2D(filters, kernel, strides=stride, padding="valid", use_bias=False,
-                         name=name,
-                         kernel_initializer=keras.initializers.VarianceScaling(
-                             2.0, mode="fan_in", distribution="untruncated_normal"))(x)
+    return layers.Conv2D(
+        filters,
+        kernel,
+        strides=stride,
+        padding="valid",
+        use_bias=False,
+        name=name,
+        kernel_initializer=keras.initializers.VarianceScaling(
+            2.0, mode="fan_in", distribution="untruncated_normal"
+        ),
+    )(x)
 
 
 def _bn_relu(x, name: str):
@@ -78,13 +86,16 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> keras.M
             _, i, _, cout = entry
             x = _bn_relu(x, f"transition{i}.bn")
             x = _conv(x, cout, 1, 1, f"transition{i}.conv")
-            x = layers.AveragePooling2D(2, strides=2, padding="valid",
-                                        name=f"transition{i}.pool")(x)
+            x = layers.AveragePooling2D(2, strides=2, padding="valid", name=f"transition{i}.pool")(x)
     x = _bn_relu(x, "final_bn")
     x = layers.GlobalAveragePooling2D(name="avgpool")(x)
     # torchvision's classifier init: nn.Linear's default weight, zero bias.
     bound = 1 / math.sqrt(x.shape[-1])
-    outputs = layers.Dense(cfg["num_classes"], dtype="float32", name="fc",
-                           kernel_initializer=keras.initializers.RandomUniform(-bound, bound),
-                           bias_initializer="zeros")(x)
+    outputs = layers.Dense(
+        cfg["num_classes"],
+        dtype="float32",
+        name="fc",
+        kernel_initializer=keras.initializers.RandomUniform(-bound, bound),
+        bias_initializer="zeros",
+    )(x)
     return keras.Model(inputs, outputs, name=spec.name.replace("-", "_"))

@@ -9,6 +9,7 @@ frameworks and relies on that.  A dense block is a ``SequentialCell`` built
 from an ``OrderedDict``, so its layers are named ``layer1``, ``layer2``, ...
 rather than list indices.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,14 +17,14 @@ import os
 # Quiets MindSpore's INFO/WARNING logs; it reads GLOG_v once, at import.
 os.environ.setdefault("GLOG_v", "3")
 
-from collections import OrderedDict  # noqa: E402
+from collections import OrderedDict
 
-import mindspore as ms  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
-from mindspore.common.initializer import HeNormal, HeUniform  # noqa: E402
+import mindspore as ms
+from mindspore import nn, ops
+from mindspore.common.initializer import HeNormal, HeUniform
 
-from dlbench.models.densenet import BN_SIZE, blocks, out_channels  # noqa: E402
-from dlbench.models.registry import ModelSpec  # noqa: E402
+from dlbench.models.densenet import BN_SIZE, blocks, out_channels
+from dlbench.models.registry import ModelSpec
 
 BN_EPS = 1e-5
 # MindSpore's moving average keeps `momentum` of the old value: PyTorch's 0.1.
@@ -36,9 +37,16 @@ def _conv(cin: int, cout: int, k: int, stride: int = 1) -> nn.Conv2d:
     The weights start from torchvision's DenseNet init (kaiming normal, fan_in)
     like the PyTorch and Keras builders, not MindSpore's default HeUniform(sqrt(5)).
     """
-    return nn.Conv2d(cin, cout, k, stride=stride, pad_mode="pad", padding=k // 2,
-                     has_bias=False,
-                     weight_init=HeNormal(negative_slope=0, mode="fan_in", nonlinearity="relu"))
+    return nn.Conv2d(
+        cin,
+        cout,
+        k,
+        stride=stride,
+        pad_mode="pad",
+        padding=k // 2,
+        has_bias=False,
+        weight_init=HeNormal(negative_slope=0, mode="fan_in", nonlinearity="relu"),
+    )
 
 
 def _bn(c: int) -> nn.BatchNorm2d:
@@ -109,8 +117,13 @@ class DenseNet(nn.Cell):
         for entry in blocks(cfg):
             if entry[0] == "block":
                 _, i, cin, n = entry
-                setattr(self, f"block{i}", nn.SequentialCell(OrderedDict(
-                    (f"layer{j + 1}", DenseLayer(cin + j * k, k)) for j in range(n))))
+                setattr(
+                    self,
+                    f"block{i}",
+                    nn.SequentialCell(
+                        OrderedDict((f"layer{j + 1}", DenseLayer(cin + j * k, k)) for j in range(n))
+                    ),
+                )
             else:
                 _, i, cin, cout = entry
                 setattr(self, f"transition{i}", Transition(cin, cout))
@@ -120,8 +133,13 @@ class DenseNet(nn.Cell):
         self.mean = ops.ReduceMean(keep_dims=False)
         # torchvision's classifier init: HeUniform(sqrt(5)) is nn.Linear's default
         # weight (uniform in +-1/sqrt(fan_in)); the bias starts at zero.
-        self.fc = nn.Dense(c, cfg["num_classes"], has_bias=True,
-                           weight_init=HeUniform(negative_slope=5 ** 0.5), bias_init="zeros")
+        self.fc = nn.Dense(
+            c,
+            cfg["num_classes"],
+            has_bias=True,
+            weight_init=HeUniform(negative_slope=5**0.5),
+            bias_init="zeros",
+        )
 
     def construct(self, x):
         x = self.transition1(self.block1(self.stem(x)))

@@ -7,6 +7,7 @@ use the same names.  They are not torchvision's (``features.denseblock1.
 denselayer1.norm1``): the zoo's names drop the ``features`` wrapper so that
 MindSpore's graph-mode network can spell them with plain attributes.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -19,7 +20,7 @@ from dlbench.models.densenet import BN_SIZE, blocks, out_channels
 from dlbench.models.registry import ModelSpec
 
 BN_EPS = 1e-5
-BN_MOMENTUM = 0.1      # PyTorch convention; Keras/MindSpore spell this 0.9
+BN_MOMENTUM = 0.1  # PyTorch convention; Keras/MindSpore spell this 0.9
 
 
 def _bn(c: int) -> nn.BatchNorm2d:
@@ -51,7 +52,7 @@ class DenseLayer(nn.Module):
         self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
         self.bn2 = _bn(width)
         self.conv2 = nn.Conv2d(width, growth_rate, 3, padding=1, bias=False)
-        self.relu = nn.ReLU(inplace=True)      # on BN outputs, never on the input x
+        self.relu = nn.ReLU(inplace=True)  # on BN outputs, never on the input x
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.conv1(self.relu(self.bn1(x)))
@@ -82,8 +83,9 @@ class DenseNet(nn.Module):
             if entry[0] == "block":
                 _, i, cin, layers = entry
                 k = cfg["growth_rate"]
-                module = nn.Sequential(OrderedDict(
-                    (f"layer{j + 1}", DenseLayer(cin + j * k, k)) for j in range(layers)))
+                module = nn.Sequential(
+                    OrderedDict((f"layer{j + 1}", DenseLayer(cin + j * k, k)) for j in range(layers))
+                )
                 name = f"block{i}"
             else:
                 _, i, cin, cout = entry

@@ -53,9 +53,10 @@ behaviour position).  Element-wise work (the difference and product features,
 PReLU, masking, the weighted sum) and the look-ups are left out, as the other
 families leave out BN and ReLU.
 """
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from dlbench.models.registry import InputSpec, ModelSpec, RunDefaults, register_model
 
@@ -117,35 +118,58 @@ def multiply_adds(spec: ModelSpec) -> int:
     return count_macs(spec.config)
 
 
-def _din(name: str, display: str, *, items: int, categories: int, item_dim: int,
-         category_dim: int, seq_len: int, attention: tuple[int, ...], mlp: tuple[int, ...],
-         batch: int, dataset: str, learning_rate: float) -> ModelSpec:
-    cfg = {"items": items, "categories": categories, "item_dim": item_dim,
-           "category_dim": category_dim, "seq_len": seq_len,
-           "attention_units": tuple(attention), "mlp_units": tuple(mlp), "num_classes": 2,
-           "learning_rate": learning_rate}
-    return register_model(ModelSpec(
-        name=name,
-        display_name=display,
-        family="din",
-        task="ctr-prediction",
-        network_type="Attention",
-        dataset=dataset,
-        inputs=(InputSpec("hist_items", (seq_len,), "int32", (0, items)),
+def _din(
+    name: str,
+    display: str,
+    *,
+    items: int,
+    categories: int,
+    item_dim: int,
+    category_dim: int,
+    seq_len: int,
+    attention: tuple[int, ...],
+    mlp: tuple[int, ...],
+    batch: int,
+    dataset: str,
+    learning_rate: float,
+) -> ModelSpec:
+    cfg = {
+        "items": items,
+        "categories": categories,
+        "item_dim": item_dim,
+        "category_dim": category_dim,
+        "seq_len": seq_len,
+        "attention_units": tuple(attention),
+        "mlp_units": tuple(mlp),
+        "num_classes": 2,
+        "learning_rate": learning_rate,
+    }
+    return register_model(
+        ModelSpec(
+            name=name,
+            display_name=display,
+            family="din",
+            task="ctr-prediction",
+            network_type="Attention",
+            dataset=dataset,
+            inputs=(
+                InputSpec("hist_items", (seq_len,), "int32", (0, items)),
                 InputSpec("hist_cats", (seq_len,), "int32", (0, categories)),
                 InputSpec("item", (1,), "int32", (1, items)),
-                InputSpec("category", (1,), "int32", (1, categories))),
-        num_classes=2,
-        default_batch_size=batch,
-        builders=dict(BUILDERS),
-        config=cfg,
-        macs_fn=multiply_adds,
-        params_fn=parameter_count,
-        objective=OBJECTIVE,
-        # Integer-id inputs and dense layers: static QDQ would calibrate on random
-        # ids; dynamic INT8 quantizes the weights.  The held-out AUC runs by default.
-        run=RunDefaults(int8_mode="dynamic", batch_sizes=(1, 32, 256), eval=True),
-    ))
+                InputSpec("category", (1,), "int32", (1, categories)),
+            ),
+            num_classes=2,
+            default_batch_size=batch,
+            builders=dict(BUILDERS),
+            config=cfg,
+            macs_fn=multiply_adds,
+            params_fn=parameter_count,
+            objective=OBJECTIVE,
+            # Integer-id inputs and dense layers: static QDQ would calibrate on random
+            # ids; dynamic INT8 quantizes the weights.  The held-out AUC runs by default.
+            run=RunDefaults(int8_mode="dynamic", batch_sizes=(1, 32, 256), eval=True),
+        )
+    )
 
 
 # SGD (momentum 0.9) at the CNNs' 0.05: din-mini's held-out AUC on the synthetic
@@ -153,14 +177,35 @@ def _din(name: str, display: str, *, items: int, categories: int, item_dim: int,
 # collapses to a constant (din at 0.1 within 40 steps).
 LEARNING_RATE = 0.05
 
-DIN = _din("din", "DIN (Amazon Electronics: emb 18+18, seq 100, att 80-40, MLP 200-80-2)",
-           items=63_001, categories=801, item_dim=18, category_dim=18, seq_len=100,
-           attention=(80, 40), mlp=(200, 80), batch=32, dataset="amazon-electronics",
-           learning_rate=LEARNING_RATE)
+DIN = _din(
+    "din",
+    "DIN (Amazon Electronics: emb 18+18, seq 100, att 80-40, MLP 200-80-2)",
+    items=63_001,
+    categories=801,
+    item_dim=18,
+    category_dim=18,
+    seq_len=100,
+    attention=(80, 40),
+    mlp=(200, 80),
+    batch=32,
+    dataset="amazon-electronics",
+    learning_rate=LEARNING_RATE,
+)
 # Same topology, small enough for tests and quick demos.
-_din("din-mini", "DIN (mini: emb 8+8, seq 20, att 16-8, MLP 32-16-2)", items=512,
-     categories=16, item_dim=8, category_dim=8, seq_len=20, attention=(16, 8), mlp=(32, 16),
-     batch=32, dataset="synthetic", learning_rate=LEARNING_RATE)
+_din(
+    "din-mini",
+    "DIN (mini: emb 8+8, seq 20, att 16-8, MLP 32-16-2)",
+    items=512,
+    categories=16,
+    item_dim=8,
+    category_dim=8,
+    seq_len=20,
+    attention=(16, 8),
+    mlp=(32, 16),
+    batch=32,
+    dataset="synthetic",
+    learning_rate=LEARNING_RATE,
+)
 
 
 def canonical_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
@@ -168,10 +213,13 @@ def canonical_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
     framework: tests/test_models.py holds each builder to it."""
     shapes: dict[str, tuple[int, ...]] = {
         "item_embedding.weight": (cfg["items"], cfg["item_dim"]),
-        "category_embedding.weight": (cfg["categories"], cfg["category_dim"])}
+        "category_embedding.weight": (cfg["categories"], cfg["category_dim"]),
+    }
     d = embed_dim(cfg)
-    for prefix, width, hidden, out in (("attention", 4 * d, cfg["attention_units"], 1),
-                                       ("mlp", 2 * d, cfg["mlp_units"], cfg["num_classes"])):
+    for prefix, width, hidden, out in (
+        ("attention", 4 * d, cfg["attention_units"], 1),
+        ("mlp", 2 * d, cfg["mlp_units"], cfg["num_classes"]),
+    ):
         index = 0
         for units in (*hidden, out):
             shapes[f"{prefix}.{index}.weight"] = (units, width)

@@ -14,6 +14,7 @@ Batch layout, shared with the real reader (``harness.data.ctr``):
 ``((hist_items, hist_cats, item, category), clicks)``, all int32; the history
 arrays (batch, seq_len), the candidate arrays (batch, 1), clicks (batch,) 0/1.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,8 @@ import numpy as np
 from dlbench.models.din import PAD_ID
 from dlbench.models.registry import ModelSpec
 
-INTERESTS = (1, 3)          # a user's history spans 1 to 3 categories
-MIN_FILL = 0.25             # at least a quarter of the sequence is real behaviours
+INTERESTS = (1, 3)  # a user's history spans 1 to 3 categories
+MIN_FILL = 0.25  # at least a quarter of the sequence is real behaviours
 
 
 def category_of(items: np.ndarray, categories: int) -> np.ndarray:
@@ -31,8 +32,9 @@ def category_of(items: np.ndarray, categories: int) -> np.ndarray:
     return np.where(items == PAD_ID, PAD_ID, 1 + (items * 7919) % (categories - 1))
 
 
-def ctr_batches(spec: ModelSpec, batch_size: int, n_batches: int,
-                seed: int = 0) -> list[tuple[tuple[np.ndarray, ...], np.ndarray]]:
+def ctr_batches(
+    spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0
+) -> list[tuple[tuple[np.ndarray, ...], np.ndarray]]:
     cfg = spec.config
     seq, n_items, n_cats = cfg["seq_len"], cfg["items"], cfg["categories"]
     if n_cats < 5:
@@ -49,15 +51,18 @@ def ctr_batches(spec: ModelSpec, batch_size: int, n_batches: int,
         cand = np.zeros((batch_size, 1), np.int32)
         clicks = rng.integers(0, 2, batch_size).astype(np.int32)
         for b in range(batch_size):
-            mine = rng.choice(cats, size=rng.integers(INTERESTS[0], INTERESTS[1] + 1),
-                              replace=False)
+            mine = rng.choice(cats, size=rng.integers(INTERESTS[0], INTERESTS[1] + 1), replace=False)
             length = rng.integers(max(1, int(MIN_FILL * seq)), seq + 1)
             picks = rng.choice(mine, size=length)
             hist[b, :length] = [rng.choice(by_cat[c]) for c in picks]
-            mine = np.unique(picks)          # the categories the history really holds
+            mine = np.unique(picks)  # the categories the history really holds
             pool = mine if clicks[b] else np.setdiff1d(cats, mine)
             cand[b, 0] = rng.choice(by_cat[int(rng.choice(pool))])
-        inputs = (hist, category_of(hist, n_cats).astype(np.int32), cand,
-                  category_of(cand, n_cats).astype(np.int32))
+        inputs = (
+            hist,
+            category_of(hist, n_cats).astype(np.int32),
+            cand,
+            category_of(cand, n_cats).astype(np.int32),
+        )
         out.append((inputs, clicks))
     return out

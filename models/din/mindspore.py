@@ -10,6 +10,7 @@ one Gather, and the candidate is broadcast over the sequence by adding it to
 names make the parameter names read like the PyTorch keys
 (``item_embedding.embedding_table``, ``attention.0.weight``, ``mlp.1.w``).
 """
+
 from __future__ import annotations
 
 import math
@@ -17,13 +18,13 @@ import os
 
 os.environ.setdefault("GLOG_v", "3")
 
-import mindspore as ms  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
-from mindspore.common.initializer import Normal, Uniform  # noqa: E402
+import mindspore as ms
+from mindspore import nn, ops
+from mindspore.common.initializer import Normal, Uniform
 
-from dlbench.models.bert.mindspore import Dense, Embedding  # noqa: E402
-from dlbench.models.din import PAD_ID, PRELU_INIT, embed_dim  # noqa: E402
-from dlbench.models.registry import ModelSpec  # noqa: E402
+from dlbench.models.bert.mindspore import Dense, Embedding
+from dlbench.models.din import PAD_ID, PRELU_INIT, embed_dim
+from dlbench.models.registry import ModelSpec
 
 
 class PReLU(nn.PReLU):
@@ -54,10 +55,10 @@ class DIN(nn.Cell):
     def __init__(self, cfg: dict):
         super().__init__()
         d = embed_dim(cfg)
-        self.item_embedding = Embedding(cfg["items"], cfg["item_dim"],
-                                        embedding_table=Normal(1.0))
-        self.category_embedding = Embedding(cfg["categories"], cfg["category_dim"],
-                                            embedding_table=Normal(1.0))
+        self.item_embedding = Embedding(cfg["items"], cfg["item_dim"], embedding_table=Normal(1.0))
+        self.category_embedding = Embedding(
+            cfg["categories"], cfg["category_dim"], embedding_table=Normal(1.0)
+        )
         self.attention = mlp(4 * d, cfg["attention_units"], 1)
         self.mlp = mlp(2 * d, cfg["mlp_units"], cfg["num_classes"])
 
@@ -65,8 +66,8 @@ class DIN(nn.Cell):
         return ops.concat((self.item_embedding(items), self.category_embedding(cats)), -1)
 
     def construct(self, hist_items, hist_cats, item, category):
-        keys = self.embed(hist_items, hist_cats)                    # (B, T, D)
-        query = self.embed(item, category)                          # (B, 1, D)
+        keys = self.embed(hist_items, hist_cats)  # (B, T, D)
+        query = self.embed(item, category)  # (B, 1, D)
         q = keys * 0.0 + query
         scores = self.attention(ops.concat((q, keys, q - keys, q * keys), -1))
         # Unnormalized weights (no softmax, as the paper); padding weighs nothing.

@@ -3,6 +3,7 @@
 Keys read ``item_embedding.weight``, ``attention.0.weight``, ``attention.1.weight``
 (a PReLU's slopes), ``mlp.4.bias``: the canonical names of ``models.weights``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -47,13 +48,13 @@ class DIN(nn.Module):
         return torch.cat((self.item_embedding(items), self.category_embedding(cats)), dim=-1)
 
     def forward(self, hist_items, hist_cats, item, category) -> torch.Tensor:
-        keys = self.embed(hist_items, hist_cats)                    # (B, T, D)
-        query = self.embed(item, category)                          # (B, 1, D)
+        keys = self.embed(hist_items, hist_cats)  # (B, T, D)
+        query = self.embed(item, category)  # (B, 1, D)
         q = query.expand_as(keys)
         scores = self.attention(torch.cat((q, keys, q - keys, q * keys), dim=-1))
         # Unnormalized weights (no softmax, as the paper); padding weighs nothing.
         weights = scores.squeeze(-1) * (hist_items != PAD_ID).to(keys.dtype)
-        interest = (weights.unsqueeze(-1) * keys).sum(dim=1)       # (B, D)
+        interest = (weights.unsqueeze(-1) * keys).sum(dim=1)  # (B, D)
         return self.mlp(torch.cat((interest, query.squeeze(1)), dim=-1))
 
 
@@ -64,4 +65,3 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> DIN:
     if seed is not None:
         torch.manual_seed(seed)
     return DIN(cfg)
-

@@ -49,9 +49,10 @@ product (LSTM 4·hidden·(input + hidden) per step and direction, the dense
 layers per position, attention's score products and its context product);
 gate nonlinearities, tanh, softmax and residual additions are left out.
 """
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -70,7 +71,6 @@ INIT_RANGE = 0.1
 # the value still fits float16 (an FP16 build keeps it finite).
 MASK_VALUE = -10000.0
 ENCODER_LAYERS = ("encoder.0", "encoder.1", "encoder.2", "encoder.3")
-
 
 
 def check_decoder(decoder: str) -> str:
@@ -115,7 +115,7 @@ def count_parameters(cfg: dict) -> int:
         if op[0] == "embedding":
             total += op[1] * op[2]
         elif op[0] == "lstm":
-            total += 4 * op[3] * (op[2] + op[3]) + 4 * op[3]       # one trainable bias
+            total += 4 * op[3] * (op[2] + op[3]) + 4 * op[3]  # one trainable bias
         elif op[0] == "dense":
             total += op[3] * op[4] + (op[4] if op[5] else 0)
     return total
@@ -163,34 +163,97 @@ def multiply_adds(spec: ModelSpec) -> int:
 LEARNING_RATE = 0.5
 
 
-def _gnmt(name: str, display: str, *, vocab: int, hidden: int, src_len: int, tgt_len: int,
-          batch: int, dataset: str, decoder: str = "teacher", lr: float = LEARNING_RATE,
-          run: RunDefaults | None = None) -> ModelSpec:
-    cfg = {"vocab_size": vocab, "hidden": hidden, "layers": 4, "src_len": src_len,
-           "tgt_len": tgt_len, "decode_len": tgt_len, "decoder": decoder,
-           "learning_rate": lr}
+def _gnmt(
+    name: str,
+    display: str,
+    *,
+    vocab: int,
+    hidden: int,
+    src_len: int,
+    tgt_len: int,
+    batch: int,
+    dataset: str,
+    decoder: str = "teacher",
+    lr: float = LEARNING_RATE,
+    run: RunDefaults | None = None,
+) -> ModelSpec:
+    cfg = {
+        "vocab_size": vocab,
+        "hidden": hidden,
+        "layers": 4,
+        "src_len": src_len,
+        "tgt_len": tgt_len,
+        "decode_len": tgt_len,
+        "decoder": decoder,
+        "learning_rate": lr,
+    }
     inputs = [InputSpec("src", (src_len,), "int32", (0, vocab))]
     if decoder == "teacher":
         inputs.append(InputSpec("tgt_in", (tgt_len,), "int32", (0, vocab)))
-    return register_model(ModelSpec(
-        name=name, display_name=display, family="gnmt", task="translation",
-        network_type="RNN", dataset=dataset, inputs=tuple(inputs), num_classes=vocab,
-        default_batch_size=batch, builders=dict(BUILDERS), config=cfg,
-        macs_fn=multiply_adds, params_fn=parameter_count, objective=OBJECTIVE,
-        # Token inputs and a recurrence: weights-only INT8 (see RunDefaults.int8_mode).
-        run=run or RunDefaults(int8_mode="dynamic", batch_sizes=(1, 8, 32))))
+    return register_model(
+        ModelSpec(
+            name=name,
+            display_name=display,
+            family="gnmt",
+            task="translation",
+            network_type="RNN",
+            dataset=dataset,
+            inputs=tuple(inputs),
+            num_classes=vocab,
+            default_batch_size=batch,
+            builders=dict(BUILDERS),
+            config=cfg,
+            macs_fn=multiply_adds,
+            params_fn=parameter_count,
+            objective=OBJECTIVE,
+            # Token inputs and a recurrence: weights-only INT8 (see RunDefaults.int8_mode).
+            run=run or RunDefaults(int8_mode="dynamic", batch_sizes=(1, 8, 32)),
+        )
+    )
 
 
 # MLPerf's GNMT v2 trains WMT16 English-German at batch 128 with sentences of up to 50
 # tokens; 50 source and 50 target positions here.
-GNMT = _gnmt("gnmt", "GNMT v2 (4+4 LSTM 1024, Bahdanau attention, vocab 32k)", vocab=32_000,
-             hidden=1024, src_len=50, tgt_len=50, batch=128, dataset="wmt16-en-de")
-GNMT_GREEDY = _gnmt("gnmt-greedy", "GNMT v2, greedy decoding (50 steps)", vocab=32_000,
-                    hidden=1024, src_len=50, tgt_len=50, batch=128, dataset="wmt16-en-de",
-                    decoder="greedy")
+GNMT = _gnmt(
+    "gnmt",
+    "GNMT v2 (4+4 LSTM 1024, Bahdanau attention, vocab 32k)",
+    vocab=32_000,
+    hidden=1024,
+    src_len=50,
+    tgt_len=50,
+    batch=128,
+    dataset="wmt16-en-de",
+)
+GNMT_GREEDY = _gnmt(
+    "gnmt-greedy",
+    "GNMT v2, greedy decoding (50 steps)",
+    vocab=32_000,
+    hidden=1024,
+    src_len=50,
+    tgt_len=50,
+    batch=128,
+    dataset="wmt16-en-de",
+    decoder="greedy",
+)
 # Same topology, small enough for tests and quick demos.
-GNMT_MINI = _gnmt("gnmt-mini", "GNMT mini (4+4 LSTM 32, vocab 64)", vocab=64, hidden=32,
-                  src_len=12, tgt_len=12, batch=16, dataset="synthetic")
-GNMT_MINI_GREEDY = _gnmt("gnmt-mini-greedy", "GNMT mini, greedy decoding (12 steps)", vocab=64,
-                         hidden=32, src_len=12, tgt_len=12, batch=16, dataset="synthetic",
-                         decoder="greedy")
+GNMT_MINI = _gnmt(
+    "gnmt-mini",
+    "GNMT mini (4+4 LSTM 32, vocab 64)",
+    vocab=64,
+    hidden=32,
+    src_len=12,
+    tgt_len=12,
+    batch=16,
+    dataset="synthetic",
+)
+GNMT_MINI_GREEDY = _gnmt(
+    "gnmt-mini-greedy",
+    "GNMT mini, greedy decoding (12 steps)",
+    vocab=64,
+    hidden=32,
+    src_len=12,
+    tgt_len=12,
+    batch=16,
+    dataset="synthetic",
+    decoder="greedy",
+)

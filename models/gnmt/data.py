@@ -10,6 +10,7 @@ attention can learn it exactly; its loss falls from ln(vocab) within a few steps
 ``((src, tgt_in), tgt_out)``: ``tgt_in`` is the beginning-of-sentence id followed
 by ``tgt_out`` shifted right (teacher forcing).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,7 +19,7 @@ from dlbench.core.errors import UserError
 from dlbench.models.gnmt import BOS_ID, EOS_ID, PAD_ID
 from dlbench.models.registry import ModelSpec
 
-FIRST_WORD = 4          # ids below are padding, unknown, BOS and EOS
+FIRST_WORD = 4  # ids below are padding, unknown, BOS and EOS
 # Source words come from this many ids at most (as models.synthetic's active classes):
 # the target's few words are learnt within a few steps, and the loss shows it.
 ACTIVE_WORDS = 16
@@ -36,8 +37,10 @@ def teacher_inputs(tgt_out: np.ndarray) -> np.ndarray:
 def seq2seq_batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0):
     cfg = spec.config
     if cfg["decoder"] != "teacher":
-        raise UserError(f"{spec.name} decodes greedily and does not train: train the "
-                         f"teacher-forced model and load its checkpoint with --model {spec.name}")
+        raise UserError(
+            f"{spec.name} decodes greedily and does not train: train the "
+            f"teacher-forced model and load its checkpoint with --model {spec.name}"
+        )
     vocab, src_len, tgt_len = cfg["vocab_size"], cfg["src_len"], cfg["tgt_len"]
     if vocab - FIRST_WORD < 2:
         raise ValueError(f"{spec.name}: vocabulary {vocab} is too small")
@@ -55,6 +58,7 @@ def seq2seq_batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int 
         tgt_out = np.full((batch_size, tgt_len), PAD_ID, dtype=np.int64)
         tgt_out[:, :src_len] = np.where(src == PAD_ID, PAD_ID, dictionary[src])[:, :tgt_len]
         tgt_out[np.arange(batch_size), lengths] = EOS_ID
-        out.append(((src.astype(np.int32), teacher_inputs(tgt_out).astype(np.int32)),
-                    tgt_out.astype(np.int32)))
+        out.append(
+            ((src.astype(np.int32), teacher_inputs(tgt_out).astype(np.int32)), tgt_out.astype(np.int32))
+        )
     return out

@@ -7,6 +7,7 @@ weight names): ``embedding``, ``encoder.0`` (a ``Bidirectional`` LSTM),
 The greedy decoder calls the same layers once per step (the loop unrolled in the
 graph), carrying each decoder LSTM's (h, c) state from step to step.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,14 +25,22 @@ def _uniform():
 
 
 def _lstm(hidden: int, name: str, state: bool = False):
-    return layers.LSTM(hidden, return_sequences=True, return_state=state,
-                       unit_forget_bias=False, kernel_initializer=_uniform(),
-                       recurrent_initializer=_uniform(), bias_initializer=_uniform(), name=name)
+    return layers.LSTM(
+        hidden,
+        return_sequences=True,
+        return_state=state,
+        unit_forget_bias=False,
+        kernel_initializer=_uniform(),
+        recurrent_initializer=_uniform(),
+        bias_initializer=_uniform(),
+        name=name,
+    )
 
 
 def _dense(units: int, name: str, bias: bool = True):
-    return layers.Dense(units, use_bias=bias, kernel_initializer=_uniform(),
-                        bias_initializer=_uniform(), name=name)
+    return layers.Dense(
+        units, use_bias=bias, kernel_initializer=_uniform(), bias_initializer=_uniform(), name=name
+    )
 
 
 def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> keras.Model:
@@ -40,8 +49,7 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> keras.M
     if seed is not None:
         keras.utils.set_random_seed(seed)
     vocab, hidden, depth = cfg["vocab_size"], cfg["hidden"], cfg["layers"]
-    embedding = layers.Embedding(vocab, hidden, embeddings_initializer=_uniform(),
-                                 name="embedding")
+    embedding = layers.Embedding(vocab, hidden, embeddings_initializer=_uniform(), name="embedding")
     encoder = [layers.Bidirectional(_lstm(hidden, "encoder.0.cell"), name="encoder.0")]
     encoder += [_lstm(hidden, f"encoder.{k}") for k in range(1, depth)]
     dec = [_lstm(hidden, f"decoder.{k}", state=True) for k in range(depth)]

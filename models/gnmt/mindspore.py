@@ -13,6 +13,7 @@ constant), none of it changing the math:
   where ``nn.LSTM`` would make a constant of the traced batch;
 * the greedy decoder's first token is ``0 * src[:, :1] + BOS``, not a constant.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,14 +21,14 @@ from typing import Any
 
 os.environ.setdefault("GLOG_v", "3")
 
-import mindspore as ms  # noqa: E402
-import numpy as np  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
-from mindspore.common.initializer import Uniform, initializer  # noqa: E402
+import mindspore as ms
+import numpy as np
+from mindspore import nn, ops
+from mindspore.common.initializer import Uniform, initializer
 
-from dlbench.models.gnmt import BOS_ID, INIT_RANGE, MASK_VALUE, PAD_ID, check_decoder  # noqa: E402
-from dlbench.models.lstm.mindspore import GatherEmbedding  # noqa: E402
-from dlbench.models.registry import ModelSpec  # noqa: E402
+from dlbench.models.gnmt import BOS_ID, INIT_RANGE, MASK_VALUE, PAD_ID, check_decoder
+from dlbench.models.lstm.mindspore import GatherEmbedding
+from dlbench.models.registry import ModelSpec
 
 
 class SeqDense(nn.Dense):
@@ -61,23 +62,28 @@ class GNMT(nn.Cell):
         self.embedding = GatherEmbedding(vocab_size, hidden)
         self.encoder = nn.CellList(
             [nn.LSTM(hidden, hidden, 1, has_bias=True, batch_first=True, bidirectional=True)]
-            + [nn.LSTM(2 * hidden if k == 1 else hidden, hidden, 1, has_bias=True,
-                       batch_first=True) for k in range(1, layers)])
+            + [
+                nn.LSTM(2 * hidden if k == 1 else hidden, hidden, 1, has_bias=True, batch_first=True)
+                for k in range(1, layers)
+            ]
+        )
         self.decoder = nn.CellList(
-            [nn.LSTM(hidden if k == 0 else 2 * hidden, hidden, 1, has_bias=True,
-                     batch_first=True) for k in range(layers)])
+            [
+                nn.LSTM(hidden if k == 0 else 2 * hidden, hidden, 1, has_bias=True, batch_first=True)
+                for k in range(layers)
+            ]
+        )
         self.attention = Attention(hidden)
         self.classifier = SeqDense(hidden, vocab_size, has_bias=True)
         frozen = {id(p) for lstm in (*self.encoder, *self.decoder) for p in lstm.b_hh_list}
         for param in self.get_parameters():
             zero = id(param) in frozen
-            param.set_data(initializer("zeros" if zero else Uniform(INIT_RANGE), param.shape,
-                                       ms.float32))
+            param.set_data(initializer("zeros" if zero else Uniform(INIT_RANGE), param.shape, ms.float32))
             if zero:
                 param.requires_grad = False
 
     def zero_state(self, x, directions: int = 1):
-        zero = ops.transpose(x[:, 0:1, 0:1], (1, 0, 2)) * 0.0            # (1, batch, 1)
+        zero = ops.transpose(x[:, 0:1, 0:1], (1, 0, 2)) * 0.0  # (1, batch, 1)
         h0 = ops.tile(zero, (directions, 1, self.hidden))
         return h0, h0
 
@@ -135,8 +141,7 @@ def forward_macs(model: GNMT, spec: ModelSpec) -> int:
 
     def lstm_hook(cell, _args, out):
         steps = out[0].shape[1]
-        macs.append(steps * sum(int(np.prod(w.shape)) for w in (*cell.w_ih_list,
-                                                                  *cell.w_hh_list)))
+        macs.append(steps * sum(int(np.prod(w.shape)) for w in (*cell.w_ih_list, *cell.w_hh_list)))
 
     def dense_hook(cell, _args, out):
         macs.append(int(np.prod(out.shape[1:-1])) * cell.in_channels * cell.out_channels)
@@ -159,5 +164,4 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> GNMT:
     cfg = spec.config_with(overrides)
     if seed is not None:
         ms.set_seed(seed)
-    return GNMT(cfg["vocab_size"], cfg["hidden"], cfg["layers"], cfg["decoder"],
-                cfg["decode_len"])
+    return GNMT(cfg["vocab_size"], cfg["hidden"], cfg["layers"], cfg["decoder"], cfg["decode_len"])

@@ -5,6 +5,7 @@ Module paths are the canonical weight names: ``embedding``, ``encoder.{k}``
 ``decoder.{k}``, ``attention.query`` / ``.key`` / ``.score`` and ``classifier``.
 Every ``bias_hh_*`` is zero and frozen, as in ``models.lstm``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -28,7 +29,7 @@ class Attention(nn.Module):
 
     def forward(self, query, keys, values, mask_add):
         # query (B, T, H), keys (B, S, H) projected once, values (B, S, H), mask_add (B, 1, S)
-        q = self.query(query).unsqueeze(2)                       # (B, T, 1, H)
+        q = self.query(query).unsqueeze(2)  # (B, T, 1, H)
         scores = self.score(torch.tanh(q + keys.unsqueeze(1))).squeeze(3) + mask_add
         return torch.bmm(torch.softmax(scores, dim=2), values)  # (B, T, H)
 
@@ -40,11 +41,12 @@ class GNMT(nn.Module):
         self.embedding = nn.Embedding(vocab_size, hidden)
         self.encoder = nn.ModuleList(
             [nn.LSTM(hidden, hidden, batch_first=True, bidirectional=True)]
-            + [nn.LSTM(2 * hidden if k == 1 else hidden, hidden, batch_first=True)
-               for k in range(1, layers)])
+            + [nn.LSTM(2 * hidden if k == 1 else hidden, hidden, batch_first=True) for k in range(1, layers)]
+        )
         self.decoder = nn.ModuleList(
             [nn.LSTM(hidden, hidden, batch_first=True)]
-            + [nn.LSTM(2 * hidden, hidden, batch_first=True) for _ in range(1, layers)])
+            + [nn.LSTM(2 * hidden, hidden, batch_first=True) for _ in range(1, layers)]
+        )
         self.attention = Attention(hidden)
         self.classifier = nn.Linear(hidden, vocab_size)
         for name, param in self.named_parameters():
@@ -58,7 +60,7 @@ class GNMT(nn.Module):
         for k, lstm in enumerate(self.encoder):
             y, _ = lstm(x)
             x = y + x if k >= 2 else y
-        mask_add = (src == PAD_ID).unsqueeze(1).to(x.dtype) * MASK_VALUE     # (B, 1, S)
+        mask_add = (src == PAD_ID).unsqueeze(1).to(x.dtype) * MASK_VALUE  # (B, 1, S)
         return x, self.attention.key(x), mask_add
 
     def decode(self, tokens, memory, states):
@@ -90,8 +92,9 @@ class GNMT(nn.Module):
 
 def seq2seq_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy over the target positions that are not padding."""
-    return nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
-                                       labels.reshape(-1).long(), ignore_index=PAD_ID)
+    return nn.functional.cross_entropy(
+        logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1).long(), ignore_index=PAD_ID
+    )
 
 
 def forward_macs(model: GNMT, spec: ModelSpec) -> int:
@@ -111,8 +114,7 @@ def forward_macs(model: GNMT, spec: ModelSpec) -> int:
         query, _, values, _ = inputs
         total += query.shape[1] * values.shape[1] * values.shape[2]
 
-    handles = [m.register_forward_hook(layer) for m in model.modules()
-               if isinstance(m, (nn.Linear, nn.LSTM))]
+    handles = [m.register_forward_hook(layer) for m in model.modules() if isinstance(m, (nn.Linear, nn.LSTM))]
     handles.append(model.attention.register_forward_hook(context))
     ids = [torch.from_numpy(np.full((1, *i.shape), 5, np.int32)) for i in spec.inputs]
     was_training = model.training
@@ -131,5 +133,4 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> GNMT:
     cfg = spec.config_with(overrides)
     if seed is not None:
         torch.manual_seed(seed)
-    return GNMT(cfg["vocab_size"], cfg["hidden"], cfg["layers"], cfg["decoder"],
-                cfg["decode_len"])
+    return GNMT(cfg["vocab_size"], cfg["hidden"], cfg["layers"], cfg["decoder"], cfg["decode_len"])

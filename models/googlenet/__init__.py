@@ -29,6 +29,7 @@ across frameworks by name.  The architecture is plain numbers below so that
 parameter and multiply-add counts need no framework; the per-framework tests
 check every implementation against them.
 """
+
 from __future__ import annotations
 
 from dlbench.models import walkcount
@@ -95,9 +96,17 @@ def walk(cfg: dict):
             size = _conv_out(size, 3, 2, 1)
         else:
             _, _, cin, (n1, r3, n3, r5, n5, pool) = block
-            for a, b, k in ((cin, n1, 1), (cin, r3, 1), (r3, n3, 3), (cin, r5, 1),
-                            (r5, n5, 3), (n5, n5, 3), ("pool", cin, 3), (cin, pool, 1)):
-                if a == "pool":                     # the pool branch's 3x3/1 window
+            for a, b, k in (
+                (cin, n1, 1),
+                (cin, r3, 1),
+                (r3, n3, 3),
+                (cin, r5, 1),
+                (r5, n5, 3),
+                (n5, n5, 3),
+                ("pool", cin, 3),
+                (cin, pool, 1),
+            ):
+                if a == "pool":  # the pool branch's 3x3/1 window
                     yield ("pool", "max", b, k, 1, 1, size)
                     continue
                 yield ("conv", a, b, k, 1, size)
@@ -156,27 +165,35 @@ def _scaled(divisor: int):
 def _googlenet(name: str, display: str, *, divisor: int, batch: int, dataset: str) -> ModelSpec:
     if STEM % divisor or any(w % divisor for e in INCEPTION if e != "pool" for w in e[1:]):
         raise ValueError(f"GoogLeNet widths are not divisible by {divisor}")
-    return register_model(ModelSpec(
-        name=name,
-        display_name=display,
-        family="googlenet",
-        task="image-classification",
-        network_type="CNN",
-        dataset=dataset,
-        inputs=(InputSpec("input", (3, 32, 32)),),
-        num_classes=10,
-        default_batch_size=batch,
-        builders=dict(BUILDERS),
-        config={"stem": STEM // divisor, "inception": _scaled(divisor), "image_size": 32,
-                "num_classes": 10},
-        macs_fn=multiply_adds,
-        params_fn=parameter_count,
-        run=RunDefaults(batch_sizes=(1, 32, 128)),    # CIFAR-sized input: larger batches
-    ))
+    return register_model(
+        ModelSpec(
+            name=name,
+            display_name=display,
+            family="googlenet",
+            task="image-classification",
+            network_type="CNN",
+            dataset=dataset,
+            inputs=(InputSpec("input", (3, 32, 32)),),
+            num_classes=10,
+            default_batch_size=batch,
+            builders=dict(BUILDERS),
+            config={
+                "stem": STEM // divisor,
+                "inception": _scaled(divisor),
+                "image_size": 32,
+                "num_classes": 10,
+            },
+            macs_fn=multiply_adds,
+            params_fn=parameter_count,
+            run=RunDefaults(batch_sizes=(1, 32, 128)),  # CIFAR-sized input: larger batches
+        )
+    )
 
 
-GOOGLENET = _googlenet("googlenet", "GoogLeNet (Inception v1, CIFAR-10)", divisor=1,
-                       batch=128, dataset="CIFAR-10")
+GOOGLENET = _googlenet(
+    "googlenet", "GoogLeNet (Inception v1, CIFAR-10)", divisor=1, batch=128, dataset="CIFAR-10"
+)
 # Same topology at 1/8 of every width: the network the tests and quick demos train.
-_googlenet("googlenet-mini", "GoogLeNet (1/8 width, CIFAR-10 input)", divisor=8, batch=32,
-           dataset="synthetic")
+_googlenet(
+    "googlenet-mini", "GoogLeNet (1/8 width, CIFAR-10 input)", divisor=8, batch=32, dataset="synthetic"
+)

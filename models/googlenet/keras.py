@@ -11,6 +11,7 @@ padding there because the pooled values are ReLU outputs (>= 0).
 Layer names are the PyTorch module paths (``inception3a.branch2.1.conv``),
 which ``models.weights`` uses to map layers across frameworks.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,9 +30,16 @@ BN_MOMENTUM = 0.9
 
 def _basic_conv(x, filters: int, kernel: int, name: str):
     # torchvision's conv init (kaiming normal, fan_out, relu), as in the other builders.
-    x = layers.Conv2D(filters, kernel, padding="same", use_bias=False, name=f"{name}.conv",
-                      kernel_initializer=keras.initializers.VarianceScaling(
-                          2.0, mode="fan_out", distribution="untruncated_normal"))(x)
+    x = layers.Conv2D(
+        filters,
+        kernel,
+        padding="same",
+        use_bias=False,
+        name=f"{name}.conv",
+        kernel_initializer=keras.initializers.VarianceScaling(
+            2.0, mode="fan_out", distribution="untruncated_normal"
+        ),
+    )(x)
     x = layers.BatchNormalization(momentum=BN_MOMENTUM, epsilon=BN_EPSILON, name=f"{name}.bn")(x)
     return layers.ReLU(name=f"{name}.relu")(x)
 
@@ -73,7 +81,11 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> keras.M
     x = layers.GlobalAveragePooling2D(name="avgpool")(x)
     # PyTorch's nn.Linear default init, so the starting loss matches the other frameworks'.
     bound = 1 / math.sqrt(x.shape[-1])
-    outputs = layers.Dense(cfg["num_classes"], dtype="float32", name="fc",
-                           kernel_initializer=keras.initializers.RandomUniform(-bound, bound),
-                           bias_initializer=keras.initializers.RandomUniform(-bound, bound))(x)
+    outputs = layers.Dense(
+        cfg["num_classes"],
+        dtype="float32",
+        name="fc",
+        kernel_initializer=keras.initializers.RandomUniform(-bound, bound),
+        bias_initializer=keras.initializers.RandomUniform(-bound, bound),
+    )(x)
     return keras.Model(inputs, outputs, name=spec.name.replace("-", "_"))

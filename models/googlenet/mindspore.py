@@ -6,6 +6,7 @@ names make MindSpore's automatic parameter names read like the PyTorch keys
 (``stem.conv.weight``, ``inception3a.branch2.1.bn.gamma``, ``fc.bias``):
 ``models.weights`` maps names across frameworks and relies on that.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,12 +14,12 @@ import os
 # Quiets MindSpore's INFO/WARNING logs; it reads GLOG_v once, at import.
 os.environ.setdefault("GLOG_v", "3")
 
-import mindspore as ms  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
-from mindspore.common.initializer import HeNormal  # noqa: E402
+import mindspore as ms
+from mindspore import nn, ops
+from mindspore.common.initializer import HeNormal
 
-from dlbench.models.googlenet import blocks  # noqa: E402
-from dlbench.models.registry import ModelSpec  # noqa: E402
+from dlbench.models.googlenet import blocks
+from dlbench.models.registry import ModelSpec
 
 BN_EPS = 1e-5
 # MindSpore's moving average keeps `momentum` of the old value: PyTorch's 0.1.
@@ -50,10 +51,16 @@ class BasicConv(nn.Cell):
 
     def __init__(self, cin: int, cout: int, k: int):
         super().__init__()
-        self.conv = nn.Conv2d(cin, cout, k, stride=1, pad_mode="pad", padding=k // 2,
-                              has_bias=False,
-                              weight_init=HeNormal(negative_slope=0, mode="fan_out",
-                                                   nonlinearity="relu"))
+        self.conv = nn.Conv2d(
+            cin,
+            cout,
+            k,
+            stride=1,
+            pad_mode="pad",
+            padding=k // 2,
+            has_bias=False,
+            weight_init=HeNormal(negative_slope=0, mode="fan_out", nonlinearity="relu"),
+        )
         self.bn = nn.BatchNorm2d(cout, eps=BN_EPS, momentum=BN_MOMENTUM)
         self.relu = nn.ReLU()
 
@@ -68,8 +75,7 @@ class Inception(nn.Cell):
         super().__init__()
         self.branch1 = BasicConv(cin, n1, 1)
         self.branch2 = nn.SequentialCell([BasicConv(cin, r3, 1), BasicConv(r3, n3, 3)])
-        self.branch3 = nn.SequentialCell([BasicConv(cin, r5, 1), BasicConv(r5, n5, 3),
-                                          BasicConv(n5, n5, 3)])
+        self.branch3 = nn.SequentialCell([BasicConv(cin, r5, 1), BasicConv(r5, n5, 3), BasicConv(n5, n5, 3)])
         self.branch4 = nn.SequentialCell([_pool(1), BasicConv(cin, pool, 1)])
         self.concat = ops.Concat(axis=1)
 
@@ -110,9 +116,20 @@ class GoogLeNet(nn.Cell):
 
 
 # The block sequence ``construct`` spells out (graph mode compiles it statically).
-_ORDER = ("stem", "inception3a", "inception3b", "maxpool3", "inception4a", "inception4b",
-          "inception4c", "inception4d", "inception4e", "maxpool4", "inception5a",
-          "inception5b")
+_ORDER = (
+    "stem",
+    "inception3a",
+    "inception3b",
+    "maxpool3",
+    "inception4a",
+    "inception4b",
+    "inception4c",
+    "inception4d",
+    "inception4e",
+    "maxpool4",
+    "inception5a",
+    "inception5b",
+)
 
 
 def build(spec: ModelSpec, seed: int | None = None, **overrides) -> GoogLeNet:

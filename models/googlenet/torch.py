@@ -5,6 +5,7 @@ Module names are torchvision's (``stem.conv``, ``inception3a.branch2.1.bn``,
 state-dict keys across frameworks by name; the MindSpore and Keras builders
 use the same names.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,7 +17,7 @@ from dlbench.models.googlenet import blocks
 from dlbench.models.registry import ModelSpec
 
 BN_EPS = 1e-5
-BN_MOMENTUM = 0.1      # PyTorch convention; Keras/MindSpore spell this 0.9
+BN_MOMENTUM = 0.1  # PyTorch convention; Keras/MindSpore spell this 0.9
 
 
 class BasicConv(nn.Module):
@@ -40,10 +41,8 @@ class Inception(nn.Module):
         super().__init__()
         self.branch1 = BasicConv(cin, n1, 1)
         self.branch2 = nn.Sequential(BasicConv(cin, r3, 1), BasicConv(r3, n3, 3))
-        self.branch3 = nn.Sequential(BasicConv(cin, r5, 1), BasicConv(r5, n5, 3),
-                                     BasicConv(n5, n5, 3))
-        self.branch4 = nn.Sequential(nn.MaxPool2d(3, stride=1, padding=1),
-                                     BasicConv(cin, pool, 1))
+        self.branch3 = nn.Sequential(BasicConv(cin, r5, 1), BasicConv(r5, n5, 3), BasicConv(n5, n5, 3))
+        self.branch4 = nn.Sequential(nn.MaxPool2d(3, stride=1, padding=1), BasicConv(cin, pool, 1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.cat([self.branch1(x), self.branch2(x), self.branch3(x), self.branch4(x)], 1)

@@ -27,6 +27,7 @@ Choices, and why:
 Layer names are PyTorch's module names (``conv1``, ``conv2``, ``fc1``,
 ``fc2``, ``fc3``) in every framework, as ``models.weights`` requires.
 """
+
 from __future__ import annotations
 
 import math
@@ -102,23 +103,30 @@ def multiply_adds(spec: ModelSpec) -> int:
     return total
 
 
-LENET5 = register_model(ModelSpec(
-    name="lenet5",
-    display_name="LeNet-5 (ReLU, max pool; 32x32 grey input)",
-    family="lenet",
-    task="image-classification",
-    network_type="CNN",
-    dataset="digits (UCI optdigits)",
-    inputs=(InputSpec("input", (1, 32, 32)),),
-    num_classes=10,
-    default_batch_size=64,
-    builders=dict(BUILDERS),
-    config={"image_size": 32, "channels": 1, "convs": CONVS, "dense": DENSE,
-            "num_classes": 10},
-    macs_fn=multiply_adds,
-    params_fn=parameter_count,
-    # The digits ship with dlbench: train on them (about 22 epochs) and
-    # calibrate INT8 on them, so the accuracy of every file means something.
-    run=RunDefaults(train_steps=500, batch_sizes=(1, 64, 256), train_data="digits", eval=True,
-                    learning_rate=0.02, calib_data="digits"),
-))
+LENET5 = register_model(
+    ModelSpec(
+        name="lenet5",
+        display_name="LeNet-5 (ReLU, max pool; 32x32 grey input)",
+        family="lenet",
+        task="image-classification",
+        network_type="CNN",
+        dataset="digits (UCI optdigits)",
+        inputs=(InputSpec("input", (1, 32, 32)),),
+        num_classes=10,
+        default_batch_size=64,
+        builders=dict(BUILDERS),
+        config={"image_size": 32, "channels": 1, "convs": CONVS, "dense": DENSE, "num_classes": 10},
+        macs_fn=multiply_adds,
+        params_fn=parameter_count,
+        # The digits ship with dlbench: train on them (about 22 epochs) and
+        # calibrate INT8 on them, so the accuracy of every file means something.
+        run=RunDefaults(
+            train_steps=500,
+            batch_sizes=(1, 64, 256),
+            train_data="digits",
+            eval=True,
+            learning_rate=0.02,
+            calib_data="digits",
+        ),
+    )
+)

@@ -9,6 +9,7 @@ same function as PyTorch's (one Transpose more).
 
 Layer names are the PyTorch module names (``conv1`` ... ``fc3``).
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,10 @@ from dlbench.models.registry import ModelSpec
 def _torch_default(fan_in: int) -> dict:
     """PyTorch's default Conv2d/Linear init: weights and biases uniform in +-1/sqrt(fan_in)."""
     bound = 1 / math.sqrt(fan_in)
-    return {"kernel_initializer": keras.initializers.RandomUniform(-bound, bound),
-            "bias_initializer": keras.initializers.RandomUniform(-bound, bound)}
+    return {
+        "kernel_initializer": keras.initializers.RandomUniform(-bound, bound),
+        "bias_initializer": keras.initializers.RandomUniform(-bound, bound),
+    }
 
 
 def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> keras.Model:
@@ -44,8 +47,7 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> keras.M
     for op in ops:
         if op[0] == "conv":
             _, name, cin, cout, k, _ = op
-            x = layers.Conv2D(cout, k, padding="valid", name=name,
-                              **_torch_default(cin * k * k))(x)
+            x = layers.Conv2D(cout, k, padding="valid", name=name, **_torch_default(cin * k * k))(x)
             x = layers.ReLU(name=f"{name}.relu")(x)
             x = layers.MaxPooling2D(POOL, name=f"{name}.pool")(x)
     x = layers.Permute((3, 1, 2), name="to_nchw")(x)
@@ -53,8 +55,7 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> keras.M
     fcs = [op for op in ops if op[0] == "fc"]
     for _, name, cin, cout in fcs:
         last = name == fcs[-1][1]
-        x = layers.Dense(cout, name=name, dtype="float32" if last else None,
-                         **_torch_default(cin))(x)
+        x = layers.Dense(cout, name=name, dtype="float32" if last else None, **_torch_default(cin))(x)
         if not last:
             x = layers.ReLU(name=f"{name}.relu")(x)
     return keras.Model(inputs, x, name=spec.name.replace("-", "_"))

@@ -6,6 +6,7 @@ canonical ones (``conv1.weight``, ``fc3.bias``).  Convs and dense layers start
 from PyTorch's default init (uniform in +-1/sqrt(fan_in), weights and
 biases), not MindSpore's defaults, so the frameworks start alike.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,12 +15,12 @@ import os
 # Quiets MindSpore's INFO/WARNING logs; it reads GLOG_v once, at import.
 os.environ.setdefault("GLOG_v", "3")
 
-import mindspore as ms  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
-from mindspore.common.initializer import Uniform  # noqa: E402
+import mindspore as ms
+from mindspore import nn, ops
+from mindspore.common.initializer import Uniform
 
-from dlbench.models.lenet import POOL, walk  # noqa: E402
-from dlbench.models.registry import ModelSpec  # noqa: E402
+from dlbench.models.lenet import POOL, walk
+from dlbench.models.registry import ModelSpec
 
 
 def _init(fan_in: int) -> dict:
@@ -34,8 +35,7 @@ class LeNet5(nn.Cell):
         for op in walk(cfg):
             if op[0] == "conv":
                 _, name, cin, cout, k, _ = op
-                cell = nn.Conv2d(cin, cout, k, pad_mode="valid", has_bias=True,
-                                 **_init(cin * k * k))
+                cell = nn.Conv2d(cin, cout, k, pad_mode="valid", has_bias=True, **_init(cin * k * k))
             else:
                 _, name, cin, cout = op
                 cell = nn.Dense(cin, cout, has_bias=True, **_init(cin))
@@ -50,7 +50,7 @@ class LeNet5(nn.Cell):
     def construct(self, x):
         x = self.pool(self.relu(self.conv1(x)))
         x = self.pool(self.relu(self.conv2(x)))
-        x = self.flatten(x)                          # (C, H, W) order: the canonical one
+        x = self.flatten(x)  # (C, H, W) order: the canonical one
         x = self.relu(self.fc1(x))
         x = self.relu(self.fc2(x))
         return self.fc3(x)

@@ -4,6 +4,7 @@ Module names (``conv1`` ... ``fc3``) are the canonical names ``models.weights``
 maps across frameworks; nn.Conv2d and nn.Linear keep their default init, the
 one the Keras and MindSpore builders copy.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -33,7 +34,7 @@ class LeNet5(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for name in self.convs:
             x = self.pool(torch.relu(getattr(self, name)(x)))
-        x = torch.flatten(x, 1)                      # (C, H, W) order: the canonical one
+        x = torch.flatten(x, 1)  # (C, H, W) order: the canonical one
         for name in self.fcs[:-1]:
             x = torch.relu(getattr(self, name)(x))
         return getattr(self, self.fcs[-1])(x)

@@ -40,6 +40,7 @@ products (4·hidden·(input + hidden) per time step, layer and direction, plus
 the classifier).  Gate nonlinearities and element-wise products are left
 out, as the ResNet count leaves out BN and ReLU; the embedding is a lookup.
 """
+
 from __future__ import annotations
 
 from dlbench.models import walkcount
@@ -98,32 +99,70 @@ def multiply_adds(spec: ModelSpec) -> int:
 LEARNING_RATE = 0.5
 
 
-def _lstm(name: str, display: str, *, vocab: int, embedding: int, hidden: int, layers: int,
-          bidirectional: bool, seq_len: int, batch: int, dataset: str) -> ModelSpec:
-    return register_model(ModelSpec(
-        name=name,
-        display_name=display,
-        family="lstm",
-        task="text-classification",
-        network_type="RNN",
-        dataset=dataset,
-        inputs=(InputSpec("input", (seq_len,), "int32", int_range=(0, vocab)),),
-        num_classes=2,
-        default_batch_size=batch,
-        builders=dict(BUILDERS),
-        config={"vocab_size": vocab, "embedding_dim": embedding, "hidden_size": hidden,
-                "num_layers": layers, "bidirectional": bidirectional, "seq_len": seq_len,
-                "num_classes": 2, "learning_rate": LEARNING_RATE},
-        run=RunDefaults(int8_mode="dynamic", batch_sizes=(1, 8, 64)),
-        macs_fn=multiply_adds,
-        params_fn=parameter_count,
-    ))
+def _lstm(
+    name: str,
+    display: str,
+    *,
+    vocab: int,
+    embedding: int,
+    hidden: int,
+    layers: int,
+    bidirectional: bool,
+    seq_len: int,
+    batch: int,
+    dataset: str,
+) -> ModelSpec:
+    return register_model(
+        ModelSpec(
+            name=name,
+            display_name=display,
+            family="lstm",
+            task="text-classification",
+            network_type="RNN",
+            dataset=dataset,
+            inputs=(InputSpec("input", (seq_len,), "int32", int_range=(0, vocab)),),
+            num_classes=2,
+            default_batch_size=batch,
+            builders=dict(BUILDERS),
+            config={
+                "vocab_size": vocab,
+                "embedding_dim": embedding,
+                "hidden_size": hidden,
+                "num_layers": layers,
+                "bidirectional": bidirectional,
+                "seq_len": seq_len,
+                "num_classes": 2,
+                "learning_rate": LEARNING_RATE,
+            },
+            run=RunDefaults(int8_mode="dynamic", batch_sizes=(1, 8, 64)),
+            macs_fn=multiply_adds,
+            params_fn=parameter_count,
+        )
+    )
 
 
-LSTM = _lstm("lstm", "LSTM sentiment (2x bi-LSTM 100, emb 300, seq 500)", vocab=20_000,
-             embedding=300, hidden=100, layers=2, bidirectional=True, seq_len=500, batch=64,
-             dataset="aclImdb")
+LSTM = _lstm(
+    "lstm",
+    "LSTM sentiment (2x bi-LSTM 100, emb 300, seq 500)",
+    vocab=20_000,
+    embedding=300,
+    hidden=100,
+    layers=2,
+    bidirectional=True,
+    seq_len=500,
+    batch=64,
+    dataset="aclImdb",
+)
 # Same topology, small enough for tests and quick demos.
-_lstm("lstm-tiny", "LSTM sentiment (tiny: 2x bi-LSTM 16, emb 16, seq 32)", vocab=256,
-      embedding=16, hidden=16, layers=2, bidirectional=True, seq_len=32, batch=8,
-      dataset="synthetic")
+_lstm(
+    "lstm-tiny",
+    "LSTM sentiment (tiny: 2x bi-LSTM 16, emb 16, seq 32)",
+    vocab=256,
+    embedding=16,
+    hidden=16,
+    layers=2,
+    bidirectional=True,
+    seq_len=32,
+    batch=8,
+    dataset="synthetic",
+)

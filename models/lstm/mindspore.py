@@ -17,6 +17,7 @@ exporter writes every shape it traced as a constant); none changes the math:
 The remaining traced ``Reshape``s in ``nn.LSTM`` are made batch-independent
 after export (``converters.mindspore_to_onnx``).
 """
+
 from __future__ import annotations
 
 import math
@@ -25,11 +26,11 @@ from typing import Any
 
 os.environ.setdefault("GLOG_v", "3")
 
-import mindspore as ms  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
-from mindspore.common.initializer import Normal, Uniform, initializer  # noqa: E402
+import mindspore as ms
+from mindspore import nn, ops
+from mindspore.common.initializer import Normal, Uniform, initializer
 
-from dlbench.models.registry import ModelSpec  # noqa: E402
+from dlbench.models.registry import ModelSpec
 
 
 class GatherEmbedding(nn.Embedding):
@@ -40,19 +41,34 @@ class GatherEmbedding(nn.Embedding):
 
 
 class LSTMClassifier(nn.Cell):
-    def __init__(self, vocab_size: int, embedding_dim: int, hidden_size: int, num_layers: int,
-                 bidirectional: bool, num_classes: int):
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_dim: int,
+        hidden_size: int,
+        num_layers: int,
+        bidirectional: bool,
+        num_classes: int,
+    ):
         super().__init__()
         self.bidirectional = bidirectional
         self.hidden_size = hidden_size
         self.directions = 2 if bidirectional else 1
-        self.embedding = GatherEmbedding(vocab_size, embedding_dim,
-                                         embedding_table=Normal(sigma=1.0))
+        self.embedding = GatherEmbedding(vocab_size, embedding_dim, embedding_table=Normal(sigma=1.0))
         width = hidden_size * self.directions
-        self.lstm = nn.CellList([
-            nn.LSTM(embedding_dim if depth == 0 else width, hidden_size, 1, has_bias=True,
-                    batch_first=True, bidirectional=bidirectional)
-            for depth in range(num_layers)])
+        self.lstm = nn.CellList(
+            [
+                nn.LSTM(
+                    embedding_dim if depth == 0 else width,
+                    hidden_size,
+                    1,
+                    has_bias=True,
+                    batch_first=True,
+                    bidirectional=bidirectional,
+                )
+                for depth in range(num_layers)
+            ]
+        )
         # nn.LSTM draws its weights from numpy's global generator; drawing them
         # again through MindSpore's initializer makes ms.set_seed govern them.
         stdv = 1 / math.sqrt(hidden_size)
@@ -63,12 +79,11 @@ class LSTMClassifier(nn.Cell):
                 param.set_data(initializer("zeros", param.shape, ms.float32))
                 param.requires_grad = False
         bound = 1 / math.sqrt(width)
-        self.fc = nn.Dense(width, num_classes, weight_init=Uniform(bound),
-                           bias_init=Uniform(bound))
+        self.fc = nn.Dense(width, num_classes, weight_init=Uniform(bound), bias_init=Uniform(bound))
 
     def construct(self, ids):
         x = self.embedding(ids)
-        zero = ops.transpose(x[:, 0:1, 0:1], (1, 0, 2)) * 0.0          # (1, batch, 1)
+        zero = ops.transpose(x[:, 0:1, 0:1], (1, 0, 2)) * 0.0  # (1, batch, 1)
         h0 = ops.tile(zero, (self.directions, 1, self.hidden_size))
         h_n = h0
         for lstm in self.lstm:
@@ -82,5 +97,11 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> LSTMCla
     cfg = spec.config_with(overrides)
     if seed is not None:
         ms.set_seed(seed)
-    return LSTMClassifier(cfg["vocab_size"], cfg["embedding_dim"], cfg["hidden_size"],
-                          cfg["num_layers"], cfg["bidirectional"], cfg["num_classes"])
+    return LSTMClassifier(
+        cfg["vocab_size"],
+        cfg["embedding_dim"],
+        cfg["hidden_size"],
+        cfg["num_layers"],
+        cfg["bidirectional"],
+        cfg["num_classes"],
+    )

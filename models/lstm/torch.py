@@ -8,6 +8,7 @@ every framework has a layer of the same name per depth: keys read
 ``bias_hh_*`` is zero and frozen, so trainable parameters match Keras'
 single-bias LSTM.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,15 +20,28 @@ from dlbench.models.registry import ModelSpec
 
 
 class LSTMClassifier(nn.Module):
-    def __init__(self, vocab_size: int, embedding_dim: int, hidden_size: int, num_layers: int,
-                 bidirectional: bool, num_classes: int):
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_dim: int,
+        hidden_size: int,
+        num_layers: int,
+        bidirectional: bool,
+        num_classes: int,
+    ):
         super().__init__()
         self.bidirectional = bidirectional
         self.embedding = nn.Embedding(vocab_size, embedding_dim)
         width = hidden_size * (2 if bidirectional else 1)
         self.lstm = nn.ModuleList(
-            nn.LSTM(embedding_dim if depth == 0 else width, hidden_size, batch_first=True,
-                    bidirectional=bidirectional) for depth in range(num_layers))
+            nn.LSTM(
+                embedding_dim if depth == 0 else width,
+                hidden_size,
+                batch_first=True,
+                bidirectional=bidirectional,
+            )
+            for depth in range(num_layers)
+        )
         for name, param in self.lstm.named_parameters():
             if ".bias_hh" in name:
                 nn.init.zeros_(param)
@@ -52,5 +66,11 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> LSTMCla
     cfg = spec.config_with(overrides)
     if seed is not None:
         torch.manual_seed(seed)
-    return LSTMClassifier(cfg["vocab_size"], cfg["embedding_dim"], cfg["hidden_size"],
-                          cfg["num_layers"], cfg["bidirectional"], cfg["num_classes"])
+    return LSTMClassifier(
+        cfg["vocab_size"],
+        cfg["embedding_dim"],
+        cfg["hidden_size"],
+        cfg["num_layers"],
+        cfg["bidirectional"],
+        cfg["num_classes"],
+    )

@@ -61,13 +61,15 @@ Counts are analytic (``walk``): convs, the transposed conv, dense layers and bat
 norm; RoIAlign, pooling, upsampling and additions count no multiply-adds.  The
 shared RPN head's weights count once and its multiply-adds once per level.
 """
+
 from __future__ import annotations
 
 import math
 
 from dlbench.models import walkcount
 from dlbench.models.registry import InputSpec, ModelSpec, RunDefaults, register_model
-from dlbench.models.resnet import EXPANSION, walk as resnet_walk
+from dlbench.models.resnet import EXPANSION
+from dlbench.models.resnet import walk as resnet_walk
 
 BUILDERS = {
     "pytorch": "dlbench.models.maskrcnn.torch:build",
@@ -75,25 +77,25 @@ BUILDERS = {
     "mindspore": "dlbench.models.maskrcnn.mindspore:build",
 }
 OBJECTIVE = "instance-segmentation"
-LEVELS = (2, 3, 4, 5, 6)                  # P2..P6 carry anchors; P2..P5 feed RoIAlign
+LEVELS = (2, 3, 4, 5, 6)  # P2..P6 carry anchors; P2..P5 feed RoIAlign
 ROI_LEVELS = (2, 3, 4, 5)
-ASPECT_RATIOS = (0.5, 1.0, 2.0)           # height / width of an anchor
-CANONICAL_LEVEL = 4                       # FPN eq. 1: a canonical_size box reads P4
+ASPECT_RATIOS = (0.5, 1.0, 2.0)  # height / width of an anchor
+CANONICAL_LEVEL = 4  # FPN eq. 1: a canonical_size box reads P4
 MASK_CONVS = 4
 
 
 def stride(level: int) -> int:
-    return 2 ** level
+    return 2**level
 
 
 def level_sizes(cfg: dict) -> dict[int, int]:
     """Side of P2..P6 (square inputs): the ResNet's stage sides, P6 from P5 by 1x1/2."""
     side = cfg["image_size"]
-    side = (side + 2 * 3 - 7) // 2 + 1            # stem conv, stride 2
-    side = (side + 2 - 3) // 2 + 1                # max pool 3x3/2, pad 1
+    side = (side + 2 * 3 - 7) // 2 + 1  # stem conv, stride 2
+    side = (side + 2 - 3) // 2 + 1  # max pool 3x3/2, pad 1
     sizes = {2: side}
     for level in (3, 4, 5):
-        side = (side + 2 - 3) // 2 + 1            # the stage's 3x3 conv, stride 2
+        side = (side + 2 - 3) // 2 + 1  # the stage's 3x3 conv, stride 2
         sizes[level] = side
     sizes[6] = (sizes[5] - 1) // 2 + 1
     return sizes
@@ -126,19 +128,18 @@ def split_output(cfg: dict, logits):
     out, at = {}, 0
     for name, shape in output_layout(cfg):
         n = math.prod(shape)
-        out[name] = logits[:, at:at + n].reshape(logits.shape[0], *shape)
+        out[name] = logits[:, at : at + n].reshape(logits.shape[0], *shape)
         at += n
     return out
 
 
 def _backbone_cfg(cfg: dict) -> dict:
-    return {"layers": cfg["layers"], "width": cfg["width"],
-            "image_size": cfg["image_size"], "num_classes": 1}
+    return {"layers": cfg["layers"], "width": cfg["width"], "image_size": cfg["image_size"], "num_classes": 1}
 
 
 def stage_channels(cfg: dict) -> tuple[int, ...]:
     """Channels of C2..C5."""
-    return tuple(cfg["width"] * 2 ** s * EXPANSION for s in range(4))
+    return tuple(cfg["width"] * 2**s * EXPANSION for s in range(4))
 
 
 def walk(cfg: dict):
@@ -147,7 +148,7 @@ def walk(cfg: dict):
     per box: ("roi", boxes, op); the mask head's transposed conv is ("deconv", cin, cout,
     k, stride, in_hw)."""
     body = list(resnet_walk(_backbone_cfg(cfg)))
-    yield from body[:-2]                         # the classifier's pool and fc go
+    yield from body[:-2]  # the classifier's pool and fc go
     f, sizes, a = cfg["fpn_channels"], level_sizes(cfg), len(ASPECT_RATIOS)
     for level, cin in zip(ROI_LEVELS, stage_channels(cfg)):
         yield ("conv", cin, f, 1, 1, sizes[level])
@@ -205,11 +206,12 @@ def canonical_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
     bn("backbone.stem.bn", w)
     cin = w
     for stage, blocks in enumerate(cfg["layers"]):
-        planes = w * 2 ** stage
+        planes = w * 2**stage
         for b in range(blocks):
             p = f"backbone.layer{stage + 1}.{b}"
-            for i, (ci, co, k) in enumerate(((cin, planes, 1), (planes, planes, 3),
-                                             (planes, planes * EXPANSION, 1)), 1):
+            for i, (ci, co, k) in enumerate(
+                ((cin, planes, 1), (planes, planes, 3), (planes, planes * EXPANSION, 1)), 1
+            ):
                 conv(f"{p}.conv{i}", ci, co, k, bias=False)
                 bn(f"{p}.bn{i}", co)
             if b == 0:
@@ -226,44 +228,83 @@ def canonical_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
     conv("rpn.cls_logits", f, a, 1)
     conv("rpn.bbox_pred", f, 4 * a, 1)
     c, fc, roi = cfg["num_classes"], cfg["fc_width"], cfg["box_roi_size"]
-    for name, cin_, cout in (("box_head.fc6", f * roi * roi, fc), ("box_head.fc7", fc, fc),
-                             ("box_predictor.cls_score", fc, c),
-                             ("box_predictor.bbox_pred", fc, 4 * c)):
+    for name, cin_, cout in (
+        ("box_head.fc6", f * roi * roi, fc),
+        ("box_head.fc7", fc, fc),
+        ("box_predictor.cls_score", fc, c),
+        ("box_predictor.bbox_pred", fc, 4 * c),
+    ):
         shapes[f"{name}.weight"] = (cout, cin_)
         shapes[f"{name}.bias"] = (cout,)
     mw = cfg["mask_channels"]
     for i in range(1, MASK_CONVS + 1):
         conv(f"mask_head.mask_fcn{i}", f if i == 1 else mw, mw, 3)
-    shapes["mask_predictor.conv5_mask.weight"] = (mw, mw, 2, 2)   # (in, out, kH, kW)
+    shapes["mask_predictor.conv5_mask.weight"] = (mw, mw, 2, 2)  # (in, out, kH, kW)
     shapes["mask_predictor.conv5_mask.bias"] = (mw,)
     conv("mask_predictor.mask_fcn_logits", mw, c, 1)
     return shapes
 
 
-def _maskrcnn(name: str, display: str, *, layers, divisor: int, image_size: int,
-              num_classes: int, rois: int, mask_rois: int, batch: int, dataset: str,
-              run: RunDefaults) -> ModelSpec:
-    cfg = {"layers": tuple(layers), "width": 64 // divisor, "image_size": image_size,
-           "num_classes": num_classes, "fpn_channels": 256 // divisor,
-           "fc_width": 1024 // divisor, "mask_channels": 256 // divisor,
-           "rois": rois, "mask_rois": mask_rois,
-           "box_roi_size": 7, "mask_roi_size": 14, "mask_size": 28, "sampling_ratio": 2,
-           # Anchor sides 32..512 px on P2..P6 at 800 px (8 x the level's stride), and
-           # FPN eq. 1's canonical 224 px, both scaled with the image.
-           "anchor_sizes": tuple(8 * stride(lv) * image_size / 800 for lv in LEVELS),
-           "canonical_size": 224 * image_size / 800,
-           # Detectron's box-delta weights of the box head; the RPN's are 1.
-           "box_weights": (10.0, 10.0, 5.0, 5.0),
-           # Detectron's SGD rate at 16 images a batch, 0.02, scaled to the zoo's batch 2.
-           "learning_rate": 0.0025}
-    return register_model(ModelSpec(
-        name=name, display_name=display, family="maskrcnn", task="instance-segmentation",
-        network_type="CNN", dataset=dataset,
-        inputs=(InputSpec("image", (3, image_size, image_size)),
-                InputSpec("rois", (rois, 4)), InputSpec("mask_rois", (mask_rois, 4))),
-        num_classes=num_classes, default_batch_size=batch, builders=dict(BUILDERS),
-        config=cfg, macs_fn=multiply_adds, params_fn=parameter_count, objective=OBJECTIVE,
-        run=run))
+def _maskrcnn(
+    name: str,
+    display: str,
+    *,
+    layers,
+    divisor: int,
+    image_size: int,
+    num_classes: int,
+    rois: int,
+    mask_rois: int,
+    batch: int,
+    dataset: str,
+    run: RunDefaults,
+) -> ModelSpec:
+    cfg = {
+        "layers": tuple(layers),
+        "width": 64 // divisor,
+        "image_size": image_size,
+        "num_classes": num_classes,
+        "fpn_channels": 256 // divisor,
+        "fc_width": 1024 // divisor,
+        "mask_channels": 256 // divisor,
+        "rois": rois,
+        "mask_rois": mask_rois,
+        "box_roi_size": 7,
+        "mask_roi_size": 14,
+        "mask_size": 28,
+        "sampling_ratio": 2,
+        # Anchor sides 32..512 px on P2..P6 at 800 px (8 x the level's stride), and
+        # FPN eq. 1's canonical 224 px, both scaled with the image.
+        "anchor_sizes": tuple(8 * stride(lv) * image_size / 800 for lv in LEVELS),
+        "canonical_size": 224 * image_size / 800,
+        # Detectron's box-delta weights of the box head; the RPN's are 1.
+        "box_weights": (10.0, 10.0, 5.0, 5.0),
+        # Detectron's SGD rate at 16 images a batch, 0.02, scaled to the zoo's batch 2.
+        "learning_rate": 0.0025,
+    }
+    return register_model(
+        ModelSpec(
+            name=name,
+            display_name=display,
+            family="maskrcnn",
+            task="instance-segmentation",
+            network_type="CNN",
+            dataset=dataset,
+            inputs=(
+                InputSpec("image", (3, image_size, image_size)),
+                InputSpec("rois", (rois, 4)),
+                InputSpec("mask_rois", (mask_rois, 4)),
+            ),
+            num_classes=num_classes,
+            default_batch_size=batch,
+            builders=dict(BUILDERS),
+            config=cfg,
+            macs_fn=multiply_adds,
+            params_fn=parameter_count,
+            objective=OBJECTIVE,
+            run=run,
+        )
+    )
 
 
 # Static INT8 of the weighted layers only: with every type the quantizer handles, the
@@ -273,17 +314,42 @@ def _maskrcnn(name: str, display: str, *, layers, divisor: int, image_size: int,
 INT8_OP_TYPES = ("Conv", "ConvTranspose", "MatMul", "Gemm")
 # COCO: 80 classes and the background; 800 px square (Detectron resizes the short side
 # to 800, the long to at most 1333); R = 1000 proposals, D = 100 detections.
-MASKRCNN = _maskrcnn("maskrcnn", "Mask R-CNN (ResNet-50-FPN, COCO)", layers=(3, 4, 6, 3),
-                     divisor=1, image_size=800, num_classes=81, rois=1000, mask_rois=100,
-                     batch=2, dataset="COCO 2017",
-                     run=RunDefaults(batch_sizes=(1, 2), train_steps=4, warmup_steps=1,
-                                    int8_op_types=INT8_OP_TYPES))
-MASKRCNN_R101 = _maskrcnn("maskrcnn-r101", "Mask R-CNN (ResNet-101-FPN, COCO)",
-                          layers=(3, 4, 23, 3), divisor=1, image_size=800, num_classes=81,
-                          rois=1000, mask_rois=100, batch=2, dataset="COCO 2017",
-                          run=RunDefaults(batch_sizes=(1, 2), train_steps=4, warmup_steps=1,
-                                    int8_op_types=INT8_OP_TYPES))
-_maskrcnn("maskrcnn-mini", "Mask R-CNN (ResNet-50-FPN, 1/8 width, 128px)", layers=(3, 4, 6, 3),
-          divisor=8, image_size=128, num_classes=7, rois=32, mask_rois=8, batch=4,
-          dataset="synthetic", run=RunDefaults(batch_sizes=(1, 4), eval=True,
-                                               int8_op_types=INT8_OP_TYPES))
+MASKRCNN = _maskrcnn(
+    "maskrcnn",
+    "Mask R-CNN (ResNet-50-FPN, COCO)",
+    layers=(3, 4, 6, 3),
+    divisor=1,
+    image_size=800,
+    num_classes=81,
+    rois=1000,
+    mask_rois=100,
+    batch=2,
+    dataset="COCO 2017",
+    run=RunDefaults(batch_sizes=(1, 2), train_steps=4, warmup_steps=1, int8_op_types=INT8_OP_TYPES),
+)
+MASKRCNN_R101 = _maskrcnn(
+    "maskrcnn-r101",
+    "Mask R-CNN (ResNet-101-FPN, COCO)",
+    layers=(3, 4, 23, 3),
+    divisor=1,
+    image_size=800,
+    num_classes=81,
+    rois=1000,
+    mask_rois=100,
+    batch=2,
+    dataset="COCO 2017",
+    run=RunDefaults(batch_sizes=(1, 2), train_steps=4, warmup_steps=1, int8_op_types=INT8_OP_TYPES),
+)
+_maskrcnn(
+    "maskrcnn-mini",
+    "Mask R-CNN (ResNet-50-FPN, 1/8 width, 128px)",
+    layers=(3, 4, 6, 3),
+    divisor=8,
+    image_size=128,
+    num_classes=7,
+    rois=32,
+    mask_rois=8,
+    batch=4,
+    dataset="synthetic",
+    run=RunDefaults(batch_sizes=(1, 4), eval=True, int8_op_types=INT8_OP_TYPES),
+)

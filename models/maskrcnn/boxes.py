@@ -22,6 +22,7 @@ proposals (a training step does not select boxes):
   the whole image; the target is the instance's mask read in the box at 28 x 28 by
   ``reference.roi_align``'s sampling, then >= 0.5 (Detectron2's ``crop_and_resize``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -34,15 +35,16 @@ from dlbench.models.maskrcnn import reference
 from dlbench.models.ssd.boxes import iou, nms  # noqa: F401  (shared corner-box IoU and NMS)
 
 RPN_WEIGHTS = (1.0, 1.0, 1.0, 1.0)
-DELTA_CLAMP = math.log(1000.0 / 16)       # largest dw, dh decoded (Detectron's)
+DELTA_CLAMP = math.log(1000.0 / 16)  # largest dw, dh decoded (Detectron's)
 RPN_POSITIVE, RPN_NEGATIVE = 0.7, 0.3
 RPN_SAMPLES, RPN_POSITIVE_SHARE = 256, 0.5
 ROI_FOREGROUND_SHARE, ROI_FOREGROUND_IOU = 0.25, 0.5
-JITTER = 0.1                              # std of the centre shift (box sides) and log scale
-TRIES = 20                                # rounds of rejection sampling before a fallback
+JITTER = 0.1  # std of the centre shift (box sides) and log scale
+TRIES = 20  # rounds of rejection sampling before a fallback
 
 
 # --- geometry ------------------------------------------------------------------------------
+
 
 def anchors(cfg: dict) -> np.ndarray:
     """(num_anchors, 4) float64 corners in the RPN's output order: level P2..P6, row,
@@ -112,8 +114,8 @@ def decode(deltas: np.ndarray, ref: np.ndarray, weights=RPN_WEIGHTS) -> np.ndarr
 
 # --- training targets ----------------------------------------------------------------------
 
-def rpn_targets(anc: np.ndarray, gt: np.ndarray,
-                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+
+def rpn_targets(anc: np.ndarray, gt: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(labels (N,) 1 / 0 / -1, deltas (N, 4)) of one image's anchors."""
     n = len(anc)
     labels = np.full(n, -1.0)
@@ -189,13 +191,14 @@ def _background(gt: np.ndarray, n: int, size: float, rng: np.random.Generator) -
             ok = (iou(cand, gt).max(1) < ROI_FOREGROUND_IOU) & (area(cand) >= 1.0)
             cand = cand[ok]
         out = np.concatenate([out, cand])
-    if len(out) < n:                          # nothing found: a full image of background
+    if len(out) < n:  # nothing found: a full image of background
         out = np.concatenate([out, np.tile([0.0, 0.0, size, size], (n - len(out), 1))])
     return out[:n]
 
 
-def sample_rois(gt: np.ndarray, classes: np.ndarray, count: int, size: float, weights,
-                rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+def sample_rois(
+    gt: np.ndarray, classes: np.ndarray, count: int, size: float, weights, rng: np.random.Generator
+) -> tuple[np.ndarray, ...]:
     """(RoIs (count, 4), labels (count,), deltas (count, 4), source ground-truth index
     (count,), -1 for background) of one image, foreground first."""
     n_fg = int(round(ROI_FOREGROUND_SHARE * count)) if len(gt) else 0
@@ -221,27 +224,26 @@ def mask_targets(mask: np.ndarray, boxes: np.ndarray, size: int, ratio: int) -> 
     return out
 
 
-def image_targets(cfg: dict, gt: np.ndarray, classes: np.ndarray, masks: np.ndarray,
-                  rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+def image_targets(
+    cfg: dict, gt: np.ndarray, classes: np.ndarray, masks: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, ...]:
     """One image's (rois, mask_rois, rpn_labels, rpn_targets, roi_labels, roi_targets,
     mask_classes, mask_targets) from its ground truth: ``gt`` (G, 4) pixel corners,
     ``classes`` (G,) 1..K, ``masks`` (G, S, S) 0/1 at the input's resolution."""
     size = float(cfg["image_size"])
     gt = np.asarray(gt, np.float64).reshape(-1, 4)
     rpn_lab, rpn_tgt = rpn_targets(anchors_for(cfg), gt, rng)
-    rois, roi_lab, roi_tgt, src = sample_rois(gt, classes, cfg["rois"], size,
-                                              cfg["box_weights"], rng)
+    rois, roi_lab, roi_tgt, src = sample_rois(gt, classes, cfg["rois"], size, cfg["box_weights"], rng)
     d, m = cfg["mask_rois"], cfg["mask_size"]
     fg = np.flatnonzero(roi_lab > 0)[:d]
     mask_rois = np.tile([0.0, 0.0, size, size], (d, 1))
-    mask_rois[:len(fg)] = rois[fg]
+    mask_rois[: len(fg)] = rois[fg]
     mask_cls = np.zeros(d)
-    mask_cls[:len(fg)] = roi_lab[fg]
+    mask_cls[: len(fg)] = roi_lab[fg]
     mask_tgt = np.zeros((d, m, m))
     for g in np.unique(src[fg]):
         own = fg[src[fg] == g]
-        mask_tgt[np.searchsorted(fg, own)] = mask_targets(masks[g], rois[own], m,
-                                                          cfg["sampling_ratio"])
+        mask_tgt[np.searchsorted(fg, own)] = mask_targets(masks[g], rois[own], m, cfg["sampling_ratio"])
     return rois, mask_rois, rpn_lab, rpn_tgt, roi_lab, roi_tgt, mask_cls, mask_tgt
 
 
@@ -250,6 +252,5 @@ def batch_targets(cfg: dict, scenes, rng: np.random.Generator):
     (boxes, classes, masks): the box inputs beside the image, and the labels in
     ``objectives.LABELS["instance-segmentation"]`` order."""
     per = [image_targets(cfg, b, c, m, rng) for b, c, m in scenes]
-    stacked = [np.ascontiguousarray(np.stack([p[k] for p in per]), np.float32)
-               for k in range(8)]
+    stacked = [np.ascontiguousarray(np.stack([p[k] for p in per]), np.float32) for k in range(8)]
     return tuple(stacked[:2]), tuple(stacked[2:])

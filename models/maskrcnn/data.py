@@ -12,6 +12,7 @@ fall within a few steps.  Targets are made here, before the clock
 rpn_targets, roi_labels, roi_targets, mask_classes, mask_targets))``, all float32
 (one label dtype per objective; the losses cast what they index with).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,7 +21,7 @@ from dlbench.models.maskrcnn import boxes as B
 from dlbench.models.registry import ModelSpec
 from dlbench.models.ssd.data import ACTIVE_CLASSES, COLOURS, NOISE
 
-OBJECTS = (2, 3)                     # shapes per image, at least and at most
+OBJECTS = (2, 3)  # shapes per image, at least and at most
 
 
 def scene(rng: np.random.Generator, size: int, sides, classes: int) -> tuple[np.ndarray, ...]:
@@ -54,12 +55,17 @@ def scene(rng: np.random.Generator, size: int, sides, classes: int) -> tuple[np.
         boxes.append((cols[0], rows[0], cols[-1] + 1, rows[-1] + 1))
         masks.append(m)
         kept.append(labels[k])
-    return (img, np.asarray(boxes, np.float64).reshape(-1, 4), np.asarray(kept, np.int64),
-            np.asarray(masks, np.float32).reshape(-1, size, size))
+    return (
+        img,
+        np.asarray(boxes, np.float64).reshape(-1, 4),
+        np.asarray(kept, np.int64),
+        np.asarray(masks, np.float32).reshape(-1, size, size),
+    )
 
 
-def instance_batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0,
-                     layout: str = "NCHW") -> list[tuple[tuple[np.ndarray, ...], tuple]]:
+def instance_batches(
+    spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0, layout: str = "NCHW"
+) -> list[tuple[tuple[np.ndarray, ...], tuple]]:
     """``n_batches`` ((images, rois, mask_rois), six labels); images centred at 0, in
     ``layout`` (NCHW, or NHWC for Keras); the boxes are pixel corners either way."""
     if layout not in ("NCHW", "NHWC"):
@@ -72,8 +78,10 @@ def instance_batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int
     for _ in range(n_batches):
         counts = rng.integers(OBJECTS[0], OBJECTS[1] + 1, batch_size)
         first = np.concatenate([[0], np.cumsum(counts)])
-        scenes = [scene(rng, size, [sides[(first[i] + k) % len(sides)] for k in range(n)],
-                        spec.num_classes) for i, n in enumerate(counts)]
+        scenes = [
+            scene(rng, size, [sides[(first[i] + k) % len(sides)] for k in range(n)], spec.num_classes)
+            for i, n in enumerate(counts)
+        ]
         images = (np.stack([s[0] for s in scenes]) - 0.5) / 0.25
         if layout == "NHWC":
             images = images.transpose(0, 2, 3, 1)

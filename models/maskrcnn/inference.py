@@ -11,17 +11,19 @@ fused two-stage graph makes one: ``benchmarks/detection_postprocess.py`` times
 it).  Selection (top-k, NMS) stays here so that every framework, export and
 precision is compared on the raw heads.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from dlbench.models import maskrcnn as M
-from dlbench.models.maskrcnn import boxes as B, reference
+from dlbench.models.maskrcnn import boxes as B
+from dlbench.models.maskrcnn import reference
 from dlbench.models.ssd.boxes import softmax
 
-PRE_NMS_PER_LEVEL = 1000      # Detectron2's test-time pre-NMS top-k, per level
+PRE_NMS_PER_LEVEL = 1000  # Detectron2's test-time pre-NMS top-k, per level
 RPN_NMS = 0.7
-MIN_SIZE = 1e-3               # proposals narrower or lower than this (pixels) are dropped
+MIN_SIZE = 1e-3  # proposals narrower or lower than this (pixels) are dropped
 SCORE_THRESHOLD = 0.05
 BOX_NMS = 0.5
 
@@ -62,13 +64,14 @@ def proposals(rpn: np.ndarray, cfg: dict, count: int) -> tuple[np.ndarray, np.nd
             found_scores.append(scores[keep])
         boxes, scores = np.concatenate(found_boxes), np.concatenate(found_scores)
         best = np.argsort(-scores, kind="stable")[:count]
-        out_boxes[i, :len(best)] = boxes[best]
-        out_scores[i, :len(best)] = _sigmoid(scores[best])
+        out_boxes[i, : len(best)] = boxes[best]
+        out_scores[i, : len(best)] = _sigmoid(scores[best])
     return out_boxes, out_scores
 
 
-def detections(box: np.ndarray, rois: np.ndarray, cfg: dict,
-               count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def detections(
+    box: np.ndarray, rois: np.ndarray, cfg: dict, count: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(boxes (batch, count, 4) float32, scores (batch, count), classes (batch, count)
     int, 0 = padding) from the box head's part (batch, R, C + 4C) on ``rois``: softmax,
     each class's deltas decoded on its RoI with ``box_weights`` and clipped, scores
@@ -79,8 +82,11 @@ def detections(box: np.ndarray, rois: np.ndarray, cfg: dict,
     b = len(box)
     probs = softmax(box[..., :c])
     deltas = box[..., c:].reshape(b, -1, c, 4)
-    out = (np.zeros((b, count, 4), np.float32), np.zeros((b, count), np.float32),
-           np.zeros((b, count), np.int64))
+    out = (
+        np.zeros((b, count, 4), np.float32),
+        np.zeros((b, count), np.float32),
+        np.zeros((b, count), np.int64),
+    )
     for i in range(b):
         decoded = B.clip(B.decode(deltas[i], rois[i][:, None, :], cfg["box_weights"]), size)
         found = []
@@ -94,8 +100,9 @@ def detections(box: np.ndarray, rois: np.ndarray, cfg: dict,
     return out
 
 
-def paste_masks(mask_logits: np.ndarray, boxes: np.ndarray, classes: np.ndarray,
-                image_size: int) -> np.ndarray:
+def paste_masks(
+    mask_logits: np.ndarray, boxes: np.ndarray, classes: np.ndarray, image_size: int
+) -> np.ndarray:
     """(D, S, S) bool masks of one image: each detection's class map (D, C, 28, 28)
     through a sigmoid, read bilinearly at the centres of the pixels inside its box
     (the box spans the map's 28 cells, as RoIAlign read it), >= 0.5; class 0 (padding)
@@ -118,5 +125,5 @@ def paste_masks(mask_logits: np.ndarray, boxes: np.ndarray, classes: np.ndarray,
         vv, uu = np.meshgrid(v, u, indexing="ij")
         prob = _sigmoid(logits[k, int(c)])[None]
         inside = reference.bilinear(prob, vv, uu)[0] >= 0.5
-        out[k, rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1] = inside
+        out[k, rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1] = inside
     return out

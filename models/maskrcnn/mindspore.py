@@ -35,6 +35,7 @@ kaiming uniform (a = sqrt 5, PyTorch's Linear default) with zero bias; the box
 predictor normal std 0.01 (classes) and 0.001 (deltas), zero bias (Detectron2); the
 mask head and predictor kaiming normal fan_out, zero bias.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,25 +44,33 @@ import os
 # Quiets MindSpore's INFO/WARNING logs; it reads GLOG_v once, at import.
 os.environ.setdefault("GLOG_v", "3")
 
-import mindspore as ms  # noqa: E402
-import numpy as np  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
-from mindspore.common.initializer import HeNormal, HeUniform, Normal  # noqa: E402
+import mindspore as ms
+import numpy as np
+from mindspore import nn, ops
+from mindspore.common.initializer import HeNormal, HeUniform, Normal
 
-from dlbench.models import maskrcnn as M  # noqa: E402
-from dlbench.models.maskrcnn import reference as ref  # noqa: E402
-from dlbench.models.maskrcnn.mindspore_roi import RoIAlign  # noqa: E402
-from dlbench.models.gnmt.mindspore import SeqDense  # noqa: E402
-from dlbench.models.registry import ModelSpec  # noqa: E402
-from dlbench.models.resnet import EXPANSION  # noqa: E402
-from dlbench.models.resnet.mindspore import Bottleneck, Stem  # noqa: E402
+from dlbench.models import maskrcnn as M
+from dlbench.models.gnmt.mindspore import SeqDense
+from dlbench.models.maskrcnn import reference as ref
+from dlbench.models.maskrcnn.mindspore_roi import RoIAlign
+from dlbench.models.registry import ModelSpec
+from dlbench.models.resnet import EXPANSION
+from dlbench.models.resnet.mindspore import Bottleneck, Stem
 
 _FAN_OUT = dict(negative_slope=0, mode="fan_out", nonlinearity="relu")
 
 
 def _conv(cin, cout, k, init) -> nn.Conv2d:
-    return nn.Conv2d(cin, cout, k, pad_mode="pad" if k > 1 else "valid", padding=k // 2,
-                     has_bias=True, weight_init=init, bias_init="zeros")
+    return nn.Conv2d(
+        cin,
+        cout,
+        k,
+        pad_mode="pad" if k > 1 else "valid",
+        padding=k // 2,
+        has_bias=True,
+        weight_init=init,
+        bias_init="zeros",
+    )
 
 
 class Backbone(nn.Cell):
@@ -72,10 +81,17 @@ class Backbone(nn.Cell):
         self.stem = Stem(width)
         cin, stages = width, []
         for stage, blocks in enumerate(layers):
-            planes, cells = width * 2 ** stage, []
+            planes, cells = width * 2**stage, []
             for b in range(blocks):
-                cells.append(Bottleneck(cin, planes, 2 if (stage > 0 and b == 0) else 1,
-                                        downsample=(b == 0), zero_init_residual=False))
+                cells.append(
+                    Bottleneck(
+                        cin,
+                        planes,
+                        2 if (stage > 0 and b == 0) else 1,
+                        downsample=(b == 0),
+                        zero_init_residual=False,
+                    )
+                )
                 cin = planes * EXPANSION
             stages.append(nn.SequentialCell(cells))
         self.layer1, self.layer2, self.layer3, self.layer4 = stages
@@ -93,14 +109,12 @@ class FPN(nn.Cell):
     def __init__(self, channels, f: int, sizes: dict):
         super().__init__()
         init = HeUniform(negative_slope=1)
-        self.inner2, self.inner3, self.inner4, self.inner5 = (
-            _conv(c, f, 1, init) for c in channels)
-        self.layer2, self.layer3, self.layer4, self.layer5 = (
-            _conv(f, f, 3, init) for _ in channels)
+        self.inner2, self.inner3, self.inner4, self.inner5 = (_conv(c, f, 1, init) for c in channels)
+        self.layer2, self.layer3, self.layer4, self.layer5 = (_conv(f, f, 3, init) for _ in channels)
         # The levels halve exactly (even sides down to P5): nearest 2x is a tile.
         if any(sizes[lv - 1] != 2 * sizes[lv] for lv in (3, 4, 5)):
             raise ValueError(f"image_size: the FPN levels {sizes} must halve exactly")
-        self.pool = nn.MaxPool2d(kernel_size=1, stride=2, pad_mode="valid")   # ceil for k=1
+        self.pool = nn.MaxPool2d(kernel_size=1, stride=2, pad_mode="valid")  # ceil for k=1
 
     @staticmethod
     def _up(x):
@@ -164,8 +178,7 @@ class MaskHead(nn.Cell):
         super().__init__()
         init = HeNormal(**_FAN_OUT)
         self.mask_fcn1 = _conv(f, width, 3, init)
-        self.mask_fcn2, self.mask_fcn3, self.mask_fcn4 = (
-            _conv(width, width, 3, init) for _ in range(3))
+        self.mask_fcn2, self.mask_fcn3, self.mask_fcn4 = (_conv(width, width, 3, init) for _ in range(3))
         self.relu = nn.ReLU()
 
     def construct(self, x):
@@ -178,8 +191,7 @@ class Deconv2x2(nn.Conv2dTranspose):
     computed as a 1x1 conv to (out, 2, 2) channels and a depth-to-space (module doc)."""
 
     def __init__(self, cin: int, cout: int, weight_init):
-        super().__init__(cin, cout, 2, stride=2, has_bias=True, weight_init=weight_init,
-                         bias_init="zeros")
+        super().__init__(cin, cout, 2, stride=2, has_bias=True, weight_init=weight_init, bias_init="zeros")
         self.cout = cout
 
     def construct(self, x):
@@ -218,23 +230,23 @@ class MaskRCNN(nn.Cell):
 
     @staticmethod
     def _flat(p):
-        return ops.reshape(ops.transpose(p, (0, 2, 3, 1)), (-1, p.shape[2] * p.shape[3],
-                                                            p.shape[1]))
+        return ops.reshape(ops.transpose(p, (0, 2, 3, 1)), (-1, p.shape[2] * p.shape[3], p.shape[1]))
 
     def construct(self, image, rois, mask_rois):
         c2, c3, c4, c5 = self.backbone(image)
         p2, p3, p4, p5, p6 = self.fpn(c2, c3, c4, c5)
         flat = ops.concat((self._flat(p2), self._flat(p3), self._flat(p4), self._flat(p5)), 1)
         r, d = rois.shape[1], mask_rois.shape[1]
-        feats = self.box_roi(flat, rois)                                     # (B, R, F, 7, 7)
+        feats = self.box_roi(flat, rois)  # (B, R, F, 7, 7)
         feats = ops.reshape(feats, (-1, r, feats.shape[2] * feats.shape[3] * feats.shape[4]))
         box = ops.reshape(self.box_predictor(self.box_head(feats)), (-1, r * self.box_width))
-        feats = self.mask_roi(flat, mask_rois)                               # (B, D, F, 14, 14)
+        feats = self.mask_roi(flat, mask_rois)  # (B, D, F, 14, 14)
         feats = ops.reshape(feats, (-1, feats.shape[2], feats.shape[3], feats.shape[4]))
-        mask = self.mask_predictor(self.mask_head(feats))                    # (B*D, C, 28, 28)
+        mask = self.mask_predictor(self.mask_head(feats))  # (B*D, C, 28, 28)
         mask = ops.reshape(mask, (-1, d * mask.shape[1] * mask.shape[2] * mask.shape[3]))
-        return ops.concat((self.rpn(p2), self.rpn(p3), self.rpn(p4), self.rpn(p5),
-                           self.rpn(p6), box, mask), 1)
+        return ops.concat(
+            (self.rpn(p2), self.rpn(p3), self.rpn(p4), self.rpn(p5), self.rpn(p6), box, mask), 1
+        )
 
 
 def build(spec: ModelSpec, seed: int | None = None, **overrides) -> MaskRCNN:
@@ -261,7 +273,7 @@ def forward_macs(model: MaskRCNN, spec: ModelSpec) -> int:
         kh, kw = (k, k) if isinstance(k, int) else k[:2]
         n, _, oh, ow = out.shape
         per_pixel = kh * kw * (cell.in_channels // cell.group) * cell.out_channels
-        if isinstance(cell, Deconv2x2):         # k*k*cout per input pixel and channel
+        if isinstance(cell, Deconv2x2):  # k*k*cout per input pixel and channel
             oh, ow = oh // 2, ow // 2
         macs.append(n * oh * ow * per_pixel)
 
@@ -300,38 +312,41 @@ class InstanceSegmentationLoss(nn.Cell):
         super().__init__()
         self.beta = ref.SMOOTH_L1_BETA
 
-    def construct(self, outputs, rpn_labels, rpn_targets, roi_labels, roi_targets,
-                  mask_classes, mask_targets):
+    def construct(
+        self, outputs, rpn_labels, rpn_targets, roi_labels, roi_targets, mask_classes, mask_targets
+    ):
         z = ops.cast(outputs, ms.float32)
-        a, r, d, m = rpn_labels.shape[1], roi_labels.shape[1], mask_classes.shape[1], \
-            mask_targets.shape[2]
+        a, r, d, m = rpn_labels.shape[1], roi_labels.shape[1], mask_classes.shape[1], mask_targets.shape[2]
         c = (z.shape[1] - 5 * a) // (5 * r + d * m * m)
         one, zero = ms.Tensor(1.0, ms.float32), ms.Tensor(0.0, ms.float32)
 
-        rpn = ops.reshape(z[:, :5 * a], (-1, a, 5))
+        rpn = ops.reshape(z[:, : 5 * a], (-1, a, 5))
         sampled = ops.cast(rpn_labels >= 0, ms.float32)
         n_rpn = ops.maximum(ops.reduce_sum(sampled), 1.0)
         objectness = ops.reduce_sum(_bce(rpn[:, :, 0], rpn_labels) * sampled) / n_rpn
         positive = ops.cast(rpn_labels == 1, ms.float32)
-        rpn_box = ops.reduce_sum(ops.reduce_sum(_smooth_l1(rpn[:, :, 1:] - rpn_targets,
-                                                           self.beta), -1) * positive) / n_rpn
+        rpn_box = (
+            ops.reduce_sum(ops.reduce_sum(_smooth_l1(rpn[:, :, 1:] - rpn_targets, self.beta), -1) * positive)
+            / n_rpn
+        )
 
-        box = ops.reshape(z[:, 5 * a:5 * a + 5 * r * c], (-1, r, 5 * c))
+        box = ops.reshape(z[:, 5 * a : 5 * a + 5 * r * c], (-1, r, 5 * c))
         valid = ops.cast(roi_labels >= 0, ms.float32)
         n_roi = ops.maximum(ops.reduce_sum(valid), 1.0)
         label = ops.one_hot(ops.cast(ops.maximum(roi_labels, 0.0), ms.int32), c, one, zero)
         ce = -ops.reduce_sum(ops.log_softmax(box[:, :, :c], -1) * label, -1)
         box_class = ops.reduce_sum(ce * valid) / n_roi
-        deltas = ops.reduce_sum(ops.reshape(box[:, :, c:], (-1, r, c, 4))
-                                * ops.expand_dims(label, -1), 2)
+        deltas = ops.reduce_sum(ops.reshape(box[:, :, c:], (-1, r, c, 4)) * ops.expand_dims(label, -1), 2)
         foreground = ops.cast(roi_labels > 0, ms.float32)
-        box_delta = ops.reduce_sum(ops.reduce_sum(_smooth_l1(deltas - roi_targets, self.beta),
-                                                  -1) * foreground) / n_roi
+        box_delta = (
+            ops.reduce_sum(ops.reduce_sum(_smooth_l1(deltas - roi_targets, self.beta), -1) * foreground)
+            / n_roi
+        )
 
-        masks = ops.reshape(z[:, 5 * a + 5 * r * c:], (-1, d, c, m, m))
+        masks = ops.reshape(z[:, 5 * a + 5 * r * c :], (-1, d, c, m, m))
         cls = ops.cast(mask_classes, ms.int32)
         pick = ops.reshape(ops.one_hot(cls, c, one, zero), (-1, d, c, 1, 1))
-        mz = ops.reduce_sum(masks * pick, 2)                                  # (B, D, M, M)
+        mz = ops.reduce_sum(masks * pick, 2)  # (B, D, M, M)
         used = ops.cast(cls > 0, ms.float32)
         n_mask = ops.maximum(ops.reduce_sum(used) * (m * m), 1.0)
         mask = ops.reduce_sum(ops.reduce_sum(_bce(mz, mask_targets), (2, 3)) * used) / n_mask
@@ -346,6 +361,8 @@ def onnx_rewrites(net: MaskRCNN) -> list[str]:
     for name, cell in net.cells_and_names():
         if isinstance(cell, RoIAlign) and cell.rows:
             cell.rows = False
-            done.append(f"{name}: RoIAlign row Gather (batch offsets of the traced batch) -> "
-                        f"GatherElements per image (batch-independent)")
+            done.append(
+                f"{name}: RoIAlign row Gather (batch offsets of the traced batch) -> "
+                f"GatherElements per image (batch-independent)"
+            )
     return done

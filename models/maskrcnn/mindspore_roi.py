@@ -1,6 +1,7 @@
 """RoIAlign in MindSpore ops for ``models.maskrcnn.mindspore`` (its module doc says how
 it reads the levels and why the ONNX export reads them differently), apart to keep
 each module short."""
+
 from __future__ import annotations
 
 import math
@@ -8,11 +9,11 @@ import os
 
 os.environ.setdefault("GLOG_v", "3")
 
-import mindspore as ms  # noqa: E402
-import numpy as np  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
+import mindspore as ms
+import numpy as np
+from mindspore import nn, ops
 
-from dlbench.models import maskrcnn as M  # noqa: E402
+from dlbench.models import maskrcnn as M
 
 
 class RoIAlign(nn.Cell):
@@ -25,10 +26,9 @@ class RoIAlign(nn.Cell):
         self.size, self.ratio, self.canonical = size, ratio, float(cfg["canonical_size"])
         sides = [sides[lv] for lv in M.ROI_LEVELS]
         offsets = np.cumsum([0] + [s * s for s in sides[:-1]])
-        table = np.array([[1.0 / M.stride(lv) for lv in M.ROI_LEVELS], sides, offsets],
-                         np.float32)
+        table = np.array([[1.0 / M.stride(lv) for lv in M.ROI_LEVELS], sides, offsets], np.float32)
         self.levels = ms.Tensor(np.array(M.ROI_LEVELS, np.float32))
-        self.table = ms.Tensor(table)                  # (3, levels): 1/stride, side, offset
+        self.table = ms.Tensor(table)  # (3, levels): 1/stride, side, offset
         self.steps = ms.Tensor(((np.arange(size * ratio) + 0.5) / ratio).astype(np.float32))
         self.lo, self.hi = float(M.ROI_LEVELS[0]), float(M.ROI_LEVELS[-1])
         # Row gathers on the batch-flattened table (False: ONNX export's GatherElements).
@@ -72,7 +72,7 @@ class RoIAlign(nn.Cell):
         k = ops.floor(self.base + ops.log(scale / self.canonical + 1e-6) * self.inv_ln2)
         k = ops.maximum(ops.minimum(k, self.hi), self.lo)
         onehot = ops.cast(ops.equal(ops.reshape(k, (-1, n, 1)), self.levels), ms.float32)
-        inv = ops.reduce_sum(onehot * self.table[0], -1)                   # (B, N)
+        inv = ops.reduce_sum(onehot * self.table[0], -1)  # (B, N)
         side = ops.reduce_sum(onehot * self.table[1], -1)
         offset = ops.reduce_sum(onehot * self.table[2], -1)
         ylo, yhi, wylo, wyhi = self._axis(y0 * inv - 0.5, y1 * inv - 0.5, side, n)
@@ -89,6 +89,6 @@ class RoIAlign(nn.Cell):
         v = self._corner(flat, ylo + xlo, wylo * wxlo, wide, n, sr)
         v = v + self._corner(flat, ylo + xhi, wylo * wxhi, wide, n, sr)
         v = v + self._corner(flat, yhi + xlo, wyhi * wxlo, wide, n, sr)
-        v = v + self._corner(flat, yhi + xhi, wyhi * wxhi, wide, n, sr)   # (B, N, Sr, Sr, C)
+        v = v + self._corner(flat, yhi + xhi, wyhi * wxhi, wide, n, sr)  # (B, N, Sr, Sr, C)
         v = ops.reduce_mean(ops.reshape(v, (-1, n, s, r, s, r, c)), (3, 5))  # (B, N, S, S, C)
         return ops.transpose(v, (0, 1, 4, 2, 3))

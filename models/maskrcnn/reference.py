@@ -29,6 +29,7 @@ the clock by ``models.maskrcnn.boxes``):
 
 Counts under a division are clamped to at least 1, per batch (not per image).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -59,8 +60,12 @@ def bilinear(fmap: np.ndarray, y: np.ndarray, x: np.ndarray) -> np.ndarray:
     x1 = np.minimum(x0 + 1, w - 1)
     ly, lx = y - y0, x - x0
     hy, hx = 1.0 - ly, 1.0 - lx
-    out = (fmap[:, y0, x0] * (hy * hx) + fmap[:, y0, x1] * (hy * lx)
-           + fmap[:, y1, x0] * (ly * hx) + fmap[:, y1, x1] * (ly * lx))
+    out = (
+        fmap[:, y0, x0] * (hy * hx)
+        + fmap[:, y0, x1] * (hy * lx)
+        + fmap[:, y1, x0] * (ly * hx)
+        + fmap[:, y1, x1] * (ly * lx)
+    )
     return out * inside
 
 
@@ -69,13 +74,12 @@ def sample_points(box: np.ndarray, scale: float, size: int, ratio: int):
     ``scale`` (1 / stride): the points of bin (i, j) are rows i*ratio..(i+1)*ratio-1."""
     x0, y0, x1, y1 = box * scale - 0.5
     bw, bh = (x1 - x0) / size, (y1 - y0) / size
-    steps = (np.arange(size * ratio) + 0.5) / ratio        # bin index + sample offset
+    steps = (np.arange(size * ratio) + 0.5) / ratio  # bin index + sample offset
     ys, xs = y0 + steps * bh, x0 + steps * bw
     return np.meshgrid(ys, xs, indexing="ij")
 
 
-def roi_align(levels: dict[int, np.ndarray], boxes: np.ndarray, cfg: dict,
-              size: int) -> np.ndarray:
+def roi_align(levels: dict[int, np.ndarray], boxes: np.ndarray, cfg: dict, size: int) -> np.ndarray:
     """``levels``: {level: (C, H, W)} of one image; ``boxes`` (N, 4) pixels ->
     (N, C, size, size)."""
     ratio = cfg["sampling_ratio"]
@@ -84,7 +88,7 @@ def roi_align(levels: dict[int, np.ndarray], boxes: np.ndarray, cfg: dict,
     for box, level in zip(boxes.astype(np.float64), which):
         fmap = levels[int(level)].astype(np.float64)
         y, x = sample_points(box, 1.0 / M.stride(int(level)), size, ratio)
-        v = bilinear(fmap, y, x)                            # (C, S*r, S*r)
+        v = bilinear(fmap, y, x)  # (C, S*r, S*r)
         c = v.shape[0]
         out.append(v.reshape(c, size, ratio, size, ratio).mean((2, 4)))
     return np.asarray(out, np.float32).reshape(len(boxes), -1, size, size)
@@ -102,8 +106,7 @@ def _smooth_l1(d: np.ndarray) -> np.ndarray:
 def loss_terms(logits: np.ndarray, labels: tuple[np.ndarray, ...], cfg: dict) -> dict:
     """The five terms for (batch, L) ``logits`` and the labels in
     ``objectives.LABELS["instance-segmentation"]`` order."""
-    rpn_lab, rpn_tgt, roi_lab, roi_tgt, mask_cls, mask_tgt = (
-        np.asarray(x, np.float64) for x in labels)
+    rpn_lab, rpn_tgt, roi_lab, roi_tgt, mask_cls, mask_tgt = (np.asarray(x, np.float64) for x in labels)
     parts = M.split_output(cfg, np.asarray(logits, np.float64))
     b = logits.shape[0]
     rpn = np.concatenate([parts[f"rpn.p{lv}"].reshape(b, -1, 5) for lv in M.LEVELS], 1)

@@ -18,6 +18,7 @@ normal std 0.01 and ``bbox_pred`` std 0.001, zero bias (Detectron's); the mask h
 and predictor kaiming-normal fan-out with zero bias (torchvision's MaskRCNNHeads and
 MaskRCNNPredictor).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -39,7 +40,7 @@ class Backbone(ResNet):
 
     def __init__(self, layers, width: int):
         super().__init__(layers, width, num_classes=1, zero_init_residual=False)
-        del self.avgpool, self.fc              # a feature extractor has no classifier
+        del self.avgpool, self.fc  # a feature extractor has no classifier
 
     def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
         x = self.maxpool(self.relu(self.stem(x)))
@@ -69,11 +70,11 @@ class FPN(nn.Module):
         for level, c in zip(reversed(levels[:-1]), reversed(feats[:-1])):
             lateral = getattr(self, f"inner{level}")(c)
             up = F.interpolate(top, scale_factor=2.0, mode="nearest")
-            if up.shape[2:] != lateral.shape[2:]:        # an odd side: crop the extra row
-                up = up[:, :, :lateral.shape[2], :lateral.shape[3]]
+            if up.shape[2:] != lateral.shape[2:]:  # an odd side: crop the extra row
+                up = up[:, :, : lateral.shape[2], : lateral.shape[3]]
             top = lateral + up
             outs.insert(0, getattr(self, f"layer{level}")(top))
-        outs.append(F.max_pool2d(outs[-1], 1, 2))              # P6: 1x1 pool, stride 2
+        outs.append(F.max_pool2d(outs[-1], 1, 2))  # P6: 1x1 pool, stride 2
         return outs
 
 
@@ -91,8 +92,8 @@ class RPNHead(nn.Module):
     def forward(self, p: torch.Tensor) -> torch.Tensor:
         """One level -> (B, rows * columns * A * 5): objectness then 4 deltas per anchor."""
         t = torch.relu(self.conv(p))
-        z = self.cls_logits(t).permute(0, 2, 3, 1).unsqueeze(-1)          # (B, H, W, A, 1)
-        d = self.bbox_pred(t).permute(0, 2, 3, 1)                          # (B, H, W, 4A)
+        z = self.cls_logits(t).permute(0, 2, 3, 1).unsqueeze(-1)  # (B, H, W, A, 1)
+        d = self.bbox_pred(t).permute(0, 2, 3, 1)  # (B, H, W, 4A)
         d = d.reshape(d.shape[0], d.shape[1], d.shape[2], -1, 4)
         return torch.cat([z, d], -1).flatten(1)
 
@@ -106,8 +107,7 @@ def roi_levels(boxes: torch.Tensor, cfg: dict) -> torch.Tensor:
     return torch.clamp(k, M.ROI_LEVELS[0], M.ROI_LEVELS[-1]).long()
 
 
-def roi_align(levels: list[torch.Tensor], boxes: torch.Tensor, cfg: dict,
-              size: int) -> torch.Tensor:
+def roi_align(levels: list[torch.Tensor], boxes: torch.Tensor, cfg: dict, size: int) -> torch.Tensor:
     """``reference.roi_align`` for a batch: P2..P5 (B, C, H_l, W_l) and boxes (B, N, 4)
     in pixels -> (B * N, C, size, size).
 
@@ -122,18 +122,17 @@ def roi_align(levels: list[torch.Tensor], boxes: torch.Tensor, cfg: dict,
     heights = [p.shape[2] for p in levels]
     widths = [p.shape[3] for p in levels]
     sides = [hh * ww for hh, ww in zip(heights, widths)]
-    table = torch.cat([p.permute(0, 2, 3, 1).reshape(b, s, p.shape[1])
-                       for p, s in zip(levels, sides)], 1)
+    table = torch.cat([p.permute(0, 2, 3, 1).reshape(b, s, p.shape[1]) for p, s in zip(levels, sides)], 1)
     total = sum(sides)
     table = table.reshape(b * total, -1)
     offsets = [sum(sides[:i]) for i in range(len(sides))]
     dev, dt = boxes.device, boxes.dtype
-    which = roi_levels(boxes, cfg) - M.ROI_LEVELS[0]                        # (B, N)
+    which = roi_levels(boxes, cfg) - M.ROI_LEVELS[0]  # (B, N)
     scale = torch.tensor([1.0 / M.stride(lv) for lv in M.ROI_LEVELS], dtype=dt, device=dev)[which]
     hgt = torch.tensor(heights, dtype=dt, device=dev)[which]
     wid = torch.tensor(widths, dtype=dt, device=dev)[which]
     base = torch.tensor(offsets, dtype=torch.long, device=dev)[which]
-    base = base + torch.arange(b, device=dev).unsqueeze(1) * total           # (B, N)
+    base = base + torch.arange(b, device=dev).unsqueeze(1) * total  # (B, N)
 
     box = boxes * scale.unsqueeze(-1) - 0.5
     steps = (torch.arange(size * ratio, dtype=dt, device=dev) + 0.5) / ratio
@@ -160,11 +159,14 @@ def roi_align(levels: list[torch.Tensor], boxes: torch.Tensor, cfg: dict,
     wx = torch.stack([wx0, wx1], -1).reshape(b, n, size, ratio, 2) / ratio
     # (B, N, bin row, bin column, sample row, sample column, corner row, corner column):
     # one output value's 4 r^2 reads are adjacent, so a batched product sums them.
-    index = (base[..., None, None, None, None, None, None]
-             + rows[:, :, :, None, :, None, :, None] + cols[:, :, None, :, None, :, None, :])
+    index = (
+        base[..., None, None, None, None, None, None]
+        + rows[:, :, :, None, :, None, :, None]
+        + cols[:, :, None, :, None, :, None, :]
+    )
     weight = wy[:, :, :, None, :, None, :, None] * wx[:, :, None, :, None, :, None, :]
     reads = 4 * ratio * ratio
-    corners = table.index_select(0, index.reshape(-1))        # (B*N*S*S*reads, C)
+    corners = table.index_select(0, index.reshape(-1))  # (B*N*S*S*reads, C)
     c = table.shape[1]
     weight = weight.reshape(-1, 1, reads).to(corners.dtype)
     out = torch.matmul(weight, corners.reshape(-1, reads, c))
@@ -188,8 +190,7 @@ class MaskRCNN(nn.Module):
         self.box_predictor.bbox_pred = nn.Linear(fc, 4 * c)
         self.mask_head = nn.Module()
         for i in range(1, M.MASK_CONVS + 1):
-            self.mask_head.add_module(f"mask_fcn{i}", nn.Conv2d(f if i == 1 else mw, mw, 3,
-                                                                padding=1))
+            self.mask_head.add_module(f"mask_fcn{i}", nn.Conv2d(f if i == 1 else mw, mw, 3, padding=1))
         self.mask_predictor = nn.Module()
         self.mask_predictor.conv5_mask = nn.ConvTranspose2d(mw, mw, 2, stride=2)
         self.mask_predictor.mask_fcn_logits = nn.Conv2d(mw, c, 1)
@@ -197,18 +198,16 @@ class MaskRCNN(nn.Module):
             if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d)):
                 nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
                 nn.init.zeros_(m.bias)
-        for layer, std in ((self.box_predictor.cls_score, 0.01),
-                           (self.box_predictor.bbox_pred, 0.001)):
+        for layer, std in ((self.box_predictor.cls_score, 0.01), (self.box_predictor.bbox_pred, 0.001)):
             nn.init.normal_(layer.weight, std=std)
             nn.init.zeros_(layer.bias)
 
-    def forward(self, image: torch.Tensor, rois: torch.Tensor,
-                mask_rois: torch.Tensor) -> torch.Tensor:
+    def forward(self, image: torch.Tensor, rois: torch.Tensor, mask_rois: torch.Tensor) -> torch.Tensor:
         """(B, 3, S, S), (B, R, 4), (B, D, 4) -> logits (B, L) in ``output_layout`` order."""
         cfg, batch = self.cfg, image.shape[0]
         p = self.fpn(self.backbone(image))
         parts = [self.rpn(level) for level in p]
-        feats = p[:len(M.ROI_LEVELS)]
+        feats = p[: len(M.ROI_LEVELS)]
 
         x = roi_align(feats, rois.float(), cfg, cfg["box_roi_size"]).flatten(1)
         x = torch.relu(self.box_head.fc7(torch.relu(self.box_head.fc6(x))))
@@ -243,16 +242,16 @@ def instance_segmentation_loss(outputs: torch.Tensor, labels) -> torch.Tensor:
     d, m = mask_tgt.shape[1], mask_tgt.shape[-1]
     c = (width - 5 * a) // (5 * r + d * m * m)
     if 5 * a + c * (5 * r + d * m * m) != width:
-        raise ValueError(f"logits of width {width} do not fit {a} anchors, {r} boxes and "
-                         f"{d} masks of {m}x{m}")
-    rpn = z[:, :5 * a].reshape(b, a, 5)
-    box = z[:, 5 * a:5 * a + 5 * c * r].reshape(b, r, 5 * c)
-    masks = z[:, 5 * a + 5 * c * r:].reshape(b, d, c, m, m)
+        raise ValueError(
+            f"logits of width {width} do not fit {a} anchors, {r} boxes and {d} masks of {m}x{m}"
+        )
+    rpn = z[:, : 5 * a].reshape(b, a, 5)
+    box = z[:, 5 * a : 5 * a + 5 * c * r].reshape(b, r, 5 * c)
+    masks = z[:, 5 * a + 5 * c * r :].reshape(b, d, c, m, m)
 
     sampled = (rpn_lab >= 0).float()
     n_rpn = sampled.sum().clamp(min=1)
-    bce = F.binary_cross_entropy_with_logits(rpn[..., 0], rpn_lab.clamp(min=0),
-                                             reduction="none")
+    bce = F.binary_cross_entropy_with_logits(rpn[..., 0], rpn_lab.clamp(min=0), reduction="none")
     rpn_obj = (bce * sampled).sum() / n_rpn
     smooth = F.smooth_l1_loss(rpn[..., 1:], rpn_tgt, reduction="none", beta=SMOOTH_L1_BETA)
     rpn_box = (smooth.sum(-1) * (rpn_lab == 1).float()).sum() / n_rpn

@@ -13,6 +13,7 @@ verifier (native vs ONNX) and by the native inference backends:
 
 ``checkpoint_manifest`` reads what ``dlbench train`` wrote next to a checkpoint.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -33,8 +34,9 @@ def module(framework: str) -> ModuleType:
     return importlib.import_module(f"dlbench.models.native.{framework}")
 
 
-def checkpoint_manifest(path: str | Path, framework: str | None = None,
-                        model: str | None = None) -> tuple[Path, dict[str, Any]]:
+def checkpoint_manifest(
+    path: str | Path, framework: str | None = None, model: str | None = None
+) -> tuple[Path, dict[str, Any]]:
     """(checkpoint file, manifest) for a manifest, a run directory or a bare checkpoint.
 
     A bare checkpoint a user brings needs ``model`` (a zoo architecture); the
@@ -53,7 +55,7 @@ def checkpoint_manifest(path: str | Path, framework: str | None = None,
         try:
             manifest = json.loads(path.read_text())
             checkpoint = path.parent / manifest["checkpoint"]
-            manifest["model"], manifest["framework"]  # noqa: B018 - required keys
+            manifest["model"], manifest["framework"]
         except (ValueError, KeyError, TypeError) as exc:
             raise UserError(f"{path}: not a dlbench checkpoint manifest ({exc})") from None
         if not checkpoint.is_file():
@@ -65,8 +67,7 @@ def checkpoint_manifest(path: str | Path, framework: str | None = None,
         return checkpoint, manifest
     framework = framework or SUFFIXES.get(path.suffix)
     if framework is None:
-        raise UserError(f"{path}: cannot tell the framework from '{path.suffix}'; "
-                        f"pass --framework")
+        raise UserError(f"{path}: cannot tell the framework from '{path.suffix}'; pass --framework")
     if model is None:
         raise UserError(f"{path}: a checkpoint without a manifest needs --model")
     return path, {"model": model, "framework": framework, "checkpoint": path.name}

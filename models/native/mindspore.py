@@ -1,4 +1,5 @@
 """MindSpore inference on a trained ``.ckpt`` checkpoint."""
+
 from __future__ import annotations
 
 import os
@@ -7,10 +8,10 @@ from pathlib import Path
 import numpy as np
 
 os.environ.setdefault("GLOG_v", "3")
-import mindspore as ms  # noqa: E402
+import mindspore as ms
 
-from dlbench.core.errors import UserError, first_line  # noqa: E402
-from dlbench.models.registry import ModelSpec  # noqa: E402
+from dlbench.core.errors import UserError, first_line
+from dlbench.models.registry import ModelSpec
 
 
 def load(spec: ModelSpec, checkpoint: str | Path):
@@ -24,8 +25,10 @@ def load(spec: ModelSpec, checkpoint: str | Path):
         first = first_line(exc)
         raise UserError(f"{checkpoint}: does not match {spec.name} in MindSpore ({first})") from None
     if missing:
-        raise UserError(f"{checkpoint}: does not match {spec.name} in MindSpore "
-                        f"(missing {len(missing)} parameters, e.g. {missing[0]})")
+        raise UserError(
+            f"{checkpoint}: does not match {spec.name} in MindSpore "
+            f"(missing {len(missing)} parameters, e.g. {missing[0]})"
+        )
     model.set_train(False)
     model = spec.inference_from_training("mindspore", model)
     model.set_train(False)
@@ -33,13 +36,14 @@ def load(spec: ModelSpec, checkpoint: str | Path):
 
 
 def to_device(model, device: str):
-    return model          # MindSpore's device is process-wide (ms.set_device)
+    return model  # MindSpore's device is process-wide (ms.set_device)
 
 
 def predict(model, x) -> np.ndarray:
     """Logits for one batch: an array, or a tuple of arrays in ``spec.inputs`` order;
     images as float32, integer inputs (token ids) in their own dtype."""
     xs = x if isinstance(x, (tuple, list)) else (x,)
-    tensors = [ms.Tensor(np.ascontiguousarray(a, dtype=None if a.dtype.kind in "iub"
-                                              else np.float32)) for a in xs]
+    tensors = [
+        ms.Tensor(np.ascontiguousarray(a, dtype=None if a.dtype.kind in "iub" else np.float32)) for a in xs
+    ]
     return model(*tensors).asnumpy()

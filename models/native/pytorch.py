@@ -1,4 +1,5 @@
 """PyTorch inference on a trained checkpoint (a state_dict)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from dlbench.core.devices import inference_name
 from dlbench.core.errors import UserError, first_line
 from dlbench.models.registry import ModelSpec
-from dlbench.core.devices import inference_name
 
 
 def load(spec: ModelSpec, checkpoint: str | Path) -> torch.nn.Module:

@@ -4,6 +4,7 @@ The network is channels-last (TF's CPU convolutions need NHWC); ``predict``
 takes the spec's channels-first input like every other framework and
 transposes inside, so callers never care.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,7 +28,7 @@ def load(spec: ModelSpec, checkpoint: str | Path):
 
 
 def to_device(model, device: str):
-    return model          # TF places ops at call time; see harness backends for device scopes
+    return model  # TF places ops at call time; see harness backends for device scopes
 
 
 def nhwc(x: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ multiply-add counts are computed without any framework; the per-framework tests
 check that every implementation matches these counts, which is how we know the
 three networks are the same network.
 """
+
 from __future__ import annotations
 
 from dlbench.models import walkcount
@@ -38,7 +39,7 @@ def walk(cfg: dict):
     size = _conv_out(size, 3, 2, 1)
     cin = width
     for stage, blocks in enumerate(cfg["layers"]):
-        planes = width * 2 ** stage
+        planes = width * 2**stage
         for b in range(blocks):
             stride = 2 if (stage > 0 and b == 0) else 1
             out = _conv_out(size, 3, stride, 1)
@@ -65,33 +66,80 @@ def multiply_adds(spec: ModelSpec) -> int:
     return walkcount.multiply_adds(walk(spec.config))
 
 
-def _resnet(name: str, display: str, *, layers, width: int, image_size: int,
-            num_classes: int, batch: int, dataset: str) -> ModelSpec:
-    return register_model(ModelSpec(
-        name=name,
-        display_name=display,
-        family="resnet",
-        task="image-classification",
-        network_type="CNN",
-        dataset=dataset,
-        inputs=(InputSpec("input", (3, image_size, image_size)),),
-        num_classes=num_classes,
-        default_batch_size=batch,
-        builders=dict(BUILDERS),
-        config={"layers": tuple(layers), "width": width, "image_size": image_size,
-                "num_classes": num_classes},
-        macs_fn=multiply_adds,
-        params_fn=parameter_count,
-    ))
+def _resnet(
+    name: str,
+    display: str,
+    *,
+    layers,
+    width: int,
+    image_size: int,
+    num_classes: int,
+    batch: int,
+    dataset: str,
+) -> ModelSpec:
+    return register_model(
+        ModelSpec(
+            name=name,
+            display_name=display,
+            family="resnet",
+            task="image-classification",
+            network_type="CNN",
+            dataset=dataset,
+            inputs=(InputSpec("input", (3, image_size, image_size)),),
+            num_classes=num_classes,
+            default_batch_size=batch,
+            builders=dict(BUILDERS),
+            config={
+                "layers": tuple(layers),
+                "width": width,
+                "image_size": image_size,
+                "num_classes": num_classes,
+            },
+            macs_fn=multiply_adds,
+            params_fn=parameter_count,
+        )
+    )
 
 
-RESNET50 = _resnet("resnet50", "ResNet-50 v1.5", layers=(3, 4, 6, 3), width=64,
-                   image_size=224, num_classes=1000, batch=32, dataset="ImageNet2012")
+RESNET50 = _resnet(
+    "resnet50",
+    "ResNet-50 v1.5",
+    layers=(3, 4, 6, 3),
+    width=64,
+    image_size=224,
+    num_classes=1000,
+    batch=32,
+    dataset="ImageNet2012",
+)
 # Same topology at 1/8 width and 64x64 input: the network tests and quick demos train.
-_resnet("resnet50-mini", "ResNet-50 v1.5 (1/8 width, 64px)", layers=(3, 4, 6, 3), width=8,
-        image_size=64, num_classes=10, batch=16, dataset="synthetic")
+_resnet(
+    "resnet50-mini",
+    "ResNet-50 v1.5 (1/8 width, 64px)",
+    layers=(3, 4, 6, 3),
+    width=8,
+    image_size=64,
+    num_classes=10,
+    batch=16,
+    dataset="synthetic",
+)
 # The seed's deeper ResNet: stages of 3, 8, 36 and 3 bottlenecks.
-RESNET152 = _resnet("resnet152", "ResNet-152 v1.5", layers=(3, 8, 36, 3), width=64,
-                    image_size=224, num_classes=1000, batch=32, dataset="ImageNet2012")
-_resnet("resnet152-mini", "ResNet-152 v1.5 (1/8 width, 64px)", layers=(3, 8, 36, 3), width=8,
-        image_size=64, num_classes=10, batch=16, dataset="synthetic")
+RESNET152 = _resnet(
+    "resnet152",
+    "ResNet-152 v1.5",
+    layers=(3, 8, 36, 3),
+    width=64,
+    image_size=224,
+    num_classes=1000,
+    batch=32,
+    dataset="ImageNet2012",
+)
+_resnet(
+    "resnet152-mini",
+    "ResNet-152 v1.5 (1/8 width, 64px)",
+    layers=(3, 8, 36, 3),
+    width=8,
+    image_size=64,
+    num_classes=10,
+    batch=16,
+    dataset="synthetic",
+)

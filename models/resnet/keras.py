@@ -11,6 +11,7 @@ Layer names follow ``models.resnet.walk`` order with PyTorch-style dotted
 names (``layer1.0.conv1``, ``layer1.0.downsample.bn``, ``fc``) so a weight
 transfer tool can map layers across frameworks by name.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,39 +32,72 @@ BN_MOMENTUM = 0.9
 def conv_init():
     # torchvision's ResNet init (kaiming_normal_, fan_out, relu), so a freshly
     # built network starts from the same distribution in every framework.
-    return keras.initializers.VarianceScaling(2.0, mode="fan_out",
-                                              distribution="untruncated_normal")
+    return keras.initializers.VarianceScaling(2.0, mode="fan_out", distribution="untruncated_normal")
 
 
-def conv_bn(x, filters: int, kernel: int, stride: int, conv_name: str, bn_name: str,
-             relu: bool, zero_gamma: bool = False):
+def conv_bn(
+    x,
+    filters: int,
+    kernel: int,
+    stride: int,
+    conv_name: str,
+    bn_name: str,
+    relu: bool,
+    zero_gamma: bool = False,
+):
     if kernel > 1:
         x = layers.ZeroPadding2D(kernel // 2, name=f"{conv_name}.pad")(x)
-    x = layers.Conv2D(filters, kernel, strides=stride, padding="valid", use_bias=False,
-                      kernel_initializer=conv_init(), name=conv_name)(x)
-    x = layers.BatchNormalization(momentum=BN_MOMENTUM, epsilon=BN_EPSILON, name=bn_name,
-                                  gamma_initializer="zeros" if zero_gamma else "ones")(x)
+    x = layers.Conv2D(
+        filters,
+        kernel,
+        strides=stride,
+        padding="valid",
+        use_bias=False,
+        kernel_initializer=conv_init(),
+        name=conv_name,
+    )(x)
+    x = layers.BatchNormalization(
+        momentum=BN_MOMENTUM,
+        epsilon=BN_EPSILON,
+        name=bn_name,
+        gamma_initializer="zeros" if zero_gamma else "ones",
+    )(x)
     if relu:
         x = layers.ReLU(name=f"{bn_name}.relu")(x)
     return x
 
 
-def bottleneck(x, planes: int, stride: int, downsample: bool, prefix: str,
-                zero_init_residual: bool):
+def bottleneck(x, planes: int, stride: int, downsample: bool, prefix: str, zero_init_residual: bool):
     shortcut = x
     y = conv_bn(x, planes, 1, 1, f"{prefix}.conv1", f"{prefix}.bn1", relu=True)
     y = conv_bn(y, planes, 3, stride, f"{prefix}.conv2", f"{prefix}.bn2", relu=True)
-    y = conv_bn(y, planes * EXPANSION, 1, 1, f"{prefix}.conv3", f"{prefix}.bn3", relu=False,
-                 zero_gamma=zero_init_residual)
+    y = conv_bn(
+        y,
+        planes * EXPANSION,
+        1,
+        1,
+        f"{prefix}.conv3",
+        f"{prefix}.bn3",
+        relu=False,
+        zero_gamma=zero_init_residual,
+    )
     if downsample:
-        shortcut = conv_bn(x, planes * EXPANSION, 1, stride, f"{prefix}.downsample.conv",
-                            f"{prefix}.downsample.bn", relu=False)
+        shortcut = conv_bn(
+            x,
+            planes * EXPANSION,
+            1,
+            stride,
+            f"{prefix}.downsample.conv",
+            f"{prefix}.downsample.bn",
+            relu=False,
+        )
     y = layers.Add(name=f"{prefix}.add")([y, shortcut])
     return layers.ReLU(name=f"{prefix}.relu")(y)
 
 
-def build(spec: ModelSpec, seed: int | None = None, zero_init_residual: bool = True,
-          **overrides: Any) -> keras.Model:
+def build(
+    spec: ModelSpec, seed: int | None = None, zero_init_residual: bool = True, **overrides: Any
+) -> keras.Model:
     """The network for ``spec``; ``overrides`` replace ``spec.config`` entries.
 
     ``seed`` seeds Keras (and numpy/python) first, so that a builder called on
@@ -88,17 +122,26 @@ def build(spec: ModelSpec, seed: int | None = None, zero_init_residual: bool = T
     x = layers.ZeroPadding2D(1, name="stem.pool.pad")(x)
     x = layers.MaxPooling2D(3, strides=2, padding="valid", name="stem.pool")(x)
     for stage, blocks in enumerate(cfg["layers"]):
-        planes = width * 2 ** stage
+        planes = width * 2**stage
         for b in range(blocks):
             stride = 2 if (stage > 0 and b == 0) else 1
-            x = bottleneck(x, planes, stride, downsample=(b == 0),
-                            prefix=f"layer{stage + 1}.{b}",
-                            zero_init_residual=zero_init_residual)
+            x = bottleneck(
+                x,
+                planes,
+                stride,
+                downsample=(b == 0),
+                prefix=f"layer{stage + 1}.{b}",
+                zero_init_residual=zero_init_residual,
+            )
     x = layers.GlobalAveragePooling2D(name="avgpool")(x)
     # PyTorch's nn.Linear default init, so the starting loss matches the
     # other frameworks' (Keras' glorot_uniform gives ~4x the logit variance).
     bound = 1 / math.sqrt(x.shape[-1])
-    outputs = layers.Dense(cfg["num_classes"], dtype="float32", name="fc",
-                           kernel_initializer=keras.initializers.RandomUniform(-bound, bound),
-                           bias_initializer=keras.initializers.RandomUniform(-bound, bound))(x)
+    outputs = layers.Dense(
+        cfg["num_classes"],
+        dtype="float32",
+        name="fc",
+        kernel_initializer=keras.initializers.RandomUniform(-bound, bound),
+        bias_initializer=keras.initializers.RandomUniform(-bound, bound),
+    )(x)
     return keras.Model(inputs, outputs, name=spec.name.replace("-", "_"))

@@ -9,6 +9,7 @@ the PyTorch ones (``stem.conv.weight``, ``layer1.0.bn1.gamma``,
 ``layer1.0.downsample.conv.weight``, ``fc.bias``): the weight-transfer tool
 maps names across frameworks and relies on that.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,12 +17,12 @@ import os
 # Quiets MindSpore's INFO/WARNING logs; it reads GLOG_v once, at import.
 os.environ.setdefault("GLOG_v", "3")
 
-import mindspore as ms  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
-from mindspore.common.initializer import HeNormal  # noqa: E402
+import mindspore as ms
+from mindspore import nn, ops
+from mindspore.common.initializer import HeNormal
 
-from dlbench.models.resnet import EXPANSION  # noqa: E402
-from dlbench.models.registry import ModelSpec  # noqa: E402
+from dlbench.models.registry import ModelSpec
+from dlbench.models.resnet import EXPANSION
 
 BN_EPS = 1e-5
 # MindSpore's moving average keeps `momentum` of the old value: 0.9 here is
@@ -36,14 +37,20 @@ def _conv(cin: int, cout: int, k: int, stride: int = 1) -> nn.Conv2d:
     relu) as the PyTorch and Keras builders do, not from MindSpore's default
     HeUniform(sqrt(5)), so the frameworks train from the same distribution.
     """
-    return nn.Conv2d(cin, cout, k, stride=stride, pad_mode="pad", padding=k // 2,
-                     has_bias=False,
-                     weight_init=HeNormal(negative_slope=0, mode="fan_out", nonlinearity="relu"))
+    return nn.Conv2d(
+        cin,
+        cout,
+        k,
+        stride=stride,
+        pad_mode="pad",
+        padding=k // 2,
+        has_bias=False,
+        weight_init=HeNormal(negative_slope=0, mode="fan_out", nonlinearity="relu"),
+    )
 
 
 def _bn(c: int, zero_gamma: bool = False) -> nn.BatchNorm2d:
-    return nn.BatchNorm2d(c, eps=BN_EPS, momentum=BN_MOMENTUM,
-                          gamma_init="zeros" if zero_gamma else "ones")
+    return nn.BatchNorm2d(c, eps=BN_EPS, momentum=BN_MOMENTUM, gamma_init="zeros" if zero_gamma else "ones")
 
 
 class ConvBN(nn.Cell):
@@ -61,8 +68,7 @@ class ConvBN(nn.Cell):
 class Bottleneck(nn.Cell):
     """v1.5: the stride sits on the 3x3 conv, not on the first 1x1."""
 
-    def __init__(self, cin: int, planes: int, stride: int, downsample: bool,
-                 zero_init_residual: bool):
+    def __init__(self, cin: int, planes: int, stride: int, downsample: bool, zero_init_residual: bool):
         super().__init__()
         out = planes * EXPANSION
         self.conv1 = _conv(cin, planes, 1)
@@ -108,12 +114,15 @@ class ResNet(nn.Cell):
         cin = width
         stages = []
         for stage, blocks in enumerate(layers):
-            planes = width * 2 ** stage
+            planes = width * 2**stage
             cells = []
             for b in range(blocks):
                 stride = 2 if (stage > 0 and b == 0) else 1
-                cells.append(Bottleneck(cin, planes, stride, downsample=(b == 0),
-                                        zero_init_residual=zero_init_residual))
+                cells.append(
+                    Bottleneck(
+                        cin, planes, stride, downsample=(b == 0), zero_init_residual=zero_init_residual
+                    )
+                )
                 cin = planes * EXPANSION
             stages.append(nn.SequentialCell(cells))
         self.layer1, self.layer2, self.layer3, self.layer4 = stages
@@ -126,8 +135,7 @@ class ResNet(nn.Cell):
         return self.fc(self.mean(x, (2, 3)))
 
 
-def build(spec: ModelSpec, seed: int | None = None, zero_init_residual: bool = True,
-          **overrides) -> ResNet:
+def build(spec: ModelSpec, seed: int | None = None, zero_init_residual: bool = True, **overrides) -> ResNet:
     """Logits network for ``spec``; ``overrides`` replace ``spec.config`` entries.
 
     ``seed`` calls ``mindspore.set_seed`` first, so that a builder called on its

@@ -4,6 +4,7 @@ Layer names follow ``models.resnet.walk`` order (``stem.conv``,
 ``layer1.0.conv1``, ``layer1.0.downsample.conv``, ``fc``) because the
 weight-transfer tool maps state-dict keys across frameworks by name.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,7 +16,7 @@ from dlbench.models.registry import ModelSpec
 from dlbench.models.resnet import EXPANSION
 
 BN_EPS = 1e-5
-BN_MOMENTUM = 0.1      # PyTorch convention; Keras/MindSpore spell this 0.9
+BN_MOMENTUM = 0.1  # PyTorch convention; Keras/MindSpore spell this 0.9
 
 
 def _conv(cin: int, cout: int, k: int, stride: int = 1) -> nn.Conv2d:
@@ -65,7 +66,7 @@ class ResNet(nn.Module):
         cin = width
         self.stages = []
         for stage, blocks in enumerate(layers):
-            planes = width * 2 ** stage
+            planes = width * 2**stage
             seq = nn.Sequential()
             for b in range(blocks):
                 stride = 2 if (stage > 0 and b == 0) else 1
@@ -103,8 +104,9 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
-def build(spec: ModelSpec, seed: int | None = None, zero_init_residual: bool = True,
-          **overrides: Any) -> ResNet:
+def build(
+    spec: ModelSpec, seed: int | None = None, zero_init_residual: bool = True, **overrides: Any
+) -> ResNet:
     """The network for ``spec``; ``overrides`` replace ``spec.config`` entries.
 
     ``seed`` seeds torch's global generator first, so that a builder called on

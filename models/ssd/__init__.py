@@ -33,6 +33,7 @@ exported models and benchmarks measure the network alone.
 268x268, the smallest input for which the paper's padding keeps all six maps
 (34/17/9/5/3/1): 7,034 priors, same layers and names.
 """
+
 from __future__ import annotations
 
 from dlbench.models import walkcount
@@ -46,8 +47,12 @@ BUILDERS = {
 }
 OBJECTIVE = "detection"
 # (name of the 1x1, name of the 3x3, 1x1 width, 3x3 width, 3x3 stride, 3x3 padding).
-EXTRAS = (("conv8_1", "conv8_2", 256, 512, 2, 1), ("conv9_1", "conv9_2", 128, 256, 2, 1),
-          ("conv10_1", "conv10_2", 128, 256, 1, 0), ("conv11_1", "conv11_2", 128, 256, 1, 0))
+EXTRAS = (
+    ("conv8_1", "conv8_2", 256, 512, 2, 1),
+    ("conv9_1", "conv9_2", 128, 256, 2, 1),
+    ("conv10_1", "conv10_2", 128, 256, 1, 0),
+    ("conv11_1", "conv11_2", 128, 256, 1, 0),
+)
 SOURCES = ("conv4_3", "conv7", "conv8_2", "conv9_2", "conv10_2", "conv11_2")
 BOXES = (4, 6, 6, 6, 4, 4)
 # The released SSD300 VOC model's box sizes as fractions of the input (Caffe's
@@ -145,28 +150,64 @@ def multiply_adds(spec: ModelSpec) -> int:
     return walkcount.multiply_adds(walk(spec.config))
 
 
-def _ssd(name: str, display: str, *, divisor: int, image_size: int, batch: int,
-         dataset: str, run: RunDefaults) -> ModelSpec:
+def _ssd(
+    name: str, display: str, *, divisor: int, image_size: int, batch: int, dataset: str, run: RunDefaults
+) -> ModelSpec:
     stages = tuple(tuple(w // divisor for w in stage) for stage in VGG16_STAGES)
-    extras = tuple((a, b, mid // divisor, out // divisor, s, p)
-                   for a, b, mid, out, s, p in EXTRAS)
-    cfg = {"stages": stages, "fc_width": 1024 // divisor, "extras": extras,
-           "image_size": image_size, "num_classes": 21, "boxes": BOXES,
-           "min_scales": MIN_SCALES, "max_scales": MAX_SCALES, "variances": VARIANCES,
-           "iou_threshold": 0.5, "neg_pos_ratio": 3,
-           # The paper's rate (SGD, momentum 0.9): the mini diverges at 0.01 from the
-           # init's first loss of ~40 (0.001: 40.8 -> 15.8 in 5 steps at batch 4).
-           "learning_rate": 0.001}
-    return register_model(ModelSpec(
-        name=name, display_name=display, family="ssd", task="object-detection",
-        network_type="CNN", dataset=dataset,
-        inputs=(InputSpec("input", (3, image_size, image_size)),),
-        num_classes=21, default_batch_size=batch, builders=dict(BUILDERS), config=cfg,
-        macs_fn=multiply_adds, params_fn=parameter_count, objective=OBJECTIVE, run=run))
+    extras = tuple((a, b, mid // divisor, out // divisor, s, p) for a, b, mid, out, s, p in EXTRAS)
+    cfg = {
+        "stages": stages,
+        "fc_width": 1024 // divisor,
+        "extras": extras,
+        "image_size": image_size,
+        "num_classes": 21,
+        "boxes": BOXES,
+        "min_scales": MIN_SCALES,
+        "max_scales": MAX_SCALES,
+        "variances": VARIANCES,
+        "iou_threshold": 0.5,
+        "neg_pos_ratio": 3,
+        # The paper's rate (SGD, momentum 0.9): the mini diverges at 0.01 from the
+        # init's first loss of ~40 (0.001: 40.8 -> 15.8 in 5 steps at batch 4).
+        "learning_rate": 0.001,
+    }
+    return register_model(
+        ModelSpec(
+            name=name,
+            display_name=display,
+            family="ssd",
+            task="object-detection",
+            network_type="CNN",
+            dataset=dataset,
+            inputs=(InputSpec("input", (3, image_size, image_size)),),
+            num_classes=21,
+            default_batch_size=batch,
+            builders=dict(BUILDERS),
+            config=cfg,
+            macs_fn=multiply_adds,
+            params_fn=parameter_count,
+            objective=OBJECTIVE,
+            run=run,
+        )
+    )
 
 
 # 31 G multiply-adds a sample: inference stops at batch 8, as VGG16's.
-SSD300 = _ssd("ssd300", "SSD300 (VGG16, VOC)", divisor=1, image_size=300, batch=32,
-              dataset="PASCAL VOC 2007+2012", run=RunDefaults(batch_sizes=(1, 8)))
-_ssd("ssd300-mini", "SSD300 (1/8 width, 268px)", divisor=8, image_size=268, batch=8,
-     dataset="synthetic", run=RunDefaults(batch_sizes=(1, 8), eval=True))
+SSD300 = _ssd(
+    "ssd300",
+    "SSD300 (VGG16, VOC)",
+    divisor=1,
+    image_size=300,
+    batch=32,
+    dataset="PASCAL VOC 2007+2012",
+    run=RunDefaults(batch_sizes=(1, 8)),
+)
+_ssd(
+    "ssd300-mini",
+    "SSD300 (1/8 width, 268px)",
+    divisor=8,
+    image_size=268,
+    batch=8,
+    dataset="synthetic",
+    run=RunDefaults(batch_sizes=(1, 8), eval=True),
+)

@@ -6,6 +6,7 @@ detections are corners (xmin, ymin, xmax, ymax).  Matching happens when a batch
 is made (before the clock), so every framework's loss receives per-prior class
 targets and encoded box targets and only has to compute the loss.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,11 +24,11 @@ def priors(cfg: dict) -> np.ndarray:
     for k, (_, _, f, a) in enumerate(sources(cfg)):
         s, big = cfg["min_scales"][k], np.sqrt(cfg["min_scales"][k] * cfg["max_scales"][k])
         shapes = [(s, s), (big, big)]
-        for r in (2.0, 3.0)[:(a - 2) // 2]:
+        for r in (2.0, 3.0)[: (a - 2) // 2]:
             shapes += [(s * np.sqrt(r), s / np.sqrt(r)), (s / np.sqrt(r), s * np.sqrt(r))]
         centre = (np.arange(f) + 0.5) / f
-        cy, cx = np.meshgrid(centre, centre, indexing="ij")         # row-major cells
-        wh = np.asarray(shapes)                                     # (a, 2)
+        cy, cx = np.meshgrid(centre, centre, indexing="ij")  # row-major cells
+        wh = np.asarray(shapes)  # (a, 2)
         grid = np.stack([cx, cy], -1).reshape(-1, 1, 2).repeat(a, 1)
         out.append(np.concatenate([grid, np.broadcast_to(wh, grid.shape)], -1).reshape(-1, 4))
     return np.concatenate(out).astype(np.float32)
@@ -58,7 +59,7 @@ def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     lo = np.maximum(a[:, None, :2], b[None, :, :2])
     hi = np.minimum(a[:, None, 2:], b[None, :, 2:])
     inter = np.clip(hi - lo, 0, None).prod(-1)
-    area = lambda x: np.clip(x[:, 2:] - x[:, :2], 0, None).prod(-1)  # noqa: E731
+    area = lambda x: np.clip(x[:, 2:] - x[:, :2], 0, None).prod(-1)  # noqa: E731 - a one-line helper used right here
     union = area(a)[:, None] + area(b)[None, :] - inter
     return np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
 
@@ -66,8 +67,13 @@ def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def encode(gt: np.ndarray, pri: np.ndarray, variances=(0.1, 0.2)) -> np.ndarray:
     """Regression targets of corner boxes ``gt`` against priors ``pri`` (same length)."""
     g = centres(gt)
-    return np.concatenate([(g[:, :2] - pri[:, :2]) / (variances[0] * pri[:, 2:]),
-                           np.log(np.maximum(g[:, 2:], 1e-8) / pri[:, 2:]) / variances[1]], -1)
+    return np.concatenate(
+        [
+            (g[:, :2] - pri[:, :2]) / (variances[0] * pri[:, 2:]),
+            np.log(np.maximum(g[:, 2:], 1e-8) / pri[:, 2:]) / variances[1],
+        ],
+        -1,
+    )
 
 
 def decode(loc: np.ndarray, pri: np.ndarray, variances=(0.1, 0.2)) -> np.ndarray:
@@ -77,8 +83,9 @@ def decode(loc: np.ndarray, pri: np.ndarray, variances=(0.1, 0.2)) -> np.ndarray
     return corners(np.concatenate([c, wh], -1))
 
 
-def match(gt: np.ndarray, labels: np.ndarray, pri: np.ndarray, threshold: float = 0.5,
-          variances=(0.1, 0.2)) -> tuple[np.ndarray, np.ndarray]:
+def match(
+    gt: np.ndarray, labels: np.ndarray, pri: np.ndarray, threshold: float = 0.5, variances=(0.1, 0.2)
+) -> tuple[np.ndarray, np.ndarray]:
     """(class per prior (0 = background), encoded box per prior) for one image: a prior
     takes the ground-truth box it overlaps most if that IoU >= ``threshold``, and each
     ground-truth box also takes its own best prior (the paper's bipartite step)."""
@@ -98,8 +105,7 @@ def match(gt: np.ndarray, labels: np.ndarray, pri: np.ndarray, threshold: float 
 def targets(cfg: dict, boxes: list, labels: list) -> tuple[np.ndarray, np.ndarray]:
     """Batched ``match``: (class targets (B, P) float32, box targets (B, P, 4))."""
     pri = priors_for(cfg)
-    pairs = [match(b, l, pri, cfg["iou_threshold"], cfg["variances"])
-             for b, l in zip(boxes, labels)]
+    pairs = [match(b, lab, pri, cfg["iou_threshold"], cfg["variances"]) for b, lab in zip(boxes, labels)]
     return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
 
 
@@ -108,8 +114,13 @@ def targets(cfg: dict, boxes: list, labels: list) -> tuple[np.ndarray, np.ndarra
 NMS_MATRIX = 1024
 
 
-def nms(boxes: np.ndarray, scores: np.ndarray, threshold: float = 0.45,
-        candidates: int | None = None, top_k: int | None = None) -> np.ndarray:
+def nms(
+    boxes: np.ndarray,
+    scores: np.ndarray,
+    threshold: float = 0.45,
+    candidates: int | None = None,
+    top_k: int | None = None,
+) -> np.ndarray:
     """Indices kept by greedy non-maximum suppression (IoU > ``threshold`` with a kept
     box suppresses), best first, ties to the lower index.  The two caps are the two
     detectors' recipes: SSD's DetectionOutput suppresses among its ``candidates`` best
@@ -127,7 +138,7 @@ def nms(boxes: np.ndarray, scores: np.ndarray, threshold: float = 0.45,
         keep.append(order[i])
         if top_k is not None and len(keep) >= top_k:
             break
-        alive &= ~(over[i] if over is not None else iou(boxes[i:i + 1], boxes)[0] > threshold)
+        alive &= ~(over[i] if over is not None else iou(boxes[i : i + 1], boxes)[0] > threshold)
     return np.asarray(keep, np.int64)
 
 
@@ -136,8 +147,13 @@ def softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum(-1, keepdims=True)
 
 
-def detect(logits: np.ndarray, cfg: dict, score_threshold: float = 0.01,
-           nms_threshold: float = 0.45, top_k: int = 200) -> list[tuple[np.ndarray, ...]]:
+def detect(
+    logits: np.ndarray,
+    cfg: dict,
+    score_threshold: float = 0.01,
+    nms_threshold: float = 0.45,
+    top_k: int = 200,
+) -> list[tuple[np.ndarray, ...]]:
     """Per image (boxes (n, 4) corners, scores (n,), classes (n,)), best first: the
     network's raw ``logits`` decoded, softmaxed and suppressed per class (outside the
     graph, as the released SSD's DetectionOutput layer does)."""
@@ -153,13 +169,19 @@ def detect(logits: np.ndarray, cfg: dict, score_threshold: float = 0.01,
                 found.append((probs[i, c], c, boxes[i]))
         found.sort(key=lambda t: -t[0])
         found = found[:top_k]
-        out.append((np.asarray([f[2] for f in found]).reshape(-1, 4),
-                    np.asarray([f[0] for f in found]), np.asarray([f[1] for f in found], int)))
+        out.append(
+            (
+                np.asarray([f[2] for f in found]).reshape(-1, 4),
+                np.asarray([f[0] for f in found]),
+                np.asarray([f[1] for f in found], int),
+            )
+        )
     return out
 
 
-def multibox_loss(logits: np.ndarray, cls_t: np.ndarray, loc_t: np.ndarray,
-                  neg_pos_ratio: int = 3) -> tuple[float, int]:
+def multibox_loss(
+    logits: np.ndarray, cls_t: np.ndarray, loc_t: np.ndarray, neg_pos_ratio: int = 3
+) -> tuple[float, int]:
     """(summed loss, positives) of a batch, as every framework's loss computes it:
     smooth-L1 on positive priors + cross-entropy on positives and on each image's
     ``neg_pos_ratio`` x positives hardest negatives (background loss at or above the

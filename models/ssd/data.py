@@ -12,6 +12,7 @@ the class targets are float so that both label arrays share one dtype (the
 sessions convert labels to one dtype per objective), and each loss casts them
 back to integers.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,11 +21,10 @@ from dlbench.models.registry import ModelSpec
 from dlbench.models.ssd import boxes as B
 
 # Well-separated RGB colours of classes 1..6 (0 is the background).
-COLOURS = np.array([(1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 0), (1, 0, 1), (0, 1, 1)],
-                   np.float32)
+COLOURS = np.array([(1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 0), (1, 0, 1), (0, 1, 1)], np.float32)
 ACTIVE_CLASSES = len(COLOURS)
 NOISE = 0.1
-OBJECTS = (2, 3)                     # rectangles per image, at least and at most
+OBJECTS = (2, 3)  # rectangles per image, at least and at most
 
 
 def scene(rng: np.random.Generator, size: int, scales) -> tuple[np.ndarray, ...]:
@@ -45,8 +45,9 @@ def scene(rng: np.random.Generator, size: int, scales) -> tuple[np.ndarray, ...]
     return img, px / size, classes
 
 
-def detection_batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0,
-                      layout: str = "NCHW") -> list[tuple[np.ndarray, tuple[np.ndarray, ...]]]:
+def detection_batches(
+    spec: ModelSpec, batch_size: int, n_batches: int, seed: int = 0, layout: str = "NCHW"
+) -> list[tuple[np.ndarray, tuple[np.ndarray, ...]]]:
     """``n_batches`` (images, (class targets, box targets)); images centred at 0."""
     size = spec.inputs[0].shape[-1]
     rng = np.random.default_rng(seed)
@@ -57,8 +58,10 @@ def detection_batches(spec: ModelSpec, batch_size: int, n_batches: int, seed: in
     for _ in range(n_batches):
         counts = rng.integers(OBJECTS[0], OBJECTS[1] + 1, batch_size)
         first = np.concatenate([[0], np.cumsum(counts)])
-        scenes = [scene(rng, size, [scales[(first[i] + k) % len(scales)] for k in range(n)])
-                  for i, n in enumerate(counts)]
+        scenes = [
+            scene(rng, size, [scales[(first[i] + k) % len(scales)] for k in range(n)])
+            for i, n in enumerate(counts)
+        ]
         images = (np.stack([s[0] for s in scenes]) - 0.5) / 0.25
         if layout == "NHWC":
             images = images.transpose(0, 2, 3, 1)

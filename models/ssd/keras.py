@@ -12,6 +12,7 @@ straight to (row, column, box) order, PyTorch's after its permute.
 Layer names are the canonical ones (``conv1_1`` ... ``conv11_2``,
 ``conv4_3_norm``, ``<source>_loc``/``<source>_conf``).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -29,8 +30,9 @@ class L2Norm(layers.Layer):
     """conv4_3's channel-wise L2 normalization times a learned per-channel scale."""
 
     def build(self, input_shape):
-        self.gamma = self.add_weight(shape=(input_shape[-1],), name="gamma",
-                                     initializer=keras.initializers.Constant(ssd.L2NORM_SCALE))
+        self.gamma = self.add_weight(
+            shape=(input_shape[-1],), name="gamma", initializer=keras.initializers.Constant(ssd.L2NORM_SCALE)
+        )
 
     def call(self, x):
         norm = ops.sqrt(ops.sum(ops.square(x), axis=-1, keepdims=True)) + ssd.L2NORM_EPS
@@ -45,16 +47,22 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> keras.M
         keras.utils.set_random_seed(seed)
     size = cfg["image_size"]
     inputs = keras.Input((size, size, 3), name="input")
-    init = keras.initializers.VarianceScaling(2.0, mode="fan_out",
-                                              distribution="untruncated_normal")
+    init = keras.initializers.VarianceScaling(2.0, mode="fan_out", distribution="untruncated_normal")
 
     def conv(x, name, cout, k, stride=1, dilation=1, pad=1, relu=True):
         if stride > 1 and pad:
             x = layers.ZeroPadding2D(pad, name=f"{name}.pad")(x)
         same = stride == 1 and pad
-        x = layers.Conv2D(cout, k, stride, padding="same" if same else "valid",
-                          dilation_rate=dilation, name=name, kernel_initializer=init,
-                          bias_initializer="zeros")(x)
+        x = layers.Conv2D(
+            cout,
+            k,
+            stride,
+            padding="same" if same else "valid",
+            dilation_rate=dilation,
+            name=name,
+            kernel_initializer=init,
+            bias_initializer="zeros",
+        )(x)
         return layers.ReLU(name=f"{name}.relu")(x) if relu else x
 
     x, found = inputs, {}
@@ -63,8 +71,9 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> keras.M
         if name in ssd.SOURCES:
             found[name] = L2Norm(name="conv4_3_norm")(x) if name == "conv4_3" else x
         if name in ("conv1_2", "conv2_2", "conv3_3", "conv4_3"):
-            x = layers.MaxPooling2D(2, padding="same" if name == "conv3_3" else "valid",
-                                    name=f"{name}.pool")(x)
+            x = layers.MaxPooling2D(2, padding="same" if name == "conv3_3" else "valid", name=f"{name}.pool")(
+                x
+            )
         elif name == "conv5_3":
             x = layers.MaxPooling2D(3, 1, padding="same", name="pool5")(x)
     loc, conf = [], []

@@ -8,6 +8,7 @@ ONNX operator, and after a ReLU a zero never wins a window, so the result is
 the same.  ``pool3`` pads one row and column at the bottom/right when its input
 is odd (PyTorch's ``ceil_mode``); ``pool5`` pads one on every side.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,13 +16,13 @@ import os
 # Quiets MindSpore's INFO/WARNING logs; it reads GLOG_v once, at import.
 os.environ.setdefault("GLOG_v", "3")
 
-import mindspore as ms  # noqa: E402
-import numpy as np  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
-from mindspore.common.initializer import HeNormal  # noqa: E402
+import mindspore as ms
+import numpy as np
+from mindspore import nn, ops
+from mindspore.common.initializer import HeNormal
 
-from dlbench.models import ssd  # noqa: E402
-from dlbench.models.registry import ModelSpec  # noqa: E402
+from dlbench.models import ssd
+from dlbench.models.registry import ModelSpec
 
 
 class L2Norm(nn.Cell):
@@ -29,8 +30,7 @@ class L2Norm(nn.Cell):
 
     def __init__(self, channels: int):
         super().__init__()
-        self.weight = ms.Parameter(ms.Tensor(np.full(channels, ssd.L2NORM_SCALE, np.float32)),
-                                   name="weight")
+        self.weight = ms.Parameter(ms.Tensor(np.full(channels, ssd.L2NORM_SCALE, np.float32)), name="weight")
         self.sum = ops.ReduceSum(keep_dims=True)
 
     def construct(self, x):
@@ -56,9 +56,18 @@ class SSD(nn.Cell):
         init = HeNormal(negative_slope=0, mode="fan_out", nonlinearity="relu")
 
         def conv(cin, cout, k, stride=1, dil=1, pad=1):
-            return nn.Conv2d(cin, cout, k, stride, pad_mode="pad" if pad else "valid",
-                             padding=pad, dilation=dil, has_bias=True, weight_init=init,
-                             bias_init="zeros")
+            return nn.Conv2d(
+                cin,
+                cout,
+                k,
+                stride,
+                pad_mode="pad" if pad else "valid",
+                padding=pad,
+                dilation=dil,
+                has_bias=True,
+                weight_init=init,
+                bias_init="zeros",
+            )
 
         sizes = {}
         for name, cin, cout, k, stride, dil, pad, hw in ssd.backbone(cfg):
@@ -100,16 +109,28 @@ class SSD(nn.Cell):
         s5 = self._c(self.conv10_2, self._c(self.conv10_1, s4))
         s6 = self._c(self.conv11_2, self._c(self.conv11_1, s5))
         c = self.classes
-        loc = ops.concat((self._flat(self.conv4_3_loc(s1), 4), self._flat(self.conv7_loc(s2), 4),
-                          self._flat(self.conv8_2_loc(s3), 4), self._flat(self.conv9_2_loc(s4), 4),
-                          self._flat(self.conv10_2_loc(s5), 4),
-                          self._flat(self.conv11_2_loc(s6), 4)), 1)
-        conf = ops.concat((self._flat(self.conv4_3_conf(s1), c),
-                           self._flat(self.conv7_conf(s2), c),
-                           self._flat(self.conv8_2_conf(s3), c),
-                           self._flat(self.conv9_2_conf(s4), c),
-                           self._flat(self.conv10_2_conf(s5), c),
-                           self._flat(self.conv11_2_conf(s6), c)), 1)
+        loc = ops.concat(
+            (
+                self._flat(self.conv4_3_loc(s1), 4),
+                self._flat(self.conv7_loc(s2), 4),
+                self._flat(self.conv8_2_loc(s3), 4),
+                self._flat(self.conv9_2_loc(s4), 4),
+                self._flat(self.conv10_2_loc(s5), 4),
+                self._flat(self.conv11_2_loc(s6), 4),
+            ),
+            1,
+        )
+        conf = ops.concat(
+            (
+                self._flat(self.conv4_3_conf(s1), c),
+                self._flat(self.conv7_conf(s2), c),
+                self._flat(self.conv8_2_conf(s3), c),
+                self._flat(self.conv9_2_conf(s4), c),
+                self._flat(self.conv10_2_conf(s5), c),
+                self._flat(self.conv11_2_conf(s6), c),
+            ),
+            1,
+        )
         return ops.concat((loc, conf), 2)
 
 
@@ -136,8 +157,7 @@ class DetectionLoss(nn.Cell):
         pos = y > 0
         posf = ops.cast(pos, ms.float32)
         logp = ops.log_softmax(z[:, :, 4:], -1)
-        onehot = ops.one_hot(y, logp.shape[-1], ms.Tensor(1.0, ms.float32),
-                             ms.Tensor(0.0, ms.float32))
+        onehot = ops.one_hot(y, logp.shape[-1], ms.Tensor(1.0, ms.float32), ms.Tensor(0.0, ms.float32))
         ce = -self.sum(logp * onehot, -1)
         d = ops.abs(z[:, :, :4] - loc_t)
         smooth = self.sum(ops.where(d < 1.0, 0.5 * d * d, d - 0.5), -1)

@@ -4,6 +4,7 @@ and its multibox loss.
 Module names (``conv1_1`` ... ``conv11_2``, ``conv4_3_norm``, ``<source>_loc``,
 ``<source>_conf``) are the canonical names ``models.weights`` maps across frameworks.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -46,7 +47,7 @@ class SSD(nn.Module):
         self.pool3 = nn.MaxPool2d(2, ceil_mode=True)
         self.pool5 = nn.MaxPool2d(3, 1, 1)
         self.classes = cfg["num_classes"]
-        for m in self.modules():      # models.vgg's conv init, repeated by every builder
+        for m in self.modules():  # models.vgg's conv init, repeated by every builder
             if isinstance(m, nn.Conv2d):
                 nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
                 nn.init.zeros_(m.bias)
@@ -66,8 +67,7 @@ class SSD(nn.Module):
             elif name == "conv5_3":
                 x = self.pool5(x)
         loc = [self._flat(getattr(self, f"{s}_loc")(found[s]), 4) for s in ssd.SOURCES]
-        conf = [self._flat(getattr(self, f"{s}_conf")(found[s]), self.classes)
-                for s in ssd.SOURCES]
+        conf = [self._flat(getattr(self, f"{s}_conf")(found[s]), self.classes) for s in ssd.SOURCES]
         return torch.cat([torch.cat(loc, 1), torch.cat(conf, 1)], 2)
 
 

@@ -12,6 +12,7 @@ the parent, loading in the cell (``models.user.<framework>``).
 returns a framework model object; the framework is whatever the object is,
 found in the cell that calls it.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,11 +43,12 @@ _CALLABLE = re.compile(r"[A-Za-z_][\w.]*")
 @dataclass(frozen=True)
 class Source:
     """Where a user's model comes from; what a cell needs to load it again."""
+
     kind: str
     framework: str | None
-    path: str | None = None          # the file or directory, absolute
-    model_from: str | None = None    # MODULE:CALLABLE or /abs/FILE.py:CALLABLE
-    weights: str | None = None       # a state file loaded into the code's model
+    path: str | None = None  # the file or directory, absolute
+    model_from: str | None = None  # MODULE:CALLABLE or /abs/FILE.py:CALLABLE
+    weights: str | None = None  # a state file loaded into the code's model
 
     @property
     def name(self) -> str:
@@ -69,7 +71,7 @@ class Source:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Source":
+    def from_dict(cls, d: dict[str, Any]) -> Source:
         return cls(**d)
 
 
@@ -84,8 +86,7 @@ def _zip_names(path: Path) -> list[str] | None:
 def _zip_kind(names: list[str]) -> str | None:
     # torch archives keep everything under one top folder; Keras files do not.
     tails = {n.partition("/")[2] for n in names}
-    if "archive_format" in tails or any(t.startswith("models/") and t.endswith(".json")
-                                        for t in tails):
+    if "archive_format" in tails or any(t.startswith("models/") and t.endswith(".json") for t in tails):
         return "torch-export"
     if "constants.pkl" in tails and any(t.startswith("code/") for t in tails):
         return "torchscript"
@@ -124,7 +125,7 @@ def sniff(path: str | Path) -> Source | None:
         head = fh.read(8)
     if head == HDF5_MAGIC and _h5_is_keras_model(p) is not False:
         return _source("keras-h5", p)
-    if p.suffix == ".mindir":        # a protobuf: only MindSpore's own parser can tell
+    if p.suffix == ".mindir":  # a protobuf: only MindSpore's own parser can tell
         return _source("mindir", p)
     return None
 
@@ -142,10 +143,12 @@ def what_is(path: str | Path) -> str:
     if names is not None:
         tails = {n.partition("/")[2] for n in names}
         if "data.pkl" in tails:
-            return ("a torch.save pickle (a state_dict or a pickled module: it holds weights, "
-                    "not the network's code; give --model ZOO_NAME, --model-from "
-                    "MODULE:CALLABLE --weights FILE, or save it with torch.jit.save or "
-                    "torch.export.save)")
+            return (
+                "a torch.save pickle (a state_dict or a pickled module: it holds weights, "
+                "not the network's code; give --model ZOO_NAME, --model-from "
+                "MODULE:CALLABLE --weights FILE, or save it with torch.jit.save or "
+                "torch.export.save)"
+            )
         return f"a zip archive ({len(names)} entries) that is no TorchScript, torch.export or .keras file"
     with open(p, "rb") as fh:
         head = fh.read(16)
@@ -171,14 +174,16 @@ def from_code(spec: str, weights: str | None = None) -> Source:
         raise UserError(f"--model-from {spec}: {target!r} is neither a module name nor a .py file")
     if weights is not None and not os.path.exists(weights):
         raise UserError(f"--weights {weights}: no such file")
-    return Source("code", None, None, f"{target}:{func}",
-                  os.path.abspath(weights) if weights else None)
+    return Source("code", None, None, f"{target}:{func}", os.path.abspath(weights) if weights else None)
 
 
 def signature_json(inputs, outputs, notes=()) -> dict[str, Any]:
     """What a probe reports: inputs as dicts, output names (None: known only after a run)."""
-    return {"inputs": [dict(i) for i in inputs], "outputs": list(outputs) if outputs else None,
-            "notes": list(notes)}
+    return {
+        "inputs": [dict(i) for i in inputs],
+        "outputs": list(outputs) if outputs else None,
+        "notes": list(notes),
+    }
 
 
 def dumps(source: Source) -> str:

@@ -6,6 +6,7 @@ the same in every cell.  Which framework it is follows from the object it
 returns (a ``torch.nn.Module``, a Keras model, a
 MindSpore ``nn.Cell``), checked against the frameworks its module imported.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -35,9 +36,8 @@ def call(source: Source) -> Any:
             spec.loader.exec_module(mod)
         else:
             mod = importlib.import_module(target)
-    except Exception as exc:                 # noqa: BLE001 - the user's code: any error
-        raise UserError(f"{flag}: cannot import {target} ({type(exc).__name__}: "
-                        f"{first_line(exc)})") from None
+    except Exception as exc:  # noqa: BLE001 - the user's code: any error
+        raise UserError(f"{flag}: cannot import {target} ({type(exc).__name__}: {first_line(exc)})") from None
     fn = mod
     for part in func.split("."):
         fn = getattr(fn, part, None)
@@ -48,9 +48,10 @@ def call(source: Source) -> Any:
     seed_frameworks(SEED)
     try:
         return fn()
-    except Exception as exc:                 # noqa: BLE001
-        raise UserError(f"{flag}: calling {func}() failed ({type(exc).__name__}: "
-                        f"{first_line(exc)})") from None
+    except Exception as exc:  # noqa: BLE001 - the user's code: any error is theirs
+        raise UserError(
+            f"{flag}: calling {func}() failed ({type(exc).__name__}: {first_line(exc)})"
+        ) from None
 
 
 SEED = 0
@@ -85,5 +86,7 @@ def framework_of(obj: Any, flag: str) -> str:
     ms = sys.modules.get("mindspore")
     if ms is not None and isinstance(obj, ms.nn.Cell):
         return "mindspore"
-    raise UserError(f"{flag}: returned a {type(obj).__module__}.{type(obj).__name__}, not a "
-                    f"torch.nn.Module, keras.Model or mindspore.nn.Cell")
+    raise UserError(
+        f"{flag}: returned a {type(obj).__module__}.{type(obj).__name__}, not a "
+        f"torch.nn.Module, keras.Model or mindspore.nn.Cell"
+    )

@@ -6,6 +6,7 @@ Cell's ``construct`` names its inputs but not their shapes, which come from
 ``--shape`` / ``--input``.  Outputs: ``output`` for one tensor,
 ``output_0``... for a tuple.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -39,17 +40,33 @@ def signature(model: Any, source: Source) -> dict[str, Any]:
     if source.kind == "mindir":
         return _mindir_inputs(source)
     params = inspect.signature(model.construct).parameters.values()
-    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-             and p.default is p.empty]
-    return {"inputs": [{"name": n, "dtype": "float32", "shape": None} for n in names],
-            "outputs": None,
-            "notes": [f"{source.what} does not record its input shapes or dtypes: shapes from "
-                      f"--shape/--input, dtype float32 unless an --input file says otherwise"]}
+    names = [
+        p.name
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    return {
+        "inputs": [{"name": n, "dtype": "float32", "shape": None} for n in names],
+        "outputs": None,
+        "notes": [
+            f"{source.what} does not record its input shapes or dtypes: shapes from "
+            f"--shape/--input, dtype float32 unless an --input file says otherwise"
+        ],
+    }
 
 
-_DTYPES = {"FLOAT": "float32", "FLOAT16": "float16", "DOUBLE": "float64", "INT8": "int8",
-           "INT16": "int16", "INT32": "int32", "INT64": "int64", "UINT8": "uint8",
-           "BOOL": "bool", "BFLOAT16": "bfloat16"}
+_DTYPES = {
+    "FLOAT": "float32",
+    "FLOAT16": "float16",
+    "DOUBLE": "float64",
+    "INT8": "int8",
+    "INT16": "int16",
+    "INT32": "int32",
+    "INT64": "int64",
+    "UINT8": "uint8",
+    "BOOL": "bool",
+    "BFLOAT16": "bfloat16",
+}
 
 
 def _mindir_inputs(source: Source) -> dict[str, Any]:
@@ -65,10 +82,16 @@ def _mindir_inputs(source: Source) -> dict[str, Any]:
         t = value.tensor[0]
         kind = mind_ir_pb2.TensorProto.DataType.Name(t.data_type)
         if kind not in _DTYPES:
-            raise UserError(f"{source.label}: input {value.name!r} is {kind}; dlbench feeds "
-                            f"{', '.join(sorted(_DTYPES))}")
-        inputs.append({"name": value.name.rpartition(":")[2], "dtype": _DTYPES[kind],
-                       "shape": [None if d < 0 else int(d) for d in t.dims]})
+            raise UserError(
+                f"{source.label}: input {value.name!r} is {kind}; dlbench feeds {', '.join(sorted(_DTYPES))}"
+            )
+        inputs.append(
+            {
+                "name": value.name.rpartition(":")[2],
+                "dtype": _DTYPES[kind],
+                "shape": [None if d < 0 else int(d) for d in t.dims],
+            }
+        )
     return {"inputs": inputs, "outputs": None, "notes": []}
 
 

@@ -7,6 +7,7 @@ their dimensions are dynamic.  Outputs are named after the model's own
 structure: a dict's keys, a tuple's positions (``output_0``...), or
 ``output`` for a single tensor.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,12 +32,11 @@ def load(source: Source, obj: Any = None) -> Any:
             model = obj
             if source.weights:
                 state = torch.load(source.weights, map_location="cpu", weights_only=True)
-                model.load_state_dict(state.get("state_dict", state)
-                                      if isinstance(state, dict) else state)
+                model.load_state_dict(state.get("state_dict", state) if isinstance(state, dict) else state)
     except (RuntimeError, ValueError, OSError, KeyError) as exc:
         raise UserError(f"{source.label}: PyTorch cannot load it ({first_line(exc)})") from None
     if source.kind == "torch-export":
-        return model            # an exported module has no train/eval switch: it is traced
+        return model  # an exported module has no train/eval switch: it is traced
     return model.eval()
 
 
@@ -49,16 +49,21 @@ def signature(model: Any, source: Source) -> dict[str, Any]:
         args = model.forward.schema.arguments[1:]
         for a in args:
             if str(a.type) not in ("Tensor", "Optional[Tensor]"):
-                raise UserError(f"{source.label}: argument {a.name!r} is {a.type}; "
-                                f"{_NOT_TENSOR}")
+                raise UserError(f"{source.label}: argument {a.name!r} is {a.type}; {_NOT_TENSOR}")
         names = [a.name for a in args]
     else:
         import inspect
+
         params = inspect.signature(model.forward).parameters.values()
-        names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                 and p.default is p.empty]
-    notes.append(f"{source.what} does not record its input shapes or dtypes: shapes from "
-                 f"--shape/--input, dtype float32 unless an --input file says otherwise")
+        names = [
+            p.name
+            for p in params
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+    notes.append(
+        f"{source.what} does not record its input shapes or dtypes: shapes from "
+        f"--shape/--input, dtype float32 unless an --input file says otherwise"
+    )
     inputs = [{"name": n, "dtype": "float32", "shape": None} for n in names]
     return {"inputs": inputs, "outputs": None, "notes": notes}
 
@@ -70,18 +75,15 @@ def _exported(ep) -> dict[str, Any]:
     for k, name in enumerate(ep.graph_signature.user_inputs):
         val = placeholders[name].meta.get("val")
         if not isinstance(val, torch.Tensor):
-            raise UserError(f"torch.export program: input {name!r} is not a tensor; "
-                            f"{_NOT_TENSOR}")
+            raise UserError(f"torch.export program: input {name!r} is not a tensor; {_NOT_TENSOR}")
         dims = [int(d) if isinstance(d, int) or str(d).isdigit() else str(d) for d in val.shape]
-        inputs.append({"name": name, "dtype": str(val.dtype).removeprefix("torch."),
-                       "shape": dims})
-        if k < len(args) and isinstance(args[k], torch.Tensor) and \
-                any(isinstance(d, str) for d in dims[1:]):
-            examples[name] = [1, *args[k].shape[1:]]        # the export's own sizes
+        inputs.append({"name": name, "dtype": str(val.dtype).removeprefix("torch."), "shape": dims})
+        if k < len(args) and isinstance(args[k], torch.Tensor) and any(isinstance(d, str) for d in dims[1:]):
+            examples[name] = [1, *args[k].shape[1:]]  # the export's own sizes
     spec = ep.call_spec.out_spec
     outputs = None
     if spec is not None and spec.context is not None and isinstance(spec.context, list):
-        outputs = [str(k) for k in spec.context]           # a dict's keys
+        outputs = [str(k) for k in spec.context]  # a dict's keys
     return {"inputs": inputs, "outputs": outputs, "notes": [], "example_shapes": examples}
 
 
@@ -96,8 +98,10 @@ def flatten(out: Any) -> dict[str, torch.Tensor]:
     elif hasattr(out, "_asdict"):
         items = out._asdict().items()
     else:
-        raise UserError(f"the model returned a {type(out).__name__}; dlbench reads tensors, "
-                        f"and tuples, lists and dicts of them")
+        raise UserError(
+            f"the model returned a {type(out).__name__}; dlbench reads tensors, "
+            f"and tuples, lists and dicts of them"
+        )
     flat: dict[str, torch.Tensor] = {}
     for k, v in items:
         if isinstance(v, torch.Tensor):
@@ -108,8 +112,10 @@ def flatten(out: Any) -> dict[str, torch.Tensor]:
 
 
 def to_numpy(out: Any) -> dict[str, np.ndarray]:
-    return {k: v.detach().float().cpu().numpy() if v.is_floating_point() else v.cpu().numpy()
-            for k, v in flatten(out).items()}
+    return {
+        k: v.detach().float().cpu().numpy() if v.is_floating_point() else v.cpu().numpy()
+        for k, v in flatten(out).items()
+    }
 
 
 def run(model: Any, source: Source, names: list[str], arrays: list[np.ndarray]) -> dict:

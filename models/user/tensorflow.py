@@ -5,19 +5,21 @@ takes NHWC: unlike the zoo's networks nothing is transposed), named and
 ordered as the model declares them.  A SavedModel runs its
 ``serving_default`` signature, which takes and returns tensors by name.
 """
+
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 if "tensorflow" not in sys.modules:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from dlbench.core.errors import UserError, first_line  # noqa: E402
-from dlbench.models.user import Source  # noqa: E402
+from dlbench.core.errors import UserError, first_line
+from dlbench.models.user import Source
 
 SERVING = "serving_default"
 
@@ -32,8 +34,10 @@ def load(source: Source, obj: Any = None) -> Any:
         if source.kind == "savedmodel":
             loaded = tf.saved_model.load(source.path)
             if SERVING not in loaded.signatures:
-                raise UserError(f"{source.label}: the SavedModel has no {SERVING!r} signature "
-                                f"(it has: {', '.join(loaded.signatures) or 'none'})")
+                raise UserError(
+                    f"{source.label}: the SavedModel has no {SERVING!r} signature "
+                    f"(it has: {', '.join(loaded.signatures) or 'none'})"
+                )
             return loaded
         if source.weights:
             obj.load_weights(source.weights)
@@ -50,14 +54,17 @@ def signature(model: Any, source: Source) -> dict[str, Any]:
     if source.kind == "savedmodel":
         fn = model.signatures[SERVING]
         specs = fn.structured_input_signature[1]
-        inputs = [{"name": k, "dtype": s.dtype.name, "shape": _dims(s.shape.as_list())}
-                  for k, s in specs.items()]
+        inputs = [
+            {"name": k, "dtype": s.dtype.name, "shape": _dims(s.shape.as_list())} for k, s in specs.items()
+        ]
         return {"inputs": inputs, "outputs": list(fn.structured_outputs), "notes": []}
     declared = getattr(model, "inputs", None)
-    if not declared:                       # a subclassed model never called: no signature
-        return {"inputs": [{"name": "input", "dtype": "float32", "shape": None}],
-                "outputs": None,
-                "notes": [f"{source.what} declares no inputs: shape from --shape input=..."]}
+    if not declared:  # a subclassed model never called: no signature
+        return {
+            "inputs": [{"name": "input", "dtype": "float32", "shape": None}],
+            "outputs": None,
+            "notes": [f"{source.what} declares no inputs: shape from --shape input=..."],
+        }
     inputs = [{"name": t.name, "dtype": str(t.dtype), "shape": _dims(t.shape)} for t in declared]
     return {"inputs": inputs, "outputs": output_names(model), "notes": []}
 
@@ -89,8 +96,7 @@ def flatten(out: Any, names: list[str] | None = None) -> dict[str, Any]:
     if isinstance(out, dict):
         return {str(k): v for k, v in out.items()}
     if isinstance(out, (list, tuple)):
-        keys = names if names and len(names) == len(out) else \
-            [f"output_{i}" for i in range(len(out))]
+        keys = names if names and len(names) == len(out) else [f"output_{i}" for i in range(len(out))]
         return dict(zip(keys, out))
     return {names[0] if names and len(names) == 1 else "output": out}
 
@@ -118,8 +124,7 @@ def trainable(model: Any, source: Source, names: list[str], output: str) -> Any:
 
         def call(self, inputs, training=False):
             xs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-            return flatten(self.net(arranged(self.net, names, xs), training=training),
-                           outputs)[output]
+            return flatten(self.net(arranged(self.net, names, xs), training=training), outputs)[output]
 
     return Picked(model)
 

@@ -30,6 +30,7 @@ Choices, and why:
 Layer names are the paper's Caffe names (``conv1_1`` ... ``conv5_3``, ``fc6``,
 ``fc7``, ``fc8``) in every framework, as ``models.weights`` requires.
 """
+
 from __future__ import annotations
 
 from dlbench.models import walkcount
@@ -59,8 +60,7 @@ def feature_map(cfg: dict) -> tuple[int, int, int]:
     """(C, H, W) of the map the flatten reads (512, 7, 7 for 224x224 input)."""
     size = cfg["image_size"] // POOL ** len(cfg["stages"])
     if size < 1:
-        raise ValueError(f"{cfg['image_size']}px input is pooled away by "
-                         f"{len(cfg['stages'])} stages")
+        raise ValueError(f"{cfg['image_size']}px input is pooled away by {len(cfg['stages'])} stages")
     return cfg["stages"][-1][-1], size, size
 
 
@@ -68,8 +68,7 @@ def dense(cfg: dict):
     """Yield (name, cin, cout) for fc6, fc7 and the classifier fc8."""
     c, h, w = feature_map(cfg)
     features = c * h * w
-    for name, width in (("fc6", cfg["hidden"]), ("fc7", cfg["hidden"]),
-                        ("fc8", cfg["num_classes"])):
+    for name, width in (("fc6", cfg["hidden"]), ("fc7", cfg["hidden"]), ("fc8", cfg["num_classes"])):
         yield name, features, width
         features = width
 
@@ -107,36 +106,70 @@ def multiply_adds(spec: ModelSpec) -> int:
     return walkcount.multiply_adds(walk(spec.config))
 
 
-def _vgg(name: str, display: str, *, divisor: int, image_size: int, hidden: int,
-         num_classes: int, batch: int, dataset: str, run: RunDefaults) -> ModelSpec:
+def _vgg(
+    name: str,
+    display: str,
+    *,
+    divisor: int,
+    image_size: int,
+    hidden: int,
+    num_classes: int,
+    batch: int,
+    dataset: str,
+    run: RunDefaults,
+) -> ModelSpec:
     stages = tuple(tuple(w // divisor for w in stage) for stage in VGG16_STAGES)
-    return register_model(ModelSpec(
-        name=name,
-        display_name=display,
-        family="vgg",
-        task="image-classification",
-        network_type="CNN",
-        dataset=dataset,
-        inputs=(InputSpec("input", (3, image_size, image_size)),),
-        num_classes=num_classes,
-        default_batch_size=batch,
-        builders=dict(BUILDERS),
-        config={"stages": stages, "image_size": image_size, "hidden": hidden,
-                "num_classes": num_classes, "dropout": 0.5,
+    return register_model(
+        ModelSpec(
+            name=name,
+            display_name=display,
+            family="vgg",
+            task="image-classification",
+            network_type="CNN",
+            dataset=dataset,
+            inputs=(InputSpec("input", (3, image_size, image_size)),),
+            num_classes=num_classes,
+            default_batch_size=batch,
+            builders=dict(BUILDERS),
+            config={
+                "stages": stages,
+                "image_size": image_size,
+                "hidden": hidden,
+                "num_classes": num_classes,
+                "dropout": 0.5,
                 # torchvision's recipe rate: VGG without BN diverges at the zoo's 0.05.
-                "learning_rate": 0.01},
-        macs_fn=multiply_adds,
-        params_fn=parameter_count,
-        run=run,
-    ))
+                "learning_rate": 0.01,
+            },
+            macs_fn=multiply_adds,
+            params_fn=parameter_count,
+            run=run,
+        )
+    )
 
 
 # 15.5 G multiply-adds a sample, 3.8x ResNet-50's: inference stops at batch 8, where one
 # batch already takes about a second on two CPU cores.
-VGG16 = _vgg("vgg16", "VGG16 (configuration D)", divisor=1, image_size=224, hidden=4096,
-             num_classes=1000, batch=32, dataset="ImageNet2012",
-             run=RunDefaults(batch_sizes=(1, 8)))
+VGG16 = _vgg(
+    "vgg16",
+    "VGG16 (configuration D)",
+    divisor=1,
+    image_size=224,
+    hidden=4096,
+    num_classes=1000,
+    batch=32,
+    dataset="ImageNet2012",
+    run=RunDefaults(batch_sizes=(1, 8)),
+)
 # Same topology at 1/8 width, 64x64 input (a 2x2 map at the flatten, so its order is
 # tested) and 128-wide fc6/fc7: the network the tests and quick demos train.
-_vgg("vgg16-mini", "VGG16 (1/8 width, 64px)", divisor=8, image_size=64, hidden=128,
-     num_classes=10, batch=16, dataset="synthetic", run=RunDefaults())
+_vgg(
+    "vgg16-mini",
+    "VGG16 (1/8 width, 64px)",
+    divisor=8,
+    image_size=64,
+    hidden=128,
+    num_classes=10,
+    batch=16,
+    dataset="synthetic",
+    run=RunDefaults(),
+)

@@ -7,6 +7,7 @@ PyTorch's (C, H, W) order and its kernel moves with the plain dense rule.
 
 Layer names are the canonical ones (``conv1_1`` ... ``fc8``).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -32,11 +33,11 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> keras.M
     size = cfg["image_size"]
     inputs = keras.Input((size, size, 3), name="input")
     x = inputs
-    conv_init = keras.initializers.VarianceScaling(2.0, mode="fan_out",
-                                                   distribution="untruncated_normal")
+    conv_init = keras.initializers.VarianceScaling(2.0, mode="fan_out", distribution="untruncated_normal")
     for name, _, cout, _, closes in convs(cfg):
-        x = layers.Conv2D(cout, 3, padding="same", name=name, kernel_initializer=conv_init,
-                          bias_initializer="zeros")(x)
+        x = layers.Conv2D(
+            cout, 3, padding="same", name=name, kernel_initializer=conv_init, bias_initializer="zeros"
+        )(x)
         x = layers.ReLU(name=f"{name}.relu")(x)
         if closes:
             x = layers.MaxPooling2D(POOL, name=f"{name}.pool")(x)
@@ -45,10 +46,15 @@ def build(spec: ModelSpec, seed: int | None = None, **overrides: Any) -> keras.M
     fcs = list(dense(cfg))
     for name, _, cout in fcs:
         last = name == fcs[-1][0]
-        x = layers.Dense(cout, name=name, dtype="float32" if last else None,
-                         kernel_initializer=keras.initializers.VarianceScaling(
-                             1.0, mode="fan_in", distribution="untruncated_normal"),
-                         bias_initializer="zeros")(x)
+        x = layers.Dense(
+            cout,
+            name=name,
+            dtype="float32" if last else None,
+            kernel_initializer=keras.initializers.VarianceScaling(
+                1.0, mode="fan_in", distribution="untruncated_normal"
+            ),
+            bias_initializer="zeros",
+        )(x)
         if not last:
             x = layers.ReLU(name=f"{name}.relu")(x)
             x = layers.Dropout(cfg["dropout"], name=f"{name}.dropout")(x)

@@ -7,6 +7,7 @@ parameter names the canonical ones (``conv1_1.weight``, ``fc8.bias``).  The
 widths, input size and classes still come from the spec, so the mini variant
 is the same code.  Initializers are ``models.vgg``'s, as in the other builders.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,16 +15,32 @@ import os
 # Quiets MindSpore's INFO/WARNING logs; it reads GLOG_v once, at import.
 os.environ.setdefault("GLOG_v", "3")
 
-import mindspore as ms  # noqa: E402
-from mindspore import nn, ops  # noqa: E402
-from mindspore.common.initializer import HeNormal, Normal  # noqa: E402
+import mindspore as ms
+from mindspore import nn, ops
+from mindspore.common.initializer import HeNormal, Normal
 
-from dlbench.models.registry import ModelSpec  # noqa: E402
-from dlbench.models.vgg import POOL, convs, dense  # noqa: E402
+from dlbench.models.registry import ModelSpec
+from dlbench.models.vgg import POOL, convs, dense
 
 # The layer sequence ``construct`` spells out (graph mode compiles it statically).
-_ORDER = ("conv1_1", "conv1_2", "conv2_1", "conv2_2", "conv3_1", "conv3_2", "conv3_3",
-          "conv4_1", "conv4_2", "conv4_3", "conv5_1", "conv5_2", "conv5_3", "fc6", "fc7", "fc8")
+_ORDER = (
+    "conv1_1",
+    "conv1_2",
+    "conv2_1",
+    "conv2_2",
+    "conv3_1",
+    "conv3_2",
+    "conv3_3",
+    "conv4_1",
+    "conv4_2",
+    "conv4_3",
+    "conv5_1",
+    "conv5_2",
+    "conv5_3",
+    "fc6",
+    "fc7",
+    "fc8",
+)
 
 
 class VGG16(nn.Cell):
@@ -31,13 +48,27 @@ class VGG16(nn.Cell):
         super().__init__()
         names = []
         for name, cin, cout, _, _ in convs(cfg):
-            setattr(self, name, nn.Conv2d(
-                cin, cout, 3, pad_mode="pad", padding=1, has_bias=True, bias_init="zeros",
-                weight_init=HeNormal(negative_slope=0, mode="fan_out", nonlinearity="relu")))
+            setattr(
+                self,
+                name,
+                nn.Conv2d(
+                    cin,
+                    cout,
+                    3,
+                    pad_mode="pad",
+                    padding=1,
+                    has_bias=True,
+                    bias_init="zeros",
+                    weight_init=HeNormal(negative_slope=0, mode="fan_out", nonlinearity="relu"),
+                ),
+            )
             names.append(name)
         for name, cin, cout in dense(cfg):
-            setattr(self, name, nn.Dense(cin, cout, has_bias=True,
-                                         weight_init=Normal(cin ** -0.5), bias_init="zeros"))
+            setattr(
+                self,
+                name,
+                nn.Dense(cin, cout, has_bias=True, weight_init=Normal(cin**-0.5), bias_init="zeros"),
+            )
             names.append(name)
         if tuple(names) != _ORDER:
             raise ValueError(f"the MindSpore VGG16 expects layers {_ORDER}, got {names}")
@@ -55,7 +86,7 @@ class VGG16(nn.Cell):
         x = self.pool(self.relu(self.conv4_3(x)))
         x = self.relu(self.conv5_2(self.relu(self.conv5_1(x))))
         x = self.pool(self.relu(self.conv5_3(x)))
-        x = self.flatten(x)                          # (C, H, W) order: the canonical one
+        x = self.flatten(x)  # (C, H, W) order: the canonical one
         x = self.dropout(self.relu(self.fc6(x)))
         x = self.dropout(self.relu(self.fc7(x)))
         return self.fc8(x)

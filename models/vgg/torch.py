@@ -3,6 +3,7 @@
 Module names (``conv1_1`` ... ``fc8``) are the canonical names ``models.weights``
 maps across frameworks.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -37,7 +38,7 @@ class VGG(nn.Module):
                 nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
                 nn.init.zeros_(m.bias)
             elif isinstance(m, nn.Linear):
-                nn.init.normal_(m.weight, 0, m.in_features ** -0.5)
+                nn.init.normal_(m.weight, 0, m.in_features**-0.5)
                 nn.init.zeros_(m.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -45,7 +46,7 @@ class VGG(nn.Module):
             x = torch.relu(getattr(self, name)(x))
             if closes:
                 x = self.pool(x)
-        x = torch.flatten(x, 1)                      # (C, H, W) order: the canonical one
+        x = torch.flatten(x, 1)  # (C, H, W) order: the canonical one
         for name in self.fcs[:-1]:
             x = self.dropout(torch.relu(getattr(self, name)(x)))
         return getattr(self, self.fcs[-1])(x)

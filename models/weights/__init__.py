@@ -56,6 +56,7 @@ Known limit: a dense layer fed by a *flatten* of a feature map would need its
 input rows permuted between NCHW and NHWC; the zoo's CNNs pool globally first,
 and no rule does that permutation.
 """
+
 from __future__ import annotations
 
 import json
@@ -85,6 +86,7 @@ class WeightMismatch(UserError):
 def module(framework: str):
     """The export/import module of ``framework`` (imports that framework)."""
     import importlib
+
     if framework not in FRAMEWORKS:
         raise UserError(f"unknown framework {framework!r}; choose {', '.join(FRAMEWORKS)}")
     return importlib.import_module(f"dlbench.models.weights.{framework}")
@@ -108,7 +110,7 @@ def save(path: str | os.PathLike, weights: dict[str, np.ndarray], **meta: Any) -
     return path
 
 
-def load(path: str | os.PathLike) -> tuple["OrderedDict[str, np.ndarray]", dict[str, Any]]:
+def load(path: str | os.PathLike) -> tuple[OrderedDict[str, np.ndarray], dict[str, Any]]:
     """(weights in file order, metadata) of a file ``save`` wrote; UserError otherwise."""
     path = Path(path)
     if not path.is_file():

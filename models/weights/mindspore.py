@@ -6,27 +6,27 @@ its arrays gamma/beta/moving_mean/moving_variance.  Layers are found by Cell
 path (``cells_and_names``), not by parameter name, so a network wrapped in a
 training cell still matches.
 """
+
 from __future__ import annotations
 
 import os
 
 os.environ.setdefault("GLOG_v", "3")
 
-from collections import OrderedDict  # noqa: E402
+from collections import OrderedDict
 
-import mindspore as ms  # noqa: E402
-import numpy as np  # noqa: E402
-from mindspore import nn  # noqa: E402
+import mindspore as ms
+import numpy as np
+from mindspore import nn
 
-from dlbench.models.bert.mindspore import TiedDecoder as BertTiedDecoder  # noqa: E402
-from dlbench.models.ssd.mindspore import L2Norm as SsdL2Norm  # noqa: E402
-from dlbench.models.weights.rules import (Param, Rule, export_layers, import_layers,  # noqa: E402
-                                  ruled_layers, simple)
+from dlbench.models.bert.mindspore import TiedDecoder as BertTiedDecoder
+from dlbench.models.ssd.mindspore import L2Norm as SsdL2Norm
+from dlbench.models.weights.rules import Param, Rule, export_layers, import_layers, ruled_layers, simple
 
 _WEIGHT_BIAS = simple(("weight", "weight"), Param("bias", "bias", optional=True))
-_BN = simple(("weight", "gamma"), ("bias", "beta"), ("running_mean", "moving_mean"),
-             ("running_var", "moving_variance"))
-
+_BN = simple(
+    ("weight", "gamma"), ("bias", "beta"), ("running_mean", "moving_mean"), ("running_var", "moving_variance")
+)
 
 
 def _lstm_params(lstm) -> list[tuple[str, object]]:
@@ -40,7 +40,7 @@ def _lstm_params(lstm) -> list[tuple[str, object]]:
     for i in range(len(lstm.w_ih_list)):
         names = suffixes(i // dirs, i % dirs == 1)
         for name, params in zip(names, lists):
-            if len(params):                     # has_bias=False: no bias lists
+            if len(params):  # has_bias=False: no bias lists
                 out.append((name, params[i]))
     return out
 
@@ -70,7 +70,7 @@ RULES: dict[type, Rule] = {
     nn.Embedding: simple(("weight", "embedding_table")),
     nn.LSTM: Rule(export=_lstm_export, load=_lstm_load),
     nn.LayerNorm: simple(("weight", "gamma"), ("bias", "beta")),
-    nn.PReLU: simple(("weight", "w")),               # slopes, one per unit (DIN)
+    nn.PReLU: simple(("weight", "w")),  # slopes, one per unit (DIN)
     # BERT's masked-LM decoder owns only its bias; its weight is the word embeddings'.
     BertTiedDecoder: simple(("bias", "bias")),
     # SSD's conv4_3 L2 normalization: one learned scale per channel.
@@ -101,15 +101,13 @@ def _own_weights(cell) -> int:
 
 
 def layers(net):
-    return ruled_layers(((n, c) for n, c in net.cells_and_names() if n), RULES, _own_weights,
-                        "mindspore")
+    return ruled_layers(((n, c) for n, c in net.cells_and_names() if n), RULES, _own_weights, "mindspore")
 
 
-def export_weights(net) -> "OrderedDict[str, np.ndarray]":
+def export_weights(net) -> OrderedDict[str, np.ndarray]:
     return export_layers(layers(net), _read)
 
 
 def import_weights(net, weights: dict[str, np.ndarray]):
     import_layers(layers(net), weights, _read, _write, "mindspore")
     return net
-

@@ -4,6 +4,7 @@ The canonical format *is* PyTorch's layout, so every conversion here is the
 identity; the rules still list each layer type's arrays so that an unknown
 weighted layer fails loudly instead of being copied by accident.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -16,13 +17,15 @@ from dlbench.models.bert.torch import TiedDecoder as BertTiedDecoder
 from dlbench.models.ssd.torch import L2Norm as SsdL2Norm
 from dlbench.models.weights.rules import Param, Rule, export_layers, import_layers, ruled_layers, simple
 
-_NOT_WEIGHTS = {"num_batches_tracked"}       # a BN step counter, not part of the function
+_NOT_WEIGHTS = {"num_batches_tracked"}  # a BN step counter, not part of the function
 
-_BN = simple(Param("weight", "weight", optional=True), Param("bias", "bias", optional=True),
-             Param("running_mean", "running_mean", optional=True),
-             Param("running_var", "running_var", optional=True))
+_BN = simple(
+    Param("weight", "weight", optional=True),
+    Param("bias", "bias", optional=True),
+    Param("running_mean", "running_mean", optional=True),
+    Param("running_var", "running_var", optional=True),
+)
 _WEIGHT_BIAS = simple(("weight", "weight"), Param("bias", "bias", optional=True))
-
 
 
 def _lstm_export(lstm: nn.LSTM) -> dict[str, np.ndarray]:
@@ -51,7 +54,7 @@ RULES: dict[type, Rule] = {
     nn.Embedding: simple(("weight", "weight")),
     nn.LSTM: Rule(export=_lstm_export, load=_lstm_load),
     nn.LayerNorm: simple(("weight", "weight"), ("bias", "bias")),
-    nn.PReLU: simple(("weight", "weight")),          # slopes, one per unit (DIN)
+    nn.PReLU: simple(("weight", "weight")),  # slopes, one per unit (DIN)
     # BERT's masked-LM decoder owns only its bias; its weight is the word embeddings'.
     BertTiedDecoder: simple(("bias", "bias")),
     # SSD's conv4_3 L2 normalization: one learned scale per channel.
@@ -81,14 +84,15 @@ def _write(module: nn.Module, attr: str, value: np.ndarray) -> None:
 
 def _own_weights(module: nn.Module) -> int:
     return sum(1 for _ in module.parameters(recurse=False)) + sum(
-        1 for n, _ in module.named_buffers(recurse=False) if n not in _NOT_WEIGHTS)
+        1 for n, _ in module.named_buffers(recurse=False) if n not in _NOT_WEIGHTS
+    )
 
 
 def layers(net: nn.Module):
     return ruled_layers(net.named_modules(), RULES, _own_weights, "pytorch")
 
 
-def export_weights(net: nn.Module) -> "OrderedDict[str, np.ndarray]":
+def export_weights(net: nn.Module) -> OrderedDict[str, np.ndarray]:
     return export_layers(layers(net), _read)
 
 

@@ -11,6 +11,7 @@ transposes, with gates in the same order (Keras calls g "c"), and ONE
 bias, ``bias_hh`` = 0 — the same function, which is what the zoo's LSTM
 networks rely on (their ``bias_hh`` is frozen at zero).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,34 +24,39 @@ def suffixes(layer: int = 0, reverse: bool = False) -> tuple[str, str, str, str]
     return (f"weight_ih{tail}", f"weight_hh{tail}", f"bias_ih{tail}", f"bias_hh{tail}")
 
 
-def take(mine: dict[str, np.ndarray],
-         expected: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+def take(mine: dict[str, np.ndarray], expected: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
     """``mine`` checked against ``expected`` (suffix -> shape): same keys, same shapes."""
     missing = [k for k in expected if k not in mine]
     surplus = [k for k in mine if k not in expected]
     if missing or surplus:
-        raise WeightMismatch(f"LSTM arrays do not match: missing {missing[:3] or 'none'}, "
-                             f"unexpected {surplus[:3] or 'none'}")
+        raise WeightMismatch(
+            f"LSTM arrays do not match: missing {missing[:3] or 'none'}, unexpected {surplus[:3] or 'none'}"
+        )
     for key, shape in expected.items():
         if tuple(mine[key].shape) != tuple(shape):
-            raise WeightMismatch(f"LSTM array {key}: shape {tuple(mine[key].shape)} does not "
-                                 f"fit the layer's {tuple(shape)}")
+            raise WeightMismatch(
+                f"LSTM array {key}: shape {tuple(mine[key].shape)} does not fit the layer's {tuple(shape)}"
+            )
     return {k: np.asarray(mine[k], dtype=np.float32) for k in expected}
 
 
-def keras_to_canonical(kernel, recurrent, bias, layer: int = 0,
-                       reverse: bool = False) -> dict[str, np.ndarray]:
+def keras_to_canonical(
+    kernel, recurrent, bias, layer: int = 0, reverse: bool = False
+) -> dict[str, np.ndarray]:
     w_ih, w_hh, b_ih, b_hh = suffixes(layer, reverse)
-    out = {w_ih: np.ascontiguousarray(np.asarray(kernel).T),
-           w_hh: np.ascontiguousarray(np.asarray(recurrent).T)}
+    out = {
+        w_ih: np.ascontiguousarray(np.asarray(kernel).T),
+        w_hh: np.ascontiguousarray(np.asarray(recurrent).T),
+    }
     if bias is not None:
         out[b_ih] = np.asarray(bias)
         out[b_hh] = np.zeros_like(out[b_ih])
     return out
 
 
-def canonical_to_keras(mine: dict[str, np.ndarray], cin: int, units: int, use_bias: bool,
-                       layer: int = 0, reverse: bool = False):
+def canonical_to_keras(
+    mine: dict[str, np.ndarray], cin: int, units: int, use_bias: bool, layer: int = 0, reverse: bool = False
+):
     """(kernel, recurrent_kernel, bias or None) for one Keras LSTM from its canonical arrays."""
     w_ih, w_hh, b_ih, b_hh = suffixes(layer, reverse)
     expected = {w_ih: (4 * units, cin), w_hh: (4 * units, units)}

@@ -3,6 +3,7 @@
 Keras stores a conv kernel as (kH, kW, in, out) and a dense kernel as (in,
 out); batch norm calls its arrays gamma/beta/moving_mean/moving_variance.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -14,28 +15,33 @@ from dlbench.models.bert.keras import Bias as BertBias
 from dlbench.models.din.keras import PReLU as DinPReLU
 from dlbench.models.ssd.keras import L2Norm as SsdL2Norm
 from dlbench.models.weights import WeightMismatch
-from dlbench.models.weights.rules import (Param, Rule, export_layers, import_layers, ruled_layers,
-                                  simple, transpose as _t)
+from dlbench.models.weights.rules import Param, Rule, export_layers, import_layers, ruled_layers, simple
+from dlbench.models.weights.rules import transpose as _t
 
 HWIO_TO_OIHW = (3, 2, 0, 1)
 OIHW_TO_HWIO = (2, 3, 1, 0)
 
 
-_CONV2D = simple(("weight", "kernel", _t(*HWIO_TO_OIHW), _t(*OIHW_TO_HWIO)),
-                 Param("bias", "bias", optional=True))
+_CONV2D = simple(
+    ("weight", "kernel", _t(*HWIO_TO_OIHW), _t(*OIHW_TO_HWIO)), Param("bias", "bias", optional=True)
+)
 # Conv1D kernel (k, in, out) <-> PyTorch (out, in, k).
-_CONV1D = simple(("weight", "kernel", _t(2, 1, 0), _t(2, 1, 0)),
-                 Param("bias", "bias", optional=True))
+_CONV1D = simple(("weight", "kernel", _t(2, 1, 0), _t(2, 1, 0)), Param("bias", "bias", optional=True))
 # Conv2DTranspose kernel (kH, kW, out, in) <-> PyTorch's ConvTranspose2d (in, out, kH, kW).
-_CONV2D_TRANSPOSE = simple(("weight", "kernel", _t(3, 2, 0, 1), _t(2, 3, 1, 0)),
-                           Param("bias", "bias", optional=True))
+_CONV2D_TRANSPOSE = simple(
+    ("weight", "kernel", _t(3, 2, 0, 1), _t(2, 3, 1, 0)), Param("bias", "bias", optional=True)
+)
 _DENSE = simple(("weight", "kernel", _t(1, 0), _t(1, 0)), Param("bias", "bias", optional=True))
 # DepthwiseConv2D kernel (kH, kW, channels, 1) <-> PyTorch's grouped conv (channels, 1, kH, kW).
-_DEPTHWISE = simple(("weight", "kernel", _t(2, 3, 0, 1), _t(2, 3, 0, 1)),
-                    Param("bias", "bias", optional=True))
-_BN = simple(Param("weight", "gamma", optional=True), Param("bias", "beta", optional=True),
-             ("running_mean", "moving_mean"), ("running_var", "moving_variance"))
-
+_DEPTHWISE = simple(
+    ("weight", "kernel", _t(2, 3, 0, 1), _t(2, 3, 0, 1)), Param("bias", "bias", optional=True)
+)
+_BN = simple(
+    Param("weight", "gamma", optional=True),
+    Param("bias", "beta", optional=True),
+    ("running_mean", "moving_mean"),
+    ("running_var", "moving_variance"),
+)
 
 
 def _lstm_cells(layer) -> list[tuple[object, bool]]:
@@ -46,8 +52,9 @@ def _lstm_cells(layer) -> list[tuple[object, bool]]:
         parts = [(layer, False)]
     for lstm, _ in parts:
         if not isinstance(lstm, keras.layers.LSTM):
-            raise WeightMismatch(f"layer {layer.name!r}: no weight rule for a "
-                                 f"{type(lstm).__name__} inside Bidirectional")
+            raise WeightMismatch(
+                f"layer {layer.name!r}: no weight rule for a {type(lstm).__name__} inside Bidirectional"
+            )
     return parts
 
 
@@ -57,9 +64,14 @@ def _lstm_export(layer) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for lstm, reverse in _lstm_cells(layer):
         cell = lstm.cell
-        out.update(keras_to_canonical(_read(cell, "kernel"), _read(cell, "recurrent_kernel"),
-                                      _read(cell, "bias") if cell.use_bias else None,
-                                      reverse=reverse))
+        out.update(
+            keras_to_canonical(
+                _read(cell, "kernel"),
+                _read(cell, "recurrent_kernel"),
+                _read(cell, "bias") if cell.use_bias else None,
+                reverse=reverse,
+            )
+        )
     return out
 
 
@@ -75,9 +87,10 @@ def _lstm_load(layer, mine: dict[str, np.ndarray]) -> None:
     for lstm, reverse in cells:
         cell = lstm.cell
         part = {k: v for k, v in mine.items() if k in suffixes(0, reverse)}
-        values.append((cell, canonical_to_keras(part, cell.kernel.shape[0], cell.units,
-                                                cell.use_bias, reverse=reverse)))
-    for cell, (kernel, recurrent, bias) in values:       # all checked before any write
+        values.append(
+            (cell, canonical_to_keras(part, cell.kernel.shape[0], cell.units, cell.use_bias, reverse=reverse))
+        )
+    for cell, (kernel, recurrent, bias) in values:  # all checked before any write
         _write(cell, "kernel", kernel)
         _write(cell, "recurrent_kernel", recurrent)
         if bias is not None:
@@ -147,7 +160,7 @@ def layers(model):
     return ruled_layers(_named(model), RULES, _own_weights, "tensorflow")
 
 
-def export_weights(model) -> "OrderedDict[str, np.ndarray]":
+def export_weights(model) -> OrderedDict[str, np.ndarray]:
     return export_layers(layers(model), _read)
 
 

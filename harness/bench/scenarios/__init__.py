@@ -2,12 +2,13 @@
 
 Adding a scenario is adding a module and its name to ``SCENARIOS``.
 """
+
 from __future__ import annotations
 
 import importlib
 
-from dlbench.harness.bench.scenarios.base import Scenario, ScenarioContext  # noqa: F401
 from dlbench.core.errors import UserError
+from dlbench.harness.bench.scenarios.base import Scenario, ScenarioContext
 
 __all__ = ["SCENARIOS", "Scenario", "ScenarioContext", "get_scenario"]
 SCENARIOS = ("offline", "single-stream", "server")

@@ -6,11 +6,13 @@
 from ``ctx.prepared(batch)``, which synthesizes and places them on the
 device outside the timed region (and caches them).
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from dlbench.harness.backends.base import Runner
 from dlbench.harness.bench.measure import Clock, StopRule
@@ -49,4 +51,5 @@ def step_for(ctx: ScenarioContext, batch: int) -> Callable[[], None]:
     def step() -> None:
         run(handle)
         sync()
+
     return step

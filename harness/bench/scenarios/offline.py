@@ -1,4 +1,5 @@
 """Offline: every batch is ready at once; maximum throughput at the batch size."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,8 +17,15 @@ class Offline(Scenario):
 
         def report(n: int, elapsed: float) -> None:
             notify("measure", n, elapsed, n * batch)
-        return measure(step, batch, ctx.rule, ctx.clock, report if notify else None,
-                       after_warmup=ctx.runner.reset_device_times)
+
+        return measure(
+            step,
+            batch,
+            ctx.rule,
+            ctx.clock,
+            report if notify else None,
+            after_warmup=ctx.runner.reset_device_times,
+        )
 
 
 SCENARIO = Offline()

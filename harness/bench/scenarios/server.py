@@ -22,6 +22,7 @@ the estimated capacity (max batch / service time at max batch).  Every
 point is reported; the cell's headline is the best point that meets the
 bound (or the highest-throughput point when there is no bound).
 """
+
 from __future__ import annotations
 
 import math
@@ -30,9 +31,9 @@ from typing import Any
 import numpy as np
 
 from dlbench.harness import stats
-from dlbench.harness.cpuusage import CpuWindow
 from dlbench.harness.bench.measure import summarize_latency, warm_up
 from dlbench.harness.bench.scenarios.base import Scenario, ScenarioContext, step_for
+from dlbench.harness.cpuusage import CpuWindow
 
 DEFAULT_MAX_WAIT_MS = 2.0
 LADDER = (0.25, 0.5, 0.75, 0.9)
@@ -67,14 +68,13 @@ class Server(Scenario):
             tail = warm["times_s"][-3:] or [self._time_one(ctx, b)]
             service[b] = stats.median(tail)
         ctx.runner.reset_device_times()
-        cpu = CpuWindow()                   # every point's batches: the measured window
+        cpu = CpuWindow()  # every point's batches: the measured window
         cpu.begin()
         capacity = max_batch / service[max_batch]
 
         points: list[dict[str, Any]] = []
         if bound_ms is not None:
-            best = self._search(ctx, buckets, max_batch, max_wait, float(bound_ms), service,
-                                capacity, points)
+            best = self._search(ctx, buckets, max_batch, max_wait, float(bound_ms), service, capacity, points)
         else:
             rates = p.get("qps") or [round(f * capacity, 3) for f in LADDER]
             for i, qps in enumerate(rates):
@@ -83,9 +83,12 @@ class Server(Scenario):
 
         out: dict[str, Any] = {
             "server": {
-                "max_batch": max_batch, "max_wait_ms": max_wait * 1000, "buckets": buckets,
+                "max_batch": max_batch,
+                "max_wait_ms": max_wait * 1000,
+                "buckets": buckets,
                 "service_ms": {str(b): t * 1000 for b, t in service.items()},
-                "estimated_capacity_qps": capacity, "latency_bound_ms": bound_ms,
+                "estimated_capacity_qps": capacity,
+                "latency_bound_ms": bound_ms,
                 "points": [{k: v for k, v in pt.items() if k != "_raw"} for pt in points],
                 "found_qps": None if best is None else best["target_qps"],
             },
@@ -94,16 +97,30 @@ class Server(Scenario):
         cpu.end()
         out.update(cpu.report(sum(pt["batches"] for pt in points)))
         if best is None:
-            out.update({"throughput_sps": 0.0, "iterations": 0, "latency_ms": None, "cv": None,
-                        "no_feasible_rate": f"no rate met p99 <= {bound_ms:g} ms (service time "
-                                            f"at batch 1 is {service[buckets[0]] * 1000:.3g} ms)"})
+            out.update(
+                {
+                    "throughput_sps": 0.0,
+                    "iterations": 0,
+                    "latency_ms": None,
+                    "cv": None,
+                    "no_feasible_rate": f"no rate met p99 <= {bound_ms:g} ms (service time "
+                    f"at batch 1 is {service[buckets[0]] * 1000:.3g} ms)",
+                }
+            )
             return out
-        out.update({"throughput_sps": best["achieved_qps"], "iterations": best["queries"],
-                    "samples": best["queries"], "window_s": best["duration_s"],
-                    "latency_ms": best["latency_ms"], "cv": best["cv"],
-                    "percentile_support": best["percentile_support"],
-                    "latency_samples_ms": [round(x, 6) for x in best["_raw"]],
-                    "latency_samples_stride": 1})
+        out.update(
+            {
+                "throughput_sps": best["achieved_qps"],
+                "iterations": best["queries"],
+                "samples": best["queries"],
+                "window_s": best["duration_s"],
+                "latency_ms": best["latency_ms"],
+                "cv": best["cv"],
+                "percentile_support": best["percentile_support"],
+                "latency_samples_ms": [round(x, 6) for x in best["_raw"]],
+                "latency_samples_stride": 1,
+            }
+        )
         return out
 
     @staticmethod
@@ -128,8 +145,16 @@ class Server(Scenario):
                 hi = qps
         return best
 
-    def _point(self, ctx: ScenarioContext, buckets: list[int], max_batch: int,
-               max_wait: float, qps: float, index: int, bound: float | None) -> dict[str, Any]:
+    def _point(
+        self,
+        ctx: ScenarioContext,
+        buckets: list[int],
+        max_batch: int,
+        max_wait: float,
+        qps: float,
+        index: int,
+        bound: float | None,
+    ) -> dict[str, Any]:
         rule, clock = ctx.rule, ctx.clock
         n = rule.iterations or max(rule.min_iterations, math.ceil(qps * rule.min_duration_s))
         rng = np.random.default_rng(ctx.seed + 1000 + index)
@@ -139,7 +164,7 @@ class Server(Scenario):
         batch_sizes: list[int] = []
         over, over_limit = 0, max(1, int(OVER_BOUND_SHARE * n))
         start = clock.now()
-        arrivals = arrivals + start             # absolute times: no rounding between frames
+        arrivals = arrivals + start  # absolute times: no rounding between frames
         i, done = 0, start
         while i < n:
             now = clock.now()
@@ -157,10 +182,10 @@ class Server(Scenario):
             bucket = next(x for x in buckets if x >= b)
             steps[bucket]()
             done = clock.now()
-            latency[i:i + b] = done - arrivals[i:i + b]
+            latency[i : i + b] = done - arrivals[i : i + b]
             batch_sizes.append(b)
             if bound is not None:
-                over += int(np.count_nonzero(latency[i:i + b] > bound))
+                over += int(np.count_nonzero(latency[i : i + b] > bound))
             i += b
             if ctx.on_iteration is not None:
                 ctx.on_iteration(f"server {qps:.4g} qps", len(batch_sizes), done - start, i)
@@ -170,10 +195,13 @@ class Server(Scenario):
         summary = summarize_latency(list(served))
         duration = done - float(arrivals[0])
         point = {
-            "target_qps": qps, "queries": int(i), "planned_queries": int(n),
+            "target_qps": qps,
+            "queries": int(i),
+            "planned_queries": int(n),
             "stopped_early": bool(i < n),
             "achieved_qps": i / duration if duration > 0 else 0.0,
-            "duration_s": duration, "batches": len(batch_sizes),
+            "duration_s": duration,
+            "batches": len(batch_sizes),
             "mean_batch": float(np.mean(batch_sizes)) if batch_sizes else 0.0,
             **summary,
             "_raw": list(served * 1000),

@@ -1,4 +1,5 @@
 """Single-stream: one query at a time, batch 1; the latency percentiles are the result."""
+
 from __future__ import annotations
 
 from typing import Any

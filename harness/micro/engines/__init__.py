@@ -12,11 +12,13 @@ clock, and hands back its output in the common layout (NCHW), so the cell
 checks each kernel against a numpy reference: a kernel that skipped work or
 computed something else fails its cell instead of setting a record.
 """
+
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -40,12 +42,12 @@ PRECISIONS = ("fp32", "bf16", "int8")
 
 @dataclass
 class Kernel:
-    step: Callable[[], Any]                 # one call, finished when it returns
-    output: Callable[[], np.ndarray]        # the last result, as numpy, NCHW for convolutions
-    library: str                            # engine and version (and the math library)
-    layout: str = ""                        # NHWC when the engine's fast path is
+    step: Callable[[], Any]  # one call, finished when it returns
+    output: Callable[[], np.ndarray]  # the last result, as numpy, NCHW for convolutions
+    library: str  # engine and version (and the math library)
+    layout: str = ""  # NHWC when the engine's fast path is
     notes: list[str] = field(default_factory=list)
-    math: dict[str, Any] | None = None      # float32 math mode in force (harness.mathmode)
+    math: dict[str, Any] | None = None  # float32 math mode in force (harness.mathmode)
     # A layer's train step: the gradient of its input (an embedding: of its table).
     grad: Callable[[], np.ndarray] | None = None
 
@@ -58,11 +60,14 @@ def make_inputs(op, precision: str, seed: int = 0) -> dict[str, np.ndarray]:
     """The op's operands, made once, equal for every engine (seeded)."""
     rng = np.random.default_rng(seed)
     if precision == "int8":
+
         def draw(shape):
             return rng.integers(-8, 8, size=shape, dtype=np.int8)
     else:
+
         def draw(shape):
             return rng.standard_normal(shape, dtype=np.float32)
+
     if op.kind == "gemm":
         m, k, n = op.dims
         return {"a": draw((m, k)), "b": draw((k, n))}
@@ -92,7 +97,7 @@ def reference(op, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, Callable[[
         acc = np.zeros((oh, ow))
         for i in range(r):
             for j in range(r):
-                patch = xp[:, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s]
+                patch = xp[:, i : i + s * (oh - 1) + 1 : s, j : j + s * (ow - 1) + 1 : s]
                 acc += np.tensordot(w[:, i, j], patch, axes=1)
         return acc, lambda out: out[0, 0]
     head = min(4096, op.dims[0])
@@ -111,11 +116,14 @@ def check(op, precision: str, inputs: dict[str, np.ndarray], kernel: Kernel) -> 
     want, take = reference(op, inputs)
     got = np.asarray(take(kernel.output()), dtype=np.float64)
     if got.shape != want.shape:
-        raise RuntimeError(f"{kernel.library} returned shape {got.shape} for the checked slice, "
-                           f"expected {want.shape}")
+        raise RuntimeError(
+            f"{kernel.library} returned shape {got.shape} for the checked slice, expected {want.shape}"
+        )
     scale = float(np.max(np.abs(want))) or 1.0
     err = float(np.max(np.abs(got - want))) / scale
     if not err <= TOLERANCE[precision]:
-        raise RuntimeError(f"{kernel.library} computed a wrong {op.label} ({precision}): relative "
-                           f"error {err:.3g} > {TOLERANCE[precision]:g} against numpy in float64")
+        raise RuntimeError(
+            f"{kernel.library} computed a wrong {op.label} ({precision}): relative "
+            f"error {err:.3g} > {TOLERANCE[precision]:g} against numpy in float64"
+        )
     return err

@@ -7,6 +7,7 @@ asynchronously, so each call waits for its result (``Tensor.data_sync``;
 against the public API of 2.x, so that ``--with mindspore==VERSION`` can time
 other releases with the same cell.
 """
+
 from __future__ import annotations
 
 from dlbench.harness import mathmode
@@ -45,6 +46,7 @@ def build(op, precision, device, inputs, threads) -> Kernel:
     t = {k: ms.Tensor(v).astype(dtype) for k, v in inputs.items()}
     box = {}
     if op.kind == "gemm":
+
         def call():
             return ops.matmul(t["a"], t["b"])
     elif op.kind == "conv":
@@ -58,14 +60,21 @@ def build(op, precision, device, inputs, threads) -> Kernel:
         def call():
             return ops.deepcopy(t["a"])
     else:
+
         def call():
             return ops.add(t["b"], ops.mul(t["c"], TRIAD_SCALAR))
 
     def step():
         out = box["out"] = call()
         out.data_sync(True)
+
     math = mathmode.mindspore_math(ms, "CPU", "fp32")
     notes = ["triad as add(b, mul(c, s)): two kernels"] if op.kernel == "triad" else []
-    return Kernel(step, lambda: box["out"].astype(ms.float32).asnumpy(),
-                  f"mindspore {ms.__version__}",
-                  "NCHW" if op.kind == "conv" else "", notes, math)
+    return Kernel(
+        step,
+        lambda: box["out"].astype(ms.float32).asnumpy(),
+        f"mindspore {ms.__version__}",
+        "NCHW" if op.kind == "conv" else "",
+        notes,
+        math,
+    )

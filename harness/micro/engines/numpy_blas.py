@@ -5,6 +5,7 @@ is a scalar loop, not BLAS), so it offers what a baseline measures.  Its
 triad is two passes (``multiply`` then ``add``): numpy has no fused kernel,
 and the record says so.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,5 +40,7 @@ def build(op, precision, device, inputs, threads) -> Kernel:
     def triad():
         np.multiply(c, TRIAD_SCALAR, out=a)
         np.add(a, b, out=a)
-    return Kernel(triad, lambda: a, lib, notes=["triad in two passes (numpy has no fused "
-                                                "multiply-add ufunc)"])
+
+    return Kernel(
+        triad, lambda: a, lib, notes=["triad in two passes (numpy has no fused multiply-add ufunc)"]
+    )

@@ -10,6 +10,7 @@ provider (MLAS), or the CUDA provider when asked, which must then be the one
 that ran the node.  Feeds are bound once with IO binding, so the clock sees
 the kernel, not the copy of the inputs into the session.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,26 +22,30 @@ FRAMEWORK = "onnxruntime"
 DEVICES = ("cpu", "cuda")
 SUPPORTS = {"gemm": ("fp32", "int8"), "conv": ("fp32",), "memory": ("fp32",)}
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
-U8_ZERO = 8                     # int8 operands in [-8, 8) shifted into uint8
+U8_ZERO = 8  # int8 operands in [-8, 8) shifted into uint8
 
 
-def model_of(nodes, name: str, feeds: dict[str, np.ndarray], inits, opset: int,
-             out_type=None):
+def model_of(nodes, name: str, feeds: dict[str, np.ndarray], inits, opset: int, out_type=None):
     """A one-output ONNX model ``y`` over ``feeds`` (their dtypes and shapes) and ``inits``
     (TensorProtos), at ``opset`` with the IR version ONNX Runtime 1.31 reads."""
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
-        nodes, name, [helper.make_tensor_value_info(
-            k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)) for k, v in feeds.items()],
-        [helper.make_tensor_value_info("y", out_type or TensorProto.FLOAT, None)], inits)
+        nodes,
+        name,
+        [
+            helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+            for k, v in feeds.items()
+        ],
+        [helper.make_tensor_value_info("y", out_type or TensorProto.FLOAT, None)],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = min(model.ir_version, 9)
     return model
 
 
-def bound_session(model, feeds: dict[str, np.ndarray], precision: str, device: str,
-                  threads: int):
+def bound_session(model, feeds: dict[str, np.ndarray], precision: str, device: str, threads: int):
     """(session, IO binding, math mode, library) for ``model`` with ``feeds`` bound once on
     ``device``; a session that fell back to another provider is refused."""
     import onnxruntime as ort
@@ -49,18 +54,22 @@ def bound_session(model, feeds: dict[str, np.ndarray], precision: str, device: s
     so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
     opts = mathmode.onnxruntime_options(so, precision)
     provider = PROVIDERS[device]
-    sess = ort.InferenceSession(model.SerializeToString(), so,
-                                providers=[(provider, opts)] if device == "cuda" else [provider])
+    sess = ort.InferenceSession(
+        model.SerializeToString(), so, providers=[(provider, opts)] if device == "cuda" else [provider]
+    )
     if sess.get_providers()[0] != provider:
-        raise RuntimeError(f"ONNX Runtime {ort.__version__} ran on {sess.get_providers()[0]}, "
-                           f"not {provider}")
+        raise RuntimeError(f"ONNX Runtime {ort.__version__} ran on {sess.get_providers()[0]}, not {provider}")
     binding = sess.io_binding()
     ort_device = "cuda" if device == "cuda" else "cpu"
     for name, value in feeds.items():
         binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(value, ort_device, 0))
     binding.bind_output("y", ort_device)
-    return (sess, binding, mathmode.onnxruntime_math(sess, so, precision),
-            f"onnxruntime {ort.__version__} ({provider})")
+    return (
+        sess,
+        binding,
+        mathmode.onnxruntime_math(sess, so, precision),
+        f"onnxruntime {ort.__version__} ({provider})",
+    )
 
 
 def _graph(op, precision, inputs):
@@ -70,8 +79,7 @@ def _graph(op, precision, inputs):
     nodes, inits, out_type = [], [], TensorProto.FLOAT
     if op.kind == "gemm":
         if precision == "int8":
-            feeds = {"a": (inputs["a"].astype(np.int16) + U8_ZERO).astype(np.uint8),
-                     "b": inputs["b"]}
+            feeds = {"a": (inputs["a"].astype(np.int16) + U8_ZERO).astype(np.uint8), "b": inputs["b"]}
             inits.append(numpy_helper.from_array(np.array(U8_ZERO, np.uint8), "a_zero"))
             nodes.append(helper.make_node("MatMulInteger", ["a", "b", "a_zero"], ["y"]))
             out_type = TensorProto.INT32
@@ -79,16 +87,18 @@ def _graph(op, precision, inputs):
             nodes.append(helper.make_node("MatMul", ["a", "b"], ["y"]))
     elif op.kind == "conv":
         r, s = op.dims[5], op.dims[6]
-        nodes.append(helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[r, r],
-                                      strides=[s, s], pads=[r // 2] * 4))
+        nodes.append(
+            helper.make_node(
+                "Conv", ["x", "w"], ["y"], kernel_shape=[r, r], strides=[s, s], pads=[r // 2] * 4
+            )
+        )
     elif op.kernel == "copy":
         feeds = {"a": inputs["a"]}
         nodes.append(helper.make_node("Identity", ["a"], ["y"]))
     else:
         feeds = {"b": inputs["b"], "c": inputs["c"]}
         inits.append(numpy_helper.from_array(np.array(TRIAD_SCALAR, np.float32), "s"))
-        nodes += [helper.make_node("Mul", ["c", "s"], ["sc"]),
-                  helper.make_node("Add", ["b", "sc"], ["y"])]
+        nodes += [helper.make_node("Mul", ["c", "s"], ["sc"]), helper.make_node("Add", ["b", "sc"], ["y"])]
     return model_of(nodes, op.kind, feeds, inits, 13, out_type), feeds
 
 
@@ -97,6 +107,11 @@ def build(op, precision, device, inputs, threads) -> Kernel:
     # int8 GEMM: the float32 switches still apply to the session (there are no others).
     sess, binding, math, library = bound_session(model, feeds, "fp32", device, threads)
     notes = ["triad as Mul + Add: two kernels"] if op.kernel == "triad" else []
-    return Kernel(lambda: sess.run_with_iobinding(binding),
-                  lambda: binding.get_outputs()[0].numpy(), library,
-                  "NCHW" if op.kind == "conv" else "", notes, math)
+    return Kernel(
+        lambda: sess.run_with_iobinding(binding),
+        lambda: binding.get_outputs()[0].numpy(),
+        library,
+        "NCHW" if op.kind == "conv" else "",
+        notes,
+        math,
+    )

@@ -5,6 +5,7 @@ strided convolution is ZeroPadding2D + a "valid" one, as Keras' own ResNets
 write it: "same" pads asymmetrically at stride 2, which is another layer.  bf16
 is Keras' "bfloat16" dtype policy on the layer (weights, input and compute in
 bfloat16, as PyTorch's ``.to(bfloat16)``), not mixed precision."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,32 +26,38 @@ def _layers(keras, op, dtype: str) -> list:
     kw = {"name": "layer", "dtype": dtype}
     if k in ("conv", "dwconv"):
         r, s = (d[5], d[6]) if k == "conv" else (d[4], d[5])
-        make = (lambda pad: L.Conv2D(d[4], r, strides=s, padding=pad, **kw)) \
-            if k == "conv" else (lambda pad: L.DepthwiseConv2D(r, strides=s, padding=pad, **kw))
-        return [make("same")] if s == 1 else [L.ZeroPadding2D(r // 2, dtype=dtype),
-                                              make("valid")]
-    if k == "maxpool" and d[6]:         # Keras' "same" pads asymmetrically, and with zeros
+        make = (
+            (lambda pad: L.Conv2D(d[4], r, strides=s, padding=pad, **kw))
+            if k == "conv"
+            else (lambda pad: L.DepthwiseConv2D(r, strides=s, padding=pad, **kw))
+        )
+        return [make("same")] if s == 1 else [L.ZeroPadding2D(r // 2, dtype=dtype), make("valid")]
+    if k == "maxpool" and d[6]:  # Keras' "same" pads asymmetrically, and with zeros
         return [_pad(keras, d[6], float("-inf"), dtype), L.MaxPooling2D(d[4], d[5], **kw)]
-    return [{
-        "dense": lambda: L.Dense(d[2], **kw),
-        "bn": lambda: L.BatchNormalization(epsilon=layers.EPS, **kw),
-        "maxpool": lambda: L.MaxPooling2D(d[4], d[5], **kw),
-        "avgpool": lambda: L.AveragePooling2D(d[4], d[5], **kw),
-        "layernorm": lambda: L.LayerNormalization(epsilon=layers.EPS, **kw),
-        "embedding": lambda: L.Embedding(d[2], d[3], **kw),
-        # Weights are imported: the default orthogonal recurrent initializer would only
-        # cost a QR, which has no bfloat16 kernel.
-        "lstm": lambda: L.LSTM(d[3], return_sequences=True, recurrent_initializer="zeros", **kw),
-        "mha": lambda: L.MultiHeadAttention(d[3], d[2] // d[3], **kw),
-    }.get(k, lambda: L.Activation(k, **kw))()]
+    return [
+        {
+            "dense": lambda: L.Dense(d[2], **kw),
+            "bn": lambda: L.BatchNormalization(epsilon=layers.EPS, **kw),
+            "maxpool": lambda: L.MaxPooling2D(d[4], d[5], **kw),
+            "avgpool": lambda: L.AveragePooling2D(d[4], d[5], **kw),
+            "layernorm": lambda: L.LayerNormalization(epsilon=layers.EPS, **kw),
+            "embedding": lambda: L.Embedding(d[2], d[3], **kw),
+            # Weights are imported: the default orthogonal recurrent initializer would only
+            # cost a QR, which has no bfloat16 kernel.
+            "lstm": lambda: L.LSTM(d[3], return_sequences=True, recurrent_initializer="zeros", **kw),
+            "mha": lambda: L.MultiHeadAttention(d[3], d[2] // d[3], **kw),
+        }.get(k, lambda: L.Activation(k, **kw))()
+    ]
 
 
 def _pad(keras, p: int, value: float, dtype: str):
     """A layer padding H and W by ``p`` with ``value`` (a max pool's -inf: PyTorch's,
     ONNX's and MindSpore's padded windows ignore the padding)."""
+
     class Pad(keras.layers.Layer):
         def call(self, x):
             return keras.ops.pad(x, [[0, 0], [p, p], [p, p], [0, 0]], constant_values=value)
+
     return Pad(dtype=dtype, name="pad")
 
 
@@ -60,9 +67,9 @@ def _mha_weights(mha, arrays, heads: int) -> None:
     e = arrays["w_in"].shape[1]
     dh = e // heads
     for n, dense in enumerate((mha.query_dense, mha.key_dense, mha.value_dense)):
-        w = arrays["w_in"][n * e:(n + 1) * e]
+        w = arrays["w_in"][n * e : (n + 1) * e]
         dense.kernel.assign(w.T.reshape(e, heads, dh))
-        dense.bias.assign(arrays["b_in"][n * e:(n + 1) * e].reshape(heads, dh))
+        dense.bias.assign(arrays["b_in"][n * e : (n + 1) * e].reshape(heads, dh))
     mha.output_dense.kernel.assign(arrays["w_out"].T.reshape(heads, dh, e))
     mha.output_dense.bias.assign(arrays["b_out"])
 
@@ -84,7 +91,7 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
     inp = keras.Input(x_np.shape[1:], batch_size=x_np.shape[0], dtype="int64" if ids else dtype)
     out = inp
     for lay in _layers(keras, op, dtype):
-        out = lay(out, out) if op.kernel == "mha" else lay(out)       # self-attention
+        out = lay(out, out) if op.kernel == "mha" else lay(out)  # self-attention
     model = keras.Model(inp, out)
     if op.kernel == "mha":
         _mha_weights(model.get_layer("layer"), arrays, op.dims[3])
@@ -101,6 +108,7 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
         def step():
             box["out"] = fn(x)
     else:
+
         @tf.function
         def fn(x, cot):
             with tf.GradientTape() as tape:
@@ -119,13 +127,27 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
         def get():
             got = box[name].numpy().astype(np.float32)
             return got.transpose(0, 3, 1, 2) if to_nchw else got
+
         return get
-    notes = ["ZeroPadding2D + valid convolution (Keras' own strided form)"] \
-        if any(isinstance(lay, keras.layers.ZeroPadding2D) for lay in model.layers) else []
-    notes += ["-inf padding + valid max pool (Keras' \"same\" pads with zeros, asymmetrically)"] \
-        if any(lay.name == "pad" for lay in model.layers) else []
-    return Kernel(step, take("out", image), f"tensorflow {tf.__version__} (keras "
-                  f"{keras.__version__}, {type(layer).__name__}, "
-                  f"{layer.dtype_policy.name})", "NHWC" if image else "",
-                  notes, math, grad=take("grad", image and op.kernel != "embedding")
-                  if mode == "train" else None)
+
+    notes = (
+        ["ZeroPadding2D + valid convolution (Keras' own strided form)"]
+        if any(isinstance(lay, keras.layers.ZeroPadding2D) for lay in model.layers)
+        else []
+    )
+    notes += (
+        ['-inf padding + valid max pool (Keras\' "same" pads with zeros, asymmetrically)']
+        if any(lay.name == "pad" for lay in model.layers)
+        else []
+    )
+    return Kernel(
+        step,
+        take("out", image),
+        f"tensorflow {tf.__version__} (keras "
+        f"{keras.__version__}, {type(layer).__name__}, "
+        f"{layer.dtype_policy.name})",
+        "NHWC" if image else "",
+        notes,
+        math,
+        grad=take("grad", image and op.kernel != "embedding") if mode == "train" else None,
+    )

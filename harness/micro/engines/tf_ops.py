@@ -6,6 +6,7 @@ and the result back only for the check.  A ``tf.function`` is what a model
 runs; eager dispatch would time Python.  Results are materialized on the
 device (``EagerTensor``), never copied to numpy inside the clock.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,8 +32,10 @@ def build(op, precision, device, inputs, threads) -> Kernel:
     dtype = {"fp32": tf.float32, "bf16": tf.bfloat16}[precision]
     arrays = dict(inputs)
     if op.kind == "conv":
-        arrays = {"x": np.ascontiguousarray(inputs["x"].transpose(0, 2, 3, 1)),
-                  "w": np.ascontiguousarray(inputs["w"].transpose(2, 3, 1, 0))}
+        arrays = {
+            "x": np.ascontiguousarray(inputs["x"].transpose(0, 2, 3, 1)),
+            "w": np.ascontiguousarray(inputs["w"].transpose(2, 3, 1, 0)),
+        }
     with tf.device(name):
         t = {k: tf.cast(tf.constant(v), dtype) for k, v in arrays.items()}
     if op.kind == "gemm":
@@ -63,7 +66,8 @@ def build(op, precision, device, inputs, threads) -> Kernel:
             raise RuntimeError(f"the result is on {out.device}, not {name}")
         got = tf.cast(out, tf.float32).numpy()
         return got.transpose(0, 3, 1, 2) if op.kind == "conv" else got
-    notes = ["triad as b + s*c in one tf.function (Grappler may fuse it)"] \
-        if op.kernel == "triad" else []
-    return Kernel(step, output, f"tensorflow {tf.__version__}",
-                  "NHWC" if op.kind == "conv" else "", notes, math)
+
+    notes = ["triad as b + s*c in one tf.function (Grappler may fuse it)"] if op.kernel == "triad" else []
+    return Kernel(
+        step, output, f"tensorflow {tf.__version__}", "NHWC" if op.kind == "conv" else "", notes, math
+    )

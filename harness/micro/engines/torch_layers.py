@@ -2,6 +2,7 @@
 (``models.weights.pytorch``), forward under ``inference_mode`` as inference
 runs, train as forward + backward of sum(output * cot) (input and weight
 gradients), batch norm in training mode."""
+
 from __future__ import annotations
 
 from dlbench.harness import mathmode
@@ -26,7 +27,10 @@ def _layer(nn, op):
         "embedding": lambda: nn.Embedding(d[2], d[3]),
         "lstm": lambda: nn.LSTM(d[2], d[3], batch_first=True),
         "mha": lambda: nn.MultiheadAttention(d[2], d[3], batch_first=True),
-        "relu": nn.ReLU, "gelu": nn.GELU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh,
+        "relu": nn.ReLU,
+        "gelu": nn.GELU,
+        "sigmoid": nn.Sigmoid,
+        "tanh": nn.Tanh,
     }[k]()
 
 
@@ -48,12 +52,12 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
 
         def forward(self, x):
             out = self.layer(x, x, x, need_weights=False) if mha else self.layer(x)
-            return out[0] if isinstance(out, tuple) else out      # LSTM, MHA: the sequence
+            return out[0] if isinstance(out, tuple) else out  # LSTM, MHA: the sequence
 
     mha = op.kernel == "mha"
     net = Net()
     weights = layers.canonical(op, arrays)
-    if mha:         # its arrays are nn.MultiheadAttention's own parameters, by name
+    if mha:  # its arrays are nn.MultiheadAttention's own parameters, by name
         net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
     else:
         import_weights(net, weights)
@@ -65,6 +69,7 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
     sync = (lambda: torch.cuda.synchronize(dev)) if device == "cuda" else (lambda: None)
     box = {}
     if mode == "forward":
+
         def step():
             with torch.inference_mode():
                 box["out"] = net(x)
@@ -84,5 +89,12 @@ def build(op, mode, precision, device, arrays, threads) -> Kernel:
 
     def take(name):
         return lambda: box[name].detach().float().cpu().numpy()
-    return Kernel(step, take("out"), f"torch {torch.__version__}", "NCHW",
-                  math=math, grad=take("grad") if mode == "train" else None)
+
+    return Kernel(
+        step,
+        take("out"),
+        f"torch {torch.__version__}",
+        "NCHW",
+        math=math,
+        grad=take("grad") if mode == "train" else None,
+    )

@@ -5,6 +5,7 @@ the operands once, before the clock.  On CUDA every call is synchronized
 before it counts as done.  Outputs are written in place (``out=``) where the
 op has it, so the allocator is not what is timed.
 """
+
 from __future__ import annotations
 
 from dlbench.harness import mathmode
@@ -27,12 +28,12 @@ def build(op, precision, device, inputs, threads) -> Kernel:
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "int8": torch.int8}[precision]
     t = {k: torch.from_numpy(v).to(dev, dtype) for k, v in inputs.items()}
     sync = (lambda: torch.cuda.synchronize(dev)) if device == "cuda" else (lambda: None)
-    lib = f"torch {torch.__version__}" + (f" (CUDA {torch.version.cuda})" if device == "cuda"
-                                          else "")
+    lib = f"torch {torch.__version__}" + (f" (CUDA {torch.version.cuda})" if device == "cuda" else "")
     box = {}
     if op.kind == "gemm" and precision == "int8":
+
         def step():
-            box["out"] = torch._int_mm(t["a"], t["b"])      # int8 x int8 -> int32
+            box["out"] = torch._int_mm(t["a"], t["b"])  # int8 x int8 -> int32
             sync()
     elif op.kind == "gemm":
         out = torch.empty(t["a"].shape[0], t["b"].shape[1], device=dev, dtype=dtype)
@@ -67,4 +68,5 @@ def build(op, precision, device, inputs, threads) -> Kernel:
         if out.device.type != dev.type:
             raise RuntimeError(f"the result is on {out.device}, not {device}")
         return out.float().cpu().numpy()
+
     return Kernel(step, output, lib, "NCHW" if op.kind == "conv" else "", math=math)
