@@ -110,13 +110,18 @@ def ascend_npus() -> list[dict[str, str]]:
 
 
 def versions() -> dict[str, str]:
+    from dlbench.harness.backends import all_backends  # each declares its package
+
     names = [fw.distribution for fw in FRAMEWORKS.values()] + list(OTHER_PACKAGES)
+    names += [b.distribution for b in all_backends() if b.distribution not in names]
     found = {name: distribution_version(name) for name in names}
     return {k: v for k, v in found.items() if v}
 
 
 def _git_commit() -> str | None:
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # realpath: imported through the dlbench/ links, __file__ is dlbench/harness/...; the
+    # checkout is the folder above the real harness/.
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     if not os.path.isdir(os.path.join(here, ".git")):
         return None
     out = _run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"])

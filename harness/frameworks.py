@@ -33,16 +33,14 @@ FRAMEWORKS: dict[str, Framework] = {
     )
 }
 
-# Other packages whose versions belong in a machine's fingerprint.
+# Other packages whose versions belong in a machine's fingerprint, besides the frameworks
+# and each backend's own distribution (fingerprint.versions adds those).
 OTHER_PACKAGES = (
     "numpy",
     "keras",
     "onnx",
-    "onnxruntime",
     "onnxruntime-gpu",
-    "openvino",
     "tf2onnx",
-    "tensorrt",
     "cuda-python",
 )
 

@@ -46,3 +46,33 @@ def test_bad_input_is_a_user_error(tmp_path):
 
     with pytest.raises(dlbench.UserError, match="no such file"):
         dlbench.bench([str(tmp_path / "missing.onnx")], ["onnxruntime"], db=str(tmp_path / "r.db"))
+
+
+def test_records_carry_the_checkouts_commit():
+    """Imported through the dlbench/ links, the package still finds the checkout's .git."""
+    from pathlib import Path
+
+    from dlbench.harness.fingerprint import fingerprint
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        import pytest
+
+        pytest.skip("not a git checkout")
+    head = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert fingerprint()["git_commit"] == head
+
+
+def test_versions_name_every_backends_package():
+    from dlbench.harness.backends import all_backends
+    from dlbench.harness.fingerprint import versions
+    from dlbench.harness.frameworks import distribution_version
+
+    found = versions()
+    for b in all_backends():
+        assert (b.distribution in found) == (distribution_version(b.distribution) is not None)

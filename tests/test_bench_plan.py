@@ -11,7 +11,7 @@ import benchmodels
 import pytest
 
 from dlbench.core.errors import UserError
-from dlbench.harness.bench import execute, plan, record, request
+from dlbench.harness.bench import execute, plan
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.bench.request import BenchRequest, split
 
@@ -88,15 +88,28 @@ def test_the_payload_is_plain_json_with_full_input_shapes(mlp):
     assert p["run"]["shapes"] == {"x": [4, 64]} and p["batch_size"] == 4
 
 
-def test_the_old_import_path_is_the_same_api():
-    from dlbench.harness.bench import sweep
+def test_the_payload_is_typed_and_versioned(mlp):
+    """What the cell reads back is what the parent built; another version is refused."""
+    import pytest
 
-    assert sweep.BenchRequest is request.BenchRequest and sweep.validate is plan.validate
-    assert sweep.run_bench is execute.run_bench and sweep.make_record is record.make_record
+    from dlbench.harness.bench.payload import VERSION, CellPayload, PayloadMismatch
+
+    req = BenchRequest(
+        artifacts=[mlp], backends=["onnxruntime"], batch_sizes=[4], threads=[1], shapes={"x": (1, 64)}, seed=7
+    )
+    (cell,), _ = plan.validate(req)
+    message = execute.payload(cell, req, "/tmp/progress.json")
+    assert message["version"] == VERSION
+    back = CellPayload.from_json(message)
+    assert back.to_json() == message
+    assert back.run.shapes == {"x": [4, 64]} and back.seed == 7 and back.rule == req.rule
+    assert back.signature[0].name == "x" and back.shapes == {"x": (1, 64)}
+    with pytest.raises(PayloadMismatch, match="version 0"):
+        CellPayload.from_json({**message, "version": 0})
 
 
 def _modules():
-    for folder in ("models", "converters", "harness"):
+    for folder in ("core", "models", "converters", "harness"):
         yield from (ROOT / folder).rglob("*.py")
 
 

@@ -84,6 +84,11 @@ class Backend:
     options: ClassVar[tuple[Option, ...]] = ()
     # The native framework whose version a record carries (native backends).
     framework: ClassVar[str | None] = None
+    # Verification (dlbench verify, build, export) runs the artifact on this device ...
+    verify_device: ClassVar[str] = "cpu"
+    # ... and in the parent process where the engine is safe to load there (no framework,
+    # no device context): a cell costs a process start per verified file.
+    verify_in_parent: ClassVar[bool] = False
 
     def missing(self) -> str | None:
         if not is_installed(self.module):

@@ -242,6 +242,7 @@ def _ort_dtype(type_str: str) -> str:
 
 class OnnxRuntime(Backend):
     formats = (ONNX,)
+    verify_in_parent = True
     options = (
         Option("graph_optimization", "all", LEVELS, help="ORT graph optimization level"),
         Option(

@@ -18,9 +18,9 @@ from typing import Any
 from dlbench.core.tensors import fixed_batch
 from dlbench.harness import stats
 from dlbench.harness.backends import get_backend
-from dlbench.harness.backends.base import ArtifactRef, RunConfig, TensorInfo
 from dlbench.harness.bench import inputs as inputs_mod
-from dlbench.harness.bench.measure import Clock, StopRule
+from dlbench.harness.bench.measure import Clock
+from dlbench.harness.bench.payload import CellPayload
 from dlbench.harness.bench.scenarios import ScenarioContext, get_scenario
 from dlbench.harness.envs import imported_packages
 
@@ -57,26 +57,23 @@ class ProgressWriter:
         )
 
 
-def run(payload: dict[str, Any]) -> dict[str, Any]:
-    progress = ProgressWriter(payload.get("progress_path"))
-    backend = get_backend(payload["backend"])
-    cfg = RunConfig(**payload["run"])
-    runner = backend.runner(ArtifactRef(**payload["artifact"]), cfg)
+def run(message: dict[str, Any]) -> dict[str, Any]:
+    payload = CellPayload.from_json(message)
+    progress = ProgressWriter(payload.progress_path)
+    backend = get_backend(payload.backend)
+    cfg = payload.run
+    runner = backend.runner(payload.artifact, cfg)
 
     progress.write(phase="loading")
     t0 = time.perf_counter()
     runner.load()
     load_s = time.perf_counter() - t0
 
-    signature = runner.inputs()
-    if payload.get("signature"):
-        # The parent's reading of the graph (dynamic dims by name) wins over the engine's.
-        signature = [TensorInfo(t["name"], t["dtype"], tuple(t["shape"])) for t in payload["signature"]]
-    shapes = {k: tuple(v) for k, v in payload.get("shapes", {}).items()}
-    int_ranges = {k: tuple(v) for k, v in payload.get("int_ranges", {}).items()}
-    graph_ranges = {k: tuple(v) for k, v in payload.get("graph_ranges", {}).items()}
-    given = payload.get("given") or {}  # --input: values and files (path, sha256)
-    seed = int(payload.get("seed", 0))
+    # The parent's reading of the graph (dynamic dims by name) wins over the engine's.
+    signature = payload.signature or runner.inputs()
+    shapes, int_ranges, graph_ranges = payload.shapes, payload.int_ranges, payload.graph_ranges
+    given = payload.given  # --input: values and files (path, sha256)
+    seed = payload.seed
     handles: dict[int, Any] = {}
     plans: dict[int, inputs_mod.InputPlan] = {}
     prepare_s: dict[int, float] = {}
@@ -91,7 +88,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
             plans[batch] = p
         return handles[batch]
 
-    batch = int(payload["batch_size"])
+    batch = payload.batch_size
     first_plan = inputs_mod.plan(signature, batch, shapes, int_ranges, graph_ranges, given)
     batch = first_plan.batch_size  # a fixed-batch model runs its own batch
     progress.write(phase="preparing inputs")
@@ -102,14 +99,14 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     runner.sync()
     first_ms = (time.perf_counter() - t0) * 1000
 
-    scenario = get_scenario(payload["scenario"])
+    scenario = get_scenario(payload.scenario)
     ctx = ScenarioContext(
         runner=runner,
         batch_size=batch,
         prepared=prepared,
-        rule=StopRule(**payload["rule"]),
+        rule=payload.rule,
         clock=Clock(),
-        params=dict(payload.get("scenario_params") or {}, fixed_batch=fixed_batch(signature) is not None),
+        params=dict(payload.scenario_params, fixed_batch=fixed_batch(signature) is not None),
         on_iteration=progress.iteration,
         seed=seed,
     )
@@ -146,7 +143,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         "notes": first_plan.notes,
         "backend_version": backend.version(),
         # Under --with, the whole environment the cell imported from.
-        "packages": imported_packages() if payload.get("packages") else None,
+        "packages": imported_packages() if payload.packages else None,
     }
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from dlbench.core.atomic import write_json
 from dlbench.core.errors import UserError
 from dlbench.harness.backends.base import RunConfig
 from dlbench.harness.bench import inputs as inputs_mod
+from dlbench.harness.bench.payload import CellPayload
 from dlbench.harness.bench.peak import ensure_peaks
 from dlbench.harness.bench.plan import Cell, identity_key, validate
 from dlbench.harness.bench.record import make_record, summary
@@ -37,7 +37,7 @@ from dlbench.harness.results import ResultStore, sweep_store
 
 
 def payload(c: Cell, req: BenchRequest, progress_path: str) -> dict[str, Any]:
-    """What the cell's process (``bench.child``) is told: plain JSON, nothing to import."""
+    """What the cell's process (``bench.child``) is told: a ``CellPayload`` as JSON."""
     art = c.artifact
     full_shapes = {}
     if art.signature is not None:
@@ -55,27 +55,23 @@ def payload(c: Cell, req: BenchRequest, progress_path: str) -> dict[str, Any]:
         min_batch=1 if c.scenario == "server" else c.batch_size,
         shapes=full_shapes,
     )
-    return {
-        "backend": c.backend.name,
-        "artifact": asdict(art.ref),
-        "run": asdict(run),
-        "scenario": c.scenario,
-        "batch_size": c.batch_size,
-        "rule": req.rule.to_dict(),
-        "shapes": {k: list(v) for k, v in c.shapes.items()},
-        "int_ranges": {k: list(v) for k, v in c.int_ranges.items()},
-        "graph_ranges": {k: list(v) for k, v in art.graph_ranges.items()},
-        "given": {k: g.to_dict() for k, g in c.given.items()},
-        "signature": (
-            [{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)} for t in art.signature]
-            if art.signature
-            else None
-        ),
-        "scenario_params": req.server_params() if c.scenario == "server" else {},
-        "seed": req.seed,
-        "progress_path": progress_path,
-        "packages": bool(c.env),
-    }
+    return CellPayload(
+        backend=c.backend.name,
+        artifact=art.ref,
+        run=run,
+        scenario=c.scenario,
+        batch_size=c.batch_size,
+        rule=req.rule,
+        shapes=dict(c.shapes),
+        int_ranges=dict(c.int_ranges),
+        graph_ranges=dict(art.graph_ranges),
+        given={k: g.to_dict() for k, g in c.given.items()},
+        signature=list(art.signature) if art.signature else None,
+        scenario_params=req.server_params() if c.scenario == "server" else {},
+        seed=req.seed,
+        progress_path=progress_path,
+        packages=bool(c.env),
+    ).to_json()
 
 
 def _watch(

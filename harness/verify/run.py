@@ -60,9 +60,8 @@ def run_config(backend: str, threads: ThreadConfig, precision: str = "fp32") -> 
     from dlbench.harness.backends import get_backend
 
     b = get_backend(backend)
-    device = "cuda" if backend == "tensorrt" else "cpu"
     return RunConfig(
-        device=device,
+        device=b.verify_device,
         precision=precision,
         intra_op_threads=threads.intra_op,
         inter_op_threads=threads.inter_op,
@@ -135,18 +134,20 @@ def outputs(
 ) -> tuple[list[dict], dict]:
     """(outputs per batch, what ran): ONNX here, anything else in its own cell."""
     backend = backend_for(ref)
-    if backend == "onnxruntime":
+    from dlbench.harness.backends import get_backend
+
+    if get_backend(backend).verify_in_parent:
         try:
             return run_here(ref, batches, threads, precision, backend)
         except BatchFailed as exc:
             raise UserError(
-                f"{ref.path}: onnxruntime cannot run it on a batch of {exc.rows} "
+                f"{ref.path}: {backend} cannot run it on a batch of {exc.rows} "
                 f"({first_line(exc.cause)[:300]})"
             ) from None
         except UserError:
             raise
         except Exception as exc:  # noqa: BLE001 - loading it failed after all
-            raise UserError(f"{ref.path}: onnxruntime cannot run it ({first_line(exc)[:300]})") from None
+            raise UserError(f"{ref.path}: {backend} cannot run it ({first_line(exc)[:300]})") from None
     from dlbench.harness.cellenv import cell_environment
     from dlbench.harness.launcher import run_cell
 
