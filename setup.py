@@ -43,7 +43,7 @@ DATA = ["pillow>=10.0", "soundfile>=0.12"]
 # pycocotools: the reference encoder the COCO mask reader's RLE decoding is tested against.
 # ruff and mypy: the lint, format and type checks tests/test_tooling.py runs in the suite.
 TEST = ["pytest>=8.0", "pytest-xdist>=3.5", "pycocotools>=2.0.7", "ruff>=0.17", "mypy>=2.0"]
-# --with PACKAGE==VERSION makes its overlay environments with uv (harness.envs): a
+# --with PACKAGE==VERSION makes its overlay environments with uv (harness.cells.envs): a
 # self-contained binary wheel, seconds where pip takes minutes to resolve a framework.
 ENVS = ["uv>=0.5"]
 # --db postgresql://... (harness.store.postgres): psycopg 3 with its bundled libpq, so a

@@ -44,13 +44,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from dlbench.harness.allocator import ALLOCATORS
 from dlbench.harness.bench.execute import run_bench
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.bench.plan import validate
 from dlbench.harness.bench.request import BenchRequest
-from dlbench.harness.tables import markdown
-from dlbench.harness.threads import physical_cores
+from dlbench.harness.cells.allocator import ALLOCATORS
+from dlbench.harness.cells.threads import physical_cores
+from dlbench.harness.output.tables import markdown
 
 TARGET = 0.97
 FRAMEWORKS = ("pytorch", "tensorflow", "onnxruntime")

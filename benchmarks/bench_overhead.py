@@ -43,13 +43,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from dlbench.harness import stats
-from dlbench.harness.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
 from dlbench.harness.bench.execute import run_bench
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.bench.request import BenchRequest
-from dlbench.harness.cellenv import cell_environment
-from dlbench.harness.tables import markdown
-from dlbench.harness.threads import ThreadConfig, physical_cores
+from dlbench.harness.cells.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
+from dlbench.harness.cells.cellenv import cell_environment
+from dlbench.harness.cells.threads import ThreadConfig, physical_cores
+from dlbench.harness.output.tables import markdown
 
 RATIO_TARGET = 0.99  # the bar: the harness costs at most 1 % of the plain loop
 SPREAD_TARGET = 0.03

@@ -312,9 +312,9 @@ def main() -> int:
         name, out = a.export
         export_torch(out) if name == "torch-resnet50" else export_keras(KERAS_APPS[name], out)
         return 0
-    from dlbench.harness.fingerprint import fingerprint
-    from dlbench.harness.tables import markdown
-    from dlbench.harness.threads import physical_cores
+    from dlbench.harness.cells.threads import physical_cores
+    from dlbench.harness.machine.fingerprint import fingerprint
+    from dlbench.harness.output.tables import markdown
 
     a.threads = a.threads or physical_cores()
     if a.quick:

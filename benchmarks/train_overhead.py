@@ -8,7 +8,7 @@ must reach at least 0.97 of the plain loop.
 
 ``--allocator`` (default: dlbench's, ``tuned``) gives BOTH sides the same
 allocator: the plain loop starts with the environment a dlbench cell gets
-(``harness.cellenv``).  PyTorch's eager CPU training frees and
+(``harness.cells.cellenv``).  PyTorch's eager CPU training frees and
 re-allocates its large activations every step; with glibc's defaults each
 re-allocation is a fresh mmap whose pages fault in again, which costs about
 30 % of the step in kernel time on this 2-core machine and varies by +-15 %
@@ -32,10 +32,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from dlbench.harness.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
-from dlbench.harness.cellenv import cell_environment
-from dlbench.harness.tables import markdown
-from dlbench.harness.threads import ThreadConfig, physical_cores
+from dlbench.harness.cells.allocator import ALLOCATORS, DEFAULT_ALLOCATOR
+from dlbench.harness.cells.cellenv import cell_environment
+from dlbench.harness.cells.threads import ThreadConfig, physical_cores
+from dlbench.harness.output.tables import markdown
 from dlbench.harness.training.runner import TrainRequest, train
 
 TARGET = 0.97

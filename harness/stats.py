@@ -24,7 +24,7 @@ WITHIN_PROCESS_THRESHOLD = FLUCTUATION
 # that is far from the other two, which is exactly what this rule must catch.
 BETWEEN_PROCESSES_THRESHOLD = 0.05
 # Other processes' (or the hypervisor's) share of a cell's CPUs while it measured
-# (``harness.cpuusage``): above 10 % the figure is theirs as much as the cell's; on an
+# (``harness.cells.cpuusage``): above 10 % the figure is theirs as much as the cell's; on an
 # idle machine the rest (the parent waiting, the kernel's threads) stays near 1 %.
 CONTENDED_BOUND = 0.10
 

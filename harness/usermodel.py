@@ -38,7 +38,7 @@ def load(source: Source) -> tuple[str, Any]:
         framework = framework_of(obj, source.label)
     else:
         framework = source.framework
-    from dlbench.harness.frameworks import require
+    from dlbench.harness.machine.frameworks import require
 
     require(framework)
     return framework, framework_module(framework).load(source, obj)
@@ -51,7 +51,7 @@ def probe_child(payload: dict[str, Any]) -> dict[str, Any]:
     if payload.get("run"):
         return {"outputs": _outputs(module, model, source, payload["run"])}
     sig = module.signature(model, source)
-    from dlbench.harness.frameworks import version_of
+    from dlbench.harness.machine.frameworks import version_of
 
     return {"framework": framework, "version": version_of(framework), **sig}
 
@@ -99,12 +99,12 @@ def outputs(
 
 
 def _probe(source: Source, timeout: float | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    from dlbench.harness.cellenv import cell_environment
-    from dlbench.harness.launcher import run_cell
-    from dlbench.harness.threads import ThreadConfig
+    from dlbench.harness.cells.cellenv import cell_environment
+    from dlbench.harness.cells.launcher import run_cell
+    from dlbench.harness.cells.threads import ThreadConfig
 
     if source.framework:
-        from dlbench.harness.frameworks import require
+        from dlbench.harness.machine.frameworks import require
 
         require(source.framework)  # the install hint, before any process
     outcome = run_cell(

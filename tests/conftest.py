@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from dlbench.harness.fingerprint import fingerprint
+from dlbench.harness.machine.fingerprint import fingerprint
 
 if os.environ.get("DLBENCH_TEST_GROUP") == "mindspore":
     # MindSpore's generated protobuf modules fail to load ("Descriptors cannot be

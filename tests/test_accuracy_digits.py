@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from clitools import assert_usage_error
 
-from dlbench.harness.results import ResultStore
+from dlbench.harness.store.results import ResultStore
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 STEPS, BATCH, LR = 500, 64, 0.02

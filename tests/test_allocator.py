@@ -9,10 +9,10 @@ import tiny_onnx
 from clitools import assert_usage_error
 
 from dlbench.core.errors import UserError
-from dlbench.harness import allocator
-from dlbench.harness.cellenv import cell_environment
-from dlbench.harness.launcher import run_cell
-from dlbench.harness.threads import ThreadConfig
+from dlbench.harness.cells import allocator
+from dlbench.harness.cells.cellenv import cell_environment
+from dlbench.harness.cells.launcher import run_cell
+from dlbench.harness.cells.threads import ThreadConfig
 
 FAST = ("--min-duration", "0.3", "--min-iterations", "5", "--warmup", "2", "--max-warmup", "5")
 # A preload or malloc setting the user's shell may carry: "system" must not inherit it.

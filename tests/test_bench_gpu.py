@@ -7,8 +7,8 @@ import json
 import benchmodels
 import pytest
 
-from dlbench.harness import mathmode
-from dlbench.harness.frameworks import distribution_version
+from dlbench.harness.cells import mathmode
+from dlbench.harness.machine.frameworks import distribution_version
 
 FAST = ("--min-duration", "0.3", "--min-iterations", "5", "--warmup", "2")
 

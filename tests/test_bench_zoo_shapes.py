@@ -12,7 +12,7 @@ from onnx import TensorProto, helper
 from dlbench.converters import onnx_io
 from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.bench.artifacts import resolve
-from dlbench.harness.tables import train_headers
+from dlbench.harness.output.tables import train_headers
 
 
 def _token_model(path, names, model=None):

@@ -11,8 +11,8 @@ import pytest
 from clitools import assert_usage_error
 
 from dlbench.harness.compare import bootstrap_ratio, compare
-from dlbench.harness.fingerprint import fingerprint
-from dlbench.harness.results import ResultStore
+from dlbench.harness.machine.fingerprint import fingerprint
+from dlbench.harness.store.results import ResultStore
 
 MACHINE = fingerprint()
 OTHER_MACHINE = dict(MACHINE, machine_id="0123456789abcdef", hostname="elsewhere")

@@ -11,10 +11,9 @@ import tomllib
 from clitools import assert_usage_error
 
 from dlbench.core.errors import UserError
-from dlbench.harness import config
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.bench.request import BenchRequest
-from dlbench.harness.cli import build_parser
+from dlbench.harness.cli import build_parser, config
 from dlbench.harness.pipeline.runner import RunRequest
 
 FAST = {"min-duration": 0.1, "min-iterations": 3, "warmup": 1, "max-warmup": 2}

@@ -23,7 +23,7 @@ from onnx import numpy_helper
 
 from dlbench.converters import onnx_io, onnx_summary
 from dlbench.harness.backends.tensorrt import availability_problems
-from dlbench.harness.results import ResultStore
+from dlbench.harness.store.results import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,7 +22,7 @@ import tiny_onnx
 from clitools import assert_usage_error as _one_line
 
 from dlbench.converters import onnx_io, onnx_summary
-from dlbench.harness.results import ResultStore
+from dlbench.harness.store.results import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
@@ -219,7 +219,7 @@ def test_bad_checkpoints_are_one_line_and_exit_2(cli, workdir, minis):
     _one_line(cli("export", "manifest.json"), "not a dlbench checkpoint manifest")
     _one_line(cli("export", str(ck), "--opset", "99"), "--opset 99")
     _one_line(cli("export", str(ck), str(ck), "--out", "x.onnx"), "--out names one file")
-    from dlbench.harness.frameworks import is_installed
+    from dlbench.harness.machine.frameworks import is_installed
 
     if not is_installed("onnxscript"):
         _one_line(cli("export", str(ck), "--exporter", "dynamo"), "needs onnxscript")

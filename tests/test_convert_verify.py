@@ -16,7 +16,7 @@ from clitools import assert_usage_error as _one_line_error
 
 from dlbench.converters import onnx_io, onnx_summary
 from dlbench.core.errors import UserError
-from dlbench.harness.results import ARTIFACT_COLUMNS, ResultStore
+from dlbench.harness.store.results import ARTIFACT_COLUMNS, ResultStore
 from dlbench.harness.verify import compare as cmp
 from dlbench.harness.verify import inputs as vin
 

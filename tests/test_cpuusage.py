@@ -1,5 +1,5 @@
 """Other processes' share of a cell's CPUs, read over its measured window
-(``harness.cpuusage``), with a real competing process.
+(``harness.cells.cpuusage``), with a real competing process.
 
 Core group.  The suite's other worker may be busy on the same cores, so the
 readings here are lower bounds, never "idle" claims.
@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from dlbench.harness.cpuusage import CpuWindow
-from dlbench.harness.tables import cpu_mark, cpu_note
+from dlbench.harness.cells.cpuusage import CpuWindow
+from dlbench.harness.output.tables import cpu_mark, cpu_note
 
 SPIN = "import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 30: pass\n"
 

@@ -13,7 +13,7 @@ from datasets import write_librispeech
 from dlbench.core.errors import UserError
 from dlbench.harness.data import open_dataset, parse
 from dlbench.harness.data.librispeech import spectrogram
-from dlbench.harness.scoring import tally_for
+from dlbench.harness.evaluate.scoring import tally_for
 from dlbench.models import synthetic
 from dlbench.models.deepspeech2 import ALPHABET, ctc, output_frames
 from dlbench.models.registry import get_model
@@ -179,7 +179,7 @@ def test_greedy_decoding_and_character_error_tally():
 
 
 def test_dlbench_eval_scores_ctc_artifacts_with_the_character_error_tally():
-    from dlbench.harness.scoring import CharacterErrorTally, Tally, inference_tally
+    from dlbench.harness.evaluate.scoring import CharacterErrorTally, Tally, inference_tally
 
     assert isinstance(inference_tally("ctc"), CharacterErrorTally)
     # BERT's artifacts are its classification network, not its pre-training one.

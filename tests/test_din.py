@@ -12,7 +12,7 @@ import pytest
 
 from dlbench.core.errors import UserError
 from dlbench.harness.data import open_dataset, parse
-from dlbench.harness.scoring import roc_auc, tally_for
+from dlbench.harness.evaluate.scoring import roc_auc, tally_for
 from dlbench.models import synthetic
 from dlbench.models.din.data import category_of
 from dlbench.models.registry import get_model

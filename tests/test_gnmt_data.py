@@ -8,7 +8,7 @@ import pytest
 
 from dlbench.core.errors import UserError
 from dlbench.harness.data import open_dataset, parse
-from dlbench.harness.scoring import tally_for
+from dlbench.harness.evaluate.scoring import tally_for
 from dlbench.harness.training.objectives import LABELS, LOSSES
 from dlbench.models import synthetic
 from dlbench.models.gnmt import BOS_ID, EOS_ID, PAD_ID, count_parameters, walk

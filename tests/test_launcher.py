@@ -1,6 +1,6 @@
 """The cell launcher with real child processes that raise, crash, hang and allocate."""
 
-from dlbench.harness.launcher import run_cell
+from dlbench.harness.cells.launcher import run_cell
 
 
 def test_ok_cell_returns_result_and_sees_environment():

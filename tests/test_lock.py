@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from dlbench.harness import lock
+from dlbench.harness.machine import lock
 
 
 def test_lock_pins_every_package_the_cpu_extras_require():

@@ -268,7 +268,7 @@ def test_post_processing_recovers_known_boxes_classes_and_masks():
 
 
 def test_the_objective_is_registered():
-    from dlbench.harness.scoring import InstanceSegmentationTally, inference_tally, tally_for
+    from dlbench.harness.evaluate.scoring import InstanceSegmentationTally, inference_tally, tally_for
     from dlbench.harness.training.objectives import LABELS, LOSSES, label_dtype
 
     assert LABELS["instance-segmentation"] == (
@@ -288,7 +288,7 @@ def test_the_objective_is_registered():
 
 
 def test_tally_scores_perfect_and_random_heads():
-    from dlbench.harness.scoring import tally_for
+    from dlbench.harness.evaluate.scoring import tally_for
 
     batches = D.instance_batches(MINI, 2, 2, seed=3)
     perfect, noise = tally_for("instance-segmentation", MINI), tally_for("instance-segmentation", MINI)

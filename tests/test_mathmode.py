@@ -16,7 +16,7 @@ import benchmodels
 import pytest
 
 from dlbench.core.errors import UserError
-from dlbench.harness import mathmode
+from dlbench.harness.cells import mathmode
 
 FAST = ("--batch-sizes", "2", "--min-duration", "0.05", "--min-iterations", "3", "--warmup", "1")
 

@@ -14,7 +14,7 @@ import tiny_onnx
 from clitools import assert_usage_error, micro_records
 
 from dlbench.core.errors import UserError
-from dlbench.harness import envs
+from dlbench.harness.cells import envs
 from dlbench.harness.micro import engines
 from dlbench.harness.micro.ops import from_model, parse
 

@@ -20,7 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from dlbench.converters import onnx_normalize
 from dlbench.core.tensors import TensorInfo, class_count, fixed_batch, follow_batch
-from dlbench.harness.scoring import Tally
+from dlbench.harness.evaluate.scoring import Tally
 from dlbench.harness.verify.compare import compare, tolerance
 
 CLASSES = 6

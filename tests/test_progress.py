@@ -9,7 +9,7 @@ import re
 import benchmodels
 from rich.console import Console
 
-from dlbench.harness.progress import Progress, clock, open_progress
+from dlbench.harness.output.progress import Progress, clock, open_progress
 
 LINE = re.compile(r"^\[(\d+)/(\d+)\] (.+): (.+) \(elapsed \w+, ETA (\w+|unknown)\)$")
 FAST = ("--min-duration", "0.1", "--min-iterations", "3", "--warmup", "1", "--max-warmup", "2")

@@ -238,7 +238,7 @@ def _cells_of(proc) -> list[psutil.Process]:
     found = []
     for p in psutil.Process(proc.pid).children(recursive=True):
         try:
-            if "dlbench.harness.cell" in " ".join(p.cmdline()):
+            if "dlbench.harness.cells.cell" in " ".join(p.cmdline()):
                 found.append(p)
         except psutil.Error:
             pass
@@ -409,9 +409,9 @@ def test_bad_executor_input_is_one_line_and_exit_2(cli, workdir, mlp):
 def test_the_worker_rebuilds_the_environment_and_checks_the_files():
     """What a remote node does, without one: the environment's change laid over another
     machine's variables, and a model file that differs there."""
-    from dlbench.harness import cellenv
+    from dlbench.harness.cells import cellenv
+    from dlbench.harness.cells.threads import ThreadConfig
     from dlbench.harness.executors.raycluster import _missing, shared_files
-    from dlbench.harness.threads import ThreadConfig
 
     parent = {"PATH": "/parent/bin", "MALLOC_CONF": "x", "KMP_BLOCKTIME": "0", "HOME": "/p"}
     env = cellenv.cell_environment(ThreadConfig(3), "tuned", {"TF_X": "1"}, base=parent)

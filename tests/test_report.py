@@ -17,7 +17,7 @@ from clitools import assert_usage_error
 
 from dlbench.harness import report
 from dlbench.harness.report import tables
-from dlbench.harness.results import ResultStore
+from dlbench.harness.store.results import ResultStore
 from dlbench.models.registry import get_model
 
 MODEL = "resnet50-mini"
@@ -561,7 +561,7 @@ def test_number_format_keeps_four_significant_digits():
 
 
 def test_shared_cell_formats_are_one_helper_each():
-    from dlbench.harness.tables import artifact_label, milliseconds, network_name
+    from dlbench.harness.output.tables import artifact_label, milliseconds, network_name
 
     assert network_name(MODEL) == get_model(MODEL).display_name
     assert network_name("my-model.onnx") == "my-model.onnx" and network_name(None) is None

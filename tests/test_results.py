@@ -3,7 +3,7 @@ import sqlite3
 import pytest
 
 from dlbench.core.errors import UserError
-from dlbench.harness.results import COLUMNS, SCHEMA_VERSION, ResultStore
+from dlbench.harness.store.results import COLUMNS, SCHEMA_VERSION, ResultStore
 
 MACHINE = {"machine_id": "m1", "cpu": {"model": "x"}}
 
@@ -118,8 +118,8 @@ def test_finished_cell_keys_ignores_failures(new_store):
 
 def _peak(store, threads, gflops, machine_id="m1", started="2026-01-01T00:00:00"):
     """A peak record as ``dlbench env --peak`` stores it, with a GFLOP/s of our choosing."""
-    from dlbench.harness import records
-    from dlbench.harness.fingerprint import fingerprint
+    from dlbench.harness.machine.fingerprint import fingerprint
+    from dlbench.harness.store import records
 
     fp = dict(fingerprint(), machine_id=machine_id)
     rec = records.new_record(

@@ -32,7 +32,7 @@ from test_results import (  # noqa: F401 - collected here, run on PostgreSQL
 )
 
 from dlbench.core.errors import UserError
-from dlbench.harness.results import SCHEMA_VERSION, ResultStore
+from dlbench.harness.store.results import SCHEMA_VERSION, ResultStore
 
 NAMES = itertools.count()
 
@@ -142,7 +142,7 @@ def test_a_role_that_may_only_insert_and_select_writes_and_reports(pg, url, cli)
 
 CHILD = """
 import json, sys, time
-from dlbench.harness.results import ResultStore
+from dlbench.harness.store.results import ResultStore
 url, tag, n, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 store = ResultStore(url)
 while time.time() < go:
@@ -362,8 +362,8 @@ def test_a_sweep_resumes_from_postgres_and_records_no_password(pg, url, cli):
 
 
 def test_a_password_is_masked_in_records_configuration_and_printed_steps():
-    from dlbench.harness.config import resolved
-    from dlbench.harness.context import command_line
+    from dlbench.harness.cli.config import resolved
+    from dlbench.harness.store.context import command_line
     from dlbench.harness.store.schema import record_row
 
     url = "postgresql://me:p%40ss@db.example:5432/runs?sslmode=require&password=other"
@@ -373,7 +373,7 @@ def test_a_password_is_masked_in_records_configuration_and_printed_steps():
     row = record_row({"command_line": f"dlbench run --db {url}", "context": {"db": url}}, {"machine_id": "m"})
     assert "p%40ss" not in json.dumps(row) and "other" not in json.dumps(row)
     from dlbench.harness.cli import build_parser
-    from dlbench.harness.config import parse_args
+    from dlbench.harness.cli.config import parse_args
     from dlbench.harness.pipeline.plan import shell_line
 
     assert "p%40ss" not in shell_line(["dlbench", "report", "--db", url])  # --print-steps

@@ -15,7 +15,7 @@ import psutil
 import pytest
 from clitools import assert_usage_error
 
-from dlbench.harness.results import ResultStore
+from dlbench.harness.store.results import ResultStore
 
 MODEL = "resnet50-mini"
 BATCHES = (1, 2, 4)
@@ -41,18 +41,14 @@ RUN = [
     "--timeout",
     "300",
 ]
-# On a CPU machine with ONNX Runtime: the fp32 export and its INT8 and FP16 builds
-# on onnxruntime, the PyTorch checkpoint on the pytorch backend.
+# On a CPU machine with ONNX Runtime and OpenVINO (both in the cpu extra CI installs): the
+# fp32 export and its INT8 and FP16 builds on each, the PyTorch checkpoint on pytorch.
 EXPECTED_CELLS = {
     (backend, precision, b)
     for b in BATCHES
-    for backend, precision in (
-        ("onnxruntime", "fp32"),
-        ("onnxruntime", "int8"),
-        ("onnxruntime", "fp16"),
-        ("pytorch", "fp32"),
-    )
-}
+    for backend in ("onnxruntime", "openvino")
+    for precision in ("fp32", "int8", "fp16")
+} | {("pytorch", "fp32", b) for b in BATCHES}
 
 
 def dlbench(args, env, **kw):

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import tiny_onnx
 
-from dlbench.harness.results import ResultStore
+from dlbench.harness.store.results import ResultStore
 from dlbench.models.registry import get_model, list_models
 
 ROOT = Path(__file__).resolve().parents[1]

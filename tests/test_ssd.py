@@ -127,7 +127,7 @@ def test_synthetic_batches_are_matched_scenes_in_either_layout():
 
 
 def test_detection_tally_scores_a_perfect_and_a_wrong_detector():
-    from dlbench.harness.scoring import tally_for
+    from dlbench.harness.evaluate.scoring import tally_for
 
     ((_, (cls, loc)),) = synthetic.batches(MINI, 4, 1, seed=2)
     perfect = np.zeros(cls.shape + (25,), np.float32)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from dlbench.harness import threads
+from dlbench.harness.cells import threads
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform"
@@ -25,7 +25,7 @@ def test_one_allowed_cpu_gives_one_default_thread_and_is_recorded():
     one = {min(os.sched_getaffinity(0))}
     got = json.loads(
         _confined(
-            "import json; from dlbench.harness import threads, cellenv; "
+            "import json; from dlbench.harness.cells import threads, cellenv; "
             "print(json.dumps([threads.usable_cores(), threads.ThreadConfig.default().intra_op, "
             "cellenv.context(dict(os.environ)).get('cpu_affinity'), threads.physical_cores()]))",
             one,
@@ -39,7 +39,7 @@ def test_all_cpus_allowed_records_no_affinity():
     """(In a child given every CPU: a pytest-xdist worker is itself confined.)"""
     got = json.loads(
         _confined(
-            "import json; from dlbench.harness import threads; print(json.dumps("
+            "import json; from dlbench.harness.cells import threads; print(json.dumps("
             "[threads.affinity_in_force(), threads.usable_cores(), threads.physical_cores()]))",
             set(range(os.cpu_count())),
         )

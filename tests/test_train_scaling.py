@@ -20,7 +20,7 @@ import pytest
 from clitools import assert_usage_error
 
 from dlbench.core.errors import UserError
-from dlbench.harness.tables import scaling_table
+from dlbench.harness.output.tables import scaling_table
 from dlbench.harness.training import gather, scaling
 
 STEPS = 3
@@ -109,7 +109,7 @@ def _rank_processes():
     found = []
     for p in psutil.process_iter(["cmdline"]):
         cmd = p.info["cmdline"] or []
-        if "train_rank" in cmd and "dlbench.harness.cell" in cmd:
+        if "train_rank" in cmd and "dlbench.harness.cells.cell" in cmd:
             found.append(p)
     return found
 

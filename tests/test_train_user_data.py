@@ -120,7 +120,7 @@ def test_training_requests_refused_before_any_framework_loads(cli, workdir):
 
 
 def test_held_out_scores_for_per_position_classes_and_regression():
-    from dlbench.harness.scoring import tally_for
+    from dlbench.harness.evaluate.scoring import tally_for
 
     t = tally_for("classification")
     logits = np.zeros((2, 3, 4))

@@ -28,9 +28,9 @@ from typing import Any, ClassVar
 
 from dlbench.core.errors import UserError
 from dlbench.core.tensors import TensorInfo
-from dlbench.harness.fingerprint import fingerprint
-from dlbench.harness.frameworks import distribution_version, is_installed
-from dlbench.harness.mathmode import TF32, tf32_reason
+from dlbench.harness.cells.mathmode import TF32, tf32_reason
+from dlbench.harness.machine.fingerprint import fingerprint
+from dlbench.harness.machine.frameworks import distribution_version, is_installed
 
 
 @dataclass
@@ -164,7 +164,7 @@ class ArtifactRef:
 @dataclass
 class RunConfig:
     device: str  # cpu | cuda | ascend
-    precision: str  # fp32 | tf32 | fp16 | bf16 | int8 (harness.mathmode: what fp32 means)
+    precision: str  # fp32 | tf32 | fp16 | bf16 | int8 (harness.cells.mathmode: what fp32 means)
     intra_op_threads: int
     inter_op_threads: int
     device_id: int = 0

@@ -9,7 +9,7 @@ switched to PYNATIVE_MODE and back (``place``), and each input's ``device``
 says where it landed.  ``sync`` is ``mindspore.runtime.synchronize``.  fp16
 is ``amp.auto_mixed_precision`` at level "auto", as in training; float32 is
 IEEE float32 (on Ascend, CANN's ``must_keep_origin_dtype`` with HF32 off,
-set and read back by ``harness.mathmode``).
+set and read back by ``harness.cells.mathmode``).
 
 What ran where is read from the tensors, not from the configured target: the
 outputs' ``Tensor.device`` ("CPU", "Ascend:0") decides the fallback check.
@@ -22,9 +22,9 @@ from typing import Any
 
 from dlbench.core.devices import training_name
 from dlbench.core.errors import UserError
-from dlbench.harness import mathmode
 from dlbench.harness.backends.base import ArtifactRef, Option, RunConfig, Runner, TensorInfo, region
 from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
+from dlbench.harness.cells import mathmode
 from dlbench.harness.formats import MINDIR
 
 TARGETS = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}

@@ -13,7 +13,7 @@ from typing import Any
 from dlbench.core.errors import UserError
 from dlbench.harness.backends.base import Backend, Runner, TensorInfo, has_ascend, has_nvidia_gpu
 from dlbench.harness.formats import ZOO, checkpoint_format, user_format
-from dlbench.harness.frameworks import distribution_version
+from dlbench.harness.machine.frameworks import distribution_version
 
 
 class NativeFramework(Backend):

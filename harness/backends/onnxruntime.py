@@ -15,7 +15,7 @@ CPU number under a GPU label.
 float32 is IEEE float32: the CUDA provider's ``use_tf32`` (on by default) is
 "0" unless the cell asks for ``tf32`` (an fp32 model in TensorFloat-32 math,
 on a GPU that has it), and the math mode is read back from the session
-(``harness.mathmode``).
+(``harness.cells.mathmode``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import Any
 
 from dlbench.core.errors import UserError, first_line
-from dlbench.harness import mathmode
 from dlbench.harness.backends.base import (
     ON_OFF,
     ArtifactRef,
@@ -37,8 +36,9 @@ from dlbench.harness.backends.base import (
     region,
     with_tf32,
 )
+from dlbench.harness.cells import mathmode
 from dlbench.harness.formats import ONNX
-from dlbench.harness.frameworks import distribution_version
+from dlbench.harness.machine.frameworks import distribution_version
 
 PROVIDERS = {
     "cpu": "CPUExecutionProvider",

@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import Any
 
 from dlbench.core.errors import UserError, first_line
-from dlbench.harness import mathmode
 from dlbench.harness.backends.base import (
     ON_OFF,
     ArtifactRef,
@@ -36,8 +35,9 @@ from dlbench.harness.backends.base import (
     TensorInfo,
     region,
 )
-from dlbench.harness.fingerprint import cpu
+from dlbench.harness.cells import mathmode
 from dlbench.harness.formats import ONNX
+from dlbench.harness.machine.fingerprint import cpu
 
 # dlbench precision -> INFERENCE_PRECISION_HINT (fp16 models: see _hint).
 HINTS = {"fp32": "f32", "bf16": "bf16", "int8": "f32"}

@@ -3,7 +3,7 @@
 The model runs under ``torch.inference_mode``; fp16 (CUDA) and bf16 cast
 the weights and inputs before timing.  float32 is IEEE float32 on every
 device (cuBLAS, cuDNN and oneDNN switches set and read back by
-``harness.mathmode``); ``tf32`` runs the float32 model in TensorFloat-32.  On CUDA, ``sync`` is
+``harness.cells.mathmode``); ``tf32`` runs the float32 model in TensorFloat-32.  On CUDA, ``sync`` is
 ``torch.cuda.synchronize`` so latencies are device time, not launch time, and
 peak device memory is ``torch.cuda.max_memory_allocated``.  A model or an
 output that is not on the device asked for fails the cell.
@@ -15,9 +15,9 @@ import contextlib
 from typing import Any
 
 from dlbench.core.errors import UserError
-from dlbench.harness import mathmode
 from dlbench.harness.backends.base import ArtifactRef, FellBack, Option, RunConfig, Runner, region, with_tf32
 from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
+from dlbench.harness.cells import mathmode
 
 DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 

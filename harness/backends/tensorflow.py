@@ -7,7 +7,7 @@ inputs are transposed while preparing and copied to the device with
 returns when the outputs exist.  bf16/fp16 use Keras mixed-precision
 policies (weights stay fp32, compute in the lower type); float32 is IEEE
 float32 (TensorFlow's TF32 switch, on by default on Ampere, turned off and
-read back by ``harness.mathmode``), and ``tf32`` runs it in TensorFloat-32.
+read back by ``harness.cells.mathmode``), and ``tf32`` runs it in TensorFloat-32.
 
 Soft device placement is off: an op with no kernel on the device asked for
 fails the cell instead of quietly running on the CPU, and the record says so.
@@ -20,7 +20,6 @@ import sys
 from typing import Any
 
 from dlbench.core.errors import UserError
-from dlbench.harness import mathmode
 from dlbench.harness.backends.base import (
     ON_OFF,
     ArtifactRef,
@@ -32,6 +31,7 @@ from dlbench.harness.backends.base import (
     with_tf32,
 )
 from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
+from dlbench.harness.cells import mathmode
 
 POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 

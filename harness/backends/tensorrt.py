@@ -45,7 +45,6 @@ from dlbench.converters.tensorrt_runtime import (
     tensorrt_version_here,
 )
 from dlbench.core.errors import UserError
-from dlbench.harness import mathmode
 from dlbench.harness.backends.base import (
     ON_OFF,
     ArtifactRef,
@@ -59,9 +58,10 @@ from dlbench.harness.backends.base import (
     region,
     with_tf32,
 )
-from dlbench.harness.fingerprint import fingerprint
+from dlbench.harness.cells import mathmode
 from dlbench.harness.formats import ONNX, TRT_ENGINE
-from dlbench.harness.frameworks import is_installed
+from dlbench.harness.machine.fingerprint import fingerprint
+from dlbench.harness.machine.frameworks import is_installed
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Axes kept apart (optimum-benchmark's idea): backends (``harness.backends``),
 scenarios (``harness.bench.scenarios``), the cell launcher
-(``harness.launcher``); ``execute.run_bench`` composes them (request ->
+(``harness.cells.launcher``); ``execute.run_bench`` composes them (request ->
 plan -> cells -> record), ``child.run``
 is what one cell's process does, ``measure`` owns the clock.
 """

@@ -1,4 +1,4 @@
-"""One benchmark cell, inside its own process (the ``bench`` kind of harness.cell).
+"""One benchmark cell, inside its own process (the ``bench`` kind of harness.cells.cell).
 
 Order of work, so that only the measured loop is timed as steady state:
 load the model (cold start: ``load_s``), make and place the inputs
@@ -22,7 +22,7 @@ from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.bench.measure import Clock
 from dlbench.harness.bench.payload import CellPayload
 from dlbench.harness.bench.scenarios import ScenarioContext, get_scenario
-from dlbench.harness.envs import imported_packages
+from dlbench.harness.cells.envs import imported_packages
 
 PROGRESS_EVERY_S = 0.5
 

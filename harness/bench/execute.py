@@ -1,7 +1,7 @@
 """``dlbench bench`` as a Python API: plan the cells, run each in its own process, store it.
 
 request (checked once) -> plan of cells -> launcher -> cell process -> record -> store.
-Each cell runs through ``harness.launcher.run_cell`` with a per-cell timeout, on this
+Each cell runs through ``harness.cells.launcher.run_cell`` with a per-cell timeout, on this
 machine or, with ``--executor ray``, on a Ray cluster's node (``harness.executors``):
 a crash, an out-of-memory kill or a hang is that cell's recorded failure and the
 sweep goes on.  Each finished cell is stored at once (one SQLite transaction)
@@ -27,13 +27,13 @@ from dlbench.harness.bench.peak import ensure_peaks
 from dlbench.harness.bench.plan import Cell, identity_key, validate
 from dlbench.harness.bench.record import make_record, summary
 from dlbench.harness.bench.request import BenchRequest
-from dlbench.harness.context import new_run_id, now_iso
+from dlbench.harness.cells.launcher import CellOutcome
 from dlbench.harness.executors import Executor, Needs, open_executor
-from dlbench.harness.fingerprint import fingerprint
-from dlbench.harness.launcher import CellOutcome
-from dlbench.harness.progress import Progress, open_sweep, read_progress
-from dlbench.harness.records import keep
-from dlbench.harness.results import ResultStore, sweep_store
+from dlbench.harness.machine.fingerprint import fingerprint
+from dlbench.harness.output.progress import Progress, open_sweep, read_progress
+from dlbench.harness.store.context import new_run_id, now_iso
+from dlbench.harness.store.records import keep
+from dlbench.harness.store.results import ResultStore, sweep_store
 
 
 def payload(c: Cell, req: BenchRequest, progress_path: str) -> dict[str, Any]:
@@ -132,7 +132,7 @@ def _run_repeats(
     """The cell ``--repeats`` times, each in a fresh process; the first failure ends it.
     A --with environment that cannot be made is the cell's failure, with uv's reason.
     Also where the cell ran: repeats after the first run on the first one's node."""
-    from dlbench.harness import envs
+    from dlbench.harness.cells import envs
 
     overlay, env_error = envs.prepare(cell.env) if cell.env else (None, None)
     if env_error:

@@ -24,7 +24,7 @@ from typing import Any
 
 from dlbench.core.errors import UserError
 from dlbench.harness import stats
-from dlbench.harness.cpuusage import CpuWindow
+from dlbench.harness.cells.cpuusage import CpuWindow
 
 FALLING = 0.05  # a warm-up window this much faster than the one before: still warming
 RAW_SAMPLES_KEPT = 20000

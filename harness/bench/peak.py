@@ -18,7 +18,7 @@ thread count.
   best library counts: a peak below what a real network's convolutions reach
   (ONNX Runtime's ResNet-50 convolutions run at about 1.9x OpenBLAS's SGEMM
   on this project's Zen 5 machine) would put cells above 100 % of "peak";
-* CUDA: ``torch.matmul`` in fp32 (IEEE: TF32 off, ``harness.mathmode``), fp16
+* CUDA: ``torch.matmul`` in fp32 (IEEE: TF32 off, ``harness.cells.mathmode``), fp16
   and bf16, and tf32 on a GPU that has it, when PyTorch with CUDA is installed.
   Each peak record keeps the math mode its GEMM ran in.
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from dlbench.harness import mathmode
+from dlbench.harness.cells import mathmode
 
 CPU_N = 2048
 GPU_N = 8192
@@ -132,10 +132,10 @@ def _micro_gemm(
     not installed or has no kernel for ``precision``.  Only fp32's failure is the cell's:
     a missing bf16 or int8 kernel (a CPU without the instructions) leaves that ceiling
     out rather than losing the fp32 one."""
-    from dlbench.harness.frameworks import is_installed
+    from dlbench.harness.cells.threads import usable_cores
+    from dlbench.harness.machine.frameworks import is_installed
     from dlbench.harness.micro import engines
     from dlbench.harness.micro.ops import Op
-    from dlbench.harness.threads import usable_cores
 
     module = engines.module(engine)
     if not is_installed(module.FRAMEWORK) or precision not in module.SUPPORTS["gemm"]:
@@ -235,7 +235,7 @@ def share_of_peak(
 
 def peak_thread_counts(threads: list[int] | None = None) -> list[int]:
     """CPU thread counts a peak is measured at: the ones asked for, else physical cores."""
-    from dlbench.harness.threads import usable_cores
+    from dlbench.harness.cells.threads import usable_cores
 
     return sorted(set(threads or [usable_cores()]))
 
@@ -260,10 +260,10 @@ def measure_peaks(
 ) -> list[dict[str, Any]]:
     """Run the GEMM cells for every device here (the CPU at each of ``threads``, default
     physical cores); store and return one record per result."""
-    from dlbench.harness.context import new_run_id
-    from dlbench.harness.fingerprint import fingerprint
-    from dlbench.harness.frameworks import distribution_version
-    from dlbench.harness.results import ResultStore
+    from dlbench.harness.machine.fingerprint import fingerprint
+    from dlbench.harness.machine.frameworks import distribution_version
+    from dlbench.harness.store.context import new_run_id
+    from dlbench.harness.store.results import ResultStore
 
     store = ResultStore(db)
     store.check_writable()
@@ -288,11 +288,11 @@ def _measure_one(
 ) -> list[dict[str, Any]]:
     import os
 
-    from dlbench.harness import records
-    from dlbench.harness.cellenv import cell_environment
-    from dlbench.harness.context import now_iso
-    from dlbench.harness.launcher import run_cell
-    from dlbench.harness.threads import ThreadConfig
+    from dlbench.harness.cells.cellenv import cell_environment
+    from dlbench.harness.cells.launcher import run_cell
+    from dlbench.harness.cells.threads import ThreadConfig
+    from dlbench.harness.store import records
+    from dlbench.harness.store.context import now_iso
 
     threads = ThreadConfig.default(intra_op)
     env = cell_environment(threads)
@@ -356,7 +356,7 @@ def ensure_peaks(store, fp: dict[str, Any], cells, timeout: float | None = 600) 
     missing, seconds = missing_thread_counts(store, fp["machine_id"], wanted)
     if not missing:
         return []
-    from dlbench.harness.context import new_run_id
+    from dlbench.harness.store.context import new_run_id
 
     run_id = new_run_id()
     notes = []

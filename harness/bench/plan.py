@@ -14,8 +14,6 @@ from typing import Any
 
 from dlbench.core.errors import UserError
 from dlbench.core.tensors import follow_batch
-from dlbench.harness.allocator import DEFAULT_ALLOCATOR
-from dlbench.harness.allocator import identity as allocator_identity
 from dlbench.harness.backends import BACKENDS, get_backend
 from dlbench.harness.backends.base import Backend
 from dlbench.harness.bench import inputs as inputs_mod
@@ -24,13 +22,15 @@ from dlbench.harness.bench.given import GivenInput
 from dlbench.harness.bench.given import read_all as read_given
 from dlbench.harness.bench.request import BenchRequest
 from dlbench.harness.bench.scenarios import get_scenario
-from dlbench.harness.cellenv import cell_environment
-from dlbench.harness.context import cell_key
-from dlbench.harness.fingerprint import fingerprint
+from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
+from dlbench.harness.cells.allocator import identity as allocator_identity
+from dlbench.harness.cells.cellenv import cell_environment
+from dlbench.harness.cells.mathmode import TF32, check_env
+from dlbench.harness.cells.mathmode import environment as math_environment
+from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.formats import TRT_ENGINE, has_own_precision
-from dlbench.harness.mathmode import TF32, check_env
-from dlbench.harness.mathmode import environment as math_environment
-from dlbench.harness.threads import ThreadConfig
+from dlbench.harness.machine.fingerprint import fingerprint
+from dlbench.harness.store.context import cell_key
 
 
 @dataclass
@@ -63,7 +63,7 @@ class Cell:
     def environment(self, overlay: Any = None) -> dict[str, str]:
         """The variables the cell's process starts with: thread pools are sized, the
         allocator chosen and a --with overlay put first on the import path before import."""
-        from dlbench.harness import envs
+        from dlbench.harness.cells import envs
 
         return cell_environment(
             ThreadConfig(self.intra_op, self.inter_op),

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.harness import envs, mathmode, records, stats
+from dlbench.harness import stats
 from dlbench.harness.bench import peak as peak_mod
 from dlbench.harness.bench.artifacts import Artifact
 from dlbench.harness.bench.plan import Cell, identity
 from dlbench.harness.bench.request import BenchRequest
-from dlbench.harness.frameworks import FRAMEWORKS, distribution_version
-from dlbench.harness.launcher import CellOutcome
-from dlbench.harness.results import ResultStore
+from dlbench.harness.cells import envs, mathmode
+from dlbench.harness.cells.launcher import CellOutcome
+from dlbench.harness.machine.frameworks import FRAMEWORKS, distribution_version
+from dlbench.harness.store import records
+from dlbench.harness.store.results import ResultStore
 
 
 def summary(r: dict[str, Any]) -> str:

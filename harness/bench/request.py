@@ -14,14 +14,14 @@ from typing import Any
 from dlbench.core.devices import INFERENCE as DEVICES
 from dlbench.core.devices import inference_name
 from dlbench.core.errors import UserError
-from dlbench.harness.allocator import DEFAULT_ALLOCATOR
-from dlbench.harness.allocator import check as check_allocator
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.bench.scenarios import get_scenario
+from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
+from dlbench.harness.cells.allocator import check as check_allocator
+from dlbench.harness.cells.threads import usable_cores
 from dlbench.harness.executors import DEFAULT_EXECUTOR
 from dlbench.harness.executors import check as check_executor
 from dlbench.harness.stats import BETWEEN_PROCESSES_THRESHOLD, WITHIN_PROCESS_THRESHOLD
-from dlbench.harness.threads import usable_cores
 
 
 def split(values, kind=str) -> list:
@@ -46,10 +46,10 @@ class BenchRequest:
     batch_sizes: list[int] = field(default_factory=lambda: [1])
     threads: list[int] | None = None
     inter_op_threads: int | None = None
-    # The memory allocator of every cell's process (harness.allocator: why tuned is the default).
+    # The memory allocator of every cell's process (harness.cells.allocator: why tuned is the default).
     allocator: str = DEFAULT_ALLOCATOR
     # --with PACKAGE==VERSION: the cells run in each of these environments instead of the
-    # installed packages (harness.envs); a sweep axis.
+    # installed packages (harness.cells.envs); a sweep axis.
     with_specs: list[str] = field(default_factory=list)
     scenarios: list[str] = field(default_factory=lambda: ["offline"])
     rule: StopRule = field(default_factory=StopRule)
@@ -142,7 +142,7 @@ class BenchRequest:
         if self.timeout is not None and self.timeout <= 0:
             raise UserError("--timeout must be positive")
         check_allocator(self.allocator)
-        from dlbench.harness.envs import check_specs
+        from dlbench.harness.cells.envs import check_specs
 
         check_specs(self.with_specs)
         check_executor(self.executor, self.ray_resources, self.device_id, self.with_specs)

@@ -2,7 +2,7 @@
 
 Flags go on the row as a short mark, their explanation once under the table:
 a p99 from too few samples (*), an unstable cell, a kernel-bound cell
-(``harness.cpuusage``: its CPU time went to the kernel, usually page faults).
+(``harness.cells.cpuusage``: its CPU time went to the kernel, usually page faults).
 An Allocator column appears when the rows ran with different allocators.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dlbench.harness.tables import (
+from dlbench.harness.output.tables import (
     ROUGH_P99,
     add_context_columns,
     artifact_label,

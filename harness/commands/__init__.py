@@ -54,7 +54,7 @@ def user_inputs(args) -> tuple[dict, dict]:
 
 def add_executor_arguments(p, what: str, default: str) -> None:
     """``--executor`` and ``--ray-resources``, said the same by every command that has them;
-    ``default`` is the command's request's (harness.config.field_default)."""
+    ``default`` is the command's request's (harness.cli.config.field_default)."""
     p.add_argument(
         "--executor",
         default=default,
@@ -77,7 +77,7 @@ def add_executor_arguments(p, what: str, default: str) -> None:
 
 
 def add_with_argument(p, what: str = "cells") -> None:
-    """``--with PACKAGE==VERSION``, the library-version axis (harness.envs), said the same
+    """``--with PACKAGE==VERSION``, the library-version axis (harness.cells.envs), said the same
     by every command that has it."""
     p.add_argument(
         "--with",

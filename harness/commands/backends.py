@@ -23,7 +23,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from dlbench.harness.backends import all_backends
-    from dlbench.harness.tables import markdown
+    from dlbench.harness.output.tables import markdown
 
     if args.options:
         rows = [

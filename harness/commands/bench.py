@@ -20,8 +20,8 @@ HELP = "measure inference latency/throughput across backends, batch sizes and sc
 def add_arguments(p) -> None:
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import BenchRequest
+    from dlbench.harness.cli.config import add_config_arguments, cli_form, field_default, show
     from dlbench.harness.commands import add_executor_arguments, add_user_model_arguments, add_with_argument
-    from dlbench.harness.config import add_config_arguments, cli_form, field_default, show
 
     def req(name):
         return cli_form(field_default(BenchRequest, name))
@@ -299,7 +299,7 @@ def request_from(args, argv=None):
     from dlbench.harness.bench.input_args import collect, parse_input, parse_int_range, shapes_from
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import BenchRequest, split
-    from dlbench.harness.config import resolved
+    from dlbench.harness.cli.config import resolved
 
     # An option left unset keeps the request's own default (one place per default).
     unset = {k: v for k, v in (("scenarios", split(args.scenario) or None),) if v is not None}
@@ -354,7 +354,7 @@ def run(args) -> int:
     req = request_from(args)
     if args.print_config:
         from dlbench.harness.bench.plan import validate
-        from dlbench.harness.config import to_toml
+        from dlbench.harness.cli.config import to_toml
 
         validate(req)
         print(to_toml(req.config), end="")

@@ -36,7 +36,7 @@ HELP = "build TensorRT engines or INT8/FP16 ONNX models from fp32 ONNX, verified
 
 def add_arguments(p) -> None:
     from dlbench.converters.base import BUILD_TARGETS, BuildOptions, build_hop, option_targets
-    from dlbench.harness.config import field_default
+    from dlbench.harness.cli.config import field_default
 
     takers = option_targets()
 
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     from dlbench.converters.base import BuildOptions
     from dlbench.harness.convert.build import BuildRequest, build
     from dlbench.harness.convert.table import verification_table
-    from dlbench.harness.progress import with_progress
+    from dlbench.harness.output.progress import with_progress
     from dlbench.harness.verify import inputs as verify
 
     opts = BuildOptions(

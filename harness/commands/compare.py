@@ -19,8 +19,8 @@ HELP = "compare two runs, frameworks or backends cell by cell, with confidence i
 
 
 def add_arguments(p) -> None:
+    from dlbench.harness.cli.config import field_default
     from dlbench.harness.compare.noise import Calibration
-    from dlbench.harness.config import field_default
 
     p.add_argument(
         "sources",
@@ -114,12 +114,12 @@ def run(args) -> int:
     from dlbench.core.atomic import check_can_create, write_json
     from dlbench.core.errors import UserError
     from dlbench.harness.bench.request import split
+    from dlbench.harness.cli.config import field_default
     from dlbench.harness.compare import compare
     from dlbench.harness.compare.noise import Calibration, floor_for
     from dlbench.harness.compare.sources import INSTALLED, Filters, axis_values, load_sides
     from dlbench.harness.compare.table import comparison_table, footnote, paper_table, unmatched
-    from dlbench.harness.config import field_default
-    from dlbench.harness.results import ResultStore
+    from dlbench.harness.store.results import ResultStore
 
     if not 0 < args.confidence < 1:
         raise UserError(f"--confidence must be between 0 and 1, not {args.confidence}")
@@ -238,8 +238,8 @@ def _calibrate(args) -> int:
 
     from dlbench.core.errors import UserError
     from dlbench.harness.bench.measure import StopRule
+    from dlbench.harness.cli.config import field_default
     from dlbench.harness.compare.noise import Calibration, calibrate
-    from dlbench.harness.config import field_default
 
     if args.sources or args.run or args.framework:
         raise UserError(

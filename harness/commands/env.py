@@ -39,7 +39,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from dlbench.harness.fingerprint import fingerprint
+    from dlbench.harness.machine.fingerprint import fingerprint
 
     fp = fingerprint()
     peaks = _peaks(args) if args.peak else None
@@ -119,7 +119,7 @@ def _peaks(args):
 
 def _confined() -> list[str]:
     """A line when this process may use only some CPUs: the default thread count follows."""
-    from dlbench.harness.threads import affinity_in_force, usable_cores
+    from dlbench.harness.cells.threads import affinity_in_force, usable_cores
 
     cpus = affinity_in_force()
     if cpus is None:

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from dlbench.harness.commands import user_inputs
     from dlbench.harness.convert.export import ExportRequest, export
     from dlbench.harness.convert.table import verification_table
-    from dlbench.harness.progress import with_progress
+    from dlbench.harness.output.progress import with_progress
     from dlbench.harness.verify import inputs as verify
 
     req = ExportRequest(

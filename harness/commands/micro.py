@@ -32,8 +32,8 @@ def add_arguments(p) -> None:
 
 def add_common_arguments(p, layer: bool = False) -> None:
     """What ``micro`` and ``layer`` share: engines, precisions, axes, measurement, output."""
+    from dlbench.harness.cli.config import field_default
     from dlbench.harness.commands import add_with_argument
-    from dlbench.harness.config import field_default
     from dlbench.harness.micro.engines import ENGINES, LAYER_ENGINES, PRECISIONS
     from dlbench.harness.micro.sweep import MicroRequest
 

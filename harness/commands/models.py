@@ -13,7 +13,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from dlbench.harness.tables import markdown
+    from dlbench.harness.output.tables import markdown
     from dlbench.models.registry import get_model, list_models
 
     specs = [get_model(n) for n in list_models(args.pattern)]

@@ -37,7 +37,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from dlbench.core.atomic import check_can_create, write_text
     from dlbench.harness.report import check_format, render
-    from dlbench.harness.results import ResultStore
+    from dlbench.harness.store.results import ResultStore
 
     fmt = args.fmt or (SUFFIXES.get(Path(args.out).suffix.lower(), "md") if args.out else "md")
     check_format(fmt)

@@ -19,8 +19,8 @@ HELP = "the whole chain for one model: train, convert, verify, benchmark (resuma
 
 
 def add_arguments(p) -> None:
+    from dlbench.harness.cli.config import add_config_arguments, cli_form, field_default
     from dlbench.harness.commands import add_executor_arguments, add_user_model_arguments
-    from dlbench.harness.config import add_config_arguments, cli_form, field_default
     from dlbench.harness.pipeline.runner import RunRequest
 
     def req(name):
@@ -214,7 +214,7 @@ def request_from(args, argv=None):
     import os
 
     from dlbench.harness.bench.measure import StopRule
-    from dlbench.harness.config import resolved
+    from dlbench.harness.cli.config import resolved
     from dlbench.harness.pipeline.runner import RunRequest
 
     user = _user_model(args)
@@ -270,7 +270,7 @@ def run(args) -> int:
         print(script(steps) if args.print_steps == "script" else print_steps(steps), end="")
         return 0
     if args.print_config:
-        from dlbench.harness.config import to_toml
+        from dlbench.harness.cli.config import to_toml
         from dlbench.harness.pipeline.runner import validate
 
         validate(req)

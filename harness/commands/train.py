@@ -17,7 +17,7 @@ HELP = "train a model briefly in native frameworks and record training throughpu
 
 
 def add_arguments(p) -> None:
-    from dlbench.harness.allocator import DEFAULT_ALLOCATOR  # TrainRequest's, without its imports
+    from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR  # TrainRequest's, without its imports
     from dlbench.harness.commands import add_user_model_arguments, add_with_argument
     from dlbench.harness.data.formats import help_text as data_help
     from dlbench.harness.training.objectives import OBJECTIVES, user_objectives
@@ -165,8 +165,8 @@ def run(args) -> int:
     from dlbench.harness.bench.input_args import parse_int_range
     from dlbench.harness.bench.request import split
     from dlbench.harness.commands import user_inputs
-    from dlbench.harness.progress import with_progress
-    from dlbench.harness.tables import scaling_table, train_table
+    from dlbench.harness.output.progress import with_progress
+    from dlbench.harness.output.tables import scaling_table, train_table
     from dlbench.harness.training.runner import TrainRequest, train
 
     shapes, given = user_inputs(args)

@@ -112,7 +112,7 @@ class Calibration:
 def builtin_model(path: Path) -> str:
     """A small MLP (two 512x512 Gemm + Relu): enough work per iteration that the clock and
     Python around it are not what the spread measures, small enough to take seconds."""
-    from dlbench.harness.frameworks import is_installed
+    from dlbench.harness.machine.frameworks import is_installed
 
     if not (is_installed("onnx") and is_installed("onnxruntime")):
         raise UserError(
@@ -155,11 +155,11 @@ def calibrate(
 ) -> tuple[NoiseFloor | None, dict[str, Any], dict[str, Any] | None]:
     """(floor, the bench record, the stored noise_floor record); the floor and its record
     are None when the cell failed (the bench record says why)."""
-    from dlbench.harness import records
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.request import BenchRequest
-    from dlbench.harness.fingerprint import fingerprint
-    from dlbench.harness.results import ResultStore
+    from dlbench.harness.machine.fingerprint import fingerprint
+    from dlbench.harness.store import records
+    from dlbench.harness.store.results import ResultStore
 
     cal.check()
     with tempfile.TemporaryDirectory(prefix="dlbench-calibrate-") as tmp:

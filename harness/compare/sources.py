@@ -14,7 +14,7 @@ from typing import Any
 
 from dlbench.core.errors import UserError
 from dlbench.harness.compare import match
-from dlbench.harness.results import ResultStore
+from dlbench.harness.store.results import ResultStore
 
 COMPARABLE_KINDS = ("train", "bench", "micro")
 AXES = ("framework", "backend", "with", "devices", "run")

@@ -8,8 +8,8 @@ from typing import Any
 from dlbench.harness.compare.match import field
 from dlbench.harness.compare.pairs import Comparison, Pair
 from dlbench.harness.compare.sources import INSTALLED
-from dlbench.harness.frameworks import FRAMEWORKS
-from dlbench.harness.tables import markdown, network_name
+from dlbench.harness.machine.frameworks import FRAMEWORKS
+from dlbench.harness.output.tables import markdown, network_name
 
 # Kinds whose cells are named by their backend (engine), not their framework.
 ENGINE_KINDS = ("bench", "micro")

@@ -28,14 +28,15 @@ from dlbench.core.atomic import check_can_create, write_json
 from dlbench.core.errors import UserError, first_line
 from dlbench.core.tensors import fixed_batch, follow_batch
 from dlbench.core.version import __version__
-from dlbench.harness import mathmode, records
 from dlbench.harness.backends.base import ArtifactRef
-from dlbench.harness.cellenv import cell_environment
-from dlbench.harness.context import CommandOptions, new_run_id, now_iso
+from dlbench.harness.cells import mathmode
+from dlbench.harness.cells.cellenv import cell_environment
+from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.convert import calibration
 from dlbench.harness.formats import ONNX
-from dlbench.harness.results import ResultStore
-from dlbench.harness.threads import ThreadConfig
+from dlbench.harness.store import records
+from dlbench.harness.store.context import CommandOptions, new_run_id, now_iso
+from dlbench.harness.store.results import ResultStore
 from dlbench.harness.verify import compare as cmp
 from dlbench.harness.verify import inputs as vin
 from dlbench.harness.verify import run as runners
@@ -374,7 +375,7 @@ def _onnx_ref(path: Path, meta: dict[str, str]) -> ArtifactRef:
 
 def _tensorrt_cell(p: _Plan, source: Path, staged: Path, inputs, calib, meta, req: BuildRequest, env):
     """Build and run the engine in its own cell: (outcome, info, candidate outputs)."""
-    from dlbench.harness.launcher import run_cell
+    from dlbench.harness.cells.launcher import run_cell
 
     with tempfile.TemporaryDirectory(prefix="dlbench-trt-") as tmp:
         payload = {

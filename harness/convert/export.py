@@ -30,13 +30,14 @@ from dlbench.core.atomic import check_can_create, write_json
 from dlbench.core.errors import UserError
 from dlbench.core.tensors import fixed_batch, follow_batch
 from dlbench.core.version import __version__
-from dlbench.harness import mathmode, records
 from dlbench.harness.backends.base import ArtifactRef
-from dlbench.harness.cellenv import cell_environment
-from dlbench.harness.context import CommandOptions, new_run_id, now_iso
+from dlbench.harness.cells import mathmode
+from dlbench.harness.cells.cellenv import cell_environment
+from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.formats import ONNX
-from dlbench.harness.results import ResultStore
-from dlbench.harness.threads import ThreadConfig
+from dlbench.harness.store import records
+from dlbench.harness.store.context import CommandOptions, new_run_id, now_iso
+from dlbench.harness.store.results import ResultStore
 from dlbench.harness.verify import compare as cmp
 from dlbench.harness.verify import inputs as vin
 from dlbench.harness.verify import run as runners
@@ -79,7 +80,7 @@ def _progress(msg: str) -> None:
 
 def plan(req: ExportRequest) -> list[_Plan]:
     """Validate everything before any work: exit 2 here, never after a long export."""
-    from dlbench.harness.frameworks import is_installed, require
+    from dlbench.harness.machine.frameworks import is_installed, require
     from dlbench.models.native import checkpoint_manifest
     from dlbench.models.registry import get_model
 
@@ -157,7 +158,7 @@ def _user_artifacts(req: ExportRequest) -> list[Any]:
 
 
 def _user_plan(req: ExportRequest, art) -> _Plan:
-    from dlbench.harness.frameworks import require
+    from dlbench.harness.machine.frameworks import require
 
     fw = art.ref.framework
     require(fw)
@@ -232,7 +233,7 @@ def _ok_line(record: dict[str, Any]) -> str:
 
 
 def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
-    from dlbench.harness.launcher import run_cell
+    from dlbench.harness.cells.launcher import run_cell
 
     opts = req.options
     fw, model = p.manifest["framework"], p.manifest["model"]

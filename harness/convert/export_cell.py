@@ -1,6 +1,6 @@
 """The export cell: the only place a framework is imported for conversion.
 
-One child process per framework (``harness.cell`` kind ``export``) does what
+One child process per framework (``harness.cells.cell`` kind ``export``) does what
 the payload asks, in this order:
 
 1. ``reference_out``: run the checkpoint through the framework's own runner
@@ -22,8 +22,8 @@ from typing import Any
 
 from dlbench.converters.base import ExportOptions, export_hop
 from dlbench.harness.backends.base import ArtifactRef
+from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.formats import MINDIR, checkpoint_format
-from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.verify.inputs import load_batches, save_outputs
 from dlbench.harness.verify.run import run_here
 

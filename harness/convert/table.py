@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from dlbench.harness.tables import markdown
+from dlbench.harness.output.tables import markdown
 
 HEADERS = (
     "Artifact",

@@ -15,8 +15,8 @@ from typing import Any
 from dlbench.converters.base import BuildOptions
 from dlbench.converters.onnx_to_tensorrt import HOP
 from dlbench.harness.backends.base import ArtifactRef
+from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.formats import TRT_ENGINE
-from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.verify.inputs import load_batches, save_outputs
 from dlbench.harness.verify.run import run_here
 

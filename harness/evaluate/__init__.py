@@ -10,7 +10,7 @@ accuracy).
 * ``data`` — which samples: the held-out split of a ``harness.data`` reader
   (exactly the split ``dlbench train --eval`` reports on), for any model
   shape, and the same reader's training split as INT8 calibration images;
-* ``harness.scoring`` (shared with ``train --eval``) — cross-entropy and top-1 from
+* ``harness.evaluate.scoring`` (shared with ``train --eval``) — cross-entropy and top-1 from
   logits, in float64; the detectors' tallies in ``detection``, COCO's box AP in
   ``average_precision``;
 * ``child`` — the cell: one backend runner (``harness.backends``) loads the

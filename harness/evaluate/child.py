@@ -1,6 +1,6 @@
 """The eval cell: one backend runner loads the artifact and scores every held-out batch.
 
-It runs in its own process (``harness.cell`` kind ``eval``) with the thread
+It runs in its own process (``harness.cells.cell`` kind ``eval``) with the thread
 environment the parent chose, like a benchmark cell, and through the same
 runners (``harness.backends``: ONNX Runtime sessions, ``models.native``
 checkpoints, TensorRT engines), so an accuracy is measured on exactly the
@@ -19,7 +19,7 @@ import numpy as np
 from dlbench.harness.backends import get_backend
 from dlbench.harness.backends.base import ArtifactRef, RunConfig
 from dlbench.harness.evaluate import data
-from dlbench.harness.scoring import inference_tally
+from dlbench.harness.evaluate.scoring import inference_tally
 
 
 def _feeds(names: list[str], x: Any, casts: list[str]) -> dict[str, np.ndarray]:

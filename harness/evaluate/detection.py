@@ -1,5 +1,5 @@
 """Held-out scores of the two detectors, in float64 on the host like every tally in
-``harness.scoring`` (which maps their objectives to them):
+``harness.evaluate.scoring`` (which maps their objectives to them):
 
 * detection (SSD): the multibox training loss over the whole split (summed,
   divided by the split's positive priors) and, as the accuracy, the share of

@@ -17,15 +17,15 @@ from typing import Any
 from dlbench.core.devices import inference_name
 from dlbench.core.errors import UserError
 from dlbench.core.tensors import class_count, follow_batch
-from dlbench.harness import mathmode
 from dlbench.harness.backends import get_backend
 from dlbench.harness.backends.base import RunConfig
-from dlbench.harness.cellenv import cell_environment
-from dlbench.harness.context import CommandOptions
+from dlbench.harness.cells import mathmode
+from dlbench.harness.cells.cellenv import cell_environment
+from dlbench.harness.cells.launcher import run_cell
+from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.evaluate import data
 from dlbench.harness.formats import ZOO, default_backend, has_own_precision
-from dlbench.harness.launcher import run_cell
-from dlbench.harness.threads import ThreadConfig
+from dlbench.harness.store.context import CommandOptions
 
 
 @dataclass
@@ -66,7 +66,7 @@ def plan(req: EvalRequest) -> _Plan:
     from dlbench.core.atomic import check_can_create
     from dlbench.harness.bench.artifacts import resolve
     from dlbench.harness.data import canonical
-    from dlbench.harness.results import ResultStore
+    from dlbench.harness.store.results import ResultStore
 
     for flag, value in (("--batch-size", req.batch_size), ("--threads", req.threads), ("--limit", req.limit)):
         if value is not None and value < 1:
@@ -136,9 +136,9 @@ def plan(req: EvalRequest) -> _Plan:
 def evaluate(req: EvalRequest) -> dict[str, Any]:
     """Score ``req.artifact`` on the held-out split; return its stored ``eval`` record."""
     from dlbench.core.atomic import write_json
-    from dlbench.harness import records
-    from dlbench.harness.context import new_run_id, now_iso
-    from dlbench.harness.results import ResultStore
+    from dlbench.harness.store import records
+    from dlbench.harness.store.context import new_run_id, now_iso
+    from dlbench.harness.store.results import ResultStore
 
     p = plan(req)
     art, threads = p.art, p.threads

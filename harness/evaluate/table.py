@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from dlbench.harness.tables import markdown
+from dlbench.harness.output.tables import markdown
 
 HEADERS = (
     "Artifact",
@@ -22,7 +22,7 @@ HEADERS = (
     "Also",
     "Time",
 )
-# A task's own figures beside top-1 (harness.scoring's tallies), when its tally gives them.
+# A task's own figures beside top-1 (harness.evaluate.scoring's tallies), when its tally gives them.
 ALSO = {
     "map": "AP {:.3f}",
     "map50": "AP50 {:.3f}",

@@ -7,7 +7,7 @@ import signal
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from dlbench.harness.launcher import CellOutcome
+from dlbench.harness.cells.launcher import CellOutcome
 
 
 @dataclass(frozen=True)

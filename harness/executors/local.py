@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import platform
 
-from dlbench.harness.cellenv import context
+from dlbench.harness.cells.cellenv import context
+from dlbench.harness.cells.launcher import run_cell
 from dlbench.harness.executors.base import kill_children
-from dlbench.harness.launcher import run_cell
 
 
 class Local:

@@ -33,9 +33,9 @@ import threading
 from typing import Any
 
 from dlbench.core.errors import UserError
-from dlbench.harness import cellenv
+from dlbench.harness.cells import cellenv
+from dlbench.harness.cells.launcher import CellOutcome, run_cell
 from dlbench.harness.executors.base import Needs, kill_children
-from dlbench.harness.launcher import CellOutcome, run_cell
 
 CLIENT_PORT = 10001  # ray:// without a port: the Ray Client server's default
 CONNECT_TIMEOUT_S = 5.0
@@ -330,7 +330,7 @@ def _worker_base() -> dict[str, str]:
 def _node() -> dict[str, Any]:
     import ray
 
-    from dlbench.harness.fingerprint import fingerprint
+    from dlbench.harness.machine.fingerprint import fingerprint
 
     ctx = ray.get_runtime_context()
     node = {

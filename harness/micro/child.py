@@ -1,4 +1,4 @@
-"""One micro cell, in its own process (the ``micro`` kind of ``harness.cell``).
+"""One micro cell, in its own process (the ``micro`` kind of ``harness.cells.cell``).
 
 Inputs are made and handed to the engine before the clock; the first call is
 timed alone (it often pays for a kernel choice or a JIT), then the bench loop
@@ -12,8 +12,8 @@ import time
 from typing import Any
 
 from dlbench.harness.bench.measure import Clock, StopRule, measure
-from dlbench.harness.envs import imported_packages
-from dlbench.harness.frameworks import distribution_version
+from dlbench.harness.cells.envs import imported_packages
+from dlbench.harness.machine.frameworks import distribution_version
 from dlbench.harness.micro import engines, layers
 from dlbench.harness.micro.ops import Op
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.harness import envs, records, stats
+from dlbench.harness import stats
 from dlbench.harness.bench import peak as peak_mod
-from dlbench.harness.context import cell_key
+from dlbench.harness.cells import envs
 from dlbench.harness.micro import engines
+from dlbench.harness.store import records
+from dlbench.harness.store.context import cell_key
 
 TRAIN_FACTOR = 3
 # Largest relative difference (max |a - b| / max |reference|) a layer's output and gradient

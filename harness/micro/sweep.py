@@ -10,7 +10,7 @@ iteration), ``throughput_sps`` calls per second; ``metrics`` add GFLOP/s,
 GB/s (the least bytes the op must move) and, for GEMM and convolution, the
 share of this machine's measured GEMM peak (``dlbench env --peak``), as
 bench does.  ``--with PACKAGE==VERSION`` runs a cell in a cached environment
-holding that version (``harness.envs``); the record names it and its whole
+holding that version (``harness.cells.envs``); the record names it and its whole
 package set, and ``compare --with A --with B`` pairs the two.
 """
 
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.core.errors import UserError
-from dlbench.harness.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.bench.measure import StopRule
+from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.micro import engines as engines_mod
 from dlbench.harness.micro.ops import DEFAULTS, KINDS, Op, from_model, parse
 
@@ -116,9 +116,9 @@ def _layers_of(req: MicroRequest) -> list[Op]:
 
 def plan(req: MicroRequest) -> tuple[list[MicroCell], list[str]]:
     """The cells, and notes on the combinations no engine offers (left out, said)."""
-    from dlbench.harness import envs
-    from dlbench.harness.frameworks import is_installed
-    from dlbench.harness.threads import usable_cores
+    from dlbench.harness.cells import envs
+    from dlbench.harness.cells.threads import usable_cores
+    from dlbench.harness.machine.frameworks import is_installed
 
     req.rule.validate()
     ops = ops_of(req)
@@ -184,13 +184,13 @@ def plan(req: MicroRequest) -> tuple[list[MicroCell], list[str]]:
 def run_micro(
     req: MicroRequest, show_progress: bool = True, on_record: Callable[[dict[str, Any]], None] | None = None
 ) -> list[dict[str, Any]]:
-    from dlbench.harness import envs
-    from dlbench.harness.context import new_run_id, now_iso
-    from dlbench.harness.fingerprint import fingerprint
+    from dlbench.harness.cells import envs
+    from dlbench.harness.machine.fingerprint import fingerprint
     from dlbench.harness.micro.record import agree, cell_key_of, make_record, resumed_reference
-    from dlbench.harness.progress import open_sweep
-    from dlbench.harness.records import keep
-    from dlbench.harness.results import sweep_store
+    from dlbench.harness.output.progress import open_sweep
+    from dlbench.harness.store.context import new_run_id, now_iso
+    from dlbench.harness.store.records import keep
+    from dlbench.harness.store.results import sweep_store
 
     cells, notes = plan(req)
     store = sweep_store(req.db, req.json_path)
@@ -220,11 +220,11 @@ def run_micro(
 
 def _launch(cell: MicroCell, req: MicroRequest, env_dir):
     """(the cell's outcome, the environment it was given)."""
-    from dlbench.harness import envs
-    from dlbench.harness.cellenv import cell_environment
-    from dlbench.harness.launcher import run_cell
-    from dlbench.harness.mathmode import environment as math_environment
-    from dlbench.harness.threads import ThreadConfig
+    from dlbench.harness.cells import envs
+    from dlbench.harness.cells.cellenv import cell_environment
+    from dlbench.harness.cells.launcher import run_cell
+    from dlbench.harness.cells.mathmode import environment as math_environment
+    from dlbench.harness.cells.threads import ThreadConfig
 
     # The math variables as bench's cells get them (fp32 on a GPU: TF32 off before any
     # library loads), then the --with overlay.

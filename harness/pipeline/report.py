@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.harness.tables import markdown
+from dlbench.harness.output.tables import markdown
 
 STAGE_HEADERS = ("Stage", "Status", "Time", "Artifact", "Reason")
 
@@ -37,9 +37,9 @@ def run_tables(req, workdir, run_id: str, results: dict[str, dict[str, Any]]) ->
     Also writes ``report.md`` and ``report.html`` (charts) into the work directory.
     """
     from dlbench.core.atomic import write_text
-    from dlbench.harness.frameworks import is_installed
+    from dlbench.harness.machine.frameworks import is_installed
     from dlbench.harness.report import render
-    from dlbench.harness.results import ResultStore
+    from dlbench.harness.store.results import ResultStore
 
     store = ResultStore(req.db)
     report = render(store, run_ids=[run_id], title=f"dlbench run {req.model}: run {run_id}")

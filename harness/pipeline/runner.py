@@ -23,15 +23,15 @@ from typing import Any
 
 from dlbench.core.devices import inference_name
 from dlbench.core.errors import UserError
-from dlbench.harness.allocator import DEFAULT_ALLOCATOR
-from dlbench.harness.allocator import check as check_allocator
 from dlbench.harness.bench.measure import StopRule
-from dlbench.harness.context import RUN_ID_ENV, command_line, new_run_id, now_iso
+from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
+from dlbench.harness.cells.allocator import check as check_allocator
 from dlbench.harness.executors import DEFAULT_EXECUTOR, open_executor
 from dlbench.harness.executors import check as check_executor
 from dlbench.harness.pipeline.plan import Plan, build_plan
 from dlbench.harness.pipeline.stages import Context, Stage
 from dlbench.harness.pipeline.workdir import Workdir
+from dlbench.harness.store.context import RUN_ID_ENV, command_line, new_run_id, now_iso
 
 BUILD_PRECISIONS = ("fp32", "fp16", "int8")
 # A CPU run must finish in minutes (make demo: under 15 on 2 cores); a run on a
@@ -59,7 +59,7 @@ class RunRequest:
     device: str = "cpu"
     threads: int | None = None
     # The allocator of the timed stages' processes (train, bench); conversions and
-    # verifications are not timed and run with the default (harness.allocator).
+    # verifications are not timed and run with the default (harness.cells.allocator).
     allocator: str = DEFAULT_ALLOCATOR
     seed: int = 0
     rule: StopRule = field(default_factory=lambda: DEMO_RULE)
@@ -151,7 +151,7 @@ def _resolve_user(req: RunRequest) -> RunRequest:
 def validate(req: RunRequest) -> None:
     """Bad input fails here, before any stage runs (exit 2)."""
     from dlbench.harness.backends import get_backend
-    from dlbench.harness.frameworks import FRAMEWORKS, get_framework, is_installed
+    from dlbench.harness.machine.frameworks import FRAMEWORKS, get_framework, is_installed
     from dlbench.harness.training.runner import TrainRequest
     from dlbench.harness.training.runner import validate as validate_train
     from dlbench.models.registry import get_model
@@ -220,7 +220,7 @@ def plan(req: RunRequest) -> Plan:
 
 def _open_workdir(req: RunRequest) -> tuple[Workdir, str, bool]:
     """The work directory and the run id: a new run, or the one ``--resume`` continues."""
-    from dlbench.harness.fingerprint import fingerprint
+    from dlbench.harness.machine.fingerprint import fingerprint
 
     wd = workdir_of(req)
     previous = wd.read_run()
@@ -295,13 +295,13 @@ def run_pipeline(
     """Run (or resume) every stage; return the work directory, the run id and each
     stage's result."""
     stages = plan(req).stages
-    from dlbench.harness.progress import Progress
+    from dlbench.harness.output.progress import Progress
 
     bar = Progress(enabled=req.show_progress)  # one display: every stage's units, one ETA
     for stage in stages:
         bar.expect(1, stage.kind)  # the bench's cells replace its 1 when known
     say = progress or bar.note
-    from dlbench.harness.results import ResultStore
+    from dlbench.harness.store.results import ResultStore
 
     store = ResultStore(req.db)
     store.check_writable()

@@ -95,7 +95,7 @@ def threads_args(req) -> list[str]:
 
 def allocator_args(req) -> list[str]:
     """``--allocator`` of the timed commands (train, bench), when not the default."""
-    from dlbench.harness.allocator import DEFAULT_ALLOCATOR
+    from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
 
     return ["--allocator", req.allocator] if req.allocator != DEFAULT_ALLOCATOR else []
 
@@ -182,7 +182,7 @@ class TrainStage(Stage):
         )
 
     def run(self, ctx):
-        from dlbench.harness.frameworks import require
+        from dlbench.harness.machine.frameworks import require
         from dlbench.harness.training.runner import TrainRequest, train
 
         try:

@@ -23,7 +23,7 @@ from typing import Any
 
 from dlbench.core.atomic import write_json
 from dlbench.core.errors import UserError
-from dlbench.harness.context import now_iso
+from dlbench.harness.store.context import now_iso
 
 RUN_FILE = "run.json"
 

@@ -13,7 +13,7 @@ from typing import Any
 from dlbench.core.errors import UserError
 from dlbench.harness.report.markdown import markdown_report
 from dlbench.harness.report.tables import conversion, inference, machines_for, to_markdown, training
-from dlbench.harness.results import ResultStore
+from dlbench.harness.store.results import ResultStore
 
 FORMATS = ("md", "html", "csv", "json")
 

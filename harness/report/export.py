@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dlbench.harness.report.tables import devices, hop_of, outputs_of, worst
-from dlbench.harness.results import COLUMNS
+from dlbench.harness.store.results import COLUMNS
 
 
 def _key_metrics(r: dict[str, Any]) -> dict[str, Any]:

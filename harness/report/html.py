@@ -50,7 +50,7 @@ def _table(headers: Sequence[Any], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def _markdown_table(text: str) -> str:
-    """A table that harness.tables.markdown rendered (pipes never occur inside its cells)."""
+    """A table that harness.output.tables.markdown rendered (pipes never occur inside its cells)."""
     lines = [ln.strip().strip("|").split("|") for ln in text.splitlines() if ln.startswith("|")]
     return _table([c.strip() for c in lines[0]], [[c.strip() for c in ln] for ln in lines[2:]])
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dlbench.harness.bench.table import server_points_table
+from dlbench.harness.output.tables import network_name
 from dlbench.harness.report.tables import (
     Table,
     conversion,
@@ -15,7 +16,6 @@ from dlbench.harness.report.tables import (
     to_markdown,
     training,
 )
-from dlbench.harness.tables import network_name
 
 
 def _section(table: Table, machines) -> list[str]:

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dlbench.harness.frameworks import FRAMEWORKS
-from dlbench.harness.tables import network_name
+from dlbench.harness.machine.frameworks import FRAMEWORKS
+from dlbench.harness.output.tables import network_name
 
 
 @dataclass

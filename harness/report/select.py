@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dlbench.core.errors import UserError
-from dlbench.harness.results import ResultStore, decode_record
+from dlbench.harness.store.results import ResultStore, decode_record
 
 # Kinds a report has a table for; `peak` records only feed `percent_of_peak`.
 REPORTED_KINDS = ("train", "bench", "micro", "convert", "verify")

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.harness import stats
-from dlbench.harness.frameworks import FRAMEWORKS
-from dlbench.harness.tables import (
+from dlbench.harness.machine.frameworks import FRAMEWORKS
+from dlbench.harness.output.tables import (
     ROUGH_P99,
     add_context_columns,
     artifact_label,
@@ -428,7 +428,7 @@ def machines_for(
 ) -> dict[str, dict[str, Any] | None]:
     """Fingerprints by id; without them, this machine's own (what `dlbench run` just measured)."""
     if machines is None:
-        from dlbench.harness.fingerprint import fingerprint
+        from dlbench.harness.machine.fingerprint import fingerprint
 
         here = fingerprint()
         machines = {here["machine_id"]: here}

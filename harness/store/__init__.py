@@ -1,4 +1,4 @@
-"""Where records are kept: one API (``harness.results.ResultStore``), two backends.
+"""Where records are kept: one API (``harness.store.results.ResultStore``), two backends.
 
 ``sqlite``: one file, easy to ship next to a report, written atomically by the
 stdlib.  ``postgres``: one shared server, for sweeps spread over many machines

@@ -21,7 +21,7 @@ import numpy as np
 from dlbench.models.registry import ModelSpec
 
 DEVICES = ("cpu", "gpu", "ascend")
-PRECISIONS = ("fp32", "tf32", "amp")  # tf32: float32 in TensorFloat-32 math (harness.mathmode)
+PRECISIONS = ("fp32", "tf32", "amp")  # tf32: float32 in TensorFloat-32 math (harness.cells.mathmode)
 
 
 @dataclass
@@ -113,9 +113,9 @@ class TrainSession(ABC):
     def evaluate(self, batches: Iterable[tuple[Any, Any]]) -> dict[str, Any]:
         """Held-out loss and accuracy over host ``batches``, in inference mode (batch
         norm on its running statistics, no dropout, no update), scored on the host by
-        the objective's tally (``harness.scoring``), the same one ``dlbench eval``
+        the objective's tally (``harness.evaluate.scoring``), the same one ``dlbench eval``
         uses on exported models."""
-        from dlbench.harness.scoring import tally_for
+        from dlbench.harness.evaluate.scoring import tally_for
         from dlbench.harness.training.objectives import labels_of
 
         tally = tally_for(self.spec.objective, self.spec)

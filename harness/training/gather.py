@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dlbench.harness import stats
-from dlbench.harness.cell import own_peak_rss_mb
+from dlbench.harness.cells.cell import own_peak_rss_mb
 
 # Each rank's gathered row: these columns (a wall-clock time as three float32-exact
 # parts, ``_split``), then its measured step times from STEPS on.

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from dlbench.harness import stats
-from dlbench.harness.cpuusage import CpuWindow
+from dlbench.harness.cells.cpuusage import CpuWindow
 from dlbench.harness.training import user
 from dlbench.harness.training.base import TrainConfig, TrainSession
 from dlbench.harness.training.data import start

@@ -7,7 +7,7 @@ functional ``value_and_grad`` + ``@jit`` form took ~0.3 s (PyNative or GRAPH_MOD
 That is why this session uses the Cell form.
 
 float32 is IEEE float32: on Ascend, CANN keeps the graph's own types with HF32
-off (``harness.mathmode``, read back into the record).  Batches are placed on
+off (``harness.cells.mathmode``, read back into the record).  Batches are placed on
 a non-CPU device ahead of the step, the way the inference backend places its
 inputs (``Tensor.move_to`` in PyNative mode, as MindSpore documents it), and
 the runtime reports where the data tensors actually live.
@@ -28,9 +28,9 @@ import numpy as np
 from mindspore import nn, ops
 
 from dlbench.core.errors import UserError, first_line
-from dlbench.harness import mathmode
 from dlbench.harness.backends.mindspore import place as place_on
 from dlbench.harness.backends.mindspore import tensor_device
+from dlbench.harness.cells import mathmode
 from dlbench.harness.training.base import TrainConfig, TrainSession
 from dlbench.harness.training.objectives import inputs_of, label_dtype, labels_of, loss_for
 from dlbench.models.registry import ModelSpec

@@ -131,7 +131,7 @@ _declare(
 # Click-through rate (DIN): the network gives 2 logits (no click, click), and
 # softmax cross-entropy over two logits IS binary cross-entropy on their
 # difference, so the classification losses are the CTR losses; the objective
-# differs in its held-out score (AUC, harness.scoring).
+# differs in its held-out score (AUC, harness.evaluate.scoring).
 _declare(
     "ctr",
     "click-through rate: 2-logit cross-entropy, scored by AUC",

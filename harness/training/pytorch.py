@@ -1,7 +1,7 @@
 """PyTorch eager training session: SGD + cross-entropy, one synchronous step per call.
 
 float32 is IEEE float32 (cuBLAS, cuDNN and oneDNN switches set and read back by
-``harness.mathmode`` before the model is built); ``tf32`` trains the float32 model
+``harness.cells.mathmode`` before the model is built); ``tf32`` trains the float32 model
 in TensorFloat-32 on a GPU that has it.
 """
 
@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from dlbench.core.errors import UserError
-from dlbench.harness import mathmode
+from dlbench.harness.cells import mathmode
 from dlbench.harness.training.base import TrainConfig, TrainSession
 from dlbench.harness.training.objectives import inputs_of, label_dtype, labels_of, loss_for
 from dlbench.models.registry import ModelSpec

@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dlbench.harness.cell import launcher_rank
-from dlbench.harness.envs import imported_packages
+from dlbench.harness.cells.cell import launcher_rank
+from dlbench.harness.cells.envs import imported_packages
 from dlbench.harness.training.base import TrainConfig
 
 

@@ -12,19 +12,20 @@ from typing import Any
 from dlbench.core.atomic import check_can_create, staged_directory, write_json
 from dlbench.core.errors import UserError
 from dlbench.core.version import __version__
-from dlbench.harness import envs, mathmode, records
-from dlbench.harness.allocator import DEFAULT_ALLOCATOR
-from dlbench.harness.allocator import check as check_allocator
-from dlbench.harness.allocator import identity as allocator_identity
-from dlbench.harness.cellenv import cell_environment
-from dlbench.harness.context import CommandOptions, new_run_id, now_iso
+from dlbench.harness.cells import envs, mathmode
+from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
+from dlbench.harness.cells.allocator import check as check_allocator
+from dlbench.harness.cells.allocator import identity as allocator_identity
+from dlbench.harness.cells.cellenv import cell_environment
+from dlbench.harness.cells.launcher import CellOutcome, run_cell
+from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.data import canonical
-from dlbench.harness.fingerprint import fingerprint
-from dlbench.harness.frameworks import get_framework, require
-from dlbench.harness.launcher import CellOutcome, run_cell
-from dlbench.harness.results import ResultStore
-from dlbench.harness.tables import spec_unit
-from dlbench.harness.threads import ThreadConfig
+from dlbench.harness.machine.fingerprint import fingerprint
+from dlbench.harness.machine.frameworks import get_framework, require
+from dlbench.harness.output.tables import spec_unit
+from dlbench.harness.store import records
+from dlbench.harness.store.context import CommandOptions, new_run_id, now_iso
+from dlbench.harness.store.results import ResultStore
 from dlbench.harness.training import scaling
 from dlbench.harness.training.base import DEVICES, PRECISIONS, TrainConfig
 from dlbench.models.registry import USER_FAMILY, get_model
@@ -48,10 +49,10 @@ class TrainRequest(CommandOptions):
     seed: int = 0
     learning_rate: float | None = None  # None: the model's default_lr
     out: str = "runs"
-    # The memory allocator of each run's process (harness.allocator: why tuned is the default).
+    # The memory allocator of each run's process (harness.cells.allocator: why tuned is the default).
     allocator: str = DEFAULT_ALLOCATOR
     # --with PACKAGE==VERSION: a sweep axis; each value's cells run in that cached overlay
-    # (harness.envs) instead of the installed package, to time one library against another.
+    # (harness.cells.envs) instead of the installed package, to time one library against another.
     with_specs: list[str] = field(default_factory=list)
     extra_context: dict[str, Any] = field(default_factory=dict)
     # A user's own model (harness.training.user): ``model`` a file of its framework, or

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dlbench.core.errors import UserError
-from dlbench.harness.threads import usable_cores
+from dlbench.harness.cells.threads import usable_cores
 
 SCALINGS = ("weak", "strong")
 LAUNCHERS = {
@@ -48,7 +48,7 @@ PORT_FLOOR = 20000
 # well inside a user's --timeout, not after MindSpore's default 600 s.
 JOIN_TIMEOUT_S = 300
 # MindSpore's msrun starts `python` from PATH; this stub runs the cell module under it.
-_MS_STUB = "from runpy import run_module\nrun_module('dlbench.harness.cell', run_name='__main__')\n"
+_MS_STUB = "from runpy import run_module\nrun_module('dlbench.harness.cells.cell', run_name='__main__')\n"
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def launcher(framework: str, topo: Topology, env: dict[str, str], device: str = 
                 "--max-restarts=0",
                 "--monitor-interval=0.5",
                 "-m",
-                "dlbench.harness.cell",
+                "dlbench.harness.cells.cell",
                 *cell,
             ]
 

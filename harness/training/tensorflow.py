@@ -8,7 +8,7 @@ stays off (TensorFlow's own default on CPU-only machines, where oneDNN kernels
 beat XLA's convolutions).
 
 float32 is IEEE float32 (TensorFlow's TF32 switch, on by default on Ampere, is
-turned off and read back by ``harness.mathmode``; ``tf32`` turns it on), and
+turned off and read back by ``harness.cells.mathmode``; ``tf32`` turns it on), and
 soft device placement is off, so an op with no kernel on the GPU fails the run
 instead of quietly training on the CPU.
 """
@@ -33,7 +33,7 @@ import numpy as np
 import tensorflow as tf
 
 from dlbench.core.errors import UserError
-from dlbench.harness import mathmode
+from dlbench.harness.cells import mathmode
 from dlbench.harness.training.base import TrainConfig, TrainSession
 from dlbench.harness.training.objectives import inputs_of, labels_of, loss_for
 from dlbench.models.registry import ModelSpec

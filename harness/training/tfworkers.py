@@ -33,7 +33,7 @@ def main(argv: list[str]) -> int:
         )
         if os.environ.get("DLBENCH_GPU_PER_WORKER"):
             env["CUDA_VISIBLE_DEVICES"] = str(local)
-        procs.append(subprocess.Popen([sys.executable, "-m", "dlbench.harness.cell", *cell], env=env))
+        procs.append(subprocess.Popen([sys.executable, "-m", "dlbench.harness.cells.cell", *cell], env=env))
     status = 0
     while procs:
         for p in list(procs):

@@ -20,13 +20,14 @@ from dlbench.converters.tensorrt_runtime import ENGINE_SUFFIXES
 from dlbench.core.atomic import check_can_create, write_json
 from dlbench.core.errors import UserError
 from dlbench.core.tensors import follow_batch
-from dlbench.harness import mathmode, records
 from dlbench.harness.bench.artifacts import Artifact, resolve
-from dlbench.harness.cellenv import cell_environment
-from dlbench.harness.context import new_run_id, now_iso
+from dlbench.harness.cells import mathmode
+from dlbench.harness.cells.cellenv import cell_environment
+from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.formats import MINDIR, ONNX, TRT_ENGINE, ZOO
-from dlbench.harness.results import ResultStore
-from dlbench.harness.threads import ThreadConfig
+from dlbench.harness.store import records
+from dlbench.harness.store.context import new_run_id, now_iso
+from dlbench.harness.store.results import ResultStore
 from dlbench.harness.verify import run as runners
 from dlbench.harness.verify.compare import compare, tolerance
 from dlbench.harness.verify.inputs import (
@@ -75,7 +76,7 @@ def side(path: str, framework: str | None, model: str | None) -> Artifact:
     if art.format == ZOO:
         raise UserError(f"{path}: verify compares files; give a checkpoint or a model file")
     if art.format not in (ONNX, TRT_ENGINE, MINDIR):
-        from dlbench.harness.frameworks import require
+        from dlbench.harness.machine.frameworks import require
         from dlbench.models.registry import get_model
 
         require(art.ref.framework)

@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 
 from dlbench.core.errors import UserError
-from dlbench.harness.scoring import class_scores
+from dlbench.harness.evaluate.scoring import class_scores
 from dlbench.harness.verify.inputs import VERIFY_SEED
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.harness.tables import markdown
+from dlbench.harness.output.tables import markdown
 
 TOP = 10
 SAMPLES = 2  # every intermediate of a ResNet-50 is about 100 MB per sample

@@ -24,8 +24,8 @@ import numpy as np
 
 from dlbench.core.errors import UserError, first_line
 from dlbench.harness.backends.base import ArtifactRef, RunConfig
+from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.formats import default_backend
-from dlbench.harness.threads import ThreadConfig
 from dlbench.harness.verify.inputs import load_batches, load_outputs, save_batches, save_outputs
 
 
@@ -148,8 +148,8 @@ def outputs(
             raise
         except Exception as exc:  # noqa: BLE001 - loading it failed after all
             raise UserError(f"{ref.path}: {backend} cannot run it ({first_line(exc)[:300]})") from None
-    from dlbench.harness.cellenv import cell_environment
-    from dlbench.harness.launcher import run_cell
+    from dlbench.harness.cells.cellenv import cell_environment
+    from dlbench.harness.cells.launcher import run_cell
 
     env = env if env is not None else cell_environment(threads)
     with tempfile.TemporaryDirectory(prefix="dlbench-verify-") as tmp:

@@ -47,7 +47,7 @@ Choices, and why:
 * Training minimizes CTC (objective ``ctc``): mean negative log-likelihood
   per utterance, labels = (padded transcripts, transcript lengths, output
   frames after the conv strides).  The held-out score is greedy decoding's
-  character error rate (``harness.scoring``).
+  character error rate (``harness.evaluate.scoring``).
 * ``dlbench run`` quantizes to INT8 dynamically, as for the zoo's LSTM.
 
 Counts are analytic: trainable parameters (the frozen ``b_hh`` excluded);

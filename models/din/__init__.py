@@ -29,7 +29,7 @@ runs it (DeepInterestNetwork, and DIEN's ``train.py`` on the same data):
   and every ``dlbench`` path that reads logits work unchanged, and softmax
   cross-entropy over two logits is exactly binary cross-entropy on their
   difference.  Training objective ``ctr`` (registry.OBJECTIVES): that loss,
-  with the held-out score an AUC (``harness.scoring``).
+  with the held-out score an AUC (``harness.evaluate.scoring``).
 * Activations are **PReLU** (per unit, slope initialized 0.25), one of the
   paper's two choices.  Dice, the other, normalizes by batch statistics (a
   batch norm without scale) and so would need moving averages kept alike in

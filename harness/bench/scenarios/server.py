@@ -33,7 +33,7 @@ import numpy as np
 from dlbench.harness import stats
 from dlbench.harness.bench.measure import summarize_latency, warm_up
 from dlbench.harness.bench.scenarios.base import Scenario, ScenarioContext, step_for
-from dlbench.harness.cpuusage import CpuWindow
+from dlbench.harness.cells.cpuusage import CpuWindow
 
 DEFAULT_MAX_WAIT_MS = 2.0
 LADDER = (0.25, 0.5, 0.75, 0.9)

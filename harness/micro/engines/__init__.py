@@ -47,7 +47,7 @@ class Kernel:
     library: str  # engine and version (and the math library)
     layout: str = ""  # NHWC when the engine's fast path is
     notes: list[str] = field(default_factory=list)
-    math: dict[str, Any] | None = None  # float32 math mode in force (harness.mathmode)
+    math: dict[str, Any] | None = None  # float32 math mode in force (harness.cells.mathmode)
     # A layer's train step: the gradient of its input (an embedding: of its table).
     grad: Callable[[], np.ndarray] | None = None
 

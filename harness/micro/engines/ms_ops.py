@@ -10,7 +10,7 @@ other releases with the same cell.
 
 from __future__ import annotations
 
-from dlbench.harness import mathmode
+from dlbench.harness.cells import mathmode
 from dlbench.harness.micro.engines import TRIAD_SCALAR, Kernel
 
 FRAMEWORK = "mindspore"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dlbench.harness import mathmode
+from dlbench.harness.cells import mathmode
 from dlbench.harness.micro import layers
 from dlbench.harness.micro.engines import Kernel
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dlbench.harness import mathmode
+from dlbench.harness.cells import mathmode
 from dlbench.harness.micro.engines import TRIAD_SCALAR, Kernel
 
 FRAMEWORK = "tensorflow"

@@ -5,7 +5,7 @@ gradients), batch norm in training mode."""
 
 from __future__ import annotations
 
-from dlbench.harness import mathmode
+from dlbench.harness.cells import mathmode
 from dlbench.harness.micro import layers
 from dlbench.harness.micro.engines import Kernel
 

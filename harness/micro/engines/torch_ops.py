@@ -1,6 +1,6 @@
 """PyTorch: ``torch.matmul``, ``conv2d``, ``_int_mm`` and in-place streams, on CPU or CUDA.
 
-fp32 is IEEE fp32 on a GPU (``harness.mathmode`` turns TF32 off), bf16 casts
+fp32 is IEEE fp32 on a GPU (``harness.cells.mathmode`` turns TF32 off), bf16 casts
 the operands once, before the clock.  On CUDA every call is synchronized
 before it counts as done.  Outputs are written in place (``out=``) where the
 op has it, so the allocator is not what is timed.
@@ -8,7 +8,7 @@ op has it, so the allocator is not what is timed.
 
 from __future__ import annotations
 
-from dlbench.harness import mathmode
+from dlbench.harness.cells import mathmode
 from dlbench.harness.micro.engines import TRIAD_SCALAR, Kernel
 
 FRAMEWORK = "torch"

@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dlbench.harness import allocator as allocator_mod
-from dlbench.harness.allocator import DEFAULT_ALLOCATOR
-from dlbench.harness.threads import THREAD_VARIABLES, ThreadConfig, affinity_in_force, in_force
+from dlbench.harness.cells import allocator as allocator_mod
+from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
+from dlbench.harness.cells.threads import THREAD_VARIABLES, ThreadConfig, affinity_in_force, in_force
 
 
 def cell_environment(

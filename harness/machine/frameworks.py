@@ -33,14 +33,17 @@ FRAMEWORKS: dict[str, Framework] = {
     )
 }
 
-# Other packages whose versions belong in a machine's fingerprint, besides the frameworks
-# and each backend's own distribution (fingerprint.versions adds those).
+# Other packages whose versions belong in a machine's fingerprint.  The backends' engines
+# are listed here, not read from harness.backends: backends.base reads the fingerprint.
 OTHER_PACKAGES = (
     "numpy",
     "keras",
     "onnx",
+    "onnxruntime",
     "onnxruntime-gpu",
+    "openvino",
     "tf2onnx",
+    "tensorrt",
     "cuda-python",
 )
 

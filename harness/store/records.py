@@ -23,10 +23,10 @@ from typing import Any
 
 from dlbench.core.devices import training_name
 from dlbench.core.version import __version__
-from dlbench.harness.cellenv import context as cell_context
-from dlbench.harness.context import cell_key, command_line, now_iso
-from dlbench.harness.fingerprint import fingerprint, resource_label
-from dlbench.harness.results import ResultStore
+from dlbench.harness.cells.cellenv import context as cell_context
+from dlbench.harness.machine.fingerprint import fingerprint, resource_label
+from dlbench.harness.store.context import cell_key, command_line, now_iso
+from dlbench.harness.store.results import ResultStore
 
 
 def new_record(

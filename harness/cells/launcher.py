@@ -3,7 +3,7 @@
 Frameworks never share a process: their thread pools and OpenMP runtimes
 would fight, a segfault or an out-of-memory kill would take the whole sweep
 down, and peak memory could not be attributed.  The child is
-``python -m harness.cell KIND IN.json OUT.json``; it writes its result (or
+``python -m harness.cells.cell KIND IN.json OUT.json``; it writes its result (or
 its exception and traceback) and its own resident high-water mark to
 OUT.json.  The parent enforces the timeout on the whole process group and
 samples the child's resident memory once a second, the only figure left when
@@ -93,7 +93,7 @@ def run_cell(
             command = (
                 launcher(Path(tmp), cell)
                 if launcher
-                else [sys.executable, "-m", "dlbench.harness.cell", *cell]
+                else [sys.executable, "-m", "dlbench.harness.cells.cell", *cell]
             )
             proc = subprocess.Popen(
                 command,

@@ -18,13 +18,14 @@ import platform
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import psutil
 
-from dlbench.harness import lock
-from dlbench.harness.frameworks import FRAMEWORKS, OTHER_PACKAGES, distribution_version
-from dlbench.harness.threads import physical_cores
+from dlbench.harness.cells.threads import physical_cores
+from dlbench.harness.machine import lock
+from dlbench.harness.machine.frameworks import FRAMEWORKS, OTHER_PACKAGES, distribution_version
 
 
 def _cpuinfo() -> dict[str, str]:
@@ -110,10 +111,7 @@ def ascend_npus() -> list[dict[str, str]]:
 
 
 def versions() -> dict[str, str]:
-    from dlbench.harness.backends import all_backends  # each declares its package
-
     names = [fw.distribution for fw in FRAMEWORKS.values()] + list(OTHER_PACKAGES)
-    names += [b.distribution for b in all_backends() if b.distribution not in names]
     found = {name: distribution_version(name) for name in names}
     return {k: v for k, v in found.items() if v}
 
@@ -121,7 +119,7 @@ def versions() -> dict[str, str]:
 def _git_commit() -> str | None:
     # realpath: imported through the dlbench/ links, __file__ is dlbench/harness/...; the
     # checkout is the folder above the real harness/.
-    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    here = str(Path(os.path.realpath(__file__)).parents[2])  # harness/machine/ -> checkout
     if not os.path.isdir(os.path.join(here, ".git")):
         return None
     out = _run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"])

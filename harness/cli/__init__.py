@@ -18,7 +18,7 @@ import traceback
 from dlbench.core.errors import UserError
 from dlbench.core.registry import load_plugins
 from dlbench.core.version import __version__
-from dlbench.harness.config import blame, parse_args
+from dlbench.harness.cli.config import blame, parse_args
 
 COMMANDS = (
     "env",

@@ -34,7 +34,7 @@ import resource
 import time
 from typing import Any
 
-from dlbench.harness.allocator import MARKER, kernel_hint
+from dlbench.harness.cells.allocator import MARKER, kernel_hint
 from dlbench.harness.stats import CONTENDED_BOUND
 
 # 10 %: a compute-bound CPU cell spends a few per cent in the kernel (scheduling, the

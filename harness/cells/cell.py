@@ -1,4 +1,4 @@
-"""Child side of ``harness.launcher``: run one cell and report back as JSON.
+"""Child side of ``harness.cells.launcher``: run one cell and report back as JSON.
 
 Kinds map to ``module:function`` so that this module imports nothing heavy;
 the function imports its framework itself, after the parent has set the
@@ -17,7 +17,7 @@ import traceback
 
 from dlbench.core.atomic import write_json
 from dlbench.core.errors import UserError
-from dlbench.harness.allocator import check_loaded
+from dlbench.harness.cells.allocator import check_loaded
 
 KINDS = {
     "train": "dlbench.harness.training.runner:child",
@@ -34,7 +34,7 @@ KINDS = {
     "micro": "dlbench.harness.micro.child:run",  # dlbench micro: one op on one engine
     "eval": "dlbench.harness.evaluate.child:run",  # dlbench eval: accuracy on a held-out split
     # Used by the tests to exercise crash, hang and memory paths for real.
-    "selftest": "dlbench.harness.selftest:child",
+    "selftest": "dlbench.harness.cells.selftest:child",
 }
 
 

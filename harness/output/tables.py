@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dlbench.harness.frameworks import FRAMEWORKS
+from dlbench.harness.machine.frameworks import FRAMEWORKS
 from dlbench.harness.stats import CONTENDED_BOUND
 from dlbench.models.registry import get_model
 
@@ -87,7 +87,7 @@ def _contended(m: dict[str, Any]) -> bool:
 
 def cpu_note(records: Sequence[dict[str, Any]]) -> str | None:
     """The footnotes for a table's marked cells, each distinct hint once."""
-    from dlbench.harness.cpuusage import KERNEL_BOUND
+    from dlbench.harness.cells.cpuusage import KERNEL_BOUND
 
     live = [r for r in records if r.get("status") != "failed"]
     notes = []
@@ -233,7 +233,7 @@ def _extra_columns(records: Sequence[dict[str, Any]]) -> list[tuple[str, Any]]:
         if not ev:
             return ""
         acc = "-" if ev.get("accuracy") is None else f"{ev['accuracy'] * 100:.1f} %"
-        if ev.get("auc") is not None:  # click-through-rate models (harness.scoring)
+        if ev.get("auc") is not None:  # click-through-rate models (harness.evaluate.scoring)
             acc += f", AUC {ev['auc']:.3f}"
         return f"{ev['loss']:.3f} / {acc} ({ev['samples']})"
 

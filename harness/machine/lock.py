@@ -13,7 +13,7 @@ import importlib.metadata
 import re
 from pathlib import Path
 
-LOCK_FILE = Path(__file__).with_name("constraints-cpu.txt")
+LOCK_FILE = Path(__file__).resolve().parents[1] / "constraints-cpu.txt"  # harness/
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s;#]+)")
 
 

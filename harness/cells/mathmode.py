@@ -55,7 +55,7 @@ def tf32_reason(device: str, device_id: int = 0) -> str | None:
             f"tf32 is NVIDIA's TensorFloat-32 tensor-core mode (compute capability 8.0 or "
             f"newer); on {device} float32 only runs as IEEE fp32: use fp32"
         )
-    from dlbench.harness.fingerprint import fingerprint
+    from dlbench.harness.machine.fingerprint import fingerprint
 
     gpus = fingerprint()["gpus"]
     if not gpus:

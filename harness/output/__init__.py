@@ -1,0 +1,1 @@
+"""What a person reads while and after a command runs: terminal tables and progress."""
