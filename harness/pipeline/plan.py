@@ -16,7 +16,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from dlbench.harness.pipeline.stages import BenchStage, BuildStage, ExportStage, Stage, TrainStage
+from dlbench.harness.pipeline.bench_stage import BenchStage
+from dlbench.harness.pipeline.stages import BuildStage, ExportStage, Stage, TrainStage
 from dlbench.harness.pipeline.workdir import Workdir
 
 

@@ -1,0 +1,171 @@
+"""The bench stage of ``dlbench run``: every backend on the run's artifacts.
+
+Apart from the other stages because it is the one that plans artifacts by format
+and backend, and resumes cell by cell.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dlbench.core.errors import UserError, first_line
+from dlbench.harness.executors import command_args
+from dlbench.harness.pipeline.stages import (
+    OK_STATUSES,
+    Context,
+    Stage,
+    allocator_args,
+    common_tail,
+    num_arg,
+    primary_export,
+    stage_result,
+    threads_args,
+)
+
+
+class BenchStage(Stage):
+    """Every backend on the primary export, its builds and the native checkpoints.
+
+    Resumes cell by cell: cells this run already stored are not measured again.
+    """
+
+    kind = "bench"
+
+    def __init__(self):
+        super().__init__("bench")
+
+    def argv(self, req, wd, plan):
+        """The files the plan foresees (at run time: those the stages did produce)."""
+        paths = [p for p in plan.bench_artifacts() if _taken(p, req)]
+        return ["dlbench", "bench", *paths] + self.options(req)
+
+    @staticmethod
+    def options(req) -> list[str]:
+        rule = req.rule
+        if req.user is not None:  # its own inputs, and its code if it is code
+            inputs = req.user.input_args() + (req.user.source_args() if _taken(None, req) else [])
+        else:
+            shapes, ranges = model_inputs(req.model)
+            inputs = []
+            for name, shape in shapes.items():
+                inputs += ["--shape", f"{name}=" + "x".join(map(str, shape))]
+                if name in ranges:
+                    inputs += ["--int-range", f"{name}={ranges[name][0]}:{ranges[name][1]}"]
+        return (
+            [
+                "-b",
+                ",".join(req.backends),
+                "--device",
+                req.bench_devices[0],
+                "--batch-sizes",
+                ",".join(map(str, req.batch_sizes)),
+                "--warmup",
+                str(rule.warmup),
+                "--max-warmup",
+                str(rule.max_warmup),
+                "--min-iterations",
+                str(rule.min_iterations),
+                "--min-duration",
+                num_arg(rule.min_duration_s),
+            ]
+            + (["--iterations", str(rule.iterations)] if rule.iterations else [])
+            + threads_args(req)
+            + allocator_args(req)
+            + inputs
+            + common_tail(req)
+            + command_args(req.executor, req.ray_resources)
+        )
+
+    def artifacts(self, ctx: Context) -> list[str]:
+        paths = []
+        primary = primary_export(ctx)
+        if primary:
+            paths.append(primary)
+        for name, result in ctx.results.items():
+            if name.startswith("build:") and result["status"] in OK_STATUSES:
+                paths.append(result["artifacts"]["path"])
+        for fw in ctx.req.frameworks:
+            if ctx.ok(f"train:{fw}"):
+                paths.append(ctx.artifact(f"train:{fw}", "checkpoint_dir"))
+        if ctx.req.user is not None and ctx.req.user.path:
+            paths.append(ctx.req.user.path)
+        return paths
+
+    def run(self, ctx):
+        from dlbench.harness.bench.execute import run_bench
+        from dlbench.harness.bench.request import BenchRequest
+
+        req = ctx.req
+        paths = [p for p in self.artifacts(ctx) if _taken(p, req)]
+        user = req.user
+        code = user is not None and user.model_from and _taken(None, req)
+        if not paths and not code:
+            return stage_result("failed", "nothing to benchmark: no stage produced an artifact")
+        shapes, ranges = model_inputs(req.model) if user is None else (user.shapes, {})
+        try:
+            records = run_bench(
+                BenchRequest(
+                    artifacts=paths,
+                    backends=req.backends,
+                    devices=req.bench_devices,
+                    batch_sizes=req.batch_sizes,
+                    threads=[req.threads] if req.threads else None,
+                    allocator=req.allocator,
+                    shapes=shapes,
+                    int_ranges=ranges,
+                    inputs=user.inputs if user else {},
+                    model_from=user.model_from if code else None,
+                    weights=user.weights if code else None,
+                    rule=req.rule,
+                    timeout=req.timeout,
+                    resume_run=ctx.run_id,
+                    db=req.db,
+                    argv=req.argv,
+                    config=req.config,
+                    executor=req.executor,
+                    ray_resources=req.ray_resources,
+                ),
+                show_progress=req.show_progress,
+            )
+        except UserError as exc:
+            return stage_result("failed", first_line(exc))
+        failed = [r for r in records if r["status"] == "failed"]
+        reason = f"{len(failed)} of {len(records)} cells failed" if failed else None
+        return stage_result("ok", reason, {"cells": len(records)}, records)
+
+
+def _format(path: str | None, req) -> str:
+    """An artifact's format from its name: the plan names files before they exist.
+    None (or the user's model file) is the user's own model."""
+    from dlbench.harness import formats
+
+    if path is None or (req.user is not None and path == req.user.path):
+        return formats.user_format(req.user.framework)
+    fmt = formats.by_name(path)
+    return fmt.name if fmt else formats.checkpoint_format(Path(path).name)  # .../train/MODEL/FW
+
+
+def _taken(path: str | None, req) -> bool:
+    """Whether a chosen backend runs ``path`` (a checkpoint none runs is left out)."""
+    from dlbench.harness.backends import get_backend
+
+    if "all" in req.backends:
+        return True
+    return any(_format(path, req) in get_backend(b).formats for b in req.backends)
+
+
+def model_inputs(model: str) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, int]]]:
+    """The zoo's input shapes and id ranges for a token model's benchmark.
+
+    Exported text models keep the sequence length dynamic, which the benchmark
+    cannot guess; the zoo knows the length and the vocabulary the run trained
+    with.  Image models have fixed shapes in their exports: nothing to add.
+    """
+    from dlbench.models.registry import get_model
+
+    spec = get_model(model)
+    if not spec.token_inputs:
+        return {}, {}
+    shapes = {i.name: (1, *i.shape) for i in spec.inputs}
+    ranges = {i.name: tuple(i.int_range) for i in spec.inputs if i.int_range}
+    return shapes, ranges
