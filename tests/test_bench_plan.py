@@ -126,3 +126,27 @@ def test_no_module_imports_another_modules_private_names():
                     if a.name.startswith("_") and not a.name.startswith("__")
                 ]
     assert not found, found
+
+
+@pytest.mark.parametrize(
+    "own,asked,says",
+    [
+        (
+            "int8",
+            "fp16",
+            "make one first (dlbench build --to fp16; dlbench build --to tensorrt --precision fp16)",
+        ),
+        ("int8", "bf16", "no dlbench build target makes a bf16 model"),
+        ("fp16", "fp32", "bench the fp32 model it was built from"),
+    ],
+)
+def test_a_file_in_its_own_precision_says_how_to_get_the_one_asked(own, asked, says):
+    """The advice comes from the build targets' declarations, not a fixed sentence."""
+    from dlbench.harness.backends import get_backend
+    from dlbench.harness.backends.base import ArtifactRef
+    from dlbench.harness.bench.artifacts import Artifact
+
+    art = Artifact(ArtifactRef("/m.onnx", "onnx", "m"), "m.onnx", precision=own)
+    with pytest.raises(UserError) as exc:
+        plan._precision(art, get_backend("onnxruntime"), "cpu", asked)
+    assert f"m.onnx is an {own} model" in str(exc.value) and says in str(exc.value)

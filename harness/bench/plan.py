@@ -204,9 +204,8 @@ def _precision(art: Artifact, backend: Backend, device: str, asked: str) -> str:
         own = art.precision or "fp32"
         if asked not in ("auto", own):
             raise UserError(
-                f"{art.label} is an {own} model and {backend.name} runs a model in its "
-                f"own precision: make an {asked} model first (dlbench build "
-                f"--precision {asked}) or drop --precision"
+                f"{art.label} is {_a(own)} model and {backend.name} runs a model in its "
+                f"own precision: {_how_to_make(asked)} or drop --precision"
             )
         return own
     allowed = backend.precisions(device)
@@ -215,6 +214,30 @@ def _precision(art: Artifact, backend: Backend, device: str, asked: str) -> str:
     if asked not in allowed:
         raise _Unavailable(f"--precision {asked}: {backend.precision_reason(device, asked)}")
     return asked
+
+
+def _a(word: str) -> str:
+    """The article a precision's name takes when read aloud ("an fp32", "a bf16")."""
+    return ("an " if word[:1] in "aefhilmnorsx" else "a ") + word
+
+
+def _how_to_make(precision: str) -> str:
+    """Which ``dlbench build`` targets make a model of ``precision`` (their declarations)."""
+    from dlbench.converters.base import BUILD_TARGETS, build_hop
+
+    if precision == "fp32":  # every build starts from an fp32 ONNX file
+        return "bench the fp32 model it was built from"
+    makers = [
+        t
+        for t in BUILD_TARGETS.names()
+        if build_hop(t).precision == precision and not build_hop(t).precisions
+    ]
+    makers += [
+        f"{t} --precision {precision}" for t in BUILD_TARGETS.names() if precision in build_hop(t).precisions
+    ]
+    if not makers:
+        return f"no dlbench build target makes {_a(precision)} model: bench a file exported in it"
+    return "make one first (" + "; ".join(f"dlbench build --to {m}" for m in makers) + ")"
 
 
 def _flops(
