@@ -128,6 +128,11 @@ class BuildHop(Hop, ABC):
         """Whether this build needs calibration batches."""
         return False
 
+    def makes(self, precision: str) -> bool:
+        """Whether a build of this target can make a ``precision`` model: one of its
+        ``--precision`` choices, or its one precision."""
+        return precision in self.precisions if self.precisions else precision == self.precision
+
     def check_source(self, model: Any, label: str, options: BuildOptions) -> None:
         """Raise ConversionError for a source graph this hop cannot build (before any work)."""
 

@@ -90,15 +90,6 @@ class Registry(Generic[T]):
         self._entries.pop(name, None)
         self._hidden.discard(name)
 
-    def declare(self, name: str, *, hidden: bool = False) -> Callable[[T], T]:
-        """Decorator form of ``register`` (timm's ``@register_model``)."""
-
-        def wrap(obj: T) -> T:
-            self.register(name, obj, hidden=hidden)
-            return obj
-
-        return wrap
-
     def names(self, *, hidden: bool = False) -> tuple[str, ...]:
         load_plugins()
         return tuple(n for n in self._entries if hidden or n not in self._hidden)
@@ -122,7 +113,3 @@ class Registry(Generic[T]):
 
     def all(self, *, hidden: bool = False) -> list[T]:
         return [self.get(n) for n in self.names(hidden=hidden)]
-
-    def find(self, predicate: Callable[[T], bool]) -> T | None:
-        """The first listed entry ``predicate`` accepts (declaration order decides)."""
-        return next((e for e in self.all() if predicate(e)), None)

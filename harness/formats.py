@@ -9,7 +9,7 @@ written in the resolver, in verify, in eval, in the bench planner and in the
 pipeline, and two of the copies had drifted.
 
 Adding a format is one ``FORMATS.register`` call (from a plugin, too: see
-``dlbench.core.registry``); the resolver, ``bench --help`` and the docs read
+``dlbench.core.registry``); the resolver and its refusals read
 the registry.
 """
 
@@ -132,10 +132,6 @@ for _fw in NATIVE_FRAMEWORKS:
             user_format(_fw), f"a user's own {_fw} model (a file or --model-from code)", default_backend=_fw
         ),
     )
-
-
-def get_format(name: str) -> ArtifactFormat:
-    return FORMATS.get(name)
 
 
 def default_backend(name: str) -> str | None:

@@ -170,9 +170,8 @@ def test_a_declared_backend_option_is_a_bench_flag_and_a_config_key(plugin, caps
 def test_a_declared_build_target_is_a_to_choice_with_its_options(plugin, capsys):
     text = _out(capsys, "build", "--help")
     assert "fakebuild" in text and "the fake plugin's build" in text
-    assert "int8/fakebuild: synthetic calibration samples" in " ".join(
-        text.split()
-    ) or "tensorrt/int8/fakebuild" in " ".join(text.split())
+    # An option's help names every target that reads it, the plugin's among them.
+    assert "tensorrt/int8/fakebuild: synthetic calibration samples" in " ".join(text.split())
 
 
 def test_a_declared_data_format_is_listed_and_opened(plugin, capsys):
@@ -243,7 +242,5 @@ def test_a_plugin_that_does_not_import_is_one_line(tmp_path):
         env=env,
     )
     assert out.returncode == 2
-    assert (
-        out.stderr.strip().splitlines() == [out.stderr.strip().splitlines()[0]]
-        and "no_such_plugin_module" in out.stderr
-    )
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no_such_plugin_module" in lines[0]

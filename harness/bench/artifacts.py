@@ -61,6 +61,12 @@ class Artifact:
         return self.ref.format
 
     @property
+    def own_precision(self) -> str | None:
+        """The precision the file was made in, where its format fixes one (a built INT8
+        ONNX file, an engine); None where the cell chooses (a checkpoint, a zoo network)."""
+        return (self.precision or "fp32") if formats.has_own_precision(self.format) else None
+
+    @property
     def user(self) -> bool:
         """A user's own native model (``harness.usermodel``), not a zoo network."""
         return bool(self.ref.framework) and self.ref.format == user_format(self.ref.framework)

@@ -28,7 +28,7 @@ from dlbench.harness.cells.cellenv import cell_environment
 from dlbench.harness.cells.mathmode import TF32, check_env
 from dlbench.harness.cells.mathmode import environment as math_environment
 from dlbench.harness.cells.threads import ThreadConfig
-from dlbench.harness.formats import TRT_ENGINE, has_own_precision
+from dlbench.harness.formats import TRT_ENGINE
 from dlbench.harness.machine.fingerprint import fingerprint
 from dlbench.harness.store.context import cell_key
 
@@ -185,7 +185,7 @@ class _Unavailable(UserError):
 
 def _precision(art: Artifact, backend: Backend, device: str, asked: str) -> str:
     if asked == TF32:  # float32 in TensorFloat-32 math: a mode of an fp32 model
-        own = (art.precision or "fp32") if has_own_precision(art.format) else "fp32"
+        own = art.own_precision or "fp32"
         if TF32 not in backend.precisions(device):
             raise _Unavailable(
                 f"--precision tf32: {backend.name} on {device}: {backend.precision_reason(device, TF32)}"
@@ -200,8 +200,8 @@ def _precision(art: Artifact, backend: Backend, device: str, asked: str) -> str:
                 f"bench its ONNX file with -b tensorrt, which builds it in the cell"
             )
         return TF32
-    if has_own_precision(art.format):
-        own = art.precision or "fp32"
+    own = art.own_precision
+    if own is not None:
         if asked not in ("auto", own):
             raise UserError(
                 f"{art.label} is {_a(own)} model and {backend.name} runs a model in its "
@@ -227,14 +227,10 @@ def _how_to_make(precision: str) -> str:
 
     if precision == "fp32":  # every build starts from an fp32 ONNX file
         return "bench the fp32 model it was built from"
-    makers = [
-        t
-        for t in BUILD_TARGETS.names()
-        if build_hop(t).precision == precision and not build_hop(t).precisions
-    ]
-    makers += [
-        f"{t} --precision {precision}" for t in BUILD_TARGETS.names() if precision in build_hop(t).precisions
-    ]
+    hops = {t: build_hop(t) for t in BUILD_TARGETS.names()}
+    # One-precision targets first (the simpler build), then the engines' --precision.
+    makers = [t for t, h in hops.items() if not h.precisions and h.makes(precision)]
+    makers += [f"{t} --precision {precision}" for t, h in hops.items() if h.precisions and h.makes(precision)]
     if not makers:
         return f"no dlbench build target makes {_a(precision)} model: bench a file exported in it"
     return "make one first (" + "; ".join(f"dlbench build --to {m}" for m in makers) + ")"
@@ -256,7 +252,7 @@ def _flops(
             "source": "not counted: a native model of the "
             "user's (export it to ONNX and bench that for a graph count)",
         }
-    if not has_own_precision(art.format):
+    if art.own_precision is None:
         from dlbench.models.registry import get_model
 
         spec = get_model(art.ref.model)
@@ -312,7 +308,7 @@ def _artifact_axes(art: Artifact, req: BenchRequest, notes: list[str]) -> _Artif
             raise UserError(f"{art.label}: {exc}") from None
         first = min(plans)
         gflops = _flops(art, {i.name: i.shape for i in plans[first].inputs}, first)
-    elif not has_own_precision(art.format):
+    elif art.own_precision is None:
         gflops = _flops(art, None, 1)
     return _ArtifactAxes(shapes, ranges, sizes_by_scenario, gflops, shape_notes, given)
 

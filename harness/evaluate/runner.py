@@ -24,7 +24,7 @@ from dlbench.harness.cells.cellenv import cell_environment
 from dlbench.harness.cells.launcher import run_cell
 from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.evaluate import data
-from dlbench.harness.formats import ZOO, default_backend, has_own_precision
+from dlbench.harness.formats import ZOO, default_backend
 from dlbench.harness.store.context import CommandOptions
 
 
@@ -96,7 +96,7 @@ def plan(req: EvalRequest) -> _Plan:
     device = inference_name(req.device or "") or backend.default_device()
     if device not in avail.devices:
         raise UserError(f"--device {device}: {backend.name} runs on {', '.join(avail.devices)} here")
-    precision = (art.precision or "fp32") if has_own_precision(art.format) else "fp32"
+    precision = art.own_precision or "fp32"
     chw = None
     if art.signature and len(art.signature) == 1 and len(art.signature[0].shape) == 4:
         chw = [d for d in art.signature[0].shape[1:]]

@@ -109,18 +109,13 @@ def _build_stages(req) -> list[Stage]:
     is among the run's."""
     from dlbench.converters.base import BUILD_TARGETS, build_hop
 
-    fixed = [
-        BuildStage(t)
-        for t in BUILD_TARGETS.names()
-        if not build_hop(t).precisions and build_hop(t).precision in req.precisions
-    ]
+    hops = {t: build_hop(t) for t in BUILD_TARGETS.names()}
+    fixed = [BuildStage(t) for t, h in hops.items() if not h.precisions and any(map(h.makes, req.precisions))]
     engines = [
         BuildStage(t, p)
-        for t in BUILD_TARGETS.names()
+        for t, h in hops.items()
         for p in req.precisions
-        if build_hop(t).precisions
-        and p in build_hop(t).precisions
-        and ("all" in req.backends or build_hop(t).requires_backend in req.backends)
+        if h.precisions and h.makes(p) and ("all" in req.backends or h.requires_backend in req.backends)
     ]
     return fixed + engines
 

@@ -71,7 +71,7 @@ def _needs(ctx: Context, stage: str) -> dict[str, Any] | None:
     )
 
 
-def _convertstage_result(record: dict[str, Any]) -> dict[str, Any]:
+def _convert_result(record: dict[str, Any]) -> dict[str, Any]:
     path = (record.get("context", {}).get("artifact") or {}).get("path")
     status = record["status"] if record["status"] in ("ok", "unverified") else "failed"
     return stage_result(status, record.get("error"), {"path": path} if status != "failed" else {}, [record])
@@ -229,7 +229,7 @@ class ExportStage(Stage):
         )
 
     def from_records(self, records):
-        return _convertstage_result(records[-1])
+        return _convert_result(records[-1])
 
     def output(self, req, wd):
         return str(wd.checkpoint_dir(req.model, self.framework) / "model.onnx")
@@ -292,7 +292,7 @@ class BuildStage(Stage):
         )
 
     def from_records(self, records):
-        return _convertstage_result(records[-1])
+        return _convert_result(records[-1])
 
     def output(self, req, wd, source: str | None = None):
         from dlbench.converters.base import BuildOptions
@@ -348,7 +348,8 @@ class BuildStage(Stage):
         if missing:
             return unavailable(missing)
         req = ctx.req
-        dynamic = self._build_options(req).get("dynamic", False)
+        options = self._build_options(req)
+        dynamic = options.get("dynamic", False)
         ctx.progress(
             f"    building {self.target}{' ' + self.precision if self.precision else ''}"
             f"{' (dynamic)' if dynamic else ''} from {source}"
@@ -359,7 +360,7 @@ class BuildStage(Stage):
                     source=source,
                     to=self.target,
                     precision=self.precision,
-                    options=BuildOptions(**self._build_options(req)),
+                    options=BuildOptions(**options),
                     threads=req.threads,
                     db=req.db,
                     timeout=req.timeout,

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from dlbench.core.devices import TRAINING
 from dlbench.models.registry import ModelSpec
 
-DEVICES = ("cpu", "gpu", "ascend")
+DEVICES = TRAINING
 PRECISIONS = ("fp32", "tf32", "amp")  # tf32: float32 in TensorFloat-32 math (harness.cells.mathmode)
 
 
