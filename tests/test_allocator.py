@@ -185,6 +185,10 @@ def test_training_records_its_allocator_and_kernel_share(cli, workdir):
     assert r["context"]["allocator"] == {"name": "system", "variables": {}}
     assert "allocator" not in r["context"]["identity"]  # older runs ran the system's too
     m = r["metrics"]
-    assert 0 <= m["kernel_share"] <= 1 and m["minor_faults_per_iteration"] >= 0
-    assert m["cpu_time"]["iterations"] == 3 and m["cpu_time"]["user_s"] > 0
-    assert m["kernel_bound"] == (m["kernel_share"] > 0.10)
+    assert m["minor_faults_per_iteration"] >= 0 and m["cpu_time"]["iterations"] == 3
+    cpu = m["cpu_time"]["user_s"] + m["cpu_time"]["system_s"]
+    # Three LeNet-5 steps may take less CPU than the tick-sampled split can resolve.
+    if cpu < m["cpu_time"]["split_floor_s"]:
+        assert m["kernel_share"] is None and not m["kernel_bound"], m["cpu_time"]
+    else:
+        assert 0 <= m["kernel_share"] <= 1 and m["kernel_bound"] == (m["kernel_share"] > 0.10)

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from dlbench.harness.cells.cpuusage import CpuWindow
+from dlbench.harness.cells.cpuusage import SPLIT_FLOOR_S, CpuWindow
 from dlbench.harness.output.tables import cpu_mark, cpu_note
 
 SPIN = "import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 30: pass\n"
@@ -49,6 +49,17 @@ def test_a_competing_process_on_our_cpus_is_seen_and_our_own_work_is_not():
     assert r["cpu_time"]["user_s"] > 0.4
     # Our 0.5 s of CPU is not counted as others' (their share is what is left of the window).
     assert r["contention"]["others_s"] <= r["contention"]["wall_s"] * cpus - 0.4
+
+
+def test_a_window_too_short_for_the_tick_sampled_split_claims_no_kernel_share():
+    """CI read 0 s user, 4 ms system for three LeNet-5 steps: that is not a kernel-bound run."""
+    window = CpuWindow()
+    window.user_s, window.system_s = 0.0, 0.004
+    r = window.report(3)
+    assert r["kernel_share"] is None and not r["kernel_bound"] and r["kernel_hint"] is None
+    window.user_s, window.system_s = 0.0, SPLIT_FLOOR_S
+    r = window.report(3)
+    assert r["kernel_share"] == 1.0 and r["kernel_bound"]
 
 
 def test_a_contended_figure_is_marked_and_explained_once():

@@ -40,6 +40,11 @@ from dlbench.harness.stats import CONTENDED_BOUND
 # 10 %: a compute-bound CPU cell spends a few per cent in the kernel (scheduling, the
 # odd fault); the paging cells seen on ResNet-50 spend 20-40 %.
 KERNEL_BOUND = 0.10
+# Linux splits a process's CPU time into user and system by sampling at each scheduler
+# tick (1-4 ms): the total is exact, the split is not.  Three LeNet-5 steps (a few ms of
+# CPU) read 0 s user and 100 % kernel on CI, a false "kernel bound" flag.  Below this much
+# CPU time the split is not read as a share at all.
+SPLIT_FLOOR_S = 0.05
 # /proc/stat columns: user nice system idle iowait irq softirq steal ...
 _BUSY_COLUMNS, _STEAL_COLUMN = (0, 1, 2, 5, 6), 7
 
@@ -129,7 +134,7 @@ class CpuWindow:
     def report(self, iterations: int) -> dict[str, Any]:
         """The metrics' keys: flat, so tables and JSON readers find them in one place."""
         cpu = self.user_s + self.system_s
-        share = self.system_s / cpu if cpu > 0 else None
+        share = self.system_s / cpu if cpu >= SPLIT_FLOOR_S else None
         out = {
             "kernel_share": share,
             "minor_faults_per_iteration": self.minor / iterations if iterations else None,
@@ -140,6 +145,7 @@ class CpuWindow:
                 "major_faults": self.major,
                 "iterations": iterations,
                 "source": "getrusage(RUSAGE_SELF), measured window only",
+                "split_floor_s": SPLIT_FLOOR_S,
             },
         }
         out.update(judge(share))
