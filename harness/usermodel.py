@@ -14,9 +14,32 @@ import importlib
 from typing import Any
 
 from dlbench.core.errors import UserError
+from dlbench.core.flags import Flag
 from dlbench.harness.backends.base import ArtifactRef, TensorInfo
 from dlbench.harness.formats import user_format
 from dlbench.models.user import FRAMEWORKS, Source
+
+
+def model_from_flag(verb: str, group: str | None = None) -> Flag:
+    """``--model-from``, said alike by every command that takes a user's model code."""
+    return Flag(
+        ("--model-from",),
+        group=group,
+        metavar="MODULE:CALLABLE",
+        help=f"{verb} the model this code returns (MODULE:CALLABLE or FILE.py:CALLABLE; "
+        f"PyTorch, Keras or MindSpore), in each cell's process",
+    )
+
+
+def weights_flag(group: str | None = None) -> Flag:
+    return Flag(
+        ("--weights",),
+        group=group,
+        metavar="FILE",
+        help="weights loaded into the --model-from model (a state_dict, Keras weights, "
+        "a MindSpore checkpoint)",
+    )
+
 
 PROBE_TIMEOUT_S = 600.0
 

@@ -10,6 +10,7 @@ import pytest
 import tomllib
 from clitools import assert_usage_error
 
+from dlbench.core import flags
 from dlbench.core.errors import UserError
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.bench.request import BenchRequest
@@ -45,8 +46,9 @@ def test_file_keys_are_the_long_options_and_lists_are_accepted(tmp_path):
         'compile = "max-autotune"\n',
     )
     args = parse(["bench", "--config", f])
-    assert args.artifacts == ["m.onnx"] and args.backend == ["onnxruntime", "pytorch"]
-    assert args.batch_sizes == "1,8,32" and args.min_duration == 1.5 and args.resume is True
+    # The namespace's names are the request's fields (core.flags): the file's keys are the flags'.
+    assert args.artifacts == ["m.onnx"] and args.backends == ["onnxruntime", "pytorch"]
+    assert args.batch_sizes == [1, 8, 32] and args.min_duration_s == 1.5 and args.resume is True
     from dlbench.harness.commands.bench import request_from
 
     assert request_from(args).options["compile"] == "max-autotune"  # a backend's option
@@ -60,7 +62,7 @@ def test_the_command_line_overrides_the_file(tmp_path):
     f = write(tmp_path / "b.toml", 'artifacts = ["a.onnx"]\nbackend = ["pytorch"]\nwarmup = 7\nseed = 3\n')
     args = parse(["bench", "b.onnx", "--config", f, "-b", "onnxruntime", "--warmup", "1"])
     # A repeatable option given on the command line replaces the file's list, not extends it.
-    assert args.artifacts == ["b.onnx"] and args.backend == ["onnxruntime"]
+    assert args.artifacts == ["b.onnx"] and args.backends == ["onnxruntime"]
     assert args.warmup == 1 and args.seed == 3
 
 
@@ -125,7 +127,7 @@ def test_bench_print_config_validates_stores_nothing_and_round_trips(cli, workdi
     out = cli("bench", "--config", f, "--warmup", "3", "--print-config")
     assert out.returncode == 0, out.stderr
     printed = tomllib.loads(out.stdout)
-    assert printed["warmup"] == 3 and printed["batch-sizes"] == "1,2"
+    assert printed["warmup"] == 3 and printed["batch-sizes"] == [1, 2]
     assert not (workdir / "results.sqlite").exists()
     back = cli("bench", "--config", write(workdir / "p.toml", out.stdout), "--print-config")
     assert back.returncode == 0 and back.stdout == out.stdout
@@ -171,6 +173,8 @@ RULE_FIELDS = {
     "min_duration": "min_duration_s",
     "iterations": "iterations",
 }
+# bench's options are declared on its request's fields (core.flags): each dest is the field.
+BENCH_RULE_FIELDS = {f: f for f in RULE_FIELDS.values()}
 BENCH_FIELDS = {
     "device_id": "device_id",
     "batch_sizes": "batch_sizes",
@@ -209,7 +213,7 @@ RUN_FIELDS = {
 RUN_RULE = config.field_default(RunRequest, "rule")
 CASES = (
     [("bench", d, config.field_default(BenchRequest, f)) for d, f in BENCH_FIELDS.items()]
-    + [("bench", d, config.field_default(StopRule, f)) for d, f in RULE_FIELDS.items()]
+    + [("bench", d, config.field_default(StopRule, f)) for d, f in BENCH_RULE_FIELDS.items()]
     + [("run", d, config.field_default(RunRequest, f)) for d, f in RUN_FIELDS.items()]
     + [("run", d, getattr(RUN_RULE, f)) for d, f in RULE_FIELDS.items()]
 )
@@ -220,12 +224,12 @@ def test_cli_default_is_the_dataclass_default(command, dest, expected):
     action = next(a for a in subparser(command)._actions if a.dest == dest)
     assert action.default == config.cli_form(expected)
     if expected not in (None, False):  # and --help shows that value
-        assert config.show(expected) in action.help % {"default": action.default}
+        assert flags.show(expected) in action.help % {"default": action.default}
 
 
 @pytest.mark.parametrize(
     "command, covered",
-    [("bench", set(BENCH_FIELDS) | set(RULE_FIELDS)), ("run", set(RUN_FIELDS) | set(RULE_FIELDS))],
+    [("bench", set(BENCH_FIELDS) | set(BENCH_RULE_FIELDS)), ("run", set(RUN_FIELDS) | set(RULE_FIELDS))],
 )
 def test_no_option_writes_a_default_of_its_own(command, covered):
     """An option with a real default must take it from a dataclass (listed above)."""

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from dlbench.core.errors import UserError
+from dlbench.core.flags import Also, flag
 
 SCALAR = ("scalar", "")
 
@@ -126,3 +128,67 @@ def shapes_from(shape_args: Iterable[str], shapes_args: Iterable[str]) -> dict[s
     """``--shape`` and ``--shapes`` together: one field, conflicts refused."""
     out = collect("--shape", (parse_shape(a) for a in shape_args))
     return collect("--shape/--shapes", (p for a in shapes_args for p in parse_shapes(a)), out)
+
+
+def _shape_texts(shapes: dict[str, tuple[int, ...]]) -> list[Any]:
+    """``--shape`` texts; a 0-d input in trtexec's spelling, which alone can say it."""
+    return [
+        f"{name}=" + "x".join(map(str, shape)) if shape else ("--shapes", f"{name}:scalar")
+        for name, shape in shapes.items()
+    ]
+
+
+def _value_text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+INPUTS_GROUP = "inputs (any ONNX model)"
+
+
+@dataclass(kw_only=True)
+class InputFields:
+    """The input options, one declared group: mixed into every request that synthesizes
+    a model's inputs (bench, build, verify), so each spells them alike."""
+
+    shapes: dict[str, tuple[int, ...]] = flag(
+        "--shape",
+        factory=dict,
+        many=True,
+        group=INPUTS_GROUP,
+        metavar="NAME=AxBxC",
+        help="full shape of an input with dynamic dimensions (the batch dimension "
+        "follows the batch sizes); repeat per input",
+        also=(
+            Also(
+                "--shapes",
+                "the same in trtexec's form (split at each entry's last ':'; NAME:scalar "
+                "for a 0-d input); may be combined with --shape",
+                "NAME:AxB,NAME2:C",
+            ),
+        ),
+        read=shapes_from,
+        write=_shape_texts,
+    )
+    int_ranges: dict[str, tuple[int, int]] = flag(
+        "--int-range",
+        factory=dict,
+        many=True,
+        group=INPUTS_GROUP,
+        metavar="NAME=LOW:HIGH",
+        help="integer input values drawn from [LOW, HIGH)",
+        read=lambda given: dict(parse_int_range(r) for r in given),
+        write=lambda ranges: [f"{n}={lo}:{hi}" for n, (lo, hi) in ranges.items()],
+    )
+    # A value (int, float, bool) for every element, or a .npy path (bench.given).
+    inputs: dict[str, int | float | bool | str] = flag(
+        "--input",
+        factory=dict,
+        many=True,
+        group=INPUTS_GROUP,
+        metavar="NAME=VALUE|FILE.npy",
+        help="set an input: one value for every element (e.g. sr=16000; checked "
+        "against the model's dtype), or your own array (its dynamic dimensions set "
+        "the input's; the batch takes its first rows, repeated if too few); repeat per input",
+        read=lambda given: collect("--input", (parse_input(a) for a in given)),
+        write=lambda inputs: [f"{n}={_value_text(v)}" for n, v in inputs.items()],
+    )

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from dlbench.core.errors import UserError
+from dlbench.core.flags import flag
 from dlbench.harness import stats
 from dlbench.harness.cells.cpuusage import CpuWindow
 
@@ -45,24 +46,53 @@ class Clock:
             pass
 
 
+MEASUREMENT = "measurement"
+
+
 @dataclass
 class StopRule:
-    warmup: int = 5
-    max_warmup: int = 100
+    warmup: int = flag(
+        "--warmup",
+        default=5,
+        type=int,
+        group=MEASUREMENT,
+        help="warm-up iterations at least (more while the time still falls; default {default})",
+    )
+    max_warmup: int = flag(
+        "--max-warmup",
+        default=100,
+        type=int,
+        group=MEASUREMENT,
+        help="warm-up iterations at most (default {default})",
+    )
     max_warmup_s: float = 60.0
-    min_iterations: int = 10
-    min_duration_s: float = 2.0
-    iterations: int | None = None
+    min_iterations: int = flag(
+        "--min-iterations", default=10, type=int, group=MEASUREMENT, help="default {default}"
+    )
+    min_duration_s: float = flag(
+        "--min-duration",
+        default=2.0,
+        type=float,
+        group=MEASUREMENT,
+        help="seconds measured at least (default {default})",
+    )
+    iterations: int | None = flag(
+        "--iterations",
+        default=None,
+        type=int,
+        group=MEASUREMENT,
+        help="measure exactly this many iterations instead",
+    )
 
     def validate(self) -> None:
-        for flag, value, low in (
+        for name, value, low in (
             ("--warmup", self.warmup, 0),
             ("--min-iterations", self.min_iterations, 1),
             ("--iterations", self.iterations, 1),
             ("--max-warmup", self.max_warmup, 0),
         ):
             if value is not None and value < low:
-                raise UserError(f"{flag} must be at least {low}, got {value}")
+                raise UserError(f"{name} must be at least {low}, got {value}")
         if self.min_duration_s < 0:
             raise UserError(f"--min-duration must not be negative, got {self.min_duration_s:g}")
         if self.max_warmup < self.warmup:

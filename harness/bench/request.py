@@ -14,14 +14,18 @@ from typing import Any
 from dlbench.core.devices import INFERENCE as DEVICES
 from dlbench.core.devices import inference_name
 from dlbench.core.errors import UserError
-from dlbench.harness.bench.measure import StopRule
+from dlbench.core.flags import comma_list, field_of, flag, nested
+from dlbench.harness.bench.input_args import INPUTS_GROUP, InputFields
+from dlbench.harness.bench.measure import MEASUREMENT, StopRule
 from dlbench.harness.bench.scenarios import get_scenario
 from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.cells.allocator import check as check_allocator
+from dlbench.harness.cells.envs import with_flag
 from dlbench.harness.cells.threads import usable_cores
-from dlbench.harness.executors import DEFAULT_EXECUTOR
+from dlbench.harness.executors import DEFAULT_EXECUTOR, RAY_RESOURCES, executor_flag
 from dlbench.harness.executors import check as check_executor
 from dlbench.harness.stats import BETWEEN_PROCESSES_THRESHOLD, WITHIN_PROCESS_THRESHOLD
+from dlbench.harness.usermodel import model_from_flag, weights_flag
 
 
 def split(values, kind=str) -> list:
@@ -37,55 +41,173 @@ def split(values, kind=str) -> list:
     return list(dict.fromkeys(out))
 
 
+SERVER, OUTPUT = "server scenario", "output"
+
+
 @dataclass
-class BenchRequest:
-    artifacts: list[str]
-    backends: list[str]
-    devices: list[str] | None = None
-    precisions: list[str] | None = None
-    batch_sizes: list[int] = field(default_factory=lambda: [1])
-    threads: list[int] | None = None
-    inter_op_threads: int | None = None
+class BenchRequest(InputFields):
+    """Every field a flag sets declares that flag (``core.flags``): the parser, the
+    request from it, ``--config``'s keys and a ``dlbench run`` stage's printed step are
+    derived from these declarations."""
+
+    artifacts: list[str] = flag(
+        "artifacts",
+        many=True,
+        metavar="ARTIFACT",
+        help="model.onnx, model.plan, model.mindir, a train output, a zoo name, or your own "
+        "model: TorchScript, torch.export .pt2, .keras, Keras .h5, a SavedModel directory",
+    )
+    backends: list[str] = flag(
+        "-b",
+        "--backend",
+        many=True,
+        required=True,
+        write=lambda names: [",".join(names)],
+        help="backend name(s), repeat or comma-separate; 'all' = every available backend "
+        "that takes the artifacts (see 'dlbench backends')",
+    )
+    devices: list[str] | None = flag(
+        "--device", default=None, many=True, help="cpu, cuda or ascend (default: the backend's first device)"
+    )
+    device_id: int = flag("--device-id", default=0, type=int, help="GPU / NPU index (default {default})")
+    precisions: list[str] | None = flag(
+        "--precision",
+        default=None,
+        many=True,
+        help="fp32, tf32, fp16, bf16, int8 (default: the artifact's own; fp32 for native); "
+        "fp32 is IEEE float32, tf32 needs an NVIDIA GPU of compute capability 8.0+",
+    )
+    batch_sizes: list[int] = flag(
+        "--batch-sizes",
+        factory=lambda: [1],
+        type=comma_list(int),
+        help="comma-separated, e.g. 1,8,32 (default {default})",
+    )
+    rule: StopRule = nested(StopRule, spelled_out=True)
+    threads: list[int] | None = flag(
+        "--threads",
+        default=None,
+        type=comma_list(int),
+        help="intra-op threads, comma-separated to sweep (default: physical cores)",
+    )
+    inter_op_threads: int | None = flag("--inter-op-threads", default=None, type=int, help="default 1")
     # The memory allocator of every cell's process (harness.cells.allocator: why tuned is the default).
-    allocator: str = DEFAULT_ALLOCATOR
+    allocator: str = flag(
+        "--allocator",
+        default=DEFAULT_ALLOCATOR,
+        metavar="NAME",
+        help="memory allocator of each cell's process: system, tuned (glibc keeping freed "
+        "memory), jemalloc or tcmalloc (default {default})",
+    )
     # --with PACKAGE==VERSION: the cells run in each of these environments instead of the
     # installed packages (harness.cells.envs); a sweep axis.
-    with_specs: list[str] = field(default_factory=list)
-    scenarios: list[str] = field(default_factory=lambda: ["offline"])
-    rule: StopRule = field(default_factory=StopRule)
-    repeats: int = 1
+    with_specs: list[str] = field_of(with_flag(), factory=list)
+    scenarios: list[str] = flag(
+        "--scenario",
+        factory=lambda: ["offline"],
+        many=True,
+        read=split,
+        help="offline, single-stream, server; repeat or comma-separate (default {default})",
+    )
+    repeats: int = flag(
+        "--repeats",
+        default=1,
+        type=int,
+        group=MEASUREMENT,
+        help="run each cell N times (each in a fresh process); report the median and the "
+        "spread (default {default})",
+    )
     # Stability rules (harness.stats.stability): IQR / median of latency within a process,
-    # and (max - min) / median of throughput between the --repeats processes.
-    iqr_threshold: float = WITHIN_PROCESS_THRESHOLD
-    repeat_spread_threshold: float = BETWEEN_PROCESSES_THRESHOLD
-    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    int_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
-    # --input: a value (int, float, bool) for every element, or a .npy path (bench.given).
-    inputs: dict[str, int | float | bool | str] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)
-    device_id: int = 0
-    seed: int = 0
-    qps: list[float] | None = None
-    max_wait_ms: float = 2.0
-    latency_bound_ms: float | None = None
-    model: str | None = None
+    # and (max - min) / median of throughput between the --repeats processes.  --cv-threshold
+    # is the old name, kept so existing scripts and configs run; the rule is on IQR / median
+    # now, which one slow iteration cannot trip.
+    iqr_threshold: float = flag(
+        "--iqr-threshold",
+        "--cv-threshold",
+        default=WITHIN_PROCESS_THRESHOLD,
+        type=float,
+        group=MEASUREMENT,
+        help="flag a cell unstable when the IQR / median of its per-iteration latencies "
+        "exceeds this (default {default}; --cv-threshold is its old name)",
+    )
+    repeat_spread_threshold: float = flag(
+        "--repeat-spread-threshold",
+        default=BETWEEN_PROCESSES_THRESHOLD,
+        type=float,
+        group=MEASUREMENT,
+        help="with --repeats: flag a cell unstable when (max - min) / median of the "
+        "processes' throughputs exceeds this (default {default})",
+    )
+    seed: int = flag(
+        "--seed",
+        default=0,
+        type=int,
+        group=MEASUREMENT,
+        help="seed of the synthesized inputs (default {default})",
+    )
+    model: str | None = flag(
+        "--model",
+        default=None,
+        group=INPUTS_GROUP,
+        help="zoo architecture of a bare checkpoint without a manifest",
+    )
     # A user's model built by code (MODULE:CALLABLE or FILE.py:CALLABLE), and its weights.
-    model_from: str | None = None
-    weights: str | None = None
-    timeout: float | None = None
-    resume: bool = False
+    model_from: str | None = field_of(model_from_flag("benchmark", INPUTS_GROUP), default=None)
+    weights: str | None = field_of(weights_flag(INPUTS_GROUP), default=None)
+    qps: list[float] | None = flag(
+        "--qps",
+        default=None,
+        type=comma_list(float),
+        group=SERVER,
+        help="target rates, comma-separated (default: a ladder of fractions of the measured capacity)",
+    )
+    max_wait_ms: float = flag(
+        "--max-wait-ms",
+        default=2.0,
+        type=float,
+        group=SERVER,
+        help="longest a query waits for a batch to fill (default {default})",
+    )
+    latency_bound_ms: float | None = flag(
+        "--latency-bound-ms",
+        default=None,
+        type=float,
+        group=SERVER,
+        help="search for the highest rate whose p99 latency stays within this bound",
+    )
+    # Declared by each backend (harness.backends): their flags are generated apart
+    # (commands.bench.add_backend_options), being many backends' and not the request's.
+    options: dict[str, Any] = field(default_factory=dict)
+    timeout: float | None = flag(
+        "--timeout", default=None, type=float, group=OUTPUT, help="seconds per cell (default none)"
+    )
+    resume: bool = flag(
+        "--resume",
+        default=False,
+        switch=True,
+        group=OUTPUT,
+        argv=False,
+        help="skip cells already in the database with the same identity",
+    )
     # Resume within one run only (``dlbench run --resume``): skip the cells this run
     # id already stored, whatever their outcome, and nothing measured by other runs.
     resume_run: str | None = None
-    db: str | None = None
-    json_path: str | None = None
+    db: str | None = flag(
+        "--db",
+        default=None,
+        group=OUTPUT,
+        help="results database (default $DLBENCH_DB or results/dlbench.sqlite)",
+    )
+    json_path: str | None = flag(
+        "--json", default=None, group=OUTPUT, argv=False, help="also write one record per cell here"
+    )
     argv: list[str] | None = None
     # The resolved CLI configuration (``--print-config``'s keys), kept in every record.
     config: dict[str, Any] | None = None
     # Where the cells run (harness.executors): local, ray or ray=ADDRESS; and the Ray
     # resources (NAME[=AMOUNT]) every cell's task asks for besides its threads and device.
-    executor: str = DEFAULT_EXECUTOR
-    ray_resources: list[str] = field(default_factory=list)
+    executor: str = field_of(executor_flag("the cells"), default=DEFAULT_EXECUTOR)
+    ray_resources: list[str] = field_of(RAY_RESOURCES, factory=list)
 
     # The defaults a field leaves open, decided in one place for the plan and the checks.
     def thread_counts(self) -> list[int]:
@@ -132,13 +254,13 @@ class BenchRequest:
         for t in self.thread_counts():
             if t < 1:
                 raise UserError(f"--threads must be at least 1, got {t}")
-        for flag, value, low in (
+        for name, value, low in (
             ("--inter-op-threads", self.inter_op(), 1),
             ("--repeats", self.repeats, 1),
             ("--device-id", self.device_id, 0),
         ):
             if value < low:
-                raise UserError(f"{flag} must be at least {low}, got {value}")
+                raise UserError(f"{name} must be at least {low}, got {value}")
         if self.timeout is not None and self.timeout <= 0:
             raise UserError("--timeout must be positive")
         check_allocator(self.allocator)

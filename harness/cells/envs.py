@@ -35,6 +35,7 @@ import tempfile
 from pathlib import Path
 
 from dlbench.core.errors import UserError
+from dlbench.core.flags import Flag
 
 SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
 INSTALL_TIMEOUT_S = 1800
@@ -45,6 +46,17 @@ _FROM_PIP = (
     ("PIP_FIND_LINKS", "UV_FIND_LINKS"),
     ("PIP_CERT", "SSL_CERT_FILE"),
 )
+
+
+def with_flag(what: str = "cells") -> Flag:
+    """``--with PACKAGE==VERSION``, the library-version axis, said alike by every command."""
+    return Flag(
+        ("--with",),
+        many=True,
+        metavar="PACKAGE==VERSION",
+        help=f"run the {what} with this version of a package instead of the installed "
+        f"one (an environment made once with uv and cached); repeat: each is a value of the axis",
+    )
 
 
 def _name(spec: str) -> str:

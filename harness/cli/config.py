@@ -46,12 +46,6 @@ def cli_form(value: Any) -> Any:
     return value
 
 
-def show(value: Any) -> str:
-    """A default as ``--help`` prints it."""
-    value = cli_form(value)
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
 def add_config_arguments(p: argparse.ArgumentParser) -> None:
     """``--config`` and ``--print-config``; call last, once every option is added."""
     g = p.add_argument_group("configuration")
@@ -146,6 +140,8 @@ def _convert(file: str, key: str, a: argparse.Action, value: Any) -> Any:
     if _is_many(a):
         return [one(v) for v in (value if isinstance(value, list) else [value])]
     if isinstance(value, list):
+        if getattr(a.type, "comma", False):  # a comma list's type reads the joined text
+            return one(",".join(str(v) for v in value))
         if a.type not in (None, str):
             raise bad(f"expected one {getattr(a.type, '__name__', 'value')}, got a list")
         return one(",".join(str(one(v)) for v in value))  # a comma-separated option

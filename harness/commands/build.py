@@ -156,6 +156,16 @@ def add_arguments(p) -> None:
     p.add_argument("--json", dest="json_path", default=None, help="also write the record here")
     p.add_argument("--timeout", type=float, default=None, help="seconds for a TensorRT build cell")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    _add_input_group(p)
+
+
+def _add_input_group(p) -> None:
+    """The input options bench takes (``InputFields``): the verification and synthetic
+    calibration inputs of a model with dynamic dimensions (a transformer's sequence)."""
+    from dlbench.core import flags
+    from dlbench.harness.bench.input_args import InputFields
+
+    flags.add_arguments(p, InputFields)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -183,7 +193,11 @@ def run(args: argparse.Namespace) -> int:
         float_tail=args.float_tail,
         freeze=args.freeze,
     )
+    from dlbench.core import flags
+    from dlbench.harness.bench.input_args import InputFields
+
     req = BuildRequest(
+        **flags.values(InputFields, args),
         source=args.model,
         to=args.to,
         out=args.out,

@@ -47,13 +47,20 @@ def add_arguments(p) -> None:
     p.add_argument("--db", default=None, help="results database")
     p.add_argument("--json", dest="json_path", default=None, help="also write the record here")
     p.add_argument("--timeout", type=float, default=None, help="seconds per runner cell")
+    from dlbench.core import flags
+    from dlbench.harness.bench.input_args import InputFields
+
+    flags.add_arguments(p, InputFields)  # a dynamic dimension's size, an input's values
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlbench.core import flags
+    from dlbench.harness.bench.input_args import InputFields
     from dlbench.harness.convert.table import verification_table
     from dlbench.harness.verify import command as verify
 
     req = verify.VerifyRequest(
+        **flags.values(InputFields, args),
         reference=args.reference,
         candidate=args.candidate,
         precision=args.precision,

@@ -29,6 +29,7 @@ from dlbench.core.errors import UserError, first_line
 from dlbench.core.tensors import fixed_batch, follow_batch
 from dlbench.core.version import __version__
 from dlbench.harness.backends.base import ArtifactRef
+from dlbench.harness.bench.input_args import InputFields
 from dlbench.harness.cells import mathmode
 from dlbench.harness.cells.cellenv import cell_environment
 from dlbench.harness.cells.threads import ThreadConfig
@@ -43,7 +44,7 @@ from dlbench.harness.verify import run as runners
 
 
 @dataclass
-class BuildRequest(CommandOptions):
+class BuildRequest(CommandOptions, InputFields):
     source: str
     to: str
     out: str | None = None
@@ -200,7 +201,7 @@ def build(req: BuildRequest) -> dict[str, Any]:
         )
         record["context"]["verify_inputs"] = f"{p.options.calib_data}: held-out split, in order"
     else:
-        inputs = vin.inputs_for_onnx(p.summary, p.batch_sizes, req.seed, str(p.source))
+        inputs = vin.inputs_for_onnx(p.summary, p.batch_sizes, req.seed, str(p.source), req)
     reference, ref_info = runners.outputs(_onnx_ref(p.source, meta), inputs, threads=threads)
     reference_s = time.perf_counter() - verify_start
     p.out.parent.mkdir(parents=True, exist_ok=True)
@@ -227,7 +228,9 @@ def build(req: BuildRequest) -> dict[str, Any]:
                 )
         convert_start = time.perf_counter()
         candidate = None
-        calib = calibration.batches(p.source, p.summary, p.options) if p.hop.calibrates(p.options) else None
+        calib = (
+            calibration.batches(p.source, p.summary, p.options, req) if p.hop.calibrates(p.options) else None
+        )
         if p.hop.in_cell:
             outcome, info, candidate = _tensorrt_cell(p, built_from, staged, inputs, calib, meta, req, env)
             if not outcome.ok:

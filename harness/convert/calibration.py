@@ -46,9 +46,10 @@ def read_calibration_file(path: str | Path, chw: tuple[int, ...]) -> np.ndarray:
     return x
 
 
-def batches(source: str | Path, summary, options: BuildOptions) -> list[Any]:
-    """The calibration set in batches of ``calib_batch``: from the file, or synthetic.
-    ``summary`` is the source's (``onnx_summary.summarize``), which the caller has read."""
+def batches(source: str | Path, summary, options: BuildOptions, given: Any = None) -> list[Any]:
+    """The calibration set in batches of ``calib_batch``: from the file, or synthetic
+    (by the user's input options, ``given``, where set).  ``summary`` is the source's
+    (``onnx_summary.summarize``), which the caller has read."""
     batch = max(1, int(options.calib_batch))
     if options.calib_data:
         x = read_calibration_file(options.calib_data, vin.image_shape_of(summary, str(source))[0])
@@ -57,7 +58,7 @@ def batches(source: str | Path, summary, options: BuildOptions) -> list[Any]:
         raise UserError(f"--calib-size must be at least 1, got {options.calib_size}")
     n = -(-int(options.calib_size) // batch)
     # Token models (dlbench's own, by metadata) calibrate on synthetic token ids.
-    return vin.calibration_stream(summary, batch, n, seed=vin.CALIB_SEED, path=str(source))
+    return vin.calibration_stream(summary, batch, n, seed=vin.CALIB_SEED, path=str(source), given=given)
 
 
 def describe(options: BuildOptions) -> str:

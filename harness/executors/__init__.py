@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dlbench.core.errors import UserError
+from dlbench.core.flags import Flag
 from dlbench.harness.executors.base import Executor, Needs
 
 __all__ = ["DEFAULT_EXECUTOR", "Executor", "Needs", "check", "command_args", "open_executor", "parse"]
@@ -93,6 +94,33 @@ def open_executor(spec: str, resources: list[str] | None = None) -> Executor:
     none answers), before the first cell runs."""
     name, address = parse(spec)
     return EXECUTORS[name](address, list(resources or []))
+
+
+WHERE_GROUP = "where the cells run"
+
+
+def executor_flag(what: str) -> Flag:
+    """``--executor``, said alike by every command whose work runs in cells."""
+    return Flag(
+        ("--executor",),
+        group=WHERE_GROUP,
+        metavar="local|ray[=ADDRESS]",
+        help=f"where {what} run: local, each a process of this machine; ray, each a task "
+        f"on the Ray cluster running here, or on the one at ray=HOST:PORT (or "
+        f"ray://HOST:PORT), whose nodes must see the model files at the same paths "
+        f"(default {{default}})",
+    )
+
+
+RAY_RESOURCES = Flag(
+    ("--ray-resources",),
+    many=True,
+    group=WHERE_GROUP,
+    metavar="NAME[=AMOUNT]",
+    help="with --executor ray: a resource every cell asks for besides its threads and "
+    "device, e.g. node:10.0.0.5 (that node), accelerator_type:H100, or a label the "
+    "nodes were started with; repeat or comma-separate",
+)
 
 
 def command_args(spec: str, resources: list[str]) -> list[str]:

@@ -9,18 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from dlbench.core.errors import UserError, first_line
-from dlbench.harness.executors import command_args
-from dlbench.harness.pipeline.stages import (
-    OK_STATUSES,
-    Context,
-    Stage,
-    allocator_args,
-    common_tail,
-    num_arg,
-    primary_export,
-    stage_result,
-    threads_args,
-)
+from dlbench.core.flags import to_argv
+from dlbench.harness.pipeline.stages import OK_STATUSES, Context, Stage, primary_export, stage_result
 
 
 class BenchStage(Stage):
@@ -36,44 +26,36 @@ class BenchStage(Stage):
 
     def argv(self, req, wd, plan):
         """The files the plan foresees (at run time: those the stages did produce)."""
-        paths = [p for p in plan.bench_artifacts() if _taken(p, req)]
-        return ["dlbench", "bench", *paths] + self.options(req)
+        return ["dlbench", "bench", *to_argv(self.request(req, plan.bench_artifacts()))]
 
     @staticmethod
-    def options(req) -> list[str]:
-        rule = req.rule
-        if req.user is not None:  # its own inputs, and its code if it is code
-            inputs = req.user.input_args() + (req.user.source_args() if _taken(None, req) else [])
-        else:
-            shapes, ranges = model_inputs(req.model)
-            inputs = []
-            for name, shape in shapes.items():
-                inputs += ["--shape", f"{name}=" + "x".join(map(str, shape))]
-                if name in ranges:
-                    inputs += ["--int-range", f"{name}={ranges[name][0]}:{ranges[name][1]}"]
-        return (
-            [
-                "-b",
-                ",".join(req.backends),
-                "--device",
-                req.bench_devices[0],
-                "--batch-sizes",
-                ",".join(map(str, req.batch_sizes)),
-                "--warmup",
-                str(rule.warmup),
-                "--max-warmup",
-                str(rule.max_warmup),
-                "--min-iterations",
-                str(rule.min_iterations),
-                "--min-duration",
-                num_arg(rule.min_duration_s),
-            ]
-            + (["--iterations", str(rule.iterations)] if rule.iterations else [])
-            + threads_args(req)
-            + allocator_args(req)
-            + inputs
-            + common_tail(req)
-            + command_args(req.executor, req.ray_resources)
+    def request(req, paths: list[str], run_id: str | None = None):
+        """The one bench request of the run: what the stage runs and what it prints."""
+        from dlbench.harness.bench.request import BenchRequest
+
+        user = req.user
+        code = bool(user is not None and user.model_from and _taken(None, req))
+        shapes, ranges = model_inputs(req.model) if user is None else (user.shapes, {})
+        return BenchRequest(
+            artifacts=[p for p in paths if _taken(p, req)],
+            backends=req.backends,
+            devices=req.bench_devices,
+            batch_sizes=req.batch_sizes,
+            threads=[req.threads] if req.threads else None,
+            allocator=req.allocator,
+            shapes=shapes,
+            int_ranges=ranges,
+            inputs=user.inputs if user else {},
+            model_from=user.model_from if code else None,
+            weights=user.weights if code else None,
+            rule=req.rule,
+            timeout=req.timeout,
+            resume_run=run_id,
+            db=req.db,
+            argv=req.argv,
+            config=req.config,
+            executor=req.executor,
+            ray_resources=req.ray_resources,
         )
 
     def artifacts(self, ctx: Context) -> list[str]:
@@ -93,40 +75,12 @@ class BenchStage(Stage):
 
     def run(self, ctx):
         from dlbench.harness.bench.execute import run_bench
-        from dlbench.harness.bench.request import BenchRequest
 
-        req = ctx.req
-        paths = [p for p in self.artifacts(ctx) if _taken(p, req)]
-        user = req.user
-        code = user is not None and user.model_from and _taken(None, req)
-        if not paths and not code:
+        bench = self.request(ctx.req, self.artifacts(ctx), ctx.run_id)
+        if not bench.artifacts and not bench.model_from:
             return stage_result("failed", "nothing to benchmark: no stage produced an artifact")
-        shapes, ranges = model_inputs(req.model) if user is None else (user.shapes, {})
         try:
-            records = run_bench(
-                BenchRequest(
-                    artifacts=paths,
-                    backends=req.backends,
-                    devices=req.bench_devices,
-                    batch_sizes=req.batch_sizes,
-                    threads=[req.threads] if req.threads else None,
-                    allocator=req.allocator,
-                    shapes=shapes,
-                    int_ranges=ranges,
-                    inputs=user.inputs if user else {},
-                    model_from=user.model_from if code else None,
-                    weights=user.weights if code else None,
-                    rule=req.rule,
-                    timeout=req.timeout,
-                    resume_run=ctx.run_id,
-                    db=req.db,
-                    argv=req.argv,
-                    config=req.config,
-                    executor=req.executor,
-                    ray_resources=req.ray_resources,
-                ),
-                show_progress=req.show_progress,
-            )
+            records = run_bench(bench, show_progress=ctx.req.show_progress)
         except UserError as exc:
             return stage_result("failed", first_line(exc))
         failed = [r for r in records if r["status"] == "failed"]

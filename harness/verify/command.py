@@ -21,6 +21,7 @@ from dlbench.core.atomic import check_can_create, write_json
 from dlbench.core.errors import UserError
 from dlbench.core.tensors import follow_batch
 from dlbench.harness.bench.artifacts import Artifact, resolve
+from dlbench.harness.bench.input_args import InputFields
 from dlbench.harness.cells import mathmode
 from dlbench.harness.cells.cellenv import cell_environment
 from dlbench.harness.cells.threads import ThreadConfig
@@ -33,6 +34,7 @@ from dlbench.harness.verify.compare import compare, tolerance
 from dlbench.harness.verify.inputs import (
     DEFAULT_BATCH_SIZES,
     VERIFY_SEED,
+    asked,
     inputs_for_model,
     inputs_for_onnx,
     parse_batch_sizes,
@@ -86,16 +88,20 @@ def side(path: str, framework: str | None, model: str | None) -> Artifact:
     return art
 
 
-def inputs_for(reference: Artifact, candidate: Artifact, batch_sizes: Sequence[int], seed: int) -> list[Any]:
-    """The fixed inputs: the zoo model's when either side names one, else from the ONNX shape."""
-    for s in (reference, candidate):
+def inputs_for(
+    reference: Artifact, candidate: Artifact, batch_sizes: Sequence[int], seed: int, given: Any = None
+) -> list[Any]:
+    """The fixed inputs: from the ONNX signature by the user's input options (``given``)
+    where they set any; else the zoo model's when either side names one, else from
+    the ONNX shape."""
+    for s in (reference, candidate) if not asked(given) else ():
         try:
             return inputs_for_model(s.ref.model, batch_sizes, seed)
         except UserError:
             continue
     for s in (reference, candidate):
         if s.format == ONNX:
-            return inputs_for_onnx(summary_of(s), batch_sizes, seed, s.ref.path)
+            return inputs_for_onnx(summary_of(s), batch_sizes, seed, s.ref.path, given)
     raise UserError(
         f"cannot tell what inputs {reference.label} and {candidate.label} take: "
         f"give a checkpoint or an ONNX file on one side"
@@ -103,7 +109,7 @@ def inputs_for(reference: Artifact, candidate: Artifact, batch_sizes: Sequence[i
 
 
 @dataclass
-class VerifyRequest:
+class VerifyRequest(InputFields):
     reference: str
     candidate: str
     precision: str | None = None  # None: the candidate's own
@@ -149,7 +155,7 @@ def verify_files(req: VerifyRequest) -> dict[str, Any]:
     if req.json_path:
         check_can_create(req.json_path)
     ResultStore(req.db).check_writable()
-    inputs = inputs_for(ref, cand, batch_sizes, req.seed)
+    inputs = inputs_for(ref, cand, batch_sizes, req.seed, req)
     threads = ThreadConfig.default(req.threads)
     env = cell_environment(threads)
     identity = {

@@ -98,13 +98,21 @@ def token_stream(spec, batch_sizes: Sequence[int], seed: int) -> list[tuple[np.n
     return [synthetic.sample_inputs(spec, b, seed=seed + i) for i, b in enumerate(batch_sizes)]
 
 
+def asked(given: Any) -> bool:
+    """Whether the user set any input option (``bench.input_args.InputFields``): then
+    their word decides the inputs, not the zoo's or the class-pattern images."""
+    return given is not None and bool(given.shapes or given.int_ranges or given.inputs)
+
+
 def calibration_stream(
-    summary, batch: int, n_batches: int, seed: int = CALIB_SEED, path: str = "model"
+    summary, batch: int, n_batches: int, seed: int = CALIB_SEED, path: str = "model", given: Any = None
 ) -> list[Any]:
     """INT8 calibration batches for an ONNX file: its zoo model's own sample inputs when
     it is a dlbench token model (or Mask R-CNN: ``_own_inputs``), class-pattern images
-    for one NCHW image input, else
+    for one NCHW image input, else (or where the user set input options)
     inputs made from its signature (``signature_inputs``)."""
+    if asked(given):
+        return signature_inputs(summary, [batch] * n_batches, seed, path, given)
     spec = _zoo_spec(summary)
     if spec is not None and _own_inputs(spec):
         return token_stream(spec, [batch] * n_batches, seed)
@@ -128,32 +136,44 @@ def _one_image(summary) -> bool:
 
 
 def signature_inputs(
-    summary, batch_sizes: Sequence[int], seed: int, path: str = "model"
+    summary, batch_sizes: Sequence[int], seed: int, path: str = "model", given: Any = None
 ) -> list[tuple[np.ndarray, ...]]:
     """Batches for any signature, by the benchmark's input rules (``bench.inputs``),
     each batch from its own seed; dynamic dimensions besides the batch are sized by
-    the ``input_shapes`` a dlbench export records (the shapes its verification used)."""
+    the user's ``--shape`` (``given``, the input group), else by the ``input_shapes`` a
+    dlbench export records (the shapes its verification used)."""
     import json
 
     from dlbench.harness.bench import inputs as planner
 
     shapes = json.loads(summary.metadata.get("input_shapes") or "{}")
+    ranges: dict[str, tuple[int, int]] = {}
+    values: dict[str, Any] = {}
+    if given is not None:
+        shapes, ranges, values = {**shapes, **given.shapes}, given.int_ranges, given.inputs
+    tables = _index_ranges(path)
     out = []
     for i, b in enumerate(batch_sizes):
         try:
-            plan = planner.plan(summary.inputs, b, shapes)
+            plan = planner.plan(summary.inputs, b, shapes, ranges, tables, given=values)
         except UserError as exc:
-            hint = (
-                ""
-                if shapes
-                else (
-                    " (this file records no dlbench.input_shapes: a 'dlbench "
-                    "export --shape' of the model writes them)"
-                )
-            )
-            raise UserError(f"{path}: {exc}{hint}") from None
+            raise UserError(f"{path}: {exc}") from None
         out.append(tuple(planner.synthesize(plan, seed + i).values()))
     return out
+
+
+def _index_ranges(path: str) -> dict[str, tuple[int, int]]:
+    """Integer inputs that index an embedding table -> [0, rows), read from the graph as
+    bench reads them: token ids drawn past a table's end fail the Gather."""
+    import os
+
+    import onnx
+
+    from dlbench.harness.bench.onnxinfo import embedding_ranges
+
+    if not os.path.isfile(path):
+        return {}
+    return embedding_ranges(onnx.load(path, load_external_data=False))
 
 
 def _zoo_spec(summary):
@@ -201,9 +221,12 @@ def image_shape_of(summary, path: str = "model") -> tuple[tuple[int, ...], int]:
 
 
 def inputs_for_onnx(
-    summary, batch_sizes: Sequence[int], seed: int = VERIFY_SEED, path: str = "model"
+    summary, batch_sizes: Sequence[int], seed: int = VERIFY_SEED, path: str = "model", given: Any = None
 ) -> list[Any]:
-    """Inputs for an ONNX file: its zoo model's if dlbench exported it, else from its shape."""
+    """Inputs for an ONNX file: the user's input options where they set any; its zoo
+    model's if dlbench exported it; else from its shape."""
+    if asked(given):
+        return signature_inputs(summary, batch_sizes, seed, path, given)
     spec = _zoo_spec(summary)
     if spec is not None and _own_inputs(spec):
         return token_stream(spec, batch_sizes, seed)

@@ -82,10 +82,10 @@ for f in "${measured[@]}"; do
 done
 [ "${#files[@]}" -gt 0 ] || { echo "nothing to benchmark: no step produced a file" >&2; exit 1; }
 # shellcheck disable=SC2086
-run_soft $DLBENCH bench "${files[@]}" -b "$BACKENDS" --device "$BENCH_DEVICE" \
+run_soft $DLBENCH bench "${files[@]}" $inputs -b "$BACKENDS" --device "$BENCH_DEVICE" \
     --batch-sizes "$BATCH_SIZES" --warmup "$WARMUP" --max-warmup "$MAX_WARMUP" \
     --min-iterations "$MIN_ITERATIONS" --min-duration "$MIN_DURATION" \
-    ${iterations[@]+"${iterations[@]}"} ${threads[@]+"${threads[@]}"} $inputs $BENCH_ARGS \
+    ${iterations[@]+"${iterations[@]}"} ${threads[@]+"${threads[@]}"} $BENCH_ARGS \
     ${tail[@]+"${tail[@]}"}
 
 stage "report"

@@ -174,6 +174,7 @@ for spec in json.load(sys.stdin):
         continue
     for i in spec["inputs"]:
         print("--shape", i["name"] + "=" + "x".join(str(d) for d in [1] + list(i["shape"])))
+    for i in spec["inputs"]:
         if i.get("int_range"):
             lo, hi = i["int_range"]
             print("--int-range", "%s=%d:%d" % (i["name"], lo, hi))
