@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.core.errors import UserError
+from dlbench.core.flags import comma_list, flag
 from dlbench.core.registry import Registry
 
 
@@ -44,11 +45,31 @@ DEFAULT_OPSET = 17
 
 @dataclass
 class ExportOptions:
-    format: str = "onnx"  # onnx | mindir
-    opset: int = DEFAULT_OPSET
-    dynamic_batch: bool = True
-    batch_size: int = 1  # the fixed batch when dynamic_batch is False
-    exporter: str = "torchscript"  # pytorch: torchscript | dynamo
+    """What an export hop reads; each field ``dlbench export`` sets declares its flag."""
+
+    format: str = flag(
+        "--format",
+        default="onnx",
+        choices=("onnx", "mindir"),
+        help="onnx (default) or mindir (MindSpore only: what Ascend loads)",
+    )
+    opset: int = flag("--opset", default=DEFAULT_OPSET, type=int, help="ONNX opset (default {default})")
+    dynamic_batch: bool = flag(
+        "--dynamic-batch",
+        default=True,
+        off="--static-batch",
+        help="symbolic batch dimension (default)",
+        off_help="fixed batch dimension of --batch-size",
+    )
+    batch_size: int = flag(  # the fixed batch when dynamic_batch is False
+        "--batch-size", default=1, type=int, help="the fixed batch with --static-batch (default {default})"
+    )
+    exporter: str = flag(  # pytorch: torchscript | dynamo
+        "--exporter",
+        default="torchscript",
+        choices=("torchscript", "dynamo"),
+        help="PyTorch exporter (dynamo needs onnxscript)",
+    )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -56,23 +77,91 @@ class ExportOptions:
 
 @dataclass
 class BuildOptions:
-    precision: str = "fp32"  # tensorrt: fp32 | fp16 | int8 | best
-    batch_sizes: tuple[int, ...] = (1, 8, 32)  # tensorrt profile: min, opt, max
-    workspace_mb: int = 4096
-    timing_cache: str | None = None
-    calib_data: str | None = None  # .npz with x (N, C, H, W)
-    calib_size: int = 64  # synthetic calibration samples
-    calib_batch: int = 8
-    calib_cache: str | None = None
-    dynamic: bool = False  # int8: dynamic quantization instead of static
-    per_channel: bool = True
-    target: str = "cpu"  # int8 QDQ flavour: cpu (u8/s8) | tensorrt (s8/s8)
-    keep_io_types: bool = True  # fp16: float32 inputs and outputs
-    exclude_nodes: tuple[str, ...] = ()  # int8: nodes left in float, by name
-    exclude_op_types: tuple[str, ...] = ()  # int8: op types left in float
-    quantize_op_types: tuple[str, ...] = ()  # int8: only these op types (empty: the quantizer's)
-    float_tail: bool = True  # int8: fixed-range ops at the outputs stay float
-    freeze: bool = True  # initializers that are also graph inputs: fixed
+    """What a build hop reads (each hop declares which: ``BuildHop.options``).  Each
+    field a ``dlbench build`` flag sets declares it (``core.flags``); the command
+    prefixes its help with the targets that read it."""
+
+    precision: str = "fp32"  # tensorrt: fp32 | fp16 | int8 | best (the request's --precision)
+    batch_sizes: tuple[int, ...] = flag(
+        "--batch-sizes",
+        default=(1, 8, 32),
+        type=comma_list(int),
+        read=tuple,
+        help="profile min,opt,max batch (default {default})",
+    )
+    workspace_mb: int = flag("--workspace-mb", default=4096, type=int, help="builder workspace")
+    timing_cache: str | None = flag(
+        "--timing-cache", default=None, help="timing cache file, read if present and written after"
+    )
+    calib_data: str | None = flag(
+        "--calib-data",
+        default=None,
+        help=".npz with array x (N,C,H,W), or 'digits' (its training split; default: synthetic images)",
+    )
+    calib_size: int = flag(
+        "--calib-size", default=64, type=int, help="synthetic calibration samples (default {default})"
+    )
+    calib_batch: int = flag("--calib-batch", default=8, type=int, help="calibration batch size")
+    calib_cache: str | None = flag(
+        "--calib-cache", default=None, help="calibration cache file, read if present and written after"
+    )
+    dynamic: bool = flag(
+        "--dynamic",
+        default=False,
+        switch=True,
+        help="dynamic quantization (LSTM/Transformer models), no calibration",
+    )
+    per_channel: bool = flag(
+        "--per-tensor", default=True, switch=True, invert=True, help="per-tensor weight scales"
+    )
+    target: str = flag(
+        "--target",
+        default="cpu",
+        choices=("cpu", "tensorrt"),
+        help="Q/DQ flavour: cpu (u8 activations, s8 weights; default) or tensorrt (symmetric s8)",
+    )
+    keep_io_types: bool = flag(
+        "--keep-io-types", default=True, negatable=True, help="keep float32 inputs and outputs (default yes)"
+    )
+    exclude_nodes: tuple[str, ...] = flag(
+        "--exclude-nodes",
+        default=(),
+        type=comma_list(str),
+        read=tuple,
+        metavar="NAME[,NAME]",
+        help="leave these nodes in float (names of the graph after quant_pre_process, as the "
+        "per-layer error report prints them)",
+    )
+    exclude_op_types: tuple[str, ...] = flag(
+        "--exclude-op-types",
+        default=(),
+        type=comma_list(str),
+        read=tuple,
+        metavar="TYPE[,TYPE]",
+        help="leave every node of these op types in float (e.g. Softmax)",
+    )
+    quantize_op_types: tuple[str, ...] = flag(
+        "--quantize-op-types",
+        default=(),
+        type=comma_list(str),
+        read=tuple,
+        metavar="TYPE[,TYPE]",
+        help="quantize only nodes of these op types (e.g. Conv,MatMul,Gemm: the weighted "
+        "layers), everything else stays float; default: every type ONNX Runtime's quantizer handles",
+    )
+    float_tail: bool = flag(
+        "--float-tail",
+        default=True,
+        negatable=True,
+        help="keep fixed-range ops (Softmax, Sigmoid, Tanh, ...) at the graph outputs in float",
+    )
+    freeze: bool = flag(
+        "--freeze",
+        default=True,
+        negatable=True,
+        help="make initializers that are also graph inputs (old exporters) plain weights before "
+        "building (default yes); --no-freeze keeps weights you feed at run time as inputs",
+    )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -44,7 +45,10 @@ def check_can_create(path: str | os.PathLike) -> Path:
         if not parent.is_dir():
             raise UserError(f"cannot write {path}: {parent} is not a directory")
         for d in reversed(missing):
-            d.mkdir()
+            try:
+                d.mkdir()
+            except FileExistsError:  # another process made it meanwhile: not ours to remove
+                continue
             created.append(d)
         fd, probe = tempfile.mkstemp(prefix=".dlbench-probe-", dir=path.parent)
         os.close(fd)
@@ -52,8 +56,11 @@ def check_can_create(path: str | os.PathLike) -> Path:
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
     finally:
-        for d in reversed(created):
-            shutil.rmtree(d, ignore_errors=True)
+        # Only while still empty: another process (two runs started side by side) may
+        # have written into a directory this probe made; its files are not ours.
+        for d in reversed(created):  # innermost first
+            with contextlib.suppress(OSError):
+                d.rmdir()
     return path
 
 

@@ -46,19 +46,24 @@ class Also:
 @dataclass(frozen=True)
 class Flag:
     names: tuple[str, ...]
-    help: str = ""
+    help: str | Callable[[], str] = ""  # a callable: text known once plugins are loaded
     type: Callable[[str], Any] | None = None
     many: bool = False  # repeatable; the values arrive as a list
     switch: bool = False  # present or not
+    negatable: bool = False  # a switch with a --no- form (--float-tail / --no-float-tail)
+    off: str | None = None  # a switch pair's other spelling (--dynamic-batch / --static-batch)
+    off_help: str = ""
+    invert: bool = False  # a switch that sets the field False (--per-tensor: per_channel)
     read: Callable[..., Any] | None = None  # parsed value(s) -> the field's value
     # The field's value -> one text per flag, or (spelling, text) for an ``also`` form.
     write: Callable[[Any], list[Any]] | None = None
     group: str | None = None
     metavar: str | None = None
-    choices: tuple[Any, ...] | None = None
+    choices: tuple[Any, ...] | Callable[[], tuple[Any, ...]] | None = None
     required: bool = False
     also: tuple[Also, ...] = ()
     argv: bool = True  # a stage's argv carries it (not so for where results go, say)
+    spelled_out: bool = False  # an argv writes it even at its default (a training step's setup)
 
     @property
     def positional(self) -> bool:
@@ -89,11 +94,12 @@ def field_of(fl: Flag, default: Any = dataclasses.MISSING, factory: Any = datacl
     return dataclasses.field(default=default, metadata=meta)
 
 
-def nested(cls: type, spelled_out: bool = False) -> Any:
-    """A field holding another request whose fields carry flags (``StopRule`` in a bench).
+def nested(cls: type, spelled_out: bool = False, factory: Callable[[], Any] | None = None) -> Any:
+    """A field holding another request whose fields carry flags (``StopRule`` in a bench);
+    ``factory`` gives its default instance (a run's own stop rule), else ``cls()``.
     ``spelled_out``: an argv writes each of its set fields even at the default, so a
     printed step says in full how it measures."""
-    return dataclasses.field(default_factory=cls, metadata={_NESTED: cls, _SPELLED: spelled_out})
+    return dataclasses.field(default_factory=factory or cls, metadata={_NESTED: cls, _SPELLED: spelled_out})
 
 
 def comma_list(kind: Callable[[str], Any]) -> Callable[[str], list[Any]]:
@@ -127,12 +133,25 @@ def default_of(f: dataclasses.Field) -> Any:
 
 
 def declared(cls: type) -> Iterator[tuple[dataclasses.Field, Flag]]:
-    """Every (field, flag) of ``cls``, nested requests' included, in declaration order."""
-    for f in dataclasses.fields(cls):
+    """Every (field, flag) of ``cls``, nested requests' included, in declaration order:
+    the request's own fields first, then the groups mixed into it (keyword-only)."""
+    for f, fl, _ in _walk(cls, None):
+        yield f, fl
+
+
+def _walk(cls: type, defaults: Any) -> Iterator[tuple[dataclasses.Field, Flag, Any]]:
+    """(field, flag, default) of every declared flag; a nested request's defaults are its
+    field's default instance's (``dlbench run``'s own stop rule, not StopRule's)."""
+    for f in _own_first(cls):
+        value = default_of(f) if defaults is None else getattr(defaults, f.name)
         if _NESTED in f.metadata:
-            yield from declared(f.metadata[_NESTED])
+            yield from _walk(f.metadata[_NESTED], value)
         elif _KEY in f.metadata:
-            yield f, f.metadata[_KEY]
+            yield f, f.metadata[_KEY], value
+
+
+def _own_first(cls: Any) -> list[dataclasses.Field]:
+    return sorted(dataclasses.fields(cls), key=lambda f: bool(f.kw_only))
 
 
 def show(value: Any) -> str:
@@ -144,53 +163,79 @@ def show(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _parser_default(f: dataclasses.Field, fl: Flag) -> Any:
-    """What argparse holds for a flag not given: the field's default as text, so
+def _parser_default(value: Any, fl: Flag) -> Any:
+    """What argparse holds for a flag not given: the field's default ``value`` as text, so
     ``--print-config`` shows it; None where the field's default is "none"."""
-    value = default_of(f)
     if fl.also or (fl.many and value is not None and not value):
         return []  # an empty collection: argparse appends to a fresh list
     if fl.many:
         return None  # unset: the field's own default (None, or a list like ["offline"])
+    if fl.negatable or fl.off:
+        return value
     if fl.switch:
-        return bool(value)
+        return False
     if value is None or value is dataclasses.MISSING:
         return None
     return show(value) if isinstance(value, (list, tuple)) else value
 
 
-def add_arguments(p: Any, cls: type, only: set[str] | None = None, skip: Collection[str] = ()) -> None:
+def add_arguments(
+    p: Any,
+    cls: type,
+    only: set[str] | None = None,
+    skip: Collection[str] = (),
+    prefix: Callable[[str], str] | None = None,
+    helps: dict[str, str] | None = None,
+) -> None:
     """argparse arguments for ``cls``'s declared flags, each in its declared group (made on
-    first use, reused by title when the command already has it)."""
+    first use, reused by title when the command already has it); ``prefix(field)`` starts
+    a help text (build: the targets that read the option)."""
     groups: dict[str | None, Any] = {None: p}
     for g in getattr(p, "_action_groups", ()):
         groups.setdefault(g.title, g)
-    for f, fl in declared(cls):
+    for f, fl, value in _walk(cls, None):
         if (only is not None and f.name not in only) or f.name in skip:
             continue
         target = groups.get(fl.group)
         if target is None:
             target = groups[fl.group] = p.add_argument_group(fl.group)
-        _add(target, f, fl)
+        if helps and f.name in helps:  # a command's own wording of a shared field
+            fl = dataclasses.replace(fl, help=helps[f.name])
+        if prefix is not None:
+            fl = dataclasses.replace(fl, help=prefix(f.name) + _text(fl.help))
+        add_flag(target, f.name, fl, value, _parser_default(value, fl))
 
 
-def _add(target: Any, f: dataclasses.Field, fl: Flag) -> None:
-    add_flag(target, f.name, fl, default_of(f), _parser_default(f, fl))
+def _text(value: Any) -> Any:
+    return value() if callable(value) else value
 
 
 def add_flag(target: Any, dest: str, fl: Flag, value: Any, parsed: Any = None) -> None:
     """One declared flag on an argparse parser or group: ``value`` is the request's
     default (what the help shows), ``parsed`` what argparse holds when it is not given."""
-    text = fl.help.replace("{default}", "none" if value is None else show(value))
-    if fl.positional:
-        target.add_argument(dest, nargs="*" if fl.many else None, metavar=fl.metavar, help=text)
+    text = _text(fl.help).replace("{default}", "none" if value is None else show(value))
+    if fl.positional:  # optional where the field has a default
+        optional = value is not dataclasses.MISSING
+        nargs = "*" if fl.many else "?" if optional else None
+        extra = {"default": parsed} if optional and not fl.many else {}
+        metavar = fl.metavar or (None if fl.choices else fl.names[0])
+        target.add_argument(dest, nargs=nargs, metavar=metavar, choices=_text(fl.choices), help=text, **extra)
         return
     kw: dict[str, Any] = {"dest": dest, "help": text, "default": parsed}
+    if fl.negatable:
+        target.add_argument(*fl.names, action=argparse.BooleanOptionalAction, **kw)
+        return
+    if fl.off:
+        pair = target.add_mutually_exclusive_group()
+        pair.add_argument(*fl.names, action="store_true", **kw)
+        pair.add_argument(fl.off, dest=dest, action="store_false", help=fl.off_help)
+        return
     if fl.switch:
         target.add_argument(*fl.names, action="store_true", **kw)
         return
-    metavar = fl.metavar or (None if fl.choices else fl.long.lstrip("-").upper().replace("-", "_"))
-    kw.update(type=fl.type, metavar=metavar, choices=fl.choices, required=fl.required)
+    choices = _text(fl.choices)
+    metavar = fl.metavar or (None if choices else fl.long.lstrip("-").upper().replace("-", "_"))
+    kw.update(type=fl.type, metavar=metavar, choices=choices, required=fl.required)
     target.add_argument(*fl.names, action="append" if fl.many else "store", **kw)
     for i, also in enumerate(fl.also):
         target.add_argument(
@@ -202,8 +247,8 @@ def values(cls: type, args: argparse.Namespace) -> dict[str, Any]:
     """The fields ``args`` sets, as ``cls``'s constructor takes them (nested built)."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        if _NESTED in f.metadata:
-            out[f.name] = f.metadata[_NESTED](**values(f.metadata[_NESTED], args))
+        if _NESTED in f.metadata:  # the field's default, with what the line sets
+            out[f.name] = dataclasses.replace(default_of(f), **values(f.metadata[_NESTED], args))
             continue
         fl = f.metadata.get(_KEY)
         if fl is None or not hasattr(args, f.name):
@@ -212,6 +257,8 @@ def values(cls: type, args: argparse.Namespace) -> dict[str, Any]:
         extra = [getattr(args, f"{f.name}__{i}", []) for i in range(len(fl.also))]
         if got is None and not any(extra):
             continue  # unset: the field's own default
+        if fl.invert:
+            got = not got
         out[f.name] = fl.read(got, *extra) if fl.read else got
     return out
 
@@ -221,25 +268,30 @@ def from_args(cls: type, args: argparse.Namespace, **given: Any) -> Any:
     return cls(**{**values(cls, args), **given})
 
 
-def to_argv(obj: Any, skip: Collection[str] = (), spelled_out: bool = False) -> list[str]:
+def to_argv(
+    obj: Any, skip: Collection[str] = (), spelled_out: bool = False, defaults: Any = None
+) -> list[str]:
     """The flags that make ``obj`` again: each field away from its default (each set one
     where ``spelled_out``), in declaration order, positionals first.  A stage's printed
     step and the run's request are one."""
     heads: list[str] = []
     tail: list[str] = []
-    for f in dataclasses.fields(obj):
+    for f in _own_first(obj):
         value = getattr(obj, f.name)
+        default = default_of(f) if defaults is None else getattr(defaults, f.name)
         if _NESTED in f.metadata:
-            tail += to_argv(value, skip, f.metadata[_SPELLED])
+            tail += to_argv(value, skip, f.metadata[_SPELLED], default)
             continue
         fl = f.metadata.get(_KEY)
-        at_default = value is None if spelled_out else value == default_of(f)
+        at_default = value is None if spelled_out or (fl and fl.spelled_out) else value == default
         if fl is None or not fl.argv or f.name in skip or at_default:
             continue
         if fl.positional:
             heads += [str(v) for v in value] if fl.many else [str(value)]
+        elif fl.negatable or fl.off:
+            tail += [fl.spelling if value else fl.off or "--no-" + fl.long[2:]]
         elif fl.switch:
-            tail += [fl.spelling] if value else []
+            tail += [fl.spelling] if bool(value) != fl.invert else []
         else:
             texts = fl.write(value) if fl.write else (map(show, value) if fl.many else [show(value)])
             for text in texts:  # a (spelling, text) pair: another spelling's form (--shapes)

@@ -41,6 +41,38 @@ def weights_flag(group: str | None = None) -> Flag:
     )
 
 
+def _shapes(given: list[str]) -> dict[str, tuple[int, ...]]:
+    from dlbench.harness.bench.input_args import shapes_from
+
+    return shapes_from(given, [])
+
+
+def _values(given: list[str]) -> dict[str, Any]:
+    from dlbench.harness.bench.input_args import collect, parse_input
+
+    return collect("--input", (parse_input(a) for a in given))
+
+
+# A user's model's inputs where its signature leaves them open (export, train, run):
+# the bench's input group without the options those commands would not read.
+USER_SHAPE = Flag(
+    ("--shape",),
+    many=True,
+    metavar="NAME=AxBxC",
+    help="full shape of an input your model does not size itself (first dimension: the batch)",
+    read=_shapes,
+    write=lambda shapes: [f"{n}=" + "x".join(map(str, s)) for n, s in shapes.items()],
+)
+USER_INPUT = Flag(
+    ("--input",),
+    many=True,
+    metavar="NAME=VALUE|FILE.npy",
+    help="set an input, as for bench",
+    read=_values,
+    write=lambda values: [f"{n}={str(v).lower() if isinstance(v, bool) else v}" for n, v in values.items()],
+)
+
+
 PROBE_TIMEOUT_S = 600.0
 
 

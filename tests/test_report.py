@@ -474,10 +474,10 @@ def test_onnx_bench_cells_join_the_roofline_by_their_compulsory_traffic(db):
     from dlbench.harness.report.plots import _model_point, roofline
 
     store = ResultStore(str(db))
-    ort = store.records(
-        "kind = 'bench' AND status = 'ok' AND backend = 'onnxruntime' AND batch_size = 2", []
-    )[0]
-    native = store.records("kind = 'bench' AND status = 'ok' AND backend = 'pytorch'", [])[0]
+    # A measured cell, stable or not: two workers on two cores may make one noisy.
+    measured = "kind = 'bench' AND status IN ('ok', 'unstable')"
+    ort = store.records(f"{measured} AND backend = 'onnxruntime' AND batch_size = 2", [])[0]
+    native = store.records(f"{measured} AND backend = 'pytorch'", [])[0]
     model = onnx.load(ort["model_path"] if "model_path" in ort else ort["context"]["artifact"]["path"])
     weights = sum(onnx.numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
     flops = ort["metrics"]["flops"]

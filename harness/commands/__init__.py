@@ -12,34 +12,23 @@ def print_notes(command: str, record: dict) -> None:
 
 def add_user_model_arguments(p, verb: str, inputs: bool = True) -> None:
     """``--model-from`` and ``--weights`` (and, where the command has no input options of
-    its own, ``--shape`` and ``--input``): a user's own model, said the same everywhere."""
-    from dlbench.core.flags import Flag, add_flag
-    from dlbench.harness.usermodel import model_from_flag, weights_flag
+    its own, ``--shape`` and ``--input``): a user's own model, said the same everywhere
+    (``harness.usermodel`` declares them)."""
+    from dlbench.core.flags import add_flag
+    from dlbench.harness.usermodel import USER_INPUT, USER_SHAPE, model_from_flag, weights_flag
 
     add_flag(p, "model_from", model_from_flag(verb), None)
     add_flag(p, "weights", weights_flag(), None)
     if inputs:
-        shape = Flag(
-            ("--shape",),
-            many=True,
-            metavar="NAME=AxBxC",
-            help="full shape of an input your model does not size itself (first dimension: the batch)",
-        )
-        add_flag(p, "shape", shape, {}, [])
-        add_flag(
-            p,
-            "inputs",
-            Flag(("--input",), many=True, metavar="NAME=VALUE|FILE.npy", help="set an input, as for bench"),
-            {},
-            [],
-        )
+        add_flag(p, "shapes", USER_SHAPE, {}, [])
+        add_flag(p, "inputs", USER_INPUT, {}, [])
 
 
 def user_inputs(args) -> tuple[dict, dict]:
     """(--shape, --input) of a command that took ``add_user_model_arguments``."""
-    from dlbench.harness.bench.input_args import collect, parse_input, shapes_from
+    from dlbench.harness.usermodel import USER_INPUT, USER_SHAPE
 
-    return (shapes_from(args.shape, []), collect("--input", (parse_input(a) for a in args.inputs)))
+    return USER_SHAPE.read(args.shapes), USER_INPUT.read(args.inputs)  # type: ignore[misc]
 
 
 def add_executor_arguments(p, what: str, default: str) -> None:

@@ -21,52 +21,18 @@ HELP = "top-1 accuracy and loss of a checkpoint or model file on a held-out spli
 
 
 def add_arguments(p) -> None:
-    p.add_argument(
-        "artifact", metavar="ARTIFACT", help="ONNX file, TensorRT engine, MindIR, or a dlbench train output"
-    )
-    p.add_argument(
-        "--data",
-        default="digits",
-        metavar="DATA",
-        help="data set with a held-out split, as for 'dlbench train --data' "
-        "(default: digits, scikit-learn's bundled handwritten digits)",
-    )
-    p.add_argument(
-        "--backend",
-        "-b",
-        default=None,
-        help="backend to run on (default: onnxruntime for ONNX, the framework for a "
-        "checkpoint, tensorrt for an engine)",
-    )
-    p.add_argument("--device", default=None, help="cpu, cuda or ascend (default: the backend's)")
-    p.add_argument("--batch-size", type=int, default=64, help="inference batch (default 64)")
-    p.add_argument(
-        "--limit", type=int, default=None, help="score at most this many held-out samples (default: all)"
-    )
-    p.add_argument("--model", "-m", default=None, help="zoo model of a bare checkpoint")
-    p.add_argument("--threads", type=int, default=None, help="intra-op threads")
-    p.add_argument("--db", default=None, help="results database")
-    p.add_argument("--json", dest="json_path", default=None, help="also write the record here")
-    p.add_argument("--timeout", type=float, default=None, help="seconds for the eval cell")
+    from dlbench.core import flags
+    from dlbench.harness.evaluate.runner import EvalRequest
+
+    flags.add_arguments(p, EvalRequest)
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlbench.core import flags
     from dlbench.harness.evaluate.runner import EvalRequest, evaluate
     from dlbench.harness.evaluate.table import eval_table
 
-    req = EvalRequest(
-        artifact=args.artifact,
-        data=args.data,
-        backend=args.backend,
-        device=args.device,
-        batch_size=args.batch_size,
-        limit=args.limit,
-        model=args.model,
-        threads=args.threads,
-        db=args.db,
-        json_path=args.json_path,
-        timeout=args.timeout,
-    )
+    req = flags.from_args(EvalRequest, args)
     record = evaluate(req)
     print(eval_table([record]))
     print_notes("eval", record)

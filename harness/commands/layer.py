@@ -15,28 +15,15 @@ HELP = "isolated layers (conv, dense, norms, pooling, LSTM, ...) across framewor
 
 def add_arguments(p) -> None:
     from dlbench.harness.commands import micro
-    from dlbench.harness.micro.layers import MODES, TYPES
 
-    p.add_argument(
-        "layer",
-        nargs="?",
-        choices=TYPES,
-        help="the layer type (with --shape), or a filter on --model's layers",
+    shape = (
+        "the layer's shape (see README 'Layer benchmarks', e.g. conv 16x64x56x56:64k3, "
+        "dense 32x2048x1000, lstm 32x50x128:256); repeat"
     )
-    p.add_argument(
-        "--mode",
-        action="append",
-        default=None,
-        help=f"{', '.join(MODES)}: forward, or forward + backward (input and weight "
-        f"gradients); repeat or comma-separate (default forward)",
-    )
-    micro.add_common_arguments(p, layer=True)
+    micro.add_common_arguments(p, {"shapes": shape}, skip={"kind"}, layer=True)
 
 
 def run(args) -> int:
-    from dlbench.harness.bench.request import split
     from dlbench.harness.commands import micro
 
-    req = micro.request_from(args, kind="layer")
-    req.layer, req.modes = args.layer, split(args.mode) or ["forward"]
-    return micro.run_request(req, args.quiet)
+    return micro.run_request(micro.request_from(args, kind="layer"), args.quiet)

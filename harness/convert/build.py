@@ -18,14 +18,15 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dlbench.converters import onnx_io, onnx_normalize, onnx_summary
-from dlbench.converters.base import BuildOptions, build_hop
+from dlbench.converters.base import BUILD_TARGETS, BuildOptions, build_hop
 from dlbench.core.atomic import check_can_create, write_json
 from dlbench.core.errors import UserError, first_line
+from dlbench.core.flags import comma_list, flag, nested
 from dlbench.core.tensors import fixed_batch, follow_batch
 from dlbench.core.version import __version__
 from dlbench.harness.backends.base import ArtifactRef
@@ -43,15 +44,48 @@ from dlbench.harness.verify import inputs as vin
 from dlbench.harness.verify import run as runners
 
 
+def _targets() -> tuple[str, ...]:
+    return tuple(BUILD_TARGETS.names())  # plugins' targets included: read when the parser is built
+
+
+def _precisions() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(p for t in _targets() for p in build_hop(t).precisions))
+
+
 @dataclass
 class BuildRequest(CommandOptions, InputFields):
-    source: str
-    to: str
-    out: str | None = None
-    options: BuildOptions = field(default_factory=BuildOptions)
-    precision: str | None = None  # tensorrt only; None: the model's own or fp32
-    verify_batch_sizes: tuple[int, ...] | None = None
-    seed: int = vin.VERIFY_SEED
+    """Each field a flag sets declares it (``core.flags``): ``dlbench build``'s parser and
+    a ``dlbench run`` build stage's printed step both come from here."""
+
+    source: str = flag("source", metavar="MODEL.onnx", help="fp32 ONNX model (dlbench export's output)")
+    to: str = flag(
+        "--to",
+        required=True,
+        choices=_targets,
+        help=lambda: "; ".join(f"{t}: {build_hop(t).summary}" for t in _targets()),
+    )
+    out: str | None = flag(
+        "--out",
+        "-o",
+        default=None,
+        help="output file (default: MODEL.int8.onnx, MODEL.fp16.onnx, MODEL.PRECISION.plan)",
+    )
+    # tensorrt only; None: the model's own or fp32
+    precision: str | None = flag(
+        "--precision",
+        default=None,
+        choices=_precisions,
+        help="engine precision (default fp32, or the model's own)",
+    )
+    options: BuildOptions = nested(BuildOptions)
+    verify_batch_sizes: tuple[int, ...] | None = flag(
+        "--verify-batch-sizes",
+        default=None,
+        type=comma_list(int),
+        read=tuple,
+        help="batch sizes the verifier runs (default 1,8)",
+    )
+    seed: int = flag("--seed", default=vin.VERIFY_SEED, type=int, help="seed of the verification inputs")
 
 
 @dataclass
@@ -75,13 +109,13 @@ def plan(req: BuildRequest) -> _Plan:
         raise UserError(f"--precision {req.precision}: --to {req.to} makes {hop.precision} models")
     _check_options(req.to, hop, opts)
     opts.batch_sizes = vin.parse_batch_sizes(opts.batch_sizes)
-    for flag, value in (
+    for name, value in (
         ("--workspace-mb", opts.workspace_mb),
         ("--calib-size", opts.calib_size),
         ("--calib-batch", opts.calib_batch),
     ):
         if value < 1:
-            raise UserError(f"{flag} must be at least 1, got {value}")
+            raise UserError(f"{name} must be at least 1, got {value}")
     if req.threads is not None and req.threads < 1:
         raise UserError(f"--threads must be at least 1, got {req.threads}")
     if req.timeout is not None and req.timeout <= 0:

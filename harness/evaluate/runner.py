@@ -16,6 +16,7 @@ from typing import Any
 
 from dlbench.core.devices import inference_name
 from dlbench.core.errors import UserError
+from dlbench.core.flags import flag
 from dlbench.core.tensors import class_count, follow_batch
 from dlbench.harness.backends import get_backend
 from dlbench.harness.backends.base import RunConfig
@@ -30,13 +31,30 @@ from dlbench.harness.store.context import CommandOptions
 
 @dataclass
 class EvalRequest(CommandOptions):
-    artifact: str
-    data: str = "digits"
-    backend: str | None = None
-    device: str | None = None
-    batch_size: int = 64
-    limit: int | None = None
-    model: str | None = None  # zoo model of a bare checkpoint
+    """Each field a flag sets declares it (``core.flags``): ``dlbench eval``'s parser."""
+
+    artifact: str = flag(
+        "artifact", metavar="ARTIFACT", help="ONNX file, TensorRT engine, MindIR, or a dlbench train output"
+    )
+    data: str = flag(
+        "--data",
+        default="digits",
+        metavar="DATA",
+        help="data set with a held-out split, as for 'dlbench train --data' (default: digits, "
+        "scikit-learn's bundled handwritten digits)",
+    )
+    backend: str | None = flag(
+        "--backend",
+        "-b",
+        default=None,
+        help="backend to run on (default: the artifact format's own backend, the framework for a checkpoint)",
+    )
+    device: str | None = flag("--device", default=None, help="cpu, cuda or ascend (default: the backend's)")
+    batch_size: int = flag("--batch-size", default=64, type=int, help="inference batch (default {default})")
+    limit: int | None = flag(
+        "--limit", default=None, type=int, help="score at most this many held-out samples (default: all)"
+    )
+    model: str | None = flag("--model", "-m", default=None, help="zoo model of a bare checkpoint")
 
 
 @dataclass
@@ -68,9 +86,13 @@ def plan(req: EvalRequest) -> _Plan:
     from dlbench.harness.data import canonical
     from dlbench.harness.store.results import ResultStore
 
-    for flag, value in (("--batch-size", req.batch_size), ("--threads", req.threads), ("--limit", req.limit)):
+    for option, value in (
+        ("--batch-size", req.batch_size),
+        ("--threads", req.threads),
+        ("--limit", req.limit),
+    ):
         if value is not None and value < 1:
-            raise UserError(f"{flag} must be at least 1, got {value}")
+            raise UserError(f"{option} must be at least 1, got {value}")
     if req.timeout is not None and req.timeout <= 0:
         raise UserError("--timeout must be positive")
     art = resolve(req.artifact, req.model)

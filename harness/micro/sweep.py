@@ -18,36 +18,110 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dlbench.core.errors import UserError
-from dlbench.harness.bench.measure import StopRule
+from dlbench.core.flags import comma_list, field_of, flag, nested
+from dlbench.harness.bench.measure import MEASUREMENT, StopRule
 from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
+from dlbench.harness.cells.envs import with_flag
 from dlbench.harness.micro import engines as engines_mod
 from dlbench.harness.micro.ops import DEFAULTS, KINDS, Op, from_model, parse
+
+OUTPUT = "output"
+
+
+def _words(given: list[str]) -> list[str]:
+    from dlbench.harness.bench.request import split
+
+    return split(given)
+
+
+def _layer_types() -> tuple[str, ...]:
+    from dlbench.harness.micro.layers import TYPES
+
+    return tuple(TYPES)
+
+
+def _modes() -> tuple[str, ...]:
+    from dlbench.harness.micro.layers import MODES
+
+    return tuple(MODES)
 
 
 @dataclass
 class MicroRequest:
-    kind: str  # gemm, conv, memory, or layer
-    shapes: list[str] = field(default_factory=list)  # empty: the kind's defaults
-    layer: str | None = None  # layer: its type (harness.micro.layers)
-    modes: list[str] = field(default_factory=lambda: ["forward"])  # layer: forward, train
-    model: str | None = None  # or the zoo network's own shapes
-    batch: int = 1  # ... at this batch
-    engines: list[str] | None = None  # None: every installed one
-    precisions: list[str] = field(default_factory=lambda: ["fp32"])
-    device: str = "cpu"
-    threads: list[int] | None = None  # None: physical cores
-    allocator: str = DEFAULT_ALLOCATOR
-    with_specs: list[str] = field(default_factory=list)  # --with PACKAGE==VERSION: axis values
-    rule: StopRule = field(default_factory=lambda: StopRule(min_duration_s=1.0))
-    seed: int = 0
-    timeout: float | None = 600
-    resume: bool = False
-    db: str | None = None
-    json_path: str | None = None
+    """What ``dlbench micro`` and ``dlbench layer`` ask for.  Each field a flag sets
+    declares it (``core.flags``); the two commands word ``--shape`` and ``--engine``
+    their own way (``commands.micro``)."""
+
+    kind: str = flag("op", choices=KINDS, help="gemm, conv or memory")  # or "layer"
+    shapes: list[str] = flag("--shape", factory=list, many=True, read=_words)  # empty: the kind's defaults
+    layer: str | None = flag(  # layer: its type (harness.micro.layers)
+        "layer",
+        default=None,
+        choices=_layer_types,
+        help="the layer type (with --shape), or a filter on --model's layers",
+    )
+    modes: list[str] = flag(  # layer: forward, train
+        "--mode",
+        factory=lambda: ["forward"],
+        many=True,
+        read=_words,
+        help=lambda: (
+            f"{', '.join(_modes())}: forward, or forward + backward (input and weight gradients); "
+            "repeat or comma-separate (default forward)"
+        ),
+    )
+    model: str | None = flag(
+        "--model", default=None, help="take the shapes from a zoo network's layers instead (e.g. resnet50)"
+    )
+    batch: int = flag("--batch", default=1, type=int, help="batch of --model's shapes (default {default})")
+    engines: list[str] | None = flag(
+        "--engine", "-e", default=None, many=True, read=_words
+    )  # None: every installed one
+    precisions: list[str] = flag(
+        "--precision",
+        factory=lambda: ["fp32"],
+        many=True,
+        read=_words,
+        help=lambda: f"{', '.join(engines_mod.PRECISIONS)}; repeat or comma-separate (default fp32)",
+    )
+    device: str = flag("--device", default="cpu", help="cpu or cuda (default {default})")
+    threads: list[int] | None = flag(  # None: physical cores
+        "--threads",
+        default=None,
+        type=comma_list(int),
+        help="intra-op threads, comma-separated to sweep (default: physical cores)",
+    )
+    allocator: str = flag(
+        "--allocator", default=DEFAULT_ALLOCATOR, help="memory allocator of each cell (default {default})"
+    )
+    with_specs: list[str] = field_of(with_flag(), factory=list)  # --with PACKAGE==VERSION: axis values
+    rule: StopRule = nested(StopRule, factory=lambda: StopRule(min_duration_s=1.0))
+    seed: int = flag(
+        "--seed", default=0, type=int, group=MEASUREMENT, help="seed of the operands (default {default})"
+    )
+    timeout: float | None = flag(
+        "--timeout", default=600, type=float, group=OUTPUT, help="seconds per cell (default {default})"
+    )
+    resume: bool = flag(
+        "--resume",
+        default=False,
+        switch=True,
+        group=OUTPUT,
+        help="skip cells already in the database with the same identity",
+    )
+    db: str | None = flag(
+        "--db",
+        default=None,
+        group=OUTPUT,
+        help="results database (default $DLBENCH_DB or results/dlbench.sqlite)",
+    )
+    json_path: str | None = flag(
+        "--json", default=None, group=OUTPUT, help="also write one record per cell here"
+    )
     argv: list[str] | None = None
 
 

@@ -18,15 +18,16 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dlbench.core.devices import inference_name
 from dlbench.core.errors import UserError
+from dlbench.core.flags import comma_list, field_of, flag, nested
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.cells.allocator import check as check_allocator
-from dlbench.harness.executors import DEFAULT_EXECUTOR, open_executor
+from dlbench.harness.executors import DEFAULT_EXECUTOR, RAY_RESOURCES, executor_flag, open_executor
 from dlbench.harness.executors import check as check_executor
 from dlbench.harness.pipeline.plan import Plan, build_plan
 from dlbench.harness.pipeline.stages import Context, Stage
@@ -36,44 +37,104 @@ from dlbench.harness.store.context import RUN_ID_ENV, command_line, new_run_id, 
 BUILD_PRECISIONS = ("fp32", "fp16", "int8")
 # A CPU run must finish in minutes (make demo: under 15 on 2 cores); a run on a
 # GPU can afford the model's own batch and more steps, given on the command line.
+OUTPUT = "output"
 DEMO_RULE = StopRule(warmup=2, max_warmup=10, min_iterations=5, min_duration_s=2.0)
 
 
 @dataclass
 class RunRequest:
+    """Each field a flag sets declares it (``core.flags``); the model and a user's own
+    model are read by ``commands.run`` (a family's --size, a file or --model-from)."""
+
     model: str
     # None: the model's own (ModelSpec.run, ModelSpec.default_batch_size); see resolve().
-    frameworks: list[str] | None = None
-    backends: list[str] = field(default_factory=lambda: ["all"])
-    precisions: list[str] | None = None
-    batch_sizes: list[int] | None = None
-    train_steps: int | None = None
-    warmup_steps: int | None = None
-    train_batch_size: int | None = None
+    frameworks: list[str] | None = flag(
+        "--frameworks",
+        default=None,
+        type=comma_list(str),
+        help="comma-separated (default: every framework the model has)",
+    )
+    backends: list[str] = flag(
+        "--backends",
+        factory=lambda: ["all"],
+        type=comma_list(str),
+        help="comma-separated inference backends (default '{default}': every available one)",
+    )
+    precisions: list[str] | None = flag(
+        "--precisions",
+        default=None,
+        type=comma_list(str),
+        help="builds to make and measure besides fp32: fp16, int8 (default: the model's own)",
+    )
+    batch_sizes: list[int] | None = flag(
+        "--batch-sizes",
+        default=None,
+        type=comma_list(int),
+        help="inference batch sizes (default: the model's own)",
+    )
+    train_steps: int | None = flag(
+        "--train-steps", default=None, type=int, help="measured training steps (default: the model's own)"
+    )
+    warmup_steps: int | None = flag(
+        "--warmup-steps", default=None, type=int, help="training warm-up steps (default: the model's own)"
+    )
+    train_batch_size: int | None = flag(
+        "--train-batch-size", default=None, type=int, help="training batch (default: the model's own)"
+    )
     train_data: str | None = None
     eval: bool | None = None
     learning_rate: float | None = None
     int8_mode: str | None = None
     int8_op_types: tuple[str, ...] | None = None
     calib_data: str | None = None
-    device: str = "cpu"
-    threads: int | None = None
+    device: str = flag("--device", default="cpu", help="cpu, gpu or ascend (default {default})")
+    threads: int | None = flag(
+        "--threads", default=None, type=int, help="intra-op threads (default: physical cores)"
+    )
     # The allocator of the timed stages' processes (train, bench); conversions and
     # verifications are not timed and run with the default (harness.cells.allocator).
-    allocator: str = DEFAULT_ALLOCATOR
-    seed: int = 0
-    rule: StopRule = field(default_factory=lambda: DEMO_RULE)
-    workdir: str | None = None
-    resume: bool = False
-    db: str | None = None
-    timeout: float | None = None
+    allocator: str = flag(
+        "--allocator",
+        default=DEFAULT_ALLOCATOR,
+        metavar="NAME",
+        help="memory allocator of the training and benchmark processes: system, tuned (glibc "
+        "keeping freed memory), jemalloc or tcmalloc (default {default})",
+    )
+    seed: int = flag("--seed", default=0, type=int, help="default {default}")
+    rule: StopRule = nested(StopRule, factory=lambda: replace(DEMO_RULE))  # per inference cell
+    workdir: str | None = flag(
+        "--workdir",
+        default=None,
+        group=OUTPUT,
+        help="where every stage's artifact and manifest goes (default runs/MODEL)",
+    )
+    resume: bool = flag(
+        "--resume",
+        default=False,
+        switch=True,
+        group=OUTPUT,
+        help="continue the run in --workdir without redoing finished stages",
+    )
+    db: str | None = flag(
+        "--db",
+        default=None,
+        group=OUTPUT,
+        help="results database (default $DLBENCH_DB or results/dlbench.sqlite)",
+    )
+    timeout: float | None = flag(
+        "--timeout",
+        default=None,
+        type=float,
+        group=OUTPUT,
+        help="seconds per training run, conversion or benchmark cell",
+    )
     show_progress: bool = True
     argv: list[str] | None = None
     config: dict[str, Any] | None = None  # the resolved CLI configuration, kept with the run
     # Where the benchmark cells run (harness.executors); how a cell runs, not what it
     # measures, so a resumed run may change it.
-    executor: str = DEFAULT_EXECUTOR
-    ray_resources: list[str] = field(default_factory=list)
+    executor: str = field_of(executor_flag("the benchmark cells"), default=DEFAULT_EXECUTOR)
+    ray_resources: list[str] = field_of(RAY_RESOURCES, factory=list)
     # A user's own model (harness.pipeline.user.UserModel) instead of a zoo name: no
     # training; ``model`` becomes its name once probed.
     user: Any = None

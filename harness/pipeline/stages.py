@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.core.errors import UserError, first_line
+from dlbench.core.flags import to_argv
 
 OK_STATUSES = ("ok", "unverified")
 
@@ -77,28 +78,6 @@ def _convert_result(record: dict[str, Any]) -> dict[str, Any]:
     return stage_result(status, record.get("error"), {"path": path} if status != "failed" else {}, [record])
 
 
-def num_arg(value: float) -> str:
-    return f"{value:g}"
-
-
-def common_tail(req) -> list[str]:
-    """Options every command of a run takes alike, in the order the scripts write them."""
-    return (["--timeout", num_arg(req.timeout)] if req.timeout is not None else []) + (
-        ["--db", req.db] if req.db else []
-    )
-
-
-def threads_args(req) -> list[str]:
-    return ["--threads", str(req.threads)] if req.threads else []
-
-
-def allocator_args(req) -> list[str]:
-    """``--allocator`` of the timed commands (train, bench), when not the default."""
-    from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
-
-    return ["--allocator", req.allocator] if req.allocator != DEFAULT_ALLOCATOR else []
-
-
 class Stage:
     """One step of the plan.  ``argv`` is the ``dlbench`` command that does what
     ``run`` does (what ``--print-steps`` and the scripts show); ``condition`` is
@@ -141,35 +120,32 @@ class TrainStage(Stage):
     def output(self, req, wd):
         return str(wd.checkpoint_dir(req.model, self.framework))
 
+    def request(self, req, out: str, run_id: str | None = None):
+        """The one training request of the stage: what it runs and what it prints."""
+        from dlbench.harness.training.request import TrainRequest
+
+        return TrainRequest(
+            model=req.model,
+            frameworks=[self.framework],
+            batch_size=req.train_batch_size,
+            steps=req.train_steps,
+            warmup_steps=req.warmup_steps,
+            device=req.device,
+            threads=req.threads,
+            allocator=req.allocator,
+            seed=req.seed,
+            out=out,
+            db=req.db,
+            timeout=req.timeout,
+            argv=req.argv,
+            data=req.train_data,
+            eval=req.eval,
+            learning_rate=req.learning_rate,
+            extra_context={"pipeline": {"run_id": run_id, "stage": self.name}} if run_id else {},
+        )
+
     def argv(self, req, wd, plan):
-        extra = (
-            (["--data", req.train_data] if req.train_data != "synthetic" else [])
-            + (["--eval"] if req.eval else [])
-            + (["--lr", num_arg(req.learning_rate)] if req.learning_rate is not None else [])
-            + (["--seed", str(req.seed)] if req.seed else [])
-        )
-        return (
-            [
-                "dlbench",
-                "train",
-                req.model,
-                "--framework",
-                self.framework,
-                "--batch-size",
-                str(req.train_batch_size),
-                "--steps",
-                str(req.train_steps),
-                "--warmup-steps",
-                str(req.warmup_steps),
-                "--device",
-                req.device,
-            ]
-            + threads_args(req)
-            + allocator_args(req)
-            + extra
-            + ["--out", str(wd.train_dir)]
-            + common_tail(req)
-        )
+        return ["dlbench", "train", *to_argv(self.request(req, str(wd.train_dir)))]
 
     def from_records(self, records):
         r = records[-1]
@@ -182,35 +158,13 @@ class TrainStage(Stage):
 
     def run(self, ctx):
         from dlbench.harness.machine.frameworks import require
-        from dlbench.harness.training.runner import TrainRequest, train
+        from dlbench.harness.training.runner import train
 
         try:
             require(self.framework)
         except UserError as exc:  # not installed: says which extra installs it
             return unavailable(str(exc))
-        req = ctx.req
-        records = train(
-            TrainRequest(
-                model=req.model,
-                frameworks=[self.framework],
-                batch_size=req.train_batch_size,
-                steps=req.train_steps,
-                warmup_steps=req.warmup_steps,
-                device=req.device,
-                threads=req.threads,
-                allocator=req.allocator,
-                seed=req.seed,
-                out=str(ctx.workdir.train_dir),
-                db=req.db,
-                timeout=req.timeout,
-                argv=req.argv,
-                data=req.train_data,
-                eval=req.eval,
-                learning_rate=req.learning_rate,
-                extra_context={"pipeline": {"run_id": ctx.run_id, "stage": self.name}},
-            ),
-            progress=ctx.progress,
-        )
+        records = train(self.request(ctx.req, str(ctx.workdir.train_dir), ctx.run_id), progress=ctx.progress)
         return self.from_records(records)
 
 
@@ -234,30 +188,26 @@ class ExportStage(Stage):
     def output(self, req, wd):
         return str(wd.checkpoint_dir(req.model, self.framework) / "model.onnx")
 
-    def argv(self, req, wd, plan):
-        return (
-            ["dlbench", "export", str(wd.checkpoint_dir(req.model, self.framework))]
-            + threads_args(req)
-            + common_tail(req)
+    def request(self, req, checkpoint: str):
+        """The one export request of the stage: what it runs and what it prints."""
+        from dlbench.harness.convert.export import ExportRequest
+
+        return ExportRequest(
+            sources=[checkpoint], threads=req.threads, db=req.db, timeout=req.timeout, argv=req.argv
         )
 
+    def argv(self, req, wd, plan):
+        checkpoint = str(wd.checkpoint_dir(req.model, self.framework))
+        return ["dlbench", "export", *to_argv(self.request(req, checkpoint))]
+
     def run(self, ctx):
-        from dlbench.harness.convert.export import ExportRequest, export
+        from dlbench.harness.convert.export import export
 
         missing = _needs(ctx, f"train:{self.framework}")
         if missing:
             return missing
-        req = ctx.req
-        records = export(
-            ExportRequest(
-                sources=[ctx.artifact(f"train:{self.framework}", "checkpoint_dir")],
-                threads=req.threads,
-                db=req.db,
-                timeout=req.timeout,
-                argv=req.argv,
-            ),
-            progress=ctx.progress,
-        )
+        checkpoint = ctx.artifact(f"train:{self.framework}", "checkpoint_dir")
+        records = export(self.request(ctx.req, checkpoint), progress=ctx.progress)
         return self.from_records(records)
 
 
@@ -305,15 +255,26 @@ class BuildStage(Stage):
 
     def options(self, req) -> list[str]:
         """The build options the model's spec and the run ask for, as ``dlbench build``
-        flags (one spelling: a field's flag is its name with dashes)."""
-        argv = ["--precision", self.precision] if self.precision else []
-        for name, value in self._build_options(req).items():
-            flag = "--" + name.replace("_", "-")
-            if isinstance(value, bool):
-                argv.append(flag if value else "--no-" + flag[2:])
-            else:
-                argv += [flag, ",".join(map(str, value)) if isinstance(value, tuple) else str(value)]
-        return argv
+        flags (the scripts' INT8_ARGS): their declarations spell them."""
+        from dlbench.converters.base import BuildOptions
+
+        return to_argv(BuildOptions(**self._build_options(req)))
+
+    def request(self, req, source: str):
+        """The one build request of the stage: what it runs and what it prints."""
+        from dlbench.converters.base import BuildOptions
+        from dlbench.harness.convert.build import BuildRequest
+
+        return BuildRequest(
+            source=source,
+            to=self.target,
+            precision=self.precision,
+            options=BuildOptions(**self._build_options(req)),
+            threads=req.threads,
+            db=req.db,
+            timeout=req.timeout,
+            argv=req.argv,
+        )
 
     def _build_options(self, req) -> dict[str, Any]:
         """What the run asks of a build, kept to the options this target reads and to
@@ -330,16 +291,10 @@ class BuildStage(Stage):
         return {k: v for k, v in wanted.items() if k in self.hop.options and v != getattr(default, k)}
 
     def argv(self, req, wd, plan):
-        return (
-            ["dlbench", "build", plan.primary_onnx or "MODEL.onnx", "--to", self.target]
-            + self.options(req)
-            + threads_args(req)
-            + common_tail(req)
-        )
+        return ["dlbench", "build", *to_argv(self.request(req, plan.primary_onnx or "MODEL.onnx"))]
 
     def run(self, ctx):
-        from dlbench.converters.base import BuildOptions
-        from dlbench.harness.convert.build import BuildRequest, build
+        from dlbench.harness.convert.build import build
 
         source = primary_export(ctx)
         if source is None:
@@ -347,26 +302,13 @@ class BuildStage(Stage):
         missing = self.missing()
         if missing:
             return unavailable(missing)
-        req = ctx.req
-        options = self._build_options(req)
-        dynamic = options.get("dynamic", False)
+        request = self.request(ctx.req, source)
         ctx.progress(
             f"    building {self.target}{' ' + self.precision if self.precision else ''}"
-            f"{' (dynamic)' if dynamic else ''} from {source}"
+            f"{' (dynamic)' if request.options.dynamic else ''} from {source}"
         )
         try:
-            record = build(
-                BuildRequest(
-                    source=source,
-                    to=self.target,
-                    precision=self.precision,
-                    options=BuildOptions(**options),
-                    threads=req.threads,
-                    db=req.db,
-                    timeout=req.timeout,
-                    argv=req.argv,
-                )
-            )
+            record = build(request)
         except UserError as exc:  # the hop refused this model: the run goes on without it
             return stage_result("failed", first_line(exc))
         return self.from_records([record])

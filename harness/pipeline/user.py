@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.harness.pipeline.stages import ExportStage, common_tail, threads_args
+from dlbench.core.flags import to_argv
+from dlbench.harness.pipeline.stages import ExportStage
 
 
 @dataclass
@@ -27,20 +28,6 @@ class UserModel:
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
     framework: str | None = None  # known once probed
-
-    def source_args(self) -> list[str]:
-        """How a ``dlbench`` command names the model (a path goes with the artifacts)."""
-        return ([] if self.path else ["--model-from", self.model_from]) + (
-            ["--weights", self.weights] if self.weights else []
-        )
-
-    def input_args(self) -> list[str]:
-        args = []
-        for name, shape in self.shapes.items():
-            args += ["--shape", f"{name}=" + "x".join(map(str, shape))]
-        for name, value in self.inputs.items():
-            args += ["--input", f"{name}={str(value).lower() if isinstance(value, bool) else value}"]
-        return args
 
     def hints(self, timeout: float | None) -> dict[str, Any]:
         return {"shapes": self.shapes, "inputs": self.inputs, "timeout": timeout}
@@ -83,43 +70,34 @@ class UserExportStage(ExportStage):
     def output(self, req, wd):
         return str(wd.root / f"{req.model}.onnx")
 
-    def argv(self, req, wd, plan):
-        return (
-            [
-                "dlbench",
-                "export",
-                *([self.user.path] if self.user.path else []),
-                *self.user.source_args(),
-                "--out",
-                self.output(req, wd),
-                *self.user.input_args(),
-            ]
-            + threads_args(req)
-            + common_tail(req)
+    def request(self, req, wd):
+        """The one export request of the stage: what it runs and what it prints."""
+        from dlbench.harness.convert.export import ExportRequest
+
+        u = self.user
+        return ExportRequest(
+            sources=[u.path] if u.path else [],
+            model_from=u.model_from,
+            weights=u.weights,
+            shapes=u.shapes,
+            inputs=u.inputs,
+            out=self.output(req, wd),
+            threads=req.threads,
+            db=req.db,
+            timeout=req.timeout,
+            argv=req.argv,
         )
+
+    def argv(self, req, wd, plan):
+        return ["dlbench", "export", *to_argv(self.request(req, wd))]
 
     def run(self, ctx):
         from dlbench.core.errors import UserError, first_line
-        from dlbench.harness.convert.export import ExportRequest, export
+        from dlbench.harness.convert.export import export
         from dlbench.harness.pipeline.stages import failed
 
-        req, u = ctx.req, self.user
         try:
-            records = export(
-                ExportRequest(
-                    sources=[u.path] if u.path else [],
-                    model_from=u.model_from,
-                    weights=u.weights,
-                    shapes=u.shapes,
-                    inputs=u.inputs,
-                    out=self.output(req, ctx.workdir),
-                    threads=req.threads,
-                    db=req.db,
-                    timeout=req.timeout,
-                    argv=req.argv,
-                ),
-                progress=ctx.progress,
-            )
+            records = export(self.request(ctx.req, ctx.workdir), progress=ctx.progress)
         except UserError as exc:  # the exporter refused it: the bench goes on
             return failed(first_line(exc))
         return self.from_records(records)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from dlbench.core.flags import flag
+
 # A run id set here is used by every command: `dlbench run` sets it so that the
 # records of all its stages (and of all its resumptions) form one run, and a
 # shell script can export it so that its steps report as one run too.
@@ -51,8 +53,10 @@ class CommandOptions:
     and the command line to record.  Keyword-only, so a request's own fields keep
     their positions."""
 
-    threads: int | None = None
-    db: str | None = None
-    json_path: str | None = None
-    timeout: float | None = None
+    threads: int | None = flag("--threads", default=None, type=int, help="intra-op threads")
+    timeout: float | None = flag(
+        "--timeout", default=None, type=float, help="seconds per cell (default none)"
+    )
+    db: str | None = flag("--db", default=None, help="results database")
+    json_path: str | None = flag("--json", default=None, argv=False, help="also write the record(s) here")
     argv: list[str] | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,6 @@ from dlbench.core.atomic import check_can_create, staged_directory, write_json
 from dlbench.core.errors import UserError
 from dlbench.core.version import __version__
 from dlbench.harness.cells import envs, mathmode
-from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.cells.allocator import check as check_allocator
 from dlbench.harness.cells.allocator import identity as allocator_identity
 from dlbench.harness.cells.cellenv import cell_environment
@@ -24,64 +23,14 @@ from dlbench.harness.machine.fingerprint import fingerprint
 from dlbench.harness.machine.frameworks import get_framework, require
 from dlbench.harness.output.tables import spec_unit
 from dlbench.harness.store import records
-from dlbench.harness.store.context import CommandOptions, new_run_id, now_iso
+from dlbench.harness.store.context import new_run_id, now_iso
 from dlbench.harness.store.results import ResultStore
 from dlbench.harness.training import scaling
 from dlbench.harness.training.base import DEVICES, PRECISIONS, TrainConfig
+from dlbench.harness.training.request import TrainRequest
 from dlbench.models.registry import USER_FAMILY, get_model
 
 MANIFEST = "manifest.json"
-
-
-@dataclass
-class TrainRequest(CommandOptions):
-    model: str | None
-    frameworks: list[str]
-    batch_size: int | None = None
-    steps: int = 10
-    warmup_steps: int = 2
-    device: str = "cpu"
-    precision: str = "fp32"
-    inter_op_threads: int | None = None
-    data: str = "synthetic"
-    eval: bool = False
-    eval_samples: int | None = None
-    seed: int = 0
-    learning_rate: float | None = None  # None: the model's default_lr
-    out: str = "runs"
-    # The memory allocator of each run's process (harness.cells.allocator: why tuned is the default).
-    allocator: str = DEFAULT_ALLOCATOR
-    # --with PACKAGE==VERSION: a sweep axis; each value's cells run in that cached overlay
-    # (harness.cells.envs) instead of the installed package, to time one library against another.
-    with_specs: list[str] = field(default_factory=list)
-    extra_context: dict[str, Any] = field(default_factory=dict)
-    # A user's own model (harness.training.user): ``model`` a file of its framework, or
-    # ``model_from`` code; inputs sized as for bench; ``objective`` says what the loss is.
-    model_from: str | None = None
-    weights: str | None = None
-    shapes: dict[str, Any] = field(default_factory=dict)
-    inputs: dict[str, Any] = field(default_factory=dict)
-    int_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
-    objective: str | None = None
-    loss_output: str | None = None
-    # Data-parallel scaling (harness.training.scaling): None trains in one plain process;
-    # a list sweeps the devices per node, each cell through the framework's launcher.
-    devices: list[int] | None = None
-    nodes: int = 1
-    node_rank: int = 0
-    master_addr: str = scaling.LOOPBACK
-    master_port: int = 0
-    node_addrs: list[str] = field(default_factory=list)
-    scaling: str = "weak"
-
-    @property
-    def user(self) -> bool:
-        """A model of the user's own: a zoo name wins over a file of that name."""
-        from dlbench.models.registry import list_models
-
-        return bool(self.model_from) or (
-            self.model is not None and self.model not in list_models() and Path(self.model).exists()
-        )
 
 
 def model_spec(req: TrainRequest):
@@ -93,7 +42,7 @@ def model_spec(req: TrainRequest):
     if req.model is None:
         raise UserError("give a zoo model name, a model file, or --model-from MODULE:CALLABLE")
     spec = get_model(req.model)
-    for flag, value in (
+    for option, value in (
         ("--weights", req.weights),
         ("--shape", req.shapes),
         ("--input", req.inputs),
@@ -101,7 +50,7 @@ def model_spec(req: TrainRequest):
         ("--loss-output", req.loss_output),
     ):
         if value:
-            raise UserError(f"{flag} is for a model of your own; {req.model} is a zoo model")
+            raise UserError(f"{option} is for a model of your own; {req.model} is a zoo model")
     if req.objective not in (None, spec.objective):
         raise UserError(f"--objective {req.objective}: zoo model {spec.name} trains for {spec.objective}")
     return spec
@@ -117,7 +66,7 @@ def validate(req: TrainRequest, spec=None) -> None:
             require(name)
         if name not in spec.builders:
             raise UserError(f"model {spec.name!r} has no {name} implementation")
-    for flag, value, low in (
+    for option, value, low in (
         ("--batch-size", req.batch_size, 1),
         ("--steps", req.steps, 1),
         ("--warmup-steps", req.warmup_steps, 0),
@@ -125,7 +74,7 @@ def validate(req: TrainRequest, spec=None) -> None:
         ("--inter-op-threads", req.inter_op_threads, 1),
     ):
         if value is not None and value < low:
-            raise UserError(f"{flag} must be at least {low}, got {value}")
+            raise UserError(f"{option} must be at least {low}, got {value}")
     if req.learning_rate is not None and not req.learning_rate > 0:
         raise UserError(f"--lr must be positive, got {req.learning_rate}")
     if req.device not in DEVICES:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from dlbench.converters import onnx_io, onnx_summary
 from dlbench.converters.tensorrt_runtime import ENGINE_SUFFIXES
 from dlbench.core.atomic import check_can_create, write_json
 from dlbench.core.errors import UserError
+from dlbench.core.flags import comma_list, flag
 from dlbench.core.tensors import follow_batch
 from dlbench.harness.bench.artifacts import Artifact, resolve
 from dlbench.harness.bench.input_args import InputFields
@@ -27,7 +28,7 @@ from dlbench.harness.cells.cellenv import cell_environment
 from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.formats import MINDIR, ONNX, TRT_ENGINE, ZOO
 from dlbench.harness.store import records
-from dlbench.harness.store.context import new_run_id, now_iso
+from dlbench.harness.store.context import CommandOptions, new_run_id, now_iso
 from dlbench.harness.store.results import ResultStore
 from dlbench.harness.verify import run as runners
 from dlbench.harness.verify.compare import compare, tolerance
@@ -109,21 +110,50 @@ def inputs_for(
 
 
 @dataclass
-class VerifyRequest(InputFields):
-    reference: str
-    candidate: str
-    precision: str | None = None  # None: the candidate's own
-    batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
-    seed: int = VERIFY_SEED
-    framework: str | None = None  # for a bare checkpoint
-    model: str | None = None
-    overrides: dict[str, float | None] = field(default_factory=dict)
-    threads: int | None = None
-    db: str | None = None
-    json_path: str | None = None
-    timeout: float | None = None
-    argv: list[str] | None = None
-    layers: bool = False  # per-layer SQNR of an INT8 ONNX against fp32 ONNX
+class VerifyRequest(CommandOptions, InputFields):
+    """Each field a flag sets declares it (``core.flags``): ``dlbench verify``'s parser
+    comes from here."""
+
+    reference: str = flag("reference", metavar="REFERENCE", help="the source: checkpoint or fp32 ONNX")
+    candidate: str = flag("candidate", metavar="CANDIDATE", help="the converted model")
+    precision: str | None = flag(  # None: the candidate's own
+        "--precision",
+        default=None,
+        choices=("fp32", "fp16", "int8", "best"),
+        help="tolerance to apply (default: the candidate's precision)",
+    )
+    batch_sizes: tuple[int, ...] = flag(
+        "--batch-sizes",
+        default=DEFAULT_BATCH_SIZES,
+        type=comma_list(int),
+        read=tuple,
+        help="batch sizes to run (default {default})",
+    )
+    seed: int = flag("--seed", default=VERIFY_SEED, type=int, help="seed of the inputs")
+    framework: str | None = flag("--framework", "-f", default=None, help="framework of a bare checkpoint")
+    model: str | None = flag("--model", "-m", default=None, help="zoo model of a bare checkpoint")
+    # The precision's tolerance, bound by bound (None: the precision's own).
+    rtol: float | None = flag(
+        "--rtol", default=None, type=float, help="max abs diff bound: atol + rtol × max|reference|"
+    )
+    atol: float | None = flag("--atol", default=None, type=float)
+    min_cosine: float | None = flag("--min-cosine", default=None, type=float)
+    min_top1: float | None = flag("--min-top1", default=None, type=float)
+    layers: bool = flag(  # per-layer SQNR of an INT8 ONNX against fp32 ONNX
+        "--layers",
+        default=False,
+        switch=True,
+        help="int8 ONNX: also compare every layer with the fp32 ONNX source and print the worst by SQNR",
+    )
+
+    @property
+    def overrides(self) -> dict[str, float | None]:
+        return {
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "min_cosine": self.min_cosine,
+            "min_top1": self.min_top1,
+        }
 
 
 def verify_files(req: VerifyRequest) -> dict[str, Any]:

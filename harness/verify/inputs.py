@@ -157,7 +157,9 @@ def signature_inputs(
         try:
             plan = planner.plan(summary.inputs, b, shapes, ranges, tables, given=values)
         except UserError as exc:
-            raise UserError(f"{path}: {exc}") from None
+            recorded = summary.metadata.get("input_shapes")
+            hint = "" if recorded else " (or 'dlbench export --shape' records dlbench.input_shapes)"
+            raise UserError(f"{path}: {exc}{hint}") from None
         out.append(tuple(planner.synthesize(plan, seed + i).values()))
     return out
 

@@ -35,7 +35,7 @@ for fw in $(words "$FRAMEWORKS"); do
     # shellcheck disable=SC2086
     run_soft $DLBENCH train "$MODEL" --framework "$fw" --batch-size "$BATCH_SIZE" \
         --steps "$TRAIN_STEPS" --warmup-steps "$WARMUP_STEPS" --device "$DEVICE" \
-        ${threads[@]+"${threads[@]}"} $TRAIN_ARGS --out "$WORKDIR/train" ${tail[@]+"${tail[@]}"}
+        $TRAIN_ARGS --out "$WORKDIR/train" ${threads[@]+"${threads[@]}"} ${tail[@]+"${tail[@]}"}
 done
 
 for fw in $(words "$FRAMEWORKS"); do
@@ -82,11 +82,11 @@ for f in "${measured[@]}"; do
 done
 [ "${#files[@]}" -gt 0 ] || { echo "nothing to benchmark: no step produced a file" >&2; exit 1; }
 # shellcheck disable=SC2086
-run_soft $DLBENCH bench "${files[@]}" $inputs -b "$BACKENDS" --device "$BENCH_DEVICE" \
+run_soft $DLBENCH bench "${files[@]}" -b "$BACKENDS" --device "$BENCH_DEVICE" \
     --batch-sizes "$BATCH_SIZES" --warmup "$WARMUP" --max-warmup "$MAX_WARMUP" \
     --min-iterations "$MIN_ITERATIONS" --min-duration "$MIN_DURATION" \
     ${iterations[@]+"${iterations[@]}"} ${threads[@]+"${threads[@]}"} $BENCH_ARGS \
-    ${tail[@]+"${tail[@]}"}
+    ${tail[@]+"${tail[@]}"} $inputs
 
 stage "report"
 echo "    database: $DLBENCH_DB (run $DLBENCH_RUN_ID)"

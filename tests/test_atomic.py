@@ -1,0 +1,51 @@
+"""``core.atomic.check_can_create``: the early check leaves the disk as it was, and never
+removes what another process wrote meanwhile (two runs started side by side in one
+directory).  Core group."""
+
+from __future__ import annotations
+
+import tempfile
+
+import pytest
+
+from dlbench.core import atomic
+from dlbench.core.errors import UserError
+
+
+def test_the_probe_leaves_no_directory_behind(tmp_path):
+    assert atomic.check_can_create(tmp_path / "a" / "b" / "c.json") == tmp_path / "a" / "b" / "c.json"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_directory_another_process_wrote_into_is_kept(tmp_path, monkeypatch):
+    """The other process is played by the probe's own mkstemp, which writes beside it
+    first: its file and the directories holding it survive the check."""
+    real = tempfile.mkstemp
+
+    def other_process_writes_first(*args, **kwargs):
+        (tmp_path / "a" / "b" / "manifest.json").write_text("{}")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", other_process_writes_first)
+    atomic.check_can_create(tmp_path / "a" / "b" / "manifest.json")
+    assert (tmp_path / "a" / "b" / "manifest.json").read_text() == "{}"
+
+
+def test_a_directory_made_meanwhile_is_not_an_error(tmp_path, monkeypatch):
+    """Another process creating a missing parent between the look and the mkdir: before,
+    'File exists' refused a valid path (two 'dlbench run --print-steps' side by side)."""
+    real = atomic.Path.mkdir
+
+    def raced(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        raise FileExistsError(17, "File exists")
+
+    monkeypatch.setattr(atomic.Path, "mkdir", raced)
+    atomic.check_can_create(tmp_path / "x" / "y.json")
+    assert (tmp_path / "x").is_dir()  # made by "the other process": not removed
+
+
+def test_a_file_where_a_directory_must_go_is_one_line(tmp_path):
+    (tmp_path / "f").write_text("")
+    with pytest.raises(UserError, match="is not a directory"):
+        atomic.check_can_create(tmp_path / "f" / "x.json")
