@@ -9,7 +9,7 @@ process), so ``import dlbench`` is cheap wherever it is done.
     record = dlbench.build("model.onnx", to="int8")
 
 Each call takes the fields of its request (``dlbench.harness.bench.request.BenchRequest``,
-``dlbench.harness.convert.build.BuildRequest``, ``dlbench.harness.pipeline.runner.RunRequest``)
+``dlbench.harness.convert.request.BuildRequest``, ``dlbench.harness.pipeline.runner.RunRequest``)
 as keyword arguments and returns the records the command would store and print.
 
 The folders beside this file are links to the design card's top-level packages
@@ -46,8 +46,8 @@ def build(source: str, to: str, *, options: dict[str, Any] | None = None, **fiel
 
     ``options`` are the build options (``converters.base.BuildOptions`` fields)."""
     from dlbench.converters.base import BuildOptions
-    from dlbench.harness.convert.build import BuildRequest
     from dlbench.harness.convert.build import build as run_build
+    from dlbench.harness.convert.request import BuildRequest
 
     return run_build(BuildRequest(source=source, to=to, options=BuildOptions(**(options or {})), **fields))
 

@@ -39,7 +39,7 @@ def add_arguments(p) -> None:
     group), each build option's help prefixed with the targets that read it."""
     from dlbench.converters.base import option_targets
     from dlbench.core import flags
-    from dlbench.harness.convert.build import BuildRequest
+    from dlbench.harness.convert.request import BuildRequest
 
     takers = option_targets()
 
@@ -52,7 +52,8 @@ def add_arguments(p) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dlbench.core import flags
-    from dlbench.harness.convert.build import BuildRequest, build
+    from dlbench.harness.convert.build import build
+    from dlbench.harness.convert.request import BuildRequest
     from dlbench.harness.convert.table import verification_table
     from dlbench.harness.output.progress import with_progress
 

@@ -23,7 +23,7 @@ HELP = "export native checkpoints to ONNX/MindIR and verify them against the fra
 
 def add_arguments(p) -> None:
     from dlbench.core import flags
-    from dlbench.harness.convert.export import ExportRequest
+    from dlbench.harness.convert.request import ExportRequest
 
     flags.add_arguments(p, ExportRequest)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
@@ -31,7 +31,8 @@ def add_arguments(p) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dlbench.core import flags
-    from dlbench.harness.convert.export import ExportRequest, export
+    from dlbench.harness.convert.export import export
+    from dlbench.harness.convert.request import ExportRequest
     from dlbench.harness.convert.table import verification_table
     from dlbench.harness.output.progress import with_progress
 

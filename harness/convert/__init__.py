@@ -25,9 +25,9 @@ import importlib
 
 _LAZY = {
     "export_checkpoints": ("dlbench.harness.convert.export", "export"),
-    "ExportRequest": ("dlbench.harness.convert.export", "ExportRequest"),
+    "ExportRequest": ("dlbench.harness.convert.request", "ExportRequest"),
     "build_model": ("dlbench.harness.convert.build", "build"),
-    "BuildRequest": ("dlbench.harness.convert.build", "BuildRequest"),
+    "BuildRequest": ("dlbench.harness.convert.request", "BuildRequest"),
     "verify_files": ("dlbench.harness.verify.command", "verify_files"),
     "VerifyRequest": ("dlbench.harness.verify.command", "VerifyRequest"),
     "ExportOptions": ("dlbench.converters.base", "ExportOptions"),

@@ -23,69 +23,24 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.converters import onnx_io, onnx_normalize, onnx_summary
-from dlbench.converters.base import BUILD_TARGETS, BuildOptions, build_hop
+from dlbench.converters.base import BuildOptions, build_hop
 from dlbench.core.atomic import check_can_create, write_json
 from dlbench.core.errors import UserError, first_line
-from dlbench.core.flags import comma_list, flag, nested
 from dlbench.core.tensors import fixed_batch, follow_batch
 from dlbench.core.version import __version__
 from dlbench.harness.backends.base import ArtifactRef
-from dlbench.harness.bench.input_args import InputFields
 from dlbench.harness.cells import mathmode
 from dlbench.harness.cells.cellenv import cell_environment
 from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.convert import calibration
+from dlbench.harness.convert.request import BuildRequest
 from dlbench.harness.formats import ONNX
 from dlbench.harness.store import records
-from dlbench.harness.store.context import CommandOptions, new_run_id, now_iso
+from dlbench.harness.store.context import new_run_id, now_iso
 from dlbench.harness.store.results import ResultStore
 from dlbench.harness.verify import compare as cmp
 from dlbench.harness.verify import inputs as vin
 from dlbench.harness.verify import run as runners
-
-
-def _targets() -> tuple[str, ...]:
-    return tuple(BUILD_TARGETS.names())  # plugins' targets included: read when the parser is built
-
-
-def _precisions() -> tuple[str, ...]:
-    return tuple(dict.fromkeys(p for t in _targets() for p in build_hop(t).precisions))
-
-
-@dataclass
-class BuildRequest(CommandOptions, InputFields):
-    """Each field a flag sets declares it (``core.flags``): ``dlbench build``'s parser and
-    a ``dlbench run`` build stage's printed step both come from here."""
-
-    source: str = flag("source", metavar="MODEL.onnx", help="fp32 ONNX model (dlbench export's output)")
-    to: str = flag(
-        "--to",
-        required=True,
-        choices=_targets,
-        help=lambda: "; ".join(f"{t}: {build_hop(t).summary}" for t in _targets()),
-    )
-    out: str | None = flag(
-        "--out",
-        "-o",
-        default=None,
-        help="output file (default: MODEL.int8.onnx, MODEL.fp16.onnx, MODEL.PRECISION.plan)",
-    )
-    # tensorrt only; None: the model's own or fp32
-    precision: str | None = flag(
-        "--precision",
-        default=None,
-        choices=_precisions,
-        help="engine precision (default fp32, or the model's own)",
-    )
-    options: BuildOptions = nested(BuildOptions)
-    verify_batch_sizes: tuple[int, ...] | None = flag(
-        "--verify-batch-sizes",
-        default=None,
-        type=comma_list(int),
-        read=tuple,
-        help="batch sizes the verifier runs (default 1,8)",
-    )
-    seed: int = flag("--seed", default=vin.VERIFY_SEED, type=int, help="seed of the verification inputs")
 
 
 @dataclass

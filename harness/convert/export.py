@@ -25,71 +25,26 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.converters import onnx_io, onnx_summary
-from dlbench.converters.base import EXPORT_HOPS, ExportOptions
+from dlbench.converters.base import EXPORT_HOPS
 from dlbench.core.atomic import check_can_create, write_json
 from dlbench.core.errors import UserError
-from dlbench.core.flags import comma_list, field_of, flag, nested
 from dlbench.core.tensors import fixed_batch, follow_batch
 from dlbench.core.version import __version__
 from dlbench.harness.backends.base import ArtifactRef
 from dlbench.harness.cells import mathmode
 from dlbench.harness.cells.cellenv import cell_environment
 from dlbench.harness.cells.threads import ThreadConfig
+from dlbench.harness.convert.request import ExportRequest
 from dlbench.harness.formats import ONNX
 from dlbench.harness.store import records
-from dlbench.harness.store.context import CommandOptions, new_run_id, now_iso
+from dlbench.harness.store.context import new_run_id, now_iso
 from dlbench.harness.store.results import ResultStore
-from dlbench.harness.usermodel import USER_INPUT, USER_SHAPE, model_from_flag, weights_flag
 from dlbench.harness.verify import compare as cmp
 from dlbench.harness.verify import inputs as vin
 from dlbench.harness.verify import run as runners
 
 FORMATS = ("onnx", "mindir")
 EXPORTERS = ("torchscript", "dynamo")
-
-
-@dataclass
-class ExportRequest(CommandOptions):
-    """Each field a flag sets declares it (``core.flags``): ``dlbench export``'s parser
-    and a ``dlbench run`` export stage's printed step come from here."""
-
-    sources: list[str] = flag(
-        "sources",
-        many=True,
-        metavar="MODEL",
-        help="dlbench train output directory, manifest.json, a bare checkpoint, or your own "
-        "model file (TorchScript, .pt2, .keras, .h5, SavedModel)",
-    )
-    # A user's model built by code, its weights, and what sizes a model that does not
-    # record its input shapes (--shape, --input): see harness.usermodel.
-    model_from: str | None = field_of(model_from_flag("export"), default=None)
-    weights: str | None = field_of(weights_flag(), default=None)
-    shapes: dict[str, tuple[int, ...]] = field_of(USER_SHAPE, factory=dict)
-    inputs: dict[str, Any] = field_of(USER_INPUT, factory=dict)
-    # A user's model keeps its own input/output names unless this asks for input/logits.
-    canonical_names: bool = flag(
-        "--canonical-names",
-        default=False,
-        switch=True,
-        help="name a one-input, one-output model's tensors input/logits, as dlbench's own "
-        "exports (default: the model's own names)",
-    )
-    framework: str | None = flag(
-        "--framework", "-f", default=None, help="framework of a bare checkpoint (default: from its suffix)"
-    )
-    model: str | None = flag("--model", "-m", default=None, help="zoo model of a bare checkpoint")
-    out: str | None = flag(
-        "--out", "-o", default=None, help="output file (one checkpoint only; default: model.onnx next to it)"
-    )
-    options: ExportOptions = nested(ExportOptions)
-    batch_sizes: tuple[int, ...] = flag(
-        "--verify-batch-sizes",
-        default=vin.DEFAULT_BATCH_SIZES,
-        type=comma_list(int),
-        read=tuple,
-        help="batch sizes the verifier runs (default {default})",
-    )
-    seed: int = flag("--seed", default=vin.VERIFY_SEED, type=int, help="seed of the verification inputs")
 
 
 @dataclass

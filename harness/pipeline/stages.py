@@ -190,7 +190,7 @@ class ExportStage(Stage):
 
     def request(self, req, checkpoint: str):
         """The one export request of the stage: what it runs and what it prints."""
-        from dlbench.harness.convert.export import ExportRequest
+        from dlbench.harness.convert.request import ExportRequest
 
         return ExportRequest(
             sources=[checkpoint], threads=req.threads, db=req.db, timeout=req.timeout, argv=req.argv
@@ -263,7 +263,7 @@ class BuildStage(Stage):
     def request(self, req, source: str):
         """The one build request of the stage: what it runs and what it prints."""
         from dlbench.converters.base import BuildOptions
-        from dlbench.harness.convert.build import BuildRequest
+        from dlbench.harness.convert.request import BuildRequest
 
         return BuildRequest(
             source=source,

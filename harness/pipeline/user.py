@@ -72,7 +72,7 @@ class UserExportStage(ExportStage):
 
     def request(self, req, wd):
         """The one export request of the stage: what it runs and what it prints."""
-        from dlbench.harness.convert.export import ExportRequest
+        from dlbench.harness.convert.request import ExportRequest
 
         u = self.user
         return ExportRequest(
