@@ -100,7 +100,7 @@ PLUGIN = textwrap.dedent('''
 
 
     BACKENDS.register("fakeengine", FakeBackend("fakeengine", "a numpy multiply (a plugin)",
-                                                "numpy", "numpy", "fake"))
+                                                "numpy", "psutil", "fake"))
     FORMATS.register("fakefmt", ArtifactFormat("fakefmt", "a plugin's JSON model", (".fake",),
                                                "fakeengine", True, load_fake))
     BUILD_TARGETS.register("fakebuild", FakeHop())
@@ -149,6 +149,15 @@ def test_a_declared_backend_is_listed_with_its_options(plugin, capsys):
         "fakeengine" in line and "turbo" in line and "double the work" in line
         for line in options.splitlines()
     )
+
+
+def test_a_declared_backends_package_is_in_the_fingerprint(plugin, capsys):
+    """Every record's fingerprint lists the versions that can change a number: a plugin
+    backend's package (psutil here, listed by nothing else) is among them."""
+    from dlbench.harness.machine.fingerprint import fingerprint
+
+    fingerprint.cache_clear()  # read once per process: this one read it before the plugin
+    assert any(line.split()[:1] == ["psutil"] for line in _out(capsys, "env").splitlines())
 
 
 def test_a_declared_backend_option_is_a_bench_flag_and_a_config_key(plugin, capsys, tmp_path):

@@ -29,8 +29,8 @@ from typing import Any, ClassVar
 from dlbench.core.errors import UserError
 from dlbench.core.tensors import TensorInfo
 from dlbench.harness.cells.mathmode import TF32, tf32_reason
-from dlbench.harness.machine.fingerprint import fingerprint
 from dlbench.harness.machine.frameworks import distribution_version, is_installed
+from dlbench.harness.machine.hardware import ascend_npus, nvidia_gpus
 
 
 @dataclass
@@ -77,6 +77,7 @@ class Backend:
     description: str
     module: str  # the import the backend needs
     distribution: str  # the package that provides it
+    more_packages: ClassVar[tuple[str, ...]] = ()  # others that change its numbers (a GPU build)
     extra: str  # the dlbench extra that installs it
 
     # What the backend takes; subclasses override.
@@ -114,6 +115,11 @@ class Backend:
 
     def version(self) -> str | None:
         return distribution_version(self.distribution)
+
+    def packages(self) -> tuple[str, ...]:
+        """Every distribution whose version can change this backend's numbers (each
+        record's fingerprint lists them); more than one where a backend has variants."""
+        return (self.distribution, *self.more_packages)
 
     # --- what a sweep asks of the backend, in the parent (no engine import) ---
 
@@ -252,11 +258,11 @@ def with_tf32(precisions: tuple[str, ...], device: str) -> tuple[str, ...]:
 
 
 def has_nvidia_gpu() -> bool:
-    return bool(fingerprint()["gpus"])
+    return bool(nvidia_gpus())
 
 
 def has_ascend() -> bool:
-    return bool(fingerprint()["ascend"])
+    return bool(ascend_npus())
 
 
 # The timed region every backend starts from; runners state where they differ.

@@ -256,6 +256,8 @@ class OnnxRuntime(Backend):
         Option("spin", "on", ON_OFF, help="intra-op threads spin while idle (ORT default on)"),
     )
 
+    more_packages = ("onnxruntime-gpu",)  # the CUDA build, another distribution
+
     def missing(self):
         if distribution_version("onnxruntime") or distribution_version("onnxruntime-gpu"):
             return None

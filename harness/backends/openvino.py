@@ -37,7 +37,7 @@ from dlbench.harness.backends.base import (
 )
 from dlbench.harness.cells import mathmode
 from dlbench.harness.formats import ONNX
-from dlbench.harness.machine.fingerprint import cpu
+from dlbench.harness.machine.hardware import cpu
 
 # dlbench precision -> INFERENCE_PRECISION_HINT (fp16 models: see _hint).
 HINTS = {"fp32": "f32", "bf16": "bf16", "int8": "f32"}

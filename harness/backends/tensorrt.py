@@ -423,6 +423,7 @@ def check_engine_here(engine: str | Path) -> dict[str, Any]:
 
 class TensorRT(Backend):
     formats = (TRT_ENGINE, ONNX)
+    more_packages = ("cuda-python",)  # its CUDA runtime bindings
     verify_device = "cuda"
     options = (
         Option(

@@ -55,9 +55,9 @@ def tf32_reason(device: str, device_id: int = 0) -> str | None:
             f"tf32 is NVIDIA's TensorFloat-32 tensor-core mode (compute capability 8.0 or "
             f"newer); on {device} float32 only runs as IEEE fp32: use fp32"
         )
-    from dlbench.harness.machine.fingerprint import fingerprint
+    from dlbench.harness.machine.hardware import nvidia_gpus
 
-    gpus = fingerprint()["gpus"]
+    gpus = nvidia_gpus()
     if not gpus:
         return "tf32 needs an NVIDIA GPU, and nvidia-smi found none"
     gpu = gpus[min(device_id, len(gpus) - 1)]

@@ -10,108 +10,29 @@ upgrades while results from different hardware never share one.
 from __future__ import annotations
 
 import functools
-import glob
 import hashlib
 import json
 import os
 import platform
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from dlbench.harness.cells.threads import physical_cores
+from dlbench.harness.backends import all_backends
 from dlbench.harness.machine import lock
 from dlbench.harness.machine.frameworks import FRAMEWORKS, OTHER_PACKAGES, distribution_version
-
-
-def _cpuinfo() -> dict[str, str]:
-    info: dict[str, str] = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if not line.strip():
-                    break  # first processor is enough
-                key, _, value = line.partition(":")
-                info[key.strip()] = value.strip()
-    except OSError:
-        pass
-    return info
-
-
-def cpu() -> dict[str, Any]:
-    info = _cpuinfo()
-    flags = set(info.get("flags", "").split())
-    isa = [
-        f
-        for f in (
-            "avx2",
-            "avx512f",
-            "avx512_vnni",
-            "avx512_bf16",
-            "amx_tile",
-            "amx_bf16",
-            "avx_vnni",
-            "sve",
-            "asimd",
-        )
-        if f in flags
-    ]
-    return {
-        "model": info.get("model name") or platform.processor() or platform.machine(),
-        "architecture": platform.machine(),
-        "physical_cores": physical_cores(),
-        "logical_cores": psutil.cpu_count() or 1,
-        "isa": isa,
-    }
-
-
-def _run(cmd: list[str]) -> str | None:
-    if not shutil.which(cmd[0]):
-        return None
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=15)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout if out.returncode == 0 else None
-
-
-def nvidia_gpus() -> list[dict[str, str]]:
-    out = _run(
-        ["nvidia-smi", "--query-gpu=name,driver_version,memory.total,compute_cap", "--format=csv,noheader"]
-    )
-    gpus = []
-    for line in (out or "").strip().splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) >= 3:
-            gpus.append(
-                {
-                    "name": parts[0],
-                    "driver": parts[1],
-                    "memory": parts[2],
-                    "compute_capability": parts[3] if len(parts) > 3 else "",
-                }
-            )
-    return gpus
-
-
-def ascend_npus() -> list[dict[str, str]]:
-    nodes = sorted(p for p in glob.glob("/dev/davinci*") if p[-1].isdigit())
-    if not nodes:
-        return []
-    out = _run(["npu-smi", "info"]) or ""
-    name = next((tok for tok in out.split() if tok.startswith(("910", "310"))), "Ascend")
-    return [
-        {"name": f"Ascend {name}" if not name.startswith("Ascend") else name, "device": node}
-        for node in nodes
-    ]
+from dlbench.harness.machine.hardware import _run, ascend_npus, cpu, nvidia_gpus
 
 
 def versions() -> dict[str, str]:
-    names = [fw.distribution for fw in FRAMEWORKS.values()] + list(OTHER_PACKAGES)
+    """Every package whose version can change a number: the frameworks, each backend's
+    (from its declaration: a plugin's too), and the conversions' libraries."""
+    backends = [p for b in all_backends() for p in b.packages()]
+    names = list(
+        dict.fromkeys([fw.distribution for fw in FRAMEWORKS.values()] + backends + list(OTHER_PACKAGES))
+    )
     found = {name: distribution_version(name) for name in names}
     return {k: v for k, v in found.items() if v}
 

@@ -33,19 +33,10 @@ FRAMEWORKS: dict[str, Framework] = {
     )
 }
 
-# Other packages whose versions belong in a machine's fingerprint.  The backends' engines
-# are listed here, not read from harness.backends: backends.base reads the fingerprint.
-OTHER_PACKAGES = (
-    "numpy",
-    "keras",
-    "onnx",
-    "onnxruntime",
-    "onnxruntime-gpu",
-    "openvino",
-    "tf2onnx",
-    "tensorrt",
-    "cuda-python",
-)
+# Packages whose versions belong in a machine's fingerprint besides the frameworks' and
+# the backends' (which each backend declares: Backend.packages): the conversions' and
+# the arrays' libraries.
+OTHER_PACKAGES = ("numpy", "keras", "onnx", "tf2onnx")
 
 
 def get_framework(name: str) -> Framework:
