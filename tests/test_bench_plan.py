@@ -108,6 +108,23 @@ def test_the_payload_is_typed_and_versioned(mlp):
         CellPayload.from_json({**message, "version": 0})
 
 
+def test_the_training_payload_is_typed_and_versioned():
+    """The training cell's message, as the bench cell's: read back whole, or one line."""
+    import pytest
+
+    from dlbench.harness.cells.payload import PayloadMismatch
+    from dlbench.harness.training.base import TrainConfig
+    from dlbench.harness.training.payload import VERSION, TrainPayload
+
+    sent = TrainPayload(
+        TrainConfig("lenet5", "pytorch", 8, 3), "/tmp/stage", packages=True, devices_per_node=2
+    )
+    message = sent.to_json()
+    assert message["version"] == VERSION and TrainPayload.from_json(message) == sent
+    with pytest.raises(PayloadMismatch, match="training cell payload version 0"):
+        TrainPayload.from_json({**message, "version": 0})
+
+
 def _modules():
     for folder in ("core", "models", "converters", "harness"):
         yield from (ROOT / folder).rglob("*.py")

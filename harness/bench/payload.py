@@ -16,13 +16,13 @@ from typing import Any
 from dlbench.core.tensors import TensorInfo
 from dlbench.harness.backends.base import ArtifactRef, RunConfig
 from dlbench.harness.bench.measure import StopRule
+from dlbench.harness.cells.payload import PayloadMismatch, check_version
 
 # Bumped whenever a field changes meaning or name; the child refuses any other.
 VERSION = 1
 
 
-class PayloadMismatch(RuntimeError):
-    """The parent and the cell's process speak different payload versions."""
+__all__ = ["VERSION", "CellPayload", "PayloadMismatch"]
 
 
 def _pairs(d: dict[str, Any]) -> dict[str, tuple[int, ...]]:
@@ -64,12 +64,7 @@ class CellPayload:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CellPayload:
-        version = d.get("version")
-        if version != VERSION:
-            raise PayloadMismatch(
-                f"bench cell payload version {version!r}, this dlbench reads {VERSION}: the "
-                f"parent and the cell run different dlbench versions"
-            )
+        check_version("bench", d, VERSION)
         sig = d.get("signature")
         return cls(
             backend=d["backend"],

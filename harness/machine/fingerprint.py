@@ -23,7 +23,7 @@ import psutil
 from dlbench.harness.backends import all_backends
 from dlbench.harness.machine import lock
 from dlbench.harness.machine.frameworks import FRAMEWORKS, OTHER_PACKAGES, distribution_version
-from dlbench.harness.machine.hardware import _run, ascend_npus, cpu, nvidia_gpus
+from dlbench.harness.machine.hardware import ascend_npus, command_output, cpu, nvidia_gpus
 
 
 def versions() -> dict[str, str]:
@@ -43,7 +43,7 @@ def _git_commit() -> str | None:
     here = str(Path(os.path.realpath(__file__)).parents[2])  # harness/machine/ -> checkout
     if not os.path.isdir(os.path.join(here, ".git")):
         return None
-    out = _run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"])
+    out = command_output(["git", "-C", here, "rev-parse", "--short=12", "HEAD"])
     return out.strip() if out else None
 
 

@@ -60,7 +60,7 @@ def cpu() -> dict[str, Any]:
     }
 
 
-def _run(cmd: list[str]) -> str | None:
+def command_output(cmd: list[str]) -> str | None:
     if not shutil.which(cmd[0]):
         return None
     try:
@@ -72,7 +72,7 @@ def _run(cmd: list[str]) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def nvidia_gpus() -> list[dict[str, str]]:
-    out = _run(
+    out = command_output(
         ["nvidia-smi", "--query-gpu=name,driver_version,memory.total,compute_cap", "--format=csv,noheader"]
     )
     gpus = []
@@ -95,7 +95,7 @@ def ascend_npus() -> list[dict[str, str]]:
     nodes = sorted(p for p in glob.glob("/dev/davinci*") if p[-1].isdigit())
     if not nodes:
         return []
-    out = _run(["npu-smi", "info"]) or ""
+    out = command_output(["npu-smi", "info"]) or ""
     name = next((tok for tok in out.split() if tok.startswith(("910", "310"))), "Ascend")
     return [
         {"name": f"Ascend {name}" if not name.startswith("Ascend") else name, "device": node}

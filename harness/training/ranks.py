@@ -13,7 +13,7 @@ from typing import Any
 
 from dlbench.harness.cells.cell import launcher_rank
 from dlbench.harness.cells.envs import imported_packages
-from dlbench.harness.training.base import TrainConfig
+from dlbench.harness.training.payload import TrainPayload
 
 
 def pin_cpus(local: int, per_node: int) -> list[int]:
@@ -27,15 +27,16 @@ def pin_cpus(local: int, per_node: int) -> list[int]:
     return mine
 
 
-def child(payload: dict[str, Any]) -> dict[str, Any]:
+def child(message: dict[str, Any]) -> dict[str, Any]:
     """The ``train_rank`` cell: this rank's training, with every rank's figures."""
     from dlbench.harness.training.loop import run
     from dlbench.harness.training.user import from_dict
 
-    cfg = TrainConfig(**payload["config"])
+    payload = TrainPayload.from_json(message)
+    cfg = payload.config
     rank, local = launcher_rank()
-    cpus = pin_cpus(local, payload["devices_per_node"]) if cfg.device == "cpu" else None
-    spec = from_dict(payload["user"]) if payload.get("user") else None
-    result = run(cfg, Path(payload["out_dir"]), spec, rank=rank)
+    cpus = pin_cpus(local, payload.devices_per_node or 1) if cfg.device == "cpu" else None
+    spec = from_dict(payload.user) if payload.user else None
+    result = run(cfg, Path(payload.out_dir), spec, rank=rank)
     result["runtime"].update(rank=rank, local_rank=local, cpus=cpus)
-    return {**result, "packages": imported_packages() if payload.get("packages") else None}
+    return {**result, "packages": imported_packages() if payload.packages else None}

@@ -27,6 +27,7 @@ from dlbench.harness.store.context import new_run_id, now_iso
 from dlbench.harness.store.results import ResultStore
 from dlbench.harness.training import scaling
 from dlbench.harness.training.base import DEVICES, PRECISIONS, TrainConfig
+from dlbench.harness.training.payload import TrainPayload
 from dlbench.harness.training.request import TrainRequest
 from dlbench.models.registry import USER_FAMILY, get_model
 
@@ -131,14 +132,15 @@ def _validate_data(req: TrainRequest, spec) -> None:
         ds.require_eval()
 
 
-def child(payload: dict[str, Any]) -> dict[str, Any]:
+def child(message: dict[str, Any]) -> dict[str, Any]:
     """Runs inside the cell process: only here is a framework imported."""
     from dlbench.harness.training.loop import run
     from dlbench.harness.training.user import from_dict
 
-    spec = from_dict(payload["user"]) if payload.get("user") else None
-    result = run(TrainConfig(**payload["config"]), Path(payload["out_dir"]), spec)
-    return {**result, "packages": envs.imported_packages() if payload.get("packages") else None}
+    payload = TrainPayload.from_json(message)
+    spec = from_dict(payload.user) if payload.user else None
+    result = run(payload.config, Path(payload.out_dir), spec)
+    return {**result, "packages": envs.imported_packages() if payload.packages else None}
 
 
 def _progress(msg: str) -> None:
@@ -226,13 +228,13 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
                     if env_error
                     else run_cell(
                         "train" if topo is None else "train_rank",
-                        {
-                            "config": cfg.to_dict(),
-                            "user": user_payload,
-                            "packages": bool(with_spec),
-                            "out_dir": str(stage.resolve()),
-                            "devices_per_node": devices,
-                        },
+                        TrainPayload(
+                            config=cfg,
+                            out_dir=str(stage.resolve()),
+                            user=user_payload,
+                            packages=bool(with_spec),
+                            devices_per_node=devices,
+                        ).to_json(),
                         env=cell_env,
                         timeout=req.timeout,
                         launcher=launch,
