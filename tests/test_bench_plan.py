@@ -114,13 +114,13 @@ def test_the_training_payload_is_typed_and_versioned():
 
     from dlbench.harness.cells.payload import PayloadMismatch
     from dlbench.harness.training.base import TrainConfig
-    from dlbench.harness.training.payload import VERSION, TrainPayload
+    from dlbench.harness.training.payload import TrainPayload
 
     sent = TrainPayload(
         TrainConfig("lenet5", "pytorch", 8, 3), "/tmp/stage", packages=True, devices_per_node=2
     )
     message = sent.to_json()
-    assert message["version"] == VERSION and TrainPayload.from_json(message) == sent
+    assert message["version"] == TrainPayload.VERSION and TrainPayload.from_json(message) == sent
     with pytest.raises(PayloadMismatch, match="training cell payload version 0"):
         TrainPayload.from_json({**message, "version": 0})
 

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from dlbench.harness.backends import get_backend
-from dlbench.harness.backends.base import ArtifactRef, RunConfig
 from dlbench.harness.evaluate import data
+from dlbench.harness.evaluate.payload import EvalPayload
 from dlbench.harness.evaluate.scoring import inference_tally
 
 
@@ -39,20 +39,21 @@ def _feeds(names: list[str], x: Any, casts: list[str]) -> dict[str, np.ndarray]:
     }
 
 
-def run(payload: dict[str, Any]) -> dict[str, Any]:
-    spec = data.spec_for(payload["spec"]["model"], payload["spec"].get("chw"), payload["spec"].get("classes"))
-    backend = get_backend(payload["backend"])
-    runner = backend.runner(ArtifactRef(**payload["artifact"]), RunConfig(**payload["run"]))
+def run(message: dict[str, Any]) -> dict[str, Any]:
+    payload = EvalPayload.from_json(message)
+    spec = data.spec_for(payload.spec["model"], payload.spec.get("chw"), payload.spec.get("classes"))
+    backend = get_backend(payload.backend)
+    runner = backend.runner(payload.artifact, payload.run)
     t0 = time.perf_counter()
     runner.load()
     load_s = time.perf_counter() - t0
     signature = runner.inputs()
     names = [t.name for t in signature]
     casts = [t.dtype for t in signature]
-    ds = data.open_heldout(payload["data"], spec)
+    ds = data.open_heldout(payload.data, spec)
     tally, batches = inference_tally(spec.objective, spec), 0
     t0 = time.perf_counter()
-    for x, y in data.heldout_batches(ds, int(payload["batch_size"]), payload.get("limit")):
+    for x, y in data.heldout_batches(ds, payload.batch_size, payload.limit):
         runner.run(runner.prepare(_feeds(names, x, casts)))
         runner.sync()
         outputs = list(runner.outputs().values())

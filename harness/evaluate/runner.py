@@ -11,7 +11,7 @@ record, as every other command does.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from dlbench.core.devices import inference_name
@@ -25,6 +25,7 @@ from dlbench.harness.cells.cellenv import cell_environment
 from dlbench.harness.cells.launcher import run_cell
 from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.evaluate import data
+from dlbench.harness.evaluate.payload import EvalPayload
 from dlbench.harness.formats import ZOO, default_backend
 from dlbench.harness.store.context import CommandOptions
 
@@ -231,17 +232,9 @@ def evaluate(req: EvalRequest) -> dict[str, Any]:
             "data_arg": p.data,
         }
     )
-    payload = {
-        "backend": p.backend.name,
-        "artifact": asdict(art.ref),
-        "run": asdict(run),
-        "spec": p.spec_payload,
-        "data": p.data,
-        "batch_size": p.batch_size,
-        "limit": req.limit,
-    }
+    payload = EvalPayload(p.backend.name, art.ref, run, p.data, p.batch_size, req.limit, p.spec_payload)
     start = time.perf_counter()
-    outcome = run_cell("eval", payload, env=env, timeout=req.timeout)
+    outcome = run_cell("eval", payload.to_json(), env=env, timeout=req.timeout)
     if outcome.status == "usage_error":
         raise UserError(outcome.error)
     record["duration_s"] = time.perf_counter() - start

@@ -11,19 +11,21 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from dlbench.harness.bench.measure import Clock, StopRule, measure
+from dlbench.harness.bench.measure import Clock, measure
 from dlbench.harness.cells.envs import imported_packages
 from dlbench.harness.machine.frameworks import distribution_version
 from dlbench.harness.micro import engines, layers
 from dlbench.harness.micro.ops import Op
+from dlbench.harness.micro.payload import MicroPayload
 
 
-def run(payload: dict[str, Any]) -> dict[str, Any]:
-    op = (layers.Layer if payload["op"]["kind"] == "layer" else Op).from_dict(payload["op"])
-    precision, device, mode = payload["precision"], payload["device"], payload.get("mode")
+def run(message: dict[str, Any]) -> dict[str, Any]:
+    payload = MicroPayload.from_json(message)
+    op = (layers.Layer if payload.op["kind"] == "layer" else Op).from_dict(payload.op)
+    precision, device, mode = payload.precision, payload.device, payload.mode
     layer = op.kind == "layer"
-    engine = engines.module(payload["engine"], layer)
-    seed, threads = int(payload.get("seed", 0)), int(payload["threads"])
+    engine = engines.module(payload.engine, layer)
+    seed, threads = payload.seed, payload.threads
     t0 = time.perf_counter()
     if layer:
         inputs = layers.arrays(op, seed)
@@ -35,8 +37,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     kernel.step()
     first_ms = (time.perf_counter() - t0) * 1000
-    rule = StopRule(**payload["rule"])
-    metrics = measure(kernel.step, 1, rule, Clock())
+    metrics = measure(kernel.step, 1, payload.rule, Clock())
     # A layer is compared with the other engines' by the parent; an op with numpy here.
     checked = (
         {"sample": _sample(kernel)}
@@ -52,7 +53,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
             "math_mode": kernel.math,
             "version": distribution_version(engine.FRAMEWORK),
             # Under --with, the whole environment the cell imported from.
-            "packages": imported_packages() if payload.get("packages") else None,
+            "packages": imported_packages() if payload.packages else None,
         },
     }
 

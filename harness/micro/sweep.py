@@ -310,18 +310,20 @@ def _launch(cell: MicroCell, req: MicroRequest, env_dir):
             **(envs.environment(env_dir) if env_dir else {}),
         },
     )
-    payload = {
-        "op": cell.op.to_dict(),
-        "engine": cell.engine,
-        "precision": cell.precision,
-        "device": req.device,
-        "threads": cell.threads,
-        "seed": req.seed,
-        "rule": req.rule.to_dict(),
-        "packages": bool(cell.env),
-        "mode": cell.mode,
-    }
-    return run_cell("micro", payload, env=env, timeout=req.timeout), env
+    from dlbench.harness.micro.payload import MicroPayload
+
+    payload = MicroPayload(
+        op=cell.op.to_dict(),
+        engine=cell.engine,
+        precision=cell.precision,
+        device=req.device,
+        threads=cell.threads,
+        rule=req.rule,
+        seed=req.seed,
+        mode=cell.mode,
+        packages=bool(cell.env),
+    )
+    return run_cell("micro", payload.to_json(), env=env, timeout=req.timeout), env
 
 
 def _summary(r: dict[str, Any]) -> str:

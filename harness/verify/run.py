@@ -13,10 +13,10 @@ the parent may import ONNX Runtime); everything else runs in a cell of kind
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import numpy as np
 
 from dlbench.core.errors import UserError, first_line
 from dlbench.harness.backends.base import ArtifactRef, RunConfig
+from dlbench.harness.cells.payload import Payload
 from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.formats import default_backend
 from dlbench.harness.verify.inputs import load_batches, load_outputs, save_batches, save_outputs
@@ -155,15 +156,8 @@ def outputs(
     with tempfile.TemporaryDirectory(prefix="dlbench-verify-") as tmp:
         inputs, out = Path(tmp, "inputs.npz"), Path(tmp, "outputs.npz")
         save_batches(inputs, batches)
-        payload = {
-            "backend": backend,
-            "artifact": dataclasses.asdict(ref),
-            "threads": [threads.intra_op, threads.inter_op],
-            "precision": precision,
-            "inputs": str(inputs),
-            "outputs": str(out),
-        }
-        outcome = run_cell("outputs", payload, env=env, timeout=timeout)
+        payload = OutputsPayload(backend, ref, threads, precision, str(inputs), str(out))
+        outcome = run_cell("outputs", payload.to_json(), env=env, timeout=timeout)
         if outcome.status == "usage_error":
             raise UserError(outcome.error)
         if not outcome.ok:
@@ -173,15 +167,25 @@ def outputs(
         return load_outputs(out), info
 
 
-def child(payload: dict[str, Any]) -> dict[str, Any]:
+@dataclass
+class OutputsPayload(Payload):
+    """The ``outputs`` cell's message: which runner, on which saved batches."""
+
+    WHAT = "verification"
+    VERSION = 1
+
+    backend: str
+    artifact: ArtifactRef
+    threads: ThreadConfig
+    precision: str | None
+    inputs: str  # .npz of the batches (verify.inputs.save_batches)
+    outputs: str  # where the cell writes what the model returned
+
+
+def child(message: dict[str, Any]) -> dict[str, Any]:
     """The ``outputs`` cell: run the saved batches through the backend's runner."""
-    batches = load_batches(payload["inputs"])
-    outs, info = run_here(
-        ArtifactRef(**payload["artifact"]),
-        batches,
-        ThreadConfig(*payload["threads"]),
-        payload["precision"],
-        payload["backend"],
-    )
-    save_outputs(payload["outputs"], outs)
+    payload = OutputsPayload.from_json(message)
+    batches = load_batches(payload.inputs)
+    outs, info = run_here(payload.artifact, batches, payload.threads, payload.precision, payload.backend)
+    save_outputs(payload.outputs, outs)
     return info
