@@ -13,7 +13,6 @@ stores it as unverified, and the command exits 1.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import sys
@@ -34,6 +33,7 @@ from dlbench.harness.backends.base import ArtifactRef
 from dlbench.harness.cells import mathmode
 from dlbench.harness.cells.cellenv import cell_environment
 from dlbench.harness.cells.threads import ThreadConfig
+from dlbench.harness.convert.export_cell import ExportPayload
 from dlbench.harness.convert.request import ExportRequest
 from dlbench.harness.formats import ONNX
 from dlbench.harness.store import records
@@ -278,20 +278,20 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
     stage = Path(tempfile.mkdtemp(prefix=f".{p.out.name}.", suffix=".partial", dir=p.out.parent)).resolve()
     try:
         raw = stage / f"raw.{opts.format}"
-        payload = {
-            "framework": fw,
-            "model": model,
-            "checkpoint": str(p.checkpoint.resolve()) if p.checkpoint else None,
-            "artifact": dataclasses.asdict(art.ref) if art is not None else None,
-            "threads": [threads.intra_op, threads.inter_op],
-            "inputs": str(stage / "inputs.npz"),
-            "reference_out": str(stage / "ref.npz"),
-            "export": {"out": str(raw.resolve()), "options": opts.to_dict()},
-        }
-        if opts.format == "mindir":
-            payload.update(candidate_out=str(stage / "cand.npz"), mindir=str(raw.resolve()))
+        payload = ExportPayload(
+            framework=fw,
+            threads=threads,
+            inputs=str(stage / "inputs.npz"),
+            reference_out=str(stage / "ref.npz"),
+            out=str(raw.resolve()),
+            options=opts,
+            model=model,
+            checkpoint=str(p.checkpoint.resolve()) if p.checkpoint else None,
+            artifact=art.ref if art is not None else None,
+            candidate_out=str(stage / "cand.npz") if opts.format == "mindir" else None,
+        )
         vin.save_batches(stage / "inputs.npz", inputs)
-        outcome = run_cell("export", payload, env=env, timeout=req.timeout)
+        outcome = run_cell("export", payload.to_json(), env=env, timeout=req.timeout)
         if outcome.status == "usage_error":
             raise UserError(outcome.error)
         result = outcome.result

@@ -17,72 +17,92 @@ The parent compares (``harness.verify.compare``); it never imports the framework
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dlbench.converters.base import ExportOptions, export_hop
 from dlbench.harness.backends.base import ArtifactRef
+from dlbench.harness.cells.payload import Payload
 from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.formats import MINDIR, checkpoint_format
 from dlbench.harness.verify.inputs import load_batches, save_outputs
 from dlbench.harness.verify.run import run_here
 
 
-def child(payload: dict[str, Any]) -> dict[str, Any]:
+@dataclass
+class ExportPayload(Payload):
+    """The ``export`` cell's message: the framework computes the reference outputs on the
+    saved batches, writes the file, and (MindIR) runs it too."""
+
+    WHAT = "export"
+    VERSION = 1
+
+    framework: str
+    threads: ThreadConfig
+    inputs: str  # .npz of the batches (verify.inputs.save_batches)
+    reference_out: str  # where the framework's outputs go
+    out: str  # the exported file
+    options: ExportOptions
+    model: str | None = None  # a zoo model's name
+    checkpoint: str | None = None  # a zoo model's checkpoint
+    artifact: ArtifactRef | None = None  # a user's own model
+    # MindIR: the exported file run by MindSpore, its outputs written here.
+    candidate_out: str | None = None
+
+
+def child(message: dict[str, Any]) -> dict[str, Any]:
     from dlbench.models import native
     from dlbench.models.registry import get_model
 
-    framework = payload["framework"]
-    batches = load_batches(payload["inputs"])
-    threads = ThreadConfig(*payload["threads"])
+    payload = ExportPayload.from_json(message)
+    framework, threads = payload.framework, payload.threads
+    batches = load_batches(payload.inputs)
     hop = export_hop(framework)  # imports the framework
     result: dict[str, Any] = {"versions": hop.version()}
-    if payload.get("artifact"):
-        return _user(payload, hop, batches, threads, result)
-    spec = get_model(payload["model"]) if payload.get("model") else None
+    if payload.artifact is not None:
+        return _user(payload, hop, batches, result)
+    spec = get_model(payload.model) if payload.model else None
+    ckpt = str(payload.checkpoint)
+    ref = ArtifactRef(ckpt, checkpoint_format(framework), spec.name, framework, ckpt)
+    outputs, info = run_here(ref, batches, threads)
+    result["reference_s"] = info["load_s"] + info["run_s"]
+    result["reference_run"] = info
+    save_outputs(payload.reference_out, outputs)
 
-    if payload.get("reference_out"):
-        ckpt = payload["checkpoint"]
-        ref = ArtifactRef(ckpt, checkpoint_format(framework), spec.name, framework, ckpt)
-        outputs, info = run_here(ref, batches, threads)
-        result["reference_s"] = info["load_s"] + info["run_s"]
-        result["reference_run"] = info
-        save_outputs(payload["reference_out"], outputs)
+    start = time.perf_counter()
+    model = native.module(framework).load(spec, ckpt)
+    result["load_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    result["export"] = hop.export(model, spec, Path(payload.out), payload.options)
+    result["convert_s"] = time.perf_counter() - start
 
-    if payload.get("export"):
-        start = time.perf_counter()
-        model = native.module(framework).load(spec, payload["checkpoint"])
-        result["load_s"] = time.perf_counter() - start
-        options = ExportOptions(**payload["export"]["options"])
-        start = time.perf_counter()
-        result["export"] = hop.export(model, spec, Path(payload["export"]["out"]), options)
-        result["convert_s"] = time.perf_counter() - start
-
-    if payload.get("candidate_out"):
+    if payload.candidate_out:
         inputs = (
             [{"name": i.name, "dtype": i.dtype, "shape": [None, *i.shape]} for i in spec.inputs]
             if spec
             else []
         )
         ref = ArtifactRef(
-            payload["mindir"], MINDIR, spec.name if spec else "mindir", "mindspore", meta={"inputs": inputs}
+            payload.out, MINDIR, spec.name if spec else "mindir", "mindspore", meta={"inputs": inputs}
         )
         outputs, info = run_here(ref, batches, threads)
         result["candidate_s"] = info["load_s"] + info["run_s"]
         result["candidate_run"] = info
-        save_outputs(payload["candidate_out"], outputs)
+        save_outputs(payload.candidate_out, outputs)
     return result
 
 
-def _user(payload, hop, batches, threads, result) -> dict[str, Any]:
+def _user(payload: ExportPayload, hop, batches, result) -> dict[str, Any]:
     """A user's model: the reference through its framework's runner, then the export with
     the model's own names (the reference's output names) and its largest batch as example."""
     from dlbench.harness import usermodel
 
-    ref = ArtifactRef(**payload["artifact"])
-    outputs, info = run_here(ref, batches, threads)
+    ref = payload.artifact
+    assert ref is not None
+    outputs, info = run_here(ref, batches, payload.threads)
     result.update(reference_s=info["load_s"] + info["run_s"], reference_run=info)
-    save_outputs(payload["reference_out"], outputs)
+    save_outputs(payload.reference_out, outputs)
     start = time.perf_counter()
     source = usermodel.source_of(ref)
     _, model = usermodel.load(source)
@@ -96,8 +116,8 @@ def _user(payload, hop, batches, threads, result) -> dict[str, Any]:
         usermodel.signature_of(ref),
         list(outputs[0]),
         example,
-        Path(payload["export"]["out"]),
-        ExportOptions(**payload["export"]["options"]),
+        Path(payload.out),
+        payload.options,
     )
     result["convert_s"] = time.perf_counter() - start
     return result

@@ -29,6 +29,13 @@ class ExportRequest(CommandOptions):
         help="dlbench train output directory, manifest.json, a bare checkpoint, or your own "
         "model file (TorchScript, .pt2, .keras, .h5, SavedModel)",
     )
+    framework: str | None = flag(
+        "--framework", "-f", default=None, help="framework of a bare checkpoint (default: from its suffix)"
+    )
+    model: str | None = flag("--model", "-m", default=None, help="zoo model of a bare checkpoint")
+    out: str | None = flag(
+        "--out", "-o", default=None, help="output file (one checkpoint only; default: model.onnx next to it)"
+    )
     # A user's model built by code, its weights, and what sizes a model that does not
     # record its input shapes (--shape, --input): see harness.usermodel.
     model_from: str | None = field_of(model_from_flag("export"), default=None)
@@ -42,13 +49,6 @@ class ExportRequest(CommandOptions):
         switch=True,
         help="name a one-input, one-output model's tensors input/logits, as dlbench's own "
         "exports (default: the model's own names)",
-    )
-    framework: str | None = flag(
-        "--framework", "-f", default=None, help="framework of a bare checkpoint (default: from its suffix)"
-    )
-    model: str | None = flag("--model", "-m", default=None, help="zoo model of a bare checkpoint")
-    out: str | None = flag(
-        "--out", "-o", default=None, help="output file (one checkpoint only; default: model.onnx next to it)"
     )
     options: ExportOptions = nested(ExportOptions)
     batch_sizes: tuple[int, ...] = flag(
