@@ -11,11 +11,13 @@ first dimension read as the batch, which then follows ``--batch-sizes``.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import Any
 
 from dlbench.core.errors import UserError
 from dlbench.core.flags import Flag
 from dlbench.harness.backends.base import ArtifactRef, TensorInfo
+from dlbench.harness.cells.payload import Payload
 from dlbench.harness.formats import user_format
 from dlbench.models.user import FRAMEWORKS, Source
 
@@ -99,12 +101,25 @@ def load(source: Source) -> tuple[str, Any]:
     return framework, framework_module(framework).load(source, obj)
 
 
-def probe_child(payload: dict[str, Any]) -> dict[str, Any]:
-    source = Source.from_dict(payload["source"])
+@dataclass
+class ProbePayload(Payload):
+    """The ``probe`` cell's message: the model's source, and inputs to run it on when
+    its outputs are asked (None: its signature only)."""
+
+    WHAT = "probe"
+    VERSION = 1
+
+    source: dict[str, Any]  # models.user.Source.to_dict()
+    run: list[dict[str, Any]] | None = None
+
+
+def probe_child(message: dict[str, Any]) -> dict[str, Any]:
+    payload = ProbePayload.from_json(message)
+    source = Source.from_dict(payload.source)
     framework, model = load(source)
     module = framework_module(framework)
-    if payload.get("run"):
-        return {"outputs": _outputs(module, model, source, payload["run"])}
+    if payload.run:
+        return {"outputs": _outputs(module, model, source, payload.run)}
     sig = module.signature(model, source)
     from dlbench.harness.machine.frameworks import version_of
 
@@ -150,10 +165,10 @@ def outputs(
 ) -> list[dict[str, Any]]:
     """The model's outputs (name, shape, dtype) on inputs of these shapes: what the
     parent cannot know without running the model (a label's shape for training)."""
-    return _probe(source, timeout, {"run": inputs})["outputs"]
+    return _probe(source, timeout, inputs)["outputs"]
 
 
-def _probe(source: Source, timeout: float | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def _probe(source: Source, timeout: float | None, run: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     from dlbench.harness.cells.cellenv import cell_environment
     from dlbench.harness.cells.launcher import run_cell
     from dlbench.harness.cells.threads import ThreadConfig
@@ -164,7 +179,7 @@ def _probe(source: Source, timeout: float | None, extra: dict[str, Any] | None =
         require(source.framework)  # the install hint, before any process
     outcome = run_cell(
         "probe",
-        {"source": source.to_dict(), **(extra or {})},
+        ProbePayload(source.to_dict(), run).to_json(),
         env=cell_environment(ThreadConfig.default(None)),
         timeout=timeout or PROBE_TIMEOUT_S,
     )

@@ -29,9 +29,11 @@ large enough to be compute-bound, timed for about ``seconds`` per precision.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from dlbench.harness.cells import mathmode
+from dlbench.harness.cells.payload import Payload
 
 CPU_N = 2048
 GPU_N = 8192
@@ -56,13 +58,29 @@ def _time_best(fn, sync, flops: float, seconds: float, min_reps: int = 3) -> dic
     }
 
 
-def child(payload: dict[str, Any]) -> dict[str, Any]:
-    device, seconds = payload["device"], float(payload.get("seconds", 2.0))
+@dataclass
+class PeakPayload(Payload):
+    """The ``peak`` cell's message: which device's GEMM peak, measured for how long."""
+
+    WHAT = "peak"
+    VERSION = 1
+
+    device: str
+    seconds: float = 2.0
+    threads: int = 0  # 0: the library's own count
+    n: int | None = None  # the GEMM's size (None: the device's default)
+    precisions: list[str] | None = None  # None: every precision the device has
+    device_id: int = 0
+
+
+def child(message: dict[str, Any]) -> dict[str, Any]:
+    payload = PeakPayload.from_json(message)
+    device, seconds = payload.device, float(payload.seconds)
     if device == "cpu":
-        n = int(payload.get("n") or CPU_N)
-        threads = int(payload.get("threads") or 0)
+        n = int(payload.n or CPU_N)
+        threads = int(payload.threads or 0)
         results = []
-        for precision in payload.get("precisions") or CPU_PRECISIONS:
+        for precision in payload.precisions or CPU_PRECISIONS:
             candidates = [
                 c for c in (_micro_gemm(e, n, seconds, threads, precision) for e in CPU_ENGINES) if c
             ]
@@ -84,8 +102,8 @@ def child(payload: dict[str, Any]) -> dict[str, Any]:
 
         if not torch.cuda.is_available():
             raise RuntimeError("PyTorch sees no CUDA device")
-        n = int(payload.get("n") or GPU_N)
-        dev = torch.device("cuda", int(payload.get("device_id", 0)))
+        n = int(payload.n or GPU_N)
+        dev = torch.device("cuda", payload.device_id)
         results = []
         kinds = [("fp32", torch.float32), ("fp16", torch.float16), ("bf16", torch.bfloat16)]
         if mathmode.tf32_reason("cuda", dev.index or 0) is None:
@@ -299,9 +317,8 @@ def _measure_one(
     started = now_iso()
     # Other work on the machine while the GEMM runs is what makes a peak read low: kept.
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    outcome = run_cell(
-        "peak", {"device": device, "seconds": seconds, "threads": threads.intra_op}, env=env, timeout=timeout
-    )
+    message = PeakPayload(device, seconds, threads.intra_op).to_json()
+    outcome = run_cell("peak", message, env=env, timeout=timeout)
     results = outcome.result.get("results", []) if outcome.ok else [{"precision": "fp32"}]
     out = []
     for res in results:
