@@ -8,7 +8,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from dlbench.harness.report.tables import devices, hop_of, outputs_of, worst
+from dlbench.harness.report.conversion import hop_of, outputs_of, worst
+from dlbench.harness.report.tables import devices
 from dlbench.harness.store.results import COLUMNS
 
 

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from dlbench.harness.bench.table import server_points_table
+from dlbench.harness.report.conversion import conversion
 from dlbench.harness.report.markdown import runs_line, server_sections
 from dlbench.harness.report.plots import all_plots
-from dlbench.harness.report.tables import conversion, inference, machine_line, machines_for, micro, training
+from dlbench.harness.report.tables import inference, machine_line, machines_for, micro, training
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em; color: #222; }

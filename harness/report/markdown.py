@@ -7,9 +7,9 @@ from typing import Any
 
 from dlbench.harness.bench.table import server_points_table
 from dlbench.harness.output.tables import network_name
+from dlbench.harness.report.conversion import conversion
 from dlbench.harness.report.tables import (
     Table,
-    conversion,
     inference,
     machines_for,
     micro,

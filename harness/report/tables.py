@@ -8,7 +8,6 @@ over several machines gets a Machine column rather than silently mixing them.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,11 +77,11 @@ def _framework(record: dict[str, Any]) -> str:
     return f"{name} {record.get('framework_version') or ''}".strip()
 
 
-def _failed(record: dict[str, Any]) -> str:
+def failed_text(record: dict[str, Any]) -> str:
     return f"FAILED: {record.get('error') or 'no reason recorded'}"
 
 
-def _with_machine(table: Table, records: Sequence[dict[str, Any]]) -> Table:
+def with_machine(table: Table, records: Sequence[dict[str, Any]]) -> Table:
     """Records from several machines share a table only with a Machine column."""
     if len(table.machine_ids) > 1:
         table.headers.insert(0, "Machine")
@@ -101,7 +100,7 @@ def _with_allocator(table: Table, records: Sequence[dict[str, Any]]) -> Table:
     return table
 
 
-def _machine_ids(records: Sequence[dict[str, Any]]) -> list[str]:
+def machine_ids(records: Sequence[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(r["machine_id"] for r in records))
 
 
@@ -174,7 +173,7 @@ def training(records: Sequence[dict[str, Any]]) -> Table:
             r.get("batch_size"),
         ]
         if r["status"] != "ok":
-            rows.append(head + [_failed(r), ""] + (["", ""] if with_eval else []))
+            rows.append(head + [failed_text(r), ""] + (["", ""] if with_eval else []))
             continue
         n = devices(r)
         sp = speedups.get(r["id"])
@@ -188,8 +187,8 @@ def training(records: Sequence[dict[str, Any]]) -> Table:
                 "" if acc is None else (f"{acc:.1%}" if acc <= 1 else f"{acc:.1f}%"),
             ]
         rows.append(row)
-    table = _with_machine(
-        _with_allocator(Table("Training", headers, rows, _machine_ids(records)), records), records
+    table = with_machine(
+        _with_allocator(Table("Training", headers, rows, machine_ids(records)), records), records
     )
     _blank_repeats(table, 4 + (len(table.machine_ids) > 1))
     if any(devices(r) > 1 for r in records):
@@ -295,7 +294,7 @@ def inference(records: Sequence[dict[str, Any]], verdicts: dict[str, dict[str, A
             r.get("scenario"),
         ]
         if r["status"] == "failed":
-            rows.append(head + [_failed(r), "", ""])
+            rows.append(head + [failed_text(r), "", ""])
             continue
         thr = f"{num(r.get('throughput_sps'))} {unit(r)}"
         if r["status"] == "unstable":
@@ -312,8 +311,8 @@ def inference(records: Sequence[dict[str, Any]], verdicts: dict[str, dict[str, A
             peak = f"INVALID: {pct:.1f}%†"
             flags.add("above peak")
         rows.append(head + [thr, _latency(lat, support) if lat else "", peak])
-    table = _with_machine(
-        _with_allocator(Table("Inference", headers, rows, _machine_ids(records)), records), records
+    table = with_machine(
+        _with_allocator(Table("Inference", headers, rows, machine_ids(records)), records), records
     )
     table.notes += [note for q, note in (("p50", ROUGH_P50), ("p99", ROUGH_P99)) if q in rough]
     if any(r["status"] == "unstable" for r in records):
@@ -330,69 +329,6 @@ def inference(records: Sequence[dict[str, Any]], verdicts: dict[str, dict[str, A
 
 
 # ---------------------------------------------------------------- conversion
-
-
-def outputs_of(metrics: dict[str, Any]) -> dict[str, Any]:
-    return metrics.get("outputs") or (metrics.get("verdict") or {}).get("outputs") or {}
-
-
-def hop_of(record: dict[str, Any]) -> str:
-    c = record.get("context") or {}
-    if c.get("hop"):
-        return c["hop"]
-    ref, cand = (c.get("reference") or {}).get("kind"), (c.get("candidate") or {}).get("kind")
-    return f"verify {ref} -> {cand}" if ref and cand else record["kind"]
-
-
-def _file(record: dict[str, Any]) -> str:
-    c = record.get("context") or {}
-    path = (c.get("artifact") or c.get("candidate") or {}).get("path") or ""
-    return os.path.basename(path.rstrip("/"))
-
-
-def worst(outputs: Sequence[dict[str, Any]], key: str, pick) -> float | None:
-    values = [o[key] for o in outputs if o.get(key) is not None]
-    return pick(values) if values else None
-
-
-def conversion(records: Sequence[dict[str, Any]]) -> Table:
-    records = [r for r in records if r["kind"] in ("convert", "verify")]
-    headers = [
-        "Model",
-        "Hop",
-        "Artifact",
-        "Precision",
-        "Max abs diff",
-        "Cosine",
-        "Top-1 agreement",
-        "Verdict",
-    ]
-    rows = []
-    for r in records:
-        outs = list(outputs_of(r.get("metrics") or {}).values())
-        head = [network_name(r.get("model")), hop_of(r), _file(r), r.get("precision") or ""]
-        if r["status"] == "failed" or not outs:
-            rows.append(head + ["", "", "", _failed(r)])
-            continue
-        max_abs = worst(outs, "max_abs", max)
-        cosine = worst(outs, "cosine", min)
-        top1 = worst(outs, "top1", min)
-        verdict = "ok" if r["status"] == "ok" else f"{r['status'].upper()}: {r.get('error') or ''}"
-        rows.append(
-            head
-            + [
-                "" if max_abs is None else f"{max_abs:.3g}",
-                "" if cosine is None else f"{cosine:.6f}",
-                "" if top1 is None else f"{top1:.1%}",
-                verdict.strip(),
-            ]
-        )
-    table = _with_machine(Table("Conversion", headers, rows, _machine_ids(records)), records)
-    if any(len(outputs_of(r.get("metrics") or {})) > 1 for r in records):
-        table.notes.append(
-            "Several outputs: the worst of them (largest difference, lowest cosine and top-1)."
-        )
-    return table
 
 
 # ---------------------------------------------------------------- machines
@@ -432,7 +368,7 @@ def machines_for(
 
         here = fingerprint()
         machines = {here["machine_id"]: here}
-    return {mid: machines.get(mid) for mid in _machine_ids(records)}
+    return {mid: machines.get(mid) for mid in machine_ids(records)}
 
 
 # ---------------------------------------------------------------- Markdown
