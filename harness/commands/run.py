@@ -2,7 +2,8 @@
 ONNX and verify, build INT8/FP16 ONNX (and TensorRT engines where a GPU has
 TensorRT), benchmark every backend, and print the training, conversion and
 inference tables.  Your own model (a framework's model file, or --model-from
-code) skips training: export, builds and benchmarks.
+code) skips training: export, builds and benchmarks; an ONNX file skips the
+export too (its builds go into --workdir, nothing is written beside it).
 
 Every stage's artifact and manifest lives under --workdir; after an
 interruption, the same command with --resume continues the same run (one run
@@ -30,9 +31,9 @@ def add_arguments(p) -> None:
         "model",
         nargs="?",
         default=None,
-        help="zoo model name (see 'dlbench models'), a family with --size, or your "
+        help="zoo model name (see 'dlbench models'), a family with --size, your "
         "own model file (TorchScript, .pt2, .keras, .h5, SavedModel, MindIR): "
-        "exported, built and benchmarked, not trained",
+        "exported, built and benchmarked, not trained; or an ONNX file: built and benchmarked",
     )
     add_user_model_arguments(p, "run the chain (no training) on")
     p.add_argument(

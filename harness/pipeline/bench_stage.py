@@ -71,7 +71,7 @@ class BenchStage(Stage):
                 paths.append(ctx.artifact(f"train:{fw}", "checkpoint_dir"))
         if ctx.req.user is not None and ctx.req.user.path:
             paths.append(ctx.req.user.path)
-        return paths
+        return list(dict.fromkeys(paths))  # a user's ONNX file is the primary one too
 
     def run(self, ctx):
         from dlbench.harness.bench.execute import run_bench
@@ -93,7 +93,7 @@ def _format(path: str | None, req) -> str:
     None (or the user's model file) is the user's own model."""
     from dlbench.harness import formats
 
-    if path is None or (req.user is not None and path == req.user.path):
+    if path is None or (req.user is not None and not req.user.onnx and path == req.user.path):
         return formats.user_format(req.user.framework)
     fmt = formats.by_name(path)
     return fmt.name if fmt else formats.checkpoint_format(Path(path).name)  # .../train/MODEL/FW

@@ -38,6 +38,11 @@ class Plan:
 
     @property
     def primary_onnx(self) -> str | None:
+        """The fp32 ONNX file the builds start from: the user's own ONNX file, or the
+        primary framework's export."""
+        user = getattr(self.req, "user", None)
+        if user is not None and user.onnx:
+            return user.path
         fw = self.primary
         return next(
             (
@@ -65,7 +70,7 @@ class Plan:
         ]
         if self.req.user is not None and self.req.user.path:
             paths.append(self.req.user.path)  # the model itself, on its framework
-        return paths
+        return list(dict.fromkeys(paths))  # a user's ONNX file is the primary one too
 
     def steps(self) -> list[tuple[Stage | None, list[str]]]:
         """Each stage with its command, then the report ``dlbench run`` prints."""
@@ -95,7 +100,7 @@ def build_plan(req, wd: Workdir) -> Plan:
     plan = Plan(req, wd, stages)
     for s in stages:
         if isinstance(s, BuildStage):
-            if plan.primary is None:
+            if plan.primary_onnx is None:
                 s.condition = "no framework to train and export here"
             else:
                 s.condition = s.missing()

@@ -190,17 +190,24 @@ def resolve(req: RunRequest) -> RunRequest:
 def _resolve_user(req: RunRequest) -> RunRequest:
     """A user's model: its framework and name from one probe; the run's defaults for the
     rest (``RunDefaults``: what a zoo model has unless its spec says otherwise)."""
-    from dlbench.harness.pipeline.user import probe
+    from dlbench.harness.formats import ONNX
+    from dlbench.harness.pipeline.user import ONNX_SOURCE, probe
     from dlbench.models.registry import RunDefaults
 
     if req.user.framework is None:
         art = probe(req.user, req.timeout)
-        req.user.framework, req.model = art.ref.framework, art.ref.model
-    if req.frameworks not in (None, [req.user.framework]):
+        req.user.framework = ONNX_SOURCE if art.format == ONNX else art.ref.framework
+        req.model = art.ref.model
+    if req.user.onnx:  # nothing to export: the builds and the bench start from the file
+        if req.frameworks:
+            raise UserError(f"--frameworks {','.join(req.frameworks)}: {req.model} is an ONNX file")
+        req.frameworks = []
+    elif req.frameworks not in (None, [req.user.framework]):
         raise UserError(
             f"--frameworks {','.join(req.frameworks)}: {req.model} is a {req.user.framework} model"
         )
-    req.frameworks = [req.user.framework]
+    else:
+        req.frameworks = [req.user.framework]
     d = RunDefaults()
     req.precisions = req.precisions if req.precisions is not None else list(d.precisions)
     req.batch_sizes = req.batch_sizes if req.batch_sizes is not None else list(d.batch_sizes)

@@ -245,13 +245,18 @@ class BuildStage(Stage):
         return _convert_result(records[-1])
 
     def output(self, req, wd, source: str | None = None):
+        """Beside its source, which is in the workdir; a user's own ONNX file is not, and
+        the run writes nothing next to it: its builds go into the workdir."""
         from dlbench.converters.base import BuildOptions
 
-        return str(
-            self.hop.default_out(
-                Path(source or "model.onnx"), BuildOptions(precision=self.precision or "fp32")
-            )
+        out = self.hop.default_out(
+            Path(source or "model.onnx"), BuildOptions(precision=self.precision or "fp32")
         )
+        return str(wd.root / out.name) if self._outside(req) else str(out)
+
+    @staticmethod
+    def _outside(req) -> bool:
+        return req.user is not None and req.user.onnx
 
     def options(self, req) -> list[str]:
         """The build options the model's spec and the run ask for, as ``dlbench build``
@@ -260,7 +265,7 @@ class BuildStage(Stage):
 
         return to_argv(BuildOptions(**self._build_options(req)))
 
-    def request(self, req, source: str):
+    def request(self, req, wd, source: str):
         """The one build request of the stage: what it runs and what it prints."""
         from dlbench.converters.base import BuildOptions
         from dlbench.harness.convert.request import BuildRequest
@@ -268,6 +273,10 @@ class BuildStage(Stage):
         return BuildRequest(
             source=source,
             to=self.target,
+            out=self.output(req, wd, source) if self._outside(req) else None,
+            # A user's ONNX file records no input shapes: the run's --shape/--input size it.
+            shapes=req.user.shapes if self._outside(req) else {},
+            inputs=req.user.inputs if self._outside(req) else {},
             precision=self.precision,
             options=BuildOptions(**self._build_options(req)),
             threads=req.threads,
@@ -291,7 +300,7 @@ class BuildStage(Stage):
         return {k: v for k, v in wanted.items() if k in self.hop.options and v != getattr(default, k)}
 
     def argv(self, req, wd, plan):
-        return ["dlbench", "build", *to_argv(self.request(req, plan.primary_onnx or "MODEL.onnx"))]
+        return ["dlbench", "build", *to_argv(self.request(req, wd, plan.primary_onnx or "MODEL.onnx"))]
 
     def run(self, ctx):
         from dlbench.harness.convert.build import build
@@ -302,7 +311,7 @@ class BuildStage(Stage):
         missing = self.missing()
         if missing:
             return unavailable(missing)
-        request = self.request(ctx.req, source)
+        request = self.request(ctx.req, ctx.workdir, source)
         ctx.progress(
             f"    building {self.target}{' ' + self.precision if self.precision else ''}"
             f"{' (dynamic)' if request.options.dynamic else ''} from {source}"
@@ -315,7 +324,11 @@ class BuildStage(Stage):
 
 
 def primary_export(ctx: Context) -> str | None:
-    """The fp32 ONNX file the builds start from: the first framework's verified export."""
+    """The fp32 ONNX file the builds start from: the user's own ONNX file, or the first
+    framework's verified export."""
+    user = ctx.req.user
+    if user is not None and user.onnx:
+        return user.path
     for fw in ctx.req.frameworks:
         if ctx.results.get(f"export:{fw}", {}).get("status") == "ok":
             return ctx.artifact(f"export:{fw}", "path")

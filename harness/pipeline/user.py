@@ -4,8 +4,10 @@ The model (a file in its framework's own format, or ``--model-from`` code)
 is probed once to learn its framework and name; the export stage writes
 ``WORKDIR/<name>.onnx`` verified against the framework, the builds start
 from it, and the bench measures the ONNX files and the model itself on its
-framework.  Inputs the model does not size (``--shape``, ``--input``) go to
-every stage that makes inputs.
+framework.  An ONNX file has nothing to export: the builds start from it (and
+are written into the workdir, not beside it), and the bench measures it and them.
+Inputs the model does not size (``--shape``, ``--input``) go to every stage that
+makes inputs.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from typing import Any
 from dlbench.core.flags import to_argv
 from dlbench.harness.pipeline.stages import ExportStage
 
+# What a user's ONNX file is in place of a framework: the builds start from it.
+ONNX_SOURCE = "onnx"
+
 
 @dataclass
 class UserModel:
@@ -27,7 +32,12 @@ class UserModel:
     weights: str | None = None
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
-    framework: str | None = None  # known once probed
+    framework: str | None = None  # known once probed; "onnx" for an ONNX file
+
+    @property
+    def onnx(self) -> bool:
+        """An ONNX file: nothing to export, the chain starts at the builds."""
+        return self.framework == ONNX_SOURCE
 
     def hints(self, timeout: float | None) -> dict[str, Any]:
         return {"shapes": self.shapes, "inputs": self.inputs, "timeout": timeout}
@@ -48,13 +58,15 @@ def probe(user: UserModel, timeout: float | None = None):
     from dlbench.harness.bench.artifacts import resolve, resolve_code
 
     if user.path:
+        from dlbench.harness.formats import ONNX
+
         art = resolve(user.path, **user.hints(timeout))
-        if not art.user:
+        if not art.user and art.format != ONNX:
             from dlbench.core.errors import UserError
 
             raise UserError(
-                f"{user.path}: already {art.format}; 'dlbench run' takes a zoo "
-                f"name or a framework's own model"
+                f"{user.path}: already {art.format}; 'dlbench run' takes a zoo name, an ONNX "
+                f"file or a framework's own model ('dlbench bench' measures a {art.format} file)"
             )
         return art
     return resolve_code(user.model_from, user.weights, **user.hints(timeout))

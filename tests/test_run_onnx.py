@@ -1,0 +1,54 @@
+"""``dlbench run model.onnx``: someone holding an ONNX file gets the chain from that hop
+on (builds, verification, every backend, the report), with nothing written beside the
+file.  Core group: ONNX Runtime only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import benchmodels
+import tiny_onnx
+from clitools import assert_usage_error
+
+from dlbench.harness.store.results import ResultStore
+
+QUICK = ["--backends", "onnxruntime", "--batch-sizes", "1,2", "--iterations", "3"]
+
+
+def test_an_onnx_file_runs_the_chain_from_the_builds(cli, workdir):
+    source = workdir / "models"
+    source.mkdir()
+    tiny_onnx.save(tiny_onnx.classifier(), source / "tiny.onnx")
+    common = [str(source / "tiny.onnx"), "--precisions", "fp16,int8", *QUICK, "--workdir", "w"]
+    steps = cli("run", *common, "--print-steps")
+    assert steps.returncode == 0, steps.stderr[-3000:]
+    commands = [ln for ln in steps.stdout.splitlines() if ln.startswith("dlbench ")]
+    assert [c.split()[1] for c in commands] == ["build", "build", "bench", "report"], commands
+    assert all(" --out w/tiny." in c for c in commands[:2]), commands  # into the workdir
+    assert commands[2].count("tiny.onnx") == 1, commands[2]  # the file is measured once
+
+    out = cli("run", *common, "-q")
+    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
+    assert sorted(p.name for p in source.iterdir()) == ["tiny.onnx"]  # nothing beside the file
+    stages = {p.stem: json.loads(p.read_text()) for p in (workdir / "w" / "stages").glob("*")}
+    assert stages["build-fp16"]["status"] == "ok" and "export-onnx" not in stages
+    recs = ResultStore(workdir / "results.sqlite").records("kind = 'bench'", [])
+    measured = {Path(r["context"]["artifact"]["path"]).name for r in recs}
+    assert measured >= {"tiny.onnx", "tiny.fp16.onnx"}, measured
+    assert all(r["status"] in ("ok", "unstable") for r in recs), [(r["model"], r["error"]) for r in recs]
+
+
+def test_a_dynamic_sequence_onnx_file_runs_with_its_shapes(cli, workdir):
+    """A transformer export keeps its sequence dynamic: --shape sizes every stage."""
+    benchmodels.embedding(workdir / "emb.onnx")
+    sizes = [a for n in ("input_ids", "token_type_ids", "attention_mask") for a in ("--shape", f"{n}=1x16")]
+    out = cli("run", "emb.onnx", *sizes, "--precisions", "fp16", *QUICK, "--workdir", "w", "-q")
+    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
+    stages = {p.stem: json.loads(p.read_text()) for p in (workdir / "w" / "stages").glob("*")}
+    assert stages["build-fp16"]["status"] == "ok", stages["build-fp16"]
+
+
+def test_a_file_run_cannot_take_is_one_line(cli, workdir):
+    tiny_onnx.save(tiny_onnx.classifier(), workdir / "tiny.onnx")
+    assert_usage_error(cli("run", "tiny.onnx", "--frameworks", "pytorch"), "is an ONNX file")
