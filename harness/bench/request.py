@@ -25,6 +25,7 @@ from dlbench.harness.cells.threads import usable_cores
 from dlbench.harness.executors import DEFAULT_EXECUTOR, RAY_RESOURCES, executor_flag
 from dlbench.harness.executors import check as check_executor
 from dlbench.harness.stats import BETWEEN_PROCESSES_THRESHOLD, WITHIN_PROCESS_THRESHOLD
+from dlbench.harness.store.context import DB, JSON_RECORDS, OUTPUT, RESUME_CELLS
 from dlbench.harness.usermodel import model_from_flag, weights_flag
 
 
@@ -41,7 +42,7 @@ def split(values, kind=str) -> list:
     return list(dict.fromkeys(out))
 
 
-SERVER, OUTPUT = "server scenario", "output"
+SERVER = "server scenario"
 
 
 @dataclass
@@ -181,26 +182,12 @@ class BenchRequest(InputFields):
     timeout: float | None = flag(
         "--timeout", default=None, type=float, group=OUTPUT, help="seconds per cell (default none)"
     )
-    resume: bool = flag(
-        "--resume",
-        default=False,
-        switch=True,
-        group=OUTPUT,
-        argv=False,
-        help="skip cells already in the database with the same identity",
-    )
+    resume: bool = field_of(RESUME_CELLS, default=False)
     # Resume within one run only (``dlbench run --resume``): skip the cells this run
     # id already stored, whatever their outcome, and nothing measured by other runs.
     resume_run: str | None = None
-    db: str | None = flag(
-        "--db",
-        default=None,
-        group=OUTPUT,
-        help="results database (default $DLBENCH_DB or results/dlbench.sqlite)",
-    )
-    json_path: str | None = flag(
-        "--json", default=None, group=OUTPUT, argv=False, help="also write one record per cell here"
-    )
+    db: str | None = field_of(DB, default=None)
+    json_path: str | None = field_of(JSON_RECORDS, default=None)
     argv: list[str] | None = None
     # The resolved CLI configuration (``--print-config``'s keys), kept in every record.
     config: dict[str, Any] | None = None

@@ -28,8 +28,7 @@ from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.cells.envs import with_flag
 from dlbench.harness.micro import engines as engines_mod
 from dlbench.harness.micro.ops import DEFAULTS, KINDS, Op, from_model, parse
-
-OUTPUT = "output"
+from dlbench.harness.store.context import DB, JSON_RECORDS, OUTPUT, RESUME_CELLS
 
 
 def _words(given: list[str]) -> list[str]:
@@ -106,22 +105,9 @@ class MicroRequest:
     timeout: float | None = flag(
         "--timeout", default=600, type=float, group=OUTPUT, help="seconds per cell (default {default})"
     )
-    resume: bool = flag(
-        "--resume",
-        default=False,
-        switch=True,
-        group=OUTPUT,
-        help="skip cells already in the database with the same identity",
-    )
-    db: str | None = flag(
-        "--db",
-        default=None,
-        group=OUTPUT,
-        help="results database (default $DLBENCH_DB or results/dlbench.sqlite)",
-    )
-    json_path: str | None = flag(
-        "--json", default=None, group=OUTPUT, help="also write one record per cell here"
-    )
+    resume: bool = field_of(RESUME_CELLS, default=False)
+    db: str | None = field_of(DB, default=None)
+    json_path: str | None = field_of(JSON_RECORDS, default=None)
     argv: list[str] | None = None
 
 

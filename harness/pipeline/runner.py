@@ -30,14 +30,13 @@ from dlbench.harness.cells.allocator import check as check_allocator
 from dlbench.harness.executors import DEFAULT_EXECUTOR, RAY_RESOURCES, executor_flag, open_executor
 from dlbench.harness.executors import check as check_executor
 from dlbench.harness.pipeline.plan import Plan, build_plan
-from dlbench.harness.pipeline.stages import Context, Stage
+from dlbench.harness.pipeline.stages import Context, Stage, TrainStage
 from dlbench.harness.pipeline.workdir import Workdir
-from dlbench.harness.store.context import RUN_ID_ENV, command_line, new_run_id, now_iso
+from dlbench.harness.store.context import DB, OUTPUT, RUN_ID_ENV, command_line, new_run_id, now_iso
 
 BUILD_PRECISIONS = ("fp32", "fp16", "int8")
 # A CPU run must finish in minutes (make demo: under 15 on 2 cores); a run on a
 # GPU can afford the model's own batch and more steps, given on the command line.
-OUTPUT = "output"
 DEMO_RULE = StopRule(warmup=2, max_warmup=10, min_iterations=5, min_duration_s=2.0)
 
 
@@ -115,12 +114,7 @@ class RunRequest:
         group=OUTPUT,
         help="continue the run in --workdir without redoing finished stages",
     )
-    db: str | None = flag(
-        "--db",
-        default=None,
-        group=OUTPUT,
-        help="results database (default $DLBENCH_DB or results/dlbench.sqlite)",
-    )
+    db: str | None = field_of(DB, default=None)
     timeout: float | None = flag(
         "--timeout",
         default=None,
@@ -220,7 +214,6 @@ def validate(req: RunRequest) -> None:
     """Bad input fails here, before any stage runs (exit 2)."""
     from dlbench.harness.backends import get_backend
     from dlbench.harness.machine.frameworks import FRAMEWORKS, get_framework, is_installed
-    from dlbench.harness.training.runner import TrainRequest
     from dlbench.harness.training.runner import validate as validate_train
     from dlbench.models.registry import get_model
 
@@ -259,21 +252,10 @@ def validate(req: RunRequest) -> None:
     # are installed; a missing one is a stage reported as unavailable, not bad input.
     present = [f for f in req.frameworks if is_installed(FRAMEWORKS[f].module)]
     if present and req.user is None:
-        validate_train(
-            TrainRequest(
-                model=req.model,
-                frameworks=present,
-                batch_size=req.train_batch_size,
-                steps=req.train_steps,
-                warmup_steps=req.warmup_steps,
-                device=req.device,
-                threads=req.threads,
-                db=req.db,
-                data=req.train_data,
-                eval=req.eval,
-                learning_rate=req.learning_rate,
-            )
-        )
+        # The train stages' own request (so its checks look where the run writes), for
+        # every installed framework at once.
+        train = TrainStage(present[0]).request(req, str(workdir_of(req).train_dir))
+        validate_train(replace(train, frameworks=present))
 
 
 def workdir_of(req: RunRequest) -> Workdir:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from dlbench.core.flags import flag
+from dlbench.core.flags import Flag, field_of, flag
 
 # A run id set here is used by every command: `dlbench run` sets it so that the
 # records of all its stages (and of all its resumptions) form one run, and a
@@ -46,6 +46,19 @@ def cell_key(kind: str, identity: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
+# The flags of where results go, said alike by every command that stores records.
+OUTPUT = "output"
+DB = Flag(("--db",), group=OUTPUT, help="results database (default $DLBENCH_DB or results/dlbench.sqlite)")
+JSON_RECORDS = Flag(("--json",), group=OUTPUT, argv=False, help="also write the records here (one per cell)")
+RESUME_CELLS = Flag(
+    ("--resume",),
+    switch=True,
+    group=OUTPUT,
+    argv=False,
+    help="skip cells already in the database with the same identity",
+)
+
+
 @dataclass(kw_only=True)
 class CommandOptions:
     """What every command that runs cells takes besides its own subject: intra-op
@@ -57,6 +70,6 @@ class CommandOptions:
     timeout: float | None = flag(
         "--timeout", default=None, type=float, help="seconds per cell (default none)"
     )
-    db: str | None = flag("--db", default=None, help="results database")
-    json_path: str | None = flag("--json", default=None, argv=False, help="also write the record(s) here")
+    db: str | None = field_of(DB, default=None)
+    json_path: str | None = field_of(JSON_RECORDS, default=None)
     argv: list[str] | None = None
