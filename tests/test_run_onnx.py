@@ -37,6 +37,9 @@ def test_an_onnx_file_runs_the_chain_from_the_builds(cli, workdir):
     measured = {Path(r["context"]["artifact"]["path"]).name for r in recs}
     assert measured >= {"tiny.onnx", "tiny.fp16.onnx"}, measured
     assert all(r["status"] in ("ok", "unstable") for r in recs), [(r["model"], r["error"]) for r in recs]
+    # The file and its builds carry one name, so the report groups them as one model.
+    builds = ResultStore(workdir / "results.sqlite").records("kind = 'convert'", [])
+    assert {r["model"] for r in recs + builds} == {"tiny"}
 
 
 def test_a_dynamic_sequence_onnx_file_runs_with_its_shapes(cli, workdir):

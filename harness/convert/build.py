@@ -158,7 +158,7 @@ def build(req: BuildRequest) -> dict[str, Any]:
     fmt = p.hop.requires_backend or p.hop.artifact_format  # the records' artifact kind
     record.update(
         {
-            "model": meta.get("model"),
+            "model": meta.get("model") or _name_of(p.source),
             "framework": meta.get("framework"),
             "notes": list(p.notes),
             "backend": fmt,
@@ -402,6 +402,11 @@ def _stored(req: BuildRequest, record, artifact, start) -> dict[str, Any]:
     return record
 
 
+def _name_of(source: Path) -> str:
+    """A source's model name where it records none: as bench names the file, by its stem."""
+    return source.stem
+
+
 def _finish_onnx(path: Path, p: _Plan, source_sha: str):
     """Check the hop's ONNX output, make ONNX Runtime able to read it, label it."""
     m = onnx_io.load(path, label=p.out)
@@ -409,6 +414,9 @@ def _finish_onnx(path: Path, p: _Plan, source_sha: str):
     meta = dict(p.summary.metadata)
     meta.update(
         {
+            # The source's name (a user's file has none recorded): bench and the report
+            # then name the build as they name its source.
+            "model": meta.get("model") or _name_of(p.source),
             "hop": p.hop.name,
             "precision": p.precision,
             "source": p.source.name,
