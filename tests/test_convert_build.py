@@ -140,8 +140,12 @@ def test_int8_of_chosen_op_types_leaves_the_rest_float(cli, workdir, onnx_mini):
     """--quantize-op-types Conv: every convolution reads int8 weights, the classifier's
     Gemm keeps its float ones; the recipe says which types."""
     out = cli("build", "model.onnx", "--to", "int8", "--quantize-op-types", "Conv", "--json", "int8.json")
-    assert out.returncode == 0, out.stderr[-3000:]
+    # Which ops are quantized is the subject, not the verdict: the mini network trained at
+    # one thread (a pinned test worker) or two differs enough to move one sample of nine
+    # across the 90 % top-1 bound.  An unverified build is kept and says so (exit 1).
+    assert out.returncode in (0, 1), out.stderr[-3000:]
     rec = only_record(workdir, "int8.json")
+    assert rec["status"] in ("ok", "unverified"), rec.get("error")
     assert rec["context"]["build_info"]["recipe"]["quantized_op_types"] == ["Conv"]
     g = onnx.load(workdir / "model.int8.onnx").graph
     dequantized = {n.output[0] for n in g.node if n.op_type == "DequantizeLinear"}
