@@ -29,6 +29,8 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from dlbench.core.errors import UserError
+
 _KEY, _NESTED, _SPELLED = "dlbench.flag", "dlbench.nested", "dlbench.spelled_out"
 
 
@@ -102,22 +104,27 @@ def nested(cls: type, spelled_out: bool = False, factory: Callable[[], Any] | No
     return dataclasses.field(default_factory=factory or cls, metadata={_NESTED: cls, _SPELLED: spelled_out})
 
 
+def split(values: Any, kind: Callable[[str], Any] = str) -> list[Any]:
+    """Comma lists and repeated flags alike ("1,8" "32" -> [1, 8, 32]), first occurrence kept."""
+    out = []
+    for v in values or []:
+        for part in str(v).split(","):
+            if part.strip():
+                try:
+                    out.append(kind(part.strip()))
+                except ValueError:
+                    raise UserError(f"{part.strip()!r} is not a valid {kind.__name__}") from None
+    return list(dict.fromkeys(out))
+
+
 def comma_list(kind: Callable[[str], Any]) -> Callable[[str], list[Any]]:
     """A flag type for a comma list (``--batch-sizes 1,8``): a config file may give a list."""
 
     def parse(text: str) -> list[Any]:
-        out: list[Any] = []
-        for part in str(text).split(","):
-            if part.strip():
-                try:
-                    value = kind(part.strip())
-                except ValueError:
-                    raise argparse.ArgumentTypeError(
-                        f"{part.strip()!r} is not a valid {kind.__name__}"
-                    ) from None
-                if value not in out:
-                    out.append(value)
-        return out
+        try:
+            return split([text], kind)
+        except UserError as exc:  # argparse's own line: "argument --batch-sizes: ..."
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
     parse.__name__ = f"comma-separated {kind.__name__}"
     parse.comma = True  # type: ignore[attr-defined]

@@ -11,9 +11,10 @@ import benchmodels
 import pytest
 
 from dlbench.core.errors import UserError
+from dlbench.core.flags import split
 from dlbench.harness.bench import execute, plan
 from dlbench.harness.bench.measure import StopRule
-from dlbench.harness.bench.request import BenchRequest, split
+from dlbench.harness.bench.request import BenchRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 

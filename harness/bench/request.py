@@ -14,7 +14,7 @@ from typing import Any
 from dlbench.core.devices import INFERENCE as DEVICES
 from dlbench.core.devices import inference_name
 from dlbench.core.errors import UserError
-from dlbench.core.flags import comma_list, field_of, flag, nested
+from dlbench.core.flags import comma_list, field_of, flag, nested, split
 from dlbench.harness.bench.input_args import INPUTS_GROUP, InputFields
 from dlbench.harness.bench.measure import MEASUREMENT, StopRule
 from dlbench.harness.bench.scenarios import get_scenario
@@ -27,20 +27,6 @@ from dlbench.harness.executors import check as check_executor
 from dlbench.harness.stats import BETWEEN_PROCESSES_THRESHOLD, WITHIN_PROCESS_THRESHOLD
 from dlbench.harness.store.context import DB, JSON_RECORDS, OUTPUT, RESUME_CELLS
 from dlbench.harness.usermodel import model_from_flag, weights_flag
-
-
-def split(values, kind=str) -> list:
-    """Comma lists and repeated flags alike ("1,8" "32" -> [1, 8, 32]), first occurrence kept."""
-    out = []
-    for v in values or []:
-        for part in str(v).split(","):
-            if part.strip():
-                try:
-                    out.append(kind(part.strip()))
-                except ValueError:
-                    raise UserError(f"{part.strip()!r} is not a valid {kind.__name__}") from None
-    return list(dict.fromkeys(out))
-
 
 SERVER = "server scenario"
 

@@ -113,7 +113,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from dlbench.core.atomic import check_can_create, write_json
     from dlbench.core.errors import UserError
-    from dlbench.harness.bench.request import split
+    from dlbench.core.flags import split
     from dlbench.harness.cli.config import field_default
     from dlbench.harness.compare import compare
     from dlbench.harness.compare.noise import Calibration, floor_for

@@ -109,7 +109,7 @@ def _peaks(args):
         raise UserError("--peak-seconds must be positive")
     threads = None
     if args.peak_threads:
-        from dlbench.harness.bench.request import split
+        from dlbench.core.flags import split
 
         threads = split([args.peak_threads], int)
         if not threads or min(threads) < 1:

@@ -22,19 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlbench.core.errors import UserError
-from dlbench.core.flags import comma_list, field_of, flag, nested
+from dlbench.core.flags import comma_list, field_of, flag, nested, split
 from dlbench.harness.bench.measure import MEASUREMENT, StopRule
 from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.cells.envs import with_flag
 from dlbench.harness.micro import engines as engines_mod
 from dlbench.harness.micro.ops import DEFAULTS, KINDS, Op, from_model, parse
 from dlbench.harness.store.context import DB, JSON_RECORDS, OUTPUT, RESUME_CELLS
-
-
-def _words(given: list[str]) -> list[str]:
-    from dlbench.harness.bench.request import split
-
-    return split(given)
 
 
 def _layer_types() -> tuple[str, ...]:
@@ -56,7 +50,7 @@ class MicroRequest:
     their own way (``commands.micro``)."""
 
     kind: str = flag("op", choices=KINDS, help="gemm, conv or memory")  # or "layer"
-    shapes: list[str] = flag("--shape", factory=list, many=True, read=_words)  # empty: the kind's defaults
+    shapes: list[str] = flag("--shape", factory=list, many=True, read=split)  # empty: the kind's defaults
     layer: str | None = flag(  # layer: its type (harness.micro.layers)
         "layer",
         default=None,
@@ -67,7 +61,7 @@ class MicroRequest:
         "--mode",
         factory=lambda: ["forward"],
         many=True,
-        read=_words,
+        read=split,
         help=lambda: (
             f"{', '.join(_modes())}: forward, or forward + backward (input and weight gradients); "
             "repeat or comma-separate (default forward)"
@@ -78,13 +72,13 @@ class MicroRequest:
     )
     batch: int = flag("--batch", default=1, type=int, help="batch of --model's shapes (default {default})")
     engines: list[str] | None = flag(
-        "--engine", "-e", default=None, many=True, read=_words
+        "--engine", "-e", default=None, many=True, read=split
     )  # None: every installed one
     precisions: list[str] = flag(
         "--precision",
         factory=lambda: ["fp32"],
         many=True,
-        read=_words,
+        read=split,
         help=lambda: f"{', '.join(engines_mod.PRECISIONS)}; repeat or comma-separate (default fp32)",
     )
     device: str = flag("--device", default="cpu", help="cpu or cuda (default {default})")

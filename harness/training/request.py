@@ -10,16 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.core.flags import comma_list, field_of, flag
+from dlbench.core.flags import comma_list, field_of, flag, split
 from dlbench.harness.cells import envs
 from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.store.context import CommandOptions
 from dlbench.harness.training import scaling
 from dlbench.harness.usermodel import USER_INPUT, USER_SHAPE, model_from_flag, weights_flag
-
-
-def _names(given: list[str]) -> list[str]:
-    return list(dict.fromkeys(n.strip() for v in given for n in v.split(",") if n.strip()))
 
 
 def _ranges(given: list[str]) -> dict[str, tuple[int, int]]:
@@ -54,12 +50,6 @@ SCALING = "data-parallel scaling"
 LOOPBACK = scaling.LOOPBACK  # the module's name is a field's below
 
 
-def _ints(given: list[str]) -> list[int]:
-    from dlbench.harness.bench.request import split
-
-    return split(given, int)
-
-
 @dataclass
 class TrainRequest(CommandOptions):
     """Each field a flag sets declares it (``core.flags``): ``dlbench train``'s parser
@@ -76,7 +66,7 @@ class TrainRequest(CommandOptions):
         "-f",
         factory=list,
         many=True,
-        read=_names,
+        read=split,
         write=lambda names: [",".join(names)],
         help="pytorch, tensorflow or mindspore; repeat or comma-separate for several "
         "(default: every framework the model has)",
@@ -169,7 +159,7 @@ class TrainRequest(CommandOptions):
         many=True,
         group=SCALING,
         metavar="N[,N...]",
-        read=lambda given: _ints(given),
+        read=lambda given: split(given, int),
         write=lambda devices: [",".join(map(str, devices))],
         help="devices per node, a sweep axis (e.g. 1,2,4); on a CPU a device is one process "
         "pinned to its share of the cores",
