@@ -17,6 +17,7 @@ from typing import Any
 from dlbench.core.errors import UserError
 from dlbench.core.flags import Flag
 from dlbench.harness.backends.base import ArtifactRef, TensorInfo
+from dlbench.harness.bench.input_args import shape_texts, shapes_from, value_texts, values_from
 from dlbench.harness.cells.payload import Payload
 from dlbench.harness.formats import user_format
 from dlbench.models.user import FRAMEWORKS, Source
@@ -43,18 +44,6 @@ def weights_flag(group: str | None = None) -> Flag:
     )
 
 
-def _shapes(given: list[str]) -> dict[str, tuple[int, ...]]:
-    from dlbench.harness.bench.input_args import shapes_from
-
-    return shapes_from(given, [])
-
-
-def _values(given: list[str]) -> dict[str, Any]:
-    from dlbench.harness.bench.input_args import collect, parse_input
-
-    return collect("--input", (parse_input(a) for a in given))
-
-
 # A user's model's inputs where its signature leaves them open (export, train, run):
 # the bench's input group without the options those commands would not read.
 USER_SHAPE = Flag(
@@ -62,16 +51,16 @@ USER_SHAPE = Flag(
     many=True,
     metavar="NAME=AxBxC",
     help="full shape of an input your model does not size itself (first dimension: the batch)",
-    read=_shapes,
-    write=lambda shapes: [f"{n}=" + "x".join(map(str, s)) for n, s in shapes.items()],
+    read=shapes_from,
+    write=shape_texts,
 )
 USER_INPUT = Flag(
     ("--input",),
     many=True,
     metavar="NAME=VALUE|FILE.npy",
     help="set an input, as for bench",
-    read=_values,
-    write=lambda values: [f"{n}={str(v).lower() if isinstance(v, bool) else v}" for n, v in values.items()],
+    read=values_from,
+    write=value_texts,
 )
 
 

@@ -124,13 +124,13 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
-def shapes_from(shape_args: Iterable[str], shapes_args: Iterable[str]) -> dict[str, tuple[int, ...]]:
+def shapes_from(shape_args: Iterable[str], shapes_args: Iterable[str] = ()) -> dict[str, tuple[int, ...]]:
     """``--shape`` and ``--shapes`` together: one field, conflicts refused."""
     out = collect("--shape", (parse_shape(a) for a in shape_args))
     return collect("--shape/--shapes", (p for a in shapes_args for p in parse_shapes(a)), out)
 
 
-def _shape_texts(shapes: dict[str, tuple[int, ...]]) -> list[Any]:
+def shape_texts(shapes: dict[str, tuple[int, ...]]) -> list[Any]:
     """``--shape`` texts; a 0-d input in trtexec's spelling, which alone can say it."""
     return [
         f"{name}=" + "x".join(map(str, shape)) if shape else ("--shapes", f"{name}:scalar")
@@ -138,8 +138,20 @@ def _shape_texts(shapes: dict[str, tuple[int, ...]]) -> list[Any]:
     ]
 
 
-def _value_text(value: Any) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
+def ranges_from(given: Iterable[str]) -> dict[str, tuple[int, int]]:
+    return dict(parse_int_range(r) for r in given)
+
+
+def range_texts(ranges: dict[str, tuple[int, int]]) -> list[str]:
+    return [f"{n}={lo}:{hi}" for n, (lo, hi) in ranges.items()]
+
+
+def values_from(given: Iterable[str]) -> dict[str, Any]:
+    return collect("--input", (parse_input(a) for a in given))
+
+
+def value_texts(values: dict[str, Any]) -> list[str]:
+    return [f"{n}={str(v).lower() if isinstance(v, bool) else v}" for n, v in values.items()]
 
 
 INPUTS_GROUP = "inputs (any ONNX model)"
@@ -167,7 +179,7 @@ class InputFields:
             ),
         ),
         read=shapes_from,
-        write=_shape_texts,
+        write=shape_texts,
     )
     int_ranges: dict[str, tuple[int, int]] = flag(
         "--int-range",
@@ -176,8 +188,8 @@ class InputFields:
         group=INPUTS_GROUP,
         metavar="NAME=LOW:HIGH",
         help="integer input values drawn from [LOW, HIGH)",
-        read=lambda given: dict(parse_int_range(r) for r in given),
-        write=lambda ranges: [f"{n}={lo}:{hi}" for n, (lo, hi) in ranges.items()],
+        read=ranges_from,
+        write=range_texts,
     )
     # A value (int, float, bool) for every element, or a .npy path (bench.given).
     inputs: dict[str, int | float | bool | str] = flag(
@@ -189,6 +201,6 @@ class InputFields:
         help="set an input: one value for every element (e.g. sr=16000; checked "
         "against the model's dtype), or your own array (its dynamic dimensions set "
         "the input's; the batch takes its first rows, repeated if too few); repeat per input",
-        read=lambda given: collect("--input", (parse_input(a) for a in given)),
-        write=lambda inputs: [f"{n}={_value_text(v)}" for n, v in inputs.items()],
+        read=values_from,
+        write=value_texts,
     )

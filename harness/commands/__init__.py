@@ -26,9 +26,9 @@ def add_user_model_arguments(p, verb: str, inputs: bool = True) -> None:
 
 def user_inputs(args) -> tuple[dict, dict]:
     """(--shape, --input) of a command that took ``add_user_model_arguments``."""
-    from dlbench.harness.usermodel import USER_INPUT, USER_SHAPE
+    from dlbench.harness.bench.input_args import shapes_from, values_from
 
-    return USER_SHAPE.read(args.shapes), USER_INPUT.read(args.inputs)  # type: ignore[misc]
+    return shapes_from(args.shapes), values_from(args.inputs)
 
 
 def add_executor_arguments(p, what: str, default: str) -> None:

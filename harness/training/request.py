@@ -11,17 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.core.flags import comma_list, field_of, flag, split
+from dlbench.harness.bench.input_args import range_texts, ranges_from
 from dlbench.harness.cells import envs
 from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.store.context import CommandOptions
 from dlbench.harness.training import scaling
 from dlbench.harness.usermodel import USER_INPUT, USER_SHAPE, model_from_flag, weights_flag
-
-
-def _ranges(given: list[str]) -> dict[str, tuple[int, int]]:
-    from dlbench.harness.bench.input_args import parse_int_range
-
-    return dict(parse_int_range(r) for r in given)
 
 
 def _data_help() -> str:
@@ -140,8 +135,8 @@ class TrainRequest(CommandOptions):
         factory=dict,
         many=True,
         metavar="NAME=LOW:HIGH",
-        read=_ranges,
-        write=lambda ranges: [f"{n}={lo}:{hi}" for n, (lo, hi) in ranges.items()],
+        read=ranges_from,
+        write=range_texts,
         help="a user's model's integer input drawn from [LOW, HIGH)",
     )
     objective: str | None = flag("--objective", default=None, choices=_objectives, help=_objective_help)
