@@ -84,7 +84,8 @@ def test_a_requests_argv_makes_the_same_request(argv):
     req = _request(argv)
     again = _request(flags.to_argv(req))
     assert again == req
-    assert req.shapes == {"x": (1, 3, 8, 8), "y": (1, 4), "s:0": ()} if len(argv) > 3 else True
+    if len(argv) > 3:
+        assert req.shapes == {"x": (1, 3, 8, 8), "y": (1, 4), "s:0": ()}
 
 
 def test_help_shows_each_fields_own_default_and_every_group():

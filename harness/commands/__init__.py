@@ -10,18 +10,17 @@ def print_notes(command: str, record: dict) -> None:
         print(f"dlbench {command}: note: {note}", file=sys.stderr)
 
 
-def add_user_model_arguments(p, verb: str, inputs: bool = True) -> None:
-    """``--model-from`` and ``--weights`` (and, where the command has no input options of
-    its own, ``--shape`` and ``--input``): a user's own model, said the same everywhere
-    (``harness.usermodel`` declares them)."""
+def add_user_model_arguments(p, verb: str) -> None:
+    """``--model-from``, ``--weights``, ``--shape`` and ``--input`` on a command whose request
+    does not declare them (``dlbench run``, which reads them into its ``UserModel``);
+    ``harness.usermodel`` declares them."""
     from dlbench.core.flags import add_flag
     from dlbench.harness.usermodel import USER_INPUT, USER_SHAPE, model_from_flag, weights_flag
 
     add_flag(p, "model_from", model_from_flag(verb), None)
     add_flag(p, "weights", weights_flag(), None)
-    if inputs:
-        add_flag(p, "shapes", USER_SHAPE, {}, [])
-        add_flag(p, "inputs", USER_INPUT, {}, [])
+    add_flag(p, "shapes", USER_SHAPE, {}, [])
+    add_flag(p, "inputs", USER_INPUT, {}, [])
 
 
 def user_inputs(args) -> tuple[dict, dict]:
@@ -29,22 +28,3 @@ def user_inputs(args) -> tuple[dict, dict]:
     from dlbench.harness.bench.input_args import shapes_from, values_from
 
     return shapes_from(args.shapes), values_from(args.inputs)
-
-
-def add_executor_arguments(p, what: str, default: str) -> None:
-    """``--executor`` and ``--ray-resources`` (harness.executors declares them) on a command
-    whose request does not declare them itself; ``default`` is that request's."""
-    from dlbench.core.flags import add_flag
-    from dlbench.harness.executors import RAY_RESOURCES, executor_flag
-
-    add_flag(p, "executor", executor_flag(what), default, default)
-    add_flag(p, "ray_resources", RAY_RESOURCES, [], [])
-
-
-def add_with_argument(p, what: str = "cells") -> None:
-    """``--with PACKAGE==VERSION`` (harness.cells.envs declares it) on a command whose
-    request does not declare it itself."""
-    from dlbench.core.flags import add_flag
-    from dlbench.harness.cells.envs import with_flag
-
-    add_flag(p, "with_specs", with_flag(what), [], [])

@@ -22,8 +22,7 @@ def knobs(plan: Plan) -> list[tuple[str, str, str]]:
     """(name, default, comment) of every knob, defaults from the resolved request."""
     req = plan.req
     train = TrainStage("x").argv(req, plan.workdir, plan)
-    extra = train[train.index("--device") + 2 : train.index("--out")]
-    extra = [a for i, a in enumerate(extra) if not (a == "--threads" or (i and extra[i - 1] == "--threads"))]
+    extra = train[train.index("--device") + 2 : train.index("--out")]  # --threads follows --out
     rule = req.rule
     return [
         ("MODEL", req.model, "one of the dlbench-models above"),

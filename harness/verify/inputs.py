@@ -11,6 +11,7 @@ go through the source and the result.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -151,7 +152,7 @@ def signature_inputs(
     values: dict[str, Any] = {}
     if given is not None:
         shapes, ranges, values = {**shapes, **given.shapes}, given.int_ranges, given.inputs
-    tables = _index_ranges(path)
+    tables = _index_ranges(summary, path)
     out = []
     for i, b in enumerate(batch_sizes):
         try:
@@ -164,18 +165,26 @@ def signature_inputs(
     return out
 
 
-def _index_ranges(path: str) -> dict[str, tuple[int, int]]:
+def _index_ranges(summary, path: str) -> dict[str, tuple[int, int]]:
     """Integer inputs that index an embedding table -> [0, rows), read from the graph as
-    bench reads them: token ids drawn past a table's end fail the Gather."""
+    bench reads them: token ids drawn past a table's end fail the Gather.  Only a model
+    with an integer input is read, and once per file version (a build asks for its
+    verification and its calibration inputs)."""
     import os
 
+    if not any(t.dtype.startswith(("int", "uint")) for t in summary.inputs) or not os.path.isfile(path):
+        return {}
+    st = os.stat(path)
+    return dict(_tables(path, st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=4)
+def _tables(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, tuple[int, int]], ...]:
     import onnx
 
     from dlbench.harness.bench.onnxinfo import embedding_ranges
 
-    if not os.path.isfile(path):
-        return {}
-    return embedding_ranges(onnx.load(path, load_external_data=False))
+    return tuple(embedding_ranges(onnx.load(path, load_external_data=False)).items())
 
 
 def _zoo_spec(summary):
