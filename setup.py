@@ -29,6 +29,9 @@ TENSORFLOW = ["tensorflow>=2.21.0", "tf2onnx>=1.17.0"]
 # The upper bound is deliberate: see the module docstring.
 MINDSPORE = ["mindspore>=2.8.0,<2.9"]
 ONNX = ["onnx>=1.23.0", "onnxruntime>=1.31.0"]
+# The CUDA build is another distribution that installs the same onnxruntime package folder:
+# on a GPU machine it replaces the onnx extra (both together overwrite each other's files).
+ONNX_GPU = ["onnx>=1.23.0", "onnxruntime-gpu>=1.31.0"]
 # OpenVINO's CPU plugin reads ONNX files itself.  openvino-telemetry comes with it: only its
 # model converter (ovc, convert_model) uses it, which dlbench never calls.
 OPENVINO = ["openvino>=2026.0"]
@@ -79,6 +82,7 @@ setup(
         "tensorflow": TENSORFLOW,
         "mindspore": MINDSPORE,
         "onnx": ONNX,
+        "onnx-gpu": ONNX_GPU,
         "openvino": OPENVINO,
         "tensorrt": TENSORRT,
         "report": REPORT,

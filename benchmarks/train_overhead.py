@@ -58,7 +58,8 @@ def plain(framework: str, a) -> float:
             str(a.threads),
             "--seed",
             "0",
-        ],
+        ]
+        + (["--device", a.device, "--precision", a.precision] if framework == "pytorch" else []),
         capture_output=True,
         text=True,
         check=True,
@@ -77,6 +78,8 @@ def harness(framework: str, a, tmp: Path) -> float:
             warmup_steps=a.warmup_steps,
             threads=a.threads,
             allocator=a.allocator,
+            device=a.device,
+            precision=a.precision,
             out=str(tmp / "runs"),
             db=str(tmp / "r.sqlite"),
         ),
@@ -102,6 +105,8 @@ def main() -> int:
         default=DEFAULT_ALLOCATOR,
         help="the allocator of both sides' processes (see above)",
     )
+    p.add_argument("--device", default="cpu", choices=("cpu", "gpu"), help="gpu: PyTorch only")
+    p.add_argument("--precision", default="fp32", help="fp32, tf32 or amp (PyTorch on a GPU)")
     p.add_argument("--json", default=None)
     a = p.parse_args()
     rows, results, ok = [], [], True

@@ -129,6 +129,7 @@ def test_bad_input_is_one_line(cli, workdir):
         (["gemm", "--shape", "12xx"], "MxKxN"),
         (["gemm", "--engine", "nope"], "unknown engine"),
         (["gemm", "--precision", "fp64"], "unknown precision"),
+        (["gemm", "--engine", "pytorch", "--precision", "tf32"], "only on a GPU (--device cuda)"),
         (["conv", "--engine", "numpy"], "numpy has no fp32 conv kernel"),
         (["gemm", "--with", "numpy>=2"], "PACKAGE==VERSION"),
         (["memory", "--model", "resnet50"], "memory streams have none"),

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from dlbench.core.errors import UserError
 from dlbench.core.tensors import TensorInfo
+from dlbench.harness.cells import mathmode
 from dlbench.harness.cells.mathmode import TF32, tf32_reason
 from dlbench.harness.machine.frameworks import distribution_version, is_installed
 from dlbench.harness.machine.hardware import ascend_npus, nvidia_gpus
@@ -150,6 +151,12 @@ class Backend:
     def environment(self, options: dict[str, Any], intra_op: int, inter_op: int) -> dict[str, str]:
         """Variables the child needs before its engine loads (read once, at import)."""
         return {}
+
+    def math_environment(self, device: str, precision: str, options: dict[str, Any]) -> dict[str, str]:
+        """The math variables a cell starts with (``NVIDIA_TF32_OVERRIDE=0`` for float32 on
+        a GPU, which also reaches libraries no framework switch does); a backend whose own
+        switch covers every library it calls, and is read back, may ask for none."""
+        return mathmode.environment(device, precision)
 
     def runner(self, artifact: ArtifactRef, cfg: RunConfig) -> Runner:
         raise UserError(f"backend {self.name} cannot run models in this version of dlbench")

@@ -266,6 +266,16 @@ class OnnxRuntime(Backend):
     def version(self):
         return distribution_version("onnxruntime-gpu") or distribution_version("onnxruntime")
 
+    def math_environment(self, device, precision, options):
+        """The CUDA provider's own ``use_tf32`` (set, and read back from the session) keeps
+        float32 IEEE; NVIDIA_TF32_OVERRIDE=0 on top of it makes cuDNN's frontend find no
+        plan for some convolutions (ONNX Runtime 1.31.1, cuDNN 9 on an H200: ResNet-50's
+        layer4 at batch 128 failed with HEURISTIC_QUERY_FAILED), so it is left unset there.
+        The TensorRT provider has no per-session switch: it keeps the variable."""
+        if options.get("provider") == "cuda":
+            return {}
+        return super().math_environment(device, precision, options)
+
     def devices(self):
         gpu = distribution_version("onnxruntime-gpu") and has_nvidia_gpu()
         return ["cpu", "cuda"] if gpu else ["cpu"]

@@ -26,7 +26,6 @@ from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.cells.allocator import identity as allocator_identity
 from dlbench.harness.cells.cellenv import cell_environment
 from dlbench.harness.cells.mathmode import TF32, check_env
-from dlbench.harness.cells.mathmode import environment as math_environment
 from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.formats import TRT_ENGINE
 from dlbench.harness.machine.fingerprint import fingerprint
@@ -70,7 +69,7 @@ class Cell:
             self.allocator,
             {
                 **self.backend.environment(self.options, self.intra_op, self.inter_op),
-                **math_environment(self.device, self.precision),
+                **self.backend.math_environment(self.device, self.precision, self.options),
                 **(envs.environment(overlay) if overlay else {}),
             },
         )

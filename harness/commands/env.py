@@ -93,7 +93,8 @@ def run(args) -> int:
             lines.append(
                 f"peak GEMM       {r['device']} {r['precision']}: "
                 f"{r['metrics']['gflops']:.1f} GFLOP/s ({r['context']['library']}, "
-                f"n={r['metrics']['n']}, {r['intra_op_threads']} threads)"
+                f"n={r['metrics']['n']}"
+                + (f", {r['intra_op_threads']} threads)" if r["device"] == "cpu" else ")")
             )
         else:
             lines.append(f"peak GEMM       {r['device']}: FAILED: {r['error']}")

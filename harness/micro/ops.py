@@ -28,7 +28,7 @@ from dlbench.core.errors import UserError
 
 KINDS = ("gemm", "conv", "memory")
 MEMORY_KERNELS = ("copy", "triad")
-ITEMSIZE = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}
+ITEMSIZE = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "int8": 1}
 MIB = 1 << 20
 
 

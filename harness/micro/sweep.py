@@ -218,7 +218,7 @@ def plan(req: MicroRequest) -> tuple[list[MicroCell], list[str]]:
         for name in chosen:
             what = f"{mode} layer" if layer else f"{req.kind} kernel"
             mod = engines_mod.module(name, layer)
-            have = mod.SUPPORTS.get(mode if layer else req.kind, ())
+            have = engines_mod.supports(mod, mode if layer else req.kind, req.device)
             if precision not in have:
                 why = getattr(mod, "WHY_NOT", {}).get(precision)
                 note = (

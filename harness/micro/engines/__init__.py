@@ -36,8 +36,9 @@ LAYER_ENGINES = {
     "mindspore": "dlbench.harness.micro.engines.ms_layers",
     "onnxruntime": "dlbench.harness.micro.engines.ort_layers",
 }
-# The precisions micro and layer cells know (each engine's SUPPORTS says which it has).
-PRECISIONS = ("fp32", "bf16", "int8")
+# The precisions micro and layer cells know (each engine's SUPPORTS says which it has;
+# an engine's SUPPORTS_ON adds what only a device has: tf32 and fp16 on a GPU).
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
 
 
 @dataclass
@@ -108,7 +109,13 @@ def reference(op, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, Callable[[
 
 
 # Relative error (max |got - want| / max |want|) a precision's result may have.
-TOLERANCE = {"fp32": 1e-4, "bf16": 3e-2, "int8": 0.0}
+# tf32 and fp16 round the operands to 10 mantissa bits (fp16 also its output): about 5e-4.
+TOLERANCE = {"fp32": 1e-4, "tf32": 5e-3, "fp16": 5e-3, "bf16": 3e-2, "int8": 0.0}
+
+
+def supports(mod, kind: str, device: str) -> tuple[str, ...]:
+    """The precisions an engine module has for ``kind`` on ``device``."""
+    return getattr(mod, "SUPPORTS_ON", {}).get(device, mod.SUPPORTS).get(kind, ())
 
 
 def check(op, precision: str, inputs: dict[str, np.ndarray], kernel: Kernel) -> float:

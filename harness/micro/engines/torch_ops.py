@@ -1,7 +1,8 @@
 """PyTorch: ``torch.matmul``, ``conv2d``, ``_int_mm`` and in-place streams, on CPU or CUDA.
 
-fp32 is IEEE fp32 on a GPU (``harness.cells.mathmode`` turns TF32 off), bf16 casts
-the operands once, before the clock.  On CUDA every call is synchronized
+fp32 is IEEE fp32 on a GPU (``harness.cells.mathmode`` turns TF32 off); tf32 is
+float32 in TensorFloat-32 math (a GPU of compute capability 8.0+), and bf16 and fp16
+(a GPU) cast the operands once, before the clock.  On CUDA every call is synchronized
 before it counts as done.  Outputs are written in place (``out=``) where the
 op has it, so the allocator is not what is timed.
 """
@@ -14,6 +15,14 @@ from dlbench.harness.micro.engines import TRIAD_SCALAR, Kernel
 FRAMEWORK = "torch"
 DEVICES = ("cpu", "cuda")
 SUPPORTS = {"gemm": ("fp32", "bf16", "int8"), "conv": ("fp32", "bf16"), "memory": ("fp32",)}
+WHY_NOT = {p: "only on a GPU (--device cuda)" for p in ("tf32", "fp16")}
+SUPPORTS_ON = {
+    "cuda": {
+        "gemm": ("fp32", "tf32", "fp16", "bf16", "int8"),
+        "conv": ("fp32", "tf32", "fp16", "bf16"),
+        "memory": ("fp32",),
+    }
+}
 
 
 def build(op, precision, device, inputs, threads) -> Kernel:
@@ -25,7 +34,7 @@ def build(op, precision, device, inputs, threads) -> Kernel:
     if device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("PyTorch sees no CUDA device")
     math = mathmode.torch_math(torch, device, "fp32" if precision == "int8" else precision)
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "int8": torch.int8}[precision]
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "int8": torch.int8}.get(precision, torch.float32)
     t = {k: torch.from_numpy(v).to(dev, dtype) for k, v in inputs.items()}
     sync = (lambda: torch.cuda.synchronize(dev)) if device == "cuda" else (lambda: None)
     lib = f"torch {torch.__version__}" + (f" (CUDA {torch.version.cuda})" if device == "cuda" else "")
