@@ -1,12 +1,13 @@
-"""TensorFlow / Keras 3 -> ONNX with ``tf2onnx.convert.from_function``.
+"""TensorFlow / Keras 3 -> ONNX with tf2onnx.
 
 ``tf2onnx.convert.from_keras`` fails on Keras 3 models (``KeyError:
 'keras_tensor_…'``), so the model is wrapped in a ``tf.function`` with an
-explicit input signature and that is converted.  The wrapper takes NCHW and
-transposes to the network's NHWC, so a Keras export takes the same input as
-the PyTorch and MindSpore ones; tf2onnx's optimizer pushes the transpose into
-the first convolution (no Transpose node is left: ``transposes_left`` in the
-result says so, and the node count shows it).
+explicit input signature, frozen by ``converters.tf_freeze`` (constants folded,
+nested functions inlined, ops tf2onnx lacks rewritten) and that graph is
+converted.  The wrapper takes NCHW and transposes to the network's NHWC, so a
+Keras export takes the same input as the PyTorch and MindSpore ones; tf2onnx's
+optimizer pushes the transpose into the first convolution (no Transpose node is
+left: ``transposes_left`` in the result says so, and the node count shows it).
 
 ``large_model=True`` keeps the weights outside the protobuf while tf2onnx's
 optimizer passes re-serialize the graph over and over: for ResNet-50 that
@@ -33,6 +34,7 @@ from dlbench.converters.base import (
     ExportOptions,
 )
 from dlbench.converters.onnx_io import OUTPUT_NAME, input_names
+from dlbench.converters.tf_freeze import convert
 
 
 def _tf2onnx():
@@ -110,9 +112,7 @@ class KerasToOnnx(ExportHop):
             args = [tf.transpose(x, (0, 2, 3, 1)) if image else x for x, image in zip(xs, images)]
             return {OUTPUT_NAME: model(args[0] if len(args) == 1 else args, training=False)}
 
-        proto, storage = tf2onnx.convert.from_function(
-            nchw_model, input_signature=signature, opset=options.opset, large_model=True
-        )
+        proto, storage, fixes = convert(tf2onnx, nchw_model, options.opset)
         inline_external_tensors(proto.graph, storage.name_to_tensor_data)
         import onnx
 
@@ -120,10 +120,10 @@ class KerasToOnnx(ExportHop):
         left = sum(1 for n in proto.graph.node if n.op_type == "Transpose")
         how = "NCHW input transposed to NHWC" if any(images) else "token inputs as they are"
         return {
-            "exporter": f"tf2onnx {tf2onnx.__version__} convert.from_function (tf.function, {how})",
+            "exporter": f"tf2onnx {tf2onnx.__version__} convert.from_graph_def (frozen tf.function, {how})",
             "opset_requested": options.opset,
             "transposes_left": left,
-            "rewrites": [],
+            "rewrites": fixes,
         }
 
     def export_user(
@@ -159,18 +159,16 @@ class KerasToOnnx(ExportHop):
         def fn(*xs):
             return flatten(call(*xs), output_names)
 
-        proto, storage = tf2onnx.convert.from_function(
-            fn, input_signature=specs, opset=options.opset, large_model=True
-        )
+        proto, storage, fixes = convert(tf2onnx, fn, options.opset)
         inline_external_tensors(proto.graph, storage.name_to_tensor_data)
         import onnx
 
         onnx.save(proto, str(out))
         return {
-            "exporter": f"tf2onnx {tf2onnx.__version__} convert.from_function "
-            f"(tf.function, the model's own layout)",
+            "exporter": f"tf2onnx {tf2onnx.__version__} convert.from_graph_def "
+            f"(frozen tf.function, the model's own layout)",
             "opset_requested": options.opset,
-            "rewrites": [],
+            "rewrites": fixes,
         }
 
 

@@ -237,3 +237,40 @@ def test_train_refuses_what_it_cannot_train_honestly(cli, workdir, saved):
         "keep their own dtype policy",
     )
     assert not (workdir / "runs").exists()
+
+
+def what_tf2onnx_could_not_freeze() -> keras.Model:
+    """The three classes keras.applications models broke on: a Normalization layer's fixed
+    mean and variance (captured constants: EfficientNetV2), a grouped convolution (run by
+    Keras through an XLA-only function: ConvNeXt's depthwise 7x7) and exact GELU (Erfc)."""
+    x = keras.Input((8, 8, 4), name="pixels")
+    h = keras.layers.Normalization(mean=[0.5, 0.4, 0.3, 0.2], variance=[0.2, 0.3, 0.4, 0.5])(x)
+    h = keras.layers.Conv2D(4, 3, groups=4, padding="same")(h)
+    h = keras.layers.Activation(lambda t: keras.activations.gelu(t, approximate=False))(h)
+    return keras.Model(x, keras.layers.Dense(3)(keras.layers.GlobalAveragePooling2D()(h)))
+
+
+def test_constants_xla_functions_and_erfc_export_whole(cli, workdir):
+    keras.utils.set_random_seed(3)
+    model = what_tf2onnx_could_not_freeze()
+    model.export(str(workdir / "frozen_sm"), verbose=False)
+    out = cli("export", str(workdir / "frozen_sm"), "--json", "e.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    r = only_record(workdir, "e.json")
+    assert r["status"] == "ok", r.get("error")
+    import onnx
+
+    g = onnx.load(r["context"]["artifact"]["path"]).graph
+    assert [i.name for i in g.input] == ["pixels"]  # no constant became an input
+    assert not {n.op_type for n in g.node} & {"StatefulPartitionedCall", "PartitionedCall"}
+    fixes = " ".join(json.dumps(r["context"]).split("rewrites")[1:])
+    assert "Erfc rewritten" in fixes and "XLA-only function marks dropped" in fixes
+
+
+def test_a_legacy_h5_keras_cannot_rebuild_is_refused_with_what_to_do(cli, workdir):
+    x = keras.Input((4,), name="x")
+    model = keras.Model(x, keras.layers.Dense(2)(x + 3.0))  # an op layer with a float argument
+    model.save(str(workdir / "legacy.h5"))
+    out = cli("bench", str(workdir / "legacy.h5"), "-b", "tensorflow", *FAST)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert "cannot rebuild this legacy HDF5 model" in out.stderr and "model.export('DIR')" in out.stderr

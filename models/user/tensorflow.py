@@ -43,7 +43,21 @@ def load(source: Source, obj: Any = None) -> Any:
             obj.load_weights(source.weights)
         return obj
     except (ValueError, OSError, KeyError, TypeError) as exc:
+        if source.kind == "keras-h5":
+            # Keras 3 rebuilds an HDF5 model from its config, and layers Keras 2 wrote as
+            # TensorFlow ops (TFOpLambda: MobileNetV3's hard-swish) cannot be rebuilt.
+            raise UserError(
+                f"{source.label}: Keras {_keras_version()} cannot rebuild this legacy HDF5 model "
+                f"({first_line(exc)}); save it as a SavedModel instead (model.export('DIR') in "
+                "Keras 3, or tf_keras for a Keras 2 model) and give DIR, or as .keras"
+            ) from None
         raise UserError(f"{source.label}: Keras cannot load it ({first_line(exc)})") from None
+
+
+def _keras_version() -> str:
+    import keras
+
+    return keras.__version__
 
 
 def _dims(shape) -> list[Any] | None:
