@@ -91,6 +91,40 @@ def test_tolerances_differ_by_precision():
     assert "top-1 agreement 77.8% < 90%" in v.message
 
 
+def test_top1_counts_only_samples_the_reference_separates():
+    """A near-tie flips on any rounding: it is left out of top-1, and the count says so."""
+    ref = _logits()
+    tie = ref[1]["logits"][2]
+    best = int(np.argmax(tie))
+    tie[(best + 1) % 10] = tie[best] - 1e-3  # a 0.01 % margin, under int8's 5 %
+    cand = _copy(ref)
+    row = cand[1]["logits"][2]
+    row[(best + 1) % 10], row[best] = row[best], row[(best + 1) % 10]  # the tie flips
+    v = cmp.compare(ref, cand, cmp.tolerance("int8"), SIZES)
+    [o] = v.outputs
+    assert v.ok and o.top1 == 1.0 and (o.top1_judged, o.top1_samples) == (8, 9)
+    assert "top-1 100% of 8 clear samples" in v.message
+    # Clear samples that change class still fail it.
+    for s in (0, 1):
+        r = cand[1]["logits"][s]
+        r[np.argsort(r)[-2]] = r.max() + 1
+    v = cmp.compare(ref, cand, cmp.tolerance("int8"), SIZES)
+    assert not v.ok and v.outputs[0].top1 == pytest.approx(6 / 8)
+
+
+def test_a_reference_that_ignores_its_input_cannot_judge():
+    """Keras' random-weight MobileNetV2 gives 0.001 for every class whatever the input:
+    a candidate equal to it proves nothing, and one constant output among varying ones
+    (SSD's anchors) is no reason to doubt the rest."""
+    dead = [{"probs": np.full((b, 10), 0.001, np.float32)} for b in SIZES]
+    v = cmp.compare(dead, _copy(dead), cmp.tolerance("int8"), SIZES)
+    assert not v.ok and not v.judged and v.outputs[0].input_independent
+    assert v.message.startswith("cannot judge") and v.to_dict()["judged"] is False
+    mixed = [dict(r, anchors=np.ones((b, 4), np.float32)) for r, b in zip(_logits(), SIZES)]
+    v = cmp.compare(mixed, _copy(mixed), cmp.tolerance("fp32"), SIZES)
+    assert v.ok and v.judged and [o.input_independent for o in v.outputs] == [False, True]
+
+
 def test_nan_and_shape_mismatch_always_fail():
     ref = _logits()
     nan = _copy(ref)

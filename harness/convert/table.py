@@ -77,8 +77,13 @@ def rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
             )
             continue
         for name, o in outputs.items():
-            status = "ok" if o["ok"] else "UNVERIFIED: " + "; ".join(o["failures"])
+            if verdict.get("judged", True) is False:
+                status = "CANNOT JUDGE: the reference is the same for every input"
+            else:
+                status = "ok" if o["ok"] else "UNVERIFIED: " + "; ".join(o["failures"])
             top1 = "" if o.get("top1") is None else f"{o['top1']:.0%}"
+            if o.get("top1") is not None and o.get("top1_judged") != o.get("top1_samples"):
+                top1 += f" ({o['top1_judged']}/{o['top1_samples']})"  # near-ties not counted
             out.append(
                 common
                 + [name, _g(o["max_abs"]), _g(o["max_rel"]), _g(o["mean_abs"]), f"{o['cosine']:.6f}", top1]
