@@ -182,3 +182,31 @@ def test_recurrent_ops_by_hand(op, gates, layout):
     )
     c = flops.count(model, {"x": x_shape}, batch)
     assert c["macs_per_sample"] == seq * gates * hidden * (cin + hidden)
+
+
+def test_a_count_with_unknown_shapes_is_marked_partial_in_the_table(cli, workdir):
+    """NonZero's output length is data-dependent: the MatMul after it cannot be counted,
+    and the bench table says the figure is a lower bound instead of printing it bare."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["h"]),
+        helper.make_node("NonZero", ["h"], ["nz"]),
+        helper.make_node("Transpose", ["nz"], ["t"], perm=[1, 0]),
+        helper.make_node("Cast", ["t"], ["f"], to=TensorProto.FLOAT),
+        helper.make_node("MatMul", ["f", "V"], ["y"]),
+    ]
+    w = numpy_helper.from_array(np.ones((8, 8), np.float32), "W")
+    v = numpy_helper.from_array(np.ones((2, 4), np.float32), "V")
+    model = _model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 4])],
+        [w, v],
+    )
+    c = flops.count(model, {"x": (2, 8)}, 2)
+    assert c["macs_per_sample"] == 64 and len(c["uncounted"]) == 1
+    import onnx
+
+    onnx.save(model, str(workdir / "nz.onnx"))
+    out = cli("bench", "nz.onnx", "-b", "onnxruntime", "--batch-sizes", "2", "--iterations", "3")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "(partial: 1 nodes uncounted)" in out.stdout

@@ -236,6 +236,14 @@ def test_fp16_is_verified_against_fp32(cli, workdir, onnx_mini, keep_io):
     assert io_type == (onnx.TensorProto.FLOAT if keep_io else onnx.TensorProto.FLOAT16)
     assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
     assert onnx_summary.summarize(model).precision == "fp16"
+    if keep_io:  # the advisor: fp16 on a CPU that has no half-precision arithmetic
+        from dlbench.harness.machine.hardware import fp16_arithmetic
+
+        out = cli("bench", "model.fp16.onnx", "-b", "onnxruntime", "--iterations", "3", "--json", "b.json")
+        assert out.returncode == 0, out.stderr[-3000:]
+        notes = " ".join(only_record(workdir, "b.json")["context"]["notes"])
+        said = "no half-precision arithmetic" in out.stderr + notes
+        assert said == (not fp16_arithmetic()), out.stderr
 
 
 @pytest.mark.parametrize(

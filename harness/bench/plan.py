@@ -17,6 +17,7 @@ from dlbench.core.tensors import follow_batch
 from dlbench.harness.backends import BACKENDS, get_backend
 from dlbench.harness.backends.base import Backend
 from dlbench.harness.bench import inputs as inputs_mod
+from dlbench.harness.bench.advice import advise
 from dlbench.harness.bench.artifacts import Artifact, resolve, resolve_code
 from dlbench.harness.bench.given import GivenInput
 from dlbench.harness.bench.given import read_all as read_given
@@ -388,4 +389,4 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
     unique = {}
     for c in cells:
         unique.setdefault(identity_key(c, req, machine_id), c)
-    return list(unique.values()), notes
+    return list(unique.values()), notes + advise(list(unique.values()))

@@ -62,11 +62,14 @@ def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         support = m.get("percentile_support") or {}
         p99 = milliseconds(lat.get("p99")) + ("" if support.get("p99", True) else "*")
         gflops = ""
+        uncounted = len((m.get("flops") or {}).get("uncounted") or [])
         if m.get("achieved_gflops"):
             gflops = f"{m['achieved_gflops']:.4g}"
             if m.get("percent_of_peak") is not None:
                 pct = m["percent_of_peak"]  # above 100 %: a wrong FLOP count or peak
                 gflops += f" ({pct:.0f}%)" if pct <= 100 else f" (INVALID: {pct:.0f}% of peak)"
+        if uncounted:  # shapes left unknown: the count is a lower bound
+            gflops = f">= {gflops or 0} (partial: {uncounted} nodes uncounted)"
         cold = m.get("cold_start") or {}
         thr = f"{r['throughput_sps']:.4g}" if r.get("throughput_sps") is not None else "-"
         if r["status"] == "unstable":

@@ -60,6 +60,18 @@ def cpu() -> dict[str, Any]:
     }
 
 
+# Instructions that compute in half precision (x86: Sapphire Rapids' AVX512-FP16 and AMX-FP16;
+# Arm: the FP16 arithmetic extension, "asimdhp").  Not part of cpu(): its ISA list is hashed
+# into the machine id, which a new flag must not change.
+FP16_ARITHMETIC = ("avx512_fp16", "amx_fp16", "asimdhp")
+
+
+def fp16_arithmetic() -> list[str]:
+    """This CPU's half-precision arithmetic instructions (empty: none, fp16 runs via fp32)."""
+    flags = set((_cpuinfo().get("flags") or _cpuinfo().get("Features") or "").split())
+    return [f for f in FP16_ARITHMETIC if f in flags]
+
+
 def command_output(cmd: list[str]) -> str | None:
     if not shutil.which(cmd[0]):
         return None
