@@ -119,6 +119,48 @@ def test_torchscript_bench_export_and_builds(cli, workdir, saved):
         assert only_record(workdir, f"{target}.json")["status"] == "ok"
 
 
+class _Planted:
+    """A pickle that runs code: it writes ``marker`` and then yields valid sample inputs, so
+    the archive still loads when trusted (the way a real attack would hide)."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        code = (
+            f"(open({self.marker!r}, 'w').close(), "
+            "((__import__('torch').zeros(2, 3, 12, 12), __import__('torch').zeros(2, 5, 4)), {}))[1]"
+        )
+        return (eval, (code,))
+
+
+def test_a_pt2_whose_pickles_run_code_needs_trust(cli, workdir, saved):
+    """torch.export.load retries a sample-inputs pickle without weights_only when the
+    restricted load fails: dlbench checks every pickled member first and refuses the file
+    (one line, exit 2, nothing run) unless --trust-model is given; the record says which."""
+    import io
+    import zipfile
+
+    marker = workdir / "planted"
+    evil = workdir / "evil.pt2"
+    with zipfile.ZipFile(saved / "two.pt2") as src, zipfile.ZipFile(evil, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if "/data/sample_inputs/" in item.filename:
+                buffer = io.BytesIO()
+                torch.save(_Planted(str(marker)), buffer)  # the format torch.export.load reads
+                data = buffer.getvalue()
+            dst.writestr(item, data)
+    for command in (["bench", str(evil), "-b", "pytorch", *FAST], ["export", str(evil)]):
+        out = cli(*command)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr[-2000:]
+        assert "can run code when loaded" in out.stderr and "--trust-model" in out.stderr
+        assert not marker.exists()
+    out = cli("bench", str(evil), "-b", "pytorch", "--trust-model", *FAST, "--json", "t.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert marker.exists() and only_record(workdir, "t.json")["context"]["model_trust_granted"] is True
+
+
 def test_export_program_with_two_inputs_two_outputs_and_a_dynamic_sequence(cli, workdir, saved):
     # No --shape: the sequence takes the length of the program's example inputs (5).
     out = cli(
@@ -127,6 +169,7 @@ def test_export_program_with_two_inputs_two_outputs_and_a_dynamic_sequence(cli, 
     assert out.returncode == 0, out.stderr[-3000:]
     r = only_record(workdir, "b.json")
     assert r["status"] in ("ok", "unstable"), r["error"]
+    assert r["context"]["model_trust_granted"] is False  # a plain archive needs no trust
     assert [i["shape"] for i in r["context"]["inputs"]] == [[3, 3, 12, 12], [3, 5, 4]]
     assert any("example inputs" in n for n in r["context"]["notes"])
 

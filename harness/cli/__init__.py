@@ -19,6 +19,12 @@ from dlbench.core.errors import UserError
 from dlbench.core.registry import load_plugins
 from dlbench.core.version import __version__
 from dlbench.harness.cli.config import blame, parse_args
+from dlbench.models.user import trust
+
+TRUST_HELP = (
+    "load model files that can run code when loaded (pickles a torch.export archive holds): "
+    "only for files you trust; each record says it was given"
+)
 
 COMMANDS = (
     "env",
@@ -54,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dlbench {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    parser.add_argument(trust.FLAG, action="store_true", help=TRUST_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"dlbench.harness.commands.{name.replace('-', '_')}")
@@ -61,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors"
         )
+        p.add_argument(trust.FLAG, action="store_true", default=argparse.SUPPRESS, help=TRUST_HELP)
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser
@@ -86,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     signal.signal(signal.SIGTERM, _terminate)
+    if args.trust_model:  # the cells that load the model read it from their environment
+        os.environ[trust.TRUST_ENV] = "1"
     try:
         return int(args._run(args) or 0)
     except UserError as exc:

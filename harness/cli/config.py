@@ -24,7 +24,7 @@ from dlbench.core.errors import UserError
 from dlbench.harness.store.url import mask
 
 # Options that steer this invocation but are not part of what it measures.
-NOT_CONFIG = ("help", "config", "print_config", "debug")
+NOT_CONFIG = ("help", "config", "print_config", "debug", "trust_model")
 
 
 def field_default(cls, name: str) -> Any:

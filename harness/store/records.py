@@ -27,6 +27,7 @@ from dlbench.harness.cells.cellenv import context as cell_context
 from dlbench.harness.machine.fingerprint import fingerprint, resource_label
 from dlbench.harness.store.context import cell_key, command_line, now_iso
 from dlbench.harness.store.results import ResultStore
+from dlbench.models.user import trust
 
 
 def new_record(
@@ -68,6 +69,8 @@ def new_record(
         "context": {
             "identity": identity,
             "resource": resource_label(fp, training_name(device)),
+            # --trust-model: model files that can run code were allowed to (models.user.trust)
+            "model_trust_granted": trust.trusted(),
             **(cell_context(env) if env is not None else {}),
         },
         "metrics": {},

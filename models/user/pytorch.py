@@ -27,7 +27,7 @@ def load(source: Source, obj: Any = None) -> Any:
         if source.kind == "torchscript":
             model = torch.jit.load(source.path, map_location="cpu")
         elif source.kind == "torch-export":
-            model = torch.export.load(source.path).module()
+            model = _export_load(source).module()
         else:
             model = obj
             if source.weights:
@@ -40,10 +40,19 @@ def load(source: Source, obj: Any = None) -> Any:
     return model.eval()
 
 
+def _export_load(source: Source) -> Any:
+    """``torch.export.load``, after the archive's pickled members are checked (``trust``)."""
+    from dlbench.models.user import trust
+
+    risks = trust.export_archive_risks(source.path)
+    trust.require(source.label, risks, "this torch.export archive holds members")
+    return torch.export.load(source.path)
+
+
 def signature(model: Any, source: Source) -> dict[str, Any]:
     """Inputs (name, dtype, shape; shape None when only the user can say) and outputs."""
     if source.kind == "torch-export":
-        return _exported(torch.export.load(source.path))
+        return _exported(_export_load(source))
     notes = []
     if isinstance(model, torch.jit.ScriptModule):
         args = model.forward.schema.arguments[1:]
