@@ -112,6 +112,8 @@ def probe_child(message: dict[str, Any]) -> dict[str, Any]:
     sig = module.signature(model, source)
     from dlbench.harness.machine.frameworks import version_of
 
+    if source.kind == "code":  # said once, with the probe: no file format to check here
+        sig["notes"] = [f"runs your code ({source.model_from}) to build the model", *sig.get("notes", [])]
     return {"framework": framework, "version": version_of(framework), **sig}
 
 

@@ -274,3 +274,31 @@ def test_a_legacy_h5_keras_cannot_rebuild_is_refused_with_what_to_do(cli, workdi
     out = cli("bench", str(workdir / "legacy.h5"), "-b", "tensorflow", *FAST)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     assert "cannot rebuild this legacy HDF5 model" in out.stderr and "model.export('DIR')" in out.stderr
+
+
+def test_a_savedmodel_that_writes_files_needs_trust(cli, workdir, saved):
+    """What the serving signature reaches is scanned before loading: a graph that writes a
+    file is refused (nothing written) unless --trust-model; the saver every SavedModel
+    carries (SaveV2, never called by serving) refuses nothing."""
+    import tensorflow as tf
+
+    marker = workdir / "planted"
+
+    class Writes(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
+        def __call__(self, x):
+            tf.io.write_file(str(marker), "written by the model")
+            return {"y": x * 2.0}
+
+    m = Writes()
+    tf.saved_model.save(m, str(workdir / "writes"), signatures={"serving_default": m.__call__})
+    out = cli("bench", str(workdir / "writes"), "-b", "tensorflow", *FAST)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr[-2000:]
+    assert "WriteFile" in out.stderr and "--trust-model" in out.stderr and not marker.exists()
+    trusted = ("--trust-model", "--json", "t.json")
+    out = cli("bench", str(workdir / "writes"), "-b", "tensorflow", *trusted, *FAST)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert marker.exists() and only_record(workdir, "t.json")["context"]["model_trust_granted"] is True
+    from dlbench.models.user.tensorflow import savedmodel_risks
+
+    assert savedmodel_risks(str(saved / "mm_saved")) == []

@@ -45,7 +45,8 @@ def _export_load(source: Source) -> Any:
     from dlbench.models.user import trust
 
     risks = trust.export_archive_risks(source.path)
-    trust.require(source.label, risks, "this torch.export archive holds members")
+    what = "this torch.export archive holds members that can run code when loaded"
+    trust.require(source.label, risks, what)
     return torch.export.load(source.path)
 
 

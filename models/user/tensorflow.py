@@ -32,6 +32,10 @@ def load(source: Source, obj: Any = None) -> Any:
         if source.kind in ("keras", "keras-h5"):
             return keras.saving.load_model(source.path, compile=False)
         if source.kind == "savedmodel":
+            from dlbench.models.user import trust
+
+            risks = savedmodel_risks(source.path)
+            trust.require(source.label, risks, "its serving graph runs ops that act outside the run")
             loaded = tf.saved_model.load(source.path)
             if SERVING not in loaded.signatures:
                 raise UserError(
@@ -52,6 +56,85 @@ def load(source: Source, obj: Any = None) -> Any:
                 "Keras 3, or tf_keras for a Keras 2 model) and give DIR, or as .keras"
             ) from None
         raise UserError(f"{source.label}: Keras cannot load it ({first_line(exc)})") from None
+
+
+# Ops whose effect outlives the run: files written or removed, checkpoints saved, summaries
+# and debug dumps written, Python called.  Reads (vocabulary assets) are the model's own.
+SIDE_EFFECT_OPS = frozenset(
+    {
+        "WriteFile",
+        "Save",
+        "SaveV2",
+        "SaveSlices",
+        "MergeV2Checkpoints",
+        "CreateSummaryFileWriter",
+        "CreateSummaryDbWriter",
+        "WriteSummary",
+        "WriteScalarSummary",
+        "WriteHistogramSummary",
+        "WriteImageSummary",
+        "WriteAudioSummary",
+        "WriteGraphSummary",
+        "WriteRawProtoSummary",
+        "ImportEvent",
+        "DebugIdentityV2",
+        "SaveDataset",
+        "SaveDatasetV2",
+        "PyFunc",
+        "PyFuncStateless",
+        "EagerPyFunc",
+    }
+)
+
+
+def savedmodel_risks(path: str) -> list[str]:
+    """Side-effect ops the SavedModel runs when loaded or served: everything reachable from
+    its signatures (the init op among them) through called functions.  Every SavedModel also
+    carries its own save function (SaveV2, MergeV2Checkpoints), which serving never calls:
+    only what the signatures reach counts."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    model = saved_model_pb2.SavedModel()
+    with open(os.path.join(path, "saved_model.pb"), "rb") as fh:
+        model.ParseFromString(fh.read())
+    return sorted({op for meta in model.meta_graphs for op in _reached_ops(meta)} & SIDE_EFFECT_OPS)
+
+
+def _reached_ops(meta: Any) -> set[str]:
+    """The ops a MetaGraph's signatures reach, through the functions their nodes call."""
+    graph = meta.graph_def
+    functions = {f.signature.name: f for f in graph.library.function}
+    nodes = {n.name: n for n in graph.node}
+    ops: set[str] = set()
+    called: list[str] = []
+
+    def visit(node: Any) -> None:
+        ops.add(node.op)
+        if node.op in functions:
+            called.append(node.op)
+        for attr in node.attr.values():
+            if attr.HasField("func"):
+                called.append(attr.func.name)
+            called.extend(f.name for f in attr.list.func)
+
+    # Every signature's outputs, the init op's (__saved_model_init_op) among them.
+    todo = [t.name.split(":")[0] for sig in meta.signature_def.values() for t in sig.outputs.values()]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in nodes:
+            continue
+        seen.add(name)
+        visit(nodes[name])
+        todo += [i.split(":")[0].lstrip("^") for i in nodes[name].input]
+    while called:
+        name = called.pop()
+        if name in seen or name not in functions:
+            continue
+        seen.add(name)
+        for node in functions[name].node_def:
+            visit(node)
+    return ops
 
 
 def _keras_version() -> str:

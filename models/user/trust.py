@@ -14,8 +14,11 @@ torch.export archive (``.pt2``) is mostly safe data (a JSON graph, raw tensor by
 So before torch sees the file, every pickled member must load under PyTorch's restricted
 unpickler (``weights_only=True``: tensors and containers, no arbitrary callables); custom
 and opaque objects cannot be checked at all.  A member that fails makes the file need
-trust.  The CLI exports the user's ``--trust-model`` as ``DLBENCH_TRUST_MODEL=1``, so the
-cells that load the file see the same word, and each record stores it.
+trust.  A SavedModel is refused the same way when what its signatures reach includes
+ops that act outside the run (files written, checkpoints saved, Python called:
+``models.user.tensorflow.savedmodel_risks``).  The CLI exports the user's
+``--trust-model`` as ``DLBENCH_TRUST_MODEL=1``, so the cells that load the file see the
+same word, and each record stores it.
 """
 
 from __future__ import annotations
@@ -70,11 +73,11 @@ def export_archive_risks(path: str) -> list[str]:
 
 
 def require(label: str, risks: list[str], what: str) -> None:
-    """Refuse ``label`` in one line unless the user trusts it (or nothing is at risk)."""
+    """Refuse ``label`` in one line unless the user trusts it (or nothing is at risk);
+    ``what`` says what the ``risks`` are."""
     if not risks or trusted():
         return
     shown = ", ".join(risks[:3]) + (f" and {len(risks) - 3} more" if len(risks) > 3 else "")
     raise UserError(
-        f"{label}: {what} that can run code when loaded: {shown}; dlbench loads it only with "
-        f"{FLAG} (give it only for files you trust)"
+        f"{label}: {what}: {shown}; dlbench loads it only with {FLAG} (give it only for files you trust)"
     )
