@@ -255,6 +255,14 @@ def test_bad_user_models_are_one_line(cli, workdir, saved):
     )
     assert_usage_error(cli("bench", "--model-from", "nocolon", "-b", "pytorch"), "MODULE:CALLABLE")
     assert not list(workdir.glob("*.onnx"))
+    # A checkpoint that needs the unrestricted unpickler: dlbench's line, not torch's advice
+    # to load it unsafely; the same refusal on every command that takes --weights.
+    torch.save({"w": torch.ones(1), "when": __import__("datetime").date(2026, 1, 1)}, workdir / "odd.pt")
+    code = f"{saved / 'code.py'}:small"
+    for command in (["bench", "-b", "pytorch"], ["export"]):
+        args = [*command, "--model-from", code, "--weights", str(workdir / "odd.pt")]
+        args += ["--shape", "image=1x3x8x8"]
+        assert_usage_error(cli(*args), "datetime.date (not a tensor or container)", "--trust-model")
 
 
 def test_run_on_a_users_model_exports_builds_and_benches_without_training(cli, workdir, saved):

@@ -10,6 +10,7 @@ structure: a dict's keys, a tuple's positions (``output_0``...), or
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -31,13 +32,35 @@ def load(source: Source, obj: Any = None) -> Any:
         else:
             model = obj
             if source.weights:
-                state = torch.load(source.weights, map_location="cpu", weights_only=True)
+                state = _weights(source.weights)
                 model.load_state_dict(state.get("state_dict", state) if isinstance(state, dict) else state)
     except (RuntimeError, ValueError, OSError, KeyError) as exc:
         raise UserError(f"{source.label}: PyTorch cannot load it ({first_line(exc)})") from None
     if source.kind == "torch-export":
         return model  # an exported module has no train/eval switch: it is traced
     return model.eval()
+
+
+def _weights(path: str) -> Any:
+    """A ``--weights`` file under PyTorch's restricted unpickler; one that needs more (a
+    pickled module, custom classes) runs code when loaded, so it takes --trust-model."""
+    import pickle
+
+    from dlbench.models.user import trust
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        if not trust.trusted():
+            named = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(exc))
+            why = f"{named.group(1)} (not a tensor or container)" if named else "objects other than tensors"
+            trust.require(
+                path,
+                [why],
+                "the checkpoint holds objects the restricted loader refuses, which loading would run "
+                "(save the state_dict alone to avoid it)",
+            )
+        return torch.load(path, map_location="cpu", weights_only=False)
 
 
 def _export_load(source: Source) -> Any:
