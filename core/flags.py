@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -104,14 +105,74 @@ def nested(cls: type, spelled_out: bool = False, factory: Callable[[], Any] | No
     return dataclasses.field(default_factory=factory or cls, metadata={_NESTED: cls, _SPELLED: spelled_out})
 
 
+# The widest integer an option takes: counts, sizes and seconds beyond it are typos, and a
+# record's 64-bit SQLite columns and the engines' int32 APIs must hold what was asked.
+INT_LIMIT = 2**31 - 1
+
+
+class NumberError(ValueError):
+    """A number an option cannot take; its text is the whole explanation."""
+
+
+def number(kind: type, low: float | None = None, high: float | None = None) -> Callable[[Any], Any]:
+    """A flag type for one number: parsed, finite, within ``low``..``high`` and, for an int,
+    within ``INT_LIMIT``; the same check for the command line and a config file's value.
+    Every declared flag of type ``int`` or ``float`` gets it (``checked``)."""
+    top = INT_LIMIT if kind is int else None
+    high = top if high is None else high
+    low = -top if low is None and top is not None else low
+
+    def parse(text: Any) -> Any:
+        if isinstance(text, bool):
+            raise NumberError(f"{text!r} is not a number")
+        try:
+            value = kind(text)
+        except (ValueError, TypeError, OverflowError):
+            raise NumberError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if kind is float and not math.isfinite(value):
+            raise NumberError(f"{text!r} is not a finite number")
+        if low is not None and value < low:
+            raise NumberError(f"{text!r} is below {low:,}")
+        if high is not None and value > high:
+            raise NumberError(f"{text!r} is above {high:,}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def checked(kind: Any) -> Any:
+    """``int`` and ``float`` as ``number`` types; any other type as it is."""
+    return number(kind) if kind in (int, float) else kind
+
+
+def _argparse_type(kind: Any) -> Any:
+    """argparse prints an ArgumentTypeError's text as it is ("argument --x: 'nan' is ...")."""
+    if kind is None or getattr(kind, "comma", False):
+        return kind
+    kind = checked(kind)
+
+    def parse(text: str) -> Any:
+        try:
+            return kind(text)
+        except NumberError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = getattr(kind, "__name__", "value")
+    return parse
+
+
 def split(values: Any, kind: Callable[[str], Any] = str) -> list[Any]:
     """Comma lists and repeated flags alike ("1,8" "32" -> [1, 8, 32]), first occurrence kept."""
     out = []
+    kind = checked(kind)
     for v in values or []:
         for part in str(v).split(","):
             if part.strip():
                 try:
                     out.append(kind(part.strip()))
+                except NumberError as exc:
+                    raise UserError(str(exc)) from None
                 except ValueError:
                     raise UserError(f"{part.strip()!r} is not a valid {kind.__name__}") from None
     return list(dict.fromkeys(out))
@@ -242,7 +303,7 @@ def add_flag(target: Any, dest: str, fl: Flag, value: Any, parsed: Any = None) -
         return
     choices = _text(fl.choices)
     metavar = fl.metavar or (None if choices else fl.long.lstrip("-").upper().replace("-", "_"))
-    kw.update(type=fl.type, metavar=metavar, choices=choices, required=fl.required)
+    kw.update(type=_argparse_type(fl.type), metavar=metavar, choices=choices, required=fl.required)
     target.add_argument(*fl.names, action="append" if fl.many else "store", **kw)
     for i, also in enumerate(fl.also):
         target.add_argument(

@@ -27,7 +27,7 @@ def mlp(tmp_path):
 def test_split_reads_comma_lists_and_repeats_once_each():
     assert split(["1,8", "32", "8"], int) == [1, 8, 32]
     assert split(None) == []
-    with pytest.raises(UserError, match="'x' is not a valid int"):
+    with pytest.raises(UserError, match="'x' is not an integer"):
         split(["1,x"], int)
 
 

@@ -423,7 +423,7 @@ def test_a_model_the_engine_refuses_is_bad_input_too(cli, workdir, mlp):
             ["3 dimensions given, but input 'x' has 4"],
         ),
         (["mlp.onnx", "-b", "onnxruntime", "--batch-sizes", "0"], ["--batch-sizes must be positive"]),
-        (["mlp.onnx", "-b", "onnxruntime", "--batch-sizes", "1,x"], ["'x' is not a valid int"]),
+        (["mlp.onnx", "-b", "onnxruntime", "--batch-sizes", "1,x"], ["'x' is not an integer"]),
         (["mlp.onnx", "-b", "tensorflowlite"], ["unknown backend 'tensorflowlite'"]),
         (["mlp.onnx", "-b", "onnxruntime", "--device", "cuda"], ["--device cuda"]),
         (["mlp.onnx", "-b", "onnxruntime", "--device", "tpu"], ["--device must be one of"]),

@@ -77,7 +77,7 @@ def test_backends_lists_every_named_backend_with_reasons(cli):
         (["train", "resnet50-mini", "-f", "caffe"], ["unknown framework 'caffe'"]),
         (["train", "resnet50-mini", "--batch-size", "0"], ["--batch-size must be at least 1"]),
         (["train", "resnet50-mini", "--steps", "0"], ["--steps must be at least 1"]),
-        (["train", "resnet50-mini", "--steps", "many"], ["invalid int value"]),
+        (["train", "resnet50-mini", "--steps", "many"], ["'many' is not an integer"]),
         (["train", "resnet50-mini", "--device", "gpu"], ["--device gpu", "no NVIDIA GPU"]),
         (["train", "resnet50-mini", "--device", "ascend"], ["--device ascend", "no Ascend"]),
         (["train", "resnet50-mini", "--device", "tpu"], ["--device must be one of"]),

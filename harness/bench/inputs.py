@@ -31,6 +31,7 @@ One seed drives the generator: the same seed gives the same bytes.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -112,10 +113,13 @@ def plan(
     ``given`` maps input names to what ``--input`` set: a value, a .npy path, or
     an already read ``GivenInput`` (the sweep reads each file once).
     """
+    empty = [t.name for t in signature if t.shape and isinstance(t.shape[0], int) and t.shape[0] == 0]
+    if empty:
+        raise UserError(f"input {empty[0]} declares a batch of 0: a batch of no samples measures nothing")
     if batch_size < 1:
         raise UserError(f"batch size must be at least 1, got {batch_size}")
     try:
-        return _plan(
+        p = _plan(
             signature,
             batch_size,
             dict(shapes or {}),
@@ -123,8 +127,38 @@ def plan(
             graph_ranges or {},
             given_mod.read_all(given),
         )
+        _check_size(p)
+        return p
     except UserError as exc:
         raise UserError(f"{exc}; inputs: {describe_signature(signature)}") from None
+
+
+def max_input_bytes() -> int:
+    """The most one batch's inputs may take (``DLBENCH_MAX_INPUT_GB``; default 8 GiB or a
+    quarter of the machine's memory, the smaller): a declared dimension of 2**31 would
+    otherwise be allocated, in the parent and again in the cell, before anything says so."""
+    import os
+
+    import psutil
+
+    given = os.environ.get("DLBENCH_MAX_INPUT_GB")
+    if given is None:
+        return min(8 * 2**30, psutil.virtual_memory().total // 4)
+    try:
+        return int(float(given) * 2**30)
+    except ValueError:
+        raise UserError("DLBENCH_MAX_INPUT_GB must be a number of GiB") from None
+
+
+def _check_size(p: InputPlan) -> None:
+    need = sum(math.prod(i.shape) * np.dtype(numpy_dtype(i.dtype)).itemsize for i in p.inputs)
+    cap = max_input_bytes()
+    if need > cap:
+        shapes = ", ".join(f"{i.name} {list(i.shape)}" for i in p.inputs)
+        raise UserError(
+            f"batch {p.batch_size}'s inputs would take {need / 2**30:,.1f} GiB ({shapes}), over the "
+            f"{cap / 2**30:.3g} GiB cap (DLBENCH_MAX_INPUT_GB raises it)"
+        )
 
 
 def _batched(t: TensorInfo) -> bool:

@@ -123,7 +123,9 @@ def _convert(file: str, key: str, a: argparse.Action, value: Any) -> Any:
         text = str(v)
         try:
             out = a.type(text) if a.type else text
-        except (TypeError, ValueError, argparse.ArgumentTypeError):
+        except argparse.ArgumentTypeError as exc:  # the type's own sentence ("'nan' is not ...")
+            raise bad(str(exc)) from None
+        except (TypeError, ValueError):
             raise bad(f"invalid {getattr(a.type, '__name__', 'value')} value {v!r}") from None
         if a.choices is not None and out not in a.choices:
             raise bad(f"{v!r} is not allowed; choose from {', '.join(map(str, a.choices))}") from None
@@ -159,6 +161,8 @@ def read_config(path: str, p: argparse.ArgumentParser) -> dict[str, Any]:
         raise UserError(f"--config {path}: cannot read it ({exc.strerror or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"--config {path}: not valid TOML ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"--config {path}: not UTF-8 text (byte {exc.start}), which TOML must be") from None
     keys = _keyed_actions(p)
     values: dict[str, Any] = {}
     for key, value in data.items():
