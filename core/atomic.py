@@ -123,3 +123,40 @@ def staged_directory(final: str | os.PathLike):
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(tmp, final)
+
+
+@contextmanager
+def sole_writer(path: str | os.PathLike, what: str):
+    """Hold an exclusive lock on ``path`` (created, with its folder) for the block; a second
+    process asking for it gets one line naming the holder.  ``flock`` is released by the
+    kernel when its holder exits, even by SIGKILL, so a dead run's lock is simply taken
+    over: there is no stale lock to clean.  The file goes when the block ends, and its
+    folder too if the block left it empty (a run refused before it wrote anything)."""
+    import fcntl
+    import time
+
+    path = Path(path)
+    made = not path.parent.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise UserError(f"{what}: cannot create {path} ({exc.strerror or exc})") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+            raise UserError(f"{what} is being written by {holder}; wait for it, or choose another") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"dlbench PID {os.getpid()} (since {time.strftime('%Y-%m-%d %H:%M:%S')})".encode(), 0)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            if made:
+                with contextlib.suppress(OSError):
+                    path.parent.rmdir()  # only when empty
+    finally:
+        os.close(fd)

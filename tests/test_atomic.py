@@ -49,3 +49,45 @@ def test_a_file_where_a_directory_must_go_is_one_line(tmp_path):
     (tmp_path / "f").write_text("")
     with pytest.raises(UserError, match="is not a directory"):
         atomic.check_can_create(tmp_path / "f" / "x.json")
+
+
+HOLD = """
+import sys, time
+from dlbench.core.atomic import sole_writer
+with sole_writer(sys.argv[1], "the folder"):
+    print("held", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_one_writer_names_the_holder_and_a_dead_ones_lock_is_taken(tmp_path):
+    """flock: a second process is refused in one line naming the first; SIGKILL leaves the
+    file behind but the kernel freed the lock, so the next writer simply takes it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    lock = tmp_path / "w" / ".lock"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserError, match=f"the folder is being written by dlbench PID {holder.pid} "):
+            with atomic.sole_writer(lock, "the folder"):
+                pass
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(30)
+        assert lock.exists()  # a killed holder cleans nothing up
+        with atomic.sole_writer(lock, "the folder"):
+            assert f"PID {os.getpid()} " in lock.read_text()
+        assert not lock.exists() and (tmp_path / "w").is_dir()  # the folder predates this block
+    finally:
+        holder.kill()
+        holder.wait(30)
+
+
+def test_a_refused_new_run_leaves_no_folder(tmp_path):
+    with pytest.raises(RuntimeError):
+        with atomic.sole_writer(tmp_path / "new" / ".lock", "x"):
+            raise RuntimeError("validation failed")
+    assert not (tmp_path / "new").exists()

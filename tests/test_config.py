@@ -157,10 +157,12 @@ def test_bench_records_carry_the_resolved_config(cli, workdir):
 
 
 def test_run_workdir_keeps_the_config(workdir):
-    from dlbench.harness.pipeline.runner import _open_workdir
+    from dlbench.harness.pipeline.resume import open_workdir
+    from dlbench.harness.pipeline.runner import workdir_of
 
     cfg = {"model": "lenet5", "seed": 2}
-    wd, _, resumed = _open_workdir(RunRequest(model="lenet5", workdir=str(workdir / "w"), config=cfg))
+    req = RunRequest(model="lenet5", workdir=str(workdir / "w"), config=cfg)
+    wd, _, resumed = open_workdir(req, workdir_of(req))
     assert not resumed and wd.read_run()["config"] == cfg
 
 

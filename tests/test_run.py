@@ -251,3 +251,31 @@ def test_lstm_tiny_runs_every_stage_in_every_framework(tmp_path):
     assert {r["precision"] for r in onnx_cells} == {"fp32", "fp16", "int8"}
     for r in onnx_cells:  # the graph count sees the LSTMs, quantized ones included
         assert r["metrics"]["flops"]["macs_per_sample"] == spec.macs_per_sample
+
+
+def test_a_second_writer_of_a_workdir_is_refused_naming_the_first(workdir):
+    from dlbench.core.atomic import sole_writer
+    from dlbench.harness.pipeline.resume import LOCK
+
+    env = dict(os.environ, DLBENCH_DB=str(workdir / "db.sqlite"))
+    with sole_writer(workdir / "w" / LOCK, "held by this test"):
+        out = dlbench(RUN + ["--workdir", str(workdir / "w"), "--resume"], env, timeout=300)
+    assert_usage_error(out, f"is being written by dlbench PID {os.getpid()} ")
+
+
+def test_resume_retries_a_failed_stage_unless_told_not_to(tmp_path):
+    """A failure (a full disk, an OOM, a kill) need not be permanent: --resume runs the
+    stage again by default; --no-retry keeps today's 'finished earlier'."""
+    from types import SimpleNamespace
+
+    from dlbench.harness.pipeline.resume import finished
+    from dlbench.harness.pipeline.workdir import Workdir
+
+    wd = Workdir(tmp_path / "w")
+    wd.start({"run_id": "r"})
+    stage = SimpleNamespace(kind="export", name="export-pytorch", matches=lambda r: False)
+    wd.finish(stage.name, {"status": "failed", "reason": "No space left on device"})
+    assert finished(stage, wd, [], retry=True) is None
+    assert finished(stage, wd, [], retry=False)["status"] == "failed"
+    wd.finish(stage.name, {"status": "ok"})
+    assert finished(stage, wd, [], retry=True)["status"] == "ok"

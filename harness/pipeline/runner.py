@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dlbench.core.atomic import sole_writer
 from dlbench.core.devices import inference_name
 from dlbench.core.errors import UserError
 from dlbench.core.flags import comma_list, field_of, flag, nested
@@ -30,9 +31,10 @@ from dlbench.harness.cells.allocator import check as check_allocator
 from dlbench.harness.executors import DEFAULT_EXECUTOR, RAY_RESOURCES, executor_flag, open_executor
 from dlbench.harness.executors import check as check_executor
 from dlbench.harness.pipeline.plan import Plan, build_plan
-from dlbench.harness.pipeline.stages import Context, Stage, TrainStage
+from dlbench.harness.pipeline.resume import LOCK, finished, open_workdir
+from dlbench.harness.pipeline.stages import Context, TrainStage
 from dlbench.harness.pipeline.workdir import Workdir
-from dlbench.harness.store.context import DB, OUTPUT, RUN_ID_ENV, command_line, new_run_id, now_iso
+from dlbench.harness.store.context import DB, OUTPUT, RUN_ID_ENV
 
 BUILD_PRECISIONS = ("fp32", "fp16", "int8")
 # A CPU run must finish in minutes (make demo: under 15 on 2 cores); a run on a
@@ -113,6 +115,14 @@ class RunRequest:
         switch=True,
         group=OUTPUT,
         help="continue the run in --workdir without redoing finished stages",
+    )
+    retry: bool = flag(
+        "--retry",
+        default=True,
+        negatable=True,
+        group=OUTPUT,
+        help="with --resume, run the stages that failed again (their failure stays stored); "
+        "--no-retry keeps it",
     )
     db: str | None = field_of(DB, default=None)
     timeout: float | None = flag(
@@ -268,72 +278,6 @@ def plan(req: RunRequest) -> Plan:
     return build_plan(req, workdir_of(req))
 
 
-def _open_workdir(req: RunRequest) -> tuple[Workdir, str, bool]:
-    """The work directory and the run id: a new run, or the one ``--resume`` continues."""
-    from dlbench.harness.machine.fingerprint import fingerprint
-
-    wd = workdir_of(req)
-    previous = wd.read_run()
-    machine = fingerprint()["machine_id"]
-    if previous is None:
-        if wd.root.exists() and any(wd.root.iterdir()):
-            raise UserError(
-                f"--workdir {wd.root}: exists and is not a dlbench run directory; choose an empty or new one"
-            )
-        from dlbench.core.atomic import check_can_create
-
-        check_can_create(wd.run_file)
-        run_id = new_run_id()
-        wd.start(
-            {
-                "run_id": run_id,
-                "started_at": now_iso(),
-                "machine_id": machine,
-                "options": req.options(),
-                "command_line": command_line(req.argv),
-                "config": req.config,
-            }
-        )
-        return wd, run_id, False
-    if not req.resume:
-        raise UserError(
-            f"--workdir {wd.root} holds run {previous.get('run_id')}: pass --resume "
-            f"to continue it, or choose another --workdir"
-        )
-    if previous.get("machine_id") != machine:
-        raise UserError(
-            f"--workdir {wd.root}: run {previous.get('run_id')} was measured on "
-            f"machine {previous.get('machine_id')}, this is {machine}; a run "
-            f"cannot mix machines"
-        )
-    changed = {
-        k: (v, req.options().get(k))
-        for k, v in previous.get("options", {}).items()
-        if req.options().get(k) != v
-    }
-    if changed:
-        k, (was, now) = next(iter(changed.items()))
-        raise UserError(
-            f"--resume: run {previous['run_id']} was started with {k}={was}, not "
-            f"{now}; use another --workdir for a different run"
-        )
-    return wd, previous["run_id"], True
-
-
-def _finished(stage: Stage, wd: Workdir, stored: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The stage's result if an earlier attempt of this run finished it.
-
-    The bench stage always runs again: it resumes cell by cell by itself.
-    """
-    if stage.kind == "bench":
-        return None
-    done = wd.stage(stage.name)
-    own = [r for r in stored if stage.matches(r)]
-    if done is None and own:  # stored, but killed before the manifest
-        done = wd.finish(stage.name, dict(stage.from_records(own), seconds=None))
-    return done
-
-
 def _clock(seconds: float) -> str:
     m, s = divmod(int(round(seconds)), 60)
     return f"{m}m{s:02d}s" if m else f"{seconds:.1f}s"
@@ -356,7 +300,13 @@ def run_pipeline(
     store = ResultStore(req.db)
     store.check_writable()
     open_executor(req.executor, req.ray_resources)  # no cluster there: exit 2 at once
-    wd, run_id, resumed = _open_workdir(req)
+    root = workdir_of(req).root
+    with sole_writer(root / LOCK, f"--workdir {root}"):  # one writer per run
+        return _run_locked(req, stages, bar, say, store)
+
+
+def _run_locked(req: RunRequest, stages, bar, say, store) -> tuple[Workdir, str, dict[str, dict[str, Any]]]:
+    wd, run_id, resumed = open_workdir(req, workdir_of(req))
     ctx = Context(req, wd, run_id, progress=say)
     say(
         f"dlbench run {req.model}: run {run_id}, work directory {wd.root}" + (" (resumed)" if resumed else "")
@@ -369,7 +319,7 @@ def run_pipeline(
         bar.activate()
         for i, stage in enumerate(stages, 1):
             head = f"==> [{i}/{len(stages)}] {stage.name}"
-            done = _finished(stage, wd, stored) if resumed else None
+            done = finished(stage, wd, stored, req.retry) if resumed else None
             if done is not None:
                 ctx.results[stage.name] = done
                 say(f"{head}: {done['status']} (finished earlier, not redone)")
