@@ -529,3 +529,21 @@ def test_input_options_come_from_a_config_file_too(cli, signatures):
 )
 def test_bad_input_options_are_one_line_and_exit_2(cli, signatures, args, needles):
     _one_line_error(cli("bench", *args, "-b", "onnxruntime"), *needles)
+
+
+def test_concurrent_resumes_store_each_cell_once(cli, workdir, mlp):
+    """Three `bench --resume` at once on one database: each cell's record is stored once
+    (the others are told and keep nothing), none lost."""
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-m", "dlbench.harness", "bench", str(mlp), "-b", "onnxruntime"]
+    args += ["--batch-sizes", "1,2,4,8", "--iterations", "20", "--resume", "--db", str(workdir / "c.sqlite")]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    procs = [subprocess.Popen(args, **pipes) for _ in range(3)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    from dlbench.harness.store.results import ResultStore
+
+    keys = [r["cell_key"] for r in ResultStore(workdir / "c.sqlite").records("status != 'failed'")]
+    assert len(keys) == 4 and len(set(keys)) == 4

@@ -116,6 +116,24 @@ def test_finished_cell_keys_ignores_failures(new_store):
     assert store.finished_cell_keys(many) == {"c"}
 
 
+def test_only_if_absent_keeps_the_first_finished_record_of_a_cell(new_store):
+    """A resumed sweep's record is added only if no finished record of its cell is there
+    (another writer resuming the same sweep got there first); a failure never blocks it."""
+    store = new_store()
+
+    def rec(key, status, run="r"):
+        return {"run_id": run, "kind": "bench", "cell_key": key, "status": status, "started_at": "t"}
+
+    assert store.add(rec("a", "failed"), MACHINE, only_if_absent=True) > 0  # failures: history
+    first = store.add(rec("a", "ok"), MACHINE, only_if_absent=True)
+    assert first > 0
+    assert store.add(rec("a", "ok", run="r2"), MACHINE, only_if_absent=True) == 0
+    assert store.add(rec("a", "failed", run="r3"), MACHINE, only_if_absent=True) > 0
+    assert store.add(rec("a", "ok", run="r4"), MACHINE) > 0  # a plain sweep always stores
+    rows = store.records("cell_key = 'a' AND status = 'ok'")
+    assert [r["run_id"] for r in rows] == ["r", "r4"] and rows[0]["id"] == first
+
+
 def _peak(store, threads, gflops, machine_id="m1", started="2026-01-01T00:00:00"):
     """A peak record as ``dlbench env --peak`` stores it, with a GFLOP/s of our choosing."""
     from dlbench.harness.machine.fingerprint import fingerprint

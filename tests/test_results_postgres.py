@@ -27,6 +27,7 @@ from test_results import (  # noqa: F401 - collected here, run on PostgreSQL
     test_artifacts_round_trip_newest_first,
     test_finished_cell_keys_ignores_failures,
     test_noise_floor_is_matched_on_thread_count,
+    test_only_if_absent_keeps_the_first_finished_record_of_a_cell,
     test_peak_is_matched_on_thread_count_and_the_best_one_counts,
     test_round_trip_keeps_columns_context_and_metrics,
 )

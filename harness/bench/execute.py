@@ -193,7 +193,7 @@ def run_bench(
             started = now_iso()
             outcomes, ran = _run_repeats(cell, req, executor, bar, progress_path)
             record = make_record(cell, req, outcomes, fp, run_id, started, store, ran)
-            keep(record, store, fp, records, req.json_path, on_record)
+            keep(record, store, fp, records, req.json_path, on_record, only_if_absent=req.resume)
             bar.finish(summary(record))
     if req.json_path:
         write_json(req.json_path, records)

@@ -267,7 +267,7 @@ def run_micro(
         record = make_record(cell, req, launched, env_error, fp, run_id, started, store)
         if cell.mode:
             agree(record, references.setdefault(cell.group, {}))
-        keep(record, store, fp, records, req.json_path, on_record)
+        keep(record, store, fp, records, req.json_path, on_record, only_if_absent=req.resume)
         bar.finish(_summary(record))
     return records
 

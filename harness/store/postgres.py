@@ -98,6 +98,15 @@ class Session:
         sql = _pg(schema.insert_sql(table, row)) + " RETURNING id"
         return int(self.con.execute(sql, list(row.values())).fetchone()["id"])
 
+    def insert_absent(self, table: str, row: dict[str, Any], key: str) -> int | None:
+        """``insert`` unless a finished row has the same ``key`` (None then).  READ COMMITTED
+        lets two such statements both see no row, so the key is locked for the transaction
+        first (``pg_advisory_xact_lock``): the second writer waits, then sees the first's."""
+        self.con.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{table}:{row[key]}",))
+        sql = _pg(schema.insert_absent_sql(table, row, key)) + " RETURNING id"
+        got = self.con.execute(sql, [*row.values(), row[key]]).fetchone()
+        return int(got["id"]) if got else None
+
     def tables(self) -> set[str]:
         return {
             r["table_name"]

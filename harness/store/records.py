@@ -118,13 +118,25 @@ def keep(
     records: list[dict[str, Any]],
     json_path: str | None,
     on_record=None,
+    only_if_absent: bool = False,
 ) -> None:
     """A sweep's finished cell: stored at once (one transaction), the ``--json`` file
     rewritten atomically, the caller told; so an interrupted sweep leaves complete
-    records only, in the database and the file alike."""
+    records only, in the database and the file alike.  ``only_if_absent`` (a resume):
+    a cell another writer finished meanwhile keeps that writer's record, and this one is
+    neither stored nor listed, only said."""
+    import sys
+
     from dlbench.core.atomic import write_json
 
-    record["id"] = store.add(record, fp)
+    record["id"] = store.add(record, fp, only_if_absent=only_if_absent)
+    if record["id"] == 0:
+        print(
+            f"note: cell {record.get('cell_key')} ({record.get('model')} on {record.get('backend')}) was "
+            "stored meanwhile by another run resuming the same sweep; this measurement is not stored",
+            file=sys.stderr,
+        )
+        return
     records.append(record)
     if json_path:
         write_json(json_path, records)

@@ -90,14 +90,20 @@ class ResultStore:
         """Whether there is anything to read (a missing file is not created by looking)."""
         return self._backend.exists()
 
-    def add(self, record: dict[str, Any], machine: dict[str, Any]) -> int:
+    def add(self, record: dict[str, Any], machine: dict[str, Any], only_if_absent: bool = False) -> int:
         """Store one record (and its machine, once); return its id.  A record the server
         could not take is kept in the local spool: its id is then negative (the spool's,
-        negated) and ``record["spooled_to"]`` says where it waits."""
+        negated) and ``record["spooled_to"]`` says where it waits.
+
+        ``only_if_absent`` (a resumed sweep): a finished record of the same cell key stored
+        meanwhile by another writer wins; nothing is added and the id is 0.  Four
+        concurrent ``bench --resume`` on one database stored every cell four times."""
         row = record_row(record, machine)
 
         def work(s) -> int:
             s.execute(ADD_MACHINE, machine_row(machine))
+            if only_if_absent and row.get("cell_key") and row.get("status") != "failed":
+                return s.insert_absent("records", row, "cell_key") or 0
             return s.insert("records", row)
 
         rid = self._write(work, f"record of {record.get('kind')} cell {record.get('cell_key')}")

@@ -157,6 +157,17 @@ def insert_sql(table: str, names: Iterable[str]) -> str:
     return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
 
 
+def insert_absent_sql(table: str, names: Iterable[str], key: str) -> str:
+    """One statement that inserts the row unless a finished row (not failed) with the same
+    ``key`` is there: a concurrent writer of the same cell adds nothing (the caller holds
+    the write lock, or on PostgreSQL an advisory lock on the key)."""
+    names = list(names)
+    return (
+        f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join('?' * len(names))} "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {table} WHERE {key} = ? AND status != 'failed')"
+    )
+
+
 def machine_row(machine: dict[str, Any]) -> tuple[str, str, str]:
     """``first_seen`` in the form SQLite's ``datetime('now')`` wrote it before both backends
     shared this code: UTC, to the second."""

@@ -36,6 +36,12 @@ class Session:
     def insert(self, table: str, row: dict[str, Any]) -> int:
         return int(self.con.execute(schema.insert_sql(table, row), list(row.values())).lastrowid)
 
+    def insert_absent(self, table: str, row: dict[str, Any], key: str) -> int | None:
+        """``insert`` unless a finished row has the same ``key`` (None then); atomic under
+        the write session's BEGIN IMMEDIATE."""
+        cur = self.con.execute(schema.insert_absent_sql(table, row, key), [*row.values(), row[key]])
+        return int(cur.lastrowid) if cur.rowcount else None
+
     def tables(self) -> set[str]:
         if self._tables is None:
             self._tables = {
