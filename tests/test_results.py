@@ -231,3 +231,21 @@ def test_noise_floor_is_matched_on_thread_count(new_store):
     assert floor_for(store, one + [{"machine_id": "m1", "intra_op_threads": 2}]).value == 0.35
     unmeasured = floor_for(store, [{"machine_id": "m1", "intra_op_threads": 4}])
     assert unmeasured.source == "default" and "--threads N" in unmeasured.describe()
+
+
+def test_another_applications_database_is_refused_untouched(tmp_path):
+    import hashlib
+    import sqlite3
+
+    from dlbench.core.errors import UserError
+
+    path = tmp_path / "app.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE users (name TEXT)")
+    con.execute("PRAGMA user_version = 7")
+    con.commit()
+    con.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(UserError, match=r"holds another application's tables \(users\)"):
+        ResultStore(path).add({"run_id": "r", "kind": "bench", "status": "ok", "started_at": "t"}, MACHINE)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before

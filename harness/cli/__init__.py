@@ -9,6 +9,7 @@ what they need inside ``run``.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import signal
@@ -106,6 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"dlbench {args.command}: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or args.debug:
+            raise
+        # Writers stage and rename (core.atomic), so what was being written is not left.
+        where = f" writing {exc.filename}" if exc.filename else ""
+        print(f"dlbench {args.command}: error: the disk is full{where} ({exc.strerror})", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # `dlbench env | head`: the reader left; nothing more can be said on stdout, and
         # Python's own flush at exit would print a second traceback.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -203,6 +204,12 @@ class ResultStore:
         try:
             with self._backend.session("write") as s:
                 return work(s)
+        except sqlite3.OperationalError as exc:  # the transaction is rolled back: nothing half-stored
+            if "full" in str(exc) or "I/O" in str(exc):
+                raise UserError(
+                    f"cannot store the {what} in {self.path}: {exc} (nothing of it was stored)"
+                ) from None
+            raise
         except Unreachable as exc:
             rid = -self._spool_write(work)
             print(
