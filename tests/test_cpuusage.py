@@ -69,3 +69,13 @@ def test_a_contended_figure_is_marked_and_explained_once():
     assert cpu_note([quiet]) is None
     note = cpu_note([contended, dict(contended), quiet])
     assert note.count("(others N%)") == 1 and "10%" in note
+
+
+def test_no_contention_share_is_claimed_for_a_window_too_short_to_read():
+    from dlbench.harness.cells.cpuusage import CONTENTION_FLOOR_S, CpuWindow
+
+    with CpuWindow() as window:
+        pass  # well under the floor: /proc/stat's 10 ms ticks cannot resolve it
+    assert window.wall_s < CONTENTION_FLOOR_S
+    r = window.report(1)
+    assert r["contention"] is None and r["contended_share"] is None

@@ -584,3 +584,12 @@ def test_report_modules_do_not_import_back_from_their_package():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 assert node.module != "dlbench.harness.report", f"{path.name}:{node.lineno}"
+
+
+def test_markdown_cells_keep_their_row_and_column():
+    from dlbench.harness.output.tables import markdown
+
+    text = markdown(("model", "error"), [["a|b", "first line\nsecond line"]])
+    rows = text.splitlines()
+    assert len(rows) == 3 and rows[2].count(" | ") == 1
+    assert "a\\|b" in rows[2] and "first line second line" in rows[2]

@@ -45,6 +45,9 @@ KERNEL_BOUND = 0.10
 # CPU) read 0 s user and 100 % kernel on CI, a false "kernel bound" flag.  Below this much
 # CPU time the split is not read as a share at all.
 SPLIT_FLOOR_S = 0.05
+# /proc/stat counts 10 ms ticks: under 0.2 s of window a tick or two of rounding reads as
+# "others 388 %" (seen with --iterations 5 on a 1 ms model), so no share is claimed.
+CONTENTION_FLOOR_S = 0.2
 # /proc/stat columns: user nice system idle iowait irq softirq steal ...
 _BUSY_COLUMNS, _STEAL_COLUMN = (0, 1, 2, 5, 6), 7
 
@@ -108,8 +111,8 @@ class CpuWindow:
         """Other processes' and the hypervisor's shares of our CPUs over the windows.
         /proc/stat counts in clock ticks (10 ms), so a window of a few ticks reads
         coarsely; the difference is clipped at zero."""
-        if not self._machine_read or not self.cpus or self.wall_s <= 0:
-            return None
+        if not self._machine_read or not self.cpus or self.wall_s < CONTENTION_FLOOR_S:
+            return None  # a few ticks either way read as hundreds of per cent
         capacity = self.wall_s * self.cpus
         others = max(0.0, self.busy_s - self.user_s - self.system_s)
         return {

@@ -10,8 +10,15 @@ from dlbench.harness.stats import CONTENDED_BOUND
 from dlbench.models.registry import get_model
 
 
+def cell(value: Any) -> str:
+    """A value as one Markdown table cell: a ``|`` (in a model's name) would start a new
+    column and a newline (an engine's multi-line error) would end the row."""
+    text = "" if value is None else str(value)
+    return " ".join(text.split("\n")).replace("\r", " ").replace("|", "\\|")
+
+
 def markdown(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[str(c) for c in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    cells = [[cell(c) for c in headers]] + [[cell(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     fmt = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731 - a one-line helper used right here
     return "\n".join([fmt(cells[0]), "| " + " | ".join("-" * w for w in widths) + " |", *map(fmt, cells[1:])])
