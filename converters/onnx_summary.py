@@ -70,7 +70,11 @@ def _np_dtype(elem_type: int) -> str:
     try:
         return str(helper.tensor_dtype_to_np_dtype(elem_type))
     except (KeyError, ValueError, TypeError):
+        pass
+    try:
         return onnx().TensorProto.DataType.Name(elem_type).lower()
+    except ValueError:  # a damaged file's number no ONNX version defines
+        return f"elem_type {elem_type}"
 
 
 def tensor_info(value_info) -> TensorInfo:

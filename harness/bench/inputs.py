@@ -256,7 +256,12 @@ def _fill(
     given: dict[str, GivenInput],
     notes: list[str],
 ) -> PlannedInput:
-    kind = np.dtype(t.dtype).kind if t.dtype != "bfloat16" else "f"
+    try:
+        kind = np.dtype(t.dtype).kind if t.dtype != "bfloat16" else "f"
+    except TypeError:  # "undefined", "string", a damaged file's number: nothing to feed
+        raise UserError(
+            f"input {t.name} has element type {t.dtype!r}, which dlbench cannot make data for"
+        ) from None
     if t.dtype in ("str", "object") or kind in ("U", "S", "O"):
         raise UserError(f"input {t.name!r} is {t.dtype}: dlbench synthesizes numeric and boolean inputs only")
     g = given.get(t.name)

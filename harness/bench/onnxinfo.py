@@ -56,6 +56,8 @@ def check_operators(model, path: str | Path) -> None:
         if domain not in STANDARD_DOMAINS:
             continue
         version = opsets.get(domain, opsets.get("ai.onnx" if domain == "" else "", 0))
+        if not isinstance(node.op_type, str) or not isinstance(version, int):
+            raise UserError(f"{path}: a node's operator name or opset is not valid (the file is damaged)")
         try:
             onnx.defs.get_schema(node.op_type, version, "" if domain == "ai.onnx" else domain)
         except onnx.defs.SchemaError:
