@@ -54,3 +54,17 @@ def test_each_write_path_names_the_full_disk(cli, workdir, full):
     out = cli("report", "--db", str(workdir / "ok.sqlite"), "--out", str(full / "report"))
     assert_usage_error(out, f"the disk is full writing {full / 'report'}")
     assert sorted(p.name for p in full.iterdir()) == ["filler", "r.sqlite"]  # no staging left
+
+
+def test_a_checkpoint_that_does_not_fit_names_the_disk(cli, workdir, full):
+    """torch.save on a full disk says '[enforce fail at inline_container.cc] unexpected pos';
+    the training cell's failure says what it was, and the staged checkpoint is removed."""
+    _fill(full, 16_000)
+    out = cli(
+        "train", "lenet5", "-f", "pytorch", "--steps", "2", "--warmup-steps", "1",
+        "--out", str(full / "runs"), "--db", str(workdir / "t.sqlite"),
+    )  # fmt: skip
+    said = out.stdout + out.stderr
+    assert out.returncode == 1 and "No space left on device (saving the checkpoint)" in said
+    assert "inline_container" not in said
+    assert not [p for p in full.rglob("*") if ".partial" in p.name]

@@ -8,7 +8,9 @@ in TensorFloat-32 on a GPU that has it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -186,7 +188,17 @@ class Session(TrainSession):
     def save(self, directory: Path) -> str:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        torch.save(self.model.state_dict(), directory / self.checkpoint_name)
+        path = directory / self.checkpoint_name
+        try:
+            torch.save(self.model.state_dict(), path)
+        except RuntimeError as exc:
+            # A full disk reads "[enforce fail at inline_container.cc:...] unexpected pos",
+            # which never names the disk: say what happened, and to which file.
+            if shutil.disk_usage(directory).free < 1 << 20:
+                raise OSError(
+                    errno.ENOSPC, "No space left on device (saving the checkpoint)", str(path)
+                ) from exc
+            raise
         return self.checkpoint_name
 
     def runtime(self) -> dict[str, Any]:
