@@ -12,10 +12,10 @@ tensor made a graph output, and each node's output is compared:
 * ``sqnr_db`` — the signal-to-quantization-noise ratio,
   20·log10(‖fp32‖ / ‖fp32 − int8‖), of the value the node's consumers see
   (after its own Q/DQ pair, if it has one): everything lost up to and
-  including this layer.  Ranked worst first.
+  including this layer.
 * ``lost_db`` — the SQNR of the node's worst input minus that of its output:
   what this layer itself lost (its weights' and its output's quantization),
-  the figure that says which node to leave in float.  A Softmax pinned to
+  the figure that says which node to leave in float.  Ranked by it, most first.  A Softmax pinned to
   steps of 1/255 loses everything its logits had.  ``quantized`` says
   whether the output went through a Q/DQ pair.
 
@@ -187,13 +187,15 @@ def layer_errors(
                 "quantized": out in post,
             }
         )
-    rows.sort(key=lambda r: r["sqnr_db"])
+    # By what each layer adds, not by what it inherits: ranked by SQNR, the last layers of a
+    # deep network led every list with "0.0 dB lost", saying nothing of where it went.
+    rows.sort(key=lambda r: (-(r["lost_db"] or 0.0), r["sqnr_db"]))
     return {
         "samples": int(np.shape(x[0] if isinstance(x, tuple) else x)[0]),
         "layers_compared": len(rows),
         "worst": rows[:top],
         "how": "SQNR of each node's output as its consumers see it (after its own Q/DQ) "
-        "against fp32; lost: worst input's SQNR minus the output's; graph "
+        "against fp32; lost: worst input's SQNR minus the output's, the ranking; graph "
         "optimizations off",
     }
 
@@ -215,6 +217,7 @@ def layer_table(report: dict[str, Any]) -> str:
     ]
     head = (
         f"Worst layers, fp32 vs int8 on {report.get('samples')} verification samples "
-        f"({report.get('layers_compared')} compared; SQNR: higher is better)"
+        f"({report.get('layers_compared')} compared, ranked by the dB each loses itself; "
+        "SQNR: higher is better)"
     )
     return head + "\n" + markdown(("#", "Node", "Op", "SQNR (dB)", "Lost here (dB)", "Output"), rows)
