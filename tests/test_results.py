@@ -134,7 +134,7 @@ def test_only_if_absent_keeps_the_first_finished_record_of_a_cell(new_store):
     assert [r["run_id"] for r in rows] == ["r", "r4"] and rows[0]["id"] == first
 
 
-def _peak(store, threads, gflops, machine_id="m1", started="2026-01-01T00:00:00"):
+def _peak(store, threads, gflops, machine_id="m1", started="2026-01-01T00:00:00", contended=None):
     """A peak record as ``dlbench env --peak`` stores it, with a GFLOP/s of our choosing."""
     from dlbench.harness.machine.fingerprint import fingerprint
     from dlbench.harness.store import records
@@ -151,9 +151,29 @@ def _peak(store, threads, gflops, machine_id="m1", started="2026-01-01T00:00:00"
         status="ok",
         precision="fp32",
         intra_op_threads=threads,
-        metrics={"gflops": gflops},
+        metrics={"gflops": gflops, "contended_share": contended},
     )
     return store.add(rec, fp)
+
+
+def test_a_peak_measured_on_a_busy_machine_is_used_only_until_a_quiet_one_exists(new_store):
+    """A peak others' processes pushed down reads low, and every cell's share then reads
+    high ("INVALID: 162 % of peak"): it is flagged, and a quiet peak wins over it, even a
+    lower one."""
+    from dlbench.harness.bench.peak import lookup, share_of_peak
+
+    store = new_store()
+    _peak(store, 2, 80.0, contended=0.45)
+    peak = lookup(store, "m1", "cpu", "fp32", 2)
+    assert peak["gflops"] == 80.0 and peak["busy"]
+    assert (
+        "measured while other processes held the CPUs"
+        in share_of_peak(store, "m1", "cpu", "fp32", 2, 40.0)["peak_note"]
+    )
+    _peak(store, 2, 75.0, contended=0.02, started="2026-01-02T00:00:00")
+    peak = lookup(store, "m1", "cpu", "fp32", 2)
+    assert peak["gflops"] == 75.0 and not peak["busy"]  # the quiet one, though lower
+    assert "peak_note" not in share_of_peak(store, "m1", "cpu", "fp32", 2, 40.0)
 
 
 def test_peak_is_matched_on_thread_count_and_the_best_one_counts(new_store):

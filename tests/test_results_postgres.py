@@ -24,6 +24,7 @@ from clitools import assert_usage_error
 # Collected here too, with this module's new_store: the same assertions on PostgreSQL.
 from test_results import (  # noqa: F401 - collected here, run on PostgreSQL
     MACHINE,
+    test_a_peak_measured_on_a_busy_machine_is_used_only_until_a_quiet_one_exists,
     test_artifacts_round_trip_newest_first,
     test_finished_cell_keys_ignores_failures,
     test_noise_floor_is_matched_on_thread_count,

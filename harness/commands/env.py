@@ -88,6 +88,8 @@ def run(args) -> int:
             + ", ".join(f"{d['package']} {d['installed']} (lock {d['lock']})" for d in fp["lock_drift"])
             + ": the suite passed with the lock's versions (make install applies it)"
         )
+    if peaks:
+        from dlbench.harness.bench.peak import busy
     for r in peaks or []:
         if r["status"] == "ok":
             lines.append(
@@ -95,6 +97,12 @@ def run(args) -> int:
                 f"{r['metrics']['gflops']:.1f} GFLOP/s ({r['context']['library']}, "
                 f"n={r['metrics']['n']}"
                 + (f", {r['intra_op_threads']} threads)" if r["device"] == "cpu" else ")")
+                + (
+                    f"; BUSY: others held {r['metrics']['contended_share']:.0%} of its CPUs, "
+                    "so it reads low and is used only until a quiet one is measured"
+                    if busy(r)
+                    else ""
+                )
             )
         else:
             lines.append(f"peak GEMM       {r['device']}: FAILED: {r['error']}")
