@@ -23,8 +23,9 @@ from dlbench.harness.cli.config import blame, parse_args
 from dlbench.models.user import trust
 
 TRUST_HELP = (
-    "load model files that can run code when loaded (pickles a torch.export archive holds): "
-    "only for files you trust; each record says it was given"
+    "load model files that can run code or act outside the run when loaded (pickles in a .pt2 "
+    "archive or a checkpoint, a SavedModel that writes files): only for files you trust; each "
+    "record says it was given"
 )
 
 COMMANDS = (
@@ -107,15 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"dlbench {args.command}: interrupted", file=sys.stderr)
         return 130
-    except OSError as exc:
+    except BrokenPipeError:
+        # `dlbench env | head`: the reader left; nothing more can be said on stdout, and
+        # Python's own flush at exit would print a second traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except OSError as exc:  # after BrokenPipeError, which is one
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or args.debug:
             raise
         # Writers stage and rename (core.atomic), so what was being written is not left.
         where = f" writing {exc.filename}" if exc.filename else ""
         print(f"dlbench {args.command}: error: the disk is full{where} ({exc.strerror})", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        # `dlbench env | head`: the reader left; nothing more can be said on stdout, and
-        # Python's own flush at exit would print a second traceback.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
