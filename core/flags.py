@@ -138,6 +138,7 @@ def number(kind: type, low: float | None = None, high: float | None = None) -> C
         return value
 
     parse.__name__ = kind.__name__
+    parse.number = True  # type: ignore[attr-defined]
     return parse
 
 
@@ -148,8 +149,8 @@ def checked(kind: Any) -> Any:
 
 def _argparse_type(kind: Any) -> Any:
     """argparse prints an ArgumentTypeError's text as it is ("argument --x: 'nan' is ...")."""
-    if kind is None or getattr(kind, "comma", False):
-        return kind
+    if kind not in (int, float) and not getattr(kind, "number", False):
+        return kind  # str, a comma list, a type of its own: as declared
     kind = checked(kind)
 
     def parse(text: str) -> Any:

@@ -207,6 +207,7 @@ RUN_FIELDS = {
     "seed": "seed",
     "workdir": "workdir",
     "resume": "resume",
+    "retry": "retry",
     "db": "db",
     "timeout": "timeout",
     "allocator": "allocator",

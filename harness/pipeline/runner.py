@@ -122,7 +122,7 @@ class RunRequest:
         negatable=True,
         group=OUTPUT,
         help="with --resume, run the stages that failed again (their failure stays stored); "
-        "--no-retry keeps it",
+        "--no-retry keeps the failure (default {default})",
     )
     db: str | None = field_of(DB, default=None)
     timeout: float | None = flag(
