@@ -102,6 +102,35 @@ def write_json(path: str | os.PathLike, obj) -> Path:
     return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
+def stage_beside(final: str | os.PathLike) -> Path:
+    """A fresh staging folder beside ``final`` (``.NAME.HOST.PID.XXXX.partial``), after the
+    stale ones of the same name are swept: those a process of this host left when it was
+    killed (SIGKILL, an OOM) before it could clean up.  A folder of a live process, or of
+    another host sharing the folder, is never touched."""
+    import glob
+    import socket
+
+    final = Path(final)
+    host = "".join(c if c.isalnum() or c == "-" else "_" for c in socket.gethostname()) or "host"
+    for old in final.parent.glob(f".{glob.escape(final.name)}.{host}.*.partial"):
+        pid = old.name[len(f".{final.name}.{host}.") :].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(
+        tempfile.mkdtemp(prefix=f".{final.name}.{host}.{os.getpid()}.", suffix=".partial", dir=final.parent)
+    )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
 @contextmanager
 def staged_directory(final: str | os.PathLike):
     """Yield a temporary sibling directory that becomes ``final`` only on success.
@@ -112,7 +141,7 @@ def staged_directory(final: str | os.PathLike):
     if final.exists() and not final.is_dir():
         raise UserError(f"cannot write {final}: it exists and is not a directory")
     _check_parent(final)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    tmp = stage_beside(final)
     try:
         yield tmp
     except BaseException:

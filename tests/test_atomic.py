@@ -91,3 +91,25 @@ def test_a_refused_new_run_leaves_no_folder(tmp_path):
         with atomic.sole_writer(tmp_path / "new" / ".lock", "x"):
             raise RuntimeError("validation failed")
     assert not (tmp_path / "new").exists()
+
+
+def test_staging_left_by_a_killed_process_is_swept_by_the_next_writer(tmp_path):
+    """A SIGKILL leaves ``.NAME.HOST.PID.XXXX.partial`` behind; the next writer of NAME
+    removes those of dead processes on this host, never a live one's or another host's."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    pid = int(done.stdout)  # a process that has exited
+    host = "".join(c if c.isalnum() or c == "-" else "_" for c in socket.gethostname()) or "host"
+    stale = tmp_path / f".model.onnx.{host}.{pid}.abc.partial"
+    live = tmp_path / f".model.onnx.{host}.{os.getpid()}.def.partial"
+    elsewhere = tmp_path / f".model.onnx.otherhost.{pid}.ghi.partial"
+    other_name = tmp_path / f".other.onnx.{host}.{pid}.jkl.partial"
+    for d in (stale, live, elsewhere, other_name):
+        (d / "half").mkdir(parents=True)
+    fresh = atomic.stage_beside(tmp_path / "model.onnx")
+    assert fresh.is_dir() and fresh.name.startswith(f".model.onnx.{host}.{os.getpid()}.")
+    assert not stale.exists() and live.exists() and elsewhere.exists() and other_name.exists()

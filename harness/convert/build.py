@@ -24,7 +24,7 @@ from typing import Any
 
 from dlbench.converters import onnx_io, onnx_normalize, onnx_summary
 from dlbench.converters.base import BuildOptions, build_hop
-from dlbench.core.atomic import check_can_create, write_json
+from dlbench.core.atomic import check_can_create, stage_beside, write_json
 from dlbench.core.errors import UserError, first_line
 from dlbench.core.tensors import fixed_batch, follow_batch
 from dlbench.core.version import __version__
@@ -194,7 +194,7 @@ def build(req: BuildRequest) -> dict[str, Any]:
     reference, ref_info = runners.outputs(_onnx_ref(p.source, meta), inputs, threads=threads)
     reference_s = time.perf_counter() - verify_start
     p.out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{p.out.name}.", suffix=".partial", dir=p.out.parent)).resolve()
+    stage = stage_beside(p.out).resolve()
     try:
         staged = stage / p.out.name
         built_from, normalized = _normalized(p, stage, inputs, reference, threads, req.seed)

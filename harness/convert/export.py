@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from typing import Any
 
 from dlbench.converters import onnx_io, onnx_summary
 from dlbench.converters.base import EXPORT_HOPS
-from dlbench.core.atomic import check_can_create, write_json
+from dlbench.core.atomic import check_can_create, stage_beside, write_json
 from dlbench.core.errors import UserError
 from dlbench.core.tensors import fixed_batch, follow_batch
 from dlbench.core.version import __version__
@@ -275,7 +274,7 @@ def _export_one(req: ExportRequest, p: _Plan, run_id: str) -> dict[str, Any]:
         else vin.inputs_for_model(model, batch_sizes, req.seed)
     )
     p.out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{p.out.name}.", suffix=".partial", dir=p.out.parent)).resolve()
+    stage = stage_beside(p.out).resolve()
     try:
         raw = stage / f"raw.{opts.format}"
         payload = ExportPayload(
