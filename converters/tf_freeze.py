@@ -23,7 +23,7 @@ Only a function that holds one of these goes through the frozen path; any other 
 converted by ``from_function`` as before.  The frozen graph is not a drop-in for every
 model: tf2onnx's transpose optimizer crashes on a bias-free Conv followed by a scalar Add
 there (MobileNetV3's hard-swish, ``max() arg is an empty sequence``), which the plain
-path never shows it.
+path never meets.
 """
 
 from __future__ import annotations

@@ -29,6 +29,11 @@ BETWEEN_PROCESSES_THRESHOLD = 0.05
 CONTENDED_BOUND = 0.10
 
 
+def contended(metrics: dict[str, Any]) -> bool:
+    """Whether a record's metrics (a cell's or a peak's) say others held its CPUs."""
+    return (metrics.get("contended_share") or 0.0) > CONTENDED_BOUND
+
+
 def percentile(samples: Sequence[float], q: float) -> float:
     if not samples:
         raise ValueError("no samples")

@@ -162,7 +162,8 @@ def test_run_workdir_keeps_the_config(workdir):
 
     cfg = {"model": "lenet5", "seed": 2}
     req = RunRequest(model="lenet5", workdir=str(workdir / "w"), config=cfg)
-    wd, _, resumed = open_workdir(req, workdir_of(req))
+    wd = workdir_of(req)
+    _, resumed = open_workdir(req, wd)
     assert not resumed and wd.read_run()["config"] == cfg
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from dlbench.harness.cells import mathmode
 from dlbench.harness.cells.payload import Payload
-from dlbench.harness.stats import CONTENDED_BOUND
+from dlbench.harness.stats import contended
 
 CPU_N = 2048
 GPU_N = 8192
@@ -211,20 +211,15 @@ def lookup(
     if not rows:
         return None
     # A peak measured while others held the CPUs is only used when no quiet one exists.
-    quiet = [r for r in rows if not busy(r)]
+    quiet = [r for r in rows if not contended(r["metrics"])]
     row = max(quiet or rows, key=lambda r: r["metrics"]["gflops"])
     return {
         "gflops": row["metrics"]["gflops"],
         "record_id": row["id"],
         "measured_at": row["started_at"],
         "threads": row.get("intra_op_threads"),
-        "busy": busy(row),
+        "busy": contended(row["metrics"]),
     }
-
-
-def busy(row: dict[str, Any]) -> bool:
-    """Whether a stored peak was measured while other processes took its CPUs."""
-    return (row["metrics"].get("contended_share") or 0.0) > CONTENDED_BOUND
 
 
 def share_of_peak(

@@ -89,7 +89,7 @@ def run(args) -> int:
             + ": the suite passed with the lock's versions (make install applies it)"
         )
     if peaks:
-        from dlbench.harness.bench.peak import busy
+        from dlbench.harness.stats import contended
     for r in peaks or []:
         if r["status"] == "ok":
             lines.append(
@@ -100,7 +100,7 @@ def run(args) -> int:
                 + (
                     f"; BUSY: others held {r['metrics']['contended_share']:.0%} of its CPUs, "
                     "so it reads low and is used only until a quiet one is measured"
-                    if busy(r)
+                    if contended(r["metrics"])
                     else ""
                 )
             )

@@ -68,7 +68,8 @@ FP16_ARITHMETIC = ("avx512_fp16", "amx_fp16", "asimdhp")
 
 def fp16_arithmetic() -> list[str]:
     """This CPU's half-precision arithmetic instructions (empty: none, fp16 runs via fp32)."""
-    flags = set((_cpuinfo().get("flags") or _cpuinfo().get("Features") or "").split())
+    info = _cpuinfo()  # x86 names them "flags", Arm "Features"
+    flags = set((info.get("flags") or info.get("Features") or "").split())
     return [f for f in FP16_ARITHMETIC if f in flags]
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dlbench.harness.machine.frameworks import FRAMEWORKS
-from dlbench.harness.stats import CONTENDED_BOUND
+from dlbench.harness.stats import CONTENDED_BOUND, contended
 from dlbench.models.registry import get_model
 
 
@@ -83,13 +83,9 @@ def cpu_mark(record: dict[str, Any]) -> str:
     mark = ""
     if m.get("kernel_bound") and m.get("kernel_share") is not None:
         mark += f" (kernel {m['kernel_share']:.0%})"
-    if _contended(m):
+    if contended(m):
         mark += f" (others {m['contended_share']:.0%})"
     return mark
-
-
-def _contended(m: dict[str, Any]) -> bool:
-    return (m.get("contended_share") or 0) > CONTENDED_BOUND
 
 
 def cpu_note(records: Sequence[dict[str, Any]]) -> str | None:
@@ -109,7 +105,7 @@ def cpu_note(records: Sequence[dict[str, Any]]) -> str | None:
             + "; ".join(h for h in hints if h)
             + "."
         )
-    if any(_contended(r.get("metrics") or {}) for r in live):
+    if any(contended(r.get("metrics") or {}) for r in live):
         notes.append(
             f"(others N%): N% of the CPUs the cell ran on went to other processes "
             f"or the hypervisor (steal) while it measured, over "

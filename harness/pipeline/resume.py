@@ -18,8 +18,9 @@ from dlbench.harness.store.context import command_line, new_run_id, now_iso
 LOCK = ".dlbench-run.lock"
 
 
-def open_workdir(req: Any, wd: Workdir) -> tuple[Workdir, str, bool]:
-    """The work directory and the run id: a new run, or the one ``--resume`` continues."""
+def open_workdir(req: Any, wd: Workdir) -> tuple[str, bool]:
+    """The run id and whether it is resumed: a new run in ``wd``, or the one ``--resume``
+    continues there."""
     from dlbench.harness.machine.fingerprint import fingerprint
 
     previous = wd.read_run()
@@ -43,7 +44,7 @@ def open_workdir(req: Any, wd: Workdir) -> tuple[Workdir, str, bool]:
                 "config": req.config,
             }
         )
-        return wd, run_id, False
+        return run_id, False
     if not req.resume:
         raise UserError(
             f"--workdir {wd.root} holds run {previous.get('run_id')}: pass --resume "
@@ -66,7 +67,7 @@ def open_workdir(req: Any, wd: Workdir) -> tuple[Workdir, str, bool]:
             f"--resume: run {previous['run_id']} was started with {k}={was}, not "
             f"{now}; use another --workdir for a different run"
         )
-    return wd, previous["run_id"], True
+    return previous["run_id"], True
 
 
 def finished(stage: Stage, wd: Workdir, stored: list[dict[str, Any]], retry: bool) -> dict[str, Any] | None:

@@ -300,13 +300,15 @@ def run_pipeline(
     store = ResultStore(req.db)
     store.check_writable()
     open_executor(req.executor, req.ray_resources)  # no cluster there: exit 2 at once
-    root = workdir_of(req).root
-    with sole_writer(root / LOCK, f"--workdir {root}"):  # one writer per run
-        return _run_locked(req, stages, bar, say, store)
+    wd = workdir_of(req)
+    with sole_writer(wd.root / LOCK, f"--workdir {wd.root}"):  # one writer per run
+        return _run_locked(req, wd, stages, bar, say, store)
 
 
-def _run_locked(req: RunRequest, stages, bar, say, store) -> tuple[Workdir, str, dict[str, dict[str, Any]]]:
-    wd, run_id, resumed = open_workdir(req, workdir_of(req))
+def _run_locked(
+    req: RunRequest, wd: Workdir, stages, bar, say, store
+) -> tuple[Workdir, str, dict[str, dict[str, Any]]]:
+    run_id, resumed = open_workdir(req, wd)
     ctx = Context(req, wd, run_id, progress=say)
     say(
         f"dlbench run {req.model}: run {run_id}, work directory {wd.root}" + (" (resumed)" if resumed else "")
