@@ -36,6 +36,12 @@ ONNX_GPU = ["onnx>=1.23.0", "onnxruntime-gpu>=1.31.0"]
 # model converter (ovc, convert_model) uses it, which dlbench never calls.
 OPENVINO = ["openvino>=2026.0"]
 TENSORRT = ["tensorrt>=10.0", "cuda-python>=12.0"]
+# Models by name (models.user.hub): timm:, torchvision:, hf:.  PyPI's torchvision is built
+# against the CUDA torch, so beside the CPU build its compiled ops do not load; its Python
+# models and timm's layers need none of them (models.user.hub_torch.torchvision_importable).
+# The lock pins torchvision 0.28.0, the release built for torch 2.13; without the lock, pip
+# may take a newer torchvision and, with it, the newer torch it requires.
+ECOSYSTEM = ["timm>=1.0.20", "torchvision>=0.28.0", "transformers>=5.0"]
 # Reports draw their plots with matplotlib.  The digits data set ships in the package
 # (harness/data/digits.npz): no scikit-learn, which every Keras import would pull in.
 # soundfile (libsndfile bundled in its wheel) decodes LibriSpeech's FLAC.
@@ -90,7 +96,18 @@ setup(
         "envs": ENVS,
         "postgres": POSTGRES,
         "ray": RAY,
-        "cpu": (PYTORCH + TENSORFLOW + MINDSPORE + ONNX + OPENVINO + REPORT + DATA + ENVS + POSTGRES + RAY),
+        "ecosystem": PYTORCH + ECOSYSTEM,
+        "cpu": PYTORCH
+        + TENSORFLOW
+        + MINDSPORE
+        + ONNX
+        + OPENVINO
+        + REPORT
+        + DATA
+        + ENVS
+        + POSTGRES
+        + RAY
+        + ECOSYSTEM,
         "test": TEST,
     },
     entry_points={"console_scripts": ["dlbench = dlbench.harness.cli:main"]},

@@ -74,10 +74,25 @@ def framework_module(framework: str):
     return importlib.import_module(f"dlbench.models.user.{framework}")
 
 
+# What a hub's builder said of the model it built (inputs, ranges, weights), for the probe.
+_BUILT: dict[str, dict[str, Any]] = {}
+
+
 def load(source: Source) -> tuple[str, Any]:
     """(framework, model) in this process: the cell's side of every user-model path."""
     obj = None
-    if source.kind == "code":
+    if source.kind == "hub":
+        from dlbench.models.user.hub import hub_of
+
+        hub = hub_of(source)[0]
+        from dlbench.harness.machine.frameworks import require
+
+        require(hub.framework)
+        builder = importlib.import_module(f"dlbench.models.user.{hub.builder}")
+        _require_package(hub)
+        obj, _BUILT[source.label] = builder.build(source)
+        framework = hub.framework
+    elif source.kind == "code":
         from dlbench.models.user.code import call, framework_of
 
         obj = call(source)
@@ -88,6 +103,17 @@ def load(source: Source) -> tuple[str, Any]:
 
     require(framework)
     return framework, framework_module(framework).load(source, obj)
+
+
+def _require_package(hub) -> None:
+    """The library a hub builds with, or one line naming the extra that installs it."""
+    import importlib.util
+
+    if importlib.util.find_spec(hub.package) is None:
+        raise UserError(
+            f"{hub.prefix}: models need {hub.package}, which is not installed "
+            f"(pip install 'dlbench[{hub.extra}]')"
+        )
 
 
 @dataclass
@@ -109,12 +135,43 @@ def probe_child(message: dict[str, Any]) -> dict[str, Any]:
     module = framework_module(framework)
     if payload.run:
         return {"outputs": _outputs(module, model, source, payload.run)}
-    sig = module.signature(model, source)
     from dlbench.harness.machine.frameworks import version_of
 
+    if source.kind == "hub":
+        sig = _hub_signature(module, model, source)
+    else:
+        sig = module.signature(model, source)
     if source.kind == "code":  # said once, with the probe: no file format to check here
         sig["notes"] = [f"runs your code ({source.model_from}) to build the model", *sig.get("notes", [])]
     return {"framework": framework, "version": version_of(framework), **sig}
+
+
+def _hub_signature(module, model, source: Source) -> dict[str, Any]:
+    """The builder's inputs where it sized them (a torch model records none), else the
+    framework's own reading (a Keras application declares its input)."""
+    facts = _BUILT[source.label]
+    if "inputs" in facts:
+        sig: dict[str, Any] = {"inputs": facts["inputs"], "outputs": None}
+    else:
+        sig = module.signature(model, source)
+    from dlbench.models.user.hub import hub_of
+
+    hub = hub_of(source)[0]
+    version = _version(hub.package)
+    sig["notes"] = [f"{hub.what}, {hub.package} {version}; weights: {facts['weights']}", *facts["notes"]]
+    sig["example_shapes"] = facts.get("example_shapes") or {}
+    sig["ranges"] = facts.get("ranges") or {}
+    sig["weights"] = facts["weights"]
+    return sig
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "?"
 
 
 def _outputs(module, model, source: Source, inputs: list[dict[str, Any]]) -> list[dict]:
@@ -215,6 +272,7 @@ def artifact_ref(source: Source, probed: dict[str, Any], signature: list[TensorI
         "what": source.what,
         "framework_version": probed.get("version"),
         "outputs": probed.get("outputs"),
+        "weights": probed.get("weights"),
         "signature": [{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)} for t in signature],
     }
     return ArtifactRef(source.path, user_format(framework), source.name, framework, source.weights, meta)

@@ -82,6 +82,8 @@ class Artifact:
         d = {"format": self.ref.format, "path": self.ref.path, "model": self.ref.model, "sha256": self.sha256}
         if self.user:
             d["user_source"] = self.ref.meta["source"]  # --model-from and --weights
+            if self.ref.meta.get("weights"):  # a model by name: pretrained, or random
+                d["weights"] = self.ref.meta["weights"]
         return d
 
 
@@ -121,11 +123,16 @@ def resolve(
     path = Path(arg)
     if not path.exists():
         from dlbench.models.registry import list_models
+        from dlbench.models.user import hub
 
         if arg in list_models():
             return _zoo(arg)
+        named = hub.parse(arg)
+        if named is not None:
+            return _user(named, arg, shapes, inputs, timeout)
         raise UserError(
-            f"{arg}: no such file or directory, and not a zoo model (known: {', '.join(list_models())})"
+            f"{arg}: no such file or directory, not a zoo model (known: {', '.join(list_models())}), "
+            f"and not a model by name ({hub.prefixes()})"
         )
     fmt = formats.recognize(path) if path.is_file() else None
     if fmt is not None:
@@ -180,10 +187,11 @@ def _user(source, arg: str, shapes, inputs, timeout) -> Artifact:
     ref = usermodel.artifact_ref(source, probed, signature)
     hashed = source.path or source.weights
     sha = sha256_of(Path(hashed)) if hashed and Path(hashed).is_file() else None
-    art = Artifact(ref, arg, sha, signature, None)
+    ranges = {k: (int(v[0]), int(v[1])) for k, v in (probed.get("ranges") or {}).items()}
+    art = Artifact(ref, arg, sha, signature, None, ranges)
     art.notes += [f"{arg}: {n}" for n in probed.get("notes") or []]
     examples = probed.get("example_shapes") or {}
-    if examples:  # a torch.export program's example inputs size what is dynamic
+    if examples:  # a torch.export program's (a hub's) example inputs size what is dynamic
         art.default_shapes = {k: tuple(v) for k, v in examples.items()}
         dims = ", ".join(f"{k}=" + "x".join(["N", *map(str, v[1:])]) for k, v in examples.items())
         art.default_shapes_note = (
@@ -237,14 +245,33 @@ def load_onnx(path: Path, arg: str, **_context: Any) -> Artifact:
     # (Keras' embedding wraps its index in a negative-index select the search stops at).
     ranges = {**_zoo_ranges(name), **onnxinfo.embedding_ranges(model)}
     art = Artifact(ref, arg, sha256_of(path), inputs, onnxinfo.precision(model), ranges, model)
-    art.default_shapes = _zoo_shapes(name, inputs)
+    art.default_shapes, whence = _zoo_shapes(name, inputs), f"zoo model {name!r}"
+    if not art.default_shapes:
+        art.default_shapes, whence = _recorded_shapes(meta, inputs), "the shapes its export recorded"
     if art.default_shapes:
         dims = ", ".join(f"{k}=" + "x".join(["N", *map(str, v[1:])]) for k, v in art.default_shapes.items())
         art.default_shapes_note = (
-            f"dynamic dimensions sized from zoo model {name!r} ({dims}, N the batch size); --shape overrides"
+            f"dynamic dimensions sized from {whence} ({dims}, N the batch size); --shape overrides"
         )
         art.notes.append(f"{arg}: {art.default_shapes_note}")
     return art
+
+
+def _recorded_shapes(meta: dict[str, str], signature: list[TensorInfo]) -> dict[str, tuple[int, ...]]:
+    """The sizes a dlbench export verified at (``dlbench.input_shapes``) for the inputs whose
+    non-batch dimensions the graph leaves dynamic: a transformer's sequence length."""
+    try:
+        recorded = json.loads(meta.get("input_shapes") or "{}")
+    except ValueError:
+        return {}
+    out = {}
+    for t in signature:
+        shape = recorded.get(t.name) if isinstance(recorded, dict) else None
+        dynamic = any(not isinstance(d, int) or d < 0 for d in t.shape[1:])
+        if dynamic and isinstance(shape, list) and len(shape) == len(t.shape):
+            if all(isinstance(d, int) and d > 0 for d in shape):
+                out[t.name] = (1, *shape[1:])
+    return out
 
 
 def _spec_inputs(name: str | None) -> dict[str, Any]:

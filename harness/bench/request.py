@@ -27,6 +27,7 @@ from dlbench.harness.executors import check as check_executor
 from dlbench.harness.stats import BETWEEN_PROCESSES_THRESHOLD, WITHIN_PROCESS_THRESHOLD
 from dlbench.harness.store.context import DB, JSON_RECORDS, OUTPUT, RESUME_CELLS
 from dlbench.harness.usermodel import model_from_flag, weights_flag
+from dlbench.models.user.hub import named
 
 SERVER = "server scenario"
 
@@ -41,8 +42,8 @@ class BenchRequest(InputFields):
         "artifacts",
         many=True,
         metavar="ARTIFACT",
-        help="model.onnx, model.plan, model.mindir, a train output, a zoo name, or your own "
-        "model: TorchScript, torch.export .pt2, .keras, Keras .h5, a SavedModel directory",
+        help="model.onnx, model.plan, model.mindir, a train output, a zoo name, your own "
+        f"model (TorchScript, torch.export .pt2, .keras, Keras .h5, a SavedModel directory), or {named()}",
     )
     backends: list[str] = flag(
         "-b",

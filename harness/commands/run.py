@@ -26,13 +26,14 @@ def add_arguments(p) -> None:
     from dlbench.harness.cli.config import add_config_arguments
     from dlbench.harness.commands import add_user_model_arguments
     from dlbench.harness.pipeline.runner import OUTPUT, RunRequest
+    from dlbench.models.user.hub import named
 
     p.add_argument(
         "model",
         nargs="?",
         default=None,
         help="zoo model name (see 'dlbench models'), a family with --size, your "
-        "own model file (TorchScript, .pt2, .keras, .h5, SavedModel, MindIR): "
+        f"own model file (TorchScript, .pt2, .keras, .h5, SavedModel, MindIR) or {named()}: "
         "exported, built and benchmarked, not trained; or an ONNX file: built and benchmarked",
     )
     add_user_model_arguments(p, "run the chain (no training) on")
@@ -89,11 +90,15 @@ def _user_model(args):
     from dlbench.harness.commands import user_inputs
     from dlbench.harness.pipeline.user import UserModel
     from dlbench.models.registry import list_models
+    from dlbench.models.user import hub
 
     if args.model_from and args.model:
         raise UserError("give a model or --model-from, not both")
-    if not args.model_from and (
-        args.model is None or args.model in list_models() or not os.path.exists(args.model)
+    named = args.model is not None and not os.path.exists(args.model) and hub.parse(args.model) is not None
+    if (
+        not args.model_from
+        and not named
+        and (args.model is None or args.model in list_models() or not os.path.exists(args.model))
     ):
         if args.model is None:
             raise UserError("give a zoo model name, a model file or --model-from")
@@ -114,13 +119,15 @@ def request_from(args, argv=None):
     from dlbench.core import flags
     from dlbench.harness.cli.config import resolved
     from dlbench.harness.pipeline.runner import RunRequest
+    from dlbench.models.user import record_name
 
     user = _user_model(args)
-    name = (
-        model_name(args.model, args.size)
-        if user is None
-        else os.path.basename(str(args.model or args.model_from).rstrip("/"))
-    )
+    if user is None:
+        name = model_name(args.model, args.size)
+    elif user.path and not os.path.exists(user.path):  # a model by name (timm:resnet18)
+        name = record_name(user.path)
+    else:
+        name = os.path.basename(str(args.model or args.model_from).rstrip("/"))
     return flags.from_args(
         RunRequest,
         args,

@@ -171,7 +171,7 @@ def _user_inputs(req: ExportRequest, art, batch_sizes) -> list[tuple]:
     batches = []
     for b in batch_sizes:
         try:
-            plan_b = inputs_mod.plan(art.signature, b, shapes, None, None, given)
+            plan_b = inputs_mod.plan(art.signature, b, shapes, None, art.graph_ranges, given)
         except UserError as exc:
             raise UserError(f"{art.label}: {exc}") from None
         batches.append(tuple(inputs_mod.synthesize(plan_b, req.seed).values()))

@@ -15,6 +15,7 @@ from dlbench.harness.bench.input_args import InputFields
 from dlbench.harness.store.context import CommandOptions
 from dlbench.harness.usermodel import USER_INPUT, USER_SHAPE, model_from_flag, weights_flag
 from dlbench.harness.verify.inputs import DEFAULT_BATCH_SIZES, VERIFY_SEED
+from dlbench.models.user.hub import named
 
 
 @dataclass
@@ -26,8 +27,8 @@ class ExportRequest(CommandOptions):
         "sources",
         many=True,
         metavar="MODEL",
-        help="dlbench train output directory, manifest.json, a bare checkpoint, or your own "
-        "model file (TorchScript, .pt2, .keras, .h5, SavedModel)",
+        help="dlbench train output directory, manifest.json, a bare checkpoint, your own "
+        f"model file (TorchScript, .pt2, .keras, .h5, SavedModel), or {named()}",
     )
     framework: str | None = flag(
         "--framework", "-f", default=None, help="framework of a bare checkpoint (default: from its suffix)"

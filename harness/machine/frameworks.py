@@ -13,6 +13,7 @@ import importlib.util
 from dataclasses import dataclass
 
 from dlbench.core.errors import UserError
+from dlbench.models.user.hub import HUBS
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,10 @@ FRAMEWORKS: dict[str, Framework] = {
 
 # Packages whose versions belong in a machine's fingerprint besides the frameworks' and
 # the backends' (which each backend declares: Backend.packages): the conversions' and
-# the arrays' libraries.
-OTHER_PACKAGES = ("numpy", "keras", "onnx", "tf2onnx")
+# the arrays' libraries, and the libraries that build models by name (models.user.hub).
+OTHER_PACKAGES = tuple(
+    dict.fromkeys(("numpy", "keras", "onnx", "tf2onnx", *(h.package for h in HUBS.values())))
+)
 
 
 def get_framework(name: str) -> Framework:

@@ -42,14 +42,17 @@ def run_tables(req, workdir, run_id: str, results: dict[str, dict[str, Any]]) ->
     from dlbench.harness.store.results import ResultStore
 
     store = ResultStore(req.db)
-    report = render(store, run_ids=[run_id], title=f"dlbench run {req.model}: run {run_id}")
+    title = f"dlbench run {req.model}: run {run_id}"
+    stored = bool(store.records("run_id = ?", [run_id]))
+    # A run whose every stage failed before storing a record still reports its stages.
+    report = render(store, run_ids=[run_id], title=title) if stored else f"# {title}\n\nNo records stored."
     text = "\n".join([report.rstrip(), "", "## Stages", "", stage_table(results), ""])
     write_text(workdir.root / "report.md", text)
     notes = [f"report: {workdir.root / 'report.md'}"]
-    if is_installed("matplotlib"):
+    if stored and is_installed("matplotlib"):
         write_text(workdir.root / "report.html", render(store, run_ids=[run_id], fmt="html"))
         notes.append(f"charts: {workdir.root / 'report.html'}")
-    else:
+    elif stored:
         notes.append("no HTML report: matplotlib is not installed (pip install 'dlbench[report]')")
     bench = store.records("run_id = ? AND kind = 'bench'", [run_id])
     failed = any(r["status"] == "failed" for r in results.values())

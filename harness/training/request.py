@@ -17,6 +17,7 @@ from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.store.context import CommandOptions
 from dlbench.harness.training import scaling
 from dlbench.harness.usermodel import USER_INPUT, USER_SHAPE, model_from_flag, weights_flag
+from dlbench.models.user.hub import named
 
 
 def _data_help() -> str:
@@ -53,8 +54,8 @@ class TrainRequest(CommandOptions):
     model: str | None = flag(
         "model",
         default=None,
-        help="zoo model name (see 'dlbench models'), or a model file of your own "
-        "(TorchScript, .keras, Keras .h5)",
+        help="zoo model name (see 'dlbench models'), a model file of your own "
+        f"(TorchScript, .keras, Keras .h5), or {named()}",
     )
     frameworks: list[str] = flag(
         "--framework",
@@ -201,7 +202,10 @@ class TrainRequest(CommandOptions):
     def user(self) -> bool:
         """A model of the user's own: a zoo name wins over a file of that name."""
         from dlbench.models.registry import list_models
+        from dlbench.models.user.hub import parse
 
-        return bool(self.model_from) or (
-            self.model is not None and self.model not in list_models() and Path(self.model).exists()
-        )
+        if self.model_from:
+            return True
+        if self.model is None or self.model in list_models():
+            return False
+        return Path(self.model).exists() or parse(self.model) is not None

@@ -67,7 +67,7 @@ def spec_of_request(req) -> ModelSpec:
             f"{art.format}"
         )
     framework = art.ref.framework
-    if framework == "tensorflow" and art.ref.meta["kind"] != "code" and req.precision == "amp":
+    if framework == "tensorflow" and art.ref.meta["kind"] not in ("code", "hub") and req.precision == "amp":
         # Code builds under the session's dtype policy; a saved model keeps its own.
         raise UserError(
             f"{art.label}: --precision amp: the saved model's layers keep their "

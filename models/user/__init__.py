@@ -34,10 +34,12 @@ KINDS: dict[str, tuple[str | None, str]] = {
     "savedmodel": ("tensorflow", "a TensorFlow SavedModel directory"),
     "mindir": ("mindspore", "a MindSpore MindIR graph (mindspore.export)"),
     "code": (None, "a model built by code (--model-from)"),
+    "hub": (None, "a model by name from a library (models.user.hub)"),
 }
 FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 _CALLABLE = re.compile(r"[A-Za-z_][\w.]*")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 @dataclass(frozen=True)
@@ -47,12 +49,14 @@ class Source:
     kind: str
     framework: str | None
     path: str | None = None  # the file or directory, absolute
-    model_from: str | None = None  # MODULE:CALLABLE or /abs/FILE.py:CALLABLE
+    model_from: str | None = None  # MODULE:CALLABLE, /abs/FILE.py:CALLABLE, or a hub's PREFIX:NAME
     weights: str | None = None  # a state file loaded into the code's model
 
     @property
     def name(self) -> str:
         """The model's name in records: the file's stem, or the callable's name."""
+        if self.kind == "hub":
+            return record_name(self.model_from or "")
         if self.model_from:
             return self.model_from.rpartition(":")[2].rpartition(".")[2]
         p = Path(self.path)
@@ -65,7 +69,15 @@ class Source:
 
     @property
     def label(self) -> str:
+        if self.kind == "hub":
+            return str(self.model_from)
         return f"--model-from {self.model_from}" if self.model_from else str(self.path)
+
+    @property
+    def built(self) -> bool:
+        """Code builds the network (``--model-from``, a hub's name): no model file holds it,
+        so trained weights are saved on their own, as ``--weights`` for the same code."""
+        return self.kind in ("code", "hub")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,6 +85,14 @@ class Source:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Source:
         return cls(**d)
+
+
+def record_name(spec: str) -> str:
+    """The model's name in records and file names: the prefix keeps ``timm:resnet18`` and
+    ``torchvision:resnet18`` apart, and a directory's last part names an ``hf:`` model."""
+    prefix, _, name = spec.partition(":")
+    tail = os.path.basename(name.rstrip("/")) or name
+    return f"{prefix}_{_UNSAFE.sub('_', tail).strip('_') or 'model'}"
 
 
 def _zip_names(path: Path) -> list[str] | None:

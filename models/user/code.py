@@ -23,6 +23,10 @@ def call(source: Source) -> Any:
     """The object the callable returns; UserError with the import error's first line."""
     target, _, func = source.model_from.rpartition(":")
     flag = f"--model-from {source.model_from}"
+    if importlib.util.find_spec("torchvision") is not None:  # timm and transformers import it
+        from dlbench.models.user.torchvision_compat import torchvision_importable
+
+        torchvision_importable()
     try:
         if target.endswith(".py"):
             path = Path(target)

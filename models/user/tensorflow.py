@@ -229,7 +229,7 @@ def trainable(model: Any, source: Source, names: list[str], output: str) -> Any:
 def save_trained(net: Any, source: Source, directory, name: str) -> str:
     """A model file stays one (``.keras``, bench it as a file); a code model's weights
     are its ``--weights`` (its classes live in the user's code, not in the file)."""
-    if source.kind == "code":
+    if source.built:
         file = "model.weights.h5"
         net.net.save_weights(str(directory / file))
     else:

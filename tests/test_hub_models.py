@@ -1,0 +1,158 @@
+"""Models by name (``timm:``, ``torchvision:``, ``hf:``, ``keras:``) through the commands a user
+runs on them: built in their cells with random weights (nothing downloaded), sized by the
+library's own input size, exported and built with verification, benched; and refused in
+one line when the name names nothing.  Core group: the CLI in subprocesses only."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from clitools import assert_usage_error
+
+from dlbench.core.errors import UserError
+from dlbench.harness.store.results import ResultStore
+from dlbench.models.user import hub
+
+QUICK = ["--batch-sizes", "2", "--iterations", "3", "--warmup", "1"]
+# A BERT small enough to export, quantize and bench in seconds; written as its
+# config.json alone, as a user's checkout without weights is.
+TINY_BERT = {
+    "model_type": "bert",
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+    "vocab_size": 500,
+    "max_position_embeddings": 64,
+}
+
+
+def _hf_dir(root: Path, config: dict) -> Path:
+    d = root / "my-bert"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(config))
+    return d
+
+
+def test_names_parse_into_sources_that_never_share_a_name(tmp_path):
+    timm = hub.parse("timm:resnet18")
+    assert (timm.kind, timm.framework, timm.label) == ("hub", "pytorch", "timm:resnet18")
+    names = {hub.parse(a).name for a in ("timm:resnet18", "torchvision:resnet18", "keras:ResNet50")}
+    assert names == {"timm_resnet18", "torchvision_resnet18", "keras_ResNet50"}
+    assert hub.parse("keras:ResNet50").framework == "tensorflow"
+    assert hub.parse("nohub:x") is None and hub.parse("resnet50") is None
+    d = _hf_dir(tmp_path, TINY_BERT)
+    local = hub.parse(f"hf:{d}")
+    assert local.path == str(d) and local.name == "hf_my-bert"
+    with pytest.raises(UserError, match="give a model name after 'timm:'"):
+        hub.parse("timm:")
+    with pytest.raises(UserError, match="holds no config.json"):
+        hub.parse(f"hf:{tmp_path}")
+
+
+def test_hf_config_runs_the_whole_chain(cli, workdir):
+    d = _hf_dir(workdir, TINY_BERT)
+    out = cli(
+        "run",
+        f"hf:{d}",
+        "--backends",
+        "onnxruntime,pytorch",
+        "--precisions",
+        "int8,fp16",
+        *QUICK,
+        "--workdir",
+        "w",
+        "-q",
+    )
+    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
+    stages = {p.stem: json.loads(p.read_text()) for p in (workdir / "w" / "stages").glob("*")}
+    for stage in ("export-pytorch", "build-int8", "build-fp16"):
+        assert stages[stage]["status"] == "ok", (stage, stages[stage])
+    store = ResultStore(workdir / "results.sqlite")
+    convert = store.records("kind = 'convert'", [])
+    assert {r["status"] for r in convert} == {"ok"}, [(r["status"], r["error"]) for r in convert]
+    bench = store.records("kind = 'bench'", [])
+    assert {r["model"] for r in bench} == {"hf_my-bert"}
+    native = [r for r in bench if r["context"]["artifact"]["format"] != "onnx"]
+    assert native and native[0]["context"]["artifact"]["weights"].startswith("random")
+    # The sequence is the model's own limit (64 < 128), recorded by the export and reused.
+    shapes = {i["shape"][1] for r in bench for i in r["context"]["inputs"] if i["name"] == "input_ids"}
+    assert shapes == {64}, shapes
+
+
+def test_timm_and_torchvision_models_bench_and_export(cli, workdir):
+    out = cli(
+        "bench", "timm:test_efficientnet", "torchvision:squeezenet1_1", "-b", "pytorch", *QUICK,
+        "--json", "b.json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    recs = json.loads((workdir / "b.json").read_text())
+    assert {r["model"] for r in recs} == {"timm_test_efficientnet", "torchvision_squeezenet1_1"}
+    assert all(r["status"] in ("ok", "unstable") for r in recs), [r.get("error") for r in recs]
+    # timm's own input size (test_efficientnet: 160) and torchvision's (224), no --shape.
+    sizes = {r["model"]: [i["shape"] for i in r["context"]["inputs"]] for r in recs}
+    assert sizes == {
+        "timm_test_efficientnet": [[2, 3, 160, 160]],
+        "torchvision_squeezenet1_1": [[2, 3, 224, 224]],
+    }
+
+    exp = cli("export", "timm:test_efficientnet", "--out", "eff.onnx", "-q")
+    assert exp.returncode == 0, exp.stderr[-3000:]
+    assert (workdir / "eff.onnx").is_file()
+
+
+def test_keras_application_benches_at_its_own_size(cli, workdir):
+    out = cli("bench", "keras:MobileNetV3Small", "-b", "tensorflow", *QUICK, "--json", "k.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    [rec] = json.loads((workdir / "k.json").read_text())
+    assert rec["model"] == "keras_MobileNetV3Small"
+    [shape] = [i["shape"] for i in rec["context"]["inputs"]]
+    assert shape == [2, 224, 224, 3]
+
+
+@pytest.mark.parametrize(
+    "arg, needle",
+    [
+        ("timm:resnet18x", "did you mean resnet18"),
+        ("torchvision:resnet18x", "has no model 'resnet18x'"),
+        ("keras:MobileNetV9", "have no 'MobileNetV9'"),
+        ("hf:someone/not-cached", "no local copy"),
+    ],
+)
+def test_names_that_name_nothing_are_refused_in_one_line(cli, workdir, arg, needle):
+    framework = "tensorflow" if arg.startswith("keras") else "pytorch"
+    out = cli("bench", arg, "-b", framework, env={"HF_HOME": str(workdir / "hf")})
+    assert_usage_error(out, arg, needle)
+
+
+def test_hf_ids_come_from_the_local_cache_and_weights_from_the_directory(cli, workdir):
+    """The cache's own layout (models--ORG--NAME/snapshots/REV with refs/main) is what an
+    id resolves to offline; a directory saved with its weights is loaded with them."""
+    cache = workdir / "hf" / "hub" / "models--someone--tiny-bert"
+    (cache / "snapshots" / "abc123").mkdir(parents=True)
+    (cache / "refs").mkdir()
+    (cache / "refs" / "main").write_text("abc123")
+    (cache / "snapshots" / "abc123" / "config.json").write_text(json.dumps(TINY_BERT))
+    env = {"HF_HOME": str(workdir / "hf")}
+    out = cli("bench", "hf:someone/tiny-bert", "-b", "pytorch", *QUICK, "--json", "c.json", env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    [rec] = json.loads((workdir / "c.json").read_text())
+    assert rec["model"] == "hf_tiny-bert" and rec["context"]["artifact"]["weights"].startswith("random")
+
+    saved = workdir / "saved-bert"
+    make = (
+        "import sys, torch; from dlbench.models.user.torchvision_compat import torchvision_importable; "
+        "torchvision_importable(); import transformers as T; torch.manual_seed(1); "
+        "T.AutoModel.from_config(T.BertConfig(**__import__('json').loads(sys.argv[1])))"
+        ".save_pretrained(sys.argv[2])"
+    )
+    config = {k: v for k, v in TINY_BERT.items() if k != "model_type"}
+    subprocess.run([sys.executable, "-c", make, json.dumps(config), str(saved)], check=True, timeout=300)
+    out = cli("bench", f"hf:{saved}", "-b", "pytorch", *QUICK, "--json", "w.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    [rec] = json.loads((workdir / "w.json").read_text())
+    assert rec["context"]["artifact"]["weights"] == f"from {saved / 'model.safetensors'}"
