@@ -82,6 +82,32 @@ def test_hf_config_runs_the_whole_chain(cli, workdir):
     # The sequence is the model's own limit (64 < 128), recorded by the export and reused.
     shapes = {i["shape"][1] for r in bench for i in r["context"]["inputs"] if i["name"] == "input_ids"}
     assert shapes == {64}, shapes
+    # Attention's shapes are computed in the graph (Shape -> Gather -> Concat -> Reshape):
+    # resolved at the benched shape, every MatMul counts.
+    onnx_fp32 = [
+        r for r in bench if r["context"]["artifact"]["format"] == "onnx" and r["precision"] == "fp32"
+    ]
+    flops = onnx_fp32[0]["metrics"]["flops"]
+    assert flops["gflops_per_sample"] > 0 and not flops.get("uncounted"), flops
+
+    # The sequence swept like the batch, in one command, as its own table column.
+    model = str(workdir / "w" / "hf_my-bert.onnx")
+    out = cli("bench", model, "-b", "onnxruntime", "--dim", "sequence=16,32", *QUICK, "--json", "s.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    swept = json.loads((workdir / "s.json").read_text())
+    by_len = {r["context"]["dims"]["sequence"]: r for r in swept}
+    assert sorted(by_len) == [16, 32]
+    assert [i["shape"] for i in by_len[16]["context"]["inputs"]] == [[2, 16], [2, 16]]
+    assert (
+        by_len[32]["metrics"]["flops"]["gflops_per_sample"]
+        > by_len[16]["metrics"]["flops"]["gflops_per_sample"]
+    )
+    header = next(line for line in out.stdout.splitlines() if line.startswith("| Network"))
+    assert "| sequence " in header, header
+    assert_usage_error(
+        cli("bench", model, "-b", "onnxruntime", "--dim", "width=8"), "no input dimension named"
+    )
+    assert_usage_error(cli("bench", model, "-b", "onnxruntime", "--dim", "sequence=0"), "--dim")
 
 
 def test_timm_and_torchvision_models_bench_and_export(cli, workdir):

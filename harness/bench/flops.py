@@ -33,6 +33,7 @@ filled in from the input and the attributes, and inference runs again.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -132,7 +133,50 @@ def with_input_shapes(model, shapes: dict[str, Sequence[int]]):
             break
         inferred.graph.value_info.extend(added)
         inferred = onnx.shape_inference.infer_shapes(inferred, strict_mode=False, data_prop=True)
+    if _unresolved(inferred):
+        inferred = _symbolic(inferred) or inferred
     return inferred
+
+
+@functools.cache
+def _symbolic_module():
+    """``onnxruntime/tools/symbolic_shape_infer.py`` loaded by its path: importing it as
+    ``onnxruntime.tools.…`` runs that package's ``__init__``, which imports torch when it
+    is installed (a second of a parent process that must stay framework-free)."""
+    import importlib.util
+    from pathlib import Path
+
+    ort = importlib.util.find_spec("onnxruntime")
+    if ort is None or not ort.submodule_search_locations:
+        return None
+    path = Path(list(ort.submodule_search_locations)[0]) / "tools" / "symbolic_shape_infer.py"
+    spec = importlib.util.spec_from_file_location("dlbench_ort_symbolic_shape_infer", path)
+    if spec is None or spec.loader is None or not path.is_file():
+        return None
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception:  # noqa: BLE001 - another release's file: without it, ONNX's inference alone
+        return None
+    return module
+
+
+def _unresolved(model) -> bool:
+    table = _shape_table(model)
+    return any(o and o not in table for n in model.graph.node for o in n.output[:1])
+
+
+def _symbolic(model):
+    """ONNX Runtime's symbolic shape inference (its transformer tools' own): it evaluates
+    the Shape -> Gather -> Concat -> Reshape chains that attention masks and head splits
+    are built from, which ONNX's inference leaves unknown; None where it is absent or fails."""
+    module = _symbolic_module()
+    if module is None:
+        return None
+    try:
+        return module.SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+    except Exception:  # noqa: BLE001 - a third-party pass on any graph: fall back to ONNX's
+        return None
 
 
 def _layout(node) -> tuple[int, int, int]:

@@ -16,8 +16,9 @@ anything else is a path (checked when the plan reads it, ``bench.given``).
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,6 +139,26 @@ def shape_texts(shapes: dict[str, tuple[int, ...]]) -> list[Any]:
     ]
 
 
+def parse_dim(arg: str) -> tuple[str, list[int]]:
+    """``sequence=64,128,256``: a named dynamic dimension and the sizes to sweep it at."""
+    name, sep, sizes = arg.partition("=")
+    try:
+        values = [int(v) for v in sizes.split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if not sep or not name.strip() or not values or any(v < 1 for v in values):
+        raise UserError(f"--dim {arg!r}: expected NAME=SIZE[,SIZE...] with sizes >= 1 (e.g. sequence=64,128)")
+    return name.strip(), list(dict.fromkeys(values))
+
+
+def dims_from(given: Iterable[str]) -> dict[str, list[int]]:
+    return collect("--dim", (parse_dim(a) for a in given))
+
+
+def dim_texts(dims: dict[str, list[int]]) -> list[str]:
+    return [f"{n}={','.join(map(str, v))}" for n, v in dims.items()]
+
+
 def ranges_from(given: Iterable[str]) -> dict[str, tuple[int, int]]:
     return dict(parse_int_range(r) for r in given)
 
@@ -204,3 +225,31 @@ class InputFields:
         read=values_from,
         write=value_texts,
     )
+
+
+def swept_shapes(
+    signature: Sequence[Any], shapes: dict[str, tuple[int, ...]], dims: dict[str, list[int]], label: str
+) -> list[tuple[dict[str, int], dict[str, tuple[int, ...]]]]:
+    """One (sizes, shapes) pair per point of the ``--dim`` sweep: every input dimension the
+    model names NAME takes each size in turn, the rest of its shape from ``shapes`` (the
+    user's --shape or the model's own sizes), else from the signature itself."""
+    if not dims:
+        return [({}, shapes)]
+    named = {d for t in signature for d in t.shape[1:] if isinstance(d, str)}
+    for name in dims:
+        if name not in named:
+            have = ", ".join(sorted(named)) or "none besides the batch"
+            raise UserError(f"--dim {name}: {label} has no input dimension named {name!r} (named: {have})")
+    points = []
+    for sizes in itertools.product(*dims.values()):
+        point = dict(zip(dims, sizes))
+        out = dict(shapes)
+        for t in signature:
+            if not any(d in point for d in t.shape[1:]):
+                continue
+            base = shapes.get(t.name) or tuple(1 if i == 0 else d for i, d in enumerate(t.shape))
+            full = [point.get(d, b) if i else b for i, (d, b) in enumerate(zip(t.shape, base))]
+            if all(isinstance(d, int) for d in full):
+                out[t.name] = tuple(full)
+        points.append((point, out))
+    return points

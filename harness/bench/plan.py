@@ -13,16 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.core.errors import UserError
-from dlbench.core.tensors import follow_batch
 from dlbench.harness.backends import BACKENDS, get_backend
 from dlbench.harness.backends.base import Backend
 from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.bench.advice import advise
 from dlbench.harness.bench.artifacts import Artifact, resolve, resolve_code
+from dlbench.harness.bench.axes import artifact_axes
 from dlbench.harness.bench.given import GivenInput
-from dlbench.harness.bench.given import read_all as read_given
 from dlbench.harness.bench.request import BenchRequest
-from dlbench.harness.bench.scenarios import get_scenario
 from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.cells.allocator import identity as allocator_identity
 from dlbench.harness.cells.cellenv import cell_environment
@@ -51,6 +49,7 @@ class Cell:
     given: dict[str, GivenInput] = field(default_factory=dict)  # --input
     allocator: str = DEFAULT_ALLOCATOR  # --allocator
     env: str = ""  # --with PACKAGE==VERSION ("": the installed packages)
+    dims: dict[str, int] = field(default_factory=dict)  # this cell's point of the --dim sweep
 
     @property
     def label(self) -> str:
@@ -236,83 +235,6 @@ def _how_to_make(precision: str) -> str:
     return "make one first (" + "; ".join(f"dlbench build --to {m}" for m in makers) + ")"
 
 
-def _flops(
-    art: Artifact, shapes_for_batch: dict[str, tuple[int, ...]] | None, batch: int
-) -> dict[str, Any] | None:
-    if art.onnx_model is not None and shapes_for_batch is not None:
-        from dlbench.harness.bench import flops
-
-        try:
-            return {**flops.count(art.onnx_model, shapes_for_batch, batch), "source": "onnx graph"}
-        except Exception as exc:  # noqa: BLE001 - a count we cannot make is a note, not a failure
-            return {"gflops_per_sample": None, "error": f"{type(exc).__name__}: {exc}"}
-    if art.user:
-        return {
-            "gflops_per_sample": None,
-            "source": "not counted: a native model of the "
-            "user's (export it to ONNX and bench that for a graph count)",
-        }
-    if art.own_precision is None:
-        from dlbench.models.registry import get_model
-
-        spec = get_model(art.ref.model)
-        return {
-            "gflops_per_sample": spec.gflops_per_sample,
-            "source": "zoo analytic count (convolutions, dense layers, recurrent cells, attention products)",
-        }
-    return None
-
-
-@dataclass
-class _ArtifactAxes:
-    """What one artifact contributes to all its cells: inputs, batch sizes, FLOPs, notes."""
-
-    shapes: dict[str, tuple[int, ...]]
-    ranges: dict[str, tuple[int, int]]
-    sizes_by_scenario: dict[str, list[int]]
-    gflops: dict[str, Any] | None
-    shape_notes: list[str]
-    given: dict[str, GivenInput]
-
-
-def _artifact_axes(art: Artifact, req: BenchRequest, notes: list[str]) -> _ArtifactAxes:
-    scenarios = req.scenario_names()
-    names = {t.name for t in art.signature} if art.signature else None
-    shapes = {k: v for k, v in req.shapes.items() if names is None or k in names}
-    given = read_given({k: v for k, v in req.inputs.items() if names is None or k in names})
-    # The user's --shape, or the zoo model's own sizes (and a note in each record),
-    # except where an --input file gives the shape.
-    shape_notes = [art.default_shapes_note] if not shapes and art.default_shapes else []
-    if art.user:
-        shape_notes += art.notes  # what its file does not say, in every record
-    shapes = art.shapes_for(shapes, given)
-    ranges = {k: v for k, v in req.int_ranges.items() if names is None or k in names}
-    sizes_by_scenario = {}
-    for s in scenarios:
-        sizes = get_scenario(s).batch_sizes(req.batch_sizes)
-        if art.signature:
-            followed, note = follow_batch(art.signature, sizes, "running")
-            if note:
-                notes.append(f"{art.label}: {note}")
-                sizes = list(followed)
-        sizes_by_scenario[s] = sizes
-    gflops = None
-    if art.signature is not None:
-        try:
-            plans = {
-                b: inputs_mod.plan(art.signature, b, shapes, ranges, art.graph_ranges, given)
-                for s in scenarios
-                for b in sizes_by_scenario[s]
-            }
-        except UserError as exc:
-            raise UserError(f"{art.label}: {exc}") from None
-        first = min(plans)
-        gflops = _flops(art, {i.name: i.shape for i in plans[first].inputs}, first)
-    elif art.own_precision is None:
-        gflops = _flops(art, None, 1)
-    return _ArtifactAxes(shapes, ranges, sizes_by_scenario, gflops, shape_notes, given)
-
-
 def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
     """Every cell of the sweep, or a UserError; plus notes for the user."""
     req.check()
@@ -329,8 +251,7 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
     threads, inter, scenarios = req.thread_counts(), req.inter_op(), req.scenario_names()
 
     cells: list[Cell] = []
-    for art in artifacts:
-        axes = _artifact_axes(art, req, notes)
+    for art, axes in ((a, x) for a in artifacts for x in artifact_axes(a, req, notes)):
         for backend in backends:
             if art.format not in backend.formats:
                 continue
@@ -376,6 +297,7 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
                                         axes.given,
                                         req.allocator,
                                         env,
+                                        dict(axes.dims),
                                     )
                                 )
     if not cells:

@@ -189,6 +189,7 @@ def make_record(
             "runtime": result.get("runtime"),
             "math_mode": mathmode.of(result.get("runtime")),
             "inputs": result.get("inputs"),
+            **({"dims": c.dims} if c.dims else {}),  # this cell's point of a --dim sweep
             "config": req.config,
             "notes": c.notes
             + (result.get("notes") or [])

@@ -15,7 +15,7 @@ from dlbench.core.devices import INFERENCE as DEVICES
 from dlbench.core.devices import inference_name
 from dlbench.core.errors import UserError
 from dlbench.core.flags import comma_list, field_of, flag, nested, split
-from dlbench.harness.bench.input_args import INPUTS_GROUP, InputFields
+from dlbench.harness.bench.input_args import INPUTS_GROUP, InputFields, dim_texts, dims_from
 from dlbench.harness.bench.measure import MEASUREMENT, StopRule
 from dlbench.harness.bench.scenarios import get_scenario
 from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
@@ -132,6 +132,17 @@ class BenchRequest(InputFields):
         type=int,
         group=MEASUREMENT,
         help="seed of the synthesized inputs (default {default})",
+    )
+    dims: dict[str, list[int]] = flag(
+        "--dim",
+        factory=dict,
+        many=True,
+        group=INPUTS_GROUP,
+        metavar="NAME=SIZE,SIZE",
+        help="sweep a named dynamic dimension like the batch (e.g. sequence=64,128,256: "
+        "every input dimension the model names 'sequence' takes each size in turn)",
+        read=dims_from,
+        write=dim_texts,
     )
     model: str | None = flag(
         "--model",

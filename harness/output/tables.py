@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dlbench.harness.machine.frameworks import FRAMEWORKS
@@ -127,13 +127,24 @@ def with_of(record: dict[str, Any]) -> str:
 
 def add_context_columns(headers: list[str], rows: list[list[Any]], records: Sequence[dict[str, Any]]) -> None:
     """Allocator and With (--with) columns before Precision, in place, each only when the
-    rows differ in it: they would otherwise look alike."""
-    for title, value in (("Allocator", allocator_of), ("With", with_of)):
+    rows differ in it: they would otherwise look alike; and a column per dimension a
+    ``--dim`` sweep varied (a sequence length), which reads like the batch size."""
+    swept = sorted({d for r in records for d in ((r.get("context") or {}).get("dims") or {})})
+    columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("Allocator", allocator_of),
+        ("With", with_of),
+    ]
+    columns += [(d, _dim_of(d)) for d in swept]
+    for title, value in columns:
         if len({value(r) for r in records}) > 1:
             at = headers.index("Precision")
             headers.insert(at, title)
             for row, r in zip(rows, records):
                 row.insert(at, value(r))
+
+
+def _dim_of(name: str) -> Callable[[dict[str, Any]], str]:
+    return lambda r: str(((r.get("context") or {}).get("dims") or {}).get(name, ""))
 
 
 def milliseconds(ms: float | None) -> str:

@@ -45,8 +45,6 @@ def build(source: Source) -> tuple[Any, dict[str, Any]]:
     return model.eval(), {"inputs": inputs, "weights": weights, "notes": []}
 
 
-
-
 def _close(name: str, known: list[str]) -> str:
     near = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
     return f" (did you mean {', '.join(near)}?)" if near else ""
