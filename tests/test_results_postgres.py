@@ -359,6 +359,10 @@ def test_a_sweep_resumes_from_postgres_and_records_no_password(pg, url, cli):
     assert len(ResultStore(url).records()) == 1, "resumed: the stored cell was skipped"
     assert "1 of 1 cells already in postgresql://dlbench:***@127.0.0.1" in again.stderr
     assert "--db postgresql://dlbench:***@127.0.0.1" in rec["command_line"]
+    # A password typed into --db is in the shell's history: said once, after the work;
+    # the same URL from $DLBENCH_DB (not on the command line) draws no such note.
+    assert "the password is in the URL" in first.stderr and "~/.pgpass" in first.stderr
+    assert "the password is in the URL" not in again.stderr
     for text in (first.stdout, first.stderr, again.stdout, again.stderr, json.dumps(rec)):
         assert pg.password not in text
 

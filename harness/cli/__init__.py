@@ -20,6 +20,7 @@ from dlbench.core.errors import UserError
 from dlbench.core.registry import load_plugins
 from dlbench.core.version import __version__
 from dlbench.harness.cli.config import blame, parse_args
+from dlbench.harness.store.url import exposed_password
 from dlbench.models.user import trust
 
 TRUST_HELP = (
@@ -99,7 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.trust_model:  # the cells that load the model read it from their environment
         os.environ[trust.TRUST_ENV] = "1"
     try:
-        return int(args._run(args) or 0)
+        status = int(args._run(args) or 0)
+        # Said after the work, so an error's one line stays one line.
+        exposed = exposed_password(getattr(args, "db", None))
+        if exposed:
+            print(f"note: {exposed}", file=sys.stderr)
+        return status
     except UserError as exc:
         if args.debug:
             traceback.print_exc()

@@ -19,6 +19,20 @@ def is_url(location: object) -> bool:
     return str(location).strip().lower().startswith(SCHEMES)
 
 
+def exposed_password(location: object) -> str | None:
+    """A note when ``--db`` carries its password in the URL: dlbench masks it in what it
+    prints and stores, but the shell's history and the process list (``ps``) show it to
+    anyone on the machine.  None when there is no password in it."""
+    text = str(location or "")
+    if not is_url(text) or mask(text) == text:
+        return None
+    return (
+        f"--db {mask(text)}: the password is in the URL, which the shell's history, the "
+        "process list and config files show; put it in ~/.pgpass (chmod 600) or $PGPASSWORD, "
+        "which PostgreSQL's client library reads, and leave it out of the URL"
+    )
+
+
 def mask(text: str) -> str:
     """``text`` with every URL password replaced by ``***`` (the user name stays: it says
     which account was used)."""
