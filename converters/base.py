@@ -105,11 +105,16 @@ class BuildOptions:
     calib_cache: str | None = flag(
         "--calib-cache", default=None, help="calibration cache file, read if present and written after"
     )
-    dynamic: bool = flag(
+    # None: chosen by the graph (converters.int8_recipe.choose_mode), and recorded.
+    dynamic: bool | None = flag(
         "--dynamic",
-        default=False,
-        switch=True,
-        help="dynamic quantization (LSTM/Transformer models), no calibration",
+        default=None,
+        off="--static",
+        help="dynamic INT8: weights ahead, activations quantized per batch at run time, no "
+        "calibration (default: chosen by the graph: dynamic where it has attention or "
+        "recurrent layers, as ONNX Runtime recommends for transformers and RNNs)",
+        off_help="static INT8: activation ranges calibrated once (default for graphs without "
+        "attention or recurrent layers)",
     )
     per_channel: bool = flag(
         "--per-tensor", default=True, switch=True, invert=True, help="per-tensor weight scales"

@@ -155,7 +155,8 @@ class OnnxToInt8(BuildHop):
     )
 
     def calibrates(self, options: BuildOptions) -> bool:
-        return not options.dynamic
+        """Unless --dynamic: a graph left to choose may turn out static."""
+        return options.dynamic is not True
 
     def check_source(self, model, label: str, options: BuildOptions) -> None:
         if not options.freeze:
@@ -178,8 +179,6 @@ class OnnxToInt8(BuildHop):
     ) -> dict[str, Any]:
         """Static quantization calibrates on ``calibration`` (batches: one array, or a tuple
         in the graph's input order); the caller chooses and describes them."""
-        if not options.dynamic and not calibration:
-            raise ConversionError("static INT8 quantization needs calibration batches")
         quant, _ = _quantization()
         import onnxruntime
 
@@ -191,13 +190,14 @@ class OnnxToInt8(BuildHop):
             pre = Path(tmp, "pre.onnx")
             info.update(prepare(source, pre))
             pre_model = onnx_io.load(pre, check=False)
-            floats = int8_recipe.float_nodes(
-                pre_model.graph, source_model.graph, options, static=not options.dynamic
-            )
+            dynamic, chosen_by = int8_recipe.choose_mode(pre_model.graph, options.dynamic)
+            if not dynamic and not calibration:
+                raise ConversionError("static INT8 quantization needs calibration batches")
+            floats = int8_recipe.float_nodes(pre_model.graph, source_model.graph, options, static=not dynamic)
             del source_model  # a folded VGG19 holds 0.5 GB of weights
             exclude = [d["node"] for d in floats]
-            only = int8_recipe.quantized_types(options.quantize_op_types, quant, dynamic=options.dynamic)
-            if options.dynamic:
+            only = int8_recipe.quantized_types(options.quantize_op_types, quant, dynamic=dynamic)
+            if dynamic:
                 quant.quantize_dynamic(
                     str(pre),
                     str(out),
@@ -208,6 +208,7 @@ class OnnxToInt8(BuildHop):
                 )
                 info["recipe"] = {
                     "mode": "dynamic",
+                    "mode_chosen_by": chosen_by,
                     "weights": "int8",
                     "per_channel": options.per_channel,
                     "activations": "uint8, quantized per batch at run time",
@@ -236,6 +237,7 @@ class OnnxToInt8(BuildHop):
             )
             info["recipe"] = {
                 "mode": "static",
+                "mode_chosen_by": chosen_by,
                 "format": "QDQ",
                 "target": options.target,
                 "activations": "int8 symmetric" if symmetric else "uint8 asymmetric",

@@ -83,10 +83,11 @@ class RunDefaults:
     batch_sizes: tuple[int, ...] = (1, 8, 32)  # inference
     precisions: tuple[str, ...] = ("fp32", "fp16", "int8")
     frameworks: tuple[str, ...] | None = None  # None: every framework it has
-    # "static" (calibrated QDQ) or "dynamic" (weights only, activations scaled at
-    # run time): static QDQ of a recurrent or token network either cannot be built
-    # (MindSpore's opset-11 LSTM) or calibrates on ids.
-    int8_mode: str = "static"
+    # "static" (calibrated QDQ), "dynamic" (weights only, activations scaled at run time)
+    # or "auto" (the build reads the graph: dynamic for attention and recurrent layers,
+    # converters.int8_recipe.choose_mode).  Static QDQ of a recurrent or token network
+    # either cannot be built (MindSpore's opset-11 LSTM) or calibrates on ids.
+    int8_mode: str = "auto"
     # Static INT8 of only these op types (build --quantize-op-types); None: every type the
     # quantizer handles.
     int8_op_types: tuple[str, ...] | None = None

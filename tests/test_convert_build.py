@@ -88,6 +88,7 @@ def test_int8_static_qdq_per_channel_is_verified_against_fp32(cli, workdir, onnx
     recipe = rec["context"]["build_info"]["recipe"]
     assert recipe == {
         "mode": "static",
+        "mode_chosen_by": "the graph: no attention or recurrent layers (static, calibrated)",
         "format": "QDQ",
         "target": "cpu",
         "activations": "uint8 asymmetric",

@@ -75,6 +75,10 @@ def test_hf_config_runs_the_whole_chain(cli, workdir):
     store = ResultStore(workdir / "results.sqlite")
     convert = store.records("kind = 'convert'", [])
     assert {r["status"] for r in convert} == {"ok"}, [(r["status"], r["error"]) for r in convert]
+    # Attention makes the INT8 build dynamic, as ONNX Runtime recommends for transformers.
+    [int8] = [r for r in convert if r["precision"] == "int8"]
+    recipe = int8["context"]["build_info"]["recipe"]
+    assert recipe["mode"] == "dynamic" and "(attention)" in recipe["mode_chosen_by"], recipe
     bench = store.records("kind = 'bench'", [])
     assert {r["model"] for r in bench} == {"hf_my-bert"}
     native = [r for r in bench if r["context"]["artifact"]["format"] != "onnx"]

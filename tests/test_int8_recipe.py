@@ -308,3 +308,32 @@ def test_sqnr_reads_infinities_both_sides_agree_on_and_fails_the_rest():
     assert sqnr_db(ref, np.array([1.1, -np.inf, 2.0])) == pytest.approx(20 * np.log10(np.sqrt(5) / 0.1))
     assert sqnr_db(np.array([1.0, 2.0]), np.array([1.0, np.inf])) == -200.0
     assert sqnr_db(np.zeros(3), np.ones(3)) == -200.0
+
+
+def _attention_graph():
+    """x [b, s, 8] -> q = x·Wq, k = x·Wk -> q·kᵀ: two weight products, one of activations."""
+    rng = np.random.default_rng(0)
+    w = [numpy_helper.from_array(rng.normal(size=(8, 8)).astype(np.float32), n) for n in ("wq", "wk")]
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["q"], name="q"),
+        helper.make_node("MatMul", ["x", "wk"], ["k"], name="k"),
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"], name="scores"),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", 8])
+    y = helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["b", "s", "s"])
+    return helper.make_graph(nodes, "attn", [x], [y], w)
+
+
+def test_the_graph_chooses_dynamic_for_attention_and_recurrence_static_otherwise():
+    attention = _attention_graph()
+    assert int8_recipe.activation_products(attention) == ["scores"]
+    dynamic, why = int8_recipe.choose_mode(attention, None)
+    assert dynamic and "1 activation-by-activation products (attention)" in why
+    lstm = helper.make_graph([helper.make_node("LSTM", ["x", "w", "r"], ["y"])], "rnn", [], [])
+    assert int8_recipe.choose_mode(lstm, None) == (True, "the graph: 1 recurrent layer(s) (LSTM)")
+    cnn = _graph_with_tails()
+    assert int8_recipe.choose_mode(cnn, None)[0] is False
+    # The user's word wins either way.
+    assert int8_recipe.choose_mode(attention, False) == (False, "--static")
+    assert int8_recipe.choose_mode(cnn, True) == (True, "--dynamic")

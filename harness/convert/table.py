@@ -56,10 +56,12 @@ def rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         hop = r.get("context", {}).get("hop") or r["kind"]
         verdict = m.get("verdict") or {}
         time_s = m.get("convert_s") if r["kind"] == "convert" else m.get("verify_s")
+        # An INT8 build's mode (static / dynamic) changes what it is: said beside it.
+        mode = ((r.get("context") or {}).get("build_info") or {}).get("recipe", {}).get("mode")
         common = [
             _name(r),
             hop,
-            r.get("precision") or "",
+            (r.get("precision") or "") + (f" {mode}" if mode else ""),
             ",".join(map(str, verdict.get("batch_sizes", []))) or "",
         ]
         tail = [

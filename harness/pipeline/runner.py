@@ -249,8 +249,8 @@ def validate(req: RunRequest) -> None:
     for p in req.precisions:
         if p not in BUILD_PRECISIONS:
             raise UserError(f"--precisions {p}: choose from {', '.join(BUILD_PRECISIONS)}")
-    if req.int8_mode not in ("static", "dynamic"):
-        raise UserError(f"int8 mode {req.int8_mode!r}: choose static or dynamic")
+    if req.int8_mode not in ("auto", "static", "dynamic"):
+        raise UserError(f"int8 mode {req.int8_mode!r}: choose auto, static or dynamic")
     if not req.batch_sizes or min(req.batch_sizes) < 1:
         raise UserError("--batch-sizes must be positive integers")
     if req.timeout is not None and req.timeout <= 0:

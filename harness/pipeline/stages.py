@@ -292,7 +292,7 @@ class BuildStage(Stage):
 
         wanted = {
             "batch_sizes": tuple(req.batch_sizes),
-            "dynamic": req.int8_mode == "dynamic",
+            "dynamic": {"dynamic": True, "static": False}.get(req.int8_mode),  # auto: the graph's
             "quantize_op_types": tuple(req.int8_op_types or ()),
             "calib_data": req.calib_data,
         }
