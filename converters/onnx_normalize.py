@@ -29,12 +29,12 @@ the original on the same inputs before anything else happens to it.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from dlbench.converters import onnx_io
 from dlbench.converters.base import ConversionError
+from dlbench.core.atomic import scratch
 from dlbench.core.errors import first_line
 
 # Nodes whose outputs change between runs: never constants, whatever their inputs.
@@ -167,7 +167,7 @@ def normalize(
         info["sums_as_adds"] = len(sums)
     if "fold" in steps:
         info["folded_nodes"] = foldable_nodes(model.graph, frozen=freeze)
-        with tempfile.TemporaryDirectory(prefix="dlbench-normalize-") as tmp:
+        with scratch("dlbench-normalize") as tmp:
             before = Path(tmp, "before.onnx")
             onnx.save(model, str(before))
             staged = out.with_name(f".{out.name}.folding")

@@ -34,13 +34,13 @@ LSTM and Transformer models, whose activation ranges vary by input.
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from dlbench.converters import int8_recipe, onnx_io, onnx_normalize, onnx_summary
 from dlbench.converters.base import BuildHop, BuildOptions, ConversionError
+from dlbench.core.atomic import scratch
 from dlbench.core.errors import first_line
 
 TARGETS = ("cpu", "tensorrt")
@@ -92,7 +92,7 @@ def prepare(source: Path, out: Path) -> dict[str, Any]:
     out = Path(out).resolve()
     # In a scratch directory: a failing symbolic shape inference saves its partial
     # model (sym_shape_infer_temp.onnx + external data) in the cwd.
-    with tempfile.TemporaryDirectory(prefix="dlbench-pre-") as tmp, contextlib.chdir(tmp):
+    with scratch("dlbench-pre") as tmp, contextlib.chdir(tmp):
         try:
             pre_process(src, str(out))
             info["quant_pre_process"] = True
@@ -186,7 +186,7 @@ class OnnxToInt8(BuildHop):
         _check_normalized(source_model, source.name, self.min_opset)
 
         info: dict[str, Any] = {"tool": f"onnxruntime {onnxruntime.__version__} quantization"}
-        with tempfile.TemporaryDirectory(prefix="dlbench-int8-") as tmp:
+        with scratch("dlbench-int8") as tmp:
             pre = Path(tmp, "pre.onnx")
             info.update(prepare(source, pre))
             pre_model = onnx_io.load(pre, check=False)

@@ -147,7 +147,7 @@ class OnnxToTensorRT(BuildHop):
         **_: Any,
     ) -> dict[str, Any]:
         """Write the serialized engine to ``out``; return the sidecar facts and timings."""
-        with tempfile.TemporaryDirectory(prefix="dlbench-trt-") as tmp:
+        with scratch("dlbench-trt") as tmp:
             return build_engine(
                 Path(source),
                 Path(out),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import shutil
@@ -107,7 +108,6 @@ def stage_beside(final: str | os.PathLike) -> Path:
     stale ones of the same name are swept: those a process of this host left when it was
     killed (SIGKILL, an OOM) before it could clean up.  A folder of a live process, or of
     another host sharing the folder, is never touched."""
-    import glob
     import socket
 
     final = Path(final)
@@ -119,6 +119,26 @@ def stage_beside(final: str | os.PathLike) -> Path:
     return Path(
         tempfile.mkdtemp(prefix=f".{final.name}.{host}.{os.getpid()}.", suffix=".partial", dir=final.parent)
     )
+
+
+@contextmanager
+def scratch(prefix: str):
+    """A private folder in the system's temporary directory for the block, removed after it.
+
+    Like ``tempfile.TemporaryDirectory``, except that the folder names its process
+    (``PREFIX-PID-XXXX``) and the folders of this prefix whose process is dead are swept
+    first: a dlbench killed outright (SIGKILL, the OOM killer) cannot remove its own, and
+    a sweep of model exports and engines would otherwise fill /tmp run after run."""
+    base = Path(tempfile.gettempdir())
+    for old in base.glob(f"{glob.escape(prefix)}-*-*"):
+        pid = old.name[len(prefix) + 1 :].split("-", 1)[0]
+        if old.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    path = tempfile.mkdtemp(prefix=f"{prefix}-{os.getpid()}-", dir=base)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:

@@ -113,3 +113,24 @@ def test_staging_left_by_a_killed_process_is_swept_by_the_next_writer(tmp_path):
     fresh = atomic.stage_beside(tmp_path / "model.onnx")
     assert fresh.is_dir() and fresh.name.startswith(f".model.onnx.{host}.{os.getpid()}.")
     assert not stale.exists() and live.exists() and elsewhere.exists() and other_name.exists()
+
+
+def test_scratch_folders_of_killed_processes_are_swept_and_its_own_removed(tmp_path, monkeypatch):
+    """A dlbench killed outright leaves ``/tmp/dlbench-cell-PID-XXXX``; the next scratch of
+    that prefix removes the dead processes' folders, never a live one's or another prefix's."""
+    import os
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    pid = int(done.stdout)  # a process that has exited
+    stale = tmp_path / f"dlbench-cell-{pid}-abc"
+    live = tmp_path / f"dlbench-cell-{os.getpid()}-def"
+    other = tmp_path / f"dlbench-bench-{pid}-ghi"
+    for d in (stale, live, other):
+        (d / "model.onnx").mkdir(parents=True)
+    with atomic.scratch("dlbench-cell") as tmp:
+        assert os.path.basename(tmp).startswith(f"dlbench-cell-{os.getpid()}-")
+        assert not stale.exists() and live.exists() and other.exists()
+    assert not os.path.exists(tmp)

@@ -12,13 +12,12 @@ a stored, non-failed record.
 
 from __future__ import annotations
 
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dlbench.core.atomic import write_json
+from dlbench.core.atomic import scratch, write_json
 from dlbench.core.errors import UserError
 from dlbench.harness.backends.base import RunConfig
 from dlbench.harness.bench import inputs as inputs_mod
@@ -184,7 +183,7 @@ def run_bench(
     bar = open_sweep(len(cells), len(done), notes, "bench", store.path, show_progress)
     for n in ensure_peaks(store, fp, [c for c, k in zip(cells, keys) if k not in done]):
         bar.note(n)
-    with tempfile.TemporaryDirectory(prefix="dlbench-bench-") as tmp:
+    with scratch("dlbench-bench") as tmp:
         progress_path = str(Path(tmp, "progress.json"))
         for cell, key in zip(cells, keys):
             if key in done:

@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.core.atomic import write_json
+from dlbench.core.atomic import scratch, write_json
 
 STDERR_TAIL = 4000
 # The parent shares the cores with the cell it measures: it sleeps between
@@ -84,7 +83,7 @@ def run_cell(
     the cell through a framework's launcher (``training.scaling``): its ranks report in
     ``out.json`` (the first rank) and ``out.json.rank<R>`` (the others).
     """
-    with tempfile.TemporaryDirectory(prefix="dlbench-cell-") as tmp:
+    with scratch("dlbench-cell") as tmp:
         inp, out, log = Path(tmp, "in.json"), Path(tmp, "out.json"), Path(tmp, "log.txt")
         write_json(inp, payload)
         start = time.perf_counter()

@@ -14,12 +14,12 @@ what a "faster" or "slower" verdict must rise above.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dlbench.core.atomic import scratch
 from dlbench.core.errors import UserError
 from dlbench.harness import stats
 from dlbench.harness.bench.measure import StopRule
@@ -162,7 +162,7 @@ def calibrate(
     from dlbench.harness.store.results import ResultStore
 
     cal.check()
-    with tempfile.TemporaryDirectory(prefix="dlbench-calibrate-") as tmp:
+    with scratch("dlbench-calibrate") as tmp:
         artifact = cal.artifact or builtin_model(Path(tmp) / "dlbench-calibration.onnx")
         req = BenchRequest(
             artifacts=[artifact],

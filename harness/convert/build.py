@@ -16,7 +16,6 @@ verified and calibrated at that batch (the record's ``notes`` say so).
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 
 from dlbench.converters import onnx_io, onnx_normalize, onnx_summary
 from dlbench.converters.base import BuildOptions, build_hop
-from dlbench.core.atomic import check_can_create, stage_beside, write_json
+from dlbench.core.atomic import check_can_create, scratch, stage_beside, write_json
 from dlbench.core.errors import UserError, first_line
 from dlbench.core.tensors import fixed_batch, follow_batch
 from dlbench.core.version import __version__
@@ -369,7 +368,7 @@ def _tensorrt_cell(p: _Plan, source: Path, staged: Path, inputs, calib, meta, re
     """Build and run the engine in its own cell: (outcome, info, candidate outputs)."""
     from dlbench.harness.cells.launcher import run_cell
 
-    with tempfile.TemporaryDirectory(prefix="dlbench-trt-") as tmp:
+    with scratch("dlbench-trt") as tmp:
         payload = {
             "onnx": str(source.resolve()),
             "out": str(staged.resolve()),

@@ -27,13 +27,13 @@ kernels reproduce to within rounding) and no tensor is fused away.
 from __future__ import annotations
 
 import math
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dlbench.core.atomic import scratch
 from dlbench.harness.output.tables import markdown
 
 TOP = 10
@@ -135,7 +135,7 @@ def layer_errors(
     from dlbench.converters.onnx_normalize import normalize
     from dlbench.converters.onnx_to_int8 import QDQ_MIN_OPSET, prepare
 
-    with tempfile.TemporaryDirectory(prefix="dlbench-layers-") as tmp:
+    with scratch("dlbench-layers") as tmp:
         pre, normalized = Path(tmp, "pre.onnx"), Path(tmp, "normalized.onnx")
         # The graph the build quantized: the same deterministic normalization first.
         if normalize(source, normalized, min_opset=QDQ_MIN_OPSET) is None:

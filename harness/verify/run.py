@@ -13,7 +13,6 @@ the parent may import ONNX Runtime); everything else runs in a cell of kind
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from dlbench.core.atomic import scratch
 from dlbench.core.errors import UserError, first_line
 from dlbench.harness.backends.base import ArtifactRef, RunConfig
 from dlbench.harness.cells.payload import Payload
@@ -153,7 +153,7 @@ def outputs(
     from dlbench.harness.cells.launcher import run_cell
 
     env = env if env is not None else cell_environment(threads)
-    with tempfile.TemporaryDirectory(prefix="dlbench-verify-") as tmp:
+    with scratch("dlbench-verify") as tmp:
         inputs, out = Path(tmp, "inputs.npz"), Path(tmp, "outputs.npz")
         save_batches(inputs, batches)
         payload = OutputsPayload(backend, ref, threads, precision, str(inputs), str(out))
