@@ -227,69 +227,13 @@ def count(model, shapes: dict[str, Sequence[int]], batch_size: int) -> dict[str,
     inferred = with_input_shapes(model, shapes)
     table = _shape_table(inferred)
     macs, other, uncounted = 0, 0, []
-
-    def shape(name: str) -> list[int] | None:
-        return table.get(name) if name else None
-
     for node in inferred.graph.node:
-        op = node.op_type
-        out = shape(node.output[0]) if node.output else None
         try:
-            if op in CONV:
-                w = shape(node.input[3] if op == "QLinearConv" else node.input[1])
-                if out is None or w is None:
-                    raise KeyError
-                macs += _prod(out) * _prod(w[1:])  # w: [Cout, Cin/group, *k]
-            elif op == "ConvTranspose":
-                x, w = shape(node.input[0]), shape(node.input[1])
-                if x is None or w is None:
-                    raise KeyError
-                macs += _prod(x) * _prod(w[1:])  # w: [Cin, Cout/group, *k]
-            elif op in MATMUL:
-                a = shape(node.input[0])
-                if out is None or a is None:
-                    raise KeyError
-                macs += _prod(out) * (a[-1] if len(a) > 1 else a[0])
-            elif op in GEMM:
-                a = shape(node.input[0])
-                if out is None or a is None:
-                    raise KeyError
-                k = a[0] if _attr(node, "transA", 0) else a[-1]
-                macs += _prod(out) * k
-            elif op in ELEMENTWISE:
-                if out is None:
-                    raise KeyError
-                other += _prod(out)
-            elif op in AFFINE:
-                if out is None:
-                    raise KeyError
-                other += 2 * _prod(out)
-            elif op in POOL:
-                if out is None:
-                    raise KeyError
-                other += _prod(out) * _prod(_attr(node, "kernel_shape", [1]))
-            elif op in REDUCE:
-                x = shape(node.input[0])
-                if x is None:
-                    raise KeyError
-                other += _prod(x)
-            elif op in SOFTMAX:
-                if out is None:
-                    raise KeyError
-                other += 5 * _prod(out)
-            elif op in RECURRENT:
-                x, w, r = shape(node.input[0]), shape(node.input[1]), shape(node.input[2])
-                if x is None or w is None or r is None:
-                    raise KeyError
-                seq_axis, batch_axis, d = _layout(node)
-                steps = x[seq_axis] * x[batch_axis]
-                # W: [directions, gates*hidden, input], R: [directions, gates*hidden, hidden]
-                # (DynamicQuantizeLSTM transposes both: same sizes).
-                macs += steps * (_prod(w) + _prod(r))
-                hidden = _attr(node, "hidden_size") or r[-1]
-                other += steps * d * hidden * RECURRENT[op][1]
+            m, o = node_work(node, table)
         except (KeyError, IndexError):
-            uncounted.append(node.name or op)
+            uncounted.append(node.name or node.op_type)
+            continue
+        macs, other = macs + m, other + o
     return {
         "gflops_per_sample": 2 * macs / batch_size / 1e9,
         "other_gflops_per_sample": other / batch_size / 1e9,
@@ -297,6 +241,91 @@ def count(model, shapes: dict[str, Sequence[int]], batch_size: int) -> dict[str,
         "uncounted": uncounted,
         **_compulsory_bytes(inferred, table, batch_size),
     }
+
+
+def by_op_type(model, shapes: dict[str, Sequence[int]]) -> dict[str, dict[str, float]]:
+    """Multiply-accumulates and other operations of one run at ``shapes``, per op type (and
+    how many nodes of it could not be counted): the static side of ``dlbench profile``."""
+    inferred = with_input_shapes(model, shapes)
+    table = _shape_table(inferred)
+    out: dict[str, dict[str, float]] = {}
+    for node in inferred.graph.node:
+        row = out.setdefault(node.op_type, {"nodes": 0, "macs": 0, "other": 0, "uncounted": 0})
+        row["nodes"] += 1
+        try:
+            m, o = node_work(node, table)
+        except (KeyError, IndexError):
+            row["uncounted"] += 1
+            continue
+        row["macs"] += m
+        row["other"] += o
+    return out
+
+
+def node_work(node, table: dict[str, list[int]]) -> tuple[int, int]:
+    """(multiply-accumulates, other operations) of one node at the shapes in ``table``;
+    KeyError where a shape it needs is unknown."""
+
+    def shape(name: str) -> list[int] | None:
+        return table.get(name) if name else None
+
+    op = node.op_type
+    out = shape(node.output[0]) if node.output else None
+    macs, other = 0, 0
+    if op in CONV:
+        w = shape(node.input[3] if op == "QLinearConv" else node.input[1])
+        if out is None or w is None:
+            raise KeyError
+        macs = _prod(out) * _prod(w[1:])  # w: [Cout, Cin/group, *k]
+    elif op == "ConvTranspose":
+        x, w = shape(node.input[0]), shape(node.input[1])
+        if x is None or w is None:
+            raise KeyError
+        macs = _prod(x) * _prod(w[1:])  # w: [Cin, Cout/group, *k]
+    elif op in MATMUL:
+        a = shape(node.input[0])
+        if out is None or a is None:
+            raise KeyError
+        macs = _prod(out) * (a[-1] if len(a) > 1 else a[0])
+    elif op in GEMM:
+        a = shape(node.input[0])
+        if out is None or a is None:
+            raise KeyError
+        k = a[0] if _attr(node, "transA", 0) else a[-1]
+        macs = _prod(out) * k
+    elif op in ELEMENTWISE:
+        if out is None:
+            raise KeyError
+        other = _prod(out)
+    elif op in AFFINE:
+        if out is None:
+            raise KeyError
+        other = 2 * _prod(out)
+    elif op in POOL:
+        if out is None:
+            raise KeyError
+        other = _prod(out) * _prod(_attr(node, "kernel_shape", [1]))
+    elif op in REDUCE:
+        x = shape(node.input[0])
+        if x is None:
+            raise KeyError
+        other = _prod(x)
+    elif op in SOFTMAX:
+        if out is None:
+            raise KeyError
+        other = 5 * _prod(out)
+    elif op in RECURRENT:
+        x, w, r = shape(node.input[0]), shape(node.input[1]), shape(node.input[2])
+        if x is None or w is None or r is None:
+            raise KeyError
+        seq_axis, batch_axis, d = _layout(node)
+        steps = x[seq_axis] * x[batch_axis]
+        # W: [directions, gates*hidden, input], R: [directions, gates*hidden, hidden]
+        # (DynamicQuantizeLSTM transposes both: same sizes).
+        macs = steps * (_prod(w) + _prod(r))
+        hidden = _attr(node, "hidden_size") or r[-1]
+        other = steps * d * hidden * RECURRENT[op][1]
+    return macs, other
 
 
 def _compulsory_bytes(model, table: dict[str, list[int]], batch_size: int) -> dict[str, Any]:

@@ -33,6 +33,7 @@ KINDS = {
     "peak": "dlbench.harness.bench.peak:child",
     "micro": "dlbench.harness.micro.child:run",  # dlbench micro: one op on one engine
     "eval": "dlbench.harness.evaluate.child:run",  # dlbench eval: accuracy on a held-out split
+    "profile": "dlbench.harness.profile.child:run",  # dlbench profile: time per node
     # Used by the tests to exercise crash, hang and memory paths for real.
     "selftest": "dlbench.harness.cells.selftest:child",
 }

@@ -40,6 +40,7 @@ COMMANDS = (
     "bench",
     "micro",
     "layer",
+    "profile",
     "eval",
     "run",
     "report",

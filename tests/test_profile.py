@@ -1,0 +1,62 @@
+"""``dlbench profile``: where an ONNX model's time goes, from ONNX Runtime's profiler in a cell
+of its own, warm-up excluded, per op class beside the class's FLOPs, stored as a record.
+Core group: ONNX Runtime only."""
+
+from __future__ import annotations
+
+import json
+
+import tiny_onnx
+from clitools import assert_usage_error
+
+from dlbench.harness.profile.child import node_times
+from dlbench.harness.profile.classes import op_class
+from dlbench.harness.store.results import ResultStore
+
+
+def test_a_profile_says_where_the_time_goes_and_is_stored(cli, workdir):
+    tiny_onnx.save(tiny_onnx.classifier(), workdir / "tiny.onnx")
+    out = cli("profile", "tiny.onnx", "--batch-size", "4", "--iterations", "20", "--json", "p.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "Where the time goes: tiny" in out.stdout and "| convolution " in out.stdout
+    [rec] = json.loads((workdir / "p.json").read_text())
+    p = rec["metrics"]["profile"]
+    assert rec["kind"] == "profile" and rec["status"] == "ok"
+    assert abs(sum(c["share"] for c in p["classes"]) - 1) < 1e-6
+    conv = next(c for c in p["classes"] if c["class"] == "convolution")
+    # Two 3x3 convolutions at 4x3x32x32 (tiny_onnx.CHW): 2 * MACs of the source graph.
+    assert conv["gflop_per_run"] > 0 and conv["ms_per_run"] > 0
+    assert p["node_count"] >= 3 and p["nodes"][0]["us"] >= p["nodes"][-1]["us"]
+    assert [i["shape"] for i in rec["context"]["inputs"]] == [[4, *tiny_onnx.CHW]]
+    assert ResultStore(workdir / "results.sqlite").records("kind = 'profile'", [])
+
+    # An INT8 build's profile shows its quantized convolutions and the Q/DQ around them.
+    assert cli("build", "tiny.onnx", "--to", "int8", "--out", "tiny.int8.onnx", "-q").returncode in (0, 1)
+    out = cli("profile", "tiny.int8.onnx", "--iterations", "10", "--json", "q.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    [rec] = json.loads((workdir / "q.json").read_text())
+    ops = {op for c in rec["metrics"]["profile"]["classes"] for op in c["ops"]}
+    assert "QLinearConv" in ops or "QuantizeLinear" in ops, ops
+
+
+def test_what_profile_cannot_read_is_one_line(cli, workdir):
+    tiny_onnx.save(tiny_onnx.classifier(), workdir / "tiny.onnx")
+    assert_usage_error(cli("profile", "resnet50"), "export it first")
+    assert_usage_error(cli("profile", "tiny.onnx", "--iterations", "0"), "--iterations 0")
+
+
+def test_warm_up_runs_are_left_out_of_the_node_times():
+    """Two warm-up runs (slow: 100 µs a node) and two measured ones (10 µs): 10 µs a run."""
+    events = []
+    for k, us in enumerate((100, 100, 10, 10)):
+        t = k * 1000
+        events.append({"cat": "Session", "name": "model_run", "ts": t, "dur": 500})
+        events.append(
+            {"cat": "Node", "name": "c1_kernel_time", "ts": t + 1, "dur": us, "args": {"op_name": "Conv"}}
+        )
+    [row] = node_times(events, warmup=2, iterations=2)
+    assert row == {"node": "c1", "op": "Conv", "provider": None, "us": 10.0}
+    assert (
+        op_class("QLinearConv") == "convolution" and op_class("DequantizeLinear") == "quantize / dequantize"
+    )
+    assert op_class("NoSuchOp") == "other"
