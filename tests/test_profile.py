@@ -60,3 +60,45 @@ def test_warm_up_runs_are_left_out_of_the_node_times():
         op_class("QLinearConv") == "convolution" and op_class("DequantizeLinear") == "quantize / dequantize"
     )
     assert op_class("NoSuchOp") == "other"
+
+
+def _bench(precision, throughput, path):
+    return {
+        "status": "ok",
+        "model": "m",
+        "backend": "onnxruntime",
+        "device": "cpu",
+        "batch_size": 32,
+        "intra_op_threads": 2,
+        "precision": precision,
+        "throughput_sps": throughput,
+        "context": {"artifact": {"format": "onnx", "path": path}},
+    }
+
+
+def test_an_int8_build_that_does_not_pay_is_explained_from_its_profiles():
+    from dlbench.harness.profile.advice import reasons, slow_builds
+
+    fp32, slow = _bench("fp32", 100.0, "m.onnx"), _bench("int8", 96.0, "m.int8.onnx")
+    assert [(a["precision"], b["precision"], round(g, 2)) for a, b, g in slow_builds([fp32, slow])] == [
+        ("int8", "fp32", 0.96)
+    ]
+    fast = _bench("int8", 250.0, "m.int8.onnx")
+    assert slow_builds([fp32, fast]) == []  # 2.5x: nothing to explain
+    q = {
+        "nodes": [
+            {"op": "QLinearConv", "us": 50.0},
+            {"op": "DequantizeLinear", "us": 15.0},
+            {"op": "QuantizeLinear", "us": 5.0},
+            {"op": "HardSigmoid", "us": 20.0},
+            {"op": "Transpose", "us": 10.0},  # moves data in any dtype: not "left in float"
+        ],
+        "classes": [{"class": "convolution", "gflops": 60.0}],
+    }
+    f = {"nodes": [], "classes": [{"class": "convolution", "gflops": 40.0}]}
+    line = reasons(q, f)
+    assert line.startswith(
+        "20% of its time is QuantizeLinear/DequantizeLinear; ops left in float: HardSigmoid 20%"
+    )
+    assert "Transpose" not in line and "60 GFLOP/s in int8 against 40 in fp32" in line
+    assert "around HardSigmoid" in line and "-b openvino" in line
