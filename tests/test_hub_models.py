@@ -135,13 +135,23 @@ def test_timm_and_torchvision_models_bench_and_export(cli, workdir):
     assert (workdir / "eff.onnx").is_file()
 
 
-def test_keras_application_benches_at_its_own_size(cli, workdir):
-    out = cli("bench", "keras:MobileNetV3Small", "-b", "tensorflow", *QUICK, "--json", "k.json")
-    assert out.returncode == 0, out.stderr[-3000:]
-    [rec] = json.loads((workdir / "k.json").read_text())
-    assert rec["model"] == "keras_MobileNetV3Small"
-    [shape] = [i["shape"] for i in rec["context"]["inputs"]]
-    assert shape == [2, 224, 224, 3]
+def test_keras_application_runs_at_its_own_size_and_an_unverifiable_export_skips_onnx(cli, workdir):
+    """A random-weight MobileNetV3Small outputs the same scores for every image: its export
+    cannot be judged, so nothing builds from it, and the bench still measures the Keras
+    model, saying which named backend had nothing to run."""
+    out = cli(
+        "run", "keras:MobileNetV3Small", "--backends", "onnxruntime,tensorflow", "--precisions", "int8",
+        *QUICK, "--workdir", "w", "-q",
+    )  # fmt: skip
+    stages = {p.stem: json.loads(p.read_text()) for p in (workdir / "w" / "stages").glob("*")}
+    assert stages["export-tensorflow"]["status"] == "unverified", stages["export-tensorflow"]
+    assert "cannot judge" in stages["export-tensorflow"]["reason"]
+    assert stages["bench"]["status"] == "ok", stages["bench"]
+    assert "onnxruntime skipped: no stage made a file it runs" in stages["bench"]["reason"]
+    [rec] = ResultStore(workdir / "results.sqlite").records("kind = 'bench'", [])
+    assert rec["model"] == "keras_MobileNetV3Small" and rec["backend"] == "tensorflow"
+    assert [i["shape"] for i in rec["context"]["inputs"]] == [[2, 224, 224, 3]]
+    assert out.returncode == 1  # the builds that could not start are failures of the run
 
 
 @pytest.mark.parametrize(

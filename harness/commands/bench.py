@@ -140,7 +140,7 @@ def run(args) -> int:
     from dlbench.harness.profile.advice import explain, slow_builds
 
     for int8, fp32, gain in slow_builds(records):  # why a build did not pay, from profiles
-        print(f"\nadvice: {explain(int8, fp32, gain, req.db)}")
+        print(f"\nadvice: {explain(int8, fp32, gain)}")
     for r in records:
         if r.get("scenario") == "server" and r["status"] != "failed":
             print(

@@ -79,13 +79,20 @@ class BenchStage(Stage):
         bench = self.request(ctx.req, self.artifacts(ctx), ctx.run_id)
         if not bench.artifacts and not bench.model_from:
             return stage_result("failed", "nothing to benchmark: no stage produced an artifact")
+        # A backend the user named whose files no stage made (no verified export for
+        # onnxruntime) is skipped and said; the others still measure what there is.
+        bench.backends, skipped = _running(bench, ctx.req)
+        if not bench.backends:
+            return stage_result("failed", f"nothing to benchmark: {skipped}")
         try:
             records = run_bench(bench, show_progress=ctx.req.show_progress)
         except UserError as exc:
             return stage_result("failed", first_line(exc))
         failed = [r for r in records if r["status"] == "failed"]
-        reason = f"{len(failed)} of {len(records)} cells failed" if failed else None
-        return stage_result("ok", reason, {"cells": len(records)}, records)
+        reasons = ([f"{len(failed)} of {len(records)} cells failed"] if failed else []) + (
+            [skipped] if skipped else []
+        )
+        return stage_result("ok", "; ".join(reasons) or None, {"cells": len(records)}, records)
 
 
 def _format(path: str | None, req) -> str:
@@ -97,6 +104,20 @@ def _format(path: str | None, req) -> str:
         return formats.user_format(req.user.framework)
     fmt = formats.by_name(path)
     return fmt.name if fmt else formats.checkpoint_format(Path(path).name)  # .../train/MODEL/FW
+
+
+def _running(bench, req) -> tuple[list[str], str | None]:
+    """The named backends that take one of the stage's artifacts, and a line for the rest."""
+    from dlbench.harness.backends import get_backend
+
+    if "all" in bench.backends:
+        return bench.backends, None
+    formats = {_format(p, req) for p in bench.artifacts}
+    if bench.model_from:
+        formats.add(_format(None, req))
+    keep = [b for b in bench.backends if formats & set(get_backend(b).formats)]
+    dropped = [b for b in bench.backends if b not in keep]
+    return keep, (f"{', '.join(dropped)} skipped: no stage made a file it runs" if dropped else None)
 
 
 def _taken(path: str | None, req) -> bool:

@@ -2,7 +2,7 @@
 
 An INT8 build that runs slower than its fp32 source, or gains less than ``GAIN``,
 looks like a broken build; usually it is not.  Both files are profiled at the benched
-batch and threads (``dlbench profile``'s cell, stored as profile records) and the line
+batch and threads (``dlbench profile``'s cell; not stored: ``dlbench profile`` stores) and the line
 says where the INT8 graph's time went: QuantizeLinear/DequantizeLinear pairs around ops
 ONNX Runtime has no int8 kernel for, those float ops themselves, and convolutions that
 run no faster in int8 (depthwise ones, a 3-channel stem).  Then what to try.
@@ -60,7 +60,7 @@ def slow_builds(records: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any],
     return out
 
 
-def explain(int8: dict[str, Any], fp32: dict[str, Any], gain: float, db: str | None) -> str:
+def explain(int8: dict[str, Any], fp32: dict[str, Any], gain: float) -> str:
     """The advisor's line for one slow INT8 cell (profiles both files, stores the profiles)."""
     from dlbench.harness.profile.runner import ProfileRequest, profile
 
@@ -71,7 +71,7 @@ def explain(int8: dict[str, Any], fp32: dict[str, Any], gain: float, db: str | N
             threads=r.get("intra_op_threads"),
             iterations=20,
             warmup=5,
-            db=db,
+            store=False,
         )
         rec = profile(req)
         return rec["metrics"].get("profile") if rec["status"] == "ok" else None

@@ -30,6 +30,8 @@ class ProfileRequest(InputFields, CommandOptions):
         choices=("disabled", "basic", "extended", "all"),
         help="ONNX Runtime's graph optimization level (default {default})",
     )
+    # False: the caller reads the profile and stores nothing (the advisor's own profiles).
+    store: bool = True
 
 
 def profile(req: ProfileRequest) -> dict[str, Any]:
@@ -113,7 +115,8 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
     else:
         record["error"] = outcome.error
         record["context"].update({"traceback": outcome.traceback, "log_tail": outcome.log_tail})
-    records.store(req.db, record, None)
+    if req.store:
+        records.store(req.db, record, None)
     if req.json_path:
         write_json(req.json_path, [record])
     return record
