@@ -293,14 +293,10 @@ def node_work(node, table: dict[str, list[int]]) -> tuple[int, int]:
             raise KeyError
         k = a[0] if _attr(node, "transA", 0) else a[-1]
         macs = _prod(out) * k
-    elif op in ELEMENTWISE:
+    elif op in ELEMENTWISE or op in AFFINE or op in SOFTMAX:  # operations per output element
         if out is None:
             raise KeyError
-        other = _prod(out)
-    elif op in AFFINE:
-        if out is None:
-            raise KeyError
-        other = 2 * _prod(out)
+        other = (1 if op in ELEMENTWISE else 2 if op in AFFINE else 5) * _prod(out)
     elif op in POOL:
         if out is None:
             raise KeyError
@@ -310,10 +306,6 @@ def node_work(node, table: dict[str, list[int]]) -> tuple[int, int]:
         if x is None:
             raise KeyError
         other = _prod(x)
-    elif op in SOFTMAX:
-        if out is None:
-            raise KeyError
-        other = 5 * _prod(out)
     elif op in RECURRENT:
         x, w, r = shape(node.input[0]), shape(node.input[1]), shape(node.input[2])
         if x is None or w is None or r is None:
