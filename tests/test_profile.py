@@ -29,6 +29,9 @@ def test_a_profile_says_where_the_time_goes_and_is_stored(cli, workdir):
     assert p["node_count"] >= 3 and p["nodes"][0]["us"] >= p["nodes"][-1]["us"]
     assert [i["shape"] for i in rec["context"]["inputs"]] == [[4, *tiny_onnx.CHW]]
     assert ResultStore(workdir / "results.sqlite").records("kind = 'profile'", [])
+    report = cli("report")
+    assert report.returncode == 0, report.stderr
+    assert "## Where the time goes (dlbench profile)" in report.stdout
 
     # An INT8 build's profile shows its quantized convolutions and the Q/DQ around them.
     assert cli("build", "tiny.onnx", "--to", "int8", "--out", "tiny.int8.onnx", "-q").returncode in (0, 1)

@@ -12,10 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from dlbench.harness.bench.table import server_points_table
-from dlbench.harness.report.conversion import conversion
-from dlbench.harness.report.markdown import runs_line, server_sections
+from dlbench.harness.report.markdown import SECTIONS, runs_line, server_sections
 from dlbench.harness.report.plots import all_plots
-from dlbench.harness.report.tables import inference, machine_line, machines_for, micro, training
+from dlbench.harness.report.tables import inference, machine_line, machines_for
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em; color: #222; }
@@ -64,7 +63,7 @@ def html_report(
 ) -> str:
     machines = machines_for(records, machines)
     parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(runs_line(records))}</p>"]
-    for build in (training, inference, micro, conversion):
+    for build in SECTIONS:
         table = inference(records, verdicts) if build is inference else build(records)
         if not table.rows:
             continue

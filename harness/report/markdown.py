@@ -8,6 +8,7 @@ from typing import Any
 from dlbench.harness.bench.table import server_points_table
 from dlbench.harness.output.tables import network_name
 from dlbench.harness.report.conversion import conversion
+from dlbench.harness.report.profiles import report_table
 from dlbench.harness.report.tables import (
     Table,
     inference,
@@ -16,6 +17,10 @@ from dlbench.harness.report.tables import (
     to_markdown,
     training,
 )
+
+# The report's sections in order, each a function of the records (inference also takes
+# the newest verdicts): what the Markdown and the HTML report both walk.
+SECTIONS = (training, inference, micro, conversion, report_table)
 
 
 def _section(table: Table, machines) -> list[str]:
@@ -58,7 +63,7 @@ def markdown_report(
     after it was benchmarked is marked too."""
     machines = machines_for(records, machines)
     lines = [f"# {title}", "", runs_line(records), ""]
-    for build in (training, inference, micro, conversion):
+    for build in SECTIONS:
         table = inference(records, verdicts) if build is inference else build(records)
         if table.rows:
             lines += _section(table, machines)

@@ -16,7 +16,7 @@ from dlbench.core.errors import UserError
 from dlbench.harness.store.results import ResultStore, decode_record
 
 # Kinds a report has a table for; `peak` records only feed `percent_of_peak`.
-REPORTED_KINDS = ("train", "bench", "micro", "convert", "verify")
+REPORTED_KINDS = ("train", "bench", "micro", "convert", "verify", "profile")
 
 
 def select(
