@@ -80,16 +80,16 @@ _BUILT: dict[str, dict[str, Any]] = {}
 
 def load(source: Source) -> tuple[str, Any]:
     """(framework, model) in this process: the cell's side of every user-model path."""
+    from dlbench.harness.machine.frameworks import require
+
     obj = None
     if source.kind == "hub":
         from dlbench.models.user.hub import hub_of
 
         hub = hub_of(source)[0]
-        from dlbench.harness.machine.frameworks import require
-
         require(hub.framework)
-        builder = importlib.import_module(f"dlbench.models.user.{hub.builder}")
         _require_package(hub)
+        builder = importlib.import_module(f"dlbench.models.user.{hub.builder}")
         obj, _BUILT[source.label] = builder.build(source)
         framework = hub.framework
     elif source.kind == "code":
@@ -99,8 +99,6 @@ def load(source: Source) -> tuple[str, Any]:
         framework = framework_of(obj, source.label)
     else:
         framework = source.framework
-    from dlbench.harness.machine.frameworks import require
-
     require(framework)
     return framework, framework_module(framework).load(source, obj)
 

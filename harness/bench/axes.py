@@ -67,8 +67,11 @@ def artifact_axes(art: Artifact, req: BenchRequest, notes: list[str]) -> list[Ar
     if art.signature is None:
         raise UserError(f"--dim: {art.label} does not say its inputs' dimensions")
     out = []
+    # The model's own sizes note would name the size the sweep replaced: each point says its own.
+    notes_kept = [n for n in base.shape_notes if n != art.default_shapes_note]
     for dims, shapes in swept_shapes(art.signature, base.shapes, req.dims, art.label):
-        point = replace(base, shapes=shapes, dims=dims)
+        said = "--dim sweep point: " + ", ".join(f"{k}={v}" for k, v in dims.items())
+        point = replace(base, shapes=shapes, dims=dims, shape_notes=[*notes_kept, said])
         point.gflops = _planned_flops(art, point)
         out.append(point)
     return out
