@@ -49,6 +49,10 @@ LEVELS = ("all", "extended", "basic", "disable")
 
 
 class OrtRunner(Runner):
+    # ``dlbench profile``: a folder for ONNX Runtime's profiler trace and the optimized graph
+    # it ran, set before ``load`` (the session is profiled from its creation).
+    profile_dir: str | None = None
+
     def load(self) -> None:
         import onnxruntime as ort
 
@@ -72,6 +76,12 @@ class OrtRunner(Runner):
         # Fatal only: every error also comes back as the exception dlbench reports in one
         # line; ONNX Runtime's own log of it would be a second, coloured line on stderr.
         so.log_severity_level = 4
+        if self.profile_dir:
+            import os
+
+            so.enable_profiling = True
+            so.profile_file_prefix = os.path.join(self.profile_dir, "trace")
+            so.optimized_model_filepath = os.path.join(self.profile_dir, "optimized.onnx")
         self.gpu = self.cfg.device == "cuda"
         if self.cfg.precision == mathmode.TF32 and not self.gpu:
             raise UserError("--precision tf32: " + mathmode.tf32_reason(self.cfg.device))

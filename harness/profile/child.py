@@ -1,10 +1,12 @@
 """The profile cell: ONNX Runtime's profiler over the measured runs, node times per run.
 
-The profiler records from the session's creation, so the warm-up runs are in its trace
-too; they are dropped by time: only node events inside the measured runs' ``model_run``
-windows count.  Each node's kernel time is summed over those runs and divided by their
-number.  The graph ONNX Runtime optimized is saved beside the trace and read for each
-node's op type (a fused node's name is the runtime's, not the source graph's).
+The session is the ONNX Runtime backend's own runner (``OrtRunner``, its options, threads
+and math mode as ``bench`` sets them), with profiling switched on.  The profiler records
+from the session's creation, so the warm-up runs are in its trace too; they are dropped by
+time: only node events inside the measured runs' ``model_run`` windows count.  Each
+node's kernel time is summed over those runs and divided by their number.  The graph
+ONNX Runtime optimized is saved beside the trace and read for each node's op type (a
+fused node's name is the runtime's, not the source graph's).
 """
 
 from __future__ import annotations
@@ -16,66 +18,63 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlbench.core.atomic import scratch
-from dlbench.harness.backends.base import TensorInfo
+from dlbench.harness.backends import get_backend
+from dlbench.harness.backends.base import ArtifactRef, RunConfig, TensorInfo
 from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.cells.payload import Payload
+
+BACKEND = "onnxruntime"
 
 
 @dataclass
 class ProfilePayload(Payload):
     WHAT = "profile"
-    VERSION = 1
+    VERSION = 2
 
-    path: str
+    artifact: ArtifactRef
+    run: RunConfig
     signature: list[dict[str, Any]]
     batch_size: int
     shapes: dict[str, list[int]]
+    int_ranges: dict[str, list[int]]
     graph_ranges: dict[str, list[int]]
-    intra_op: int
-    inter_op: int
     warmup: int
     iterations: int
-    graph_optimization: str = "all"
-
-
-LEVELS = {"disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED"}
 
 
 def run(message: dict[str, Any]) -> dict[str, Any]:
     import onnx
-    import onnxruntime as ort
 
     p = ProfilePayload.from_json(message)
     signature = [TensorInfo(s["name"], s["dtype"], tuple(s["shape"])) for s in p.signature]
     shapes = {k: tuple(v) for k, v in p.shapes.items()}
+    int_ranges = {k: (int(v[0]), int(v[1])) for k, v in p.int_ranges.items()}
     ranges = {k: (int(v[0]), int(v[1])) for k, v in p.graph_ranges.items()}
-    plan = inputs_mod.plan(signature, p.batch_size, shapes, {}, ranges, {})
-    feeds = inputs_mod.synthesize(plan, 0)
+    plan = inputs_mod.plan(signature, p.batch_size, shapes, int_ranges, ranges, {})
+    backend = get_backend(BACKEND)
     with scratch("dlbench-profile") as tmp:
-        so = ort.SessionOptions()
-        so.intra_op_num_threads, so.inter_op_num_threads = p.intra_op, p.inter_op
-        so.graph_optimization_level = getattr(
-            ort.GraphOptimizationLevel, LEVELS.get(p.graph_optimization, "ORT_ENABLE_ALL")
-        )
-        so.optimized_model_filepath = os.path.join(tmp, "optimized.onnx")
-        so.enable_profiling = True
-        so.profile_file_prefix = os.path.join(tmp, "trace")
-        sess = ort.InferenceSession(p.path, so, providers=["CPUExecutionProvider"])
+        runner = backend.runner(p.artifact, p.run)
+        runner.profile_dir = tmp
+        runner.load()
+        handle = runner.prepare(inputs_mod.synthesize(plan, 0))
         for _ in range(p.warmup):
-            sess.run(None, feeds)
+            runner.run(handle)
+        runner.sync()
         t0 = time.perf_counter()
         for _ in range(p.iterations):
-            sess.run(None, feeds)
+            runner.run(handle)
+        runner.sync()
         wall_ms = (time.perf_counter() - t0) * 1000 / p.iterations
-        with open(sess.end_profiling()) as fh:
+        with open(runner.session.end_profiling()) as fh:
             events = json.load(fh)
-        optimized = onnx.load(so.optimized_model_filepath, load_external_data=False)
+        optimized = onnx.load(os.path.join(tmp, "optimized.onnx"), load_external_data=False)
     types = {n.name: n.op_type for n in optimized.graph.node}
     nodes = node_times(events, p.warmup, p.iterations)
     for n in nodes:
         n["op"] = n.get("op") or types.get(n["node"], "?")
     return {
-        "backend_version": ort.__version__,
+        "backend_version": backend.version(),
+        "runtime": runner.runtime(),
         "wall_ms_per_run": wall_ms,
         "nodes": nodes,
         "optimized_nodes": len(optimized.graph.node),

@@ -8,6 +8,7 @@ from typing import Any
 
 from dlbench.core.errors import UserError
 from dlbench.core.flags import flag
+from dlbench.harness.backends.onnxruntime import LEVELS
 from dlbench.harness.bench.input_args import InputFields
 from dlbench.harness.store.context import CommandOptions
 
@@ -27,8 +28,8 @@ class ProfileRequest(InputFields, CommandOptions):
     graph_optimization: str = flag(
         "--graph-optimization",
         default="all",
-        choices=("disabled", "basic", "extended", "all"),
-        help="ONNX Runtime's graph optimization level (default {default})",
+        choices=LEVELS,
+        help="ONNX Runtime's graph optimization level, as bench's (default {default})",
     )
     # False: the caller reads the profile and stores nothing (the advisor's own profiles).
     store: bool = True
@@ -37,6 +38,8 @@ class ProfileRequest(InputFields, CommandOptions):
 def profile(req: ProfileRequest) -> dict[str, Any]:
     """Profile ``req.artifact`` in one cell; return its stored ``profile`` record."""
     from dlbench.core.atomic import write_json
+    from dlbench.harness.backends import get_backend
+    from dlbench.harness.backends.base import RunConfig
     from dlbench.harness.bench import flops
     from dlbench.harness.bench import inputs as inputs_mod
     from dlbench.harness.bench.artifacts import resolve
@@ -44,7 +47,7 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
     from dlbench.harness.cells.launcher import run_cell
     from dlbench.harness.cells.threads import ThreadConfig
     from dlbench.harness.formats import ONNX
-    from dlbench.harness.profile.child import ProfilePayload
+    from dlbench.harness.profile.child import BACKEND, ProfilePayload
     from dlbench.harness.store import records
     from dlbench.harness.store.context import new_run_id, now_iso
 
@@ -64,14 +67,24 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
     at = {i.name: i.shape for i in plan.inputs}
     by_type = flops.by_op_type(art.onnx_model, at)
     threads = ThreadConfig.default(req.threads)
-    env = cell_environment(threads)
+    backend = get_backend(BACKEND)
+    precision = art.own_precision or "fp32"
+    options = backend.resolve_options({"graph_optimization": req.graph_optimization})
+    run = RunConfig("cpu", precision, threads.intra_op, threads.inter_op, options=options)
+    env = cell_environment(
+        threads,
+        extra={
+            **backend.environment(options, threads.intra_op, threads.inter_op),
+            **backend.math_environment("cpu", precision, options),
+        },
+    )
     identity = {
         "artifact": {k: v for k, v in art.identity().items() if k != "path"},
-        "backend": "onnxruntime",
+        "backend": BACKEND,
         "batch_size": req.batch_size,
         "shapes": {k: list(v) for k, v in at.items()},
         "threads": [threads.intra_op, threads.inter_op],
-        "graph_optimization": req.graph_optimization,
+        "options": options,
         "iterations": req.iterations,
     }
     record = records.new_record(
@@ -81,7 +94,7 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
         {
             "model": art.ref.model,
             "framework": art.ref.framework,
-            "backend": "onnxruntime",
+            "backend": BACKEND,
             "precision": art.own_precision,
             "batch_size": req.batch_size,
             "intra_op_threads": threads.intra_op,
@@ -89,17 +102,17 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
         }
     )
     record["context"]["artifact"] = {**art.identity(), "label": art.label}
+    record["context"]["options"] = options
     payload = ProfilePayload(
-        str(art.ref.path),
+        art.ref,
+        run,
         [{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)} for t in art.signature or []],
         req.batch_size,
         {k: list(v) for k, v in shapes.items()},
+        {k: list(v) for k, v in req.int_ranges.items()},
         {k: list(v) for k, v in art.graph_ranges.items()},
-        threads.intra_op,
-        threads.inter_op,
         req.warmup,
         req.iterations,
-        req.graph_optimization,
     )
     start = time.perf_counter()
     outcome = run_cell("profile", payload.to_json(), env=env, timeout=req.timeout)
@@ -111,7 +124,7 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
         record["status"] = "ok"
         record["backend_version"] = result["backend_version"]
         record["metrics"]["profile"] = summarize(result, by_type, req.batch_size)
-        record["context"]["inputs"] = result["inputs"]
+        record["context"].update({"inputs": result["inputs"], "runtime": result["runtime"]})
     else:
         record["error"] = outcome.error
         record["context"].update({"traceback": outcome.traceback, "log_tail": outcome.log_tail})
