@@ -112,10 +112,7 @@ def stage_beside(final: str | os.PathLike) -> Path:
 
     final = Path(final)
     host = "".join(c if c.isalnum() or c == "-" else "_" for c in socket.gethostname()) or "host"
-    for old in final.parent.glob(f".{glob.escape(final.name)}.{host}.*.partial"):
-        pid = old.name[len(f".{final.name}.{host}.") :].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(old, ignore_errors=True)
+    _sweep_dead(final.parent, f".{final.name}.{host}.", ".", "*.partial")
     return Path(
         tempfile.mkdtemp(prefix=f".{final.name}.{host}.{os.getpid()}.", suffix=".partial", dir=final.parent)
     )
@@ -130,15 +127,21 @@ def scratch(prefix: str):
     first: a dlbench killed outright (SIGKILL, the OOM killer) cannot remove its own, and
     a sweep of model exports and engines would otherwise fill /tmp run after run."""
     base = Path(tempfile.gettempdir())
-    for old in base.glob(f"{glob.escape(prefix)}-*-*"):
-        pid = old.name[len(prefix) + 1 :].split("-", 1)[0]
-        if old.is_dir() and pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(old, ignore_errors=True)
+    _sweep_dead(base, f"{prefix}-", "-", "*-*")
     path = tempfile.mkdtemp(prefix=f"{prefix}-{os.getpid()}-", dir=base)
     try:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _sweep_dead(folder: Path, head: str, sep: str, tail: str) -> None:
+    """Remove the folders ``HEAD<pid><sep>...`` in ``folder`` (those matching ``HEAD`` +
+    ``tail``) whose process is dead: what ``stage_beside`` and ``scratch`` leave behind."""
+    for old in folder.glob(glob.escape(head) + tail):
+        pid = old.name[len(head) :].split(sep, 1)[0]
+        if old.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:
