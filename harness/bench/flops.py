@@ -34,7 +34,7 @@ filled in from the input and the attributes, and inference runs again.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 CONV = {"Conv", "ConvInteger", "QLinearConv"}
@@ -227,13 +227,11 @@ def count(model, shapes: dict[str, Sequence[int]], batch_size: int) -> dict[str,
     inferred = with_input_shapes(model, shapes)
     table = _shape_table(inferred)
     macs, other, uncounted = 0, 0, []
-    for node in inferred.graph.node:
-        try:
-            m, o = node_work(node, table)
-        except (KeyError, IndexError):
+    for node, work in _works(inferred, table):
+        if work is None:
             uncounted.append(node.name or node.op_type)
-            continue
-        macs, other = macs + m, other + o
+        else:
+            macs, other = macs + work[0], other + work[1]
     return {
         "gflops_per_sample": 2 * macs / batch_size / 1e9,
         "other_gflops_per_sample": other / batch_size / 1e9,
@@ -247,19 +245,26 @@ def by_op_type(model, shapes: dict[str, Sequence[int]]) -> dict[str, dict[str, f
     """Multiply-accumulates and other operations of one run at ``shapes``, per op type (and
     how many nodes of it could not be counted): the static side of ``dlbench profile``."""
     inferred = with_input_shapes(model, shapes)
-    table = _shape_table(inferred)
     out: dict[str, dict[str, float]] = {}
-    for node in inferred.graph.node:
+    for node, work in _works(inferred, _shape_table(inferred)):
         row = out.setdefault(node.op_type, {"nodes": 0, "macs": 0, "other": 0, "uncounted": 0})
         row["nodes"] += 1
-        try:
-            m, o = node_work(node, table)
-        except (KeyError, IndexError):
+        if work is None:
             row["uncounted"] += 1
-            continue
-        row["macs"] += m
-        row["other"] += o
+        else:
+            row["macs"] += work[0]
+            row["other"] += work[1]
     return out
+
+
+def _works(model, table: dict[str, list[int]]) -> Iterator[tuple[Any, tuple[int, int] | None]]:
+    """Each node with its (multiply-accumulates, other operations), None where a shape it
+    needs is unknown: the one walk both counts sum."""
+    for node in model.graph.node:
+        try:
+            yield node, node_work(node, table)
+        except (KeyError, IndexError):
+            yield node, None
 
 
 def node_work(node, table: dict[str, list[int]]) -> tuple[int, int]:
