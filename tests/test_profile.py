@@ -23,6 +23,7 @@ def test_a_profile_says_where_the_time_goes_and_is_stored(cli, workdir):
     p = rec["metrics"]["profile"]
     assert rec["kind"] == "profile" and rec["status"] == "ok"
     assert abs(sum(c["share"] for c in p["classes"]) - 1) < 1e-6
+    assert abs(sum(p["op_types"].values()) - 1) < 1e-6  # every node, not the kept slowest
     conv = next(c for c in p["classes"] if c["class"] == "convolution")
     # Two 3x3 convolutions at 4x3x32x32 (tiny_onnx.CHW): 2 * MACs of the source graph.
     assert conv["gflop_per_run"] > 0 and conv["ms_per_run"] > 0
@@ -89,13 +90,13 @@ def test_an_int8_build_that_does_not_pay_is_explained_from_its_profiles():
     fast = _bench("int8", 250.0, "m.int8.onnx")
     assert slow_builds([fp32, fast]) == []  # 2.5x: nothing to explain
     q = {
-        "nodes": [
-            {"op": "QLinearConv", "us": 50.0},
-            {"op": "DequantizeLinear", "us": 15.0},
-            {"op": "QuantizeLinear", "us": 5.0},
-            {"op": "HardSigmoid", "us": 20.0},
-            {"op": "Transpose", "us": 10.0},  # moves data in any dtype: not "left in float"
-        ],
+        "op_types": {
+            "QLinearConv": 0.5,
+            "HardSigmoid": 0.2,
+            "DequantizeLinear": 0.15,
+            "Transpose": 0.1,  # moves data in any dtype: not "left in float"
+            "QuantizeLinear": 0.05,
+        },
         "classes": [{"class": "convolution", "gflops": 60.0}],
     }
     f = {"nodes": [], "classes": [{"class": "convolution", "gflops": 40.0}]}

@@ -13,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from dlbench.harness.profile.classes import op_class
+
 GAIN = 1.2
-QDQ = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
+QDQ = "quantize / dequantize"  # the op class (profile.classes.OP_CLASSES)
 # Ops that compute in int8 (ONNX Runtime's fused kernels): everything else in an INT8
 # graph runs in float.
 INT8_OPS = (
@@ -33,9 +35,7 @@ INT8_PREFIX = "QLinear"
 def computes_in_float(op: str) -> bool:
     """An op of an INT8 graph that does arithmetic in float (not a Q/DQ, not an int8
     kernel, not a shape or layout move, which runs on whatever dtype it is given)."""
-    from dlbench.harness.profile.classes import op_class
-
-    if op in QDQ or op in INT8_OPS or op.startswith(INT8_PREFIX):
+    if op_class(op) == QDQ or op in INT8_OPS or op.startswith(INT8_PREFIX):
         return False
     return op_class(op) not in ("data movement", "layout (NCHWc reorder)")
 
@@ -61,7 +61,7 @@ def slow_builds(records: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any],
 
 
 def explain(int8: dict[str, Any], fp32: dict[str, Any], gain: float) -> str:
-    """The advisor's line for one slow INT8 cell (profiles both files, stores the profiles)."""
+    """The advisor's line for one slow INT8 cell (profiles both files; stores nothing)."""
     from dlbench.harness.profile.runner import ProfileRequest, profile
 
     def profiled(r: dict[str, Any]) -> dict[str, Any] | None:
@@ -86,12 +86,10 @@ def explain(int8: dict[str, Any], fp32: dict[str, Any], gain: float) -> str:
 
 def reasons(q: dict[str, Any], f: dict[str, Any]) -> str:
     """Where the INT8 profile's time went, against the fp32 one, and what to try."""
-    total = sum(n["us"] for n in q["nodes"]) or 1.0
-    qdq = sum(n["us"] for n in q["nodes"] if n["op"] in QDQ) / total
-    floats: dict[str, float] = {}
-    for n in q["nodes"]:
-        if computes_in_float(n["op"]):
-            floats[n["op"]] = floats.get(n["op"], 0.0) + n["us"] / total
+    # Shares over every node (``op_types``): the kept slowest ``nodes`` are a sample.
+    shares = q["op_types"]
+    qdq = sum(share for op, share in shares.items() if op_class(op) == QDQ)
+    floats = {op: share for op, share in shares.items() if computes_in_float(op)}
     top = sorted(floats.items(), key=lambda kv: -kv[1])[:4]
     parts = [f"{qdq:.0%} of its time is QuantizeLinear/DequantizeLinear"]
     if top:

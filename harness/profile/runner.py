@@ -145,11 +145,13 @@ def summarize(result: dict[str, Any], by_type: dict[str, dict[str, float]], batc
     nodes = result["nodes"]
     total_us = sum(n["us"] for n in nodes) or 1.0
     classes: dict[str, dict[str, Any]] = {}
+    op_types: dict[str, float] = {}
     for n in nodes:
         row = classes.setdefault(op_class(n["op"]), {"us": 0.0, "nodes": 0, "ops": set()})
         row["us"] += n["us"]
         row["nodes"] += 1
         row["ops"].add(n["op"])
+        op_types[n["op"]] = op_types.get(n["op"], 0.0) + n["us"] / total_us
     work: dict[str, float] = {}
     for op, w in by_type.items():
         work[op_class(op)] = work.get(op_class(op), 0.0) + 2 * w["macs"] + w["other"]
@@ -171,6 +173,7 @@ def summarize(result: dict[str, Any], by_type: dict[str, dict[str, float]], batc
         "wall_ms_per_run": result["wall_ms_per_run"],
         "node_ms_per_run": total_us / 1000,
         "classes": out,
+        "op_types": dict(sorted(op_types.items(), key=lambda kv: -kv[1])),  # share of node time, all nodes
         "nodes": [{**n, "class": op_class(n["op"]), "share": n["us"] / total_us} for n in nodes[:TOP_NODES]],
         "node_count": len(nodes),
         "optimized_nodes": result["optimized_nodes"],
