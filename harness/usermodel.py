@@ -152,24 +152,16 @@ def _hub_signature(module, model, source: Source) -> dict[str, Any]:
         sig: dict[str, Any] = {"inputs": facts["inputs"], "outputs": None}
     else:
         sig = module.signature(model, source)
+    from dlbench.harness.machine.frameworks import distribution_version
     from dlbench.models.user.hub import hub_of
 
     hub = hub_of(source)[0]
-    version = _version(hub.package)
+    version = distribution_version(hub.package) or "?"
     sig["notes"] = [f"{hub.what}, {hub.package} {version}; weights: {facts['weights']}", *facts["notes"]]
     sig["example_shapes"] = facts.get("example_shapes") or {}
     sig["ranges"] = facts.get("ranges") or {}
     sig["weights"] = facts["weights"]
     return sig
-
-
-def _version(package: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "?"
 
 
 def _outputs(module, model, source: Source, inputs: list[dict[str, Any]]) -> list[dict]:
