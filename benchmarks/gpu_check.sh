@@ -8,14 +8,19 @@
 # Stages:
 #   setup     install dlbench (core, no TensorFlow or MindSpore) next to the machine's
 #             PyTorch CUDA build; dlbench --help / env / backends
-#   peak      dlbench env --peak (cuBLAS fp32, tf32, fp16, bf16)
+#   peak      dlbench env --peak (cuBLAS fp32, tf32, fp16, bf16), stored where micro reads it
 #   tests     every gpu-marked test that needs no TensorFlow, MindSpore or TensorRT
+#   chain     dlbench run on a model by name with --device gpu: train, export, fp16
+#             build and bench on cuda, one command
 #   micro     micro gemm|conv|memory and layer on cuda, against the CPU reference
+#   gemm      micro gemm alone (its % of the peak the peak stage stored)
 #   train     train resnet50 on the GPU, fp32 and amp, --devices 1 (NCCL), and the
 #             harness against a plain training loop
+#   amp       the amp training overhead alone, longer and with more pairs
 #   bench     bench resnet50 on cuda: eager and CUDA graph at batch 1, 8, 32, 128, each
 #             against a plain loop; fp32 against tf32 and fp16
-#   compile   bench resnet50 --compile at batch 32 against a plain torch.compile loop
+#   compile   bench resnet50 --compile against a plain torch.compile loop, at
+#             COMPILE_BATCHES (default 1,8,32,128)
 #   ort       onnxruntime-gpu (ORT_WHEEL_TAR: the wheel's files, tar.xz): install,
 #             its gpu tests, I/O binding on and off against plain loops, the
 #             silent-fallback check
@@ -62,18 +67,28 @@ print("frameworks imported by the CLI module:", heavy or "none"); sys.exit(bool(
     step backends 60 "${DL[@]}" backends
 }
 
-peak() { step peak 240 "${DL[@]}" env --peak; }
+DB=$LOGS/results.sqlite
+peak() { step peak 240 "${DL[@]}" env --peak --peak-seconds 1 --db "$DB"; }
 
 tests() {
     step pytest-gpu 420 "$PY" -m pytest -p no:cacheprovider -q -rs -m gpu -n 4 \
         tests/test_bench_gpu.py tests/test_micro_layers.py tests/test_train_scaling.py \
-        tests/test_training_pytorch.py tests/test_convert_build.py
+        tests/test_training_pytorch.py tests/test_convert_build.py tests/test_hub_models.py
+}
+
+chain() {
+    step run-chain 300 "${DL[@]}" run timm:resnet18 --device gpu --backends pytorch,onnxruntime \
+        --precisions fp16 --batch-sizes 1,32 --workdir "$LOGS/chain" --db "$DB"
+}
+
+gemm() {
+    step micro-gemm 180 "${DL[@]}" micro gemm --device cuda --engine pytorch \
+        --shape 8192 --precision fp32,tf32,fp16,bf16 "${FAST[@]}" --json "$LOGS/micro-gemm.json" --db "$DB"
 }
 
 micro() {
-    local db=$LOGS/micro.sqlite
-    step micro-gemm 180 "${DL[@]}" micro gemm --device cuda --engine pytorch \
-        --shape 8192 --precision fp32,tf32,fp16,bf16 "${FAST[@]}" --json "$LOGS/micro-gemm.json" --db "$db"
+    local db=$DB
+    gemm
     step micro-conv 180 "${DL[@]}" micro conv --device cuda --engine pytorch \
         --shape 32x64x56x56:64k3 --precision fp32,tf32 "${FAST[@]}" --json "$LOGS/micro-conv.json" --db "$db"
     step micro-memory 120 "${DL[@]}" micro memory --device cuda --engine pytorch \
@@ -105,10 +120,16 @@ bench() {
         --json "$LOGS/bench-precisions.json"
 }
 
+amp() {
+    step train-overhead-amp 300 "$PY" benchmarks/train_overhead.py --frameworks pytorch \
+        --device gpu --precision amp --model resnet50 --batch-size 64 --steps 150 \
+        --warmup-steps 10 --repeats 3 --json "$LOGS/train-overhead-amp.json"
+}
+
 compile() {
-    step bench-overhead-compile 400 "$PY" benchmarks/gpu_overhead.py --backend pytorch \
-        --mode compile --batch-sizes 32 --warmup 10 --iterations 50 --rounds 1 \
-        --json "$LOGS/bench-overhead-compile.json"
+    step bench-overhead-compile "${COMPILE_LIMIT:-400}" "$PY" benchmarks/gpu_overhead.py \
+        --backend pytorch --mode compile --batch-sizes "${COMPILE_BATCHES:-1,8,32,128}" --warmup 20 \
+        --iterations 300 --rounds 1 --json "$LOGS/bench-overhead-compile.json"
 }
 
 ort() {

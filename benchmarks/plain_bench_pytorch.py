@@ -73,7 +73,9 @@ def main(argv=None) -> None:
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = tf32
     model = model.to(device, dtype)
     if a.compile:
-        model = torch.compile(model, mode=None if a.compile == "default" else a.compile)
+        # Static shapes, as dlbench's cells compile them (one fresh process per batch size):
+        # without dynamic=False the second batch size would turn on automatic dynamic shapes.
+        model = torch.compile(model, mode=None if a.compile == "default" else a.compile, dynamic=False)
     sizes = [int(b) for b in a.batch_sizes.split(",")] if a.batch_sizes else [a.batch_size]
     for batch in sizes:
         shape = (batch, *spec.inputs[0].shape)

@@ -135,6 +135,26 @@ def test_timm_and_torchvision_models_bench_and_export(cli, workdir):
     assert (workdir / "eff.onnx").is_file()
 
 
+@pytest.mark.gpu
+def test_models_by_name_bench_on_the_gpu_in_fp32_and_fp16(cli, workdir):
+    """The hub builders make their models on the CPU; the PyTorch backend moves them, an
+    image model and a token model alike, to the GPU in the precision asked for."""
+    d = _hf_dir(workdir, TINY_BERT)
+    out = cli(
+        "bench", "timm:test_efficientnet", "torchvision:squeezenet1_1", f"hf:{d}", "-b", "pytorch",
+        "--device", "cuda", "--precision", "fp32", "--precision", "fp16", *QUICK, "--json", "g.json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    recs = json.loads((workdir / "g.json").read_text())
+    cells = {(r["model"], r["precision"]) for r in recs}
+    assert cells == {(m, p) for m in ("timm_test_efficientnet", "torchvision_squeezenet1_1", "hf_my-bert")
+                     for p in ("fp32", "fp16")}, cells  # fmt: skip
+    for r in recs:
+        assert r["status"] in ("ok", "unstable"), (r["model"], r["precision"], r.get("error"))
+        assert r["device"] == "cuda" and r["context"]["runtime"]["device_kind"] == "cuda", r["model"]
+        assert r["metrics"]["device_memory_mb"] > 0
+
+
 def test_keras_application_runs_at_its_own_size_and_an_unverifiable_export_skips_onnx(cli, workdir):
     """A random-weight MobileNetV3Small outputs the same scores for every image: its export
     cannot be judged, so nothing builds from it, and the bench still measures the Keras
