@@ -24,6 +24,7 @@
 #   ort       onnxruntime-gpu (ORT_WHEEL_TAR: the wheel's files, tar.xz): install,
 #             its gpu tests, I/O binding on and off against plain loops, the
 #             silent-fallback check
+#   ortquick  the same install, its gpu tests and the silent-fallback check alone
 #
 # PY (default python3) is the interpreter that holds the CUDA build of PyTorch.
 # Short windows mislead here: eager ResNet-50 at batch 1 read 0.64 of the plain loop over
@@ -132,7 +133,7 @@ compile() {
         --iterations 300 --rounds 1 --json "$LOGS/bench-overhead-compile.json"
 }
 
-ort() {
+ort_install() {
     if ! "$PY" -c 'import importlib.metadata as m; m.version("onnxruntime-gpu")' 2>/dev/null; then
         mkdir -p /tmp/ortgpu && xz -dc "${ORT_WHEEL_TAR:?}" | tar xf - -C /tmp/ortgpu &&
             (cd /tmp/ortgpu && "$PY" -m zipfile -c /tmp/onnxruntime_gpu-1.31.1-cp312-cp312-linux_x86_64.whl \
@@ -144,6 +145,15 @@ ort() {
     step ort-providers 60 "$PY" -c 'import onnxruntime as o; o.preload_dlls(); print(o.__version__, o.get_available_providers())'
     step ort-backends 60 "${DL[@]}" backends
     step pytest-ort 300 "$PY" -m pytest -p no:cacheprovider -q -rs -m gpu tests/test_bench_gpu.py -k onnxruntime
+}
+
+ortquick() { # the CUDA provider's install, its gpu test and the silent-fallback check only
+    ort_install
+    step ort-fallback 120 "$PY" benchmarks/gpu_fallback.py "$LOGS"
+}
+
+ort() {
+    ort_install
     local onnx=$LOGS/resnet50.onnx
     [ -f "$onnx" ] || step export-resnet50 180 "$PY" benchmarks/bench_overhead.py --model resnet50 --export "$onnx"
     for mode in iobinding host; do

@@ -36,9 +36,12 @@ def _converter():
         from onnxruntime.transformers.float16 import convert_float_to_float16
 
         return convert_float_to_float16, f"onnxruntime {onnxruntime.__version__} transformers.float16"
-    except ImportError:
+    except ImportError as exc:
+        # ONNX Runtime installed without its transformers tools (a trimmed wheel) is told
+        # apart from no ONNX Runtime at all: the advice differs.
+        why = f" ({exc})" if exc.name != "onnxruntime" else ""
         raise ConversionError(
-            "no float16 converter: pip install 'dlbench[onnx]' "
+            f"no float16 converter{why}: pip install 'dlbench[onnx]' "
             "(onnxruntime ships one) or onnxconverter-common"
         ) from None
 

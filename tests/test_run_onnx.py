@@ -8,9 +8,11 @@ import json
 from pathlib import Path
 
 import benchmodels
+import pytest
 import tiny_onnx
 from clitools import assert_usage_error
 
+from dlbench.harness.backends import get_backend
 from dlbench.harness.store.results import ResultStore
 
 QUICK = ["--backends", "onnxruntime", "--batch-sizes", "1,2", "--iterations", "3"]
@@ -50,6 +52,25 @@ def test_a_dynamic_sequence_onnx_file_runs_with_its_shapes(cli, workdir):
     assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
     stages = {p.stem: json.loads(p.read_text()) for p in (workdir / "w" / "stages").glob("*")}
     assert stages["build-fp16"]["status"] == "ok", stages["build-fp16"]
+
+
+def test_a_named_backend_that_cannot_run_here_is_skipped_and_the_others_measure(cli, workdir):
+    """A run names the backends it wants everywhere (a script shared between a GPU and a
+    CPU machine); one that cannot run here is said in the stage, not fatal to the rest."""
+    trt = get_backend("tensorrt").availability()
+    if trt.available:
+        pytest.skip("TensorRT runs on this machine")
+    tiny_onnx.save(tiny_onnx.classifier(), workdir / "tiny.onnx")
+    out = cli(
+        "run", "tiny.onnx", "--backends", "onnxruntime,tensorrt", "--precisions", "fp16",
+        "--batch-sizes", "1", "--iterations", "3", "--workdir", "w", "-q",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
+    bench = json.loads((workdir / "w" / "stages" / "bench.json").read_text())
+    assert bench["status"] == "ok", bench
+    assert f"tensorrt skipped: {trt.reason}" in bench["reason"], bench["reason"]
+    recs = ResultStore(workdir / "results.sqlite").records("kind = 'bench'", [])
+    assert {r["backend"] for r in recs} == {"onnxruntime"} and len(recs) == 2
 
 
 def test_a_file_run_cannot_take_is_one_line(cli, workdir):

@@ -108,7 +108,7 @@ def identity_key(c: Cell, req: BenchRequest, machine_id: str) -> str:
     return cell_key("bench", identity(c, req, machine_id))
 
 
-def _device_reason(backend: Backend, device: str) -> str:
+def device_reason(backend: Backend, device: str) -> str:
     fp = fingerprint()
     if device == "cuda" and not fp["gpus"]:
         return "no NVIDIA GPU on this machine (nvidia-smi found none)"
@@ -264,10 +264,10 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
                 if device not in backend.availability().devices:
                     if req.all_backends():
                         notes.append(
-                            f"backend {backend.name} skipped on {device}: {_device_reason(backend, device)}"
+                            f"backend {backend.name} skipped on {device}: {device_reason(backend, device)}"
                         )
                         continue
-                    raise UserError(f"--device {device}: {_device_reason(backend, device)}")
+                    raise UserError(f"--device {device}: {device_reason(backend, device)}")
                 for asked in precisions_asked:
                     try:
                         precision = _precision(art, backend, device, asked)

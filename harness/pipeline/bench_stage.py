@@ -80,7 +80,8 @@ class BenchStage(Stage):
         if not bench.artifacts and not bench.model_from:
             return stage_result("failed", "nothing to benchmark: no stage produced an artifact")
         # A backend the user named whose files no stage made (no verified export for
-        # onnxruntime) is skipped and said; the others still measure what there is.
+        # onnxruntime), or that cannot run on the run's device (the CPU build of ONNX
+        # Runtime on a GPU run), is skipped and said; the others still measure what there is.
         bench.backends, skipped = _running(bench, ctx.req)
         if not bench.backends:
             return stage_result("failed", f"nothing to benchmark: {skipped}")
@@ -107,17 +108,29 @@ def _format(path: str | None, req) -> str:
 
 
 def _running(bench, req) -> tuple[list[str], str | None]:
-    """The named backends that take one of the stage's artifacts, and a line for the rest."""
+    """The named backends that take one of the stage's artifacts on the run's devices, and
+    a line for the rest ('all' is bench's to narrow: it skips and says the same itself)."""
     from dlbench.harness.backends import get_backend
+    from dlbench.harness.bench.plan import device_reason
 
     if "all" in bench.backends:
         return bench.backends, None
     formats = {_format(p, req) for p in bench.artifacts}
     if bench.model_from:
         formats.add(_format(None, req))
-    keep = [b for b in bench.backends if formats & set(get_backend(b).formats)]
-    dropped = [b for b in bench.backends if b not in keep]
-    return keep, (f"{', '.join(dropped)} skipped: no stage made a file it runs" if dropped else None)
+    no_file = [b for b in bench.backends if not formats & set(get_backend(b).formats)]
+    reasons = [f"{', '.join(no_file)} skipped: no stage made a file it runs"] if no_file else []
+    keep = []
+    for name in (b for b in bench.backends if b not in no_file):
+        here = get_backend(name).availability()
+        missing = [d for d in bench.devices or [] if d not in here.devices]
+        if not here.available:
+            reasons.append(f"{name} skipped: {here.reason}")
+        elif missing:
+            reasons.append(f"{name} skipped on {missing[0]}: {device_reason(get_backend(name), missing[0])}")
+        else:
+            keep.append(name)
+    return keep, "; ".join(reasons) or None
 
 
 def _taken(path: str | None, req) -> bool:
