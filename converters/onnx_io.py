@@ -121,6 +121,14 @@ def load(path: str | os.PathLike, *, check: bool = True, label: str | os.PathLik
         raise ConversionError(f"{name}: not an ONNX model (no graph in it; corrupt or truncated?)")
     if not model.graph.output:
         raise ConversionError(f"{name}: its graph declares no outputs, so running it computes nothing")
+    # Engines accept a name listed twice, but every command keys inputs and outputs by name:
+    # refused here, where bench, build and verify all load, so all three say the same.
+    for what, values in (("input", model.graph.input), ("output", model.graph.output)):
+        seen: set[str] = set()
+        for v in values:
+            if v.name in seen:
+                raise ConversionError(f"{name}: its graph lists {what} {v.name!r} twice; name each once")
+            seen.add(v.name)
     if check:
         check_model(model, name)
     return model

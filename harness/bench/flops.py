@@ -33,7 +33,9 @@ filled in from the input and the attributes, and inference runs again.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -173,8 +175,12 @@ def _symbolic(model):
     module = _symbolic_module()
     if module is None:
         return None
+    # The pass prints its complaints (an opset it does not read, a node it cannot size) to
+    # stdout and logs: a command's output is dlbench's, and None already says it failed.
+    quiet = io.StringIO()
     try:
-        return module.SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            return module.SymbolicShapeInference.infer_shapes(model, auto_merge=True)
     except Exception:  # noqa: BLE001 - a third-party pass on any graph: fall back to ONNX's
         return None
 

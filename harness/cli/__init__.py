@@ -54,6 +54,13 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
+    def _get_values(self, action, arg_strings):
+        # argparse drops a '--' given as an option's value (--timeout=--) and hands the
+        # option an empty list without calling its type: no check would ever see it.
+        if action.option_strings and action.nargs in (None, "?") and arg_strings == ["--"]:
+            self.error(f"argument {'/'.join(action.option_strings)}: expected a value, got '--'")
+        return super()._get_values(action, arg_strings)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
