@@ -121,6 +121,18 @@ def test_a_newer_schema_is_refused_in_one_line(pg, url, cli):
     assert pg.password not in out.stdout + out.stderr
 
 
+def test_another_applications_schema_is_refused_untouched(pg, url, cli):
+    """As a foreign SQLite file is: dlbench's tables would land beside someone else's."""
+    _sql(url, "CREATE TABLE users (name TEXT)")
+    with pytest.raises(UserError, match=r"holds another application's tables \(users\)"):
+        ResultStore(url).check_writable()
+    out = cli("compare", "A", "B", "--db", url)
+    assert_usage_error(out, "a database or schema of its own")
+    assert pg.password not in out.stdout + out.stderr
+    tables = _sql(url, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")
+    assert tables == [("users",)]  # nothing created: not even dlbench_schema
+
+
 def test_a_role_that_may_only_insert_and_select_writes_and_reports(pg, url, cli):
     """Tables made once by their owner; then a role without CREATE rights stores records
     (no migration lock, no DDL) and reports them."""

@@ -209,6 +209,15 @@ class PostgresBackend:
         if self.path in _READY:
             return
         version = self._version(con)
+        if version is None:  # never ours: nothing may be created beside someone else's tables
+            found = con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            ).fetchall()
+            schema.check_not_foreign(
+                f"{self.path} (schema {con.execute('SELECT current_schema() AS s').fetchone()['s']})",
+                {r["table_name"] for r in found},
+                "a database or schema of its own (a new database, or ?options=-csearch_path%3DNAME)",
+            )
         if version != schema.SCHEMA_VERSION:
             with con.transaction():
                 con.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))

@@ -143,6 +143,18 @@ ADD_MACHINE = (
 )
 
 
+def check_not_foreign(where: str, tables: set[str], own: str) -> None:
+    """Refuse a database (or PostgreSQL schema) that holds another application's tables and
+    none of ours: creating dlbench's tables there would change someone else's data store."""
+    from dlbench.core.errors import UserError
+
+    if tables and not tables & {"records", "machines"}:
+        raise UserError(
+            f"{where} holds another application's tables ({', '.join(sorted(tables)[:5])}) "
+            f"and no dlbench results; give dlbench {own}"
+        )
+
+
 def ddl(dialect: str) -> list[str]:
     """The schema's statements for ``sqlite`` or ``postgresql``."""
     text = SCHEMA

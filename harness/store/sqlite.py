@@ -95,12 +95,11 @@ class SqliteBackend:
             con.row_factory = sqlite3.Row
             version = con.execute("PRAGMA user_version").fetchone()[0]
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if tables and not tables & {"records", "machines"}:
-                con.close()  # another application's database: adding our tables would change it
-                raise UserError(
-                    f"{self.path} holds another application's tables ({', '.join(sorted(tables)[:5])}) "
-                    "and no dlbench results; give dlbench a database of its own (--db NEW.sqlite)"
-                )
+            try:
+                schema.check_not_foreign(str(self.path), tables, "a database of its own (--db NEW.sqlite)")
+            except UserError:
+                con.close()
+                raise
             if version > schema.SCHEMA_VERSION:
                 raise UserError(
                     f"{self.path} has results schema {version}; this dlbench "
