@@ -105,4 +105,7 @@ def test_an_int8_build_that_does_not_pay_is_explained_from_its_profiles():
         "20% of its time is QuantizeLinear/DequantizeLinear; ops left in float: HardSigmoid 20%"
     )
     assert "Transpose" not in line and "60 GFLOP/s in int8 against 40 in fp32" in line
-    assert "around HardSigmoid" in line and "-b openvino" in line
+    assert "around HardSigmoid" in line and "-b openvino" in line and ", or keep fp32" in line
+    # With nothing else to try, the one suggestion reads on its own (no dangling "or").
+    alone = reasons({"op_types": {"QLinearConv": 1.0}, "classes": []}, {"nodes": [], "classes": []})
+    assert "Try: keep fp32 for this model" in alone, alone

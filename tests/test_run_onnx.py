@@ -42,6 +42,17 @@ def test_an_onnx_file_runs_the_chain_from_the_builds(cli, workdir):
     # The file and its builds carry one name, so the report groups them as one model.
     builds = ResultStore(workdir / "results.sqlite").records("kind = 'convert'", [])
     assert {r["model"] for r in recs + builds} == {"tiny"}
+    # An INT8 build that does not pay (on a model this small, Q/DQ costs more than int8
+    # saves) gets the advisor's line in the run's report, as in bench's printout.
+    from dlbench.harness.profile.advice import slow_builds
+
+    report = (workdir / "w" / "report.md").read_text()
+    slow = slow_builds(recs)
+    assert ("## Advice" in report) == bool(slow), report[-2000:]
+    for int8, _, gain in slow:
+        assert f"tiny INT8 (tiny.int8.onnx) runs at {gain:.2f}x its fp32 file" in report
+        assert f"at batch {int8['batch_size']}" in report
+    assert stages["bench"].get("advice", []) == [ln[2:] for ln in report.splitlines() if ln.startswith("- ")]
 
 
 def test_a_dynamic_sequence_onnx_file_runs_with_its_shapes(cli, workdir):

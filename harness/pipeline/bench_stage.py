@@ -93,7 +93,15 @@ class BenchStage(Stage):
         reasons = ([f"{len(failed)} of {len(records)} cells failed"] if failed else []) + (
             [skipped] if skipped else []
         )
-        return stage_result("ok", "; ".join(reasons) or None, {"cells": len(records)}, records)
+        result = stage_result("ok", "; ".join(reasons) or None, {"cells": len(records)}, records)
+        # Why a build did not pay, as 'dlbench bench' says it: kept with the stage, so the
+        # run's report (and a resumed run's) carries the lines beside the tables.
+        from dlbench.harness.profile.advice import explain, slow_builds
+
+        advice = [explain(int8, fp32, gain) for int8, fp32, gain in slow_builds(records)]
+        if advice:
+            result["advice"] = advice
+        return result
 
 
 def _format(path: str | None, req) -> str:

@@ -47,6 +47,9 @@ def run_tables(req, workdir, run_id: str, results: dict[str, dict[str, Any]]) ->
     # A run whose every stage failed before storing a record still reports its stages.
     report = render(store, run_ids=[run_id], title=title) if stored else f"# {title}\n\nNo records stored."
     text = "\n".join([report.rstrip(), "", "## Stages", "", stage_table(results), ""])
+    advice = [line for r in results.values() for line in r.get("advice") or ()]
+    if advice:  # the precision advisor's lines (pipeline.bench_stage)
+        text += "\n".join(["", "## Advice", "", *(f"- {line}" for line in advice), ""])
     write_text(workdir.root / "report.md", text)
     notes = [f"report: {workdir.root / 'report.md'}"]
     if stored and is_installed("matplotlib"):

@@ -109,5 +109,5 @@ def reasons(q: dict[str, Any], f: dict[str, Any]) -> str:
     tries = []
     if qdq >= 0.1 and top:
         tries.append(f"the Q/DQ pairs around {top[0][0]} (no int8 kernel here): the same file on -b openvino")
-    tries.append("or keep fp32 for this model on this CPU")
+    tries.append(f"{'or ' if tries else ''}keep fp32 for this model on this CPU")
     return "; ".join(parts) + ". Try: " + ", ".join(tries) + " (dlbench profile FILE shows every node)"
