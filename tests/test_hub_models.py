@@ -48,6 +48,14 @@ def test_names_parse_into_sources_that_never_share_a_name(tmp_path):
     d = _hf_dir(tmp_path, TINY_BERT)
     local = hub.parse(f"hf:{d}")
     assert local.path == str(d) and local.name == "hf_my-bert"
+    # Code: factories share callable names across files (a.py:build, b.py:build).
+    from dlbench.models.user import from_code
+
+    for stem in ("a", "b"):
+        (tmp_path / f"{stem}.py").write_text("def build():\n    pass\n")
+    code = {from_code(f"{tmp_path / s}.py:build").name for s in ("a", "b")}
+    assert code == {"a_build", "b_build"}
+    assert from_code("pkg.nets:Net.create").name == "nets_create"
     with pytest.raises(UserError, match="give a model name after 'timm:'"):
         hub.parse("timm:")
     with pytest.raises(UserError, match="holds no config.json"):

@@ -81,7 +81,7 @@ def test_code_model_classification_then_its_weights_bench(cli, workdir, saved):
     assert out.returncode == 0, out.stderr[-3000:]
     r = only_record(workdir, "t.json")
     assert r["status"] == "ok", r["error"]
-    assert r["model"] == "two_heads" and r["framework"] == "pytorch" and r["batch_size"] == 8
+    assert r["model"] == "code_two_heads" and r["framework"] == "pytorch" and r["batch_size"] == 8
     ident = r["context"]["identity"]
     assert ident["objective"] == "classification" and ident["loss_output"] == "score"
     assert ident["inputs"] == {"image": [3, 8, 8], "tokens": [5, 6]}
@@ -94,7 +94,7 @@ def test_code_model_classification_then_its_weights_bench(cli, workdir, saved):
     ev = r["metrics"]["eval"]
     assert ev["samples"] == 256 and 0 <= ev["accuracy"] <= 1
 
-    weights = workdir / "runs" / "two_heads" / "pytorch" / "model.pt"
+    weights = workdir / "runs" / "code_two_heads" / "pytorch" / "model.pt"
     assert r["context"]["checkpoint"] == str(weights.relative_to(workdir))
     assert not (weights.parent / "manifest.json").exists()  # no zoo manifest to mislead
     state = torch.load(weights, weights_only=True)

@@ -87,7 +87,7 @@ def test_cell_from_code_benches_and_exports_verified(cli, workdir, saved):
     assert out.returncode == 0, out.stderr[-3000:]
     r = only_record(workdir, "b.json")
     assert r["status"] in ("ok", "unstable"), r["error"]
-    assert r["framework"] == "mindspore" and r["model"] == "pair"
+    assert r["framework"] == "mindspore" and r["model"] == "pair_net_pair"
     out = cli(
         "export", "--model-from", code, *shapes, "--out", str(workdir / "pair.onnx"), "--json", "e.json"
     )
@@ -126,7 +126,7 @@ def test_train_a_cell_from_code_on_either_output(cli, workdir, saved):
     assert r["framework"] == "mindspore" and r["context"]["identity"]["loss_output"] == "output_0"
     losses = r["metrics"]["losses"]
     assert all(np.isfinite(losses)) and min(losses[-3:]) < losses[0], losses
-    weights = workdir / "runs" / "pair" / "mindspore" / "model.ckpt"
+    weights = workdir / "runs" / "pair_net_pair" / "mindspore" / "model.ckpt"
     out = cli("train", *train, "--objective", "regression", "--loss-output", "output_1", "--json", "r.json")
     assert out.returncode == 0, out.stderr[-3000:]
     assert only_record(workdir, "r.json")["context"]["user_model"]["label_shape"] == [4]

@@ -211,7 +211,7 @@ def test_model_from_code_with_weights(cli, workdir, saved):
     )
     assert out.returncode == 0, out.stderr[-3000:]
     r = only_record(workdir, "b.json")
-    assert r["status"] in ("ok", "unstable") and r["model"] == "small"
+    assert r["status"] in ("ok", "unstable") and r["model"] == "code_small"
     said = [n for n in r["context"]["notes"] if "runs your code" in n]
     assert out.stderr.count("runs your code") == 1 and said
 

@@ -132,7 +132,7 @@ def test_keras_model_from_code(cli, workdir, saved):
     out = cli("bench", "--model-from", code, "-b", "tensorflow", *FAST, "--json", "b.json")
     assert out.returncode == 0, out.stderr[-3000:]
     r = only_record(workdir, "b.json")
-    assert r["status"] in ("ok", "unstable") and r["model"] == "tiny"
+    assert r["status"] in ("ok", "unstable") and r["model"] == "code_tiny"
     assert r["context"]["inputs"][0]["shape"] == [1, 6, 6, 2]
     out = cli("export", "--model-from", code, "--out", str(workdir / "tiny.onnx"), "--json", "e.json")
     assert out.returncode == 0, out.stderr[-3000:]
@@ -208,7 +208,7 @@ def test_train_a_keras_file_and_code(cli, workdir, saved):
     assert r["context"]["user_model"]["label_shape"] == [3]
     losses = r["metrics"]["losses"]
     assert min(losses[-3:]) < losses[0], losses
-    assert (workdir / "runs" / "sub" / "tensorflow" / "model.weights.h5").is_file()
+    assert (workdir / "runs" / "sub_sub" / "tensorflow" / "model.weights.h5").is_file()
 
 
 def test_train_refuses_what_it_cannot_train_honestly(cli, workdir, saved):

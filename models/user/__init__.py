@@ -54,11 +54,17 @@ class Source:
 
     @property
     def name(self) -> str:
-        """The model's name in records: the file's stem, or the callable's name."""
+        """The model's name in records: the file's stem, or the code's module and callable.
+
+        A callable's name alone would merge models: factories are called ``build`` or
+        ``create_model`` in every file, so ``a.py:build`` is ``a_build``, as ``timm:`` and
+        ``torchvision:`` prefix theirs."""
         if self.kind == "hub":
             return record_name(self.model_from or "")
         if self.model_from:
-            return self.model_from.rpartition(":")[2].rpartition(".")[2]
+            target, _, func = self.model_from.rpartition(":")
+            module = Path(target).stem if target.endswith(".py") else target.rpartition(".")[2]
+            return _UNSAFE.sub("_", f"{module}_{func.rpartition('.')[2]}")
         p = Path(self.path)
         stem = p.name.split(".")[0] if p.is_file() else p.name
         return stem or p.name
