@@ -166,5 +166,5 @@ def test_a_file_in_its_own_precision_says_how_to_get_the_one_asked(own, asked, s
 
     art = Artifact(ArtifactRef("/m.onnx", "onnx", "m"), "m.onnx", precision=own)
     with pytest.raises(UserError) as exc:
-        plan._precision(art, get_backend("onnxruntime"), "cpu", asked)
+        plan.cell_precision(art, get_backend("onnxruntime"), "cpu", asked)
     assert f"m.onnx is an {own} model" in str(exc.value) and says in str(exc.value)

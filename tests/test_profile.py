@@ -1,16 +1,19 @@
 """``dlbench profile``: where an ONNX model's time goes, from ONNX Runtime's profiler in a cell
-of its own, warm-up excluded, per op class beside the class's FLOPs, stored as a record.
-Core group: ONNX Runtime only."""
+of its own, warm-up excluded, per op class beside the class's FLOPs, stored as a record; and
+what profile refuses before any framework loads.  Core group: ONNX Runtime only (PyTorch's
+profiles: test_profile_pytorch.py)."""
 
 from __future__ import annotations
 
 import json
+import zipfile
 
 import tiny_onnx
 from clitools import assert_usage_error
 
-from dlbench.harness.profile.child import node_times
-from dlbench.harness.profile.classes import op_class
+from dlbench.harness.profile.classes import ATEN, ATEN_CLASSES, OP_CLASSES, node_class, op_class
+from dlbench.harness.profile.ort_cell import node_times
+from dlbench.harness.profile.summary import summarize
 from dlbench.harness.store.results import ResultStore
 
 
@@ -44,9 +47,24 @@ def test_a_profile_says_where_the_time_goes_and_is_stored(cli, workdir):
 
 
 def test_what_profile_cannot_read_is_one_line(cli, workdir):
+    """Refused before any cell starts: a Keras file or a SavedModel (recognized, not
+    probed, so TensorFlow never loads), options for the other backend, a device the
+    profiler does not time."""
     tiny_onnx.save(tiny_onnx.classifier(), workdir / "tiny.onnx")
-    assert_usage_error(cli("profile", "resnet50"), "export it first")
+    with zipfile.ZipFile(workdir / "m.keras", "w") as z:  # what a Keras 3 file holds
+        z.writestr("config.json", "{}")
+        z.writestr("metadata.json", "{}")
+    (workdir / "sm").mkdir()
+    (workdir / "sm" / "saved_model.pb").write_bytes(b"")
+    reads = "dlbench profile reads ONNX files (ONNX Runtime's profiler) and PyTorch models"
+    assert_usage_error(cli("profile", "m.keras"), "m.keras: a Keras 3 model file", reads, "export it first")
+    assert_usage_error(cli("profile", "sm"), "a TensorFlow SavedModel directory", reads)
+    assert_usage_error(cli("profile", "keras:MobileNetV3Small"), "a keras.applications model", reads)
     assert_usage_error(cli("profile", "tiny.onnx", "--iterations", "0"), "--iterations 0")
+    assert_usage_error(cli("profile", "tiny.onnx", "--device", "cuda"), "profiles on cpu")
+    assert_usage_error(cli("profile", "tiny.onnx", "--precision", "bf16"), "its own precision")
+    assert_usage_error(cli("profile", "lenet5", "--graph-optimization", "basic"), "runs on pytorch")
+    assert_usage_error(cli("profile"), "give one model")
 
 
 def test_warm_up_runs_are_left_out_of_the_node_times():
@@ -64,6 +82,40 @@ def test_warm_up_runs_are_left_out_of_the_node_times():
         op_class("QLinearConv") == "convolution" and op_class("DequantizeLinear") == "quantize / dequantize"
     )
     assert op_class("NoSuchOp") == "other"
+
+
+def test_aten_ops_share_the_onnx_classes():
+    """One set of classes: every aten class is an ONNX one, an in-place op is its op's, and
+    an undeclared op a model calls takes the class of the op it spent its time in."""
+    assert set(ATEN_CLASSES) <= set(OP_CLASSES)
+    assert op_class(ATEN + "conv2d") == op_class("Conv") == "convolution"
+    assert op_class(ATEN + "addmm") == op_class("Gemm") == "matmul / gemm"
+    assert op_class(ATEN + "relu_") == op_class("Relu") == "activation"
+    assert op_class(ATEN + "native_layer_norm") == "normalization"
+    assert op_class(ATEN + "no_such_op") == "other"
+    assert node_class({"op": "aten::_my_fused_linear", "kernel": "aten::addmm"}) == "matmul / gemm"
+
+
+class _Declared:
+    tool, flops_source, bytes_source = "a profiler", "its counts", "its inputs"
+
+
+def test_a_class_with_uncounted_ops_is_partial_not_invented():
+    """FLOPs and bytes per class from the nodes' own counts: a node without one makes its
+    class partial, and the class's GFLOP/s is the counted nodes' over their own time."""
+    nodes = [
+        {"node": "a", "op": "aten::conv2d", "us": 100.0, "flops": 2_000_000, "bytes": 4000},
+        {"node": "b", "op": "aten::conv1d", "us": 100.0, "flops": None, "bytes": 1000},
+        {"node": "c", "op": "aten::relu", "us": 50.0, "flops": None, "bytes": None},
+    ]
+    p = summarize({"nodes": nodes, "wall_ms_per_run": 1.0}, None, 1, _Declared())
+    conv, act = p["classes"]
+    assert (conv["class"], conv["gflop_per_run"], conv["flops_partial"]) == ("convolution", 0.002, True)
+    assert conv["gflops"] == 0.002 / 100e-6  # node a's FLOPs over node a's time, not b's too
+    assert (conv["bytes_per_run"], conv["bytes_partial"], conv["flop_per_byte"]) == (5000, False, 500)
+    assert (act["gflop_per_run"], act["flops_partial"], act["bytes_per_run"]) == (None, False, None)
+    assert abs(sum(c["share"] for c in p["classes"]) - 1) < 1e-9
+    assert p["nodes"][0]["flop_per_byte"] == 500 and "flop_per_byte" not in p["nodes"][1]
 
 
 def _bench(precision, throughput, path):

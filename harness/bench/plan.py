@@ -182,7 +182,10 @@ class _Unavailable(UserError):
     """This backend cannot run the asked precision on this device (``--backend all``: a note)."""
 
 
-def _precision(art: Artifact, backend: Backend, device: str, asked: str) -> str:
+def cell_precision(art: Artifact, backend: Backend, device: str, asked: str) -> str:
+    """The precision ``art`` runs in on ``backend`` and ``device``, ``asked`` being the
+    user's --precision or "auto" (its own; fp32 for a native model); bench's cells and
+    profile's cell ask the same question."""
     if asked == TF32:  # float32 in TensorFloat-32 math: a mode of an fp32 model
         own = art.own_precision or "fp32"
         if TF32 not in backend.precisions(device):
@@ -270,7 +273,7 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
                     raise UserError(f"--device {device}: {device_reason(backend, device)}")
                 for asked in precisions_asked:
                     try:
-                        precision = _precision(art, backend, device, asked)
+                        precision = cell_precision(art, backend, device, asked)
                     except _Unavailable as exc:
                         if not req.all_backends():
                             raise

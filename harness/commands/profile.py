@@ -1,9 +1,12 @@
-"""Where an ONNX model's time goes: ONNX Runtime's profiler, per op class and per node.
+"""Where a model's time goes, per op class and per node: ONNX Runtime's profiler for an
+ONNX file, the PyTorch profiler for a PyTorch model (a zoo name, TorchScript, a
+torch.export .pt2, a model by name, --model-from code).
 
-One cell, like a benchmark's: warm-up runs excluded, then --iterations runs profiled;
-each node's kernel time per run, summed per op class beside that class's FLOPs on the
-source graph.  Stored as a ``profile`` record.  Exit status: 0 profiled, 1 the cell
-failed, 2 bad input.
+One cell, like a benchmark's, on the backend's own runner (bench's threads, device,
+precision and math mode): warm-up runs excluded, then --iterations runs profiled; each
+node's time per run, summed per op class beside that class's FLOPs (the source graph's
+for ONNX; the PyTorch profiler's per op, with each op's input bytes and FLOP/byte).
+Stored as a ``profile`` record.  Exit status: 0 profiled, 1 the cell failed, 2 bad input.
 """
 
 from __future__ import annotations
@@ -11,7 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "where an ONNX model's time goes: per op class and per node (ONNX Runtime's profiler)"
+HELP = (
+    "where a model's time goes, per op class and per node: ONNX files (ONNX Runtime's "
+    "profiler) and PyTorch models (the PyTorch profiler)"
+)
 
 
 def add_arguments(p) -> None:

@@ -1,11 +1,12 @@
 """``dlbench profile``: where a model's time goes, per op class and per node.
 
-A benchmark says how fast; a profile says why.  ONNX Runtime's own profiler times
-every node of the graph it actually runs (after its fusions and layout changes), in a
-cell of its own like any measurement: warm-up runs excluded, then ``--iterations``
-runs profiled.  The node times are summed per op class (``classes.OP_CLASSES``:
-convolution, matmul, quantize/dequantize, layout reorders, ...) and set beside the
-class's FLOPs counted on the source graph at the same input shapes, so a class that
-takes much time for little arithmetic (a depthwise convolution, the Q/DQ around an
+A benchmark says how fast; a profile says why.  The backend's own profiler
+(``profilers.PROFILERS``: ONNX Runtime's for an ONNX file, every node of the graph it
+actually runs after its fusions; PyTorch's for a PyTorch model, every op the model calls)
+times the backend's own runner in a cell of its own like any measurement: warm-up runs
+excluded, then ``--iterations`` runs profiled.  The node times are summed per op class
+(``classes``: convolution, matmul, quantize/dequantize, layout reorders, ..., one set of
+classes for ONNX op types and aten ops) and set beside the class's FLOPs, so a class
+that takes much time for little arithmetic (a depthwise convolution, the Q/DQ around an
 INT8 island) shows.  The record is stored like any other (kind ``profile``).
 """

@@ -1,36 +1,35 @@
-"""The profile cell: ONNX Runtime's profiler over the measured runs, node times per run.
+"""The profile cell: the backend's own runner, its profiler over the measured runs.
 
-The session is the ONNX Runtime backend's own runner (``OrtRunner``, its options, threads
-and math mode as ``bench`` sets them), with profiling switched on.  The profiler records
-from the session's creation, so the warm-up runs are in its trace too; they are dropped by
-time: only node events inside the measured runs' ``model_run`` windows count.  Each
-node's kernel time is summed over those runs and divided by their number.  The graph
-ONNX Runtime optimized is saved beside the trace and read for each node's op type (a
-fused node's name is the runtime's, not the source graph's).
+The runner is the one ``bench`` drives (``backend.runner``: threads, device, precision
+and math mode as bench sets them); the profiler is the artifact's backend's, declared in
+``profilers.PROFILERS``, whose cell function loads the runner, runs the warm-up outside
+the profile and returns each node's time per measured run.  Here: the inputs, planned
+as bench plans them, and what every profile reports besides (the runtime, checked for a
+silent fallback as bench checks it).
 """
 
 from __future__ import annotations
 
-import json
-import os
+import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from dlbench.core.atomic import scratch
+from dlbench.core.registry import resolve
 from dlbench.harness.backends import get_backend
-from dlbench.harness.backends.base import ArtifactRef, RunConfig, TensorInfo
+from dlbench.harness.backends.base import ArtifactRef, RunConfig, Runner, TensorInfo
 from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.cells.payload import Payload
-
-BACKEND = "onnxruntime"
 
 
 @dataclass
 class ProfilePayload(Payload):
     WHAT = "profile"
-    VERSION = 2
+    VERSION = 3
 
+    profiler: str  # its PROFILERS name
     artifact: ArtifactRef
     run: RunConfig
     signature: list[dict[str, Any]]
@@ -43,68 +42,46 @@ class ProfilePayload(Payload):
 
 
 def run(message: dict[str, Any]) -> dict[str, Any]:
-    import onnx
+    from dlbench.harness.profile.profilers import PROFILERS
 
     p = ProfilePayload.from_json(message)
+    profiler = PROFILERS.get(p.profiler)
     signature = [TensorInfo(s["name"], s["dtype"], tuple(s["shape"])) for s in p.signature]
     shapes = {k: tuple(v) for k, v in p.shapes.items()}
     int_ranges = {k: (int(v[0]), int(v[1])) for k, v in p.int_ranges.items()}
     ranges = {k: (int(v[0]), int(v[1])) for k, v in p.graph_ranges.items()}
     plan = inputs_mod.plan(signature, p.batch_size, shapes, int_ranges, ranges, {})
-    backend = get_backend(BACKEND)
+    backend = get_backend(profiler.backend)
+    runner = backend.runner(p.artifact, p.run)
     with scratch("dlbench-profile") as tmp:
-        runner = backend.runner(p.artifact, p.run)
-        runner.profile_dir = tmp
-        runner.load()
-        handle = runner.prepare(inputs_mod.synthesize(plan, 0))
-        for _ in range(p.warmup):
-            runner.run(handle)
-        runner.sync()
-        t0 = time.perf_counter()
-        for _ in range(p.iterations):
-            runner.run(handle)
-        runner.sync()
-        wall_ms = (time.perf_counter() - t0) * 1000 / p.iterations
-        with open(runner.session.end_profiling()) as fh:
-            events = json.load(fh)
-        optimized = onnx.load(os.path.join(tmp, "optimized.onnx"), load_external_data=False)
-    types = {n.name: n.op_type for n in optimized.graph.node}
-    nodes = node_times(events, p.warmup, p.iterations)
-    for n in nodes:
-        n["op"] = n.get("op") or types.get(n["node"], "?")
+        profiled = resolve(profiler.cell)(runner, inputs_mod.synthesize(plan, 0), p.warmup, p.iterations, tmp)
+    runtime = runner.runtime()
+    runner.verify(runtime)
     return {
         "backend_version": backend.version(),
-        "runtime": runner.runtime(),
-        "wall_ms_per_run": wall_ms,
-        "nodes": nodes,
-        "optimized_nodes": len(optimized.graph.node),
+        "runtime": runtime,
         "inputs": plan.describe(),
+        **profiled,
     }
 
 
-def node_times(events: list[dict[str, Any]], warmup: int, iterations: int) -> list[dict[str, Any]]:
-    """Each node's kernel time per measured run (µs), its op type and provider, slowest
-    first; the warm-up runs' events (the first ``warmup`` model_run windows) left out."""
-    runs = sorted(
-        (e["ts"], e["ts"] + e["dur"])
-        for e in events
-        if e.get("cat") == "Session" and e.get("name") == "model_run"
-    )
-    measured = runs[warmup : warmup + iterations]
-    if not measured:
-        return []
-    start = measured[0][0]
-    totals: dict[str, dict[str, Any]] = {}
-    for e in events:
-        name = e.get("name", "")
-        if e.get("cat") != "Node" or not name.endswith("_kernel_time") or e.get("ts", 0) < start:
-            continue
-        node = name[: -len("_kernel_time")]
-        args = e.get("args") or {}
-        row = totals.setdefault(
-            node, {"node": node, "op": args.get("op_name"), "provider": args.get("provider"), "us": 0.0}
-        )
-        row["us"] += e.get("dur", 0)
-    for row in totals.values():
-        row["us"] /= len(measured)
-    return sorted(totals.values(), key=lambda r: -r["us"])
+def timed_runs(
+    runner: Runner,
+    handle: Any,
+    warmup: int,
+    iterations: int,
+    profiled: Callable[[], Any] = contextlib.nullcontext,
+    each: Callable[[], Any] = contextlib.nullcontext,
+) -> float:
+    """Warm-up runs, then ``iterations`` runs inside ``profiled()`` (each inside
+    ``each()``); wall milliseconds per measured run, device work included."""
+    for _ in range(warmup):
+        runner.run(handle)
+    runner.sync()
+    with profiled():
+        t0 = time.perf_counter()
+        for _ in range(iterations):
+            with each():
+                runner.run(handle)
+        runner.sync()
+        return (time.perf_counter() - t0) * 1000 / iterations

@@ -4,32 +4,52 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dlbench.core.errors import UserError
-from dlbench.core.flags import flag
+from dlbench.core.flags import field_of, flag
 from dlbench.harness.backends.onnxruntime import LEVELS
-from dlbench.harness.bench.input_args import InputFields
+from dlbench.harness.bench.input_args import INPUTS_GROUP, InputFields
 from dlbench.harness.store.context import CommandOptions
+from dlbench.harness.usermodel import model_from_flag, weights_flag
+from dlbench.models.user.hub import named
+
+# Request fields that set a backend's declared option: given for a backend that declares
+# no such option, they are refused, not ignored.
+OPTION_FIELDS = {"graph_optimization": "--graph-optimization"}
 
 
 @dataclass(kw_only=True)
 class ProfileRequest(InputFields, CommandOptions):
     """Each field a flag sets declares it (``core.flags``)."""
 
-    artifact: str = flag(
+    artifact: str | None = flag(
         "artifact",
+        default=None,
         metavar="MODEL",
-        help="an ONNX file, or a model 'dlbench run' exports (export it first: dlbench export MODEL)",
+        help="an ONNX file, or a PyTorch model: a zoo name, TorchScript, torch.export .pt2, "
+        f"a 'dlbench train' output, {named('pytorch')} (other frameworks' models: export them first)",
     )
+    model_from: str | None = field_of(model_from_flag("profile", INPUTS_GROUP), default=None)
+    weights: str | None = field_of(weights_flag(INPUTS_GROUP), default=None)
     batch_size: int = flag("--batch-size", default=1, type=int, help="batch size (default {default})")
     warmup: int = flag("--warmup", default=10, type=int, help="runs before profiling (default {default})")
     iterations: int = flag("--iterations", default=50, type=int, help="profiled runs (default {default})")
-    graph_optimization: str = flag(
+    device: str | None = flag(
+        "--device", default=None, help="cpu or cuda (a PyTorch model; ONNX files profile on the cpu)"
+    )
+    device_id: int = flag("--device-id", default=0, type=int, help="GPU index (default {default})")
+    precision: str | None = flag(
+        "--precision",
+        default=None,
+        help="fp32, tf32, fp16, bf16 for a PyTorch model (default fp32); an ONNX file runs in its own",
+    )
+    graph_optimization: str | None = flag(
         "--graph-optimization",
-        default="all",
+        default=None,
         choices=LEVELS,
-        help="ONNX Runtime's graph optimization level, as bench's (default {default})",
+        help="ONNX Runtime's graph optimization level, as bench's (ONNX files; default all)",
     )
     # False: the caller reads the profile and stores nothing (the advisor's own profiles).
     store: bool = True
@@ -42,12 +62,11 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
     from dlbench.harness.backends.base import RunConfig
     from dlbench.harness.bench import flops
     from dlbench.harness.bench import inputs as inputs_mod
-    from dlbench.harness.bench.artifacts import resolve
     from dlbench.harness.cells.cellenv import cell_environment
     from dlbench.harness.cells.launcher import run_cell
     from dlbench.harness.cells.threads import ThreadConfig
-    from dlbench.harness.formats import ONNX
-    from dlbench.harness.profile.child import BACKEND, ProfilePayload
+    from dlbench.harness.profile.child import ProfilePayload
+    from dlbench.harness.profile.summary import summarize
     from dlbench.harness.store import records
     from dlbench.harness.store.context import new_run_id, now_iso
 
@@ -56,31 +75,29 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
             raise UserError(f"{name} {value}: give at least 1")
     if req.warmup < 0:
         raise UserError(f"--warmup {req.warmup}: give 0 or more")
-    art = resolve(req.artifact, shapes=req.shapes, inputs=req.inputs, timeout=req.timeout)
-    if art.format != ONNX:
-        raise UserError(
-            f"{art.label}: dlbench profile reads ONNX files (ONNX Runtime's profiler); "
-            f"export it first (dlbench export {req.artifact})"
-        )
+    art, profiler = _resolve(req)
+    backend = get_backend(profiler.backend)
+    device, precision, options = _cell_settings(req, art, profiler, backend)
+
     shapes = art.shapes_for(req.shapes, {})
-    plan = inputs_mod.plan(art.signature, req.batch_size, shapes, req.int_ranges, art.graph_ranges, {})
+    plan = inputs_mod.plan(art.signature or [], req.batch_size, shapes, req.int_ranges, art.graph_ranges, {})
     at = {i.name: i.shape for i in plan.inputs}
-    by_type = flops.by_op_type(art.onnx_model, at)
+    by_type = flops.by_op_type(art.onnx_model, at) if profiler.graph_flops else None
     threads = ThreadConfig.default(req.threads)
-    backend = get_backend(BACKEND)
-    precision = art.own_precision or "fp32"
-    options = backend.resolve_options({"graph_optimization": req.graph_optimization})
-    run = RunConfig("cpu", precision, threads.intra_op, threads.inter_op, options=options)
+    run = RunConfig(device, precision, threads.intra_op, threads.inter_op, req.device_id, options)
     env = cell_environment(
         threads,
         extra={
             **backend.environment(options, threads.intra_op, threads.inter_op),
-            **backend.math_environment("cpu", precision, options),
+            **backend.math_environment(device, precision, options),
         },
     )
     identity = {
         "artifact": {k: v for k, v in art.identity().items() if k != "path"},
-        "backend": BACKEND,
+        "backend": backend.name,
+        "device": device,
+        "device_id": req.device_id,
+        "precision": precision,
         "batch_size": req.batch_size,
         "shapes": {k: list(v) for k, v in at.items()},
         "threads": [threads.intra_op, threads.inter_op],
@@ -88,14 +105,20 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
         "iterations": req.iterations,
     }
     record = records.new_record(
-        "profile", run_id=new_run_id(), identity=identity, started=now_iso(), argv=req.argv, env=env
+        "profile",
+        run_id=new_run_id(),
+        identity=identity,
+        started=now_iso(),
+        argv=req.argv,
+        device=device,
+        env=env,
     )
     record.update(
         {
             "model": art.ref.model,
             "framework": art.ref.framework,
-            "backend": BACKEND,
-            "precision": art.own_precision,
+            "backend": backend.name,
+            "precision": precision,
             "batch_size": req.batch_size,
             "intra_op_threads": threads.intra_op,
             "inter_op_threads": threads.inter_op,
@@ -103,7 +126,9 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
     )
     record["context"]["artifact"] = {**art.identity(), "label": art.label}
     record["context"]["options"] = options
+    record["context"]["notes"] = list(art.notes)
     payload = ProfilePayload(
+        profiler.backend,
         art.ref,
         run,
         [{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)} for t in art.signature or []],
@@ -123,7 +148,7 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
         result = outcome.result
         record["status"] = "ok"
         record["backend_version"] = result["backend_version"]
-        record["metrics"]["profile"] = summarize(result, by_type, req.batch_size)
+        record["metrics"]["profile"] = summarize(result, by_type, req.batch_size, profiler)
         record["context"].update({"inputs": result["inputs"], "runtime": result["runtime"]})
     else:
         record["error"] = outcome.error
@@ -135,48 +160,74 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
     return record
 
 
-TOP_NODES = 40
+def _cell_settings(req: ProfileRequest, art, profiler, backend) -> tuple[str, str, dict[str, Any]]:
+    """The cell's device, precision and backend options, refused as bench refuses them
+    (bench's own rules), and where the profiler itself cannot follow."""
+    from dlbench.core.devices import inference_name
+    from dlbench.harness.bench.plan import cell_precision, device_reason
+    from dlbench.harness.cells.mathmode import check_env
 
-
-def summarize(result: dict[str, Any], by_type: dict[str, dict[str, float]], batch: int) -> dict[str, Any]:
-    """Node times per class beside the class's FLOPs on the source graph; the slowest nodes."""
-    from dlbench.harness.profile.classes import op_class
-
-    nodes = result["nodes"]
-    total_us = sum(n["us"] for n in nodes) or 1.0
-    classes: dict[str, dict[str, Any]] = {}
-    op_types: dict[str, float] = {}
-    for n in nodes:
-        row = classes.setdefault(op_class(n["op"]), {"us": 0.0, "nodes": 0, "ops": set()})
-        row["us"] += n["us"]
-        row["nodes"] += 1
-        row["ops"].add(n["op"])
-        op_types[n["op"]] = op_types.get(n["op"], 0.0) + n["us"] / total_us
-    work: dict[str, float] = {}
-    for op, w in by_type.items():
-        work[op_class(op)] = work.get(op_class(op), 0.0) + 2 * w["macs"] + w["other"]
-    out = []
-    for cls, row in sorted(classes.items(), key=lambda kv: -kv[1]["us"]):
-        gflop = work.get(cls, 0.0) / 1e9
-        out.append(
-            {
-                "class": cls,
-                "share": row["us"] / total_us,
-                "ms_per_run": row["us"] / 1000,
-                "nodes": row["nodes"],
-                "ops": sorted(row["ops"]),
-                "gflop_per_run": gflop,
-                "gflops": gflop / (row["us"] / 1e6) if gflop and row["us"] else None,
-            }
+    available = backend.availability()
+    if not available.available:
+        raise UserError(
+            f"{art.label}: {profiler.tool} runs on {backend.name}, not available here: {available.reason}"
         )
-    return {
-        "wall_ms_per_run": result["wall_ms_per_run"],
-        "node_ms_per_run": total_us / 1000,
-        "classes": out,
-        "op_types": dict(sorted(op_types.items(), key=lambda kv: -kv[1])),  # share of node time, all nodes
-        "nodes": [{**n, "class": op_class(n["op"]), "share": n["us"] / total_us} for n in nodes[:TOP_NODES]],
-        "node_count": len(nodes),
-        "optimized_nodes": result["optimized_nodes"],
-        "batch_size": batch,
-        "flops_source": "the source graph at the profiled shapes, by op class",
-    }
+    device = inference_name(req.device or backend.default_device())
+    if device not in (profiler.devices or available.devices):
+        why = f"{profiler.tool} profiles on {', '.join(profiler.devices)}" if profiler.devices else ""
+        raise UserError(f"--device {device}: {why or device_reason(backend, device)}")
+    precision = cell_precision(art, backend, device, req.precision or "auto")
+    check_env(precision)
+    given = {}
+    for field, spelled in OPTION_FIELDS.items():
+        value = getattr(req, field)
+        if value is not None:
+            if backend.option(field) is None:
+                raise UserError(f"{spelled}: {art.label} runs on {backend.name}, which has no such option")
+            given[field] = value
+    return device, precision, backend.resolve_options(given)
+
+
+def _resolve(req: ProfileRequest):
+    """The artifact (bench's resolver) and the profiler its format takes."""
+    from dlbench.harness.bench.artifacts import resolve, resolve_code
+    from dlbench.harness.formats import FORMATS
+    from dlbench.harness.profile.profilers import for_format
+
+    if bool(req.artifact) == bool(req.model_from):
+        raise UserError("give one model: a file, a zoo name, a model by name, or --model-from")
+    if req.weights and not req.model_from:
+        raise UserError("--weights loads into a --model-from model; give --model-from")
+    if req.artifact:
+        _refuse_early(req.artifact)
+    if req.artifact:
+        art = resolve(req.artifact, shapes=req.shapes, inputs=req.inputs, timeout=req.timeout)
+    else:
+        art = resolve_code(
+            str(req.model_from), req.weights, shapes=req.shapes, inputs=req.inputs, timeout=req.timeout
+        )
+    profiler = for_format(art.format)
+    if profiler is None:
+        raise UserError(_refusal(art.label, FORMATS.get(art.format).description))
+    return art, profiler
+
+
+def _refuse_early(arg: str) -> None:
+    """A user's model of a framework no profiler reads, refused before a cell imports that
+    framework to probe it (a Keras file, a SavedModel, a keras: name)."""
+    from dlbench.harness.formats import user_format
+    from dlbench.harness.profile.profilers import for_format
+    from dlbench.models import user
+    from dlbench.models.user import hub
+
+    path = Path(arg)
+    source = user.sniff(path) if path.exists() else hub.parse(arg)
+    if source is not None and source.framework and for_format(user_format(source.framework)) is None:
+        raise UserError(_refusal(arg, hub.hub_of(source)[0].what if source.kind == "hub" else source.what))
+
+
+def _refusal(label: str, what: str) -> str:
+    from dlbench.harness.profile.profilers import what_profile_reads
+
+    export = f"dlbench export {label}"
+    return f"{label}: {what}; dlbench profile reads {what_profile_reads()}: export it first ({export})"

@@ -79,14 +79,18 @@ HUBS: dict[str, Hub] = {
 RANDOM = "random (no local copy of its pretrained weights; nothing is downloaded)"
 
 
-def prefixes() -> str:
-    """The sources as help and refusals name them: ``timm:NAME, ...``."""
-    return ", ".join(f"{p}:NAME" if p != "hf" else "hf:DIR_OR_ID" for p in HUBS)
+def prefixes(framework: str | None = None) -> str:
+    """The sources (of one framework's models) as help and refusals name them: ``timm:NAME, ...``."""
+    return ", ".join(
+        f"{p}:NAME" if p != "hf" else "hf:DIR_OR_ID"
+        for p, h in HUBS.items()
+        if framework in (None, h.framework)
+    )
 
 
-def named() -> str:
+def named(framework: str | None = None) -> str:
     """How help texts name these sources."""
-    return f"a model by name ({prefixes()})"
+    return f"a model by name ({prefixes(framework)})"
 
 
 def parse(arg: str) -> Source | None:

@@ -1,0 +1,63 @@
+"""ONNX Runtime's side of the profile cell: its profiler's node events, per measured run.
+
+The session is the ONNX Runtime backend's own runner (``OrtRunner``), with profiling
+switched on.  The profiler records from the session's creation, so the warm-up runs are
+in its trace too; they are dropped by time: only node events inside the measured runs'
+``model_run`` windows count.  Each node's kernel time is summed over those runs and
+divided by their number.  The graph ONNX Runtime optimized is saved beside the trace and
+read for each node's op type (a fused node's name is the runtime's, not the source
+graph's).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from dlbench.harness.profile.child import timed_runs
+
+
+def profile_runs(runner, feeds: dict[str, Any], warmup: int, iterations: int, tmp: str) -> dict[str, Any]:
+    import onnx
+
+    runner.profile_dir = tmp
+    runner.load()
+    handle = runner.prepare(feeds)
+    wall_ms = timed_runs(runner, handle, warmup, iterations)
+    with open(runner.session.end_profiling()) as fh:
+        events = json.load(fh)
+    optimized = onnx.load(os.path.join(tmp, "optimized.onnx"), load_external_data=False)
+    types = {n.name: n.op_type for n in optimized.graph.node}
+    nodes = node_times(events, warmup, iterations)
+    for n in nodes:
+        n["op"] = n.get("op") or types.get(n["node"], "?")
+    return {"wall_ms_per_run": wall_ms, "nodes": nodes, "optimized_nodes": len(optimized.graph.node)}
+
+
+def node_times(events: list[dict[str, Any]], warmup: int, iterations: int) -> list[dict[str, Any]]:
+    """Each node's kernel time per measured run (µs), its op type and provider, slowest
+    first; the warm-up runs' events (the first ``warmup`` model_run windows) left out."""
+    runs = sorted(
+        (e["ts"], e["ts"] + e["dur"])
+        for e in events
+        if e.get("cat") == "Session" and e.get("name") == "model_run"
+    )
+    measured = runs[warmup : warmup + iterations]
+    if not measured:
+        return []
+    start = measured[0][0]
+    totals: dict[str, dict[str, Any]] = {}
+    for e in events:
+        name = e.get("name", "")
+        if e.get("cat") != "Node" or not name.endswith("_kernel_time") or e.get("ts", 0) < start:
+            continue
+        node = name[: -len("_kernel_time")]
+        args = e.get("args") or {}
+        row = totals.setdefault(
+            node, {"node": node, "op": args.get("op_name"), "provider": args.get("provider"), "us": 0.0}
+        )
+        row["us"] += e.get("dur", 0)
+    for row in totals.values():
+        row["us"] /= len(measured)
+    return sorted(totals.values(), key=lambda r: -r["us"])
