@@ -187,3 +187,17 @@ def identity(width="?") -> onnx.ModelProto:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])],
     )
     return _model(graph)
+
+
+def fails_at_run(rows: int = 3) -> onnx.ModelProto:
+    """A valid graph that fails when run: ``x [batch, 5]`` reshaped to ``[rows, -1]``, which
+    5 values do not divide into (``rows`` not a divisor of 5 x batch), so the engine
+    stops with its own long error, as a real broken model does."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        "fails_at_run",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", CLASSES])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
+        [_init("shape", np.array([rows, -1], np.int64))],
+    )
+    return _model(graph)

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlbench.harness.output.footnotes import footnote_long_cells
 from dlbench.harness.output.tables import markdown
 
 STAGE_HEADERS = ("Stage", "Status", "Time", "Artifact", "Reason")
 
 
 def stage_table(results: dict[str, dict[str, Any]]) -> str:
+    """One row a stage; a long reason (a skipped backend's why, a failure's error) is a
+    numbered note under the table, so the Reason column stays on the page."""
     rows = []
     for name, r in results.items():
         seconds = r.get("seconds")
@@ -28,7 +31,8 @@ def stage_table(results: dict[str, dict[str, Any]]) -> str:
                 r.get("reason") or "",
             ]
         )
-    return markdown(STAGE_HEADERS, rows)
+    rows, notes = footnote_long_cells(rows)
+    return "\n\n".join([markdown(STAGE_HEADERS, rows), *notes])
 
 
 def run_tables(req, workdir, run_id: str, results: dict[str, dict[str, Any]]) -> tuple[str, bool]:

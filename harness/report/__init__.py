@@ -12,8 +12,9 @@ from typing import Any
 
 from dlbench.core.errors import UserError
 from dlbench.harness.report.conversion import conversion
+from dlbench.harness.report.inference import inference
 from dlbench.harness.report.markdown import markdown_report
-from dlbench.harness.report.tables import inference, machines_for, to_markdown, training
+from dlbench.harness.report.tables import machines_for, to_markdown, training
 from dlbench.harness.store.results import ResultStore
 
 FORMATS = ("md", "html", "csv", "json")

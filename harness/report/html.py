@@ -12,14 +12,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from dlbench.harness.bench.table import server_points_table
+from dlbench.harness.report.inference import inference
 from dlbench.harness.report.markdown import SECTIONS, runs_line, server_sections
 from dlbench.harness.report.plots import all_plots
-from dlbench.harness.report.tables import inference, machine_line, machines_for
+from dlbench.harness.report.tables import legible, machine_line, machines_for
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 0.5em 0; font-size: 13px; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }
+td { max-width: 32em; overflow-wrap: anywhere; }
 th { background: #eef2f7; }
 td.bad { color: #a40000; font-weight: 600; }
 p.machine, p.note { font-size: 12px; color: #555; max-width: 80em; }
@@ -67,6 +69,7 @@ def html_report(
         table = inference(records, verdicts) if build is inference else build(records)
         if not table.rows:
             continue
+        table = legible(table)
         parts += [f"<h2>{html.escape(table.title)}</h2>", _table(table.headers, table.rows)]
         parts += [f'<p class="note">{html.escape(n)}</p>' for n in table.notes]
         parts += [

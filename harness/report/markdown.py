@@ -8,15 +8,9 @@ from typing import Any
 from dlbench.harness.bench.table import server_points_table
 from dlbench.harness.output.tables import network_name
 from dlbench.harness.report.conversion import conversion
+from dlbench.harness.report.inference import inference
 from dlbench.harness.report.profiles import report_table
-from dlbench.harness.report.tables import (
-    Table,
-    inference,
-    machines_for,
-    micro,
-    to_markdown,
-    training,
-)
+from dlbench.harness.report.tables import Table, machines_for, micro, to_markdown, training
 
 # The report's sections in order, each a function of the records (inference also takes
 # the newest verdicts): what the Markdown and the HTML report both walk.

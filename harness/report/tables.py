@@ -1,28 +1,28 @@
-"""The published tables (training, inference, conversion) built from stored records.
+"""The report's tables: the shared Table, cell formats, the training and micro tables,
+the machine lines, and the Markdown rendering (inference and conversion tables have
+modules of their own).
 
 A table is kept as headers + rows + notes so that Markdown and HTML render the
 same cells; every table names the machines its numbers came from, and a table
 over several machines gets a Machine column rather than silently mixing them.
+Both renderings take the table through ``legible``: long free text in a cell
+becomes a numbered note under the table (``output.footnotes``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dlbench.harness import stats
 from dlbench.harness.machine.frameworks import FRAMEWORKS
+from dlbench.harness.output.footnotes import footnote_long_cells
 from dlbench.harness.output.tables import (
-    ROUGH_P99,
     add_context_columns,
-    artifact_label,
     cpu_mark,
     cpu_note,
     markdown,
-    milliseconds,
-    network_name,
     spec_unit,
     zoo_spec,
 )
@@ -90,7 +90,7 @@ def with_machine(table: Table, records: Sequence[dict[str, Any]]) -> Table:
     return table
 
 
-def _with_allocator(table: Table, records: Sequence[dict[str, Any]]) -> Table:
+def with_allocator(table: Table, records: Sequence[dict[str, Any]]) -> Table:
     """Records with different allocators or --with environments share a table only with
     a column for it (before Precision), and kernel-bound rows get their footnote once."""
     add_context_columns(table.headers, table.rows, records)
@@ -188,7 +188,7 @@ def training(records: Sequence[dict[str, Any]]) -> Table:
             ]
         rows.append(row)
     table = with_machine(
-        _with_allocator(Table("Training", headers, rows, machine_ids(records)), records), records
+        with_allocator(Table("Training", headers, rows, machine_ids(records)), records), records
     )
     _blank_repeats(table, 4 + (len(table.machine_ids) > 1))
     if any(devices(r) > 1 for r in records):
@@ -207,128 +207,6 @@ def _blank_repeats(table: Table, width: int) -> None:
         if prefix == previous:
             row[:width] = [""] * width
         previous = prefix
-
-
-# ---------------------------------------------------------------- inference
-
-ABOVE_PEAK = (
-    "† Above 100 % of the measured GEMM peak: impossible, so the FLOP count or the "
-    "peak is wrong (most often a peak measured while other work loaded the machine, "
-    "which reads low: measure it again on a quiet machine with dlbench env --peak). "
-    "Not a result."
-)
-UNVERIFIED = (
-    "UNVERIFIED: the file did not pass verification (dlbench build/verify): its "
-    "outputs differ from its source's beyond tolerance, so its speed is not the "
-    "speed of the model it claims to be."
-)
-ROUGH_P50 = f"* p50 from fewer than {stats.min_samples_for(50)} samples: a rough figure."
-
-
-def artifact_verdict(
-    record: dict[str, Any], verdicts: dict[str, dict[str, Any]] | None = None
-) -> dict[str, Any] | None:
-    """The newest verdict on the benchmarked file's bytes (``verdicts``: sha256 -> row of
-    the artifacts table), else the one the record took at bench time; None if never judged."""
-    art = (record.get("context") or {}).get("artifact") or {}
-    sha = art.get("sha256")
-    if verdicts and sha and sha in verdicts:
-        return verdicts[sha]
-    return art.get("verification")
-
-
-def _latency(lat: dict[str, Any], support: dict[str, bool]) -> str:
-    return " / ".join(
-        f"{milliseconds(lat.get(q))}{'' if support.get(q, True) else '*'}" for q in ("p50", "p99")
-    )
-
-
-def _unstable(m: dict[str, Any]) -> str:
-    if "stability" in m:
-        return stats.describe_stability(m["stability"])
-    cv, limit = m.get("cv"), m.get("cv_threshold")  # records from before the IQR rule
-    return "noisy" if cv is None or limit is None else f"CV {cv * 100:.3g}% > {limit * 100:.3g}%"
-
-
-def inference(records: Sequence[dict[str, Any]], verdicts: dict[str, dict[str, Any]] | None = None) -> Table:
-    records = sorted(
-        (r for r in records if r["kind"] == "bench"),
-        key=lambda r: (
-            r.get("model") or "",
-            artifact_label(r),
-            r.get("backend") or "",
-            r.get("device") or "",
-            r.get("precision") or "",
-            r.get("scenario") or "",
-            r.get("batch_size") or 0,
-            r["id"],
-        ),
-    )
-    headers = [
-        "Model",
-        "Artifact",
-        "Backend",
-        "Device",
-        "Precision",
-        "Batch",
-        "Scenario",
-        "Throughput",
-        "p50 / p99 latency",
-        "% of peak",
-    ]
-    rows, rough, flags = [], set(), set()
-    for r in records:
-        m, c = r.get("metrics") or {}, r.get("context") or {}
-        label = artifact_label(r)
-        verdict = artifact_verdict(r, verdicts)
-        if verdict is not None and not verdict.get("verified"):
-            label = f"UNVERIFIED {label}"
-            flags.add("unverified")
-        head = [
-            network_name(r.get("model")),
-            label,
-            f"{r.get('backend')} {r.get('backend_version') or ''}".strip(),
-            c.get("resource") or r.get("device"),
-            r.get("precision"),
-            r.get("batch_size"),
-            r.get("scenario"),
-        ]
-        if r["status"] == "failed":
-            rows.append(head + [failed_text(r), "", ""])
-            continue
-        thr = f"{num(r.get('throughput_sps'))} {unit(r)}"
-        if r["status"] == "unstable":
-            thr += f" (UNSTABLE: {_unstable(m)})"
-        thr += cpu_mark(r)
-        bound = (m.get("server") or {}).get("latency_bound_ms")
-        if r.get("scenario") == "server" and bound:
-            thr += f" at p99 <= {bound:g} ms"
-        lat, support = m.get("latency_ms") or {}, m.get("percentile_support") or {}
-        rough |= {q for q in ("p50", "p99") if lat and not support.get(q, True)}
-        pct = m.get("percent_of_peak")
-        peak = "" if pct is None else f"{pct:.1f}%"
-        if pct is not None and pct > 100:
-            peak = f"INVALID: {pct:.1f}%†"
-            flags.add("above peak")
-        rows.append(head + [thr, _latency(lat, support) if lat else "", peak])
-    table = with_machine(
-        _with_allocator(Table("Inference", headers, rows, machine_ids(records)), records), records
-    )
-    table.notes += [note for q, note in (("p50", ROUGH_P50), ("p99", ROUGH_P99)) if q in rough]
-    if any(r["status"] == "unstable" for r in records):
-        table.notes.append(
-            "UNSTABLE: the figure is stored, not trusted: the IQR / median of its per-iteration "
-            "latencies exceeded --iqr-threshold (within a process), or the throughputs of its "
-            "--repeats processes spread more than --repeat-spread-threshold (between processes)."
-        )
-    if "unverified" in flags:
-        table.notes.append(UNVERIFIED)
-    if "above peak" in flags:
-        table.notes.append(ABOVE_PEAK)
-    return table
-
-
-# ---------------------------------------------------------------- conversion
 
 
 # ---------------------------------------------------------------- machines
@@ -374,11 +252,6 @@ def machines_for(
 # ---------------------------------------------------------------- Markdown
 
 
-def _md_cell(value: Any) -> str:
-    text = "" if value is None else str(value)
-    return text.replace("\n", " ").replace("|", "\\|")
-
-
 def micro(records: Sequence[dict[str, Any]]) -> Table:
     """``dlbench micro`` and ``dlbench layer`` cells, in the order they ran."""
     from dlbench.harness.micro.table import HEADERS, micro_rows
@@ -403,8 +276,17 @@ def micro(records: Sequence[dict[str, Any]]) -> Table:
     )
 
 
+def legible(table: Table) -> Table:
+    """The table as it is printed: each long free-text cell (an error, a verdict's
+    reasons) cut to its verdict word and a marker, the full text a numbered note
+    first under the table, before the table's own notes."""
+    rows, numbered = footnote_long_cells(table.rows)
+    return replace(table, rows=rows, notes=numbered + table.notes)
+
+
 def to_markdown(table: Table, machines: dict[str, dict[str, Any]] | None) -> str:
-    body = markdown(table.headers, [[_md_cell(c) for c in row] for row in table.rows])
+    table = legible(table)
+    body = markdown(table.headers, table.rows)  # markdown() escapes pipes and newlines
     fps = machines or {}
     paragraphs = [
         body,
