@@ -434,27 +434,37 @@ def test_csv_has_one_flat_row_per_record(cli, db, tmp_path):
 # ---------------------------------------------------------------- HTML
 
 
-def _pngs(html: str) -> list[bytes]:
+def _svgs(html: str) -> list[bytes]:
     return [
         base64.b64decode(m, validate=True)
-        for m in re.findall(r'<img [^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+        for m in re.findall(r'<img [^>]*src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', html)
     ]
 
 
-def test_html_is_one_self_contained_file_with_five_charts(cli, db, tmp_path):
-    from PIL import Image
+def _svg_root(data: bytes):
+    import xml.etree.ElementTree as ET
 
+    return ET.fromstring(data)
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def test_html_is_one_self_contained_file_with_five_charts(cli, db, tmp_path):
     dest = tmp_path / "report.html"
     out = _report(cli, db, "--out", str(dest))
     assert out.returncode == 0, out.stderr
     html = dest.read_text()
-    pngs = _pngs(html)
-    assert len(pngs) == html.count("<img ") == 5  # the roofline from the micro cells
-    for png in pngs:
-        img = Image.open(io.BytesIO(png))
-        assert img.format == "PNG" and img.size[0] >= 400 and img.size[1] >= 200
-        img.verify()
-        assert len(Image.open(io.BytesIO(png)).convert("L").getcolors(2**16)) > 10  # not blank
+    svgs = _svgs(html)
+    assert len(svgs) == html.count("<img ") == 5  # the roofline from the micro cells
+    for data in svgs:
+        root = _svg_root(data)
+        assert root.tag == f"{SVG}svg"
+        # In points: a chart at least 5.5 by 2 inches (the smallest, a bar chart of two bars).
+        width, height = (float(root.get(side).removesuffix("pt")) for side in ("width", "height"))
+        assert width >= 400 and height >= 144, (width, height)
+        assert len(root.findall(f".//{SVG}path")) > 10  # drawn, not blank
+        assert root.findall(f".//{SVG}text")  # the labels are text, not glyph outlines
     assert not re.search(r'(src|href)="(?!data:)', html), "no external resources"
     assert "<link" not in html and "@import" not in html and "url(" not in html
     for title in ("Training", "Inference", "Micro and layer benchmarks", "Conversion"):
@@ -514,7 +524,7 @@ def test_html_skips_charts_without_data_with_a_note(cli, db, tmp_path):
     export_run = _records(db, "kind='convert'")[0]["run_id"]
     out = _report(cli, db, "--run", export_run, "--format", "html")
     assert out.returncode == 0, out.stderr
-    assert _pngs(out.stdout) == []
+    assert _svgs(out.stdout) == []
     assert out.stdout.count("Skipped: ") == 5
     assert "<h2>Conversion</h2>" in out.stdout and "<h2>Inference</h2>" not in out.stdout
 
@@ -612,3 +622,19 @@ def test_markdown_cells_keep_their_row_and_column():
     rows = text.splitlines()
     assert len(rows) == 3 and rows[2].count(" | ") == 1
     assert "a\\|b" in rows[2] and "first line second line" in rows[2]
+
+
+def test_a_model_named_in_cjk_is_drawn_by_the_browser_not_as_boxes(cli, workdir):
+    """matplotlib's fonts have no CJK glyphs: as outlines, such names were empty boxes."""
+    import tiny_onnx
+
+    for name in ("模型", "모델"):
+        tiny_onnx.save(tiny_onnx.mlp(), workdir / f"{name}.onnx")
+    models = ("模型.onnx", "모델.onnx")
+    out = cli("bench", *models, "-b", "onnxruntime", "--batch-sizes", "1,2", "--iterations=3")
+    assert out.returncode == 0, out.stderr[-2000:]
+    out = cli("report", "--db", "results.sqlite", "--format", "html")
+    assert out.returncode == 0 and "Glyph" not in out.stderr, out.stderr[-2000:]
+    texts = ["".join(t.itertext()) for data in _svgs(out.stdout) for t in _svg_root(data).iter(f"{SVG}text")]
+    for name in ("模型", "모델"):
+        assert any(name in t for t in texts), texts

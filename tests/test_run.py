@@ -145,7 +145,7 @@ def test_resume_reports_finished_stages_and_prints_every_table(interrupted_then_
     for title in ("## Stages", "## Training", "## Conversion", "## Inference"):
         assert title in out
     assert (r["workdir"] / "report.md").read_text() in out
-    assert (r["workdir"] / "report.html").read_text().count('src="data:image/png;base64,') >= 2
+    assert (r["workdir"] / "report.html").read_text().count('src="data:image/svg+xml;base64,') >= 2
     stages = {p.stem: json.loads(p.read_text()) for p in (r["workdir"] / "stages").glob("*.json")}
     assert stages["bench"]["artifacts"]["cells"] == len(EXPECTED_CELLS)
     assert stages["train-pytorch"]["status"] == "ok"

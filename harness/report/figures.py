@@ -25,9 +25,11 @@ surprise a caller that has its own.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
-from collections.abc import Callable, Hashable, Sequence
+import warnings
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import Any
@@ -50,7 +52,7 @@ COMMON_CHARS = 100  # the shared fields' line under the title, at its 10 pt: the
 @dataclass
 class Plot:
     """One chart of the report: ``figure()`` builds its matplotlib Figure (None: nothing
-    to draw), ``png`` is that figure's bytes, ``note`` says how to read it, or why it
+    to draw), ``svg`` is that figure as the HTML embeds it, ``note`` says how to read it, or why it
     was skipped, and holds the key to any name cut short."""
 
     title: str
@@ -58,8 +60,12 @@ class Plot:
     note: str = ""
 
     @cached_property
-    def png(self) -> bytes | None:
-        return None if self.figure is None else png(self.figure())
+    def svg(self) -> bytes | None:
+        """What the HTML report embeds: text stays text, drawn by the reader's browser."""
+        if self.figure is None:
+            return None
+        with _glyphs_drawn_elsewhere():
+            return svg(self.figure())
 
 
 def parts(keys: Sequence[Any], group: Callable[[Any], Hashable], limit: int) -> list[list[Any]]:
@@ -252,7 +258,23 @@ def bar_plots(title: str, values: dict[tuple[str, ...], float], xlabel: str, not
     return plots
 
 
-def png(fig) -> bytes:
+def svg(fig) -> bytes:
+    """The figure as SVG with its text as text (``svg.fonttype: none``), not as glyph
+    outlines from this machine's fonts: a model named in Chinese, Japanese or Korean drew
+    as empty boxes where no CJK font is installed (matplotlib ships none), and the
+    browser has one.  Ids are salted by a constant so one report renders to one file."""
+    import matplotlib
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "dlbench"}):
+        fig.savefig(buf, format="svg")
     return buf.getvalue()
+
+
+@contextlib.contextmanager
+def _glyphs_drawn_elsewhere() -> Iterator[None]:
+    """Layout still measures text with matplotlib's fonts, which warn once per glyph they
+    lack; in SVG the browser draws those glyphs, so the warnings are noise in a report."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
+        yield

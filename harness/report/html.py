@@ -82,11 +82,11 @@ def html_report(
     parts.append("<h2>Charts</h2>")
     for plot in all_plots(records):
         parts.append(f"<h3>{html.escape(plot.title)}</h3>")
-        if plot.png is None:
+        if plot.svg is None:
             parts.append(f'<p class="note">Skipped: {html.escape(plot.note)}.</p>')
             continue
-        data = base64.b64encode(plot.png).decode("ascii")
-        parts.append(f'<img alt="{html.escape(plot.title)}" src="data:image/png;base64,{data}">')
+        data = base64.b64encode(plot.svg).decode("ascii")
+        parts.append(f'<img alt="{html.escape(plot.title)}" src="data:image/svg+xml;base64,{data}">')
         if plot.note:
             parts.append(f'<p class="note">{html.escape(plot.note)}</p>')
     return (
