@@ -54,7 +54,7 @@ def crowded(tmp_path_factory):
     names = [f"net{i:02d}" for i in range(ARTIFACTS - len(LONG_NAMES))] + list(LONG_NAMES)
     files = [tiny_onnx.save(tiny_onnx.classifier(seed=i), tmp / f"{n}.onnx") for i, n in enumerate(names)]
     files.append(tiny_onnx.save(tiny_onnx.fails_at_run(), tmp / "fails_at_run.onnx"))
-    cli("bench", *files, "-b", "onnxruntime", *QUICK, ok=(0, 1))  # 1: the failing file
+    benched = cli("bench", *files, "-b", "onnxruntime", *QUICK, ok=(0, 1))  # 1: the failing file
     bad = tiny_onnx.scale_initializer(tiny_onnx.classifier(seed=0), "fc", 3.0)
     cli("verify", files[0], tiny_onnx.save(bad, tmp / "bad.onnx"), ok=(1,))
     cli("report", "--out", str(tmp / "report.md"))
@@ -67,7 +67,7 @@ def crowded(tmp_path_factory):
             fig = plot.figure()
             fig.canvas.draw()
             drawn.append((plot, fig))
-    return {"tmp": tmp, "records": records, "plots": plots, "drawn": drawn}
+    return {"tmp": tmp, "records": records, "plots": plots, "drawn": drawn, "bench": benched.stdout}
 
 
 def _tables(text: str) -> list[tuple[list[list[str]], list[str]]]:
@@ -141,6 +141,17 @@ def test_markdown_tables_keep_cells_short_and_every_long_text_as_a_note(crowded)
     # one row per benchmarked artifact: nothing was dropped to make the table fit
     inference = next(rows for rows, _ in tables if rows[0][:2] == ["Model", "Artifact"])
     assert len(inference) - 1 == len(bench) == ARTIFACTS + 1
+
+
+def test_the_bench_command_prints_its_table_by_the_same_rule(crowded):
+    """What ``dlbench bench`` prints is the first table a user reads: an engine's error of
+    hundreds of characters made every row that wide."""
+    [(rows, notes)] = [t for t in _tables(crowded["bench"]) if t[0][0][:1] == ["Network"]]
+    assert all(len(cell) <= CELL_CHARS for row in rows for cell in row), rows
+    failed = next(r for r in crowded["records"] if r["kind"] == "bench" and r["status"] == "failed")
+    cells = next(dict(zip(rows[0], row)) for row in rows[1:] if row[0] == "fails_at_run")
+    marked = next(cell for cell in cells.values() if re.search(r"\[\d+\]$", cell))
+    assert _flat(failed["error"]) in _note(notes, marked)
 
 
 def test_html_tables_hold_the_same_short_cells_and_notes(crowded):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from dlbench.harness.output.footnotes import footnote_long_cells
 from dlbench.harness.output.tables import (
     ROUGH_P99,
     add_context_columns,
@@ -106,7 +107,8 @@ def spread(m: dict[str, Any]) -> str:
 def bench_table(records: Sequence[dict[str, Any]]) -> str:
     headers, rows = list(BENCH_HEADERS), bench_rows(records)
     add_context_columns(headers, rows, records)
-    text = markdown(headers, rows)
+    rows, numbered = footnote_long_cells(rows)  # an engine's error: a note, as in reports
+    text = "\n\n".join([markdown(headers, rows), *numbered])
     if any(
         not ((r.get("metrics") or {}).get("percentile_support") or {}).get("p99", True)
         for r in records
