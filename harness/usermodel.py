@@ -39,8 +39,9 @@ def weights_flag(group: str | None = None) -> Flag:
         ("--weights",),
         group=group,
         metavar="FILE",
-        help="weights loaded into the --model-from model (a state_dict, Keras weights, "
-        "a MindSpore checkpoint)",
+        help="weights loaded into the --model-from model or the one model by name (timm:, "
+        "torchvision:, hf:, keras:), e.g. what 'dlbench train' saved: a state_dict, Keras "
+        "weights, a MindSpore checkpoint",
     )
 
 
@@ -91,6 +92,8 @@ def load(source: Source) -> tuple[str, Any]:
         _require_package(hub)
         builder = importlib.import_module(f"dlbench.models.user.{hub.builder}")
         obj, _BUILT[source.label] = builder.build(source)
+        if source.weights:  # loaded below by the framework's loader, as --model-from's are
+            _BUILT[source.label]["weights"] = f"from {source.weights} (--weights)"
         framework = hub.framework
     elif source.kind == "code":
         from dlbench.models.user.code import call, framework_of

@@ -163,6 +163,50 @@ def test_models_by_name_bench_on_the_gpu_in_fp32_and_fp16(cli, workdir):
         assert r["metrics"]["device_memory_mb"] > 0
 
 
+def test_weights_trained_on_a_model_by_name_load_back_into_it(cli, workdir):
+    """'dlbench train timm:NAME' saves a state_dict; --weights fills the same name with it
+    in every command, and the record says the weights came from that file."""
+    out = cli(
+        "train", "timm:test_efficientnet", "--objective", "classification", "--steps", "2",
+        "--warmup-steps", "0", "--batch-size", "2", "--out", "runs", "--json", "t.json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    [state] = list((workdir / "runs").rglob("model.pt"))
+    out = cli(
+        "bench",
+        "timm:test_efficientnet",
+        "-b",
+        "pytorch",
+        "--weights",
+        str(state),
+        *QUICK,
+        "--json",
+        "b.json",
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    [r] = json.loads((workdir / "b.json").read_text())
+    assert r["context"]["artifact"]["weights"] == f"from {state} (--weights)", r["context"]["artifact"]
+    for out_file, extra in (("random.onnx", []), ("trained.onnx", ["--weights", str(state)])):
+        exp = cli("export", "timm:test_efficientnet", *extra, "--out", out_file, "-q")
+        assert exp.returncode == 0, exp.stderr[-3000:]
+    # Trained weights, not the seeded random ones: the two exports differ.
+    assert (workdir / "random.onnx").read_bytes() != (workdir / "trained.onnx").read_bytes()
+    assert_usage_error(
+        cli("export", "random.onnx", "--weights", str(state)),
+        "loads into a --model-from model or one model by name",
+    )
+    both = cli(
+        "bench",
+        "timm:test_efficientnet",
+        "torchvision:squeezenet1_1",
+        "-b",
+        "pytorch",
+        "--weights",
+        str(state),
+    )
+    assert_usage_error(both, "2 models by name")
+
+
 def test_keras_application_runs_at_its_own_size_and_an_unverifiable_export_skips_onnx(cli, workdir):
     """A random-weight MobileNetV3Small outputs the same scores for every image: its export
     cannot be judged, so nothing builds from it, and the bench still measures the Keras

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -113,11 +115,12 @@ def resolve(
     shapes: dict[str, Any] | None = None,
     inputs: dict[str, Any] | None = None,
     timeout: float | None = None,
+    weights: str | None = None,
 ) -> Artifact:
     """The one resolver: what a path (or zoo name) given to bench, verify or eval is.
 
     ``shapes`` and ``inputs`` (--shape, --input) size a user's model whose file does
-    not record its input shapes."""
+    not record its input shapes; ``weights`` (``weights_for``) fill a model by name."""
     from dlbench.models import user
 
     path = Path(arg)
@@ -129,7 +132,7 @@ def resolve(
             return _zoo(arg)
         named = hub.parse(arg)
         if named is not None:
-            return _user(named, arg, shapes, inputs, timeout)
+            return _user(replace(named, weights=weights), arg, shapes, inputs, timeout)
         raise UserError(
             f"{arg}: no such file or directory, not a zoo model (known: {', '.join(list_models())}), "
             f"and not a model by name ({hub.prefixes()})"
@@ -153,6 +156,26 @@ def resolve(
         f"{arg}: cannot tell what this is from '{path.suffix}' (give {_file_formats()}, "
         f"a 'dlbench train' output or a zoo model name)"
     )
+
+
+def weights_for(args: Sequence[str], model_from: str | None, weights: str | None) -> dict[str, str]:
+    """``--weights``' taker among ``args``: ``--model-from``'s model when given (its
+    resolver takes them), else the one model by name (``timm:NAME`` ...), whose builder
+    makes the architecture the file's state fills; refused where none or two could."""
+    from dlbench.models.user import hub
+
+    if not weights or model_from:
+        return {}
+    named = [a for a in args if not Path(a).exists() and hub.parse(a) is not None]
+    if len(named) != 1:
+        which = f"{len(named)} models by name ({', '.join(named)})" if named else "none"
+        raise UserError(
+            f"--weights {weights}: it loads into a --model-from model or one model by name "
+            f"({hub.prefixes()}); the models given hold {which}"
+        )
+    if not os.path.isfile(weights):
+        raise UserError(f"--weights {weights}: no such file")
+    return {named[0]: os.path.abspath(weights)}
 
 
 def _file_formats() -> str:

@@ -17,7 +17,7 @@ from dlbench.harness.backends import BACKENDS, get_backend
 from dlbench.harness.backends.base import Backend
 from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.bench.advice import advise
-from dlbench.harness.bench.artifacts import Artifact, resolve, resolve_code
+from dlbench.harness.bench.artifacts import Artifact, resolve, resolve_code, weights_for
 from dlbench.harness.bench.axes import artifact_axes
 from dlbench.harness.bench.given import GivenInput
 from dlbench.harness.bench.request import BenchRequest
@@ -242,7 +242,8 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
     """Every cell of the sweep, or a UserError; plus notes for the user."""
     req.check()
     hints = {"shapes": req.shapes, "inputs": req.inputs, "timeout": req.timeout}
-    artifacts = [resolve(a, req.model, **hints) for a in req.artifacts]
+    filled = weights_for(req.artifacts, req.model_from, req.weights)
+    artifacts = [resolve(a, req.model, weights=filled.get(a), **hints) for a in req.artifacts]
     if req.model_from:
         artifacts.append(resolve_code(req.model_from, req.weights, **hints))
     backends, notes = _backends(req, artifacts)

@@ -229,8 +229,6 @@ class BenchRequest(InputFields):
         self.rule.validate()
         if not self.artifacts and not self.model_from:
             raise UserError("no artifact given (a model file, a zoo name or --model-from)")
-        if self.weights and not self.model_from:
-            raise UserError("--weights loads into a --model-from model; give --model-from")
         if not self.batch_sizes:
             raise UserError("--batch-sizes: give at least one batch size")
         for b in self.batch_sizes:

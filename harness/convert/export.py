@@ -126,10 +126,12 @@ def _is_checkpoint(req: ExportRequest, src: str) -> bool:
 
 def _user_artifacts(req: ExportRequest) -> list[Any]:
     """The users' models among the sources (and --model-from), probed in their cells."""
-    from dlbench.harness.bench.artifacts import resolve, resolve_code
+    from dlbench.harness.bench.artifacts import resolve, resolve_code, weights_for
 
     hints = {"shapes": req.shapes, "inputs": req.inputs, "timeout": req.timeout}
-    arts = [resolve(src, **hints) for src in req.sources if not _is_checkpoint(req, src)]
+    sources = [src for src in req.sources if not _is_checkpoint(req, src)]
+    filled = weights_for(sources, req.model_from, req.weights)
+    arts = [resolve(src, weights=filled.get(src), **hints) for src in sources]
     for art in arts:
         if not art.user:
             raise UserError(f"{art.label}: already {art.format}; export takes a framework's model")

@@ -36,8 +36,11 @@ class BenchStage(Stage):
         user = req.user
         code = bool(user is not None and user.model_from and _taken(None, req))
         shapes, ranges = model_inputs(req.model) if user is None else (user.shapes, {})
+        taken = [p for p in paths if _taken(p, req)]
+        # --weights fill the code's model, or a model by name (its name is among the paths).
+        named = user is not None and not user.model_from and user.path in taken
         return BenchRequest(
-            artifacts=[p for p in paths if _taken(p, req)],
+            artifacts=taken,
             backends=req.backends,
             devices=req.bench_devices,
             batch_sizes=req.batch_sizes,
@@ -47,7 +50,7 @@ class BenchStage(Stage):
             int_ranges=ranges,
             inputs=user.inputs if user else {},
             model_from=user.model_from if code else None,
-            weights=user.weights if code else None,
+            weights=user.weights if code or named else None,
             rule=req.rule,
             timeout=req.timeout,
             resume_run=run_id,

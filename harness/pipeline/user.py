@@ -55,12 +55,13 @@ class UserModel:
 
 def probe(user: UserModel, timeout: float | None = None):
     """The model as bench sees it (its framework, name, signature): one probe cell."""
-    from dlbench.harness.bench.artifacts import resolve, resolve_code
+    from dlbench.harness.bench.artifacts import resolve, resolve_code, weights_for
 
     if user.path:
         from dlbench.harness.formats import ONNX
 
-        art = resolve(user.path, **user.hints(timeout))
+        filled = weights_for([user.path], None, user.weights)  # a model by name takes them
+        art = resolve(user.path, weights=filled.get(user.path), **user.hints(timeout))
         if not art.user and art.format != ONNX:
             from dlbench.core.errors import UserError
 
