@@ -5,31 +5,15 @@ PyTorch group (the models are saved here with torch)."""
 
 from __future__ import annotations
 
-import textwrap
-
 import torch
 from clitools import only_record, write_module
+
+# The same small nn.Module the user-model tests build by --model-from.
+from test_user_models_pytorch import CODE
 
 from dlbench.harness.store.results import ResultStore
 
 FAST = ("--iterations", "5", "--warmup", "2", "--threads", "1")
-
-CODE = textwrap.dedent("""
-    import torch
-
-    class Small(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
-            self.head = torch.nn.Linear(8, 5)
-
-        def forward(self, image):
-            h = torch.relu(self.conv(image)).mean((2, 3))
-            return self.head(h)
-
-    def small():
-        return Small()
-""")
 
 
 def _classes(rec):
