@@ -101,7 +101,10 @@ class BenchStage(Stage):
         # run's report (and a resumed run's) carries the lines beside the tables.
         from dlbench.harness.profile.advice import explain, slow_builds
 
-        advice = [explain(int8, fp32, gain) for int8, fp32, gain in slow_builds(records)]
+        try:
+            advice = [explain(int8, fp32, gain) for int8, fp32, gain in slow_builds(records)]
+        except UserError as exc:  # the measurements stand; only their explanation is missing
+            advice = [f"no advice: profiling the INT8 build failed ({first_line(exc)})"]
         if advice:
             result["advice"] = advice
         return result
