@@ -12,7 +12,7 @@ import tiny_onnx
 from clitools import assert_usage_error
 
 from dlbench.harness.profile.classes import ATEN, ATEN_CLASSES, OP_CLASSES, node_class, op_class
-from dlbench.harness.profile.ort_cell import node_times
+from dlbench.harness.profile.ort_cell import node_times, traced_bytes
 from dlbench.harness.profile.summary import summarize
 from dlbench.harness.store.results import ResultStore
 
@@ -30,6 +30,10 @@ def test_a_profile_says_where_the_time_goes_and_is_stored(cli, workdir):
     conv = next(c for c in p["classes"] if c["class"] == "convolution")
     # Two 3x3 convolutions at 4x3x32x32 (tiny_onnx.CHW): 2 * MACs of the source graph.
     assert conv["gflop_per_run"] > 0 and conv["ms_per_run"] > 0
+    # Bytes from the trace's shapes: at least the 4x3x32x32 float input the first conv reads.
+    assert conv["bytes_per_run"] >= 4 * 4 * 3 * 32 * 32 and not conv["bytes_partial"]
+    assert conv["flop_per_byte"] == conv["gflop_per_run"] * 1e9 / conv["bytes_per_run"]
+    assert "| MB / run | FLOP / B |" in out.stdout
     assert p["node_count"] >= 3 and p["nodes"][0]["us"] >= p["nodes"][-1]["us"]
     assert [i["shape"] for i in rec["context"]["inputs"]] == [[4, *tiny_onnx.CHW]]
     assert ResultStore(workdir / "results.sqlite").records("kind = 'profile'", [])
@@ -78,6 +82,13 @@ def test_warm_up_runs_are_left_out_of_the_node_times():
         )
     [row] = node_times(events, warmup=2, iterations=2)
     assert row == {"node": "c1", "op": "Conv", "provider": None, "us": 10.0}
+    # A node's bytes: what its trace event says it read and wrote, counted once a run.
+    shapes = {
+        "input_type_shape": [{"float": [2, 3]}, {"int64": [4]}],
+        "output_type_shape": [{"float16": [2, 5]}],
+    }
+    assert traced_bytes(shapes) == 2 * 3 * 4 + 4 * 8 + 2 * 5 * 2
+    assert traced_bytes({"input_type_shape": [{"seq": [2]}]}) is None and traced_bytes({}) is None
     assert (
         op_class("QLinearConv") == "convolution" and op_class("DequantizeLinear") == "quantize / dequantize"
     )

@@ -12,6 +12,7 @@ graph's).
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any
 
@@ -54,10 +55,39 @@ def node_times(events: list[dict[str, Any]], warmup: int, iterations: int) -> li
             continue
         node = name[: -len("_kernel_time")]
         args = e.get("args") or {}
-        row = totals.setdefault(
-            node, {"node": node, "op": args.get("op_name"), "provider": args.get("provider"), "us": 0.0}
-        )
+        row = totals.get(node)
+        if row is None:
+            op, provider = args.get("op_name"), args.get("provider")
+            row = totals[node] = {"node": node, "op": op, "provider": provider, "us": 0.0}
+            moved = traced_bytes(args)
+            if moved is not None:
+                row["bytes"] = moved
         row["us"] += e.get("dur", 0)
     for row in totals.values():
         row["us"] /= len(measured)
     return sorted(totals.values(), key=lambda r: -r["us"])
+
+
+# The element types ONNX Runtime's trace names in a node's type-and-shape lists.
+ELEMENT_BYTES = {
+    "float": 4, "double": 8, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2,
+    "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "bool": 1, "float8e4m3fn": 1, "float8e5m2": 1,
+}  # fmt: skip
+
+
+def traced_bytes(args: dict[str, Any]) -> int | None:
+    """The bytes a node reads and writes in one run, from the shapes its trace event records
+    (``input_type_shape``, ``output_type_shape``: ``[{"float": [4, 3, 32, 32]}, ...]``);
+    None where the event records none or a type or size it cannot count (a sequence)."""
+    lists = [args.get("input_type_shape"), args.get("output_type_shape")]
+    if not any(lists):
+        return None
+    total = 0
+    for entry in (t for listed in lists for t in listed or ()):
+        for dtype, shape in entry.items():
+            size = ELEMENT_BYTES.get(dtype)
+            sized = isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)
+            if size is None or not sized:
+                return None
+            total += size * math.prod(shape)
+    return total

@@ -39,6 +39,7 @@ PROFILERS.register(
         "ONNX Runtime's profiler",
         "dlbench.harness.profile.ort_cell:profile_runs",
         "the source graph at the profiled shapes, by op class",
+        "each node's inputs and outputs as its trace records them (shape x dtype size)",
         graph_flops=True,
         # Its CUDA provider's node events time the launches, not the kernels.
         devices=("cpu",),

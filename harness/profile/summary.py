@@ -53,6 +53,9 @@ def summarize(
                 gflops=gflop / (us / 1e6) if gflop and us else None,
                 flops_partial=bool(graph.get(cls, {}).get("uncounted")),
             )
+            if any("bytes" in n for n in group):  # the trace's sizes, the graph's FLOPs
+                moved = _bytes(group)
+                row.update(moved, flop_per_byte=gflop * 1e9 / moved["bytes_per_run"] if gflop else None)
         else:
             row.update(_node_work(group))
         out.append(row)
@@ -85,7 +88,6 @@ def _node_work(group: list[dict[str, Any]]) -> dict[str, Any]:
     """A class's FLOPs, bytes and arithmetic intensity from its nodes' own counts: the sum
     of what is known, partial where some nodes' are not."""
     counted = [n for n in group if n.get("flops") is not None]
-    sized = [n for n in group if n.get("bytes") is not None]
     both = [n for n in counted if n.get("bytes") is not None]
     flops = sum(n["flops"] for n in counted)
     counted_us = sum(n["us"] for n in counted)
@@ -95,7 +97,15 @@ def _node_work(group: list[dict[str, Any]]) -> dict[str, Any]:
         # The counted nodes' FLOPs over the counted nodes' time.
         "gflops": flops / 1e9 / (counted_us / 1e6) if flops and counted_us else None,
         "flops_partial": 0 < len(counted) < len(group),
+        **_bytes(group),
+        "flop_per_byte": sum(n["flops"] for n in both) / both_bytes if both and both_bytes else None,
+    }
+
+
+def _bytes(group: list[dict[str, Any]]) -> dict[str, Any]:
+    """The bytes a class's nodes move, partial where some nodes' sizes are unknown."""
+    sized = [n for n in group if n.get("bytes") is not None]
+    return {
         "bytes_per_run": sum(n["bytes"] for n in sized) if sized else None,
         "bytes_partial": 0 < len(sized) < len(group),
-        "flop_per_byte": sum(n["flops"] for n in both) / both_bytes if both and both_bytes else None,
     }

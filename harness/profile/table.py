@@ -34,7 +34,7 @@ def profile_tables(record: dict[str, Any]) -> str:
     per_op = any("bytes_per_run" in c for c in p["classes"])  # the profiler counts per op
     headers = ["Op class", "Share", "ms / run", "Nodes", "Op types", "GFLOP / run", "GFLOP/s"]
     if per_op:
-        headers += ["MB in / run", "FLOP / B"]
+        headers += ["MB / run", "FLOP / B"]
     rows = []
     for c in p["classes"]:
         row = [
@@ -52,7 +52,7 @@ def profile_tables(record: dict[str, Any]) -> str:
         rows.append(row)
     headers_n = ["Node", "Op", "Class", "Share", "µs / run"]
     if per_op:
-        headers_n += ["Spent in", "GFLOP", "MB in", "FLOP / B"]
+        headers_n += ["Spent in", "GFLOP", "MB", "FLOP / B"]
     nodes = []
     for n in p["nodes"][:SLOWEST]:
         row = [n["node"], n["op"], n["class"], f"{n['share']:.1%}", f"{n['us']:.1f}"]
