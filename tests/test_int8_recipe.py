@@ -337,3 +337,43 @@ def test_the_graph_chooses_dynamic_for_attention_and_recurrence_static_otherwise
     # The user's word wins either way.
     assert int8_recipe.choose_mode(attention, False) == (False, "--static")
     assert int8_recipe.choose_mode(cnn, True) == (True, "--dynamic")
+
+
+BUILD_BOTH_WAYS = """
+import json, sys
+from pathlib import Path
+import numpy as np
+from dlbench.converters.base import BuildOptions
+from dlbench.converters.onnx_to_int8 import HOP
+from dlbench.harness.convert.calibration import Deferred
+
+made = []
+def make():
+    made.append(1)
+    return [np.random.default_rng(0).normal(size=(2, 4, 8)).astype(np.float32)]
+
+source, out = Path(sys.argv[1]), {}
+for name, options in (("auto", BuildOptions()), ("static", BuildOptions(dynamic=False))):
+    info = HOP.build(source, source.with_name(name + ".onnx"), options, calibration=Deferred(make))
+    out[name] = [info["recipe"]["mode"], len(made), (info.get("calibration") or {}).get("samples")]
+print(json.dumps(out))
+"""
+
+
+def test_a_build_that_goes_dynamic_makes_no_calibration_set(tmp_path):
+    """The set is made on first use (calibration.Deferred): an attention graph left to
+    choose goes dynamic and reads none; told --static, it reads it.  In a process of its
+    own: ONNX Runtime's shape tools import torch where it is installed."""
+    import json
+    import subprocess
+    import sys
+
+    model = helper.make_model(_attention_graph(), opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "attn.onnx")
+    res = subprocess.run(
+        [sys.executable, "-c", BUILD_BOTH_WAYS, str(tmp_path / "attn.onnx")], capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert got == {"auto": ["dynamic", 0, None], "static": ["static", 1, 2]}, got

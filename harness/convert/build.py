@@ -217,7 +217,9 @@ def build(req: BuildRequest) -> dict[str, Any]:
         convert_start = time.perf_counter()
         candidate = None
         calib = (
-            calibration.batches(p.source, p.summary, p.options, req) if p.hop.calibrates(p.options) else None
+            calibration.Deferred(lambda: calibration.batches(p.source, p.summary, p.options, req))
+            if p.hop.calibrates(p.options)
+            else None
         )
         if p.hop.in_cell:
             outcome, info, candidate = _tensorrt_cell(p, built_from, staged, inputs, calib, meta, req, env)

@@ -7,6 +7,7 @@ seeds (calibration must never see the inputs an INT8 model is judged on).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,33 @@ def batches(source: str | Path, summary, options: BuildOptions, given: Any = Non
     n = -(-int(options.calib_size) // batch)
     # Token models (dlbench's own, by metadata) calibrate on synthetic token ids.
     return vin.calibration_stream(summary, batch, n, seed=vin.CALIB_SEED, path=str(source), given=given)
+
+
+class Deferred(Sequence):
+    """Calibration batches made on first use.  An INT8 build left to choose its mode
+    (neither --static nor --dynamic) learns only inside the quantizer, from the prepared
+    graph, whether it calibrates: a transformer goes dynamic and reads none, so making
+    (or reading) the set up front was work thrown away."""
+
+    def __init__(self, make: Callable[[], list[Any]]):
+        self._make, self._batches = make, None
+
+    def _all(self) -> list[Any]:
+        if self._batches is None:
+            self._batches = self._make()
+        return self._batches
+
+    def __bool__(self) -> bool:  # a set is asked for: it holds at least one batch
+        return True
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __getitem__(self, i):
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._all())
 
 
 def describe(options: BuildOptions) -> str:
