@@ -69,6 +69,8 @@ def test_what_profile_cannot_read_is_one_line(cli, workdir):
     assert_usage_error(cli("profile", "tiny.onnx", "--precision", "bf16"), "its own precision")
     assert_usage_error(cli("profile", "lenet5", "--graph-optimization", "basic"), "runs on pytorch")
     assert_usage_error(cli("profile"), "give one model")
+    weights = "loads into a --model-from model or one model by name"
+    assert_usage_error(cli("profile", "tiny.onnx", "--weights", "tiny.onnx"), weights)
 
 
 def test_warm_up_runs_are_left_out_of_the_node_times():
