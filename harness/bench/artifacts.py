@@ -120,9 +120,12 @@ def resolve(
     """The one resolver: what a path (or zoo name) given to bench, verify or eval is.
 
     ``shapes`` and ``inputs`` (--shape, --input) size a user's model whose file does
-    not record its input shapes; ``weights`` (``weights_for``) fill a model by name."""
+    not record its input shapes; ``weights`` fill a model by name, and are refused for
+    anything else (``weights_for``: the one check every command's --weights passes)."""
     from dlbench.models import user
 
+    if weights:
+        weights = weights_for([arg], None, weights)[arg]
     path = Path(arg)
     if not path.exists():
         from dlbench.models.registry import list_models

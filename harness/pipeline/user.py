@@ -55,13 +55,12 @@ class UserModel:
 
 def probe(user: UserModel, timeout: float | None = None):
     """The model as bench sees it (its framework, name, signature): one probe cell."""
-    from dlbench.harness.bench.artifacts import resolve, resolve_code, weights_for
+    from dlbench.harness.bench.artifacts import resolve, resolve_code
 
     if user.path:
         from dlbench.harness.formats import ONNX
 
-        filled = weights_for([user.path], None, user.weights)  # a model by name takes them
-        art = resolve(user.path, weights=filled.get(user.path), **user.hints(timeout))
+        art = resolve(user.path, weights=user.weights, **user.hints(timeout))  # a model by name takes them
         if not art.user and art.format != ONNX:
             from dlbench.core.errors import UserError
 

@@ -190,7 +190,7 @@ def _cell_settings(req: ProfileRequest, art, profiler, backend) -> tuple[str, st
 
 def _resolve(req: ProfileRequest):
     """The artifact (bench's resolver) and the profiler its format takes."""
-    from dlbench.harness.bench.artifacts import resolve, resolve_code, weights_for
+    from dlbench.harness.bench.artifacts import resolve, resolve_code
     from dlbench.harness.formats import FORMATS
     from dlbench.harness.profile.profilers import for_format
 
@@ -198,9 +198,8 @@ def _resolve(req: ProfileRequest):
         raise UserError("give one model: a file, a zoo name, a model by name, or --model-from")
     if req.artifact:
         _refuse_early(req.artifact)
-        filled = weights_for([req.artifact], None, req.weights)  # a model by name takes them
         hints = {"shapes": req.shapes, "inputs": req.inputs, "timeout": req.timeout}
-        art = resolve(req.artifact, weights=filled.get(req.artifact), **hints)
+        art = resolve(req.artifact, weights=req.weights, **hints)  # a model by name takes them
     else:
         art = resolve_code(
             str(req.model_from), req.weights, shapes=req.shapes, inputs=req.inputs, timeout=req.timeout

@@ -42,7 +42,7 @@ NOT_TRAINABLE = {
 def spec_of_request(req) -> ModelSpec:
     """The spec of ``dlbench train``'s user model (a ``TrainRequest``), resolved by the one
     resolver bench and export use."""
-    from dlbench.harness.bench.artifacts import resolve, resolve_code, weights_for
+    from dlbench.harness.bench.artifacts import resolve, resolve_code
     from dlbench.models.user import sniff
 
     if req.model_from and req.model:
@@ -57,9 +57,8 @@ def spec_of_request(req) -> ModelSpec:
             req.model_from, req.weights, shapes=req.shapes, inputs=req.inputs, timeout=req.timeout
         )
     else:
-        filled = weights_for([req.model], None, req.weights)  # a model by name takes them
         hints = {"shapes": req.shapes, "inputs": req.inputs, "timeout": req.timeout}
-        art = resolve(req.model, weights=filled.get(req.model), **hints)
+        art = resolve(req.model, weights=req.weights, **hints)  # a model by name takes them
     if not art.user:
         raise UserError(
             f"{art.label}: dlbench trains a framework's own model (TorchScript, "
