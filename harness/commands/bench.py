@@ -137,10 +137,10 @@ def run(args) -> int:
         return 0
     records = run_bench(req, show_progress=not args.quiet)
     print(bench_table(records))
-    from dlbench.harness.profile.advice import explain, slow_builds
+    from dlbench.harness.profile.advice import advise
 
-    for int8, fp32, gain in slow_builds(records):  # why a build did not pay, from profiles
-        print(f"\nadvice: {explain(int8, fp32, gain)}")
+    for line in advise(records):  # why a build did not pay, from profiles
+        print(f"\nadvice: {line}")
     for r in records:
         if r.get("scenario") == "server" and r["status"] != "failed":
             print(

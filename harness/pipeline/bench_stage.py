@@ -99,10 +99,10 @@ class BenchStage(Stage):
         result = stage_result("ok", "; ".join(reasons) or None, {"cells": len(records)}, records)
         # Why a build did not pay, as 'dlbench bench' says it: kept with the stage, so the
         # run's report (and a resumed run's) carries the lines beside the tables.
-        from dlbench.harness.profile.advice import explain, slow_builds
+        from dlbench.harness.profile.advice import advise
 
         try:
-            advice = [explain(int8, fp32, gain) for int8, fp32, gain in slow_builds(records)]
+            advice = advise(records)
         except UserError as exc:  # the measurements stand; only their explanation is missing
             advice = [f"no advice: profiling the INT8 build failed ({first_line(exc)})"]
         if advice:

@@ -60,6 +60,12 @@ def slow_builds(records: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any],
     return out
 
 
+def advise(records: Sequence[dict[str, Any]]) -> list[str]:
+    """The advisor's line for every INT8 cell of ``records`` that did not pay (bench's
+    printout, run's Advice section)."""
+    return [explain(int8, fp32, gain) for int8, fp32, gain in slow_builds(records)]
+
+
 def explain(int8: dict[str, Any], fp32: dict[str, Any], gain: float) -> str:
     """The advisor's line for one slow INT8 cell (profiles both files; stores nothing)."""
     from dlbench.harness.profile.runner import ProfileRequest, profile
