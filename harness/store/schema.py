@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
 
+from dlbench.core.errors import UserError
 from dlbench.harness.store.url import mask
 
 SCHEMA_VERSION = 1
@@ -146,8 +147,6 @@ ADD_MACHINE = (
 def check_not_foreign(where: str, tables: set[str], own: str) -> None:
     """Refuse a database (or PostgreSQL schema) that holds another application's tables and
     none of ours: creating dlbench's tables there would change someone else's data store."""
-    from dlbench.core.errors import UserError
-
     if tables and not tables & {"records", "machines"}:
         raise UserError(
             f"{where} holds another application's tables ({', '.join(sorted(tables)[:5])}) "
