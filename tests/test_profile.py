@@ -83,7 +83,7 @@ def test_warm_up_runs_are_left_out_of_the_node_times():
             {"cat": "Node", "name": "c1_kernel_time", "ts": t + 1, "dur": us, "args": {"op_name": "Conv"}}
         )
     [row] = node_times(events, warmup=2, iterations=2)
-    assert row == {"node": "c1", "op": "Conv", "provider": None, "us": 10.0}
+    assert row == {"node": "c1", "op": "Conv", "provider": None, "us": 10.0, "at": 0}
     # A node's bytes: what its trace event says it read and wrote, counted once a run.
     shapes = {
         "input_type_shape": [{"float": [2, 3]}, {"int64": [4]}],

@@ -45,6 +45,7 @@ COMMANDS = (
     "run",
     "report",
     "compare",
+    "synth",
 )
 
 

@@ -29,10 +29,13 @@ def profile_runs(runner, feeds: dict[str, Any], warmup: int, iterations: int, tm
     with open(runner.session.end_profiling()) as fh:
         events = json.load(fh)
     optimized = onnx.load(os.path.join(tmp, "optimized.onnx"), load_external_data=False)
-    types = {n.name: n.op_type for n in optimized.graph.node}
+    graph = {n.name: n for n in optimized.graph.node}
     nodes = node_times(events, warmup, iterations)
     for n in nodes:
-        n["op"] = n.get("op") or types.get(n["node"], "?")
+        found = graph.get(n["node"])
+        n["op"] = n.get("op") or (found.op_type if found is not None else "?")
+        if found is not None and found.attribute:
+            n["attrs"] = _attributes(found)
     return {"wall_ms_per_run": wall_ms, "nodes": nodes, "optimized_nodes": len(optimized.graph.node)}
 
 
@@ -59,13 +62,34 @@ def node_times(events: list[dict[str, Any]], warmup: int, iterations: int) -> li
         if row is None:
             op, provider = args.get("op_name"), args.get("provider")
             row = totals[node] = {"node": node, "op": op, "provider": provider, "us": 0.0}
+            row["at"] = len(totals) - 1  # its place in the run: the order nodes ran in
             moved = traced_bytes(args)
             if moved is not None:
                 row["bytes"] = moved
+            for key, field in (("input_type_shape", "inputs"), ("output_type_shape", "outputs")):
+                if args.get(key):  # [[dtype, shape], ...]: what the op ran on
+                    row[field] = [[*t.items()][0] for t in args[key] if len(t) == 1]
         row["us"] += e.get("dur", 0)
     for row in totals.values():
         row["us"] /= len(measured)
     return sorted(totals.values(), key=lambda r: -r["us"])
+
+
+def _attributes(node) -> dict[str, Any]:
+    """A node's scalar and list attributes (kernel, strides, group, fused activation):
+    what, beside its shapes, says which kernel ran; tensors and graphs are left out."""
+    from onnx import helper
+
+    out = {}
+    for a in node.attribute:
+        value = helper.get_attribute_value(a)
+        if isinstance(value, bytes):
+            value = value.decode(errors="replace")
+        if isinstance(value, (int, float, str)) or (
+            isinstance(value, list) and all(isinstance(v, (int, float)) for v in value)
+        ):
+            out[a.name] = value
+    return out
 
 
 # The element types ONNX Runtime's trace names in a node's type-and-shape lists.

@@ -53,6 +53,8 @@ class ProfileRequest(InputFields, CommandOptions):
     )
     # False: the caller reads the profile and stores nothing (the advisor's own profiles).
     store: bool = True
+    # True: the record keeps every node, not the slowest (the synthetic benchmark's workload).
+    all_nodes: bool = False
 
 
 def profile(req: ProfileRequest) -> dict[str, Any]:
@@ -66,7 +68,7 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
     from dlbench.harness.cells.launcher import run_cell
     from dlbench.harness.cells.threads import ThreadConfig
     from dlbench.harness.profile.child import ProfilePayload
-    from dlbench.harness.profile.summary import summarize
+    from dlbench.harness.profile.summary import TOP_NODES, summarize
     from dlbench.harness.store import records
     from dlbench.harness.store.context import new_run_id, now_iso
 
@@ -148,7 +150,9 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
         result = outcome.result
         record["status"] = "ok"
         record["backend_version"] = result["backend_version"]
-        record["metrics"]["profile"] = summarize(result, by_type, req.batch_size, profiler)
+        record["metrics"]["profile"] = summarize(
+            result, by_type, req.batch_size, profiler, None if req.all_nodes else TOP_NODES
+        )
         record["context"].update({"inputs": result["inputs"], "runtime": result["runtime"]})
     else:
         record["error"] = outcome.error

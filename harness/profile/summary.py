@@ -18,10 +18,15 @@ TOP_NODES = 40
 
 
 def summarize(
-    result: dict[str, Any], by_type: dict[str, dict[str, float]] | None, batch: int, profiler: Profiler
+    result: dict[str, Any],
+    by_type: dict[str, dict[str, float]] | None,
+    batch: int,
+    profiler: Profiler,
+    top: int | None = TOP_NODES,
 ) -> dict[str, Any]:
     """Node times per class beside the class's FLOPs (and bytes, where the nodes carry
-    them); the slowest nodes; each op type's share of the time over every node."""
+    them); the ``top`` slowest nodes (None: every node, for the synthetic benchmark's
+    workload); each op type's share of the time over every node."""
     from dlbench.harness.profile.classes import node_class, op_class
 
     nodes = result["nodes"]
@@ -66,7 +71,7 @@ def summarize(
         "node_time": result.get("node_time", "kernel time"),  # what a node's time is
         "classes": out,
         "op_types": dict(sorted(op_types.items(), key=lambda kv: -kv[1])),  # share of node time, all nodes
-        "nodes": [_node(n, total_us) for n in nodes[:TOP_NODES]],
+        "nodes": [_node(n, total_us) for n in nodes[:top]],
         "node_count": len(nodes),
         "optimized_nodes": result.get("optimized_nodes"),
         "batch_size": batch,

@@ -1,0 +1,235 @@
+"""Units into one ONNX network: lanes of repeated units, each instance with its own weights.
+
+Instances run on one chain of activations (``sequence``: each followed, where one is
+left, by an instance whose input its output fits, as a real network's layers follow each
+other).  Every instance reads the previous one's output, so what is in cache is what a
+real network would have there, and has weights of its own, so no instance finds
+another's weights warm.  Where one instance's output does not fit the next one's input
+the chain is bridged the cheapest way that keeps real values flowing: a reshape of the flat
+per-sample tensor, a slice where it is longer, a tile where it is shorter (zeros would
+decay the values towards denormals, which run slower on a CPU and would be measured).
+Weights are scaled so the activations keep their magnitude through long chains, and an
+op whose values could run away (Div, Exp) was replaced by one that cannot
+(``units.unit_of``).  The graph's batch axis is symbolic: the network scales with the
+batch it is fed, as its applications did.  Shape arithmetic ("tiny" units) runs on a
+lane of its own, from the input's shape to a second output, so no reshape depends on it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from dlbench.harness.synth.units import ACTIVATIONS, Unit
+
+OPSET = 17
+INPUT, OUTPUT, SHAPES = "input", "output", "shape_arithmetic"
+
+
+class _Graph:
+    def __init__(self, seed: int) -> None:
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
+        self.rng = np.random.default_rng(seed)
+        self.names = 0
+
+    def name(self, prefix: str) -> str:
+        self.names += 1
+        return f"{prefix}_{self.names}"
+
+    def const(self, prefix: str, array: np.ndarray) -> str:
+        from onnx import numpy_helper
+
+        name = self.name(prefix)
+        self.inits.append(numpy_helper.from_array(array, name))
+        return name
+
+    def weights(self, prefix: str, shape: tuple[int, ...], fan_in: int, gain: float = 1.0) -> str:
+        """Uniform weights whose variance keeps an activation's magnitude (1/fan_in)."""
+        bound = gain * math.sqrt(3.0 / max(1, fan_in))
+        return self.const(prefix, self.rng.uniform(-bound, bound, shape).astype(np.float32))
+
+    def ints(self, prefix: str, values: Iterable[int]) -> str:
+        return self.const(prefix, np.asarray(list(values), dtype=np.int64))
+
+    def op(self, op: str, inputs: list[str], prefix: str, **attrs: Any) -> str:
+        from onnx import helper
+
+        out = self.name(prefix + "_" + op.lower())
+        self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        return out
+
+
+def _target(shape: tuple[int, ...], axis: int | None) -> list[int]:
+    """A per-sample shape as a Reshape target: its batch axis holds -1 (batch x multiple)."""
+    return [-1 if i == axis else d for i, d in enumerate(shape)]
+
+
+def _bridge(g: _Graph, cur: str, have: tuple[int, ...], want: Unit, prefix: str) -> str:
+    """``cur`` (per-sample numel ``prod(have)``) reshaped, sliced or tiled to the unit's input."""
+    got, need = math.prod(have), math.prod(want.x)
+    flat = g.op("Reshape", [cur, g.ints("flat", [-1, got])], prefix)
+    if got < need:
+        flat = g.op("Tile", [flat, g.ints("reps", [1, -(-need // got)])], prefix)
+    if got != need:
+        flat = g.op("Slice", [flat, g.ints("lo", [0]), g.ints("hi", [need]), g.ints("ax", [1])], prefix)
+    return g.op("Reshape", [flat, g.ints("shape", _target(want.x, want.axis))], prefix)
+
+
+def _apply(g: _Graph, u: Unit, x: str, p: str) -> str:
+    """One instance of ``u`` on ``x`` (already of the unit's input shape)."""
+    a = u.attrs
+    if u.op == "Conv":
+        cin, cout, group = u.x[1], u.y[1], a.get("group", 1)
+        fan_in = cin // group * math.prod(a["kernel_shape"])
+        gain = math.sqrt(2.0) if a.get("activation") == "Relu" else 1.0
+        w = g.weights("w", (cout, cin // group, *a["kernel_shape"]), fan_in, gain)
+        kept = {k: v for k, v in a.items() if k != "activation"}
+        y = g.op("Conv", [x, w, g.const("b", np.zeros(cout, np.float32))], p, **kept)
+        return g.op(a["activation"], [y], p) if a.get("activation") else y
+    if u.op == "MatMul":
+        return g.op("MatMul", [x, g.weights("w", (u.x[-1], u.y[-1]), u.x[-1])], p)
+    if u.op in ("LSTM", "GRU"):
+        h, dirs, gates = a["hidden_size"], u.dirs, 4 if u.op == "LSTM" else 3
+        w = g.weights("w", (dirs, gates * h, u.x[-1]), u.x[-1] + h)
+        r = g.weights("r", (dirs, gates * h, h), u.x[-1] + h)
+        y = g.op(u.op, [x, w, r], p, hidden_size=h, direction=a.get("direction", "forward"))
+        return y
+    if u.op == "BatchNormalization":
+        c = u.x[1]
+        ones, zeros = np.ones(c, np.float32), np.zeros(c, np.float32)
+        stats = [g.const("gamma", ones), g.const("beta", zeros), g.const("mean", zeros), g.const("var", ones)]
+        return g.op("BatchNormalization", [x, *stats], p)
+    if u.op == "SkipLayerNormalization":  # the pattern ONNX Runtime fuses into its own op
+        x = g.op("Add", [x, x], p)  # a residual of the input's full shape, as a block's is
+        u = Unit("LayerNormalization", u.cls, u.x, u.y, u.axis, u.yaxis)
+    if u.op == "LayerNormalization":
+        d = u.x[-1]
+        norm = [g.const("gamma", np.ones(d, np.float32)), g.const("beta", np.zeros(d, np.float32))]
+        return g.op("LayerNormalization", [x, *norm], p, axis=-1)
+    if u.op == "Softmax":
+        return g.op("Softmax", [x], p, axis=-1)
+    if u.op == "Gelu":  # the decomposition ONNX Runtime fuses back into its Gelu
+        half = g.op("Mul", [x, g.const("c", np.array(0.5, np.float32))], p)
+        scaled = g.op("Mul", [x, g.const("c", np.array(1 / math.sqrt(2), np.float32))], p)
+        erf = g.op("Add", [g.op("Erf", [scaled], p), g.const("c", np.array(1.0, np.float32))], p)
+        return g.op("Mul", [half, erf], p)
+    if u.op in ("MaxPool", "AveragePool"):
+        return g.op(u.op, [x], p, **a)
+    if u.op == "ReduceMean":  # kept dimensions: the batch axis stays where it was
+        return g.op(u.op, [x], p, axes=a.get("axes", [-1]), keepdims=1)
+    if u.op == "GlobalAveragePool":
+        return g.op(u.op, [x], p)
+    if u.op in ("Add", "Mul"):
+        shape = tuple(1 if i == u.axis else d for i, d in enumerate(u.x))
+        if u.op == "Add":
+            other = g.rng.uniform(-0.1, 0.1, shape)
+        else:  # signs: the values keep their magnitude however long the chain
+            other = g.rng.choice([-1.0, 1.0], shape)
+        return g.op(u.op, [x, g.const("c", other.astype(np.float32))], p)
+    if u.op == "Transpose" and len(u.x) >= 2:
+        perm = [*range(len(u.x) - 2), len(u.x) - 1, len(u.x) - 2]
+        return g.op("Transpose", [x], p, perm=perm)
+    if u.op in ("Transpose", "Reshape"):  # a reshape moves nothing: it costs its dispatch
+        return g.op("Reshape", [x, g.ints("shape", [-1])], p)
+    if u.op in ACTIVATIONS:
+        return g.op(u.op, [x], p, **ACTIVATION_ATTRS.get(u.op, {}))
+    raise ValueError(f"no emitter for {u.op}")
+
+
+ACTIVATION_ATTRS: dict[str, dict[str, Any]] = {"LeakyRelu": {"alpha": 0.01}, "Elu": {"alpha": 1.0}}
+
+
+def emitted_shape(u: Unit) -> tuple[int, ...]:
+    """The per-sample output shape ``u`` has as emitted (ONNX's shape inference at batch
+    1), which the next instance's bridge needs; it can differ from the profiled one
+    (padding the trace does not record)."""
+    from onnx import TensorProto, helper, shape_inference
+
+    if not u.batched:
+        return u.y
+    g = _Graph(0)
+    y = _apply(g, u, INPUT, "u")
+    x_info = helper.make_tensor_value_info(INPUT, TensorProto.FLOAT, list(u.x))
+    graph = helper.make_graph(
+        g.nodes, "unit", [x_info], [helper.make_tensor_value_info(y, TensorProto.FLOAT, None)]
+    )
+    graph.initializer.extend(g.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    inferred = shape_inference.infer_shapes(model, strict_mode=True)
+    out = inferred.graph.output[0].type.tensor_type.shape.dim
+    return tuple(d.dim_value for d in out)
+
+
+def sequence(left: dict[int, tuple[Unit, int]], shapes: dict[int, tuple[int, ...]]) -> list[int]:
+    """The order the instances run in: after each, an instance whose input is its output
+    (a 1x1 expansion after its projection, a convolution after the pooling that feeds it),
+    the one with most instances left; a bridge only where none fits.  Repeats of a unit
+    whose output is its input run as one lane."""
+    remaining = {j: n for j, (_, n) in left.items()}
+    order: list[int] = []
+    have: tuple[tuple[int, ...], int | None] | None = None
+    while remaining:
+        fitting = [j for j in remaining if have == (left[j][0].x, left[j][0].axis)]
+        j = max(fitting or remaining, key=lambda k: (remaining[k], -k))
+        order.append(j)
+        remaining[j] -= 1
+        if not remaining[j]:
+            del remaining[j]
+        have = (shapes[j], left[j][0].yaxis)
+    return order
+
+
+def network(lanes: list[tuple[Unit, int]], seed: int = 0, name: str = "synthetic") -> Any:
+    """The ONNX model: input [batch, F] (F: the first batched unit's per-sample size), each
+    lane's unit ``count`` times in turn, one output [batch, 1] (the chain's mean: the
+    values returned cost nothing to copy), and the tiny lane's int64 output."""
+    from onnx import TensorProto, checker, helper
+
+    g = _Graph(seed)
+    # Instances are named by their unit's index in ``lanes`` (u3_i0_...): the profile of
+    # the network is read back per unit by these names.
+    batched = [(j, u, n) for j, (u, n) in enumerate(lanes) if u.batched and n > 0]
+    tiny = [(j, u, n) for j, (u, n) in enumerate(lanes) if not u.batched and n > 0]
+    if not batched:
+        raise ValueError("a synthetic network needs at least one unit whose work grows with the batch")
+    shapes = {j: emitted_shape(u) for j, u, _ in batched}
+    order = sequence({j: (u, n) for j, u, n in batched}, shapes)
+    first = lanes[order[0]][0]
+    have: tuple[int, ...] = (math.prod(first.x),)
+    axis: int | None = 0
+    cur = INPUT
+    done: dict[int, int] = {}
+    for j in order:
+        u = lanes[j][0]
+        prefix = f"u{j}_i{done.get(j, 0)}"
+        done[j] = done.get(j, 0) + 1
+        x = cur if (have, axis) == (u.x, u.axis) else _bridge(g, cur, have, u, prefix)
+        cur, have, axis = _apply(g, u, x, prefix), shapes[j], u.yaxis
+    flat = g.op("Reshape", [cur, g.ints("flat", [-1, math.prod(have)])], "end")
+    result = g.op("ReduceMean", [flat], "end", axes=[-1], keepdims=1)
+    g.nodes.append(helper.make_node("Identity", [result], [OUTPUT], name="end_output"))
+    outputs = [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, ["batch", 1])]
+    if tiny:
+        s = g.op("Shape", [INPUT], "tiny")
+        for index, u, count in tiny:
+            for i in range(count):
+                prefix = f"u{index}_i{i}"
+                if u.op == "Gather":
+                    s = g.op("Gather", [s, g.ints("idx", [0, 1])], prefix, axis=0)
+                else:
+                    s = g.op("Add", [s, g.ints("one", [1, 1])], prefix)
+        g.nodes.append(helper.make_node("Identity", [s], [SHAPES], name="end_shapes"))
+        outputs.append(helper.make_tensor_value_info(SHAPES, TensorProto.INT64, [2]))
+    inputs = [helper.make_tensor_value_info(INPUT, TensorProto.FLOAT, ["batch", math.prod(first.x)])]
+    graph = helper.make_graph(g.nodes, name, inputs, outputs)
+    graph.initializer.extend(g.inits)
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="dlbench synth"
+    )
+    model.ir_version = 8
+    checker.check_model(model)
+    return model

@@ -1,0 +1,114 @@
+"""The generator's two fits: which real shapes stand for the rest, and how often each runs.
+
+k-medoids, not k-means: a representative must be a shape some application really runs
+(a centroid of a 3x3 and a 1x1 convolution is a kernel nobody calls), and the points
+are weighted by the time they take, so the heavy layers pull the medoids.  Points of
+different keys (another op, kernel, stride or a depthwise group: another kernel) are
+kept apart by a distance larger than any within a key.
+
+Non-negative least squares (Lawson and Hanson's active set, small enough to write here
+rather than pull in a solver) then gives each representative a repetition count whose
+measured costs reproduce the target times on every reference configuration at once, and
+the counts are rounded to integers by a greedy search on the same weighted error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+APART = 1e3  # the distance between points of different keys: beyond any within a key
+
+
+def distances(points: np.ndarray, keys: list, centres: list[int]) -> np.ndarray:
+    """[n, len(centres)]: Euclidean distance, plus ``APART`` across keys."""
+    d = np.linalg.norm(points[:, None, :] - points[None, centres, :], axis=-1)
+    apart = np.array([[keys[i] != keys[c] for c in centres] for i in range(len(points))], dtype=float)
+    return d + APART * apart
+
+
+def kmedoids(
+    points: np.ndarray, weights: np.ndarray, keys: list, k: int, iterations: int = 30
+) -> tuple[list[int], np.ndarray]:
+    """Weighted k-medoids (alternating assignment and medoid update), seeded by the
+    heaviest point and then, greedily, the one whose weighted distance to its nearest
+    medoid is largest.  Returns the medoids' indices and each point's cluster."""
+    n = len(points)
+    k = max(1, min(k, n))
+    medoids = [int(np.argmax(weights))]
+    while len(medoids) < k:
+        near = distances(points, keys, medoids).min(axis=1)
+        far = int(np.argmax(weights * near))
+        if near[far] == 0:
+            break
+        medoids.append(far)
+    labels = np.zeros(n, dtype=int)
+    for _ in range(iterations):
+        labels = distances(points, keys, medoids).argmin(axis=1)
+        moved = []
+        for c in range(len(medoids)):
+            members = np.flatnonzero(labels == c)
+            inner = distances(points[members], [keys[i] for i in members], list(range(len(members))))
+            moved.append(int(members[np.argmin(inner.T @ weights[members])]))
+        if moved == medoids:
+            break
+        medoids = moved
+    return medoids, distances(points, keys, medoids).argmin(axis=1)
+
+
+def nnls(a: np.ndarray, b: np.ndarray, tolerance: float = 1e-10) -> np.ndarray:
+    """argmin ||a x - b|| subject to x >= 0 (Lawson and Hanson's active-set method)."""
+    m, n = a.shape
+    x = np.zeros(n)
+    passive = np.zeros(n, dtype=bool)
+    for _ in range(3 * n + 10):
+        gradient = a.T @ (b - a @ x)
+        candidates = np.flatnonzero(~passive & (gradient > tolerance))
+        if not len(candidates):
+            break
+        passive[candidates[np.argmax(gradient[candidates])]] = True
+        while True:
+            z = np.zeros(n)
+            z[passive] = np.linalg.lstsq(a[:, passive], b, rcond=None)[0]
+            if (z[passive] > 0).all():
+                x = z
+                break
+            shrinking = passive & (z <= 0)
+            step = np.min(x[shrinking] / (x[shrinking] - z[shrinking] + 1e-300))
+            x = x + step * (z - x)
+            passive &= x > tolerance
+            x[~passive] = 0.0
+    return x
+
+
+def integer_counts(
+    a: np.ndarray,
+    b: np.ndarray,
+    x: np.ndarray,
+    limit: int = 100_000,
+    error: Callable[[np.ndarray], float] | None = None,
+) -> np.ndarray:
+    """``x`` rounded to non-negative integers, then improved one step at a time (a count
+    up or down by one) while that lowers ``error`` (default ||a n - b||^2)."""
+    counts = np.maximum(0, np.rint(x)).astype(int)
+    if error is None:
+
+        def error(c: np.ndarray) -> float:
+            return float(np.sum((a @ c - b) ** 2))
+
+    best = error(counts)
+    for _ in range(limit):
+        trials = []
+        for j in range(len(counts)):
+            for step in (1, -1):
+                if counts[j] + step >= 0:
+                    trial = counts.copy()
+                    trial[j] += step
+                    trials.append((error(trial), j, step))
+        found = min(trials, default=None)
+        if found is None or found[0] >= best - 1e-15:
+            break
+        best = found[0]
+        counts[found[1]] += found[2]
+    return counts

@@ -1,0 +1,104 @@
+"""What ``dlbench synth profile|generate|validate`` ask for.  Each field a flag sets
+declares it (``core.flags``): the three parsers come from here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dlbench.core.flags import comma_list, flag, split
+
+ALL = "all"
+
+
+def threads_list(text: str) -> list[int]:
+    """``1,all``: thread counts, 'all' every physical core (bench's default)."""
+    from dlbench.harness.cells.threads import usable_cores
+
+    return [usable_cores() if t.strip() == ALL else int(t) for t in text.split(",")]
+
+
+@dataclass(kw_only=True)
+class ProfileRuns:
+    """How each profile cell runs: both steps that profile take these."""
+
+    warmup: int = flag("--warmup", default=5, type=int, help="runs before profiling (default {default})")
+    iterations: int = flag("--iterations", default=20, type=int, help="profiled runs (default {default})")
+    timeout: float | None = flag("--timeout", default=None, type=float, help="seconds per profile cell")
+
+
+@dataclass(kw_only=True)
+class SynthProfileRequest(ProfileRuns):
+    applications: list[str] = flag(
+        "applications",
+        many=True,
+        metavar="MODEL.onnx[=WEIGHT]",
+        help="the applications the synthetic network stands for: ONNX files, each with an "
+        "optional weight in the score (default 1)",
+    )
+    references: list[str] = flag(
+        "--reference",
+        factory=lambda: ["1x1", "8xall"],
+        many=True,
+        read=split,
+        help="reference configurations BATCHxTHREADS, at least two batch sizes; repeat or "
+        "comma-separate (default {default})",
+    )
+    out: str = flag(
+        "--out", "-o", default="synth/workload.json", help="the workload file (default {default})"
+    )
+
+
+@dataclass(kw_only=True)
+class SynthGenerateRequest(ProfileRuns):
+    workload: str = flag("workload", metavar="WORKLOAD.json", help="dlbench synth profile's output")
+    out: str = flag(
+        "--out", "-o", default="synth/synthetic.onnx", help="the network; its description beside it (.json)"
+    )
+    clusters: int = flag(
+        "--clusters", default=24, type=int, help="representatives over all op classes (default {default})"
+    )
+    budget: float = flag(
+        "--budget",
+        default=0.1,
+        type=float,
+        help="the network's run time as a fraction of the whole application set's, on the first "
+        "reference; doubled until the time shares are met (default {default})",
+    )
+    seed: int = flag("--seed", default=0, type=int, help="seed of the weights (default {default})")
+
+
+@dataclass
+class SynthValidateRequest:
+    network: str = flag("network", metavar="SYNTHETIC.json", help="dlbench synth generate's description")
+    backends: list[str] = flag(
+        "--backends",
+        factory=lambda: ["onnxruntime", "openvino"],
+        type=comma_list(str),
+        help="backends of the matrix, those not available here left out (default {default})",
+    )
+    builds: list[str] = flag(
+        "--builds", factory=lambda: ["fp32", "int8", "fp16"], type=comma_list(str), help="default {default}"
+    )
+    batch_sizes: list[int] = flag(
+        "--batch-sizes", factory=lambda: [1, 8, 32], type=comma_list(int), help="default {default}"
+    )
+    threads: list[int] = flag(
+        "--threads", factory=lambda: threads_list("1,all"), type=threads_list, help="default 1,all"
+    )
+    allocators: list[str] = flag(
+        "--allocators", factory=lambda: ["tuned", "system"], type=comma_list(str), help="default {default}"
+    )
+    envs: list[str] = flag(
+        "--with",
+        factory=list,
+        many=True,
+        metavar="PACKAGE==VERSION",
+        help="a library environment of the matrix besides the installed one (bench's --with); repeatable",
+    )
+    min_duration: float = flag(
+        "--min-duration",
+        default=0.5,
+        type=float,
+        help="seconds measured per cell at least (default {default})",
+    )
+    out: str | None = flag("--out", "-o", default=None, help="the validation (default: beside the network)")

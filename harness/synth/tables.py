@@ -1,0 +1,92 @@
+"""The synthetic benchmark's printed tables: the workload, the network, the validation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dlbench.harness.output.tables import markdown
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f} %"
+
+
+def workload_tables(w: dict[str, Any]) -> str:
+    """Per application and reference: time, the top classes' shares, the motifs; then the
+    heaviest shape classes over the weighted set."""
+    refs = [f"b{r['batch']}/{r['threads'] or 'all'}t" for r in w["references"]]
+    rows = []
+    for a in w["applications"]:
+        for i, ref in enumerate(refs):
+            top = sorted(a["classes"][i].items(), key=lambda kv: -kv[1])[:3]
+            motifs = ", ".join(f"{k} {v}" for k, v in a["motifs"].items() if v) if i == 0 else ""
+            shares = ", ".join(f"{c} {_pct(s)}" for c, s in top)
+            rows.append(
+                [
+                    a["label"] if i == 0 else "",
+                    a["weight"] if i == 0 else "",
+                    ref,
+                    f"{a['node_ms'][i]:.3f}",
+                    shares,
+                    motifs,
+                ]
+            )
+    out = markdown(["Application", "Weight", "Reference", "Node ms", "Top classes", "Motifs"], rows)
+    shapes: dict[str, list[float]] = {}
+    for n in w["nodes"]:
+        if n.get("shape_class"):
+            entry = shapes.setdefault(n["shape_class"], [0.0, 0.0, 0])
+            entry[0] += n["us"][0]
+            entry[1] += n.get("flops", 0.0)
+            entry[2] += 1
+    heavy = sorted(shapes.items(), key=lambda kv: -kv[1][0])[:12]
+    rows = [[name, n, f"{us / 1000:.3f}", f"{flops / 1e6:.2f}"] for name, (us, flops, n) in heavy]
+    return out + "\n\n" + markdown(["Shape class", "Nodes", f"ms at {refs[0]}", "MFLOP/sample"], rows)
+
+
+def network_table(d: dict[str, Any]) -> str:
+    rows = [
+        [u["op"], u["cls"], "x".join(map(str, u["x"])), "x".join(map(str, u["y"])), u["count"],
+         " / ".join(f"{c:.1f}" for c in u["cost_us"])]
+        for u in d["units"] if u["count"]
+    ]  # fmt: skip
+    table = markdown(
+        ["Op", "Class", "Input (per sample)", "Output", "Count", "µs each (per reference)"], rows
+    )
+    checks = ", ".join(f"{x:.3f}" for x in d["predicted_divergence"])
+    measured = ", ".join(f"{x:.3f}" for x in d["measured_divergence"])
+    time = ", ".join(f"{s / a:.1%}" for s, a in zip(d["measured_ms"], d["applications_ms"]))
+    return (
+        f"{table}\n\nOp-class time-share divergence from the workload, per reference: predicted "
+        f"{checks} (limit {d['divergence_limit']}; self-check {d['self_check']}), measured {measured}.\n"
+        f"Its run time against the whole application set's, per reference: {time}."
+    )
+
+
+def validation_table(v: dict[str, Any]) -> str:
+    if not v.get("predictors"):
+        return v.get("note", "nothing to judge")
+    rows = []
+    for name, j in v["predictors"].items():
+        rho = "-" if j["spearman"] is None else f"{j['spearman']:.3f}"
+        held = [h.get(name) for h in v["held_out_spearman"].values()]
+        rows.append([
+            name, rho, _pct(j["median_error"]), _pct(j["p90_error"]), _pct(j["pairwise_agreement"]),
+            ", ".join("-" if h is None else f"{h:.3f}" for h in held) or "-",
+        ])  # fmt: skip
+    held_names = ", ".join(v["held_out_spearman"]) or "none"
+    headers = [
+        "Predictor",
+        "Spearman ρ",
+        "Median error",
+        "p90 error",
+        "Pairwise agreement",
+        f"ρ held out ({held_names})",
+    ]
+    left = v.get("matrix", {}).get("builds_left_out") or []
+    left_out = f"\nLeft out (their configurations lose the artifact): {'; '.join(left)}." if left else ""
+    return (
+        f"{markdown(headers, rows)}\n\n{v['configurations']} configurations, "
+        f"baseline {v['baseline']}{left_out}\n"
+        f"Pairs counted beyond a noise floor of {_pct(v['noise_floor'])}.\n{v['derived']}"
+    )

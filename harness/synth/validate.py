@@ -1,0 +1,230 @@
+"""``dlbench synth validate``: does the one network's speed ratio predict the applications'?
+
+Every configuration of the matrix (backend x build x batch x threads x allocator x
+library environment) runs every application and the synthetic network through bench's
+own cells.  The applications' score on a configuration is the weighted geometric mean of
+their throughputs, each divided by its throughput on the baseline configuration (the
+matrix's first); a predictor's score is its own throughput ratio.  Relative accuracy
+across changes is what is judged, not absolute time (the lesson of the synthetic-proxy
+literature):
+
+* Spearman's rank correlation between predicted and actual scores, over all configurations;
+* the median and p90 of |predicted / actual - 1|;
+* pairwise "which configuration is faster" agreement, counted only over pairs whose
+  actual scores differ by more than the noise floor (``dlbench compare``'s);
+* the same rank correlation on each backend family held out of the generation (the
+  network was fitted to ONNX Runtime's profile; OpenVINO's configurations never were).
+
+Beside the synthetic network, the baselines it must beat are scored the same way: each
+application alone, and the best two-application subset (chosen with hindsight, so an
+upper bound on what picking two models could do).  The score is derived, in MLPerf's
+sense, and every report says so.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DERIVED = (
+    "Derived score (MLPerf's sense): a prediction of the applications' weighted geometric-mean "
+    "speed ratio, not a measurement of any application."
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    backend: str
+    build: str  # fp32, or a build target (int8, fp16)
+    batch: int
+    threads: int
+    allocator: str
+    env: str  # a --with spec, "" for the installed packages
+
+    @property
+    def label(self) -> str:
+        env = f" {self.env}" if self.env else ""
+        return f"{self.backend} {self.build} b{self.batch} {self.threads}t {self.allocator}{env}"
+
+
+@dataclass
+class Matrix:
+    backends: list[str]
+    builds: list[str]
+    batch_sizes: list[int]
+    threads: list[int]
+    allocators: list[str]
+    envs: list[str]
+
+    def configs(self) -> list[Config]:
+        axes = (self.backends, self.builds, self.batch_sizes, self.threads, self.allocators, self.envs)
+        return [Config(*c) for c in itertools.product(*axes)]
+
+
+def measure(
+    apps: list[str],
+    synth: str,
+    matrix: Matrix,
+    workdir: Path,
+    *,
+    min_duration: float = 0.5,
+    say: Callable[[str], None] = lambda _: None,
+) -> tuple[dict[str, dict[str, float]], list[str]]:
+    """{config label: {artifact: samples/s}} over the matrix, and the builds that failed
+    or did not verify: they and the cells that failed are absent from the results."""
+    from dlbench.harness.bench.execute import run_bench
+    from dlbench.harness.bench.measure import StopRule
+    from dlbench.harness.bench.request import BenchRequest
+
+    built, failed = _builds([*apps, synth], [b for b in matrix.builds if b != "fp32"], workdir, say)
+    results: dict[str, dict[str, float]] = {}
+    for build, allocator, env in itertools.product(matrix.builds, matrix.allocators, matrix.envs):
+        named = {built[a][build]: a for a in [*apps, synth] if build in built[a]}
+        say(f"bench {len(named)} artifacts, {build}, allocator {allocator}{', ' + env if env else ''}")
+        req = BenchRequest(
+            artifacts=list(named),
+            backends=matrix.backends,
+            batch_sizes=matrix.batch_sizes,
+            threads=matrix.threads,
+            allocator=allocator,
+            with_specs=[env] if env else [],
+            rule=StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30),
+        )
+        for r in run_bench(req, show_progress=False):
+            if r["status"] not in ("ok", "unstable") or not r.get("throughput_sps"):
+                continue
+            config = Config(r["backend"], build, r["batch_size"], r["intra_op_threads"], allocator, env)
+            path = str(Path(r["context"]["artifact"]["path"]).resolve())
+            source = next((a for p, a in named.items() if str(Path(p).resolve()) == path), None)
+            if source is not None:
+                results.setdefault(config.label, {})[source] = r["throughput_sps"]
+    return results, failed
+
+
+def _builds(
+    sources: list[str], targets: list[str], workdir: Path, say
+) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """Each source's verified builds ({"fp32": itself, target: path}); a build that failed
+    or did not verify is absent, and the configurations that need it lose that source."""
+    from dlbench.harness.convert.build import build
+    from dlbench.harness.convert.request import BuildRequest
+
+    out: dict[str, dict[str, str]] = {s: {"fp32": s} for s in sources}
+    failed = []
+    for source, target in itertools.product(sources, targets):
+        dest = workdir / f"{Path(source).stem}.{target}.onnx"
+        say(f"build {Path(source).name} --to {target}")
+        record = build(BuildRequest(source=source, to=target, out=str(dest)))
+        if record["status"] == "ok" and dest.exists():
+            out[source][target] = str(dest)
+        else:
+            failed.append(f"{Path(source).name} --to {target}: {record.get('error') or record['status']}")
+            say(f"build {Path(source).name} --to {target} left out: {failed[-1]}")
+    return out, failed
+
+
+def scores(results: dict[str, dict[str, float]], apps: dict[str, float], predictors: dict[str, list[str]]):
+    """The applications' score and each predictor's on every configuration where all the
+    artifacts they need ran, each relative to the first such configuration.  A predictor
+    of several applications (the best pair) is their weighted geometric mean."""
+    configs = [c for c, got in results.items() if all(a in got for a in apps)]
+    configs = [c for c in configs if all(a in results[c] for need in predictors.values() for a in need)]
+    if len(configs) < 2:
+        return [], {}, {}
+    base = configs[0]
+
+    def mean(config: str, members: dict[str, float]) -> float:
+        total = sum(members.values())
+        logs = sum(w * math.log(results[config][a] / results[base][a]) for a, w in members.items())
+        return math.exp(logs / total)
+
+    actual = {c: mean(c, apps) for c in configs}
+    predicted = {
+        name: {c: mean(c, {a: apps.get(a, 1.0) for a in need}) for c in configs}
+        for name, need in predictors.items()
+    }
+    return configs, actual, predicted
+
+
+def spearman(x: list[float], y: list[float]) -> float | None:
+    if len(x) < 3:
+        return None
+
+    def ranks(v: list[float]) -> list[float]:
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                r[order[k]] = (i + j) / 2
+            i = j + 1
+        return r
+
+    rx, ry = ranks(x), ranks(y)
+    mx, my = statistics.fmean(rx), statistics.fmean(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sd = math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
+    return cov / sd if sd else None
+
+
+def judge(
+    configs: list[str], actual: dict[str, float], predicted: dict[str, float], floor: float
+) -> dict[str, Any]:
+    """One predictor's accuracy over the configurations (see the module's docstring)."""
+    errors = sorted(abs(predicted[c] / actual[c] - 1) for c in configs)
+    pairs = agree = 0
+    for a, b in itertools.combinations(configs, 2):
+        if abs(actual[a] / actual[b] - 1) > floor:
+            pairs += 1
+            agree += (actual[a] > actual[b]) == (predicted[a] > predicted[b])
+    return {
+        "spearman": spearman([actual[c] for c in configs], [predicted[c] for c in configs]),
+        "median_error": statistics.median(errors),
+        "p90_error": errors[min(len(errors) - 1, math.ceil(0.9 * len(errors)) - 1)],
+        "pairwise_agreement": agree / pairs if pairs else None,
+        "pairs_beyond_noise": pairs,
+    }
+
+
+def validate(
+    results: dict[str, dict[str, float]],
+    apps: dict[str, float],
+    synth: str,
+    generated_on: set[str],
+    floor: float,
+) -> dict[str, Any]:
+    """The synthetic network and the baselines, judged on the measured matrix."""
+    predictors: dict[str, list[str]] = {"synthetic": [synth]}
+    predictors.update({f"{Path(a).stem} alone": [a] for a in apps})
+    configs, actual, predicted = scores(results, apps, predictors)
+    if not configs:
+        return {"configurations": 0, "note": "fewer than two configurations ran every artifact"}
+    judged = {name: judge(configs, actual, p, floor) for name, p in predicted.items()}
+    if len(apps) > 2:  # the best pair, picked with hindsight: an upper bound for two models
+        pairs = {f"{Path(a).stem} + {Path(b).stem}": [a, b] for a, b in itertools.combinations(apps, 2)}
+        _, _, paired = scores(results, apps, pairs)
+        best = max(paired, key=lambda n: judge(configs, actual, paired[n], floor)["spearman"] or -1)
+        judged[f"best pair ({best})"] = judge(configs, actual, paired[best], floor)
+    held_out = {}
+    backends = {c.split(" ")[0] for c in configs}
+    for backend in sorted(backends - generated_on):
+        mine = [c for c in configs if c.split(" ")[0] == backend]
+        x = [actual[c] for c in mine]
+        held_out[backend] = {n: spearman(x, [p[c] for c in mine]) for n, p in predicted.items()}
+    return {
+        "derived": DERIVED,
+        "configurations": len(configs),
+        "baseline": configs[0],
+        "noise_floor": floor,
+        "predictors": judged,
+        "held_out_spearman": held_out,
+        "scores": {c: {"actual": actual[c], **{n: p[c] for n, p in predicted.items()}} for c in configs},
+    }

@@ -1,0 +1,229 @@
+"""``dlbench synth profile``: the applications' workload, what the generator reproduces.
+
+Each application is profiled (``dlbench profile``'s cell: ONNX Runtime's profiler over
+the graph it runs after its own fusions) on every reference configuration.  References
+must differ in batch size, which is how a node's batch axis is found (``units``), and
+should differ in what they stress (one thread at batch 1 is dispatch- and latency-bound;
+every thread at a larger batch is throughput-bound), so that a generated network that
+matches both has the applications' mix of bound kinds, not one configuration's.
+
+Per node: its op class, its time on each reference, the unit that stands for it, its
+per-sample FLOPs, bytes and arithmetic intensity, and its shape class.  Per application:
+its time shares per class on each reference and the counts of the motifs the literature
+names (Conv+BN+ReLU, depthwise+pointwise, attention, recurrent cells), counted on the
+graph as exported, before a runtime fuses them.  Applications weigh in by their weight,
+not by their run time: the score the network predicts is their weighted geometric mean
+of speed ratios, in which a 1 ms model counts as much as a 1 s one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dlbench.core.errors import UserError
+
+KIND = "dlbench-synth-workload"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class Reference:
+    batch: int
+    threads: int | None  # None: every physical core (bench's default)
+
+    @property
+    def label(self) -> str:
+        return f"batch {self.batch}, {self.threads or 'all'} thread{'s' if self.threads != 1 else ''}"
+
+    @classmethod
+    def parse(cls, text: str) -> Reference:
+        """``BATCHxTHREADS``: ``1x1``, ``8xall``."""
+        batch, _, threads = text.partition("x")
+        try:
+            b = int(batch)
+            t = None if threads in ("", "all") else int(threads)
+        except ValueError:
+            raise UserError(f"--reference {text}: give BATCHxTHREADS, e.g. 1x1 or 8xall") from None
+        if b < 1 or (t is not None and t < 1):
+            raise UserError(f"--reference {text}: batch and threads must be at least 1")
+        return cls(b, t)
+
+
+DEFAULT_REFERENCES = (Reference(1, 1), Reference(8, None))
+
+
+@dataclass(frozen=True)
+class Application:
+    source: str  # what the user named: an ONNX file
+    weight: float = 1.0
+
+    @classmethod
+    def parse(cls, text: str) -> Application:
+        """``PATH`` or ``PATH=WEIGHT``."""
+        path, eq, weight = text.rpartition("=") if "=" in text else (text, "", "1")
+        try:
+            w = float(weight)
+        except ValueError:
+            raise UserError(f"{text}: the weight after '=' must be a number") from None
+        if not w > 0 or not math.isfinite(w):
+            raise UserError(f"{text}: a weight must be positive")
+        return cls(path if eq else text, w)
+
+
+def profile_workload(
+    apps: list[Application],
+    refs: tuple[Reference, ...] = DEFAULT_REFERENCES,
+    *,
+    warmup: int = 5,
+    iterations: int = 20,
+    timeout: float | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    """Every application profiled on every reference; the workload the generator reads."""
+    if len({r.batch for r in refs}) < 2:
+        raise UserError("--reference: give at least two references with different batch sizes")
+    if not apps:
+        raise UserError("give at least one application")
+    applications, nodes = [], []
+    for index, app in enumerate(apps):
+        profiles = [profile_at(app.source, ref, warmup, iterations, timeout, say) for ref in refs]
+        entry, app_nodes = _application(index, app, refs, profiles)
+        applications.append(entry)
+        nodes.extend(app_nodes)
+    return {
+        "kind": KIND,
+        "version": VERSION,
+        "references": [{"batch": r.batch, "threads": r.threads} for r in refs],
+        "applications": applications,
+        "nodes": nodes,
+    }
+
+
+class ProfileFailed(RuntimeError):
+    """A profile cell failed (a crash, a timeout): the step fails, with its reason."""
+
+
+def profile_at(
+    source: str,
+    ref: Reference,
+    warmup: int,
+    iterations: int,
+    timeout: float | None,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """``source`` profiled on ``ref`` in its own cell, every node kept, nothing stored."""
+    from dlbench.harness.profile.runner import ProfileRequest, profile
+
+    say(f"profile {Path(source).name} at {ref.label}")
+    req = ProfileRequest(
+        artifact=source,
+        batch_size=ref.batch,
+        threads=ref.threads,
+        warmup=warmup,
+        iterations=iterations,
+        timeout=timeout,
+        store=False,
+        all_nodes=True,
+    )
+    record = profile(req)
+    if record["status"] != "ok":
+        raise ProfileFailed(f"{source}: its profile at {ref.label} failed: {record.get('error')}")
+    return record["metrics"]["profile"]
+
+
+def _application(index: int, app: Application, refs, profiles: list[dict[str, Any]]):
+    from dlbench.harness.profile.classes import node_class
+    from dlbench.harness.synth.units import unit_of
+
+    by_name = [{n["node"]: n for n in p["nodes"]} for p in profiles]
+    nodes = []
+    for n in profiles[0]["nodes"]:
+        other = by_name[1].get(n["node"])
+        unit = unit_of(n, other, refs[0].batch, refs[1].batch)
+        row: dict[str, Any] = {
+            "app": index,
+            "node": n["node"],
+            "op": n["op"],
+            "class": node_class(n),
+            "us": [m.get(n["node"], {}).get("us", 0.0) for m in by_name],
+            "unit": unit.to_json() if unit else None,
+        }
+        if unit is not None and unit.batched:
+            moved = 4.0 * (math.prod(unit.x) + math.prod(unit.y))
+            row.update(
+                flops=unit.flops(),
+                bytes=moved,
+                intensity=unit.flops() / moved if moved else None,
+                shape_class=shape_class(unit),
+            )
+        nodes.append(row)
+    entry = {
+        "source": app.source,
+        "label": Path(app.source).stem,
+        "weight": app.weight,
+        "node_ms": [p["node_ms_per_run"] for p in profiles],
+        "wall_ms": [p["wall_ms_per_run"] for p in profiles],
+        "classes": [{c["class"]: c["share"] for c in p["classes"]} for p in profiles],
+        "motifs": motifs(app.source),
+    }
+    return entry, nodes
+
+
+def shape_class(u) -> str:
+    """A unit's shape class as people name them: "conv 3x3/2 depthwise", "gemm 128x768x3072"."""
+    if u.op == "Conv":
+        k = "x".join(map(str, u.attrs["kernel_shape"]))
+        stride = u.attrs.get("strides", [1])[0]
+        depthwise = u.attrs.get("group", 1) == u.x[1] > 1
+        return f"conv {k}{f'/{stride}' if stride != 1 else ''}{' depthwise' if depthwise else ''}"
+    if u.op == "MatMul":
+        rows = math.prod(u.y) // u.y[-1]
+        return f"gemm {rows}x{u.x[-1]}x{u.y[-1]}"
+    return u.op.lower()
+
+
+def motifs(source: str) -> dict[str, int]:
+    """The motifs counted on the graph as exported: Conv+BN+ReLU, depthwise then pointwise
+    convolution, attention (MatMul, optional scale and mask, Softmax, MatMul), recurrent cells."""
+    import onnx
+
+    graph = onnx.load(source, load_external_data=False).graph
+    consumers: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    channels = {i.name: tuple(i.dims) for i in graph.initializer}
+    producer = {n.output[0]: n for n in graph.node if n.output}
+
+    def after(node, *ops: str):
+        found = consumers.get(node.output[0], []) if node.output else []
+        return found[0] if len(found) == 1 and found[0].op_type in ops else None
+
+    def group(node) -> int:
+        return next((a.i for a in node.attribute if a.name == "group"), 1)
+
+    counts = {"conv_bn_relu": 0, "depthwise_pointwise": 0, "attention": 0, "recurrent_cell": 0}
+    for node in graph.node:
+        if node.op_type == "Conv":
+            bn = after(node, "BatchNormalization")
+            if bn is not None and after(bn, "Relu", "Clip") is not None:
+                counts["conv_bn_relu"] += 1
+            weight = channels.get(node.input[1]) if len(node.input) > 1 else None
+            nxt = after(bn or node, "Conv", "Relu", "Clip")
+            nxt = after(nxt, "Conv") if nxt is not None and nxt.op_type != "Conv" else nxt
+            pointwise = nxt is not None and channels.get(nxt.input[1], (0, 0, 0))[2:] == (1, 1)
+            if weight is not None and group(node) > 1 and group(node) == weight[0] and pointwise:
+                counts["depthwise_pointwise"] += 1
+        elif node.op_type == "Softmax":
+            up = producer.get(node.input[0])
+            while up is not None and up.op_type in ("Add", "Mul", "Div", "Where"):
+                up = producer.get(up.input[0])
+            if up is not None and up.op_type == "MatMul" and after(node, "MatMul") is not None:
+                counts["attention"] += 1
+        elif node.op_type in ("LSTM", "GRU", "RNN"):
+            counts["recurrent_cell"] += 1
+    return counts

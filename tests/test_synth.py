@@ -1,0 +1,348 @@
+"""The synthetic benchmark: its fits on known answers, its network as ONNX Runtime runs it,
+and profile -> generate -> validate end to end on two small applications."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from dlbench.harness.synth import emit, fit
+from dlbench.harness.synth.generate import divergence
+from dlbench.harness.synth.units import Unit, batch_axis, unit_of
+from dlbench.harness.synth.validate import judge, spearman
+
+OPSET = 17
+
+
+def _w(name: str, shape, seed: int = 0):
+    fan_in = math.prod(shape[1:]) or 1
+    data = np.random.default_rng(seed).uniform(-1, 1, shape) / math.sqrt(fan_in)
+    return numpy_helper.from_array(data.astype(np.float32), name)
+
+
+def _save(nodes, inputs, outputs, inits, path):
+    model = helper.make_model(
+        helper.make_graph(nodes, path.stem, inputs, outputs, inits),
+        opset_imports=[helper.make_opsetid("", OPSET)],
+    )
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def cnn(path, width: int = 32, side: int = 32):
+    """Conv+ReLU stages (3x3 and 1x1, strided between stages), global pooling, a
+    classifier: an image workload."""
+    nodes, inits, prev, c = [], [], "x", 3
+    layers = [
+        (width, 3, 1),
+        (width, 3, 1),
+        (2 * width, 3, 2),
+        (width, 1, 1),
+        (2 * width, 3, 1),
+        (4 * width, 3, 2),
+    ]
+    for i, (cout, k, stride) in enumerate(layers):
+        inits += [
+            _w(f"w{i}", (cout, c, k, k), i),
+            numpy_helper.from_array(np.zeros(cout, np.float32), f"b{i}"),
+        ]
+        pads = [k // 2] * 4
+        nodes += [
+            helper.make_node("Conv", [prev, f"w{i}", f"b{i}"], [f"c{i}"], pads=pads, strides=[stride] * 2),
+            helper.make_node("Relu", [f"c{i}"], [f"r{i}"]),
+        ]
+        prev, c = f"r{i}", cout
+    inits.append(_w("fc", (c, 10)))
+    nodes += [
+        helper.make_node("GlobalAveragePool", [prev], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("MatMul", ["f", "fc"], ["y"]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, side, side])
+    return _save(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], inits, path)
+
+
+def attention(path, seq: int = 128, hidden: int = 256):
+    """Projection, scores, softmax, context, layer norm, a head: a transformer-like workload."""
+    inits = [_w("wq", (hidden, hidden), 1), _w("wk", (hidden, seq), 2), _w("wv", (seq, hidden), 3)]
+    inits += [numpy_helper.from_array(np.ones(hidden, np.float32), "g")]
+    inits += [numpy_helper.from_array(np.zeros(hidden, np.float32), "b")]
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["q"]),
+        helper.make_node("MatMul", ["q", "wk"], ["s"]),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "wv"], ["ctx"]),
+        helper.make_node("LayerNormalization", ["ctx", "g", "b"], ["n"], axis=-1),
+        helper.make_node("MatMul", ["n", "head"], ["y"]),  # a small output: its copy costs little
+    ]
+    inits.append(_w("head", (hidden, 4), 4))
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", seq, hidden])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", seq, 4])
+    return _save(nodes, [x], [y], inits, path)
+
+
+# -- the fits on known answers ---------------------------------------------------------
+
+
+def test_nnls_meets_its_optimality_conditions():
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0, 1, (12, 5))
+    b = a @ np.array([2.0, 0.0, 1.0, 0.0, 3.0]) + rng.normal(0, 0.01, 12)
+    b[0] -= 3  # a residual that pushes some coefficients against zero
+    x = fit.nnls(a, b)
+    gradient = a.T @ (b - a @ x)
+    assert (x >= 0).all()
+    assert np.allclose(gradient[x > 1e-9], 0, atol=1e-8)  # stationary where free
+    assert (gradient[x <= 1e-9] <= 1e-8).all()  # no gain from raising a zero one
+    exact = np.array([1.0, 2.0, 0.5])
+    square = rng.uniform(0.1, 1, (3, 3))
+    assert np.allclose(fit.nnls(square, square @ exact), exact, atol=1e-8)
+
+
+def test_integer_counts_never_worse_than_rounding():
+    rng = np.random.default_rng(1)
+    a = rng.uniform(0, 1, (8, 4))
+    b = a @ np.array([3.4, 0.6, 7.5, 1.2])
+    x = fit.nnls(a, b)
+    counts = fit.integer_counts(a, b, x)
+    assert counts.dtype.kind == "i" and (counts >= 0).all()
+    rounded = np.rint(x)
+    assert np.sum((a @ counts - b) ** 2) <= np.sum((a @ rounded - b) ** 2) + 1e-12
+
+
+def test_kmedoids_picks_real_points_one_per_blob_and_keeps_keys_apart():
+    rng = np.random.default_rng(2)
+    blobs = [rng.normal(centre, 0.1, (6, 2)) for centre in ((0, 0), (5, 5))]
+    points = np.vstack([*blobs, [[0.05, 0.0]]])
+    keys = ["conv"] * 12 + ["depthwise"]  # the last sits in blob 0, but is another kernel
+    weights = np.ones(len(points))
+    medoids, labels = fit.kmedoids(points, weights, keys, 3)
+    assert sorted(labels[:6].tolist()) == [labels[0]] * 6 and sorted(labels[6:12].tolist()) == [labels[6]] * 6
+    assert len({labels[0], labels[6], labels[12]}) == 3
+    assert medoids[labels[12]] == 12  # its own cluster: never merged across keys
+    assert all(0 <= m < len(points) for m in medoids)
+
+
+def test_rank_correlation_and_judgement_on_hand_counted_cases():
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+    actual = {"a": 1.0, "b": 2.0, "c": 2.01, "d": 4.0}
+    predicted = {"a": 1.0, "b": 2.2, "c": 1.9, "d": 4.0}
+    j = judge(list(actual), actual, predicted, floor=0.02)
+    # b-c differ by 0.5 %: within the floor, not counted; the other five pairs agree.
+    assert j["pairs_beyond_noise"] == 5 and j["pairwise_agreement"] == 1.0
+    assert j["median_error"] == pytest.approx((0 + (1 - 1.9 / 2.01)) / 2)  # of 0, 0, 0.055, 0.1
+    assert j["p90_error"] == pytest.approx(0.1)
+
+
+def test_divergence_is_total_variation_of_normalized_shares():
+    assert divergence({"a": 2, "b": 2}, {"a": 1, "b": 1}) == 0
+    assert divergence({"a": 1}, {"b": 5}) == pytest.approx(1.0)
+    assert divergence({"a": 3, "b": 1}, {"a": 1, "b": 1}) == pytest.approx(0.25)
+
+
+# -- nodes into units, units into a network ----------------------------------------------
+
+
+def test_batch_axis_is_the_one_that_grew_with_the_batch():
+    assert batch_axis([64, 4, 32], [64, 32, 32], 4, 32) == 1  # [seq, batch, hidden]
+    assert batch_axis([256, 32], [2048, 32], 4, 32) == 0  # [batch x seq, hidden]
+    assert batch_axis([2], [2], 4, 32) is None  # shape arithmetic
+
+
+def test_profiled_nodes_become_units_with_per_sample_shapes():
+    conv = {
+        "op": "Conv",
+        "inputs": [["float", [4, 16, 32, 32]], ["float", [32, 16, 3, 3]]],
+        "outputs": [["float", [4, 32, 16, 16]]],
+        "attrs": {
+            "kernel_shape": [3, 3],
+            "strides": [2, 2],
+            "pads": [1, 1, 1, 1],
+            "group": 1,
+            "activation": "Relu",
+        },
+    }
+    other = {**conv, "inputs": [["float", [8, 16, 32, 32]]], "outputs": [["float", [8, 32, 16, 16]]]}
+    u = unit_of(conv, other, 4, 8)
+    assert u is not None and (u.op, u.x, u.y, u.attrs["activation"]) == (
+        "Conv",
+        (1, 16, 32, 32),
+        (1, 32, 16, 16),
+        "Relu",
+    )
+    assert u.flops() == 2 * 32 * 16 * 16 * 16 * 9
+    gemm = {"op": "Gemm", "inputs": [["float", [256, 64]]], "outputs": [["float", [256, 128]]]}
+    g = unit_of(gemm, {**gemm, "inputs": [["float", [512, 64]]], "outputs": [["float", [512, 128]]]}, 4, 8)
+    assert g is not None and (g.op, g.x, g.y) == ("MatMul", (64, 64), (64, 128))
+    shape = {"op": "Gather", "inputs": [["int64", [4]]], "outputs": [["int64", [1]]]}
+    assert not unit_of(shape, shape, 4, 8).batched
+    assert unit_of({"op": "ReorderInput", "outputs": [["float", [4, 8, 2, 2]]]}, None, 4, 8) is None
+
+
+def test_the_network_runs_at_any_batch_and_keeps_its_values_bounded():
+    import onnxruntime as ort
+
+    attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1] * 4, "group": 1, "activation": "Relu"}
+    conv = Unit("Conv", "convolution", (1, 8, 16, 16), (1, 16, 8, 8), 0, 0, attrs)
+    lanes = [
+        (conv, 20),
+        (Unit("MatMul", "matmul / gemm", (16, 32), (16, 32)), 20),
+        (Unit("Softmax", "softmax", (16, 32), (16, 32)), 3),
+        (Unit("LayerNormalization", "normalization", (16, 32), (16, 32)), 2),
+        (Unit("Gelu", "activation", (16, 32), (16, 32)), 2),
+        (Unit("Transpose", "data movement", (16, 32), (16, 32)), 2),
+        (Unit("Mul", "elementwise", (16, 32), (16, 32)), 30),
+        (
+            Unit(
+                "MaxPool",
+                "pooling",
+                (1, 16, 8, 8),
+                (1, 16, 4, 4),
+                0,
+                0,
+                {"kernel_shape": [2, 2], "strides": [2, 2]},
+            ),
+            2,
+        ),
+        (Unit("Gather", "data movement", (2,), (2,), None, None), 5),
+    ]
+    model = emit.network(lanes, seed=3)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = {n.name for n in model.graph.node}
+    assert sum(name.startswith("u0_i") and "conv" in name for name in names) == 20  # each its own
+    assert len({i.name for i in model.graph.initializer}) == len(model.graph.initializer)
+    for batch in (1, 3):
+        width = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value
+        x = np.random.default_rng(0).standard_normal((batch, width)).astype(np.float32)
+        y, shapes = session.run(None, {"input": x})
+        assert y.shape == (batch, 1) and np.isfinite(y).all()
+        assert shapes.tolist() == [batch, width]  # five Gathers of [0, 1]: the shape itself
+    # The chain's activations stay in a normal range: no decay towards denormals.
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    conv_outs = [n.output[0] for n in model.graph.node if n.name.startswith("u0_i19_")]
+    probe.graph.output.append(helper.make_tensor_value_info(conv_outs[-1], TensorProto.FLOAT, None))
+    s = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+    deep = s.run([conv_outs[-1]], {"input": x})[0]
+    assert 1e-3 < float(np.abs(deep).mean()) < 1e3
+
+
+# -- profile -> generate -> validate ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cli_module():
+    """The real CLI in a subprocess, for a module's shared steps."""
+
+    def run(*args: str):
+        return subprocess.run(
+            [sys.executable, "-m", "dlbench.harness", *args], capture_output=True, text=True, timeout=900
+        )
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory, cli_module):
+    d = tmp_path_factory.mktemp("synth")
+    apps = [cnn(d / "cnn.onnx"), attention(d / "attention.onnx")]
+    workload, net = d / "workload.json", d / "net" / "synthetic.onnx"
+    out = cli_module(
+        "synth", "profile", apps[0], f"{apps[1]}=2", "--reference", "1x1,4x1", "-o", str(workload), "-q"
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    out = cli_module("synth", "generate", str(workload), "-o", str(net), "--clusters", "16", "-q")
+    assert out.returncode in (0, 1), out.stderr[-3000:]
+    return d, apps, json.loads(workload.read_text()), json.loads(net.with_suffix(".json").read_text()), out
+
+
+def test_profile_records_every_node_with_its_shapes_times_and_motifs(synthesized):
+    _, apps, w, _, _ = synthesized
+    assert [a["source"] for a in w["applications"]] == apps and [a["weight"] for a in w["applications"]] == [
+        1,
+        2,
+    ]
+    assert [r["batch"] for r in w["references"]] == [1, 4]
+    convs = [n for n in w["nodes"] if n["app"] == 0 and n["class"] == "convolution"]
+    assert len(convs) == 6 and all(n["unit"] and len(n["us"]) == 2 and n["flops"] > 0 for n in convs)
+    assert {n["shape_class"] for n in convs} == {"conv 3x3", "conv 3x3/2", "conv 1x1"}
+    assert w["applications"][1]["motifs"]["attention"] == 1
+
+
+# Two applications of 6 and 5 nodes leave the fit few instances to place, and each bridge
+# between their shapes weighs: on them the network comes within twice the self-check's
+# limit (the note gives the figures on real models, which meet the limit itself).
+TOY_BOUND = 0.10
+
+
+def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
+    d, _, _, net, out = synthesized
+    assert net["self_check"] == (
+        "ok" if max(net["predicted_divergence"]) <= net["divergence_limit"] else "over the limit"
+    )
+    assert out.returncode == (0 if net["self_check"] == "ok" else 1)
+    assert max(net["predicted_divergence"]) <= TOY_BOUND, out.stdout
+    # Measured, as it runs: its own profile's class shares against the workload's.
+    assert max(net["measured_divergence"]) <= TOY_BOUND, out.stdout
+    model = onnx.load(str(d / "net" / "synthetic.onnx"))
+    kinds = {n.op_type for n in model.graph.node}
+    assert {"Conv", "MatMul"} <= kinds
+    assert sum(u["count"] for u in net["units"]) >= 3
+    assert "divergence" in out.stdout and "application set" in out.stdout
+
+
+def test_validate_scores_the_network_against_the_applications_over_a_matrix(synthesized, cli_module):
+    d, apps, _, _, _ = synthesized
+    args = ["--backends", "onnxruntime", "--builds", "fp32,int8", "--batch-sizes", "1,4", "--threads", "1"]
+    out = cli_module(
+        "synth", "validate", str(d / "net" / "synthetic.json"), *args, "--min-duration", "0.1", "-q"
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    v = json.loads((d / "net" / "validation.json").read_text())
+    assert v["matrix"]["configurations"] == 8  # 2 builds x 2 batch sizes x 2 allocators
+    # A configuration counts where every artifact ran: an application whose INT8 build
+    # did not verify takes its INT8 configurations out, and says so.
+    complete = [c for c, got in v["measured"].items() if len(got) == 3]
+    left = v["matrix"]["builds_left_out"]
+    assert v["configurations"] == len(complete) >= 4 and len(complete) == (8 if not left else 4)
+    assert set(v["predictors"]) == {"synthetic", "cnn alone", "attention alone"}
+    for j in v["predictors"].values():
+        assert -1 <= j["spearman"] <= 1 and 0 <= j["median_error"] <= j["p90_error"]
+    # Each config's actual score is the weighted geometric mean of the two applications'.
+    got = v["measured"]
+    for config, s in v["scores"].items():
+        base = v["baseline"]
+        ratio = [got[config][a] / got[base][a] for a in apps]
+        assert s["actual"] == pytest.approx(math.exp((math.log(ratio[0]) + 2 * math.log(ratio[1])) / 3))
+    assert (d / "net" / "builds" / "synthetic.int8.onnx").is_file()  # verified through build
+    assert "Derived score" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["profile", "missing.onnx"], "no such file"),
+        (["profile", "a.onnx=x"], "must be a number"),
+        (["profile", "a.onnx", "--reference", "1x1,1xall"], "different batch sizes"),
+        (["generate", "notes.json"], "cannot read it"),
+        (["validate", "workload.json"], "not dlbench synth generate's output"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, cli, args, says):
+    (tmp_path / "a.onnx").write_bytes(b"")
+    (tmp_path / "workload.json").write_text(json.dumps({"kind": "dlbench-synth-workload"}))
+    fixed = [str(tmp_path / a) if a.endswith((".onnx", ".json")) and "=" not in a else a for a in args]
+    fixed = [str(tmp_path / a) if "=" in a else a for a in fixed]
+    out = cli("synth", *fixed)
+    assert out.returncode == 2, out.stderr
+    assert says in out.stderr and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
