@@ -21,7 +21,7 @@ RUN_ARGS  ?=
 # Root installs Debian packages directly; anyone else through sudo.
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install lock demo test docs docs-serve browser allocators postgres clean
+.PHONY: install lock demo test docs docs-serve docs-figures browser allocators postgres clean
 
 install: $(STAMP) allocators
 
@@ -56,6 +56,12 @@ test: install browser postgres
 # NO_MKDOCS_2_WARNING: Material's banner about its successor, which is not about this site.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+# The figures and example tables on the site's pages, from a real run on this machine (a
+# small ONNX MLP and its INT8 build on ONNX Runtime, under a minute): rerun it when the
+# report's charts or tables change, and commit what it writes to docs/figures/.
+docs-figures: $(STAMP)
+	$(PY) -m dlbench.harness.docs.figures docs/figures
 
 # The same pages, rebuilt on every save, at http://127.0.0.1:8000.
 docs-serve: $(STAMP)

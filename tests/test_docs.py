@@ -108,3 +108,15 @@ def test_the_catalogue_pages_list_every_declaration(site):
     }
     missing = [(p, w) for p, names in wanted.items() for w in names if f"{w}" not in page(site, p)]
     assert not missing, missing
+
+
+def test_the_figures_are_what_make_docs_figures_writes(tmp_path):
+    """The committed figures are the target's files, and the pages show each one: a chart
+    the report stops drawing, or a figure no page shows, fails here."""
+    from dlbench.harness.docs.figures import make
+
+    made = {p.name for p in make(tmp_path, min_duration=0.2)}
+    assert made == {p.name for p in (ROOT / "docs" / "figures").iterdir()}
+    assert b"<svg" in (tmp_path / "throughput-vs-batch.svg").read_bytes()
+    pages = "".join(p.read_text() for p in (ROOT / "docs").rglob("*.md"))
+    assert not [name for name in made if f"figures/{name}" not in pages]

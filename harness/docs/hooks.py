@@ -18,6 +18,11 @@ def on_config(config: Any) -> Any:
     root = str(Path(config.config_file_path).resolve().parent)
     if root not in sys.path:
         sys.path.insert(0, root)
+    # Snippets (the figures' tables) are found from the docs folder wherever mkdocs is run
+    # from: pymdownx reads a relative base_path from the working directory.
+    snippets = config.mdx_configs.get("pymdownx.snippets")
+    if snippets is not None:
+        snippets["base_path"] = [config.docs_dir]
     return config
 
 
