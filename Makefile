@@ -1,6 +1,8 @@
 # The two commands the README promises on a fresh machine:
 #   make demo   install into .venv, then run the main job
 #   make test   install into .venv, then run the whole test suite
+# and the one it points to for the rest:
+#   make docs   install into .venv, then build the documentation site into site/
 # Both go through `make install`, which does nothing when .venv is up to date.
 PYTHON ?= python3
 VENV   := .venv
@@ -19,14 +21,14 @@ RUN_ARGS  ?=
 # Root installs Debian packages directly; anyone else through sudo.
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install lock demo test browser allocators postgres clean
+.PHONY: install lock demo test docs docs-serve docs-figures browser allocators postgres clean
 
 install: $(STAMP) allocators
 
 $(STAMP): setup.py pyproject.toml Makefile $(LOCK)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -c $(LOCK) $(TORCH)
-	$(PY) -m pip install --quiet -c $(LOCK) -e '.[cpu,test]'
+	$(PY) -m pip install --quiet -c $(LOCK) -e '.[cpu,test,docs]'
 	@touch $(STAMP)
 
 # Re-pin the lock to what is installed now: a deliberate step, followed by `make test`
@@ -47,6 +49,23 @@ demo: install
 
 test: install browser postgres
 	$(PY) tests/suites.py $(PYTEST_ARGS)
+
+# The documentation site, into site/ (open site/index.html).  --strict: a broken link, a page
+# missing from the navigation or a generated block that fails is an error, not a warning.
+# The reference tables are generated while it builds (harness/docs/hooks.py), never kept.
+# NO_MKDOCS_2_WARNING: Material's banner about its successor, which is not about this site.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+# The figures and example tables on the site's pages, from a real run on this machine (a
+# small ONNX MLP and its INT8 build on ONNX Runtime, under a minute): rerun it when the
+# report's charts or tables change, and commit what it writes to docs/figures/.
+docs-figures: $(STAMP)
+	$(PY) -m dlbench.harness.docs.figures docs/figures
+
+# The same pages, rebuilt on every save, at http://127.0.0.1:8000.
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve
 
 # Debian's Chromium, for the test that opens the HTML report in a headless browser.
 browser:
@@ -74,4 +93,4 @@ postgres:
 	    || echo "note: could not install postgresql: the --db postgresql:// tests will fail"
 
 clean:
-	rm -rf runs results .pytest_cache
+	rm -rf runs results site .pytest_cache

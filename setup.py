@@ -52,6 +52,9 @@ DATA = ["pillow>=10.0", "soundfile>=0.12"]
 # pycocotools: the reference encoder the COCO mask reader's RLE decoding is tested against.
 # ruff and mypy: the lint, format and type checks tests/test_tooling.py runs in the suite.
 TEST = ["pytest>=8.0", "pytest-xdist>=3.5", "pycocotools>=2.0.7", "ruff>=0.17", "mypy>=2.0"]
+# The documentation site (mkdocs.yml): make docs builds it, and tests/test_docs.py builds it
+# in the suite with --strict.  Material is the theme; everything else is mkdocs' own.
+DOCS = ["mkdocs>=1.6", "mkdocs-material>=9.5"]
 # --with PACKAGE==VERSION makes its overlay environments with uv (harness.cells.envs): a
 # self-contained binary wheel, seconds where pip takes minutes to resolve a framework.
 ENVS = ["uv>=0.5"]
@@ -109,6 +112,7 @@ setup(
         + RAY
         + ECOSYSTEM,
         "test": TEST,
+        "docs": DOCS,
     },
     entry_points={"console_scripts": ["dlbench = dlbench.harness.cli:main"]},
 )

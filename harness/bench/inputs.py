@@ -1,6 +1,6 @@
 """Inputs for any model, made from its signature: shapes resolved, values sensible.
 
-Rules (documented in README "Benchmark"):
+Rules (documented in docs/how-to/sweeps.md, "Any ONNX model"):
 
 * Dimension 0 of an input is its batch dimension when it is dynamic; it
   takes the cell's batch size.  If every input has a fixed dimension 0 and

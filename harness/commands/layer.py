@@ -17,7 +17,7 @@ def add_arguments(p) -> None:
     from dlbench.harness.commands import micro
 
     shape = (
-        "the layer's shape (see README 'Layer benchmarks', e.g. conv 16x64x56x56:64k3, "
+        "the layer's shape (see docs/how-to/micro-layer.md, e.g. conv 16x64x56x56:64k3, "
         "dense 32x2048x1000, lstm 32x50x128:256); repeat"
     )
     micro.add_common_arguments(p, {"shapes": shape}, skip={"kind"}, layer=True)

@@ -1,7 +1,7 @@
 """Data-set readers for ``dlbench train --data``: one module per format, chosen here.
 
 The formats, their readers and how a path is recognized are declared once, in
-``formats.DATA_FORMATS`` (the help and the README's table read it too).  The
+``formats.DATA_FORMATS`` (the help and the docs' data-format table read it too).  The
 rule for ``--data VALUE``:
   * a named set (``synthetic``, the default, or ``digits``) -- no path;
   * ``FORMAT:PATH`` -- that format's reader, no detection;

@@ -3,8 +3,9 @@
 The formats used to be listed in four places -- the dispatch table, the
 ``--data`` help, the README and the package docstring -- and the copies
 disagreed (ten, seven, six).  Each is now one ``DataFormat`` in
-``DATA_FORMATS``; the dispatch (``harness.data``), the help and the README's
-table (``markdown_table``, checked by tests/test_data_readers.py) read it.
+``DATA_FORMATS``; the dispatch (``harness.data``), the help and the docs' data-format
+table (``markdown_table``, rendered into the page as the site builds: ``harness.docs``)
+read it.
 
 A declaration names its reader and its recognizer as ``"module:attribute"``
 strings, so listing the formats (``dlbench train --help``) imports no reader,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # the readers' base, for annotations only
 @dataclass(frozen=True)
 class DataFormat:
     """One ``--data`` format.  ``description`` and ``recognized`` are one line each, in
-    Markdown (backticks), because the README's table shows them as written."""
+    Markdown (backticks), because the docs' table shows them as written."""
 
     name: str
     description: str  # what it reads (files and layout), or what it makes
@@ -185,7 +186,7 @@ def _plain(markdown: str) -> str:
 
 def help_text() -> str:
     """``--data``'s help, from the declarations: how each format is chosen (what each
-    reads is the README's table, too long for a terminal)."""
+    reads is the docs' data-format table, too long for a terminal)."""
     formats = DATA_FORMATS.all()
     named = [f"{f.name} ({f.description})" for f in formats if f.named]
     detected = ", ".join(f"{f.name} ({f.recognized})" for f in formats if f.recognizer)
@@ -203,7 +204,8 @@ def help_text() -> str:
 
 
 def markdown_table() -> str:
-    """The README's table of formats (tests/test_data_readers.py keeps the two equal)."""
+    """The table of formats on the docs' data-format page (``harness.docs`` renders it there
+    at build time, so the page cannot drift from the declarations)."""
     rows = ["| `--data` | Reads | Recognized by |", "|---|---|---|"]
     rows += [f"| `{f.name}` | {_cell(f.description)} | {_cell(f.how_chosen())} |" for f in DATA_FORMATS.all()]
     return "\n".join(rows) + "\n"

@@ -42,7 +42,7 @@ CONNECT_TIMEOUT_S = 5.0
 # An HTTP/2 client's greeting and an empty SETTINGS frame; a server's first frame is SETTINGS.
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 H2_SETTINGS = 4
-START_HINT = "start one with `ray start --head` (README: Beyond one machine)"
+START_HINT = "start one with `ray start --head` (docs/how-to/ray-postgres.md)"
 # A node's own label and an accelerator type are markers, one unit per node: a fraction
 # asks for the node without taking it whole (Ray's convention).
 MARKER_AMOUNT = 0.001
