@@ -71,11 +71,16 @@ def test_every_option_of_every_command_is_in_the_reference(site):
     or a command it skips, is named here."""
     from dlbench.harness.cli import build_parser
 
-    top = build_parser()
-    subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    def walk(name: str, parser: argparse.ArgumentParser):
+        yield name, parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for step, sub in action.choices.items():
+                    yield from walk(step if name == "dlbench" else f"{name}-{step}", sub)
+
     sections = _sections(page(site, "reference/cli"))
     missing = []
-    for name, parser in [("dlbench", top), *subs.choices.items()]:
+    for name, parser in walk("dlbench", build_parser()):
         text = sections.get(name, "")
         for action in parser._actions:
             if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -241,20 +242,32 @@ def test_the_network_runs_at_any_batch_and_keeps_its_values_bounded():
 
 
 @pytest.fixture(scope="module")
-def cli_module():
-    """The real CLI in a subprocess, for a module's shared steps."""
+def home(tmp_path_factory):
+    return tmp_path_factory.mktemp("synth")
+
+
+@pytest.fixture(scope="module")
+def cli_module(home):
+    """The real CLI in a subprocess, for a module's shared steps: in ``home``, with a
+    results database of its own."""
 
     def run(*args: str):
+        env = dict(os.environ, DLBENCH_DB=str(home / "results.sqlite"))
         return subprocess.run(
-            [sys.executable, "-m", "dlbench.harness", *args], capture_output=True, text=True, timeout=900
+            [sys.executable, "-m", "dlbench.harness", *args],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=home,
+            env=env,
         )
 
     return run
 
 
 @pytest.fixture(scope="module")
-def synthesized(tmp_path_factory, cli_module):
-    d = tmp_path_factory.mktemp("synth")
+def synthesized(home, cli_module):
+    d = home
     apps = [cnn(d / "cnn.onnx"), attention(d / "attention.onnx")]
     workload, net = d / "workload.json", d / "net" / "synthetic.onnx"
     out = cli_module(
@@ -277,6 +290,15 @@ def test_profile_records_every_node_with_its_shapes_times_and_motifs(synthesized
     assert len(convs) == 6 and all(n["unit"] and len(n["us"]) == 2 and n["flops"] > 0 for n in convs)
     assert {n["shape_class"] for n in convs} == {"conv 3x3", "conv 3x3/2", "conv 1x1"}
     assert w["applications"][1]["motifs"]["attention"] == 1
+
+
+def test_the_profiles_are_stored_and_the_report_shows_them(synthesized, cli_module):
+    d, _, _, _, _ = synthesized
+    out = cli_module("report", "--out", str(d / "report.md"))
+    assert out.returncode == 0, out.stderr
+    text = (d / "report.md").read_text()
+    section = text[text.index("Where the time goes") :]
+    assert "cnn.onnx" in section and "attention.onnx" in section and "convolution" in section
 
 
 # Two applications of 6 and 5 nodes leave the fit few instances to place, and each bridge
@@ -313,7 +335,7 @@ def test_validate_scores_the_network_against_the_applications_over_a_matrix(synt
     # A configuration counts where every artifact ran: an application whose INT8 build
     # did not verify takes its INT8 configurations out, and says so.
     complete = [c for c, got in v["measured"].items() if len(got) == 3]
-    left = v["matrix"]["builds_left_out"]
+    left = v["matrix"]["left_out"]
     assert v["configurations"] == len(complete) >= 4 and len(complete) == (8 if not left else 4)
     assert set(v["predictors"]) == {"synthetic", "cnn alone", "attention alone"}
     for j in v["predictors"].values():
@@ -346,3 +368,24 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, cli, args, says):
     out = cli("synth", *fixed)
     assert out.returncode == 2, out.stderr
     assert says in out.stderr and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_validate_runs_the_networks_own_pytorch_version_on_the_native_backend(synthesized, cli_module):
+    """The network's TorchScript version benches on PyTorch; applications given as ONNX
+    files have no PyTorch form, so those configurations cannot score them, and say so."""
+    d, _, _, net, _ = synthesized
+    assert net["frameworks"] == {"pytorch": "synthetic.pt"}
+    args = ["--backends", "pytorch", "--batch-sizes", "1,4", "--threads", "1", "--allocators", "tuned"]
+    out = cli_module("synth", "validate", str(d / "net" / "synthetic.json"), *args, "-o", str(d / "v.json"))
+    assert out.returncode == 1, out.stderr[-3000:]  # nothing to score
+    v = json.loads((d / "v.json").read_text())
+    assert v["matrix"]["configurations"] == 2  # builds are ONNX files: fp32 only on a native backend
+    assert sorted(v["matrix"]["left_out"]) == [
+        "attention.onnx on pytorch: not a model by name",
+        "cnn.onnx on pytorch: not a model by name",
+    ]
+    synth = str(d / "net" / "synthetic.onnx")
+    assert {c: list(got) for c, got in v["measured"].items()} == {
+        "pytorch fp32 b1 1t tuned": [synth],
+        "pytorch fp32 b4 1t tuned": [synth],
+    }

@@ -25,10 +25,15 @@ def parser() -> argparse.ArgumentParser:
     return build_parser()
 
 
-def commands(top: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """Each subcommand's parser, in the order ``dlbench --help`` lists them."""
-    subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
-    return dict(subs.choices)
+def commands(top: argparse.ArgumentParser, prefix: str = "") -> dict[str, argparse.ArgumentParser]:
+    """Each subcommand's parser, in the order ``dlbench --help`` lists them, and a
+    command's own steps after it (``synth profile``), named by their path."""
+    subs = next((a for a in top._actions if isinstance(a, argparse._SubParsersAction)), None)
+    out: dict[str, argparse.ArgumentParser] = {}
+    for name, sub in (subs.choices if subs else {}).items():
+        out[prefix + name] = sub
+        out.update(commands(sub, prefix + name + " "))
+    return out
 
 
 def documented(p: argparse.ArgumentParser) -> list[argparse.Action]:
@@ -122,7 +127,8 @@ def reference() -> str:
         *_options(top, "###"),
     ]
     for name, sub in commands(top).items():
-        out += [f"## dlbench {name} {{#{name}}}", "", f"```text\n{_usage(sub)}\n```", ""]
+        anchor = name.replace(" ", "-")
+        out += [f"## dlbench {name} {{#{anchor}}}", "", f"```text\n{_usage(sub)}\n```", ""]
         out += _paragraphs(sub.description or "")
         out += _options(sub, "###")
     return "\n".join(out) + "\n"

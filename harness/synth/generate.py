@@ -176,6 +176,7 @@ def generate(
 
     from dlbench.core.atomic import scratch, write_json
     from dlbench.harness.synth.emit import network
+    from dlbench.harness.synth.validate import build_all
     from dlbench.harness.synth.workload import Reference, profile_at
 
     refs = [Reference(r["batch"], r["threads"]) for r in workload["references"]]
@@ -194,21 +195,21 @@ def generate(
         # to the workload's is the one kept, its profile the measured check.
         costs, main, _ = measure([CALIBRATION_REPEATS] * len(units), Path(tmp) / "calibration.onnx")
         counts, used, targets, predicted = _fit(workload, owner, costs, main, fraction)
-        tried: list[tuple[float, Any, float, Any, Any]] = []
+        tried: list[tuple[float, Any, float, Any, Any, Any]] = []
         for _ in range(1 + REFITS):
             if not any(counts) or any(np.array_equal(counts, t[1]) for t in tried):
                 break
             placed, own, profiles = measure(list(counts), Path(tmp) / "fitted.onnx")
             shares = [{c["class"]: c["share"] for c in m["classes"]} for m in profiles]
             worst = max(divergence(m, t) for m, t in zip(shares, targets))
-            tried.append((worst, counts, used, predicted, profiles))
+            tried.append((worst, counts, used, predicted, profiles, own))
             for j, n in enumerate(counts):
                 for r in range(len(refs)):
                     costs[r][j], main[r][j] = (placed[r][j], own[r][j]) if n else (costs[r][j], main[r][j])
             counts, used, targets, predicted = _fit(workload, owner, costs, main, used)
     if not tried:
         raise UserError("the fit gave no unit a count: the workload's nodes have no emittable work")
-    _, counts, used, predicted, measured = min(tried, key=lambda t: t[0])
+    _, counts, used, predicted, measured, main = min(tried, key=lambda t: t[0])
     checks = [divergence(p, t) for p, t in zip(predicted, targets)]
     lanes = [(u, int(n)) for u, n in zip(units, counts)]
     model = network(lanes, seed, name=out.stem)
@@ -220,10 +221,12 @@ def generate(
         "kind": "dlbench-synth-network",
         "onnx": out.name,
         "references": workload["references"],
-        "applications": [{"source": a["source"], "weight": a["weight"]} for a in apps],
+        "applications": [
+            {"source": a["source"], "weight": a["weight"], "native": a.get("native")} for a in apps
+        ],
         "budget_fraction": used,
         "units": [
-            {**u.to_json(), "count": int(n), "cost_us": [c[j] for c in main]}
+            {**u.to_json(), "count": int(n), "cost_us": [c[j] for c in main]}  # as it ran there
             for j, (u, n) in enumerate(lanes)
         ],
         "target_class_us": targets,
@@ -232,6 +235,12 @@ def generate(
         "divergence_limit": DIVERGENCE_LIMIT,
         "self_check": "ok" if max(checks) <= DIVERGENCE_LIMIT else "over the limit",
     }
+    # Its other forms: the framework versions (the same graph, checked against ONNX
+    # Runtime) and its builds through the build path any model takes, verified.
+    description["frameworks"], description["framework_errors"] = _frameworks(out, say)
+    built, left = build_all([str(out)], list(BUILDS), out.parent / "builds", say)
+    description["builds"] = {t: Path(p).name for t, p in built[str(out)].items() if t != "fp32"}
+    description["builds_left_out"] = left
     # The network measured as it runs: its own profile's class shares against the
     # workload's (noise included, which the static check above has none of).
     shares = [{c["class"]: c["share"] for c in m["classes"]} for m in measured]
@@ -241,6 +250,37 @@ def generate(
     description["applications_ms"] = [sum(a["node_ms"][i] for a in apps) for i in range(len(refs))]
     write_json(out.with_suffix(".json"), description)
     return description
+
+
+BUILDS = ("int8", "fp16")
+# Framework versions of the network: backend -> the module that writes one, run as a
+# process of its own (``python -m MODULE NETWORK.onnx OUT``) so this one imports no
+# framework; the suffix of what it writes.
+FRAMEWORKS = {"pytorch": ("dlbench.harness.synth.torch_net", ".pt", "torch")}
+
+
+def _frameworks(out: Path, say) -> tuple[dict[str, str], dict[str, str]]:
+    """The network's version per native backend whose framework is installed, and why
+    any other failed; each checked against ONNX Runtime by the module that writes it."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    made, errors = {}, {}
+    for backend, (module, suffix, package) in FRAMEWORKS.items():
+        if importlib.util.find_spec(package) is None:
+            errors[backend] = f"{package} is not installed"
+            continue
+        path = out.with_suffix(suffix)
+        say(f"write the {backend} version {path.name}")
+        proc = subprocess.run(
+            [sys.executable, "-m", module, str(out), str(path)], capture_output=True, text=True, timeout=600
+        )
+        if proc.returncode == 0 and path.is_file():
+            made[backend] = path.name
+        else:
+            errors[backend] = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+    return made, errors
 
 
 def _fit(workload, owner, costs, main, fraction: float):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dlbench.core.flags import comma_list, flag, split
+from dlbench.core.flags import comma_list, field_of, flag, split
+from dlbench.harness.store.context import DB
 
 ALL = "all"
 
@@ -46,6 +47,8 @@ class SynthProfileRequest(ProfileRuns):
     out: str = flag(
         "--out", "-o", default="synth/workload.json", help="the workload file (default {default})"
     )
+    # Each application's profile is stored like any (kind profile): the report shows them.
+    db: str | None = field_of(DB, default=None)
 
 
 @dataclass(kw_only=True)
@@ -101,4 +104,14 @@ class SynthValidateRequest:
         type=float,
         help="seconds measured per cell at least (default {default})",
     )
+    baselines: list[str] = flag(
+        "--baseline",
+        factory=list,
+        many=True,
+        metavar="MODEL",
+        help="a model outside the set scored as a predictor on its own (ResNet-50, say): an ONNX "
+        "file or a model by name; repeatable",
+    )
     out: str | None = flag("--out", "-o", default=None, help="the validation (default: beside the network)")
+    # Every cell of the matrix is stored like any bench cell.
+    db: str | None = field_of(DB, default=None)

@@ -18,20 +18,20 @@ def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, An
     from dlbench.core.atomic import write_json
     from dlbench.harness.synth.tables import workload_tables
     from dlbench.harness.synth.workload import Application, ProfileFailed, Reference, profile_workload
+    from dlbench.models.user import hub
 
     apps = [Application.parse(a) for a in req.applications]
     for app in apps:
-        if not Path(app.source).is_file():
-            raise UserError(
-                f"{app.source}: no such file (synth profile reads ONNX files; export others first)"
-            )
+        if not Path(app.source).is_file() and hub.parse(app.source) is None:
+            raise UserError(f"{app.source}: no such file, and not a model by name ({hub.prefixes()})")
     for name, value in (("--iterations", req.iterations), ("--warmup", req.warmup + 1)):
         if value < 1:
             raise UserError(f"{name}: give at least {1 if name == '--iterations' else 0}")
     refs = tuple(Reference.parse(r) for r in req.references)
     try:
+        apps = [_exported(app, Path(req.out).parent, say) for app in apps]
         workload = profile_workload(
-            apps, refs, warmup=req.warmup, iterations=req.iterations, timeout=req.timeout, say=say
+            apps, refs, warmup=req.warmup, iterations=req.iterations, timeout=req.timeout, say=say, db=req.db
         )
     except ProfileFailed as exc:
         return {"status": "failed", "table": str(exc)}
@@ -73,10 +73,11 @@ def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, 
 
 def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, Any]:
     from dlbench.core.atomic import write_json
-    from dlbench.harness.backends import get_backend
+    from dlbench.harness.backends import BACKENDS, get_backend
     from dlbench.harness.compare.noise import DEFAULT_FLOOR
     from dlbench.harness.synth.tables import validation_table
-    from dlbench.harness.synth.validate import Matrix, measure, validate
+    from dlbench.harness.synth.validate import Matrix, measure, takes_onnx, validate
+    from dlbench.harness.synth.workload import Application, ProfileFailed
 
     described = _read(req.network, "dlbench-synth-network", "dlbench synth generate")
     home = Path(req.network).parent
@@ -85,23 +86,61 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     missing = [p for p in [synth, *apps] if not Path(p).is_file()]
     if missing:
         raise UserError(f"{missing[0]}: no such file (the network's description names it)")
+    unknown = [b for b in req.backends if b not in BACKENDS.names()]
+    if unknown:
+        raise UserError(f"--backends {unknown[0]}: no such backend (known: {', '.join(BACKENDS.names())})")
     backends = [b for b in req.backends if get_backend(b).availability().available]
     if not backends:
         raise UserError(f"--backends {','.join(req.backends)}: none is available here")
+    natives = {b: str(home / f) for b, f in (described.get("frameworks") or {}).items()}
+    for b in backends:
+        if not takes_onnx(b) and b not in natives:
+            raise UserError(
+                f"--backends {b}: the network has no {b} version (synth generate makes {list(natives)})"
+            )
     matrix = Matrix(backends, req.builds, req.batch_sizes, req.threads, req.allocators, ["", *req.envs])
     workdir = home / "builds"
     workdir.mkdir(parents=True, exist_ok=True)
-    results, failed = measure(list(apps), synth, matrix, workdir, min_duration=req.min_duration, say=say)
-    verdict = validate(results, apps, synth, {"onnxruntime"}, DEFAULT_FLOOR)
+    sources = {a["source"]: a.get("native") for a in described["applications"]}
+    try:
+        extra = [_exported(Application.parse(b), workdir, say) for b in req.baselines]
+    except ProfileFailed as exc:
+        return {"status": "failed", "table": str(exc)}
+    sources.update({b.source: b.native for b in extra})
+    results, left = measure(
+        sources, synth, natives, matrix, workdir, min_duration=req.min_duration, say=say, db=req.db
+    )
+    baselines = tuple(b.source for b in extra)
+    verdict = validate(results, apps, synth, {"onnxruntime"}, DEFAULT_FLOOR, baselines)
     verdict["matrix"] = {
-        "configurations": len(matrix.configs()),
+        "configurations": len(matrix.configs(takes_onnx)),
         "backends": backends,
-        "builds_left_out": failed,
+        "left_out": left,
     }
     verdict["measured"] = results
     write_json(req.out or str(home / "validation.json"), verdict)
     return {"status": "ok" if verdict.get("predictors") else "too few configurations ran",
             "validation": verdict, "table": validation_table(verdict)}  # fmt: skip
+
+
+def _exported(app, home: Path, say: Say):
+    """A model by name exported to ONNX beside the workload (verified, as ``dlbench
+    export`` does), remembered by its name for the backends that run it natively."""
+    from dataclasses import replace
+
+    from dlbench.harness.convert.export import export
+    from dlbench.harness.convert.request import ExportRequest
+    from dlbench.harness.synth.workload import ProfileFailed
+
+    if Path(app.source).is_file():
+        return app
+    out = home / f"{app.source.replace(':', '_').replace('/', '_')}.onnx"
+    if not out.is_file():
+        say(f"export {app.source} to {out}")
+        [record] = export(ExportRequest(sources=[app.source], out=str(out)), progress=say)
+        if record["status"] != "ok":
+            raise ProfileFailed(f"{app.source}: its export failed: {record.get('error')}")
+    return replace(app, source=str(out), native=app.source)
 
 
 def _read(path: str, kind: str, maker: str) -> dict[str, Any]:

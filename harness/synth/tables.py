@@ -83,7 +83,7 @@ def validation_table(v: dict[str, Any]) -> str:
         "Pairwise agreement",
         f"ρ held out ({held_names})",
     ]
-    left = v.get("matrix", {}).get("builds_left_out") or []
+    left = v.get("matrix", {}).get("left_out") or []
     left_out = f"\nLeft out (their configurations lose the artifact): {'; '.join(left)}." if left else ""
     return (
         f"{markdown(headers, rows)}\n\n{v['configurations']} configurations, "

@@ -61,52 +61,95 @@ class Matrix:
     allocators: list[str]
     envs: list[str]
 
-    def configs(self) -> list[Config]:
-        axes = (self.backends, self.builds, self.batch_sizes, self.threads, self.allocators, self.envs)
-        return [Config(*c) for c in itertools.product(*axes)]
+    def configs(self, takes_onnx: Callable[[str], bool] = lambda _: True) -> list[Config]:
+        """Every configuration; a native backend (``takes_onnx`` false) runs fp32 only: the
+        builds are ONNX files."""
+        out = []
+        for backend in self.backends:
+            builds = self.builds if takes_onnx(backend) else ["fp32"]
+            axes = ([backend], builds, self.batch_sizes, self.threads, self.allocators, self.envs)
+            out += [Config(*c) for c in itertools.product(*axes)]
+        return out
+
+
+def takes_onnx(backend: str) -> bool:
+    from dlbench.harness.backends import get_backend
+    from dlbench.harness.formats import ONNX
+
+    return ONNX in get_backend(backend).formats
 
 
 def measure(
-    apps: list[str],
+    apps: dict[str, str | None],
     synth: str,
+    natives: dict[str, str],
     matrix: Matrix,
     workdir: Path,
     *,
     min_duration: float = 0.5,
     say: Callable[[str], None] = lambda _: None,
+    db: str | None = None,
 ) -> tuple[dict[str, dict[str, float]], list[str]]:
-    """{config label: {artifact: samples/s}} over the matrix, and the builds that failed
-    or did not verify: they and the cells that failed are absent from the results."""
+    """{config label: {application or network (its ONNX file): samples/s}} over the
+    matrix, and what was left out: builds that failed or did not verify, and the
+    applications with no native form for a native backend.  ``apps`` maps each
+    application's ONNX file to the model by name it came from (None: a file);
+    ``natives`` the network's own version per native backend."""
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import BenchRequest
 
-    built, failed = _builds([*apps, synth], [b for b in matrix.builds if b != "fp32"], workdir, say)
+    onnx_builds = [b for b in matrix.builds if b != "fp32"] if any(map(takes_onnx, matrix.backends)) else []
+    built, left = build_all([*apps, synth], onnx_builds, workdir, say)
     results: dict[str, dict[str, float]] = {}
-    for build, allocator, env in itertools.product(matrix.builds, matrix.allocators, matrix.envs):
-        named = {built[a][build]: a for a in [*apps, synth] if build in built[a]}
-        say(f"bench {len(named)} artifacts, {build}, allocator {allocator}{', ' + env if env else ''}")
-        req = BenchRequest(
-            artifacts=list(named),
-            backends=matrix.backends,
-            batch_sizes=matrix.batch_sizes,
-            threads=matrix.threads,
-            allocator=allocator,
-            with_specs=[env] if env else [],
-            rule=StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30),
-        )
-        for r in run_bench(req, show_progress=False):
-            if r["status"] not in ("ok", "unstable") or not r.get("throughput_sps"):
-                continue
-            config = Config(r["backend"], build, r["batch_size"], r["intra_op_threads"], allocator, env)
-            path = str(Path(r["context"]["artifact"]["path"]).resolve())
-            source = next((a for p, a in named.items() if str(Path(p).resolve()) == path), None)
-            if source is not None:
-                results.setdefault(config.label, {})[source] = r["throughput_sps"]
-    return results, failed
+    rule = StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30)
+    for backend in matrix.backends:
+        onnx = takes_onnx(backend)
+        if not onnx:
+            left += [f"{Path(a).name} on {backend}: not a model by name" for a, n in apps.items() if not n]
+        for build, allocator, env in itertools.product(
+            matrix.builds if onnx else ["fp32"], matrix.allocators, matrix.envs
+        ):
+            # One request per set of artifacts that share their input shapes: the
+            # network's framework version records none, and is given its own.
+            requests: list[tuple[dict[str, str], dict[str, tuple[int, ...]]]]
+            if onnx:
+                requests = [({built[a][build]: a for a in [*apps, synth] if build in built[a]}, {})]
+            else:
+                requests = [({n: a for a, n in apps.items() if n}, {})]
+                if backend in natives:
+                    requests.append(({natives[backend]: synth}, {"x": (1, _width(synth))}))
+            for named, shapes in (r for r in requests if r[0]):
+                where = f"{backend}, {build}, allocator {allocator}{', ' + env if env else ''}"
+                say(f"bench {len(named)} on {where}")
+                req = BenchRequest(
+                    artifacts=list(named),
+                    backends=[backend],
+                    batch_sizes=matrix.batch_sizes,
+                    threads=matrix.threads,
+                    allocator=allocator,
+                    with_specs=[env] if env else [],
+                    rule=rule,
+                    shapes=shapes,
+                    db=db,
+                )
+                for r in run_bench(req, show_progress=False):
+                    source = named.get(r["context"]["artifact"].get("label"))
+                    if source is None or r["status"] not in ("ok", "unstable") or not r.get("throughput_sps"):
+                        continue
+                    config = Config(backend, build, r["batch_size"], r["intra_op_threads"], allocator, env)
+                    results.setdefault(config.label, {})[source] = r["throughput_sps"]
+    return results, left
 
 
-def _builds(
+def _width(network: str) -> int:
+    """The network's per-sample input size: its framework versions take [batch, width]."""
+    import onnx
+
+    return onnx.load(network, load_external_data=False).graph.input[0].type.tensor_type.shape.dim[1].dim_value
+
+
+def build_all(
     sources: list[str], targets: list[str], workdir: Path, say
 ) -> tuple[dict[str, dict[str, str]], list[str]]:
     """Each source's verified builds ({"fp32": itself, target: path}); a build that failed
@@ -200,9 +243,12 @@ def validate(
     synth: str,
     generated_on: set[str],
     floor: float,
+    baselines: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """The synthetic network and the baselines, judged on the measured matrix."""
+    """The synthetic network and the baselines, judged on the measured matrix:
+    ``baselines`` are models outside the set (ResNet-50), each a predictor alone."""
     predictors: dict[str, list[str]] = {"synthetic": [synth]}
+    predictors.update({f"{Path(b).stem} alone (not in the set)": [b] for b in baselines})
     predictors.update({f"{Path(a).stem} alone": [a] for a in apps})
     configs, actual, predicted = scores(results, apps, predictors)
     if not configs:

@@ -58,8 +58,10 @@ DEFAULT_REFERENCES = (Reference(1, 1), Reference(8, None))
 
 @dataclass(frozen=True)
 class Application:
-    source: str  # what the user named: an ONNX file
+    source: str  # the ONNX file profiled
     weight: float = 1.0
+    # The model by name it was exported from (timm:resnet18): what the native backends run.
+    native: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> Application:
@@ -82,15 +84,17 @@ def profile_workload(
     iterations: int = 20,
     timeout: float | None = None,
     say: Callable[[str], None] = lambda _: None,
+    db: str | None = None,
 ) -> dict[str, Any]:
-    """Every application profiled on every reference; the workload the generator reads."""
+    """Every application profiled on every reference, each profile stored (``db``); the
+    workload the generator reads."""
     if len({r.batch for r in refs}) < 2:
         raise UserError("--reference: give at least two references with different batch sizes")
     if not apps:
         raise UserError("give at least one application")
     applications, nodes = [], []
     for index, app in enumerate(apps):
-        profiles = [profile_at(app.source, ref, warmup, iterations, timeout, say) for ref in refs]
+        profiles = [profile_at(app.source, ref, warmup, iterations, timeout, say, db) for ref in refs]
         entry, app_nodes = _application(index, app, refs, profiles)
         applications.append(entry)
         nodes.extend(app_nodes)
@@ -114,8 +118,10 @@ def profile_at(
     iterations: int,
     timeout: float | None,
     say: Callable[[str], None],
+    db: str | None | bool = False,
 ) -> dict[str, Any]:
-    """``source`` profiled on ``ref`` in its own cell, every node kept, nothing stored."""
+    """``source`` profiled on ``ref`` in its own cell, every node kept; stored as a
+    ``profile`` record in ``db`` (None: the default database), unless ``db`` is False."""
     from dlbench.harness.profile.runner import ProfileRequest, profile
 
     say(f"profile {Path(source).name} at {ref.label}")
@@ -126,7 +132,8 @@ def profile_at(
         warmup=warmup,
         iterations=iterations,
         timeout=timeout,
-        store=False,
+        store=db is not False,
+        db=db if isinstance(db, str) else None,
         all_nodes=True,
     )
     record = profile(req)
@@ -165,6 +172,7 @@ def _application(index: int, app: Application, refs, profiles: list[dict[str, An
         "source": app.source,
         "label": Path(app.source).stem,
         "weight": app.weight,
+        "native": app.native,
         "node_ms": [p["node_ms_per_run"] for p in profiles],
         "wall_ms": [p["wall_ms_per_run"] for p in profiles],
         "classes": [{c["class"]: c["share"] for c in p["classes"]} for p in profiles],

@@ -1,0 +1,208 @@
+"""The synthetic network in PyTorch: the same nodes, the same weights, as TorchScript.
+
+The network is generated as ONNX; its PyTorch version is that graph executed op by op
+with torch's own kernels (``Graph.forward`` walks the nodes in order), so it is the same
+network by construction and cannot drift from the ONNX one: the conversion checks its
+outputs against ONNX Runtime's before it writes anything.  Traced to TorchScript, a
+format ``bench`` reads for the PyTorch backend, with the batch left free (every reshape
+target keeps the -1 the generator wrote).  Only the ops the generator emits are here;
+anything else is refused by name.
+
+Run as ``python -m dlbench.harness.synth.torch_net NETWORK.onnx OUT.pt``: a process of
+its own, so the parent never imports torch.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+ACTIVATIONS = {
+    "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Erf": "erf", "HardSigmoid": None,
+    "HardSwish": None, "LeakyRelu": None, "Elu": None, "Softplus": None,
+}  # fmt: skip
+
+
+def _attrs(node) -> dict[str, Any]:
+    from onnx import helper
+
+    values = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    return {k: v.decode() if isinstance(v, bytes) else v for k, v in values.items()}
+
+
+def build(model) -> Any:
+    """A torch.nn.Module that runs ``model``'s nodes with torch ops."""
+    import torch
+    import torch.nn.functional as F
+    from onnx import numpy_helper
+
+    arrays = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    # Integer constants (reshape targets, slice bounds, tile counts, gather indices) are
+    # Python values, so the trace keeps them as the constants they are.
+    ints = {k: a.tolist() for k, a in arrays.items() if a.dtype.kind == "i"}
+    inits = {k: a for k, a in arrays.items() if k not in ints}
+
+    class Graph(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names = {name: f"w{i}" for i, name in enumerate(inits)}
+            for name, array in inits.items():
+                self.register_buffer(self.names[name], torch.from_numpy(np.array(array)))
+            self.nodes = [(n.op_type, list(n.input), list(n.output), _attrs(n)) for n in model.graph.node]
+            self.outputs = [o.name for o in model.graph.output]
+
+        def value(self, env: dict[str, Any], name: str) -> Any:
+            if name in env:
+                return env[name]
+            return ints[name] if name in ints else getattr(self, self.names[name])
+
+        def forward(self, x):
+            env: dict[str, Any] = {model.graph.input[0].name: x}
+            for op, ins, outs, a in self.nodes:
+                v = [self.value(env, i) for i in ins if i]
+                if op == "Conv":
+                    pads = a.get("pads", [0] * (2 * (v[0].dim() - 2)))
+                    half = len(pads) // 2
+                    if pads[:half] != pads[half:]:
+                        raise ValueError("asymmetric padding is not emitted")
+                    conv = F.conv2d if v[0].dim() == 4 else F.conv1d
+                    y = conv(v[0], v[1], v[2] if len(v) > 2 else None, a.get("strides", 1), pads[:half],
+                             a.get("dilations", 1), a.get("group", 1))  # fmt: skip
+                elif op == "MatMul":
+                    y = torch.matmul(v[0], v[1])
+                elif op == "LayerNormalization":
+                    y = F.layer_norm(v[0], v[0].shape[-1:], v[1], v[2], a.get("epsilon", 1e-5))
+                elif op == "BatchNormalization":
+                    y = F.batch_norm(v[0], v[3], v[4], v[1], v[2], False, 0.0, a.get("epsilon", 1e-5))
+                elif op == "Softmax":
+                    y = torch.softmax(v[0], a.get("axis", -1))
+                elif op in ("Add", "Mul"):
+                    y = v[0] + v[1] if op == "Add" else v[0] * v[1]
+                elif op == "Sum":
+                    y = v[0]
+                    for t in v[1:]:
+                        y = y + t
+                elif op == "Reshape":
+                    y = torch.reshape(v[0], v[1])
+                elif op == "Slice":
+                    y = v[0].narrow(v[3][0], v[1][0], v[2][0] - v[1][0])
+                elif op == "Tile":
+                    y = v[0].repeat(v[1])
+                elif op == "Transpose":
+                    y = v[0].permute(a["perm"])
+                elif op == "MaxPool" or op == "AveragePool":
+                    pool = F.max_pool2d if op == "MaxPool" else F.avg_pool2d
+                    pads = a.get("pads", [0, 0, 0, 0])
+                    y = pool(v[0], a["kernel_shape"], a.get("strides", a["kernel_shape"]), pads[:2],
+                             ceil_mode=bool(a.get("ceil_mode", 0)))  # fmt: skip
+                elif op == "GlobalAveragePool":
+                    y = v[0].mean(dim=list(range(2, v[0].dim())), keepdim=True)
+                elif op == "ReduceMean":
+                    y = v[0].mean(dim=a.get("axes", [-1]), keepdim=bool(a.get("keepdims", 1)))
+                elif op == "Shape":
+                    y = torch._shape_as_tensor(v[0])  # traced as the shape, not a constant
+                elif op == "Gather":
+                    y = v[0][v[1]]
+                elif op == "Identity":
+                    y = v[0]
+                elif op in ("LSTM", "GRU"):
+                    y = _recurrent(op, v, a)
+                elif op in ACTIVATIONS:
+                    name = ACTIVATIONS[op]
+                    y = getattr(torch, name)(v[0]) if name else _activation(op, v[0], a)
+                else:
+                    raise ValueError(f"{op}: not an op the synthetic network emits")
+                env[outs[0]] = y
+            return tuple(env[o] for o in self.outputs)
+
+    return Graph().eval()
+
+
+def _activation(op: str, x, a: dict[str, Any]):
+    import torch.nn.functional as F
+
+    if op == "HardSigmoid":
+        return (
+            F.hardsigmoid(x) if a.get("alpha", 0.2) == 1 / 6 else (x * a.get("alpha", 0.2) + 0.5).clamp(0, 1)
+        )
+    if op == "HardSwish":
+        return F.hardswish(x)
+    if op == "LeakyRelu":
+        return F.leaky_relu(x, a.get("alpha", 0.01))
+    if op == "Elu":
+        return F.elu(x, a.get("alpha", 1.0))
+    return F.softplus(x)
+
+
+def _recurrent(op: str, v: list[Any], a: dict[str, Any]):
+    """ONNX's LSTM/GRU (gates i, o, f, c / z, r, h; no bias given) with torch's cells."""
+    import torch
+
+    h = a["hidden_size"]
+    dirs = 2 if a.get("direction") == "bidirectional" else 1
+    seq, batch = v[0].shape[0], v[0].shape[1]
+    ys = []
+    for d in range(dirs):
+        w, r = v[1][d], v[2][d]
+        state = torch.zeros(batch, h)
+        cell = torch.zeros(batch, h)
+        steps = range(seq - 1, -1, -1) if d == 1 else range(seq)
+        out = [torch.zeros(0)] * seq
+        for t in steps:
+            x = v[0][t]
+            if op == "LSTM":
+                g = x @ w.T + state @ r.T
+                i, o, f, c = g.chunk(4, dim=-1)
+                cell = torch.sigmoid(f) * cell + torch.sigmoid(i) * torch.tanh(c)
+                state = torch.sigmoid(o) * torch.tanh(cell)
+            else:
+                wz, wr, wh = w.chunk(3, dim=0)
+                rz, rr, rh = r.chunk(3, dim=0)
+                z = torch.sigmoid(x @ wz.T + state @ rz.T)
+                rg = torch.sigmoid(x @ wr.T + state @ rr.T)
+                n = torch.tanh(x @ wh.T + (rg * state) @ rh.T)
+                state = (1 - z) * n + z * state
+            out[t] = state
+        ys.append(torch.stack(out))
+    return torch.stack(ys, dim=1)  # [seq, dirs, batch, hidden]
+
+
+def convert(
+    onnx_path: str, out: str, batches: tuple[int, ...] = (1, 3), tolerance: float = 1e-3
+) -> dict[str, Any]:
+    """Trace the PyTorch version to TorchScript at ``out`` after checking it against ONNX
+    Runtime at each batch size; the largest relative difference seen."""
+    import onnx
+    import onnxruntime as ort
+    import torch
+
+    model = onnx.load(onnx_path)
+    net = build(model)
+    width = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value
+    session = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    worst = 0.0
+    rng = np.random.default_rng(0)
+    for batch in batches:
+        x = rng.standard_normal((batch, width)).astype(np.float32)
+        want = session.run(None, {model.graph.input[0].name: x})
+        with torch.no_grad():
+            got = net(torch.from_numpy(x))
+        for w, g in zip(want, got):
+            scale = float(np.abs(w).max()) or 1.0
+            worst = max(worst, float(np.abs(g.numpy().astype(w.dtype) - w).max()) / scale)
+    if worst > tolerance:
+        raise ValueError(
+            f"the PyTorch version differs from ONNX Runtime's by {worst:.2g} (limit {tolerance})"
+        )
+    with torch.no_grad():
+        traced = torch.jit.trace(net, torch.from_numpy(rng.standard_normal((2, width)).astype(np.float32)))
+    traced.save(out)
+    return {"path": out, "max_relative_difference": worst}
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(convert(sys.argv[1], sys.argv[2])))
