@@ -389,3 +389,29 @@ def test_validate_runs_the_networks_own_pytorch_version_on_the_native_backend(sy
         "pytorch fp32 b1 1t tuned": [synth],
         "pytorch fp32 b4 1t tuned": [synth],
     }
+
+
+def test_a_built_reference_fits_the_network_to_the_applications_int8_builds(tmp_path, cli):
+    """``1x1:int8``: the application's INT8 build is profiled, and so is the network's,
+    each instance's time found again in the quantized graph."""
+    app = cnn(tmp_path / "cnn.onnx", width=16)
+    refs = "1x1,4x1,1x1:int8"
+    out = cli("synth", "profile", app, "--reference", refs, "-o", str(tmp_path / "w.json"), "-q")
+    assert out.returncode == 0, out.stderr[-3000:]
+    w = json.loads((tmp_path / "w.json").read_text())
+    assert [r["build"] for r in w["references"]] == ["fp32", "fp32", "int8"] and "b1/1t int8" in out.stdout
+    assert (tmp_path / "builds" / "cnn.int8.onnx").is_file()
+    int8 = w["applications"][0]["classes"][2]
+    assert int8.get("quantize / dequantize", 0) > 0 and int8.get("convolution", 0) > 0.3  # QLinearConv
+    assert all(n["us"][2] == 0 for n in w["nodes"])  # another graph: no node of the fp32 one
+    out = cli(
+        "synth", "generate", str(tmp_path / "w.json"), "-o", str(tmp_path / "s.onnx"), "--clusters", "6", "-q"
+    )
+    assert out.returncode in (0, 1), out.stderr[-3000:]
+    net = json.loads((tmp_path / "s.json").read_text())
+    assert len(net["predicted_divergence"]) == len(net["measured_divergence"]) == 3
+    ran = [u for u in net["units"] if u["count"] and u["cls"] == "convolution"]
+    assert ran and all(u["cost_us"][2] > 0 for u in ran)  # found in the quantized graph
+    assert "b1/1t int8" in (
+        cli("synth", "profile", app, "--reference", refs, "-o", str(tmp_path / "w2.json")).stdout
+    )

@@ -41,18 +41,37 @@ def divergence(p: dict[str, float], q: dict[str, float]) -> float:
 
 def contributions(workload: dict[str, Any]) -> np.ndarray:
     """[nodes, refs]: each node's time as a fraction of its application's time on the first
-    reference, times the application's normalized weight."""
+    reference, times the application's normalized weight (0 on a built reference, whose
+    graph has other nodes)."""
     apps = workload["applications"]
     total = sum(a["weight"] for a in apps)
     scale = [a["weight"] / total / (a["node_ms"][0] * 1000) for a in apps]
     return np.array([[us * scale[n["app"]] for us in n["us"]] for n in workload["nodes"]])
 
 
+def class_targets(workload: dict[str, Any]) -> list[dict[str, float]]:
+    """Per reference, each op class's time in the weighted mix (fractions of the first
+    reference's): from the applications' class shares, so a built reference counts too."""
+    apps = workload["applications"]
+    total = sum(a["weight"] for a in apps)
+    out: list[dict[str, float]] = []
+    for r in range(len(workload["references"])):
+        mix: dict[str, float] = {}
+        for a in apps:
+            scale = a["weight"] / total * a["node_ms"][r] / a["node_ms"][0]
+            for c, share in a["classes"][r].items():
+                mix[c] = mix.get(c, 0.0) + share * scale
+        out.append(mix)
+    return out
+
+
 def medoids(workload: dict[str, Any], clusters: int) -> tuple[list[Unit], list[int]]:
     """The representatives and, per node, the one that stands for it (-1: none does)."""
     from dlbench.harness.synth.fit import kmedoids
+    from dlbench.harness.synth.workload import Reference, matched
 
-    contrib = contributions(workload)
+    same = matched([Reference.from_json(r) for r in workload["references"]])
+    contrib = contributions(workload)[:, same]
     weight = (contrib / contrib.sum(axis=0)).mean(axis=1)
     units = [Unit.from_json(n["unit"]) if n["unit"] else None for n in workload["nodes"]]
     distinct: dict[Unit, float] = {}
@@ -119,21 +138,22 @@ def solve(
 ) -> tuple[np.ndarray, list[dict[str, float]], list[dict[str, float]]]:
     """Integer counts per unit; the target and the predicted µs per class on each reference."""
     from dlbench.harness.synth.fit import integer_counts, nnls
+    from dlbench.harness.synth.workload import Reference, matched
 
     contrib = contributions(workload) * budget_us
-    classes = [n["class"] for n in workload["nodes"]]
-    names = sorted(set(classes) | {c for ref in costs for u in ref for c in u})
-    refs, k = contrib.shape[1], len(main[0])
+    same = matched([Reference.from_json(r) for r in workload["references"]])
+    target_classes = [{c: t * budget_us for c, t in mix.items()} for mix in class_targets(workload)]
+    names = sorted({c for t in target_classes for c in t} | {c for ref in costs for u in ref for c in u})
+    refs, k = len(target_classes), len(main[0])
     rows, targets, weights = [], [], []
-    target_classes = []
     for r in range(refs):
-        scale = 1.0 / contrib[:, r].sum()
-        per_class = {c: float(contrib[[i for i, x in enumerate(classes) if x == c], r].sum()) for c in names}
-        target_classes.append(per_class)
+        scale = 1.0 / (sum(target_classes[r].values()) or 1.0)
         for c in names:
             rows.append([costs[r][j].get(c, 0.0) for j in range(k)])
-            targets.append(per_class[c])
+            targets.append(target_classes[r].get(c, 0.0))
             weights.append(scale)
+        if r not in same:
+            continue  # a built graph's nodes are not the clusters'
         for j in range(k):
             rows.append([main[r][j] if i == j else 0.0 for i in range(k)])
             targets.append(float(contrib[[i for i, o in enumerate(owner) if o == j], r].sum()))
@@ -141,7 +161,7 @@ def solve(
     w = np.array(weights)[:, None]
     a, b = np.array(rows) * w, np.array(targets) * w[:, 0]
     spent = np.array([[[costs[r][j].get(c, 0.0) for j in range(k)] for c in names] for r in range(refs)])
-    goal = [np.array([t[c] for c in names]) for t in target_classes]
+    goal = [np.array([t.get(c, 0.0) for c in names]) for t in target_classes]
     fitted = float(np.sum(b**2)) or 1.0
 
     def error(n: np.ndarray) -> float:
@@ -153,6 +173,10 @@ def solve(
     counts = integer_counts(a, b, integer_counts(a, b, nnls(a, b)), error=error)
     predicted = [{c: float(v) for c, v in zip(names, spent[r] @ counts)} for r in range(refs)]
     return counts, target_classes, predicted
+
+
+def _quiet(_: str) -> None:
+    """The network's own builds, rebuilt each round, go unannounced."""
 
 
 def _tv(p: np.ndarray, q: np.ndarray) -> float:
@@ -177,15 +201,20 @@ def generate(
     from dlbench.core.atomic import scratch, write_json
     from dlbench.harness.synth.emit import network
     from dlbench.harness.synth.validate import build_all
-    from dlbench.harness.synth.workload import Reference, profile_at
+    from dlbench.harness.synth.workload import Reference, built_for, profile_at
 
-    refs = [Reference(r["batch"], r["threads"]) for r in workload["references"]]
+    refs = [Reference.from_json(r) for r in workload["references"]]
     units, owner = medoids(workload, clusters)
     say(f"{len(units)} representatives from {len(workload['nodes'])} nodes")
 
     def measure(counts: list[int], path: Path) -> tuple[Any, Any, list[dict[str, Any]]]:
         onnx.save(network(list(zip(units, counts)), seed, name=out.stem), str(path))
-        profiles = [profile_at(str(path), ref, warmup, iterations, timeout, say) for ref in refs]
+        profiles = [
+            profile_at(
+                built_for(str(path), ref.build, path.parent, _quiet), ref, warmup, iterations, timeout, say
+            )
+            for ref in refs
+        ]
         return (*unit_costs(units, profiles, counts), profiles)
 
     with scratch("dlbench-synth") as tmp:

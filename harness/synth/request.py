@@ -38,10 +38,11 @@ class SynthProfileRequest(ProfileRuns):
     )
     references: list[str] = flag(
         "--reference",
-        factory=lambda: ["1x1", "8xall"],
+        factory=lambda: ["1x1", "8xall", "1x1:int8"],
         many=True,
         read=split,
-        help="reference configurations BATCHxTHREADS, at least two batch sizes; repeat or "
+        help="reference configurations BATCHxTHREADS[:BUILD], at least two fp32 ones of different "
+        "batch sizes; a BUILD (int8, fp16) profiles the applications' builds; repeat or "
         "comma-separate (default {default})",
     )
     out: str = flag(

@@ -17,7 +17,13 @@ Say = Callable[[str], None]
 def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, Any]:
     from dlbench.core.atomic import write_json
     from dlbench.harness.synth.tables import workload_tables
-    from dlbench.harness.synth.workload import Application, ProfileFailed, Reference, profile_workload
+    from dlbench.harness.synth.workload import (
+        Application,
+        ProfileFailed,
+        Reference,
+        check_references,
+        profile_workload,
+    )
     from dlbench.models.user import hub
 
     apps = [Application.parse(a) for a in req.applications]
@@ -28,10 +34,18 @@ def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, An
         if value < 1:
             raise UserError(f"{name}: give at least {1 if name == '--iterations' else 0}")
     refs = tuple(Reference.parse(r) for r in req.references)
+    check_references(refs)
     try:
         apps = [_exported(app, Path(req.out).parent, say) for app in apps]
         workload = profile_workload(
-            apps, refs, warmup=req.warmup, iterations=req.iterations, timeout=req.timeout, say=say, db=req.db
+            apps,
+            refs,
+            warmup=req.warmup,
+            iterations=req.iterations,
+            timeout=req.timeout,
+            say=say,
+            db=req.db,
+            home=Path(req.out).parent,
         )
     except ProfileFailed as exc:
         return {"status": "failed", "table": str(exc)}

@@ -14,7 +14,10 @@ def _pct(x: float | None) -> str:
 def workload_tables(w: dict[str, Any]) -> str:
     """Per application and reference: time, the top classes' shares, the motifs; then the
     heaviest shape classes over the weighted set."""
-    refs = [f"b{r['batch']}/{r['threads'] or 'all'}t" for r in w["references"]]
+    refs = [
+        f"b{r['batch']}/{r['threads'] or 'all'}t {r.get('build', 'fp32')}".removesuffix(" fp32")
+        for r in w["references"]
+    ]
     rows = []
     for a in w["applications"]:
         for i, ref in enumerate(refs):

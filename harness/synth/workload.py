@@ -34,26 +34,60 @@ VERSION = 1
 class Reference:
     batch: int
     threads: int | None  # None: every physical core (bench's default)
+    # A build target (int8): the applications' builds are profiled there, so the network
+    # is fitted to how they respond to it, not only to batch and threads.
+    build: str = "fp32"
 
     @property
     def label(self) -> str:
-        return f"batch {self.batch}, {self.threads or 'all'} thread{'s' if self.threads != 1 else ''}"
+        threads = f"{self.threads or 'all'} thread{'s' if self.threads != 1 else ''}"
+        return f"batch {self.batch}, {threads}" + (f", {self.build}" if self.build != "fp32" else "")
 
     @classmethod
     def parse(cls, text: str) -> Reference:
-        """``BATCHxTHREADS``: ``1x1``, ``8xall``."""
-        batch, _, threads = text.partition("x")
+        """``BATCHxTHREADS[:BUILD]``: ``1x1``, ``8xall``, ``1x1:int8``."""
+        from dlbench.converters.base import BUILD_TARGETS
+
+        shape, _, build = text.partition(":")
+        batch, _, threads = shape.partition("x")
         try:
             b = int(batch)
             t = None if threads in ("", "all") else int(threads)
         except ValueError:
-            raise UserError(f"--reference {text}: give BATCHxTHREADS, e.g. 1x1 or 8xall") from None
+            raise UserError(
+                f"--reference {text}: give BATCHxTHREADS[:BUILD], e.g. 1x1, 8xall or 1x1:int8"
+            ) from None
         if b < 1 or (t is not None and t < 1):
             raise UserError(f"--reference {text}: batch and threads must be at least 1")
-        return cls(b, t)
+        if build and build not in BUILD_TARGETS.names():
+            raise UserError(
+                f"--reference {text}: no build target {build} (known: {', '.join(BUILD_TARGETS.names())})"
+            )
+        return cls(b, t, build or "fp32")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"batch": self.batch, "threads": self.threads, "build": self.build}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Reference:
+        return cls(d["batch"], d["threads"], d.get("build", "fp32"))
 
 
-DEFAULT_REFERENCES = (Reference(1, 1), Reference(8, None))
+def matched(refs) -> list[int]:
+    """The references whose graph is the first one's (its build): nodes match by name
+    across them; a built reference's graph is another, known by its class times only."""
+    return [i for i, r in enumerate(refs) if r.build == refs[0].build]
+
+
+def check_references(refs: tuple[Reference, ...]) -> None:
+    if len({refs[i].batch for i in matched(refs)}) < 2:
+        raise UserError(
+            f"--reference: give at least two {refs[0].build} references with different batch sizes "
+            "(how each node's batch axis is found)"
+        )
+
+
+DEFAULT_REFERENCES = (Reference(1, 1), Reference(8, None), Reference(1, 1, "int8"))
 
 
 @dataclass(frozen=True)
@@ -85,23 +119,26 @@ def profile_workload(
     timeout: float | None = None,
     say: Callable[[str], None] = lambda _: None,
     db: str | None = None,
+    home: Path = Path("."),
 ) -> dict[str, Any]:
     """Every application profiled on every reference, each profile stored (``db``); the
     workload the generator reads."""
-    if len({r.batch for r in refs}) < 2:
-        raise UserError("--reference: give at least two references with different batch sizes")
+    check_references(refs)
     if not apps:
         raise UserError("give at least one application")
     applications, nodes = [], []
     for index, app in enumerate(apps):
-        profiles = [profile_at(app.source, ref, warmup, iterations, timeout, say, db) for ref in refs]
+        profiles = [
+            profile_at(built_for(app.source, ref.build, home, say), ref, warmup, iterations, timeout, say, db)
+            for ref in refs
+        ]
         entry, app_nodes = _application(index, app, refs, profiles)
         applications.append(entry)
         nodes.extend(app_nodes)
     return {
         "kind": KIND,
         "version": VERSION,
-        "references": [{"batch": r.batch, "threads": r.threads} for r in refs],
+        "references": [r.to_json() for r in refs],
         "applications": applications,
         "nodes": nodes,
     }
@@ -109,6 +146,24 @@ def profile_workload(
 
 class ProfileFailed(RuntimeError):
     """A profile cell failed (a crash, a timeout): the step fails, with its reason."""
+
+
+def built_for(source: str, build: str, home: Path, say: Callable[[str], None]) -> str:
+    """``source`` itself for fp32, else its build through the build path any model takes
+    (in ``home``/builds).  A build over its tolerance is still what the backend runs, so
+    it is profiled all the same; one that failed outright fails the step."""
+    from dlbench.harness.convert.build import build as make
+    from dlbench.harness.convert.request import BuildRequest
+
+    if build == "fp32":
+        return source
+    out = home / "builds" / f"{Path(source).stem}.{build}.onnx"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    say(f"build {Path(source).name} --to {build}")
+    record = make(BuildRequest(source=source, to=build, out=str(out)))
+    if not out.is_file():
+        raise ProfileFailed(f"{source}: its {build} build failed: {record.get('error')}")
+    return str(out)
 
 
 def profile_at(
@@ -146,11 +201,13 @@ def _application(index: int, app: Application, refs, profiles: list[dict[str, An
     from dlbench.harness.profile.classes import node_class
     from dlbench.harness.synth.units import unit_of
 
-    by_name = [{n["node"]: n for n in p["nodes"]} for p in profiles]
+    same = matched(refs)
+    by_name = [{n["node"]: n for n in p["nodes"]} if i in same else {} for i, p in enumerate(profiles)]
+    second = next(i for i in same if refs[i].batch != refs[0].batch)
     nodes = []
     for n in profiles[0]["nodes"]:
-        other = by_name[1].get(n["node"])
-        unit = unit_of(n, other, refs[0].batch, refs[1].batch)
+        other = by_name[second].get(n["node"])
+        unit = unit_of(n, other, refs[0].batch, refs[second].batch)
         row: dict[str, Any] = {
             "app": index,
             "node": n["node"],
