@@ -415,3 +415,20 @@ def test_a_built_reference_fits_the_network_to_the_applications_int8_builds(tmp_
     assert "b1/1t int8" in (
         cli("synth", "profile", app, "--reference", refs, "-o", str(tmp_path / "w2.json")).stdout
     )
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--builds", "int9"], "--builds int9: no such build"),
+        (["--batch-sizes", "0"], "give positive numbers"),
+        (["--allocators", "foo"], "--allocator must be one of"),
+        (["--backends", "nosuch"], "no such backend"),
+    ],
+)
+def test_a_bad_matrix_is_refused_before_anything_runs(synthesized, cli_module, args, says):
+    d, _, _, _, _ = synthesized
+    before = sorted(p.name for p in (d / "net" / "builds").iterdir())
+    out = cli_module("synth", "validate", str(d / "net" / "synthetic.json"), *args)
+    assert out.returncode == 2 and says in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in (d / "net" / "builds").iterdir()) == before

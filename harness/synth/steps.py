@@ -112,6 +112,7 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
             raise UserError(
                 f"--backends {b}: the network has no {b} version (synth generate makes {list(natives)})"
             )
+    _check_matrix(req)
     matrix = Matrix(backends, req.builds, req.batch_sizes, req.threads, req.allocators, ["", *req.envs])
     workdir = home / "builds"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -135,6 +136,24 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     write_json(req.out or str(home / "validation.json"), verdict)
     return {"status": "ok" if verdict.get("predictors") else "too few configurations ran",
             "validation": verdict, "table": validation_table(verdict)}  # fmt: skip
+
+
+def _check_matrix(req: SynthValidateRequest) -> None:
+    """The matrix's values refused before any build or cell runs."""
+    from dlbench.converters.base import BUILD_TARGETS
+    from dlbench.harness.cells import allocator
+
+    known = ["fp32", *BUILD_TARGETS.names()]
+    for build in req.builds:
+        if build not in known:
+            raise UserError(f"--builds {build}: no such build (known: {', '.join(known)})")
+    for name, values in (("--batch-sizes", req.batch_sizes), ("--threads", req.threads)):
+        if not values or min(values) < 1:
+            raise UserError(f"{name} {','.join(map(str, values))}: give positive numbers")
+    for name in req.allocators:
+        allocator.check(name)
+    if not req.min_duration > 0:
+        raise UserError(f"--min-duration {req.min_duration}: give a positive number of seconds")
 
 
 def _exported(app, home: Path, say: Say):
