@@ -432,3 +432,11 @@ def test_a_bad_matrix_is_refused_before_anything_runs(synthesized, cli_module, a
     out = cli_module("synth", "validate", str(d / "net" / "synthetic.json"), *args)
     assert out.returncode == 2 and says in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert sorted(p.name for p in (d / "net" / "builds").iterdir()) == before
+
+
+def test_a_zoo_model_is_exported_for_the_profile_and_kept_by_name(tmp_path, cli):
+    out = cli("synth", "profile", "lenet5", "--reference", "1x1,4x1", "-o", str(tmp_path / "w.json"), "-q")
+    assert out.returncode == 0, out.stderr[-3000:]
+    [app] = json.loads((tmp_path / "w.json").read_text())["applications"]
+    assert app["native"] == "lenet5" and app["source"] == str(tmp_path / "lenet5.onnx")
+    assert (tmp_path / "lenet5.onnx").is_file() and app["classes"][0]["convolution"] > 0

@@ -24,12 +24,20 @@ def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, An
         check_references,
         profile_workload,
     )
+    from dlbench.models.registry import list_models
     from dlbench.models.user import hub
 
     apps = [Application.parse(a) for a in req.applications]
     for app in apps:
-        if not Path(app.source).is_file() and hub.parse(app.source) is None:
-            raise UserError(f"{app.source}: no such file, and not a model by name ({hub.prefixes()})")
+        if (
+            not Path(app.source).is_file()
+            and app.source not in list_models()
+            and hub.parse(app.source) is None
+        ):
+            raise UserError(
+                f"{app.source}: no such file, not a zoo model (dlbench models) and not a model by name "
+                f"({hub.prefixes()})"
+            )
     for name, value in (("--iterations", req.iterations), ("--warmup", req.warmup + 1)):
         if value < 1:
             raise UserError(f"{name}: give at least {1 if name == '--iterations' else 0}")
@@ -157,23 +165,42 @@ def _check_matrix(req: SynthValidateRequest) -> None:
 
 
 def _exported(app, home: Path, say: Say):
-    """A model by name exported to ONNX beside the workload (verified, as ``dlbench
-    export`` does), remembered by its name for the backends that run it natively."""
+    """A model by name, or a zoo model, exported to ONNX beside the workload (verified,
+    as ``dlbench export`` does) and remembered by its name for the backends that run it
+    natively.  A zoo model is a checkpoint first: one PyTorch training step (its weights
+    do not change what is timed)."""
     from dataclasses import replace
 
     from dlbench.harness.convert.export import export
     from dlbench.harness.convert.request import ExportRequest
     from dlbench.harness.synth.workload import ProfileFailed
+    from dlbench.models.registry import list_models
 
     if Path(app.source).is_file():
         return app
     out = home / f"{app.source.replace(':', '_').replace('/', '_')}.onnx"
     if not out.is_file():
+        source = app.source
+        if app.source in list_models():
+            source = _checkpoint(app.source, home / "zoo", say)
         say(f"export {app.source} to {out}")
-        [record] = export(ExportRequest(sources=[app.source], out=str(out)), progress=say)
+        [record] = export(ExportRequest(sources=[source], out=str(out)), progress=say)
         if record["status"] != "ok":
             raise ProfileFailed(f"{app.source}: its export failed: {record.get('error')}")
     return replace(app, source=str(out), native=app.source)
+
+
+def _checkpoint(model: str, home: Path, say: Say) -> str:
+    from dlbench.harness.synth.workload import ProfileFailed
+    from dlbench.harness.training.request import TrainRequest
+    from dlbench.harness.training.runner import train
+
+    say(f"train {model} one step for a checkpoint to export")
+    req = TrainRequest(model=model, frameworks=["pytorch"], steps=1, warmup_steps=0, out=str(home))
+    [record] = train(req, progress=say)
+    if record["status"] != "ok":
+        raise ProfileFailed(f"{model}: its one training step failed: {record.get('error')}")
+    return str(home / model / "pytorch")
 
 
 def _read(path: str, kind: str, maker: str) -> dict[str, Any]:
