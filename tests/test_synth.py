@@ -314,8 +314,11 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
     )
     assert out.returncode == (0 if net["self_check"] == "ok" else 1)
     assert max(net["predicted_divergence"]) <= TOY_BOUND, out.stdout
-    # Measured, as it runs: its own profile's class shares against the workload's.
-    assert max(net["measured_divergence"]) <= TOY_BOUND, out.stdout
+    # Measured, as it runs: its own profile's class shares against the workload's, within
+    # the bound plus twice what two profiles of the same network differ by here and now
+    # (a loaded machine moves both; a quiet one leaves the bound).
+    for measured, noise in zip(net["measured_divergence"], net["repeat_divergence"]):
+        assert measured <= TOY_BOUND + 2 * noise, out.stdout
     model = onnx.load(str(d / "net" / "synthetic.onnx"))
     kinds = {n.op_type for n in model.graph.node}
     assert {"Conv", "MatMul"} <= kinds
@@ -370,24 +373,34 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, cli, args, says):
     assert says in out.stderr and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
 
 
-def test_validate_runs_the_networks_own_pytorch_version_on_the_native_backend(synthesized, cli_module):
-    """The network's TorchScript version benches on PyTorch; applications given as ONNX
-    files have no PyTorch form, so those configurations cannot score them, and say so."""
+def test_validate_runs_the_networks_own_framework_versions_on_the_native_backends(synthesized, cli_module):
+    """The network's TorchScript and Keras versions bench on PyTorch and TensorFlow;
+    applications given as ONNX files have no native form, so those configurations cannot
+    score them, and say so."""
     d, _, _, net, _ = synthesized
-    assert net["frameworks"] == {"pytorch": "synthetic.pt"}
-    args = ["--backends", "pytorch", "--batch-sizes", "1,4", "--threads", "1", "--allocators", "tuned"]
+    assert net["frameworks"] == {"pytorch": "synthetic.pt", "tensorflow": "synthetic.keras"}
+    args = [
+        "--backends",
+        "pytorch,tensorflow",
+        "--batch-sizes",
+        "2",
+        "--threads",
+        "1",
+        "--allocators",
+        "tuned",
+    ]
     out = cli_module("synth", "validate", str(d / "net" / "synthetic.json"), *args, "-o", str(d / "v.json"))
     assert out.returncode == 1, out.stderr[-3000:]  # nothing to score
     v = json.loads((d / "v.json").read_text())
     assert v["matrix"]["configurations"] == 2  # builds are ONNX files: fp32 only on a native backend
     assert sorted(v["matrix"]["left_out"]) == [
-        "attention.onnx on pytorch: not a model by name",
-        "cnn.onnx on pytorch: not a model by name",
+        f"{app}.onnx on {backend}: not a model by name"
+        for app in ("attention", "cnn")
+        for backend in ("pytorch", "tensorflow")
     ]
     synth = str(d / "net" / "synthetic.onnx")
     assert {c: list(got) for c, got in v["measured"].items()} == {
-        "pytorch fp32 b1 1t tuned": [synth],
-        "pytorch fp32 b4 1t tuned": [synth],
+        f"{backend} fp32 b2 1t tuned": [synth] for backend in ("pytorch", "tensorflow")
     }
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from dlbench.harness.synth.units import ACTIVATIONS, Unit
 
 OPSET = 17
+LANES_KEY = "dlbench.synth.lanes"  # the metadata entry holding [[unit, count], ...]
 INPUT, OUTPUT, SHAPES = "input", "output", "shape_arithmetic"
 
 
@@ -164,6 +165,14 @@ def emitted_shape(u: Unit) -> tuple[int, ...]:
     return tuple(d.dim_value for d in out)
 
 
+def spec(lanes: list[tuple[Unit, int]]) -> dict[str, str]:
+    """The network's metadata that says what it is made of: the framework versions
+    build from it, whatever their layout."""
+    import json
+
+    return {LANES_KEY: json.dumps([[u.to_json(), int(n)] for u, n in lanes])}
+
+
 def sequence(left: dict[int, tuple[Unit, int]], shapes: dict[int, tuple[int, ...]]) -> list[int]:
     """The order the instances run in: after each, an instance whose input is its output
     (a 1x1 expansion after its projection, a convolution after the pooling that feeds it),
@@ -231,5 +240,6 @@ def network(lanes: list[tuple[Unit, int]], seed: int = 0, name: str = "synthetic
         graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="dlbench synth"
     )
     model.ir_version = 8
+    helper.set_model_props(model, spec(lanes))
     checker.check_model(model)
     return model

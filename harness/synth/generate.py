@@ -199,7 +199,8 @@ def generate(
     import onnx
 
     from dlbench.core.atomic import scratch, write_json
-    from dlbench.harness.synth.emit import network
+    from dlbench.harness.synth.emit import network, spec
+    from dlbench.harness.synth.frameworks import write_versions
     from dlbench.harness.synth.validate import build_all
     from dlbench.harness.synth.workload import Reference, built_for, profile_at
 
@@ -242,7 +243,7 @@ def generate(
     checks = [divergence(p, t) for p, t in zip(predicted, targets)]
     lanes = [(u, int(n)) for u, n in zip(units, counts)]
     model = network(lanes, seed, name=out.stem)
-    onnx.helper.set_model_props(model, {"dlbench.model": out.stem, "dlbench.synthetic": "1"})
+    onnx.helper.set_model_props(model, {"dlbench.model": out.stem, "dlbench.synthetic": "1", **spec(lanes)})
     out.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(model, str(out))
     apps = workload["applications"]
@@ -266,7 +267,7 @@ def generate(
     }
     # Its other forms: the framework versions (the same graph, checked against ONNX
     # Runtime) and its builds through the build path any model takes, verified.
-    description["frameworks"], description["framework_errors"] = _frameworks(out, say)
+    description["frameworks"], description["framework_errors"] = write_versions(out, say)
     built, left = build_all([str(out)], list(BUILDS), out.parent / "builds", say)
     description["builds"] = {t: Path(p).name for t, p in built[str(out)].items() if t != "fp32"}
     description["builds_left_out"] = left
@@ -276,40 +277,20 @@ def generate(
     description["measured_class_share"] = shares
     description["measured_divergence"] = [divergence(m, t) for m, t in zip(shares, targets)]
     description["measured_ms"] = [m["node_ms_per_run"] for m in measured]
+    # The same network profiled once more: how far two measurements of one network are
+    # apart here and now, the noise any measured divergence carries.
+    again = [
+        profile_at(built_for(str(out), ref.build, out.parent, _quiet), ref, warmup, iterations, timeout, say)
+        for ref in refs
+    ]
+    repeat = [{c["class"]: c["share"] for c in m["classes"]} for m in again]
+    description["repeat_divergence"] = [divergence(a, b) for a, b in zip(shares, repeat)]
     description["applications_ms"] = [sum(a["node_ms"][i] for a in apps) for i in range(len(refs))]
     write_json(out.with_suffix(".json"), description)
     return description
 
 
 BUILDS = ("int8", "fp16")
-# Framework versions of the network: backend -> the module that writes one, run as a
-# process of its own (``python -m MODULE NETWORK.onnx OUT``) so this one imports no
-# framework; the suffix of what it writes.
-FRAMEWORKS = {"pytorch": ("dlbench.harness.synth.torch_net", ".pt", "torch")}
-
-
-def _frameworks(out: Path, say) -> tuple[dict[str, str], dict[str, str]]:
-    """The network's version per native backend whose framework is installed, and why
-    any other failed; each checked against ONNX Runtime by the module that writes it."""
-    import importlib.util
-    import subprocess
-    import sys
-
-    made, errors = {}, {}
-    for backend, (module, suffix, package) in FRAMEWORKS.items():
-        if importlib.util.find_spec(package) is None:
-            errors[backend] = f"{package} is not installed"
-            continue
-        path = out.with_suffix(suffix)
-        say(f"write the {backend} version {path.name}")
-        proc = subprocess.run(
-            [sys.executable, "-m", module, str(out), str(path)], capture_output=True, text=True, timeout=600
-        )
-        if proc.returncode == 0 and path.is_file():
-            made[backend] = path.name
-        else:
-            errors[backend] = (proc.stderr.strip().splitlines() or ["failed"])[-1]
-    return made, errors
 
 
 def _fit(workload, owner, costs, main, fraction: float):

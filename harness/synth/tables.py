@@ -58,10 +58,12 @@ def network_table(d: dict[str, Any]) -> str:
     )
     checks = ", ".join(f"{x:.3f}" for x in d["predicted_divergence"])
     measured = ", ".join(f"{x:.3f}" for x in d["measured_divergence"])
+    noise = ", ".join(f"{x:.3f}" for x in d["repeat_divergence"])
     time = ", ".join(f"{s / a:.1%}" for s, a in zip(d["measured_ms"], d["applications_ms"]))
     return (
         f"{table}\n\nOp-class time-share divergence from the workload, per reference: predicted "
-        f"{checks} (limit {d['divergence_limit']}; self-check {d['self_check']}), measured {measured}.\n"
+        f"{checks} (limit {d['divergence_limit']}; self-check {d['self_check']}), measured {measured} "
+        f"(two profiles of the network itself differ by {noise}).\n"
         f"Its run time against the whole application set's, per reference: {time}."
     )
 

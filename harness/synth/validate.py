@@ -98,6 +98,7 @@ def measure(
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import BenchRequest
+    from dlbench.harness.synth.frameworks import VERSIONS
 
     onnx_builds = [b for b in matrix.builds if b != "fp32"] if any(map(takes_onnx, matrix.backends)) else []
     built, left = build_all([*apps, synth], onnx_builds, workdir, say)
@@ -118,7 +119,8 @@ def measure(
             else:
                 requests = [({n: a for a, n in apps.items() if n}, {})]
                 if backend in natives:
-                    requests.append(({natives[backend]: synth}, {"x": (1, _width(synth))}))
+                    name = VERSIONS[backend].shape_input
+                    requests.append(({natives[backend]: synth}, {name: (1, _width(synth))} if name else {}))
             for named, shapes in (r for r in requests if r[0]):
                 where = f"{backend}, {build}, allocator {allocator}{', ' + env if env else ''}"
                 say(f"bench {len(named)} on {where}")
