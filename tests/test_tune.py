@@ -1,6 +1,6 @@
 """``dlbench tune`` end to end through the real CLI: a small space on a small ONNX model
 searched within its budget by successive halving over real cells, its config read back by
-``bench --config``."""
+``bench --config``, the headroom marked in the bench table and the report."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def test_halving_never_measures_long_what_a_short_rung_ruled_out(tuned):
             assert key(p["settings"]) in kept, (rung, p, before)
 
 
-def test_bench_reads_the_config_back(tuned, cli):
+def test_bench_reads_the_config_back_and_shows_the_headroom(tuned, cli):
     d, model, env, out, _ = tuned
     config = d / "best" / "onnxruntime.throughput.toml"
     assert f"dlbench bench --config {config}" in out.stdout
@@ -121,6 +121,32 @@ def test_bench_reads_the_config_back(tuned, cli):
     assert printed.returncode == 0, printed.stderr
     for line in text.splitlines():  # every tuned setting is in force
         assert line in printed.stdout, (line, printed.stdout)
+    # Default settings on the same model: the row says how far it is from the tuned best.
+    bench = cli(
+        "bench",
+        str(model),
+        "-b",
+        "onnxruntime",
+        "--threads",
+        "1",
+        *QUICK,
+        "-q",
+        env={"DLBENCH_DB": env["DLBENCH_DB"]},
+    )
+    assert bench.returncode == 0, bench.stderr
+    import re
+
+    (pct,) = re.findall(r"\(([−+]\d+) % vs tuned\)", bench.stdout)
+    best = _tune_records(d / "results.sqlite")[0]["throughput_sps"]
+    con = sqlite3.connect(d / "results.sqlite")
+    (thr,) = con.execute(
+        "SELECT throughput_sps FROM records WHERE kind = 'bench' ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    assert int(pct.replace("−", "-")) == round((thr / best - 1) * 100)
+    report = cli("report", env={"DLBENCH_DB": env["DLBENCH_DB"]})
+    assert report.returncode == 0, report.stderr
+    assert "% vs tuned" in report.stdout
+    assert ("‡" in report.stdout) == (thr / best - 1 < -0.05)
 
 
 @pytest.mark.parametrize(
