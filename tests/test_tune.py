@@ -1,6 +1,7 @@
 """``dlbench tune`` end to end through the real CLI: a small space on a small ONNX model
 searched within its budget by successive halving over real cells, its config read back by
-``bench --config``, the headroom marked in the bench table and the report."""
+``bench --config``, the headroom marked in the bench table and the report, and
+``dlbench env``'s hint about a default the tunes on this machine keep beating."""
 
 from __future__ import annotations
 
@@ -162,3 +163,22 @@ def test_bench_reads_the_config_back_and_shows_the_headroom(tuned, cli):
 def test_bad_input_is_one_line_and_status_2(cli, workdir, args, needle):
     model = benchmodels.mlp(workdir / "m.onnx")
     assert_usage_error(cli("tune", str(model), "-b", "onnxruntime", *args), needle)
+
+
+def test_env_hints_at_a_default_most_tuned_models_beat(cli, workdir):
+    """The selftest backend's service time is known: 0.2 ms per batch beats the default 1 ms
+    on every model, an extra 0.5 ms per sample never does."""
+    space = ("--space", "service_ms=1,0.2", "--space", "per_sample_ms=0,0.5", "--space", "threads=1")
+    space += ("--space", "allocator=tuned", "--space", "batch_size=1", "--builds", "none", "-q")
+    assert "hint:" not in cli("env").stdout
+    for i, din in enumerate((16, 32)):
+        model = benchmodels.mlp(workdir / f"m{din}.onnx", din=din)
+        out = cli(
+            "tune", str(model), "-b", "selftest", *space, "--budget", "8s", "-o", str(workdir / f"t{i}")
+        )
+        assert out.returncode == 0, out.stderr
+        if i == 0:  # one model is not "most models"
+            assert "hint:" not in cli("env").stdout
+    env = cli("env").stdout
+    assert "hint: selftest's default service_ms=1.0 lost" in env and "service_ms=0.2" in env, env
+    assert "per_sample_ms" not in env
