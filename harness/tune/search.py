@@ -7,10 +7,10 @@ keeps the best 1/ETA of them (per objective) and measures them ETA times longer:
 a short measurement already ruled out never gets a long one.  The default point is kept
 in every rung, so the final default-versus-best comparison is made at the same length.
 
-The plan is sized from the budget after the first cell (the default point) says what a
-cell costs beyond its measured window (process start, load, warm-up): rung 0 takes the
-one-factor points first (what each setting is worth on its own, which also ranks the
-effects), then random points, as many as the budget allows; one point made of each
+Rung 0 is sized from the budget as it goes, each cell saying what a cell costs beyond
+its measured window (process start, load, warm-up): it takes the one-factor points first
+(what each setting is worth on its own, which also ranks the effects), then random
+points, while the time left covers the later rungs of its size; one point made of each
 dimension's best one-factor value joins rung 1.  Before each cell the remaining budget is
 checked, so the search ends within it, keeping what the rungs so far measured.
 """
@@ -32,6 +32,7 @@ from dlbench.harness.tune.space import ALLOCATOR, BATCH, BUILD, INTER_OP, THREAD
 
 FIRST_RUNG_S = 0.3  # rung 0's measured window: enough iterations of a small model to rank
 STOP_AT = 0.95  # of the budget: the record, the configs and the table come after
+MAX_POINTS = 4096  # rung 0's pool: a larger space is sampled
 
 
 @dataclass
@@ -218,18 +219,24 @@ def run_search(
     first = measure(base, 0, FIRST_RUNG_S)
     if first is None:
         return result
-    # The plan: rung k measures n_k = n0 / eta^k points for FIRST_RUNG_S * eta^k seconds.
-    n0 = _points_that_fit(left(), cost["overhead"], eta)
-    candidates = [p for p in space.sample(max(n0, 1), seed) if key(p) != key(base)]
-    rungs = max(1, math.ceil(math.log(max(len(candidates) + 1, 2), eta)))
+    # Rung 0: every one-factor point the budget allows, then random points while what is
+    # left covers the later rungs of its size (a cell's cost re-estimated after each: the
+    # first cell's includes one-off costs).
+    pool = space.sample(min(space.size(), MAX_POINTS), seed)
+    alone = {key(p) for p in space.one_factor()}
+    for p in (p for p in pool if key(p) != key(base)):
+        n = len(result.at_rung(0)) + 1
+        later = later_rungs(n, cost["overhead"], eta)
+        if key(p) not in alone and left() < cost["overhead"] + FIRST_RUNG_S + later:
+            break
+        if measure(p, 0, FIRST_RUNG_S) is None:
+            break
+    rungs = max(1, math.ceil(math.log(max(len(result.at_rung(0)), 2), eta)))
     result.plan = (
-        f"{len(candidates) + 1} of {space.size()} points, {rungs + 1} rungs "
+        f"{len(result.at_rung(0))} of {space.size()} points in rung 0, up to {rungs + 1} rungs "
         f"(a cell costs {cost['overhead']:.1f} s besides its window)"
     )
     say(f"{space.backend.name}: {result.plan}")
-    for p in candidates:
-        if measure(p, 0, FIRST_RUNG_S) is None:
-            break
     result.rungs = 1
     current = result.at_rung(0)
     window = FIRST_RUNG_S
@@ -254,14 +261,13 @@ def run_search(
     return result
 
 
-def _points_that_fit(seconds: float, overhead: float, eta: int) -> int:
-    """Rung 0's size: with n0 points, rung k costs n0 / eta^k (overhead + FIRST_RUNG_S
-    eta^k) seconds; summed over the rungs, about n0 (overhead eta / (eta - 1) +
-    FIRST_RUNG_S (log_eta n0 + 1))."""
-    n = 1
+def later_rungs(n: int, overhead: float, eta: int) -> float:
+    """Seconds the rungs after a rung 0 of ``n`` points take: rung k measures n / eta^k
+    of them and the default (rung 1 also the combined point) for FIRST_RUNG_S eta^k."""
+    total, k = 0.0, 1
     while True:
-        rungs = math.log(n + 1, eta) + 1
-        need = (n + 1) * (overhead * eta / (eta - 1) + FIRST_RUNG_S * rungs)
-        if need > seconds:
-            return max(1, n - 1)
-        n += 1
+        count = math.ceil(n / eta**k) + (2 if k == 1 else 1)
+        total += count * (overhead + FIRST_RUNG_S * eta**k)
+        if math.ceil(n / eta**k) <= 1:
+            return total
+        k += 1
