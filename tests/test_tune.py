@@ -99,17 +99,22 @@ def test_halving_never_measures_long_what_a_short_rung_ruled_out(tuned):
         rungs.setdefault(p["rung"], []).append(p)
     assert len(rungs) >= 2, points  # the budget left room for a longer rung
     default = points[0]["settings"]
+    alone = {key(p["settings"]): p["throughput_sps"] for p in rungs[0]}
     for rung in sorted(rungs)[1:]:
         before = sorted(
             (p for p in rungs[rung - 1] if p["throughput_sps"]), key=lambda p: -p["throughput_sps"]
         )
         kept = {key(p["settings"]) for p in before[: math.ceil(len(rungs[rung - 1]) / 3)]}
         for p in rungs[rung]:
-            if key(p["settings"]) == key(default):
-                continue  # the default is kept in every rung: the comparison's reference
-            if rung == 1 and key(p["settings"]) not in {key(q["settings"]) for q in rungs[0]}:
-                continue  # the point made of each setting's best one-factor value
-            assert key(p["settings"]) in kept, (rung, p, before)
+            if p["why"] == "default":  # kept in every rung: the comparison's reference
+                assert key(p["settings"]) == key(default)
+            elif p["why"] == "combined":  # made of settings that each beat the default alone
+                assert rung == 1
+                for name, value in p["settings"].items():
+                    if value != default[name]:
+                        assert alone[key({**default, name: value})] > alone[key(default)], (name, value)
+            else:
+                assert p["why"] == "kept" and key(p["settings"]) in kept, (rung, p, before)
 
 
 def test_bench_reads_the_config_back_and_shows_the_headroom(tuned, cli):

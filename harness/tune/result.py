@@ -172,6 +172,7 @@ def tune_records(
                             "throughput_sps": m.throughput(),
                             "p99_ms": m.p99(),
                             "error": m.error,
+                            "why": m.why,
                         }
                         for m in search.runs
                     ],

@@ -41,6 +41,9 @@ class Measured:
     rung: int
     record: dict[str, Any] | None = None
     error: str | None = None
+    # Why the point is in its rung: "sampled" (rung 0), "kept" (among the best of the
+    # rung before), "combined" (one-factor gains put together) or "default".
+    why: str = "sampled"
 
     def ok(self) -> bool:
         return self.record is not None and self.record["status"] != "failed"
@@ -116,23 +119,25 @@ def keep_best(
     return list(out.values())
 
 
-def combined(space: Space, rung0: list[Measured], objective: str, max_p99_ms: float | None) -> Point:
-    """Each dimension at the value whose one-factor point scored best (the default where
-    none beat it): the settings' effects put together, measured in rung 1."""
+def combined(space: Space, rung0: list[Measured], objective: str, max_p99_ms: float | None) -> list[Point]:
+    """The settings' one-factor gains put together, measured first in rung 1: the two
+    largest, then all of them, then all but the smallest and so on, since gains may not
+    combine (OpenVINO's streams need threads to share out) and a small budget measures
+    only the first."""
     base = space.default()
     by_key = {key(m.point): m for m in rung0}
-    out = dict(base)
     reference = by_key.get(key(base))
     top = score(reference, objective, max_p99_ms) if reference else None
+    gains: list[tuple[float, str, Any]] = []
     for dim, values in space.dims.items():
-        best_value, best_score = base[dim], top
-        for v in values[1:]:
-            m = by_key.get(key({**base, dim: v}))
-            s = score(m, objective, max_p99_ms) if m else None
-            if s is not None and (best_score is None or s > best_score):
-                best_value, best_score = v, s
-        out[dim] = best_value
-    return out
+        alone = [(by_key.get(key({**base, dim: v})), v) for v in values[1:]]
+        scored = [(score(m, objective, max_p99_ms), v) for m, v in alone if m is not None]
+        ranked = sorted(((s, v) for s, v in scored if s is not None), key=lambda sv: -sv[0])
+        if ranked and (top is None or ranked[0][0] > top):
+            gains.append((ranked[0][0], dim, ranked[0][1]))
+    gains.sort(key=lambda g: -g[0])
+    sizes = dict.fromkeys([2, *range(len(gains), 2, -1)]) if len(gains) > 1 else {}
+    return [{**base, **{dim: v for _, dim, v in gains[:k]}} for k in sizes]
 
 
 def bench_request(
@@ -187,7 +192,7 @@ def run_search(
     def left() -> float:
         return budget_s * STOP_AT - (time.monotonic() - start)
 
-    def measure(p: Point, rung: int, window: float) -> Measured | None:
+    def measure(p: Point, rung: int, window: float, why: str = "sampled") -> Measured | None:
         if left() < cost["overhead"] + window:
             result.stopped_early = True
             return None
@@ -198,9 +203,9 @@ def run_search(
             recs = run_bench(
                 bench_request(art, space, p, device, rule, db, seed, timeout), show_progress=False
             )
-            m = Measured(p, rung, record=recs[0], error=recs[0].get("error"))
+            m = Measured(p, rung, record=recs[0], error=recs[0].get("error"), why=why)
         except UserError as exc:  # a combination the backend refuses: not a candidate
-            m = Measured(p, rung, error=str(exc))
+            m = Measured(p, rung, error=str(exc), why=why)
         wall = time.monotonic() - t0
         if m.ok():
             cost["overhead"] = max(0.2, wall - window)
@@ -216,7 +221,7 @@ def run_search(
         return m
 
     base = space.default()
-    first = measure(base, 0, FIRST_RUNG_S)
+    first = measure(base, 0, FIRST_RUNG_S, "default")
     if first is None:
         return result
     # Rung 0: every one-factor point the budget allows, then random points while what is
@@ -243,15 +248,16 @@ def run_search(
     for rung in range(1, rungs + 1):
         n = max(1, math.ceil(len(current) / eta))
         survivors = keep_best(current, n, objectives, max_p99_ms)
-        if rung == 1:
-            for objective in objectives:
-                survivors.append(combined(space, current, objective, max_p99_ms))
-        # The leader first, the default next: a rung the budget cuts short still compares them.
-        survivors = list({key(p): p for p in [*survivors[:1], base, *survivors[1:]]}.values())
+        # The combined points (rung 1), the leader, then the default: a rung the budget cuts
+        # short has still measured the likeliest best and the reference.
+        lead = [p for o in objectives for p in combined(space, current, o, max_p99_ms)] if rung == 1 else []
+        why = {key(p): "kept" for p in survivors} | {key(p): "combined" for p in lead}
+        why[key(base)] = "default"
+        survivors = list({key(p): p for p in [*lead, *survivors[:1], base, *survivors[1:]]}.values())
         if len(survivors) < 2 and rung > 1:
             break
         window *= eta
-        measured = [m for m in (measure(p, rung, window) for p in survivors) if m is not None]
+        measured = [m for m in (measure(p, rung, window, why[key(p)]) for p in survivors) if m is not None]
         if not measured:
             break
         result.rungs = rung + 1
