@@ -25,14 +25,28 @@ def _identity(r: dict[str, Any]) -> tuple[Any, ...]:
     return (r.get("model"), r.get("machine_id"), r.get("backend"), r.get("device"), r.get("precision"))
 
 
+def tune_records(store: Any, where: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    """The ``ok`` tune records matching ``where``, oldest first, read without writing: a
+    report and ``dlbench env`` leave the database's bytes as they were."""
+    from dlbench.core.errors import UserError
+    from dlbench.harness.store.schema import decode_record
+
+    if not store.exists():
+        return []
+    try:
+        with store.reading() as s:
+            sql = f"SELECT * FROM records WHERE kind = 'tune' AND status = 'ok' AND {where} ORDER BY id"
+            return [decode_record(r) for r in s.rows(sql, list(params))]
+    except UserError:  # not a results database (yet)
+        return []
+
+
 def tuned_bests(store: Any, records: Sequence[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
     """identity -> the newest ``tune`` record for each identity among ``records``."""
     models = sorted({r["model"] for r in records if r.get("kind") == "bench" and r.get("model")})
-    if not models or not store.exists():
+    if not models:
         return {}
-    rows = store.records(
-        f"kind = 'tune' AND status = 'ok' AND model IN ({', '.join('?' * len(models))})", models
-    )
+    rows = tune_records(store, f"model IN ({', '.join('?' * len(models))})", models)
     return {_identity(t): t for t in rows}  # ascending ids: the newest wins
 
 

@@ -11,16 +11,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from dlbench.harness.tune.headroom import tune_records
 from dlbench.harness.tune.space import NOT_DEFAULTS
 
 LOSS = 0.05
 
 
 def default_hints(store: Any, machine_id: str) -> list[str]:
-    if not store.exists():
-        return []
     latest: dict[tuple[str, str], dict[str, Any]] = {}
-    for r in store.records("kind = 'tune' AND status = 'ok' AND machine_id = ?", (machine_id,)):
+    for r in tune_records(store, "machine_id = ?", (machine_id,)):
         latest[(r["model"], r["backend"])] = r  # newest per model and backend
     tried: dict[tuple[str, str], set[str]] = {}
     won: dict[tuple[str, str], Counter] = {}
