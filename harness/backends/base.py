@@ -56,6 +56,17 @@ class Option:
     # ``const`` lets ``--NAME`` stand alone for that value (``--compile``: default mode).
     switch: bool = False
     const: Any = None
+    # ``dlbench tune`` searches it on these devices, over ``tune_values`` or else its
+    # choices: a speed setting only, never one that changes what is timed (I/O binding).
+    tune_on: tuple[str, ...] = ()
+    tune_values: tuple[Any, ...] | None = None
+
+    def searched(self, device: str) -> tuple[Any, ...]:
+        """The values a tune on ``device`` tries, the default first; none if not searched."""
+        if device not in self.tune_on:
+            return ()
+        values = self.tune_values if self.tune_values is not None else self.choices or ()
+        return tuple(dict.fromkeys((self.default, *values)))
 
     def parse(self, backend: str, raw: Any) -> Any:
         try:
@@ -91,6 +102,9 @@ class Backend:
     # ... and in the parent process where the engine is safe to load there (no framework,
     # no device context): a cell costs a process start per verified file.
     verify_in_parent: ClassVar[bool] = False
+    # Whether it has an inter-op thread pool (ONNX Runtime's parallel execution mode,
+    # PyTorch's and TensorFlow's pools): ``dlbench tune`` searches inter-op threads there.
+    inter_op_pool: ClassVar[bool] = False
 
     def missing(self) -> str | None:
         if not is_installed(self.module):

@@ -63,8 +63,15 @@ class MklRunner(TfRunner):
 class CpuMkl(Backend):
     framework = "tensorflow"
     formats = native_formats("tensorflow")
+    inter_op_pool = True
     options = (
-        Option("onednn", "on", ON_OFF, help="TF_ENABLE_ONEDNN_OPTS (off: the seed's unoptimized row)"),
+        Option(
+            "onednn",
+            "on",
+            ON_OFF,
+            help="TF_ENABLE_ONEDNN_OPTS (off: the seed's unoptimized row)",
+            tune_on=("cpu",),
+        ),
         Option(
             "kmp_blocktime",
             None,

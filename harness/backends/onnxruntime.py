@@ -252,18 +252,36 @@ def _ort_dtype(type_str: str) -> str:
 
 class OnnxRuntime(Backend):
     formats = (ONNX,)
+    inter_op_pool = True  # more than one: the parallel execution mode
     verify_in_parent = True
     options = (
-        Option("graph_optimization", "all", LEVELS, help="ORT graph optimization level"),
+        Option(
+            "graph_optimization", "all", LEVELS, help="ORT graph optimization level", tune_on=("cpu", "cuda")
+        ),
         Option(
             "io_binding",
             "auto",
             ("auto", "on", "off"),
             help="bind inputs/outputs as OrtValues (auto: on a GPU only)",
         ),
-        Option("provider", "cuda", ("cuda", "tensorrt"), help="execution provider for --device cuda"),
-        Option("cuda_graph", "off", ON_OFF, help="capture the run as a CUDA graph (GPU)", switch=True),
-        Option("spin", "on", ON_OFF, help="intra-op threads spin while idle (ORT default on)"),
+        Option(
+            "provider",
+            "cuda",
+            ("cuda", "tensorrt"),
+            help="execution provider for --device cuda",
+            tune_on=("cuda",),
+        ),
+        Option(
+            "cuda_graph",
+            "off",
+            ON_OFF,
+            help="capture the run as a CUDA graph (GPU)",
+            switch=True,
+            tune_on=("cuda",),
+        ),
+        Option(
+            "spin", "on", ON_OFF, help="intra-op threads spin while idle (ORT default on)", tune_on=("cpu",)
+        ),
     )
 
     more_packages = ("onnxruntime-gpu",)  # the CUDA build, another distribution

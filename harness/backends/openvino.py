@@ -305,6 +305,7 @@ class OpenVino(Backend):
             "LATENCY",
             ("LATENCY", "THROUGHPUT"),
             help="PERFORMANCE_HINT (the plugin's defaults for threads and pinning)",
+            tune_on=("cpu",),
         ),
         Option(
             "streams",
@@ -312,12 +313,15 @@ class OpenVino(Backend):
             kind=int,
             help="NUM_STREAMS; one synchronous request runs on one stream, with "
             "threads/streams of the threads",
+            tune_on=("cpu",),
+            tune_values=(1, 2),
         ),
         Option(
             "pinning",
             "on",
             ON_OFF,
             help="ENABLE_CPU_PINNING: threads bound to cores (the plugin's Linux default)",
+            tune_on=("cpu",),
         ),
         Option(
             "reshape",

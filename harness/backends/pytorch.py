@@ -82,6 +82,12 @@ class TorchRunner(NativeRunner):
         if not self.user:  # a user's model comes in eval mode where it has one
             model = model.eval()
         self.model = model.to(self.device, self.dtype)
+        # NHWC: the layout oneDNN and cuDNN convolutions prefer; a model whose weights
+        # have no 4-D tensor is left as it is (to() ignores the format for them).
+        self.layout = (
+            torch.channels_last if self.cfg.options["channels_last"] == "on" else torch.contiguous_format
+        )
+        self.model = self.model.to(memory_format=self.layout)
         self.compiled = self.cfg.options["compile"] != "off"
         if self.compiled:
             mode = None if self.cfg.options["compile"] == "default" else self.cfg.options["compile"]
@@ -89,10 +95,11 @@ class TorchRunner(NativeRunner):
 
     def prepare(self, feeds: dict[str, Any]) -> Any:
         # Floats take the run's precision; integer inputs (token ids) keep their dtype.
-        return [
+        out = [
             self.torch.from_numpy(x).to(self.device, self.dtype if x.dtype.kind == "f" else None)
             for x in feeds.values()
         ]
+        return [t.contiguous(memory_format=self.layout) if t.dim() == 4 else t for t in out]
 
     def run(self, x: Any) -> None:
         if self.use_graph:
@@ -191,6 +198,7 @@ class TorchRunner(NativeRunner):
 class PyTorch(NativeFramework):
     framework = "pytorch"
     formats = native_formats("pytorch")
+    inter_op_pool = True
     options = (
         Option(
             "compile",
@@ -198,8 +206,26 @@ class PyTorch(NativeFramework):
             ("off", "default", "reduce-overhead", "max-autotune"),
             help="torch.compile mode (off: eager)",
             const="default",
+            # max-autotune's own search takes minutes: a tune tries the compile itself
+            tune_on=("cpu", "cuda"),
+            tune_values=("default",),
         ),
-        Option("cuda_graph", "off", ON_OFF, help="replay model(x) as a CUDA graph (GPU)", switch=True),
+        Option(
+            "cuda_graph",
+            "off",
+            ON_OFF,
+            help="replay model(x) as a CUDA graph (GPU)",
+            switch=True,
+            tune_on=("cuda",),
+        ),
+        Option(
+            "channels_last",
+            "off",
+            ON_OFF,
+            help="the model and 4-D inputs in channels-last (NHWC) memory format",
+            switch=True,
+            tune_on=("cpu", "cuda"),
+        ),
     )
 
     def precisions(self, device):

@@ -209,7 +209,10 @@ class TfRunner(NativeRunner):
 class TensorFlow(NativeFramework):
     framework = "tensorflow"
     formats = native_formats("tensorflow")
-    options = (Option("xla", "off", ON_OFF, help="compile the tf.function with XLA"),)
+    inter_op_pool = True
+    options = (
+        Option("xla", "off", ON_OFF, help="compile the tf.function with XLA", tune_on=("cpu", "cuda")),
+    )
 
     def precisions(self, device):
         return with_tf32(("fp32", "fp16", "bf16"), device) if device == "cuda" else ("fp32", "bf16")

@@ -433,7 +433,14 @@ class TensorRT(Backend):
             switch=True,
             help="include host-to-device and device-to-host copies in the timed region",
         ),
-        Option("cuda_graph", "off", ON_OFF, help="capture the enqueue as a CUDA graph", switch=True),
+        Option(
+            "cuda_graph",
+            "off",
+            ON_OFF,
+            help="capture the enqueue as a CUDA graph",
+            switch=True,
+            tune_on=("cuda",),
+        ),
         Option("workspace_mb", 4096, kind=int, help="builder workspace for ONNX builds"),
     )
 

@@ -3,7 +3,8 @@
 Flags go on the row as a short mark, their explanation once under the table:
 a p99 from too few samples (*), an unstable cell, a kernel-bound cell
 (``harness.cells.cpuusage``: its CPU time went to the kernel, usually page faults).
-An Allocator column appears when the rows ran with different allocators.
+An Allocator column appears when the rows ran with different allocators.  A row that a
+``dlbench tune`` has a best for says how far it is from it (``harness.tune.headroom``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dlbench.harness.output.tables import (
     milliseconds,
     network_name,
 )
+from dlbench.harness.tune import headroom
 
 BENCH_HEADERS = (
     "Network",
@@ -78,6 +80,7 @@ def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         thr += cpu_mark(r)
         if r.get("scenario") == "server" and (m.get("server") or {}).get("latency_bound_ms"):
             thr += f" @ p99 <= {m['server']['latency_bound_ms']:g} ms"
+        thr += headroom.text(r)
         rows.append(
             head
             + [

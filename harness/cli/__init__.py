@@ -38,6 +38,7 @@ COMMANDS = (
     "build",
     "verify",
     "bench",
+    "tune",
     "micro",
     "layer",
     "profile",

@@ -136,6 +136,10 @@ def run(args) -> int:
         print(to_toml(req.config), end="")
         return 0
     records = run_bench(req, show_progress=not args.quiet)
+    from dlbench.harness.store.results import ResultStore
+    from dlbench.harness.tune.headroom import annotate
+
+    annotate(records, ResultStore(req.db))
     print(bench_table(records))
     from dlbench.harness.profile.advice import advise
 

@@ -34,7 +34,8 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--db",
         default=None,
-        help="results database for --peak (default $DLBENCH_DB or results/dlbench.sqlite)",
+        help="results database for --peak, and whose tunes the hints read (default $DLBENCH_DB "
+        "or results/dlbench.sqlite)",
     )
 
 
@@ -43,7 +44,9 @@ def run(args) -> int:
 
     fp = fingerprint()
     peaks = _peaks(args) if args.peak else None
+    hints = _hints(args, fp["machine_id"])
     if args.json:
+        fp = dict(fp, hints=hints)
         if peaks is not None:
             fp = dict(
                 fp,
@@ -106,8 +109,16 @@ def run(args) -> int:
             )
         else:
             lines.append(f"peak GEMM       {r['device']}: FAILED: {r['error']}")
-    print("\n".join(lines))
+    print("\n".join(lines + hints))
     return 0 if not peaks or all(r["status"] == "ok" for r in peaks) else 1
+
+
+def _hints(args, machine_id: str) -> list[str]:
+    """What the tunes stored in the results database say about this machine's defaults."""
+    from dlbench.harness.store.results import ResultStore
+    from dlbench.harness.tune.hints import default_hints
+
+    return default_hints(ResultStore(args.db), machine_id)
 
 
 def _peaks(args):

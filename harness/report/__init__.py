@@ -60,9 +60,11 @@ def render(
 ) -> str:
     """The report over the selected records, as text in ``fmt`` (md, html, csv, json)."""
     from dlbench.harness.report.select import select, verdicts
+    from dlbench.harness.tune.headroom import annotate
 
     check_format(fmt)
     records, machines = select(store, run_ids, model, latest)
+    annotate(records, store)  # each bench row's distance from a tuned best
     if fmt == "md":
         return markdown_report(
             records, machines, verdicts=verdicts(store, records), **({"title": title} if title else {})

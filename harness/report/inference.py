@@ -17,6 +17,7 @@ from dlbench.harness.report.tables import (
     with_allocator,
     with_machine,
 )
+from dlbench.harness.tune import headroom
 
 ABOVE_PEAK = (
     "† Above 100 % of the measured GEMM peak: impossible, so the FLOP count or the "
@@ -110,6 +111,7 @@ def inference(records: Sequence[dict[str, Any]], verdicts: dict[str, dict[str, A
         bound = (m.get("server") or {}).get("latency_bound_ms")
         if r.get("scenario") == "server" and bound:
             thr += f" at p99 <= {bound:g} ms"
+        thr += headroom.text(r, mark=True)
         lat, support = m.get("latency_ms") or {}, m.get("percentile_support") or {}
         rough |= {q for q in ("p50", "p99") if lat and not support.get(q, True)}
         pct = m.get("percent_of_peak")
@@ -132,4 +134,6 @@ def inference(records: Sequence[dict[str, Any]], verdicts: dict[str, dict[str, A
         table.notes.append(UNVERIFIED)
     if "above peak" in flags:
         table.notes.append(ABOVE_PEAK)
+    if headroom.below(records):
+        table.notes.append(headroom.NOTE)
     return table
