@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -165,10 +166,19 @@ def solve(
     fitted = float(np.sum(b**2)) or 1.0
 
     def error(n: np.ndarray) -> float:
-        """What the self-check judges (the worst reference's class divergence), with the
+        """What the self-check judges (the worst reference's class divergence); how far
+        the network's time on each reference, relative to the first, is from the mix's
+        (the speed ratio between references, which is what the score predicts); and the
         least-squares residual, relative, to keep the cluster mix and the time scale."""
+        times = [float((spent[r] @ n).sum()) for r in range(refs)]
+        if not times[0]:
+            return math.inf
         worst = max(_tv(spent[r] @ n, goal[r]) for r in range(refs))
-        return worst + 0.1 * float(np.sum((a @ n - b) ** 2)) / fitted
+        ratios = sum(
+            abs(math.log(max(times[r], 1e-12) / times[0]) - math.log(goal[r].sum() / goal[0].sum()))
+            for r in range(1, refs)
+        )
+        return worst + ratios + 0.1 * float(np.sum((a @ n - b) ** 2)) / fitted
 
     counts = integer_counts(a, b, integer_counts(a, b, nnls(a, b)), error=error)
     predicted = [{c: float(v) for c, v in zip(names, spent[r] @ counts)} for r in range(refs)]
