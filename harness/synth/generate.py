@@ -1,18 +1,23 @@
 """``dlbench synth generate``: the workload's representatives, repeated to its time shares.
 
 1. Each op class's units are clustered (``fit.kmedoids``), weighted by the time their
-   nodes take on the references (each application's time normalized to its own run on
-   the first reference, times its weight); clusters go to classes by time share.
-2. A calibration network (every medoid a few times) is profiled on every reference: a
-   medoid's measured cost is what its instances take there, bridges and the runtime's
-   own reorders included, since those are what the final network will run.
-3. Non-negative least squares gives each medoid a repetition count that reproduces,
-   on every reference at once, the applications' time per class and per cluster,
-   scaled to the time budget; the counts are rounded to integers.
-4. Before the network is timed, the static self-check: the op-class time shares the
-   counts predict, against the workload's, as a total-variation divergence on each
-   reference.  A budget too small for integer counts to hit the shares is doubled
-   until they do (or the whole set's time is reached), and the budget used is stated.
+   nodes take on the fp32 references (each application's time normalized to its own run
+   on the first reference, times its weight); clusters go to classes by time share.
+2. A calibration network (every medoid a few times) is profiled on every reference (a
+   built reference profiles its build): a medoid's measured cost is what its instances
+   take there, bridges and the runtime's own reorders included.
+3. Non-negative least squares gives each medoid a repetition count that reproduces, on
+   every reference at once, the applications' time per class (and per cluster where the
+   graph is the fp32 one), scaled to the time budget; an integer search then rounds the
+   counts on what is judged: the class divergence and each reference's time relative to
+   the first (the speed ratio the score predicts).
+4. The fitted network is profiled in its turn and refitted on its units' costs in place;
+   the network whose own profile comes closest to the workload is kept.
+5. The static self-check: the op-class time shares the counts predict, against the
+   workload's, as a total-variation divergence on each reference.  A budget too small
+   for integer counts to hit the shares is doubled until they do (or the whole set's
+   time is reached), and the budget used is stated.  The measured divergence follows,
+   with the divergence between two profiles of the network itself: its noise.
 """
 
 from __future__ import annotations

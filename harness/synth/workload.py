@@ -1,11 +1,13 @@
 """``dlbench synth profile``: the applications' workload, what the generator reproduces.
 
 Each application is profiled (``dlbench profile``'s cell: ONNX Runtime's profiler over
-the graph it runs after its own fusions) on every reference configuration.  References
-must differ in batch size, which is how a node's batch axis is found (``units``), and
-should differ in what they stress (one thread at batch 1 is dispatch- and latency-bound;
-every thread at a larger batch is throughput-bound), so that a generated network that
-matches both has the applications' mix of bound kinds, not one configuration's.
+the graph it runs after its own fusions) on every reference configuration.  Two fp32
+references must differ in batch size, which is how a node's batch axis is found
+(``units``), and they should differ in what they stress (one thread at batch 1 is
+dispatch- and latency-bound; every thread at a larger batch is throughput-bound), so that
+a generated network that matches both has the applications' mix of bound kinds, not one
+configuration's.  A built reference (``1x1:int8``) profiles each application's build,
+so the network also answers to quantization as the set does.
 
 Per node: its op class, its time on each reference, the unit that stands for it, its
 per-sample FLOPs, bytes and arithmetic intensity, and its shape class.  Per application:
