@@ -453,3 +453,13 @@ def test_a_zoo_model_is_exported_for_the_profile_and_kept_by_name(tmp_path, cli)
     [app] = json.loads((tmp_path / "w.json").read_text())["applications"]
     assert app["native"] == "lenet5" and app["source"] == str(tmp_path / "lenet5.onnx")
     assert (tmp_path / "lenet5.onnx").is_file() and app["classes"][0]["convolution"] > 0
+
+
+def test_a_failed_profile_cell_fails_the_step_in_one_line_and_writes_nothing(tmp_path, cli):
+    app = cnn(tmp_path / "cnn.onnx", width=8, side=16)
+    out = cli(
+        "synth", "profile", app, "--reference", "1x1,4x1", "--timeout", "0.01", "-o", str(tmp_path / "w.json")
+    )
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "failed: " in out.stderr and "timed out" in out.stderr
+    assert not (tmp_path / "w.json").exists()

@@ -19,6 +19,7 @@ geometric-mean speed ratio.  Exit status: 0 done, 1 the self-check or a cell fai
 from __future__ import annotations
 
 import argparse
+import sys
 
 HELP = "the synthetic benchmark: profile applications, generate one network that stands for them, validate it"
 
@@ -44,9 +45,14 @@ def run(args: argparse.Namespace) -> int:
     from dlbench.core import flags
     from dlbench.harness.output.progress import with_progress
     from dlbench.harness.synth import request, steps
+    from dlbench.harness.synth.workload import ProfileFailed
 
     req = flags.from_args(getattr(request, STEPS[args.step][0]), args)
     work = getattr(steps, args.step)
-    result = with_progress(args, f"synth {args.step}", "synth", lambda say: work(req, say))
+    try:
+        result = with_progress(args, f"synth {args.step}", "synth", lambda say: work(req, say))
+    except ProfileFailed as exc:  # a cell failed: the step measured nothing to show
+        print(f"dlbench synth {args.step}: failed: {exc}", file=sys.stderr)
+        return 1
     print(result["table"])
     return 0 if result["status"] == "ok" else 1

@@ -34,6 +34,7 @@ from dlbench.core.errors import UserError
 from dlbench.harness.synth.units import Unit
 
 DIVERGENCE_LIMIT = 0.05
+NETWORK_KIND = "dlbench-synth-network"  # the description's kind: what validate reads
 CALIBRATION_REPEATS = 3
 REFITS = 3  # fits on the costs measured in the fitted network itself
 _INSTANCE = re.compile(r"u(\d+)_i\d+_")
@@ -263,7 +264,7 @@ def generate(
     onnx.save(model, str(out))
     apps = workload["applications"]
     description = {
-        "kind": "dlbench-synth-network",
+        "kind": NETWORK_KIND,
         "onnx": out.name,
         "references": workload["references"],
         "applications": [

@@ -1,5 +1,6 @@
 """The three steps as the Python API: each takes its request and returns its result with
-the printed table (``status`` "ok" or why not).  Bad input is refused before any cell runs."""
+the printed table (``status`` "ok" or why not).  Bad input is refused before any cell runs
+(UserError); a profile, export or training cell that fails raises ``ProfileFailed``."""
 
 from __future__ import annotations
 
@@ -17,13 +18,7 @@ Say = Callable[[str], None]
 def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, Any]:
     from dlbench.core.atomic import write_json
     from dlbench.harness.synth.tables import workload_tables
-    from dlbench.harness.synth.workload import (
-        Application,
-        ProfileFailed,
-        Reference,
-        check_references,
-        profile_workload,
-    )
+    from dlbench.harness.synth.workload import Application, Reference, check_references, profile_workload
     from dlbench.models.registry import list_models
     from dlbench.models.user import hub
 
@@ -43,20 +38,17 @@ def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, An
             raise UserError(f"{name}: give at least {1 if name == '--iterations' else 0}")
     refs = tuple(Reference.parse(r) for r in req.references)
     check_references(refs)
-    try:
-        apps = [_exported(app, Path(req.out).parent, say) for app in apps]
-        workload = profile_workload(
-            apps,
-            refs,
-            warmup=req.warmup,
-            iterations=req.iterations,
-            timeout=req.timeout,
-            say=say,
-            db=req.db,
-            home=Path(req.out).parent,
-        )
-    except ProfileFailed as exc:
-        return {"status": "failed", "table": str(exc)}
+    apps = [_exported(app, Path(req.out).parent, say) for app in apps]
+    workload = profile_workload(
+        apps,
+        refs,
+        warmup=req.warmup,
+        iterations=req.iterations,
+        timeout=req.timeout,
+        say=say,
+        db=req.db,
+        home=Path(req.out).parent,
+    )
     write_json(req.out, workload)
     say(f"workload written to {req.out}")
     return {"status": "ok", "workload": workload, "table": workload_tables(workload)}
@@ -65,7 +57,7 @@ def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, An
 def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, Any]:
     from dlbench.harness.synth.generate import generate as make
     from dlbench.harness.synth.tables import network_table
-    from dlbench.harness.synth.workload import KIND, ProfileFailed
+    from dlbench.harness.synth.workload import KIND
 
     workload = _read(req.workload, KIND, "dlbench synth profile")
     if req.clusters < 1:
@@ -75,20 +67,17 @@ def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, 
     out = Path(req.out)
     if out.suffix != ".onnx":
         raise UserError(f"--out {req.out}: the network is an ONNX file (.onnx)")
-    try:
-        described = make(
-            workload,
-            out,
-            clusters=req.clusters,
-            fraction=req.budget,
-            warmup=req.warmup,
-            iterations=req.iterations,
-            timeout=req.timeout,
-            seed=req.seed,
-            say=say,
-        )
-    except ProfileFailed as exc:
-        return {"status": "failed", "table": str(exc)}
+    described = make(
+        workload,
+        out,
+        clusters=req.clusters,
+        fraction=req.budget,
+        warmup=req.warmup,
+        iterations=req.iterations,
+        timeout=req.timeout,
+        seed=req.seed,
+        say=say,
+    )
     status = "ok" if described["self_check"] == "ok" else "self-check over the limit"
     return {"status": status, "network": described, "table": network_table(described)}
 
@@ -97,11 +86,14 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     from dlbench.core.atomic import write_json
     from dlbench.harness.backends import BACKENDS, get_backend
     from dlbench.harness.compare.noise import DEFAULT_FLOOR
+    from dlbench.harness.formats import ONNX
+    from dlbench.harness.profile.profilers import for_format
+    from dlbench.harness.synth.generate import NETWORK_KIND
     from dlbench.harness.synth.tables import validation_table
     from dlbench.harness.synth.validate import Matrix, measure, takes_onnx, validate
-    from dlbench.harness.synth.workload import Application, ProfileFailed
+    from dlbench.harness.synth.workload import Application
 
-    described = _read(req.network, "dlbench-synth-network", "dlbench synth generate")
+    described = _read(req.network, NETWORK_KIND, "dlbench synth generate")
     home = Path(req.network).parent
     synth = str(home / described["onnx"])
     apps = {a["source"]: a["weight"] for a in described["applications"]}
@@ -125,16 +117,15 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     workdir = home / "builds"
     workdir.mkdir(parents=True, exist_ok=True)
     sources = {a["source"]: a.get("native") for a in described["applications"]}
-    try:
-        extra = [_exported(Application.parse(b), workdir, say) for b in req.baselines]
-    except ProfileFailed as exc:
-        return {"status": "failed", "table": str(exc)}
+    extra = [_exported(Application.parse(b), workdir, say) for b in req.baselines]
     sources.update({b.source: b.native for b in extra})
     results, left = measure(
         sources, synth, natives, matrix, workdir, min_duration=req.min_duration, say=say, db=req.db
     )
     baselines = tuple(b.source for b in extra)
-    verdict = validate(results, apps, synth, {"onnxruntime"}, DEFAULT_FLOOR, baselines)
+    # The network is fitted to the profile of ONNX files: any other backend is held out.
+    fitted_on = {profiler.backend} if (profiler := for_format(ONNX)) else set()
+    verdict = validate(results, apps, synth, fitted_on, DEFAULT_FLOOR, baselines)
     verdict["matrix"] = {
         "configurations": len(matrix.configs(takes_onnx)),
         "backends": backends,
