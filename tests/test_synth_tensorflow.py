@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from synthlanes import lanes
 
 from dlbench.harness.synth import emit
-from dlbench.harness.synth.units import Unit
 
 pytestmark = pytest.mark.tensorflow
 
@@ -18,32 +18,8 @@ def test_the_keras_version_has_the_units_and_runs_at_any_batch(tmp_path):
 
     from dlbench.harness.synth.keras_net import convert
 
-    conv = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "group": 1, "activation": "Relu"}
-    depthwise = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "group": 16}
-    lanes = [
-        (Unit("Conv", "convolution", (1, 8, 16, 16), (1, 16, 8, 8), 0, 0, conv), 3),
-        (Unit("Conv", "convolution", (1, 16, 8, 8), (1, 16, 8, 8), 0, 0, depthwise), 2),
-        (Unit("MaxPool", "pooling", (1, 16, 8, 8), (1, 16, 4, 4), 0, 0, {"kernel_shape": [2, 2]}), 1),
-        (Unit("MatMul", "matmul / gemm", (12, 32), (12, 48)), 2),
-        (Unit("LayerNormalization", "normalization", (12, 48), (12, 48)), 1),
-        (Unit("Softmax", "softmax", (12, 48), (12, 48)), 1),
-        (Unit("Gelu", "activation", (12, 48), (12, 48)), 1),
-        (
-            Unit(
-                "LSTM",
-                "other",
-                (6, 1, 10),
-                (6, 2, 1, 8),
-                1,
-                2,
-                {"hidden_size": 8, "direction": "bidirectional"},
-            ),
-            1,
-        ),
-        (Unit("Gather", "data movement", (2,), (2,), None, None), 2),
-    ]
     path = tmp_path / "synthetic.onnx"
-    onnx.save(emit.network(lanes, seed=1), str(path))
+    onnx.save(emit.network(lanes(), seed=1), str(path))
     done = convert(str(path), str(tmp_path / "synthetic.keras"))
     model = keras.models.load_model(str(tmp_path / "synthetic.keras"))
     kinds = [type(layer).__name__ for layer in model.layers]
