@@ -42,8 +42,8 @@ _INSTANCE = re.compile(r"u(\d+)_i\d+_")
 
 def divergence(p: dict[str, float], q: dict[str, float]) -> float:
     """Total-variation distance between two time-share vectors (each normalized first)."""
-    sp, sq = sum(p.values()) or 1.0, sum(q.values()) or 1.0
-    return 0.5 * sum(abs(p.get(k, 0.0) / sp - q.get(k, 0.0) / sq) for k in set(p) | set(q))
+    keys = sorted(set(p) | set(q))
+    return _tv(np.array([p.get(k, 0.0) for k in keys]), np.array([q.get(k, 0.0) for k in keys]))
 
 
 def contributions(workload: dict[str, Any]) -> np.ndarray:
@@ -104,11 +104,11 @@ def medoids(workload: dict[str, Any], clusters: int) -> tuple[list[Unit], list[i
         if u is None:
             owner.append(-1)
             continue
-        same = [j for j, m in enumerate(chosen) if m.key() == u.key()] or [
+        candidates = [j for j, m in enumerate(chosen) if m.key() == u.key()] or [
             j for j, m in enumerate(chosen) if m.cls == u.cls
         ]
-        d = np.linalg.norm(feats[same] - np.array(u.features()), axis=1)
-        owner.append(same[int(np.argmin(d))])
+        d = np.linalg.norm(feats[candidates] - np.array(u.features()), axis=1)
+        owner.append(candidates[int(np.argmin(d))])
     return chosen, owner
 
 
@@ -196,6 +196,7 @@ def _quiet(_: str) -> None:
 
 
 def _tv(p: np.ndarray, q: np.ndarray) -> float:
+    """``divergence`` on aligned arrays: the form the integer search evaluates often."""
     return 0.5 * float(np.abs(p / (p.sum() or 1.0) - q / (q.sum() or 1.0)).sum())
 
 
