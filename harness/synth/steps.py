@@ -119,8 +119,17 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     sources = {a["source"]: a.get("native") for a in described["applications"]}
     extra = [_exported(Application.parse(b), workdir, say) for b in req.baselines]
     sources.update({b.source: b.native for b in extra})
+    ready = {synth: {t: str(home / "builds" / f) for t, f in (described.get("builds") or {}).items()}}
     results, left = measure(
-        sources, synth, natives, matrix, workdir, min_duration=req.min_duration, say=say, db=req.db
+        sources,
+        synth,
+        natives,
+        matrix,
+        workdir,
+        min_duration=req.min_duration,
+        say=say,
+        db=req.db,
+        ready=ready,
     )
     baselines = tuple(b.source for b in extra)
     # The network is fitted to the profile of ONNX files: any other backend is held out.

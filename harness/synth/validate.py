@@ -89,19 +89,21 @@ def measure(
     min_duration: float = 0.5,
     say: Callable[[str], None] = lambda _: None,
     db: str | None = None,
+    ready: dict[str, dict[str, str]] | None = None,
 ) -> tuple[dict[str, dict[str, float]], list[str]]:
     """{config label: {application or network (its ONNX file): samples/s}} over the
     matrix, and what was left out: builds that failed or did not verify, and the
     applications with no native form for a native backend.  ``apps`` maps each
     application's ONNX file to the model by name it came from (None: a file);
-    ``natives`` the network's own version per native backend."""
+    ``natives`` the network's own version per native backend; ``ready`` builds already
+    made and verified (the network's, by generate), which are not made again."""
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import BenchRequest
     from dlbench.harness.synth.frameworks import VERSIONS
 
     onnx_builds = [b for b in matrix.builds if b != "fp32"] if any(map(takes_onnx, matrix.backends)) else []
-    built, left = build_all([*apps, synth], onnx_builds, workdir, say)
+    built, left = build_all([*apps, synth], onnx_builds, workdir, say, ready)
     results: dict[str, dict[str, float]] = {}
     rule = StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30)
     for backend in matrix.backends:
@@ -152,16 +154,21 @@ def _width(network: str) -> int:
 
 
 def build_all(
-    sources: list[str], targets: list[str], workdir: Path, say
+    sources: list[str], targets: list[str], workdir: Path, say, ready: dict[str, dict[str, str]] | None = None
 ) -> tuple[dict[str, dict[str, str]], list[str]]:
     """Each source's verified builds ({"fp32": itself, target: path}); a build that failed
-    or did not verify is absent, and the configurations that need it lose that source."""
+    or did not verify is absent, and the configurations that need it lose that source.
+    A build in ``ready`` (source -> target -> file, verified before) is taken as it is."""
     from dlbench.harness.convert.build import build
     from dlbench.harness.convert.request import BuildRequest
 
     out: dict[str, dict[str, str]] = {s: {"fp32": s} for s in sources}
     failed = []
     for source, target in itertools.product(sources, targets):
+        made = (ready or {}).get(source, {}).get(target)
+        if made and Path(made).is_file():
+            out[source][target] = made
+            continue
         dest = workdir / f"{Path(source).stem}.{target}.onnx"
         say(f"build {Path(source).name} --to {target}")
         record = build(BuildRequest(source=source, to=target, out=str(dest)))
