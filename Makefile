@@ -82,7 +82,7 @@ allocators:
 	         && $(SUDO) apt-get install -y -q $(ALLOC_PKGS) >/dev/null 2>&1; } \
 	    || echo "note: could not install $(ALLOC_PKGS): --allocator jemalloc/tcmalloc unavailable"
 
-# Debian's PostgreSQL server, for the tests of --db postgresql:// (tests/pgserver.py starts a
+# Debian's PostgreSQL server, for the tests of --db postgresql:// (tests/utils/pgserver.py starts a
 # private one with its initdb).  Best effort like the others; without it those tests fail and
 # name this target.  Debian keeps initdb off PATH, in /usr/lib/postgresql/VERSION/bin.
 postgres:

@@ -73,8 +73,8 @@ peak() { step peak 240 "${DL[@]}" env --peak --peak-seconds 1 --db "$DB"; }
 
 tests() {
     step pytest-gpu 420 "$PY" -m pytest -p no:cacheprovider -q -rs -m gpu -n 4 \
-        tests/test_bench_gpu.py tests/test_micro_layers.py tests/test_train_scaling.py \
-        tests/test_training_pytorch.py tests/test_convert_build.py tests/test_hub_models.py
+        tests/harness/bench/test_bench_gpu.py tests/harness/micro/test_micro_layers.py tests/harness/training/test_train_scaling.py \
+        tests/test_training_pytorch.py tests/harness/convert/test_convert_build.py tests/models/test_hub_models.py
 }
 
 chain() {
@@ -144,7 +144,7 @@ ort_install() {
     fi
     step ort-providers 60 "$PY" -c 'import onnxruntime as o; o.preload_dlls(); print(o.__version__, o.get_available_providers())'
     step ort-backends 60 "${DL[@]}" backends
-    step pytest-ort 300 "$PY" -m pytest -p no:cacheprovider -q -rs -m gpu tests/test_bench_gpu.py -k onnxruntime
+    step pytest-ort 300 "$PY" -m pytest -p no:cacheprovider -q -rs -m gpu tests/harness/bench/test_bench_gpu.py -k onnxruntime
 }
 
 ortquick() { # the CUDA provider's install, its gpu test and the silent-fallback check only

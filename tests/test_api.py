@@ -6,9 +6,8 @@ import subprocess
 import sys
 from importlib.metadata import version
 
-import tiny_onnx
-
 import dlbench
+from tests.utils import ROOT, tiny_onnx
 
 
 def test_version_is_the_installed_distributions():
@@ -50,11 +49,10 @@ def test_bad_input_is_a_user_error(tmp_path):
 
 def test_records_carry_the_checkouts_commit():
     """Imported through the dlbench/ links, the package still finds the checkout's .git."""
-    from pathlib import Path
 
     from dlbench.harness.machine.fingerprint import fingerprint
 
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     if not (root / ".git").exists():
         import pytest
 

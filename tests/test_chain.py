@@ -20,8 +20,8 @@ import pytest
 
 from dlbench.harness.cli import build_parser
 from dlbench.models.registry import get_model, list_models
+from tests.utils import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
 BIN = Path(sys.executable).parent
 RUN_ID = "RUN-ID-OF-THE-TEST"

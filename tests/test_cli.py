@@ -5,9 +5,9 @@ import subprocess
 import sys
 
 import pytest
-from clitools import assert_usage_error as _one_line_error
 
 from dlbench.harness.cli import COMMANDS
+from tests.utils.clitools import assert_usage_error as _one_line_error
 
 HEAVY = ("torch", "tensorflow", "mindspore", "tensorrt")
 PROBE = """

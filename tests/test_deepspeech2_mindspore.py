@@ -12,13 +12,12 @@ import pytest
 os.environ.setdefault("GLOG_v", "3")
 ms = pytest.importorskip("mindspore")
 
-from test_deepspeech2_pytorch import MINI, ctc_case
-
 from dlbench.harness.training.base import TrainConfig
 from dlbench.harness.training.mindspore import Session
 from dlbench.models import synthetic
 from dlbench.models.deepspeech2.mindspore import CTCLoss
 from dlbench.models.registry import get_model
+from tests.test_deepspeech2_pytorch import MINI, ctc_case
 
 
 def test_ctc_loss_is_the_mean_negative_log_likelihood():

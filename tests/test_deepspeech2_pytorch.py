@@ -1,8 +1,8 @@
 """DeepSpeech2 in PyTorch: its CTC loss is the numpy reference's, the two LSTM directions
 are summed, and it learns synthetic utterances through the harness session.
 
-Counts, canonical names and a training step of every zoo family are tests/test_models.py's;
-transfer across frameworks tests/test_weights_transfer.py's; export tests/test_zoo_export.py's.
+Counts, canonical names and a training step of every zoo family are tests/models/test_models.py's;
+transfer across frameworks tests/models/test_weights_transfer.py's; export tests/harness/convert/test_zoo_export.py's.
 """
 
 from __future__ import annotations
@@ -87,9 +87,8 @@ def test_session_learns_synthetic_utterances_and_the_checkpoint_reloads(tmp_path
 def test_librispeech_folder_trains_and_scores_through_the_shared_loop(tmp_path):
     """Real data (wav + transcripts the test writes) through ``dlbench train``'s loop with
     --eval: per-step batches from the reader, CER on the dev split."""
-    from datasets import write_librispeech
-
     from dlbench.harness.training import loop
+    from tests.utils.datasets import write_librispeech
 
     write_librispeech(
         tmp_path / "ls",

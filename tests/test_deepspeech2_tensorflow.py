@@ -8,13 +8,12 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from test_deepspeech2_pytorch import MINI, ctc_case
-
 from dlbench.harness.training.base import TrainConfig
 from dlbench.harness.training.tensorflow import Session
 from dlbench.models import synthetic
 from dlbench.models.deepspeech2.keras import ctc_loss
 from dlbench.models.registry import get_model
+from tests.test_deepspeech2_pytorch import MINI, ctc_case
 
 
 def test_ctc_loss_is_the_mean_negative_log_likelihood():

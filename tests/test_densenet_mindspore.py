@@ -1,8 +1,8 @@
 """DenseNet-121 in MindSpore: its init and the ONNX exporter's pool rewrite.
 
 Counts, MACs, canonical weight names and a training step of every zoo family are
-tests/test_models.py's; weight import and export across frameworks
-tests/test_weights_transfer.py's.
+tests/models/test_models.py's; weight import and export across frameworks
+tests/models/test_weights_transfer.py's.
 """
 
 import numpy as np

@@ -1,7 +1,7 @@
 """DenseNet-121 in PyTorch: the published size, the walk, the concatenation order, the init.
 
 Counts, MACs, output shapes, canonical weight names and a training step of every
-zoo family are tests/test_models.py's; here the analytic counts are
+zoo family are tests/models/test_models.py's; here the analytic counts are
 checked against the numbers torchvision publishes, and the walk conv by conv
 (harness/micro reads its output sizes).
 """

@@ -1,7 +1,7 @@
 """DIN's framework-free parts: the size of the paper's configuration, the AUC tally,
 the synthetic click rule and the reader of DIN's Amazon click-log format.
 
-Counts in every framework, output shapes and canonical names are tests/test_models.py's;
+Counts in every framework, output shapes and canonical names are tests/models/test_models.py's;
 training and the held-out AUC per framework tests/test_din_{pytorch,tensorflow,mindspore}.py's.
 """
 

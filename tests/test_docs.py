@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.utils import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,9 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.utils import ROOT
+
 README = ROOT / "README.md"
 MAX_LINES = 200
 

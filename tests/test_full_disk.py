@@ -8,9 +8,10 @@ import os
 import sqlite3
 import subprocess
 
-import benchmodels
 import pytest
-from clitools import assert_usage_error
+
+from tests.utils import benchmodels
+from tests.utils.clitools import assert_usage_error
 
 
 @pytest.fixture

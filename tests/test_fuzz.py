@@ -1,4 +1,4 @@
-"""The mutation fuzzer (tests/onnx_fuzz.py) in the suite: a fixed seed, a bounded number
+"""The mutation fuzzer (tests/utils/onnx_fuzz.py) in the suite: a fixed seed, a bounded number
 of mutants (DLBENCH_FUZZ_MUTANTS for a longer run), every class of mutation at least
 twice, through bench, build and verify: no traceback, no hang, no leftover file, every
 refusal one line with exit 2."""
@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import os
 
-import cli_fuzz
-import onnx_fuzz
+from tests.utils import cli_fuzz, onnx_fuzz
 
 
 def test_mutated_onnx_files_end_cleanly_in_every_command(tmp_path):

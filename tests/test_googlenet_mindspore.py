@@ -1,7 +1,7 @@
 """GoogLeNet in MindSpore: full-size count, canonical names and ONNX export.
 
 Counts and MACs against the walk, and a graph-mode training step, for every zoo
-family are tests/test_models.py's.
+family are tests/models/test_models.py's.
 """
 
 import numpy as np

@@ -1,7 +1,7 @@
 """GoogLeNet in PyTorch, and the canonical-weights machinery's refusals.
 
 Parameter counts, MACs and output shapes of every zoo model against the
-analytic walk are tests/test_models.py's; here: the published size, the
+analytic walk are tests/models/test_models.py's; here: the published size, the
 canonical layer names, and the ways ``import_weights`` must refuse weights.
 """
 

@@ -1,7 +1,7 @@
 """GoogLeNet in Keras 3 (NHWC): full-size count and canonical names.
 
 Counts and MACs against the walk, and a training step, for every zoo family are
-tests/test_models.py's.
+tests/models/test_models.py's.
 """
 
 import numpy as np

@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.utils import ROOT
+
 LAYERS = ("core", "models", "converters", "harness")  # bottom to top
 NAMESPACE = "dlbench."
 

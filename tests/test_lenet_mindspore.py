@@ -1,7 +1,6 @@
 """LeNet-5 in MindSpore: counts, canonical names and the function it computes (a
-graph-mode training step of every zoo family is tests/test_models.py's)."""
+graph-mode training step of every zoo family is tests/models/test_models.py's)."""
 
-import lenet_reference
 import numpy as np
 import pytest
 
@@ -10,6 +9,7 @@ from dlbench.models.lenet import canonical_shapes
 from dlbench.models.native.mindspore import predict
 from dlbench.models.registry import get_model
 from dlbench.models.weights.mindspore import export_weights, import_weights
+from tests.utils import lenet_reference
 
 
 @pytest.fixture(scope="module")

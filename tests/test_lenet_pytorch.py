@@ -1,11 +1,10 @@
 """LeNet-5 in PyTorch: its published size, canonical names, and the function it computes.
 
 Counts and MACs against the walk for every framework are also
-tests/test_models.py's; the cross-framework weight transfer is
-tests/test_weights_transfer.py's.
+tests/models/test_models.py's; the cross-framework weight transfer is
+tests/models/test_weights_transfer.py's.
 """
 
-import lenet_reference
 import numpy as np
 import pytest
 
@@ -14,6 +13,7 @@ from dlbench.models.lenet import canonical_shapes, feature_map
 from dlbench.models.native.pytorch import predict
 from dlbench.models.registry import get_model
 from dlbench.models.weights.pytorch import export_weights, import_weights
+from tests.utils import lenet_reference
 
 
 @pytest.fixture(scope="module")

@@ -2,11 +2,10 @@
 
 Keras computes channels-last; the builder permutes the feature map to
 channels-first before flattening so that ``fc1`` reads its inputs in
-PyTorch's order.  The numpy reference (tests/lenet_reference.py) flattens
+PyTorch's order.  The numpy reference (tests/utils/lenet_reference.py) flattens
 (C, H, W): equal logits from the same canonical weights prove the order.
 """
 
-import lenet_reference
 import numpy as np
 import pytest
 
@@ -15,6 +14,7 @@ from dlbench.models.lenet import canonical_shapes
 from dlbench.models.native.tensorflow import predict
 from dlbench.models.registry import get_model
 from dlbench.models.weights.tensorflow import export_weights, import_weights
+from tests.utils import lenet_reference
 
 
 @pytest.fixture(scope="module")

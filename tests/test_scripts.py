@@ -19,12 +19,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import tiny_onnx
 
 from dlbench.harness.store.results import ResultStore
 from dlbench.models.registry import get_model, list_models
+from tests.utils import ROOT, tiny_onnx
 
-ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
 BIN = Path(sys.executable).parent  # the environment dlbench is installed in
 ALL_SCRIPTS = sorted(SCRIPTS.glob("*.sh"))
@@ -224,7 +223,7 @@ def _chain(script: str, model: str, tmp_path_factory):
 
 # Every script is the run plan's own text (tests/test_chain.py compares each script, its
 # dry run and `dlbench run --print-steps`), and `dlbench run` itself runs every stage in
-# tests/test_run.py: running one script end to end shows the shell side works (each step
+# tests/harness/pipeline/test_run.py: running one script end to end shows the shell side works (each step
 # printed, run, stored), without paying the whole chain once more per family.
 END_TO_END = [(s, m) for s, m in RUNNABLE if s == "resnet50.sh"]
 

@@ -1,7 +1,7 @@
 """SSD300 in MindSpore: the heads' flattening order, pool3's rounding up as a pad,
 and the multibox loss (graph mode, as training compiles it) against numpy.
 
-Counts, canonical names and a training step in the session are tests/test_models.py's.
+Counts, canonical names and a training step in the session are tests/models/test_models.py's.
 """
 
 import os

@@ -2,7 +2,7 @@
 loss against the numpy reference, and the loss falling on synthetic scenes.
 
 Counts, MACs, output shapes, canonical names and a training step in the session
-are tests/test_models.py's; transfer is tests/test_weights_transfer.py's.
+are tests/models/test_models.py's; transfer is tests/models/test_weights_transfer.py's.
 """
 
 import numpy as np

@@ -1,7 +1,7 @@
 """SSD300 in Keras 3: the padding spelled out per layer (every map the size the walk
 says), the heads' flattening order, and the multibox loss against numpy.
 
-Counts, canonical names and a training step in the session are tests/test_models.py's.
+Counts, canonical names and a training step in the session are tests/models/test_models.py's.
 """
 
 import numpy as np

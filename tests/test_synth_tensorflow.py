@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from synthlanes import lanes
 
 from dlbench.harness.synth import emit
+from tests.utils.synthlanes import lanes
 
 pytestmark = pytest.mark.tensorflow
 

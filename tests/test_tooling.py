@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.utils import ROOT
+
 BIN = Path(sys.executable).parent
 
 

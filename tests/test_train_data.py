@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from clitools import assert_usage_error
-from datasets import write_aclimdb, write_cifar
+from tests.utils.clitools import assert_usage_error
+from tests.utils.datasets import write_aclimdb, write_cifar
 
 
 def test_cifar_directory_trains_with_data_time_and_eval(cli, workdir):

@@ -6,9 +6,9 @@ import pytest
 
 pytestmark = pytest.mark.pytorch
 import torch  # noqa: F401 - CI installs it: a missing one must fail, not skip
-from datasets import check_cifar_run_and_eval, check_eval_is_inference_mode
 
 from dlbench.harness.training.pytorch import Session
+from tests.utils.datasets import check_cifar_run_and_eval, check_eval_is_inference_mode
 
 
 def test_cifar_run_reports_data_time_and_eval(tmp_path):

@@ -6,9 +6,9 @@ import pytest
 
 pytestmark = pytest.mark.tensorflow
 import tensorflow as tf
-from datasets import check_cifar_run_and_eval, check_eval_is_inference_mode
 
 from dlbench.harness.training.tensorflow import Session
+from tests.utils.datasets import check_cifar_run_and_eval, check_eval_is_inference_mode
 
 
 def _threads() -> dict:

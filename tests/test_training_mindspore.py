@@ -13,7 +13,6 @@ import math
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,6 +29,7 @@ from dlbench.models import synthetic
 from dlbench.models.counting.mindspore import forward_macs, trainable_parameters
 from dlbench.models.registry import get_model
 from dlbench.models.resnet import multiply_adds, parameter_count
+from tests.utils import ROOT
 
 MINI = "resnet50-mini"
 
@@ -180,7 +180,7 @@ def test_gpu_session_trains(tmp_path):
         capture_output=True,
         text=True,
         timeout=600,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])

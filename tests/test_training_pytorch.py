@@ -10,7 +10,6 @@ import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,8 +25,8 @@ from dlbench.models import synthetic
 from dlbench.models.counting.pytorch import forward_macs, trainable_parameters
 from dlbench.models.registry import get_model
 from dlbench.models.resnet import multiply_adds, parameter_count
+from tests.utils import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 MINI = "resnet50-mini"
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 

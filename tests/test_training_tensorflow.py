@@ -11,7 +11,6 @@ import math
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,8 +27,8 @@ from dlbench.models import synthetic
 from dlbench.models.counting.tensorflow import forward_macs, trainable_parameters
 from dlbench.models.registry import get_model
 from dlbench.models.resnet import multiply_adds, parameter_count, walk
+from tests.utils import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 MINI = "resnet50-mini"
 HAS_GPU = bool(tf.config.list_physical_devices("GPU"))
 

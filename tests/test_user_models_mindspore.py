@@ -6,7 +6,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from clitools import assert_usage_error, only_record
+
+from tests.utils.clitools import assert_usage_error, only_record
 
 FAST = ("--iterations", "3", "--warmup", "1", "--max-warmup", "3")
 

@@ -7,7 +7,8 @@ import textwrap
 import numpy as np
 import pytest
 import torch
-from clitools import assert_usage_error, only_record, write_module
+
+from tests.utils.clitools import assert_usage_error, only_record, write_module
 
 FAST = ("--iterations", "3", "--warmup", "1", "--max-warmup", "3")
 

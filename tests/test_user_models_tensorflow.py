@@ -10,7 +10,8 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras
-from clitools import only_record
+
+from tests.utils.clitools import only_record
 
 FAST = ("--iterations", "3", "--warmup", "1", "--max-warmup", "3")
 
@@ -212,7 +213,7 @@ def test_train_a_keras_file_and_code(cli, workdir, saved):
 
 
 def test_train_refuses_what_it_cannot_train_honestly(cli, workdir, saved):
-    from clitools import assert_usage_error
+    from tests.utils.clitools import assert_usage_error
 
     assert_usage_error(
         cli("train", str(saved / "mm_saved"), "--objective", "classification"),

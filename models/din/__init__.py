@@ -210,7 +210,7 @@ _din(
 
 def canonical_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
     """Every canonical weight name and shape (``models.weights``), independently of any
-    framework: tests/test_models.py holds each builder to it."""
+    framework: tests/models/test_models.py holds each builder to it."""
     shapes: dict[str, tuple[int, ...]] = {
         "item_embedding.weight": (cfg["items"], cfg["item_dim"]),
         "category_embedding.weight": (cfg["categories"], cfg["category_dim"]),

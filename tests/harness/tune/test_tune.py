@@ -1,0 +1,189 @@
+"""``dlbench tune`` end to end through the real CLI: a small space on a small ONNX model
+searched within its budget by successive halving over real cells, its config read back by
+``bench --config``, the headroom marked in the bench table and the report, and
+``dlbench env``'s hint about a default the tunes on this machine keep beating."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import time
+
+import pytest
+
+from dlbench.harness.tune.space import key
+from tests.utils import benchmodels
+from tests.utils.clitools import assert_usage_error
+
+BUDGET_S = 24
+SMALL = (
+    "--space",
+    "threads=1",
+    "--space",
+    "allocator=tuned,system",
+    "--space",
+    "batch_size=1,16",
+    "--space",
+    "graph_optimization=all,disable",
+    "--builds",
+    "none",
+    "--objective",
+    "throughput",
+)
+QUICK = ("--min-duration", "0.2", "--min-iterations", "5", "--warmup", "2", "--iqr-threshold", "100")
+
+
+def _tune_records(db):
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    return con.execute("SELECT * FROM records WHERE kind = 'tune' ORDER BY id").fetchall()
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    """One tune of a small space, shared by the tests that read what it left."""
+    import os
+    import subprocess
+    import sys
+
+    d = tmp_path_factory.mktemp("tune")
+    model = benchmodels.mlp(d / "mlp.onnx", din=256, dout=256)
+    env = dict(os.environ, DLBENCH_DB=str(d / "results.sqlite"))
+    t0 = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-m", "dlbench.harness", "tune", str(model), "-b", "onnxruntime"]
+        + [*SMALL, "--budget", f"{BUDGET_S}s", "-o", str(d / "best")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=d,
+        timeout=120,
+    )
+    return d, model, env, out, time.monotonic() - t0
+
+
+def test_tune_ends_within_its_budget_and_stores_the_best(tuned):
+    d, _, _, out, wall = tuned
+    assert out.returncode == 0, out.stderr
+    # The whole command, interpreter start included, within the budget and a start's slack.
+    assert wall < BUDGET_S + 6, wall
+    assert "rung 0" in out.stderr and "left)" in out.stderr  # progress and what is left
+    assert "| default" in out.stdout and "| best (rung" in out.stdout
+    (record,) = _tune_records(d / "results.sqlite")
+    import json
+
+    metrics = json.loads(record["metrics"])
+    points = metrics["points"]
+    measured = [p["throughput_sps"] for p in points if p["throughput_sps"]]
+    # The stored best is the best the search measured at that precision, at its longest.
+    assert record["throughput_sps"] in measured
+    assert metrics["settings"]["threads"] == 1 and record["intra_op_threads"] == 1
+    assert set(metrics["settings"]) == {
+        "threads",
+        "inter_op_threads",
+        "allocator",
+        "batch_size",
+        "graph_optimization",
+        "spin",
+    }
+
+
+def test_halving_never_measures_long_what_a_short_rung_ruled_out(tuned):
+    import json
+
+    d = tuned[0]
+    (record,) = _tune_records(d / "results.sqlite")
+    points = json.loads(record["metrics"])["points"]
+    rungs: dict[int, list[dict]] = {}
+    for p in points:
+        rungs.setdefault(p["rung"], []).append(p)
+    assert len(rungs) >= 2, points  # the budget left room for a longer rung
+    default = points[0]["settings"]
+    alone = {key(p["settings"]): p["throughput_sps"] for p in rungs[0]}
+    for rung in sorted(rungs)[1:]:
+        before = sorted(
+            (p for p in rungs[rung - 1] if p["throughput_sps"]), key=lambda p: -p["throughput_sps"]
+        )
+        kept = {key(p["settings"]) for p in before[: math.ceil(len(rungs[rung - 1]) / 3)]}
+        for p in rungs[rung]:
+            if p["why"] == "default":  # kept in every rung: the comparison's reference
+                assert key(p["settings"]) == key(default)
+            elif p["why"] == "combined":  # made of settings that each beat the default alone
+                assert rung == 1
+                for name, value in p["settings"].items():
+                    if value != default[name]:
+                        assert alone[key({**default, name: value})] > alone[key(default)], (name, value)
+            else:
+                assert p["why"] == "kept" and key(p["settings"]) in kept, (rung, p, before)
+
+
+def test_bench_reads_the_config_back_and_shows_the_headroom(tuned, cli):
+    d, model, env, out, _ = tuned
+    config = d / "best" / "onnxruntime.throughput.toml"
+    assert f"dlbench bench --config {config}" in out.stdout
+    text = config.read_text()
+    assert str(model) in text and "threads = " in text
+    printed = cli("bench", "--config", str(config), "--print-config", env={"DLBENCH_DB": env["DLBENCH_DB"]})
+    assert printed.returncode == 0, printed.stderr
+    for line in text.splitlines():  # every tuned setting is in force
+        assert line in printed.stdout, (line, printed.stdout)
+    # Default settings on the same model: the row says how far it is from the tuned best.
+    bench = cli(
+        "bench",
+        str(model),
+        "-b",
+        "onnxruntime",
+        "--threads",
+        "1",
+        *QUICK,
+        "-q",
+        env={"DLBENCH_DB": env["DLBENCH_DB"]},
+    )
+    assert bench.returncode == 0, bench.stderr
+    import re
+
+    (pct,) = re.findall(r"\(([−+]\d+) % vs tuned\)", bench.stdout)
+    best = _tune_records(d / "results.sqlite")[0]["throughput_sps"]
+    con = sqlite3.connect(d / "results.sqlite")
+    (thr,) = con.execute(
+        "SELECT throughput_sps FROM records WHERE kind = 'bench' ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    assert int(pct.replace("−", "-")) == round((thr / best - 1) * 100)
+    report = cli("report", env={"DLBENCH_DB": env["DLBENCH_DB"]})
+    assert report.returncode == 0, report.stderr
+    assert "% vs tuned" in report.stdout
+    assert ("‡" in report.stdout) == (thr / best - 1 < -0.05)
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("--budget", "0"), "--budget must be positive"),
+        (("--budget", "ten"), "is not a duration"),
+        (("--space", "nonsense=1"), "--space nonsense: not a setting"),
+        (("--space", "graph_optimization=fastest"), "graph_optimization: 'fastest' is not one of"),
+        (("--objective", "speed"), "--objective must be among"),
+    ],
+)
+def test_bad_input_is_one_line_and_status_2(cli, workdir, args, needle):
+    model = benchmodels.mlp(workdir / "m.onnx")
+    assert_usage_error(cli("tune", str(model), "-b", "onnxruntime", *args), needle)
+
+
+def test_env_hints_at_a_default_most_tuned_models_beat(cli, workdir):
+    """The selftest backend's service time is known: 0.2 ms per batch beats the default 1 ms
+    on every model, an extra 0.5 ms per sample never does."""
+    space = ("--space", "service_ms=1,0.2", "--space", "per_sample_ms=0,0.5", "--space", "threads=1")
+    space += ("--space", "allocator=tuned", "--space", "batch_size=1", "--builds", "none", "-q")
+    assert "hint:" not in cli("env").stdout
+    for i, din in enumerate((16, 32)):
+        model = benchmodels.mlp(workdir / f"m{din}.onnx", din=din)
+        out = cli(
+            "tune", str(model), "-b", "selftest", *space, "--budget", "8s", "-o", str(workdir / f"t{i}")
+        )
+        assert out.returncode == 0, out.stderr
+        if i == 0:  # one model is not "most models"
+            assert "hint:" not in cli("env").stdout
+    env = cli("env").stdout
+    assert "hint: selftest's default service_ms=1.0 lost" in env and "service_ms=0.2" in env, env
+    assert "per_sample_ms" not in env
