@@ -1,0 +1,23 @@
+"""One test, every framework: the parameters that put each case in its framework's group.
+
+tests/suites.py runs each framework's tests in a pytest process of its own (TensorFlow and
+MindSpore cannot share one), selected by marker.  A test parametrized with ``frameworks()``
+is one test in the source and, in each group, the cases of that group's framework; the
+framework itself is imported inside the test, never at a module's top, because every group
+collects the module.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
+
+
+def frameworks(*names: str) -> list:
+    """``pytest.param`` per framework (all three by default), each carrying its marker."""
+    chosen = names or FRAMEWORKS
+    unknown = [n for n in chosen if n not in FRAMEWORKS]
+    if unknown:
+        raise ValueError(f"not a framework group: {', '.join(unknown)}")
+    return [pytest.param(n, marks=getattr(pytest.mark, n), id=n) for n in chosen]
