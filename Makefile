@@ -14,6 +14,8 @@ STAMP  := $(VENV)/.dlbench-installed
 TORCH  := torch==2.13.0
 # The exact CPU stack the suite passed with, applied as pip constraints.
 LOCK   := harness/constraints-cpu.txt
+# The suite's groups, each a pytest process of its own (tests/suites.py): make test-core, ...
+TEST_GROUPS := core pytorch tensorflow mindspore
 
 DEMO      ?= runs/demo
 # Extra `dlbench run` options, e.g. RUN_ARGS="--frameworks pytorch --batch-sizes 1,8".
@@ -21,7 +23,7 @@ RUN_ARGS  ?=
 # Root installs Debian packages directly; anyone else through sudo.
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install lock demo test docs docs-serve docs-figures browser allocators postgres clean
+.PHONY: install lock demo test $(addprefix test-,$(TEST_GROUPS)) docs docs-serve docs-figures browser allocators postgres clean
 
 install: $(STAMP) allocators
 
@@ -49,6 +51,10 @@ demo: install
 
 test: install browser postgres
 	$(PY) tests/suites.py $(PYTEST_ARGS)
+
+# One group of the suite: make test-core | test-pytorch | test-tensorflow | test-mindspore
+$(addprefix test-,$(TEST_GROUPS)): test-%: install browser postgres
+	$(PY) tests/suites.py --group $* $(PYTEST_ARGS)
 
 # The documentation site, into site/ (open site/index.html).  --strict: a broken link, a page
 # missing from the navigation or a generated block that fails is an error, not a warning.

@@ -5,7 +5,8 @@ runtimes clash: MindSpore fails to import after TensorFlow, and the process
 aborts at exit), which is also why dlbench runs every cell in its own
 process.  Tests that import a framework in-process carry that framework's
 marker; everything else runs in the "core" group, which conftest.py checks
-never imports a framework.  Extra arguments are passed to every pytest run.
+never imports a framework.  ``--group NAME`` (repeatable) runs only those groups (`make
+test-core`, `make test-pytorch`, ...); other arguments are passed to every pytest run.
 
 Each group runs on every core (pytest-xdist, one test file per worker so a
 module's fixtures are built once): most of a test's time is a single process
@@ -35,10 +36,28 @@ def workers() -> list[str]:
     return ["-n", str(n), "--dist", "loadfile"] if n > 1 else []
 
 
+def chosen(argv: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """The groups named by ``--group NAME`` (repeatable; all when none) and pytest's arguments."""
+    names, rest = [], []
+    it = iter(argv)
+    for arg in it:
+        if arg == "--group" or arg.startswith("--group="):
+            name = arg.partition("=")[2] or next(it, "")
+            if name not in dict(GROUPS):
+                groups = ", ".join(g for g, _ in GROUPS)
+                print(f"suites.py: no test group {name!r} (groups: {groups})", file=sys.stderr)
+                raise SystemExit(2)
+            names.append(name)
+        else:
+            rest.append(arg)
+    return [(g, e) for g, e in GROUPS if not names or g in names], rest
+
+
 def main(argv: list[str]) -> int:
     totals: dict[str, int] = {}
     worst = 0
-    for group, expr in GROUPS:
+    groups, argv = chosen(argv)
+    for group, expr in groups:
         print(f"\n===== dlbench tests: {group} =====", flush=True)
         env = dict(os.environ, DLBENCH_TEST_GROUP=group)
         proc = subprocess.run(
