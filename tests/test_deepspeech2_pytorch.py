@@ -1,8 +1,9 @@
 """DeepSpeech2 in PyTorch: its CTC loss is the numpy reference's, the two LSTM directions
 are summed, and it learns synthetic utterances through the harness session.
 
-Counts, canonical names and a training step of every zoo family are tests/models/test_models.py's;
-transfer across frameworks tests/models/test_weights_transfer.py's; export tests/harness/convert/test_zoo_export.py's.
+Counts, canonical names and a training step of every zoo family are
+tests/models/test_models.py's; transfer across frameworks tests/models/test_weights_transfer.py's;
+export tests/harness/convert/test_zoo_export.py's.
 """
 
 from __future__ import annotations
