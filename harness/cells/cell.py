@@ -13,7 +13,10 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
+from collections.abc import Callable
+from typing import Any
 
 from dlbench.core.atomic import write_json
 from dlbench.core.errors import UserError
@@ -88,20 +91,43 @@ def main(argv: list[str]) -> int:
     die_with_parent()
     with open(inp, encoding="utf-8") as fh:
         payload = json.load(fh)
+    reply = _reply(lambda: (many if kind == SHARED else resolve(kind))(payload))
+    reply["peak_rss_mb"] = own_peak_rss_mb()
+    write_json(out, reply)
+    return 0
+
+
+# Several cells of one kind in this one process, in turn (``launcher.run_cells``).
+SHARED = "cells"
+
+
+def many(payload: dict[str, Any]) -> dict[str, Any]:
+    """Each cell's reply as a cell of its own would give it, plus its wall time and this
+    process's high-water mark so far; the replies so far are rewritten to ``partial``
+    after each cell, so that a crash or a hang loses only the cell it happened in."""
+    func = resolve(payload["kind"])
+    replies = []
+    for cell in payload["payloads"]:
+        start = time.perf_counter()
+        reply = _reply(lambda: func(cell))  # noqa: B023 - called before the next iteration
+        reply.update(wall_s=time.perf_counter() - start, peak_rss_mb=own_peak_rss_mb())
+        replies.append(reply)
+        write_json(payload["partial"], replies)
+    return {"cells": replies}
+
+
+def _reply(call: Callable[[], Any]) -> dict[str, Any]:
     try:
         check_loaded()  # a preloaded allocator that ld.so ignored fails the cell
-        reply = {"status": "ok", "result": resolve(kind)(payload)}
+        return {"status": "ok", "result": call()}
     except UserError as exc:
-        reply = {"status": "usage_error", "error": str(exc)}
+        return {"status": "usage_error", "error": str(exc)}
     except BaseException as exc:  # noqa: BLE001 - the parent decides what a failure means
-        reply = {
+        return {
             "status": "failed",
             "error": f"{type(exc).__name__}: {exc}",
             "traceback": traceback.format_exc(),
         }
-    reply["peak_rss_mb"] = own_peak_rss_mb()
-    write_json(out, reply)
-    return 0
 
 
 def own_peak_rss_mb() -> float | None:

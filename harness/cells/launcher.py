@@ -210,3 +210,64 @@ def _kill_group(pid: int) -> None:
             child.kill()
         except psutil.Error:
             pass
+
+
+def run_cells(
+    kind: str,
+    payloads: list[dict[str, Any]],
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> list[CellOutcome]:
+    """Run several cells of one kind in ONE process, in turn: the trade a caller makes
+    on purpose (``--process engine``) when process starts cost more than the cells.
+
+    Each cell keeps its own outcome, wall time and status.  What it gives up is the
+    isolation: a cell runs after the earlier ones in the same interpreter (their caches,
+    allocator state and thread pools), ``timeout`` bounds each cell only on average (the
+    process gets ``timeout`` times the number of cells), and a crash, an out-of-memory
+    kill or a hang fails the cell it happened in and every cell after it (the ones before
+    keep their results, which the child reports as it goes).
+    """
+    from dlbench.harness.cells.cell import SHARED
+
+    with scratch("dlbench-cells") as tmp:
+        partial = Path(tmp, "done.json")
+        whole = run_cell(
+            SHARED,
+            {"kind": kind, "payloads": payloads, "partial": str(partial)},
+            env=env,
+            timeout=None if timeout is None else timeout * len(payloads),
+        )
+        if whole.ok:
+            replies = whole.result["cells"]
+        else:
+            replies = json.loads(partial.read_text()) if partial.exists() else []
+    outcomes = [
+        CellOutcome(
+            status=r["status"],
+            result=r.get("result") or {},
+            error=r.get("error"),
+            traceback=r.get("traceback"),
+            peak_rss_mb=r.get("peak_rss_mb"),
+            wall_s=r.get("wall_s", 0.0),
+            returncode=whole.returncode,
+        )
+        for r in replies
+    ]
+    for i in range(len(replies), len(payloads)):
+        first = i == len(replies)  # the cell the process ended in
+        outcomes.append(
+            CellOutcome(
+                status=whole.status if first else "failed",
+                error=whole.error
+                if first
+                else f"not run: the process it shared ended in an earlier cell ({whole.error})",
+                traceback=whole.traceback if first else None,
+                peak_rss_mb=whole.peak_rss_mb if first else None,
+                wall_s=whole.wall_s - sum(o.wall_s for o in outcomes) if first else 0.0,
+                returncode=whole.returncode,
+                log_tail=whole.log_tail,
+            )
+        )
+    return outcomes

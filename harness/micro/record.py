@@ -146,6 +146,8 @@ def make_record(
             "op": op.to_dict(),
             "engine_distribution": mod.FRAMEWORK,
             "mode": cell.mode or None,
+            # "engine": the cell ran in one process after others of its engine (--process).
+            "process": req.process,
             **envs.record_context(cell.env, runtime.get("packages")),
             "runtime": {k: runtime.get(k) for k in ("library", "layout", "notes")},
             "math_mode": runtime.get("math_mode"),

@@ -30,6 +30,8 @@ from dlbench.harness.micro import engines as engines_mod
 from dlbench.harness.micro.ops import DEFAULTS, KINDS, Op, from_model, parse
 from dlbench.harness.store.context import DB, JSON_RECORDS, OUTPUT, RESUME_CELLS
 
+PROCESSES = ("cell", "engine")
+
 
 def _layer_types() -> tuple[str, ...]:
     from dlbench.harness.micro.layers import TYPES
@@ -99,6 +101,16 @@ class MicroRequest:
     timeout: float | None = flag(
         "--timeout", default=600, type=float, group=OUTPUT, help="seconds per cell (default {default})"
     )
+    process: str = flag(
+        "--process",
+        default="cell",
+        choices=PROCESSES,
+        group=OUTPUT,
+        help="cell: each cell in a fresh process (isolated; the default); engine: one process per "
+        "engine and setting runs its cells in turn, much faster for many small cells, but a "
+        "cell then runs warm after the others and a crash or hang fails the rest of its "
+        "process (the records say which)",
+    )
     resume: bool = field_of(RESUME_CELLS, default=False)
     db: str | None = field_of(DB, default=None)
     json_path: str | None = field_of(JSON_RECORDS, default=None)
@@ -163,9 +175,21 @@ def _layers_of(req: MicroRequest) -> list[Op]:
     if req.model:
         ops = layers.from_model(req.model, req.batch)
         return [op for op in ops if op.kernel == req.layer] if req.layer else ops
-    if not req.layer or not req.shapes:
+    if not req.shapes:
         raise UserError("give a layer type and --shape, or --model NAME (its layers)")
-    return [layers.parse(req.layer, text) for text in req.shapes]
+    ops = []
+    for text in req.shapes:
+        # TYPE=SHAPE: several layer types in one sweep (and, with --process engine, in
+        # one process per engine).
+        typed, _, shape = text.rpartition("=")
+        kind = typed or req.layer
+        if kind is None:
+            raise UserError(f"--shape {text}: give a layer type first, or the shape as TYPE={text}")
+        if kind not in layers.TYPES:
+            known = ", ".join(layers.TYPES)
+            raise UserError(f"unknown layer type {kind!r} in --shape {text} (choose from {known})")
+        ops.append(layers.parse(kind, shape))
+    return ops
 
 
 def plan(req: MicroRequest) -> tuple[list[MicroCell], list[str]]:
@@ -255,15 +279,20 @@ def run_micro(
     bar = open_sweep(len(cells), len(done), notes, "micro", store.path, show_progress)
     records: list[dict[str, Any]] = []
     references: dict[tuple, dict[str, Any]] = {}
+    shared: dict[MicroCell, tuple] = {}  # --process engine: outcomes of cells already run
+    todo = [cell for cell, key in zip(cells, keys) if key not in done]
     for cell, key in zip(cells, keys):
         if key in done:
             if cell.mode:
                 resumed_reference(references.setdefault(cell.group, {}), store, key)
             continue
-        bar.start(cell.label)
+        together = [c for c in todo if _process_of(c) == _process_of(cell)] if req.process == "engine" else []
+        bar.start(cell.label + (f" (+{len(together) - 1} in its process)" if len(together) > 1 else ""))
         started = now_iso()
         env_dir, env_error = envs.prepare(cell.env) if cell.env else (None, None)
-        launched = None if env_error else _launch(cell, req, env_dir)
+        if not env_error and together and cell not in shared:
+            shared.update(zip(together, _launch(together, req, env_dir)))
+        launched = None if env_error else shared.pop(cell) if together else _launch([cell], req, env_dir)[0]
         record = make_record(cell, req, launched, env_error, fp, run_id, started, store)
         if cell.mode:
             agree(record, references.setdefault(cell.group, {}))
@@ -272,16 +301,23 @@ def run_micro(
     return records
 
 
-def _launch(cell: MicroCell, req: MicroRequest, env_dir):
-    """(the cell's outcome, the environment it was given)."""
+def _process_of(cell: MicroCell) -> tuple:
+    """Cells that can share a process: one engine, and the same environment for it."""
+    return (cell.engine, cell.precision, cell.threads, cell.env)
+
+
+def _launch(cells: list[MicroCell], req: MicroRequest, env_dir) -> list[tuple]:
+    """(each cell's outcome, the environment it was given): one cell in a process of its
+    own, or several of one ``_process_of`` in one process."""
     from dlbench.harness.cells import envs
     from dlbench.harness.cells.cellenv import cell_environment
-    from dlbench.harness.cells.launcher import run_cell
+    from dlbench.harness.cells.launcher import run_cell, run_cells
     from dlbench.harness.cells.mathmode import environment as math_environment
     from dlbench.harness.cells.threads import ThreadConfig
 
     # The math variables as bench's cells get them (fp32 on a GPU: TF32 off before any
     # library loads), then the --with overlay.
+    cell = cells[0]
     env = cell_environment(
         ThreadConfig.default(cell.threads),
         req.allocator,
@@ -292,18 +328,23 @@ def _launch(cell: MicroCell, req: MicroRequest, env_dir):
     )
     from dlbench.harness.micro.payload import MicroPayload
 
-    payload = MicroPayload(
-        op=cell.op.to_dict(),
-        engine=cell.engine,
-        precision=cell.precision,
-        device=req.device,
-        threads=cell.threads,
-        rule=req.rule,
-        seed=req.seed,
-        mode=cell.mode,
-        packages=bool(cell.env),
-    )
-    return run_cell("micro", payload.to_json(), env=env, timeout=req.timeout), env
+    payloads = [
+        MicroPayload(
+            op=c.op.to_dict(),
+            engine=c.engine,
+            precision=c.precision,
+            device=req.device,
+            threads=c.threads,
+            rule=req.rule,
+            seed=req.seed,
+            mode=c.mode,
+            packages=bool(c.env),
+        ).to_json()
+        for c in cells
+    ]
+    if req.process == "cell":
+        return [(run_cell("micro", payloads[0], env=env, timeout=req.timeout), env)]
+    return [(o, env) for o in run_cells("micro", payloads, env=env, timeout=req.timeout)]
 
 
 def _summary(r: dict[str, Any]) -> str:

@@ -37,3 +37,29 @@ def test_peak_rss_is_measured():
     assert big.ok and small.ok
     assert big.peak_rss_mb >= 300
     assert big.peak_rss_mb - small.peak_rss_mb >= 250
+
+
+def test_cells_sharing_a_process_keep_their_own_outcomes_and_a_crash_fails_only_the_rest():
+    """--process engine's trade: a raise fails its cell alone and the process goes on;
+    a crash fails the cell it happened in and every later one, the earlier keep theirs."""
+    from dlbench.harness.cells.launcher import run_cells
+
+    outs = run_cells(
+        "selftest",
+        [{"value": 1}, {"action": "raise"}, {"value": 3}, {"action": "segfault"}, {"value": 5}],
+        timeout=30,
+    )
+    assert [o.status for o in outs] == ["ok", "failed", "ok", "failed", "failed"]
+    assert outs[0].result["echo"] == 1 and outs[2].result["echo"] == 3
+    assert "raised on purpose" in outs[1].error and outs[1].traceback
+    assert "SIGSEGV" in outs[3].error
+    assert outs[4].error.startswith("not run: the process it shared ended in an earlier cell")
+    assert all(o.wall_s >= 0 for o in outs) and outs[0].peak_rss_mb
+
+
+def test_a_hang_in_a_shared_process_times_out_that_cell_and_fails_the_rest():
+    from dlbench.harness.cells.launcher import run_cells
+
+    outs = run_cells("selftest", [{"value": 1}, {"action": "hang"}, {"value": 3}], timeout=1)
+    assert [o.status for o in outs] == ["ok", "timeout", "failed"]
+    assert "timed out after 3 s" in outs[1].error  # the process's: one second per cell

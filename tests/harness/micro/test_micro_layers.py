@@ -103,15 +103,25 @@ def test_a_disagreeing_engine_fails_its_cell():
     assert off["status"] == "failed" and "differs from pytorch's" in off["error"]
 
 
+# Where isolation is not what a test is about, every layer type's cells of one engine run
+# in one process (--process engine): 4 processes instead of 56, the same comparisons.  The
+# per-cell path is the default, which test_a_resumed_group_keeps_its_reference runs (and
+# tests/harness/micro/test_micro.py's every cell).
+SHARED = ["--process", "engine"]
+TYPED = [f"--shape={kind}={shape}" for kind, shape in SHAPES.items()]
+
+
 def test_every_layer_forward_on_every_engine_agrees(cli, workdir):
     db = workdir / "l.sqlite"
-    for kind, shape in SHAPES.items():
-        res = cli("layer", kind, "--shape", shape, "--db", str(db), *FAST)
-        assert res.returncode == 0, (kind, res.stdout[-3000:])
+    res = cli("layer", *TYPED, "--db", str(db), *FAST, *SHARED)
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert "(+13 in its process)" in res.stderr
     rows = micro_records(db)
     assert len(rows) == 4 * len(SHAPES)
+    assert {r["model"].split()[0] for r in rows} == set(SHAPES)
     for r in rows:
         assert r["status"] in ("ok", "unstable") and r["context"]["mode"] == "forward"
+        assert r["context"]["process"] == "engine"
         agreement = r["metrics"]["agreement"]
         assert agreement["reference"] == "pytorch"
         if r["backend"] != "pytorch":
@@ -120,11 +130,12 @@ def test_every_layer_forward_on_every_engine_agrees(cli, workdir):
 
 def test_train_mode_compares_gradients_too(cli, workdir):
     db = workdir / "l.sqlite"
-    for kind in TRAINED:
-        res = cli("layer", kind, "--shape", SHAPES[kind], "--mode", "train", "--db", str(db), *FAST)
-        assert res.returncode == 0, (kind, res.stdout[-3000:])
-        assert "onnxruntime has no fp32 train layer: left out" in res.stderr
+    typed = [f"--shape={kind}={SHAPES[kind]}" for kind in TRAINED]
+    res = cli("layer", *typed, "--mode", "train", "--db", str(db), *FAST, *SHARED)
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert "onnxruntime has no fp32 train layer: left out" in res.stderr
     rows = micro_records(db)
+    assert len(rows) == 3 * len(TRAINED)
     assert {r["backend"] for r in rows} == {"pytorch", "tensorflow", "mindspore"}
     for r in rows:
         assert r["context"]["mode"] == "train" and r["status"] in ("ok", "unstable")
@@ -157,6 +168,9 @@ def test_bad_input_is_one_line(cli, workdir):
         (["relu", "--shape", "4", "--mode", "backward"], "unknown mode"),
         (["relu", "--shape", "4", "--engine", "numpy"], "unknown engine"),
         (["--model", "resnet50", "--shape", "4"], "not both"),
+        (["--shape", "4x10"], "give a layer type first, or the shape as TYPE=4x10"),
+        (["--shape", "swish=4x10"], "unknown layer type 'swish'"),
+        (["--shape", "relu=4x10", "--process", "thread"], "--process"),
     ):
         assert_usage_error(cli("layer", *args, "--db", str(workdir / "x.sqlite")), needle)
 
@@ -209,27 +223,22 @@ def test_bf16_layers_agree_across_pytorch_and_keras(cli, workdir):
     PyTorch's .to(bfloat16)), forward and backward, within bf16's tolerance; MindSpore's
     CPU kernels have none, and the note says so."""
     db = workdir / "b.sqlite"
-    for kind in ("conv", "mha"):
-        res = cli(
-            "layer",
-            kind,
-            "--shape",
-            SHAPES[kind],
-            "--precision",
-            "bf16",
-            "--mode",
-            "forward,train",
-            "--engine",
-            "pytorch,tensorflow,mindspore",
-            "--db",
-            str(db),
-            *FAST,
-        )
-        assert res.returncode == 0, (kind, res.stdout[-3000:])
-        assert (
-            "mindspore has no bf16 forward layer (it has fp32): its CPU kernels take no "
-            "bfloat16" in res.stderr
-        )
+    res = cli(
+        "layer",
+        *(f"--shape={kind}={SHAPES[kind]}" for kind in ("conv", "mha")),
+        "--precision",
+        "bf16",
+        "--mode",
+        "forward,train",
+        "--engine",
+        "pytorch,tensorflow,mindspore",
+        "--db",
+        str(db),
+        *FAST,
+        *SHARED,
+    )
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert "mindspore has no bf16 forward layer (it has fp32): its CPU kernels take no bfloat16" in res.stderr
     rows = micro_records(db)
     assert len(rows) == 2 * 2 * 2
     for r in rows:
