@@ -72,9 +72,10 @@ DB=$LOGS/results.sqlite
 peak() { step peak 240 "${DL[@]}" env --peak --peak-seconds 1 --db "$DB"; }
 
 tests() {
-    step pytest-gpu 420 "$PY" -m pytest -p no:cacheprovider -q -rs -m gpu -n 4 \
+    # test_training.py holds every framework's GPU cases: PyTorch's only here.
+    step pytest-gpu 420 "$PY" -m pytest -p no:cacheprovider -q -rs -m "gpu and not (tensorflow or mindspore)" -n 4 \
         tests/harness/bench/test_bench_gpu.py tests/harness/micro/test_micro_layers.py tests/harness/training/test_train_scaling.py \
-        tests/test_training_pytorch.py tests/harness/convert/test_convert_build.py tests/models/test_hub_models.py
+        tests/harness/training/test_training.py tests/harness/convert/test_convert_build.py tests/models/test_hub_models.py
 }
 
 chain() {

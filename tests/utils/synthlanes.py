@@ -1,6 +1,5 @@
 """Every unit op the generator emits, a few instances each: the mix both framework
-versions of the synthetic network are tested on (``test_synth_pytorch``,
-``test_synth_tensorflow``)."""
+versions of the synthetic network are tested on (tests/harness/synth/test_synth_frameworks.py)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import torch
 from dlbench.harness.store.results import ResultStore
 
 # The same small nn.Module the user-model tests build by --model-from.
-from tests.test_user_models_pytorch import CODE
+from tests.harness.test_user_models import PYTORCH_CODE
 from tests.utils.clitools import only_record, write_module
 
 FAST = ("--iterations", "5", "--warmup", "2", "--threads", "1")
@@ -63,7 +63,7 @@ def test_a_model_from_code_and_its_torchscript_file(cli, workdir):
     """--model-from code runs eager (its modules name the nodes); the same model saved as
     TorchScript runs its ops below its root, named by op.  Both are the user's model,
     sized by --shape, on the backend bench uses."""
-    module = write_module(workdir, "small_model", CODE)
+    module = write_module(workdir, "small_model", PYTORCH_CODE)
     torch.jit.script(module.small().eval()).save(str(workdir / "small.pt"))
     shape = ("--shape", "image=1x3x16x16", "--batch-size", "2")
     out = cli("profile", "--model-from", "small_model.py:small", *shape, *FAST, "--json", "code.json")

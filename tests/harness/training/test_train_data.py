@@ -1,13 +1,27 @@
-"""``dlbench train --data/--eval`` end to end through the CLI (frameworks only in the
-CLI's subprocesses, so this is a core test file)."""
+"""Real data for training: ``dlbench train --data/--eval`` end to end through the CLI
+(frameworks only in the CLI's subprocesses: core tests), and each framework's session
+through the shared loop: per-step reading, data time, --eval.
+
+Every group collects this module, so a framework is imported only inside its tests; an
+absent framework fails them there (CI installs all three), it never skips them.
+"""
 
 from __future__ import annotations
 
+import importlib
 import json
 import sqlite3
 
+import pytest
+
 from tests.utils.clitools import assert_usage_error
-from tests.utils.datasets import write_aclimdb, write_cifar
+from tests.utils.datasets import (
+    check_cifar_run_and_eval,
+    check_eval_is_inference_mode,
+    write_aclimdb,
+    write_cifar,
+)
+from tests.utils.frameworks import frameworks
 
 
 def test_cifar_directory_trains_with_data_time_and_eval(cli, workdir):
@@ -89,3 +103,33 @@ def test_bad_data_is_one_line_before_any_run(cli, workdir):
         cli(*base, "--data", "digits", "--eval", "--eval-samples", "0"), "--eval-samples must be at least 1"
     )
     assert not (workdir / "runs").exists()
+
+
+def _session_class(framework: str):
+    return importlib.import_module(f"dlbench.harness.training.{framework}").Session
+
+
+def _threads(framework: str) -> dict:
+    if framework != "tensorflow":
+        return {"intra_op_threads": 2}
+    # TensorFlow fixes its pools once per process: ask for what is in force.
+    import tensorflow as tf
+
+    t = tf.config.threading
+    return {
+        "intra_op_threads": t.get_intra_op_parallelism_threads(),
+        "inter_op_threads": t.get_inter_op_parallelism_threads(),
+    }
+
+
+@pytest.mark.parametrize("framework", frameworks())
+def test_cifar_run_reports_data_time_and_eval(framework, tmp_path):
+    _session_class(framework)  # imports the framework: a missing one fails here
+    r = check_cifar_run_and_eval(framework, tmp_path, **_threads(framework))
+    if framework == "tensorflow":
+        assert r["layout"] == "NHWC"
+
+
+@pytest.mark.parametrize("framework", frameworks())
+def test_evaluate_runs_in_inference_mode(framework):
+    check_eval_is_inference_mode(_session_class(framework), framework, **_threads(framework))

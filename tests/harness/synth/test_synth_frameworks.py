@@ -1,0 +1,106 @@
+"""The synthetic network's framework versions: PyTorch's (TorchScript) computes what ONNX
+Runtime computes; Keras's has the same units, counts and order in Keras's own layers.  Each
+is a file that loads without dlbench's code and runs at a batch it was not traced at.
+
+Every group collects this module, so a framework is imported only inside a test or fixture.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+
+import numpy as np
+import onnx
+import pytest
+
+from dlbench.harness.synth import emit
+from tests.utils.frameworks import frameworks
+from tests.utils.synthlanes import lanes
+
+# The converter of each framework's version, and the file it writes.
+CONVERTER = {"pytorch": ("torch_net", "synthetic.pt"), "tensorflow": ("keras_net", "synthetic.keras")}
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    """The network of every lane kind, converted once per framework: the tests read it."""
+
+    @functools.cache
+    def convert(framework: str):
+        root = tmp_path_factory.mktemp(f"synth-{framework}")
+        path = root / "synthetic.onnx"
+        onnx.save(emit.network(lanes(), seed=1), str(path))
+        module, name = CONVERTER[framework]
+        done = importlib.import_module(f"dlbench.harness.synth.{module}").convert(str(path), str(root / name))
+        return path, root / name, done
+
+    return convert
+
+
+def _width(path) -> int:
+    """The network's input width (its one input is batch x width)."""
+    return onnx.load(str(path)).graph.input[0].type.tensor_type.shape.dim[1].dim_value
+
+
+@pytest.mark.parametrize("framework", frameworks("pytorch", "tensorflow"))
+def test_the_saved_version_runs_at_a_batch_it_was_not_traced_at(framework, converted):
+    path, saved, _ = converted(framework)
+    x = np.random.default_rng(0).standard_normal((5, _width(path))).astype(np.float32)  # traced at 2
+    if framework == "pytorch":
+        import torch
+
+        with torch.no_grad():
+            y = torch.jit.load(str(saved))(torch.from_numpy(x))[0].numpy()
+    else:
+        import keras
+
+        y = np.asarray(keras.models.load_model(str(saved))(x))
+    assert y.shape == (5, 1) and np.isfinite(y).all()
+
+
+@pytest.mark.pytorch
+def test_the_torchscript_version_computes_what_onnx_runtime_does(converted):
+    import onnxruntime as ort
+    import torch
+
+    path, saved, done = converted("pytorch")
+    assert done["max_relative_difference"] < 1e-3
+    scripted = torch.jit.load(str(saved))
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    width = session.get_inputs()[0].shape[1]
+    x = np.random.default_rng(5).standard_normal((5, width)).astype(np.float32)  # traced at 2
+    want = session.run(None, {"input": x})
+    with torch.no_grad():
+        got = scripted(torch.from_numpy(x))
+    assert got[0].shape == (5, 1) and got[1].tolist() == [5, width]
+    np.testing.assert_allclose(got[0].numpy(), want[0], rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.pytorch
+def test_an_op_it_does_not_know_is_refused_by_name():
+    import torch
+    from onnx import TensorProto, helper
+
+    from dlbench.harness.synth.torch_net import build
+
+    graph = helper.make_graph(
+        [helper.make_node("Cos", ["input"], ["output"])],
+        "g",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 4])],
+    )
+    with pytest.raises(ValueError, match="Cos: not an op the synthetic network emits"):
+        build(helper.make_model(graph))(torch.zeros(1, 4))
+
+
+@pytest.mark.tensorflow
+def test_the_keras_version_has_the_units_in_keras_layers(converted):
+    import keras
+
+    _, saved, done = converted("tensorflow")
+    model = keras.models.load_model(str(saved))
+    kinds = [type(layer).__name__ for layer in model.layers]
+    assert kinds.count("Conv2D") == 3 and kinds.count("DepthwiseConv2D") == 2 and kinds.count("Dense") == 2
+    assert kinds.count("Bidirectional") == 1 and "MaxPooling2D" in kinds
+    assert done["parameters"] == model.count_params() > 0
