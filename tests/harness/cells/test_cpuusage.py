@@ -34,7 +34,8 @@ def test_a_competing_process_on_our_cpus_is_seen_and_our_own_work_is_not():
         spinner.kill()
         spinner.wait()
     # One spinning process holds one of our CPUs: 1/cpus of their time (less ticks lost).
-    assert c["cpus"] == cpus and c["wall_s"] == pytest.approx(1.0, abs=0.2)
+    # A sleep never ends early; on a loaded machine it may end late.
+    assert c["cpus"] == cpus and 0.98 <= c["wall_s"] < 1.6, c
     assert c["others_share"] > 0.8 / cpus, c
     assert 0.0 <= c["steal_share"] <= 1.0
     own = CpuWindow()
