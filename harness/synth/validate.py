@@ -159,24 +159,13 @@ def build_all(
     """Each source's verified builds ({"fp32": itself, target: path}); a build that failed
     or did not verify is absent, and the configurations that need it lose that source.
     A build in ``ready`` (source -> target -> file, verified before) is taken as it is."""
-    from dlbench.harness.convert.build import build
-    from dlbench.harness.convert.request import BuildRequest
+    from dlbench.harness.convert.builds import verified_builds
 
-    out: dict[str, dict[str, str]] = {s: {"fp32": s} for s in sources}
-    failed = []
-    for source, target in itertools.product(sources, targets):
-        made = (ready or {}).get(source, {}).get(target)
-        if made and Path(made).is_file():
-            out[source][target] = made
-            continue
-        dest = workdir / f"{Path(source).stem}.{target}.onnx"
-        say(f"build {Path(source).name} --to {target}")
-        record = build(BuildRequest(source=source, to=target, out=str(dest)))
-        if record["status"] == "ok" and dest.exists():
-            out[source][target] = str(dest)
-        else:
-            failed.append(f"{Path(source).name} --to {target}: {record.get('error') or record['status']}")
-            say(f"build {Path(source).name} --to {target} left out: {failed[-1]}")
+    out: dict[str, dict[str, str]] = {}
+    failed: list[str] = []
+    for source in sources:
+        out[source], left = verified_builds(source, targets, workdir, say, ready=(ready or {}).get(source))
+        failed += left
     return out, failed
 
 

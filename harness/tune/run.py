@@ -43,23 +43,10 @@ def _spaces(req: TuneRequest, onnx: bool) -> list[Space]:
 
 def _builds(req: TuneRequest, source: str, targets: set[str], out: Path, say) -> dict[str, str]:
     """build value -> file, the source and every target that built and verified."""
-    from dlbench.harness.convert.build import build
-    from dlbench.harness.convert.request import BuildRequest
+    from dlbench.harness.convert.builds import verified_builds
 
-    files = {SOURCE: source}
-    for target in sorted(targets - {SOURCE}):
-        path = out / f"{Path(source).stem}.{target}.onnx"
-        try:
-            record = build(BuildRequest(source=source, to=target, out=str(path), db=req.db))
-        except UserError as exc:  # a target this machine or this graph cannot take
-            say(f"build {target}: {exc}, left out")
-            continue
-        if record["status"] == "ok":
-            files[target] = str(path)
-            say(f"build {target}: verified, searched as a precision")
-        else:
-            say(f"build {target}: {record['status']} ({record.get('error')}), left out")
-    return files
+    files, _ = verified_builds(source, sorted(targets - {SOURCE}), out, say, db=req.db)
+    return {SOURCE if t == "fp32" else t: f for t, f in files.items()}
 
 
 def tune(req: TuneRequest, say=lambda line: None, argv: list[str] | None = None) -> dict[str, Any]:
