@@ -7,7 +7,7 @@ the threshold); over all images, the precision envelope is read at 101 recall
 points and averaged; AP@[.5:.95] is the mean over thresholds and over the
 classes that have ground truth, AP50 the mean at 0.50 alone.  This is
 pycocotools' COCOeval for the "all" area range, without crowd regions (the
-readers leave crowds out), and tests/test_ssd.py checks it equals COCOeval on
+readers leave crowds out), and tests/models/test_ssd.py checks it equals COCOeval on
 random scenes.  Written here rather than calling pycocotools, which is not a
 dependency of dlbench's runtime.
 """

@@ -1,6 +1,13 @@
-"""SSD's framework-free parts: the spec's sizes, the priors, matching, the numpy
-multibox loss, post-processing, synthetic data, the held-out tally and the VOC
-reader (on a tiny VOC tree written here).  Core group: no framework imported."""
+"""SSD300: the framework-free parts (the spec's sizes, the priors, matching, the numpy
+multibox loss, post-processing, synthetic data, the held-out tally and the VOC and COCO
+readers, on tiny trees written here), and in every framework the heads' flattening
+order and the multibox loss against the numpy reference; PyTorch's walk conv by conv
+and its loss falling on synthetic scenes, Keras' padding spelled out per layer (every
+map the size the walk says), MindSpore's pool3 rounding up as a pad.
+
+Counts, MACs, output shapes, canonical names and a training step in the session
+are tests/models/test_models.py's; transfer is tests/models/test_weights_transfer.py's.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ import pytest
 from dlbench.models import ssd, synthetic
 from dlbench.models.registry import get_model
 from dlbench.models.ssd import boxes as B
+from tests.utils.frameworks import frameworks
 
 SSD300 = get_model("ssd300")
 MINI = get_model("ssd300-mini")
@@ -320,3 +328,165 @@ def test_coco_reader_renumbers_categories_and_leaves_crowds_out(tmp_path):
     np.testing.assert_allclose(boxes, [[0.1, 0.1, 0.6, 0.9]], atol=1e-6)
     ((x, (cls, _)),) = list(ds.eval_batches(4, "NCHW"))
     assert x.shape == (1, 3, 268, 268) and sorted(np.unique(cls).tolist()) == [0, 2]
+
+
+# --- every framework: the heads' layout and the loss ----------------------------------------
+
+
+def _counting_heads(framework: str, x: np.ndarray):
+    """ssd300-mini and its output on ``x`` (NCHW) with zero head kernels and counting
+    biases (conv7_loc's from 1000): each output reads back which head channel it came from."""
+    net = MINI.build(framework, seed=0)
+    heads = list(ssd.heads(MINI.config))
+    bias = {
+        name: np.arange(cout, dtype=np.float32) + (1000 if name == "conv7_loc" else 0)
+        for name, _, cout, _ in heads
+    }
+    if framework == "pytorch":
+        import torch
+
+        net.eval()
+        with torch.no_grad():
+            for name, _, _, _ in heads:
+                head = getattr(net, name)
+                head.weight.zero_()
+                head.bias.copy_(torch.from_numpy(bias[name]))
+            return net, net(torch.from_numpy(x))[0].numpy()
+    if framework == "tensorflow":
+        for name, _, _, _ in heads:
+            layer = net.get_layer(name)
+            kernel, _ = layer.get_weights()
+            layer.set_weights([np.zeros_like(kernel), bias[name]])
+        return net, np.asarray(net(x.transpose(0, 2, 3, 1)))[0]
+    import mindspore as ms
+
+    net.set_train(False)
+    for name, _, _, _ in heads:
+        head = getattr(net, name)
+        head.weight.set_data(ms.Tensor(np.zeros(head.weight.shape, np.float32)))
+        head.bias.set_data(ms.Tensor(bias[name]))
+    return net, net(ms.Tensor(x)).asnumpy()[0]
+
+
+@pytest.mark.parametrize("framework", frameworks())
+def test_heads_flatten_row_column_box_then_coordinate(framework):
+    """prior index (row * W + column) * boxes + box, channel box * 4 + coordinate."""
+    x = np.random.default_rng(0).standard_normal((1, 3, 268, 268)).astype(np.float32)
+    net, y = _counting_heads(framework, x)
+    n1 = 34 * 34 * 4
+    np.testing.assert_array_equal(y[:n1, :4], np.tile(np.arange(16).reshape(4, 4), (34 * 34, 1)))
+    np.testing.assert_array_equal(y[n1 : n1 + 6, :4], 1000 + np.arange(24).reshape(6, 4))
+    np.testing.assert_array_equal(y[:4, 4:], np.arange(84).reshape(4, 21))
+    if framework == "mindspore":
+        # conv3_3's 67x67 map pools to 34 (ceil), as PyTorch's ceil_mode does: a pad here
+        assert net.pool3.pad.paddings == ((0, 0), (0, 0), (0, 1), (0, 1))
+
+
+def _detection_loss(framework: str, z: np.ndarray, cls: np.ndarray, loc: np.ndarray):
+    """(the framework's loss, which priors' class logits get a gradient) on logits ``z``;
+    MindSpore's loss runs in graph mode, as training compiles it, and has no gradient here."""
+    if framework == "pytorch":
+        import torch
+
+        from dlbench.models.ssd.torch import detection_loss
+
+        zt = torch.from_numpy(z).requires_grad_()
+        loss = detection_loss(zt, (torch.from_numpy(cls), torch.from_numpy(loc)))
+        loss.backward()
+        return float(loss.detach()), (zt.grad[..., 4:].abs().sum(-1) > 0).numpy()
+    if framework == "tensorflow":
+        import tensorflow as tf
+
+        from dlbench.models.ssd.keras import detection_loss
+
+        zv = tf.Variable(z)
+        with tf.GradientTape() as tape:
+            loss = detection_loss(zv, (tf.constant(cls), tf.constant(loc)))
+        return float(loss), np.abs(tape.gradient(loss, zv).numpy()[..., 4:]).sum(-1) > 0
+    import mindspore as ms
+
+    from dlbench.models.ssd.mindspore import DetectionLoss
+
+    ms.set_context(mode=ms.GRAPH_MODE)
+    try:
+        return float(DetectionLoss()(ms.Tensor(z), ms.Tensor(cls), ms.Tensor(loc)).asnumpy()), None
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+@pytest.mark.parametrize("framework", frameworks())
+def test_loss_is_the_numpy_reference_with_hard_negatives(framework):
+    ((_, (cls, loc)),) = synthetic.batches(MINI, 3, 1, seed=0)
+    cls[2], loc[2] = 0, 0  # an image with no object
+    z = np.random.default_rng(0).standard_normal(cls.shape + (25,)).astype(np.float32)
+    loss, used = _detection_loss(framework, z, cls, loc)
+    total, pos = B.multibox_loss(z, cls, loc)
+    assert loss == pytest.approx(total / pos, rel=1e-5)
+    if used is not None:
+        npos = (cls > 0).sum(1)
+        assert used.sum(1).tolist() == [4 * npos[0], 4 * npos[1], 0]  # 3 negatives each
+
+
+# --- PyTorch: the walk against the running network, learning --------------------------------
+
+
+@pytest.mark.pytorch
+def test_walk_lists_every_conv_in_network_order_with_its_output_size():
+    import torch
+    from torch import nn
+
+    net = MINI.build("pytorch", seed=0).eval()
+    seen = []
+    hooks = [
+        m.register_forward_hook(
+            lambda m, _i, out: seen.append(
+                ("conv", m.in_channels, m.out_channels, m.kernel_size[0], m.stride[0], out.shape[-1])
+            )
+        )
+        for m in net.modules()
+        if isinstance(m, nn.Conv2d)
+    ]
+    with torch.no_grad():
+        y = net(torch.zeros(1, 3, 268, 268))
+    for h in hooks:
+        h.remove()
+    walk = [op for op in ssd.walk(MINI.config) if op[0] == "conv"]
+    backbone = len(list(ssd.backbone(MINI.config)))
+    assert seen[:backbone] == walk[:backbone]
+    # heads run after the backbone, source by source (loc then conf)
+    assert sorted(seen[backbone:]) == sorted(walk[backbone:])
+    assert net.conv6.dilation == (6, 6) and net.conv6.padding == (6, 6)
+    assert y.shape == (1, 7034, 25)
+
+
+@pytest.mark.pytorch
+def test_loss_falls_on_synthetic_scenes():
+    import torch
+
+    from dlbench.models.ssd.torch import detection_loss
+
+    torch.manual_seed(0)
+    net = MINI.build("pytorch", seed=0)
+    batches = synthetic.batches(MINI, 2, 2, seed=0)
+    opt = torch.optim.SGD(net.parameters(), lr=MINI.default_lr, momentum=0.9)
+    losses = []
+    for i in range(4):
+        x, (cls, loc) = batches[i % 2]
+        opt.zero_grad()
+        loss = detection_loss(net(torch.from_numpy(x)), (torch.from_numpy(cls), torch.from_numpy(loc)))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.7 * losses[0], losses
+
+
+# --- Keras: the padding spelled out per layer -----------------------------------------------
+
+
+@pytest.mark.tensorflow
+def test_every_conv_has_the_walks_output_size():
+    net = MINI.build("tensorflow", seed=0)
+    for name, _, cout, _, _, _, _, hw in ssd.backbone(MINI.config):
+        assert tuple(net.get_layer(name).output.shape[1:]) == (hw, hw, cout), name
+    assert net.get_layer("conv6").dilation_rate == (6, 6)
+    assert net.output.shape[1:] == (7034, 25)

@@ -1,18 +1,20 @@
-"""DenseNet-121 in PyTorch: the published size, the walk, the concatenation order, the init.
+"""DenseNet-121: the published size, the walk, the concatenation order, the init every
+framework starts from, and MindSpore's ONNX export.
 
-Counts, MACs, output shapes, canonical weight names and a training step of every
-zoo family are tests/models/test_models.py's; here the analytic counts are
-checked against the numbers torchvision publishes, and the walk conv by conv
-(harness/micro reads its output sizes).
+Counts, MACs, output shapes, canonical weight names and a training step of every zoo
+family are tests/models/test_models.py's; weight import and export across frameworks
+tests/models/test_weights_transfer.py's.  Here the analytic counts are checked against
+the numbers torchvision publishes, and the walk conv by conv (harness/micro reads its
+output sizes).
 """
 
 import numpy as np
-import torch
-from torch import nn
+import pytest
 
 from dlbench.models.densenet import walk
 from dlbench.models.registry import get_model
-from dlbench.models.weights.pytorch import export_weights
+from tests.utils import per_framework
+from tests.utils.frameworks import frameworks
 
 
 def test_analytic_counts_are_torchvisions_densenet121():
@@ -30,8 +32,27 @@ def test_analytic_counts_are_torchvisions_densenet121():
     assert sum(op[0] in ("conv", "fc") for op in walk(spec.config)) == 121
 
 
+@pytest.mark.parametrize("framework", frameworks())
+def test_starts_from_torchvisions_init(framework):
+    w = per_framework.weights(framework).export_weights(
+        get_model("densenet121-mini").build(framework, seed=0)
+    )
+    conv = w["block3.layer24.conv1.weight"]  # 248 x 32 x 1 x 1 (PyTorch's layout): fan_in 248
+    assert abs(conv.std() / np.sqrt(2 / 248) - 1) < 0.1
+    bns = {k[: -len(".running_var")] for k in w if k.endswith(".running_var")}
+    assert all((w[f"{b}.weight"] == 1).all() and not w[f"{b}.bias"].any() for b in bns)
+    assert not w["fc.bias"].any() and np.abs(w["fc.weight"]).max() <= 1 / np.sqrt(256)
+
+
+# --- PyTorch: the walk against the running network, and the concatenation ------------------
+
+
+@pytest.mark.pytorch
 def test_walk_lists_every_conv_in_network_order_with_its_output_size():
     """What harness/micro reads off the walk: channels, kernel, stride and output size."""
+    import torch
+    from torch import nn
+
     spec = get_model("densenet121-mini")
     net = spec.build("pytorch", seed=0).eval()
     seen = []
@@ -51,8 +72,11 @@ def test_walk_lists_every_conv_in_network_order_with_its_output_size():
     assert seen == [op for op in walk(spec.config) if op[0] == "conv"]
 
 
+@pytest.mark.pytorch
 def test_a_dense_layer_keeps_its_input_first():
     """cat([input, new]): the channel order each later bn1 gamma is matched to."""
+    import torch
+
     spec = get_model("densenet121-mini")
     layer = spec.build("pytorch", seed=0).eval().block2.layer3
     x = torch.randn(2, layer.bn1.num_features, 8, 8)
@@ -62,11 +86,18 @@ def test_a_dense_layer_keeps_its_input_first():
     assert torch.equal(y[:, : x.shape[1]], x)
 
 
-def test_starts_from_torchvisions_init():
-    net = get_model("densenet121-mini").build("pytorch", seed=0)
-    w = export_weights(net)
-    conv = w["block3.layer24.conv1.weight"]  # 248 x 32 x 1 x 1 fan_in 248
-    assert abs(conv.std() / np.sqrt(2 / 248) - 1) < 0.1
-    bns = {k[: -len(".running_var")] for k in w if k.endswith(".running_var")}
-    assert all((w[f"{b}.weight"] == 1).all() and not w[f"{b}.bias"].any() for b in bns)
-    assert not w["fc.bias"].any() and np.abs(w["fc.weight"]).max() <= 1 / np.sqrt(256)
+# --- MindSpore: the ONNX exporter's pool rewrite --------------------------------------------
+
+
+@pytest.mark.mindspore
+def test_exports_to_onnx(tmp_path):
+    """MindSpore's ONNX exporter cannot convert the padded stem pool (MaxPool3DWithArgmax);
+    the converter rewrites it, and the transitions' unpadded average pools need nothing."""
+    from dlbench.converters.base import ExportOptions
+    from dlbench.converters.mindspore_to_onnx import HOP
+
+    spec = get_model("densenet121-mini")
+    out = tmp_path / "model.onnx"
+    record = HOP.export(spec.build("mindspore", seed=0), spec, out, ExportOptions())
+    assert out.stat().st_size > 0
+    assert [r.split(":")[0] for r in record["rewrites"]] == ["stem.pool"]
