@@ -47,6 +47,9 @@ TARGETS = ("cpu", "tensorrt")
 
 
 def _quantization():
+    from dlbench.converters.ort_tools import without_torch
+
+    without_torch()
     try:
         from onnxruntime import quantization
         from onnxruntime.quantization.shape_inference import quant_pre_process

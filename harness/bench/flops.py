@@ -142,25 +142,16 @@ def with_input_shapes(model, shapes: dict[str, Sequence[int]]):
 
 @functools.cache
 def _symbolic_module():
-    """``onnxruntime/tools/symbolic_shape_infer.py`` loaded by its path: importing it as
-    ``onnxruntime.tools.…`` runs that package's ``__init__``, which imports torch when it
-    is installed (a second of a parent process that must stay framework-free)."""
-    import importlib.util
-    from pathlib import Path
+    """``onnxruntime.tools.symbolic_shape_infer``, without the PyTorch its package imports
+    (``converters.ort_tools``); None where this ONNX Runtime has none that loads."""
+    from dlbench.converters.ort_tools import without_torch
 
-    ort = importlib.util.find_spec("onnxruntime")
-    if ort is None or not ort.submodule_search_locations:
-        return None
-    path = Path(list(ort.submodule_search_locations)[0]) / "tools" / "symbolic_shape_infer.py"
-    spec = importlib.util.spec_from_file_location("dlbench_ort_symbolic_shape_infer", path)
-    if spec is None or spec.loader is None or not path.is_file():
-        return None
-    module = importlib.util.module_from_spec(spec)
+    without_torch()
     try:
-        spec.loader.exec_module(module)
-    except Exception:  # noqa: BLE001 - another release's file: without it, ONNX's inference alone
+        from onnxruntime.tools import symbolic_shape_infer
+    except Exception:  # noqa: BLE001 - another release's tools: ONNX's inference alone
         return None
-    return module
+    return symbolic_shape_infer
 
 
 def _unresolved(model) -> bool:
