@@ -154,6 +154,45 @@ def test_divergence_is_total_variation_of_normalized_shares():
 # -- nodes into units, units into a network ----------------------------------------------
 
 
+def test_the_fit_meets_the_class_shares_when_the_costs_are_the_workloads_own():
+    """The fit without the clock: each unit's cost per instance is what its nodes cost in
+    the workload, so the shares the counts predict can match the mix on both references
+    (the end-to-end test below prices units on a loaded machine and gets what it gets)."""
+    from dlbench.harness.synth.generate import solve
+
+    # Two applications at two batch sizes: convolutions and a softmax; GEMMs and a softmax.
+    nodes = [  # (application, unit, µs at batch 1, µs at batch 4)
+        *[(0, 0, 100.0, 350.0)] * 4,
+        (0, 2, 20.0, 60.0),
+        *[(1, 1, 100.0, 400.0)] * 3,
+        (1, 2, 20.0, 60.0),
+    ]
+    classes = ("convolution", "matmul / gemm", "softmax")
+    apps = []
+    for a in (0, 1):
+        mine = [n for n in nodes if n[0] == a]
+        ms = [sum(n[2 + r] for n in mine) / 1000 for r in (0, 1)]
+        units = {n[1] for n in mine}
+        shares = [
+            {classes[u]: sum(n[2 + r] for n in mine if n[1] == u) / 1000 / ms[r] for u in units}
+            for r in (0, 1)
+        ]
+        apps.append({"weight": 1 + a, "node_ms": ms, "classes": shares})
+    workload = {
+        "applications": apps,
+        "references": [{"batch": 1, "threads": 1}, {"batch": 4, "threads": 1}],
+        "nodes": [{"app": a, "us": [t1, t4]} for a, _, t1, t4 in nodes],
+    }
+    per = {u: [n for n in nodes if n[1] == u] for u in range(3)}
+    costs = [[{classes[u]: per[u][0][2 + r]} for u in range(3)] for r in (0, 1)]
+    main = [[per[u][0][2 + r] for u in range(3)] for r in (0, 1)]
+    whole = sum(a["node_ms"][0] for a in apps) * 1000
+    counts, targets, predicted = solve(workload, [n[1] for n in nodes], costs, main, 10 * whole)
+    assert all(counts > 0)
+    for p, t in zip(predicted, targets):
+        assert divergence(p, t) <= 0.02, (counts, p, t)
+
+
 def test_batch_axis_is_the_one_that_grew_with_the_batch():
     assert batch_axis([64, 4, 32], [64, 32, 32], 4, 32) == 1  # [seq, batch, hidden]
     assert batch_axis([256, 32], [2048, 32], 4, 32) == 0  # [batch x seq, hidden]
@@ -319,7 +358,10 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
         "ok" if max(net["predicted_divergence"]) <= net["divergence_limit"] else "over the limit"
     )
     assert out.returncode == (0 if net["self_check"] == "ok" else 1)
-    assert max(net["predicted_divergence"]) <= TOY_PREDICTED_BOUND, out.stdout
+    # and it carries the noise of the profiles it was priced on: on a machine loaded enough
+    # that two profiles of one network differ by tenths, so may the prediction.
+    noise = max(net["repeat_divergence"])
+    assert max(net["predicted_divergence"]) <= TOY_PREDICTED_BOUND + 2 * noise, out.stdout
     # Measured, as it runs: its own profile's class shares against the workload's, within
     # the bound plus twice what two profiles of the same network differ by here and now
     # (a loaded machine moves both; a quiet one leaves the bound).
@@ -384,7 +426,9 @@ def test_validate_runs_the_networks_own_framework_versions_on_the_native_backend
     applications given as ONNX files have no native form, so those configurations cannot
     score them, and say so."""
     d, _, _, net, _ = synthesized
-    assert net["frameworks"] == {"pytorch": "synthetic.pt", "tensorflow": "synthetic.keras"}
+    assert net["frameworks"] == {"pytorch": "synthetic.pt", "tensorflow": "synthetic.keras"}, net[
+        "framework_errors"
+    ]
     args = [
         "--backends",
         "pytorch,tensorflow",
