@@ -91,7 +91,7 @@ def main(argv: list[str]) -> int:
     die_with_parent()
     with open(inp, encoding="utf-8") as fh:
         payload = json.load(fh)
-    reply = _reply(lambda: (many if kind == SHARED else resolve(kind))(payload))
+    reply = _reply(lambda: _run(kind, payload))
     reply["peak_rss_mb"] = own_peak_rss_mb()
     write_json(out, reply)
     return 0
@@ -116,9 +116,13 @@ def many(payload: dict[str, Any]) -> dict[str, Any]:
     return {"cells": replies}
 
 
+def _run(kind: str, payload: dict[str, Any]) -> Any:
+    check_loaded()  # a preloaded allocator that ld.so ignored fails the cell (all of them)
+    return (many if kind == SHARED else resolve(kind))(payload)
+
+
 def _reply(call: Callable[[], Any]) -> dict[str, Any]:
     try:
-        check_loaded()  # a preloaded allocator that ld.so ignored fails the cell
         return {"status": "ok", "result": call()}
     except UserError as exc:
         return {"status": "usage_error", "error": str(exc)}
