@@ -280,13 +280,16 @@ def run_micro(
     records: list[dict[str, Any]] = []
     references: dict[tuple, dict[str, Any]] = {}
     shared: dict[MicroCell, tuple] = {}  # --process engine: outcomes of cells already run
-    todo = [cell for cell, key in zip(cells, keys) if key not in done]
+    groups: dict[tuple, list[MicroCell]] = {}  # --process engine: the cells of each process
+    for cell, key in zip(cells, keys):
+        if req.process == "engine" and key not in done:
+            groups.setdefault(_process_of(cell), []).append(cell)
     for cell, key in zip(cells, keys):
         if key in done:
             if cell.mode:
                 resumed_reference(references.setdefault(cell.group, {}), store, key)
             continue
-        together = [c for c in todo if _process_of(c) == _process_of(cell)] if req.process == "engine" else []
+        together = groups.get(_process_of(cell), [])
         bar.start(cell.label + (f" (+{len(together) - 1} in its process)" if len(together) > 1 else ""))
         started = now_iso()
         env_dir, env_error = envs.prepare(cell.env) if cell.env else (None, None)
