@@ -10,9 +10,6 @@ and MindSpore cannot share one, and the core group imports no framework.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +17,9 @@ import pytest
 
 from dlbench.models.registry import get_model
 from tests.utils import ROOT
+from tests.utils.frameworks import FRAMEWORKS, run_in_each
 
 CHILD = ROOT / "tests" / "utils" / "transfer_child.py"
-FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 # lstm-tiny: embedding, two bidirectional LSTM layers (PyTorch's gate order and two
 # biases on one side, Keras' transposed kernels and single bias on the other).
 # deepspeech2-mini: asymmetric conv padding, batch norm, channel-major frame features,
@@ -54,24 +51,7 @@ RTOL, ATOL = 1e-4, 1e-5
 
 
 def _run_all(role: str, directory: Path) -> None:
-    """One child per framework, run side by side (start-up, not compute, dominates)."""
-    env = dict(os.environ, GLOG_v="3", TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    procs = {
-        fw: subprocess.Popen(
-            [sys.executable, str(CHILD), role, fw, str(directory), ",".join(MODELS)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for fw in FRAMEWORKS
-    }
-    failed = []
-    for fw, proc in procs.items():
-        out, _ = proc.communicate(timeout=600)
-        if proc.returncode != 0:
-            failed.append(f"{role} {fw} exited {proc.returncode}:\n{out[-3000:]}")
-    assert not failed, "\n".join(failed)
+    run_in_each(CHILD, role, str(directory), ",".join(MODELS))
 
 
 @pytest.fixture(scope="module")

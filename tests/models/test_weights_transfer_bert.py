@@ -10,9 +10,6 @@ per framework (tests/utils/bert_transfer_child.py); the core group imports none.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +18,9 @@ import pytest
 import dlbench.models.bert as bert
 from dlbench.models.registry import get_model
 from tests.utils import ROOT
+from tests.utils.frameworks import FRAMEWORKS, run_in_each
 
 CHILD = ROOT / "tests" / "utils" / "bert_transfer_child.py"
-FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 # Max |difference| relative to the output's largest magnitude.  Measured here:
 # at most 1.3e-6 (fp32 rounding in different kernels).  The bound leaves 15x
 # margin and still fails a framework with tanh-approximate GELU (2e-4 on these
@@ -32,23 +29,7 @@ RTOL, ATOL = 2e-5, 1e-6
 
 
 def _run_all(role: str, directory: Path) -> None:
-    env = dict(os.environ, GLOG_v="3", TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    procs = {
-        fw: subprocess.Popen(
-            [sys.executable, str(CHILD), role, fw, str(directory)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for fw in FRAMEWORKS
-    }
-    failed = []
-    for fw, proc in procs.items():
-        out, _ = proc.communicate(timeout=600)
-        if proc.returncode != 0:
-            failed.append(f"{role} {fw} exited {proc.returncode}:\n{out[-3000:]}")
-    assert not failed, "\n".join(failed)
+    run_in_each(CHILD, role, str(directory))
 
 
 @pytest.fixture(scope="module")

@@ -21,3 +21,30 @@ def frameworks(*names: str) -> list:
     if unknown:
         raise ValueError(f"not a framework group: {', '.join(unknown)}")
     return [pytest.param(n, marks=getattr(pytest.mark, n), id=n) for n in chosen]
+
+
+def run_in_each(script, *args: str) -> None:
+    """``python SCRIPT ROLE FRAMEWORK REST...`` (``args`` = ROLE, REST...) for every
+    framework, side by side (start-up, not compute, dominates); fails with each failed
+    child's output."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, GLOG_v="3", TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    procs = {
+        fw: subprocess.Popen(
+            [sys.executable, str(script), args[0], fw, *args[1:]],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for fw in FRAMEWORKS
+    }
+    failed = []
+    for fw, proc in procs.items():
+        out, _ = proc.communicate(timeout=600)
+        if proc.returncode != 0:
+            failed.append(f"{args[0]} {fw} exited {proc.returncode}:\n{out[-3000:]}")
+    assert not failed, "\n".join(failed)

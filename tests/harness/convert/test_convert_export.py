@@ -23,9 +23,9 @@ from dlbench.converters import onnx_io, onnx_summary
 from dlbench.harness.store.results import ResultStore
 from tests.utils import ROOT, tiny_onnx
 from tests.utils.clitools import assert_usage_error as _one_line
+from tests.utils.frameworks import FRAMEWORKS
 
 MAKE_CHECKPOINT = ROOT / "tests" / "utils" / "make_checkpoint.py"
-FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 
 
 def _make(framework: str, model: str, out: Path, seed: int = 0) -> Path:

@@ -25,8 +25,8 @@ import shutil
 import pytest
 
 from tests.utils.clitools import assert_usage_error
+from tests.utils.frameworks import FRAMEWORKS
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 MODELS = ("vgg16-mini", "densenet121-mini", "din-mini", "deepspeech2-mini", "ssd300-mini", "maskrcnn-mini")
 # The detectors' own held-out figures that dlbench eval reports beside the loss.
 EVAL_KEYS = {"ssd300-mini": ("mean_top_iou", "map", "map50"), "maskrcnn-mini": ("mask_iou",)}

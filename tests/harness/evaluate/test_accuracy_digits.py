@@ -24,8 +24,8 @@ import pytest
 
 from dlbench.harness.store.results import ResultStore
 from tests.utils.clitools import assert_usage_error
+from tests.utils.frameworks import FRAMEWORKS
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
 STEPS, BATCH, LR = 500, 64, 0.02
 MIN_ACCURACY = 0.95
 SAME_NETWORK_PP = 0.005  # fp32 ONNX against the framework's own --eval

@@ -19,7 +19,8 @@ import numpy as np
 import onnx
 import pytest
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
+from tests.utils.frameworks import FRAMEWORKS
+
 MODEL = "lstm-tiny"
 SEQ, VOCAB = 32, 256
 QUICK = ("--iterations", "5", "--warmup", "1", "--max-warmup", "1", "--threads", "1")

@@ -10,7 +10,7 @@ import sqlite3
 import numpy as np
 import pytest
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
+from tests.utils.frameworks import FRAMEWORKS
 
 
 def test_train_three_frameworks_records_everything(cli, workdir):
