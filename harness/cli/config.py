@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import json
 import math
 from typing import Any
@@ -118,6 +119,8 @@ def _convert(file: str, key: str, a: argparse.Action, value: Any) -> Any:
     def one(v: Any) -> Any:
         if isinstance(v, (dict, list)):
             raise bad(f"expected a single value, got {v!r}")
+        if isinstance(v, (datetime.date, datetime.time)):  # date includes datetime
+            raise bad(f"no option takes a TOML date or time ({v.isoformat()}); quote it if it is a name")
         if isinstance(v, bool) and a.type is not None:
             raise bad(f"expected {getattr(a.type, '__name__', 'a value')}, got {str(v).lower()}")
         text = str(v)

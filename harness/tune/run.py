@@ -49,6 +49,15 @@ def _builds(req: TuneRequest, source: str, targets: set[str], out: Path, say) ->
     return {SOURCE if t == "fp32" else t: f for t, f in files.items()}
 
 
+def _check_target(target: str) -> None:
+    """Bad input is one line before anything is written: a target bench cannot resolve
+    would otherwise fail every cell of the search, each with the same sentence, and
+    leave the configs folder and the database behind."""
+    from dlbench.harness.bench.artifacts import resolve
+
+    resolve(target)
+
+
 def tune(req: TuneRequest, say=lambda line: None, argv: list[str] | None = None) -> dict[str, Any]:
     """Search every backend within ``req.budget_s``; write the configs; store the records.
     Returns the tables' text, the config files, the records and the searches."""
@@ -65,9 +74,10 @@ def tune(req: TuneRequest, say=lambda line: None, argv: list[str] | None = None)
     given = Path(req.target)
     onnx = given.suffix == ".onnx" and given.is_file()
     target = str(given.resolve()) if given.exists() else req.target
+    spaces = _spaces(req, onnx)
+    _check_target(target)
     out = Path(req.out or Path("tune") / given.name.split(".")[0])
     out.mkdir(parents=True, exist_ok=True)
-    spaces = _spaces(req, onnx)
     wanted = {v for s in spaces for v in s.dims.get(BUILD, ())}
     files = _builds(req, target, wanted, out, say) if onnx else {SOURCE: target}
     store = ResultStore(req.db)

@@ -13,6 +13,7 @@ itself.  Either way the ending must be what ``onnx_fuzz.problem`` accepts: exit 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import sys
 from collections import Counter
@@ -112,10 +113,19 @@ def fuzz(folder: Path, n: int, seed: int = 0) -> dict:
     """Run ``n`` cases; the counts by ending and the problems (case, argv, why, stderr)."""
     outcomes: Counter = Counter()
     problems = []
-    for what, argv in cases(n, seed, folder):
-        code, stderr = run_cli(argv)
+    for i, (what, argv) in enumerate(cases(n, seed, folder)):
+        # Each case in an empty folder of its own: what a refusal leaves behind shows, and
+        # a path option given a number or a date writes there, not into the checkout.
+        cwd = folder / f"run{i}"
+        cwd.mkdir()
+        with contextlib.chdir(cwd):
+            code, stderr = run_cli(argv)
         outcomes[code] += 1
         why = problem(code, stderr)
+        if why is None and NOTHING in argv and code != 2:
+            why = f"ran on a model that does not exist (exit {code})"
+        if why is None and code == 2 and any(cwd.iterdir()):
+            why = f"the refusal left {sorted(p.name for p in cwd.iterdir())}"
         if why:
             problems.append({"case": what, "argv": argv, "why": why, "stderr": stderr[-1500:]})
     return {"cases": n, "outcomes": outcomes, "problems": problems, "options": len(targets())}

@@ -91,6 +91,9 @@ def test_print_config_round_trips(tmp_path):
         ('resume = "yes"\n', ["key 'resume'", "expected true or false"]),
         ("warmup = [1, 2]\n", ["key 'warmup'", "expected one int, got a list"]),
         ("warmup = \n", ["b.toml", "not valid TOML"]),
+        # A TOML date became the text of a path option: the database "1979-05-27".
+        ("db = 1979-05-27\n", ["key 'db'", "no option takes a TOML date", "1979-05-27"]),
+        ("json = 07:32:00\n", ["key 'json'", "TOML date or time (07:32:00)"]),
     ],
 )
 def test_a_bad_file_is_one_line_naming_file_key_and_allowed_values(tmp_path, text, needles):

@@ -173,6 +173,15 @@ def test_bad_input_is_one_line_and_status_2(cli, workdir, args, needle):
     assert_usage_error(cli("tune", str(model), "-b", "onnxruntime", *args), needle)
 
 
+@pytest.mark.parametrize("target", ["missing.onnx", "nosuchnet", "timm:"])
+def test_a_target_that_is_nothing_is_one_line_and_writes_nothing(cli, workdir, target):
+    """Found by the config fuzzer: tune ran every cell of its search on a missing file,
+    each failing with the same sentence, exited 1, and left its folder and database."""
+    out = cli("tune", target, "-b", "onnxruntime", "--db", "r.sqlite", "-o", "t")
+    assert_usage_error(out, target)
+    assert sorted(p.name for p in workdir.iterdir()) == []
+
+
 def test_env_hints_at_a_default_most_tuned_models_beat(cli, workdir):
     """The selftest backend's service time is known: 0.2 ms per batch beats the default 1 ms
     on every model, an extra 0.5 ms per sample never does."""
