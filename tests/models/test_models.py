@@ -20,6 +20,11 @@ LEFT_OUT = {"gnmt-greedy"}
 # Counted and named, not run: Mask R-CNN's 800 px forwards take 10-40 s each per framework
 # (Keras: 11-13 s at batch 1, 2.6 GB), and maskrcnn-mini runs the same code.
 COUNTS_ONLY = {"maskrcnn", "maskrcnn-r101"}
+# MindSpore fires forward hooks in PyNative mode only, where one 800 px Mask R-CNN forward
+# takes 40 s on one core.  ResNet-101's backbone is ResNet-50's code with 23 blocks in its
+# third stage: maskrcnn's MindSpore trace and maskrcnn-r101's PyTorch and Keras traces
+# cover it, so here maskrcnn-r101 is held to its parameter count and weight names.
+MACS_TRACED_ELSEWHERE = {("maskrcnn-r101", "mindspore")}
 CASES = [
     pytest.param(m, fw, marks=getattr(pytest.mark, fw), id=f"{m}-{fw}")
     for m in list_models()
@@ -43,7 +48,8 @@ def test_same_parameters_flops_and_output_shape(name, framework):
     counting = importlib.import_module(f"dlbench.models.counting.{framework}")
     model = spec.build(framework)
     assert counting.trainable_parameters(model) == spec.parameter_count
-    assert counting.forward_macs(model, spec) == spec.macs_per_sample
+    if (name, framework) not in MACS_TRACED_ELSEWHERE:
+        assert counting.forward_macs(model, spec) == spec.macs_per_sample
     family = importlib.import_module(f"dlbench.models.{spec.family}")
     if name not in COUNTS_ONLY:
         if spec.token_inputs or len(spec.inputs) > 1:  # ids, or boxes beside an image
