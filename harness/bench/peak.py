@@ -38,6 +38,16 @@ from dlbench.harness.stats import contended
 
 CPU_N = 2048
 GPU_N = 8192
+# Two timings of the same kernel minutes apart differ with the clocks and the machine's other
+# work: on an H100, micro's fp32 GEMM read 100.7 % of the peak measured 100 s before it
+# (2026-11-26).  A share this close above 100 % is the peak within noise; beyond it the FLOP
+# count or the peak is wrong, and the share is not a result.
+PEAK_NOISE_PCT = 3.0
+
+
+def beyond_peak(pct: float | None) -> bool:
+    """Whether a share of peak is too high to be noise (every table and record asks this)."""
+    return pct is not None and pct > 100 + PEAK_NOISE_PCT
 
 
 def _time_best(fn, sync, flops: float, seconds: float, min_reps: int = 3) -> dict[str, Any]:
@@ -226,8 +236,8 @@ def share_of_peak(
     store, machine_id: str, device: str, precision: str, threads: int, achieved_gflops: float
 ) -> dict[str, Any]:
     """A cell's ``percent_of_peak`` fields, and a ``peak_note`` when there is no peak at its
-    thread count or the share is above 100 % (a wrong FLOP count or a wrong peak: never a
-    result, and said so in the record)."""
+    thread count or the share is beyond the peak and its noise (a wrong FLOP count or a wrong
+    peak: never a result, and said so in the record)."""
     peak = lookup(store, machine_id, device, precision, threads)
     if not peak:
         others = PEAK_PRECISION.get(precision) and _peak_rows(
@@ -246,15 +256,15 @@ def share_of_peak(
         "peak_record_id": peak["record_id"],
         "peak_threads": peak["threads"],
         "percent_of_peak": pct,
-        "above_peak": pct > 100,
+        "above_peak": beyond_peak(pct),
     }
-    if pct > 100:
+    if beyond_peak(pct):
         out["peak_note"] = (
             f"{achieved_gflops:.4g} GFLOP/s is {pct:.1f}% of the peak measured "
             f"at {peak['threads']} thread(s) ({peak['gflops']:.4g} GFLOP/s, "
-            f"{peak['measured_at']}): above 100 % means the FLOP count or the "
-            f"peak is wrong (a peak measured on a busy machine reads low); "
-            f"not a result"
+            f"{peak['measured_at']}): more than {PEAK_NOISE_PCT:g} % above it means the "
+            f"FLOP count or the peak is wrong (a peak measured on a busy machine reads "
+            f"low); not a result"
         )
     elif peak["busy"]:
         out["peak_note"] = (

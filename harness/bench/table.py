@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from dlbench.harness.bench.peak import beyond_peak
 from dlbench.harness.output.footnotes import footnote_long_cells
 from dlbench.harness.output.tables import (
     ROUGH_P99,
@@ -69,8 +70,8 @@ def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
         if m.get("achieved_gflops"):
             gflops = f"{m['achieved_gflops']:.4g}"
             if m.get("percent_of_peak") is not None:
-                pct = m["percent_of_peak"]  # above 100 %: a wrong FLOP count or peak
-                gflops += f" ({pct:.0f}%)" if pct <= 100 else f" (INVALID: {pct:.0f}% of peak)"
+                pct = m["percent_of_peak"]
+                gflops += f" (INVALID: {pct:.0f}% of peak)" if beyond_peak(pct) else f" ({pct:.0f}%)"
         if uncounted:  # shapes left unknown: the count is a lower bound
             gflops = f">= {gflops or 0} (partial: {uncounted} nodes uncounted)"
         cold = m.get("cold_start") or {}

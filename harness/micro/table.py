@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlbench.harness.bench.peak import beyond_peak
 from dlbench.harness.output.tables import markdown
 
 HEADERS = ["Op", "Engine", "Precision", "Threads", "With", "GFLOP/s", "GB/s", "% of peak", "p50 ms", "Status"]
@@ -66,7 +67,7 @@ def micro_rows(records: list[dict[str, Any]]) -> list[list[Any]]:
         else:
             share = _fmt(m.get("percent_of_peak"), ".0f") + (
                 " (above the measured peak: not a result, see the record's note)"
-                if m.get("above_peak")
+                if beyond_peak(m.get("percent_of_peak"))
                 else ""
             )
         status = r["status"] + (

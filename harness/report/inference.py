@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dlbench.harness import stats
+from dlbench.harness.bench.peak import PEAK_NOISE_PCT, beyond_peak
 from dlbench.harness.output.tables import ROUGH_P99, artifact_label, cpu_mark, milliseconds, network_name
 from dlbench.harness.report.tables import (
     Table,
@@ -20,9 +21,10 @@ from dlbench.harness.report.tables import (
 from dlbench.harness.tune import headroom
 
 ABOVE_PEAK = (
-    "† Above 100 % of the measured GEMM peak: impossible, so the FLOP count or the "
-    "peak is wrong (most often a peak measured while other work loaded the machine, "
-    "which reads low: measure it again on a quiet machine with dlbench env --peak). "
+    f"† More than {PEAK_NOISE_PCT:g} % above the measured GEMM peak, beyond the noise between "
+    "two timings of it: the FLOP count or the peak is wrong (most often a peak measured "
+    "while other work loaded the machine, which reads low: measure it again on a quiet "
+    "machine with dlbench env --peak). "
     "Not a result."
 )
 UNVERIFIED = (
@@ -116,7 +118,7 @@ def inference(records: Sequence[dict[str, Any]], verdicts: dict[str, dict[str, A
         rough |= {q for q in ("p50", "p99") if lat and not support.get(q, True)}
         pct = m.get("percent_of_peak")
         peak = "" if pct is None else f"{pct:.1f}%"
-        if pct is not None and pct > 100:
+        if beyond_peak(pct):
             peak = f"INVALID: {pct:.1f}%†"
             flags.add("above peak")
         rows.append(head + [thr, _latency(lat, support) if lat else "", peak])
