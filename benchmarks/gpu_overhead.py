@@ -37,6 +37,7 @@ from dlbench.harness.backends import get_backend
 from dlbench.harness.bench.execute import run_bench
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.bench.request import BenchRequest
+from dlbench.harness.cells.threads import usable_cores
 from dlbench.harness.output.tables import markdown
 
 RATIO_TARGET = 0.97
@@ -52,6 +53,9 @@ MODES = {
 
 def plain(a, model: str, extra: list[str]) -> dict[int, float]:
     args = [model] if a.backend == "onnxruntime" else ["--model", model]
+    # The threads a dlbench cell starts with by default (physical cores), not the plain
+    # loop's own default of 1: the H100 run of 2026-11-26 compared 1 thread with 16.
+    args += ["--threads", str(usable_cores())]
     if a.backend == "pytorch":
         args += ["--precision", a.precision]
     # The math variables a dlbench cell of this backend starts with (none for ONNX Runtime's
