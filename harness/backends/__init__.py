@@ -8,6 +8,9 @@ module level, so listing them (``dlbench backends``, ``bench --help``) is cheap.
 
 from __future__ import annotations
 
+from typing import Any
+
+from dlbench.core.errors import UserError
 from dlbench.core.registry import Registry
 from dlbench.harness.backends.base import Backend, Option
 
@@ -44,3 +47,19 @@ def declared_options() -> dict[str, list[tuple[Backend, Option]]]:
         for option in backend.options:
             out.setdefault(option.name, []).append((backend, option))
     return out
+
+
+def check_options(options: dict[str, Any], names: list[str]) -> None:
+    """Each option one of the named backends (every backend, where none is named) declares,
+    with a value each of them takes: bench and run refuse the rest before any cell runs."""
+    backends = [get_backend(n) for n in names] or all_backends()
+    for key, value in options.items():
+        owners = [(b, b.option(key)) for b in backends]
+        declared = [(b, o) for b, o in owners if o is not None]
+        if not declared:
+            offered = "; ".join(
+                f"{b.name}: {', '.join(o.name for o in b.options) or 'none'}" for b in backends
+            )
+            raise UserError(f"option {key!r} applies to none of the backends ({offered})")
+        for b, o in declared:
+            o.parse(b.name, value)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.core.errors import UserError
-from dlbench.harness.backends import BACKENDS, get_backend
+from dlbench.harness.backends import BACKENDS, check_options, get_backend
 from dlbench.harness.backends.base import Backend
 from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.bench.advice import advise
@@ -161,12 +161,7 @@ def _check_fit(req: BenchRequest, artifacts: list[Artifact], backends: list[Back
     for b in backends:
         if not any(a.format in b.formats for a in artifacts):
             raise UserError(f"backend {b.name} takes {', '.join(b.formats)}; none of the artifacts is one")
-    for key in req.options:
-        if not any(b.option(key) for b in backends):
-            offered = "; ".join(
-                f"{b.name}: {', '.join(o.name for o in b.options) or 'none'}" for b in backends
-            )
-            raise UserError(f"option {key!r} applies to none of the backends ({offered})")
+    check_options(req.options, [b.name for b in backends])
     for name in list(req.shapes) + list(req.int_ranges) + list(req.inputs):
         if not any(a.signature is None or name in [t.name for t in a.signature] for a in artifacts):
             flag = "--shape" if name in req.shapes else "--int-range" if name in req.int_ranges else "--input"

@@ -1,7 +1,9 @@
 """``--config FILE.toml`` and ``--print-config``, and the CLI's defaults read from the requests.
 
 A config file says what a command line says: its keys are the command's long
-option names without the dashes.  Rather than a second validator, the file's
+option names without the dashes.  A table named after a command (``[bench]``,
+``[run]``) holds keys only that command reads, over the top-level ones, so one
+file can serve two commands whose options differ.  Rather than a second validator, the file's
 values become the defaults of the command's own argparse parser after passing
 that option's ``type`` and ``choices`` checks, so the command line overrides
 them and the request validation that follows is the same for both.  Printing
@@ -19,6 +21,7 @@ import dataclasses
 import datetime
 import json
 import math
+from collections.abc import Collection
 from typing import Any
 
 from dlbench.core.errors import UserError
@@ -110,11 +113,11 @@ class _FromFile(list):
     file's values, and a value still holding it was not given on the command line."""
 
 
-def _convert(file: str, key: str, a: argparse.Action, value: Any) -> Any:
+def _convert(file: str, key: str, a: argparse.Action, value: Any, scope: str = "") -> Any:
     """The file's ``value`` as argparse would have parsed it from the command line."""
 
     def bad(why: str) -> UserError:
-        return UserError(f"{file}: key {key!r}: {why}")
+        return UserError(f"{file}: {scope}key {key!r}: {why}")
 
     def one(v: Any) -> Any:
         if isinstance(v, (dict, list)):
@@ -153,8 +156,9 @@ def _convert(file: str, key: str, a: argparse.Action, value: Any) -> Any:
     return one(value)
 
 
-def read_config(path: str, p: argparse.ArgumentParser) -> dict[str, Any]:
-    """The file's settings as ``{dest: value}``, each checked like its option; UserError else."""
+def read_config(path: str, p: argparse.ArgumentParser, commands: Collection[str]) -> dict[str, Any]:
+    """The file's settings as ``{dest: value}``, each checked like its option; UserError else.
+    ``commands``: every command's name, the tables a file may hold."""
     import tomllib
 
     try:
@@ -166,23 +170,43 @@ def read_config(path: str, p: argparse.ArgumentParser) -> dict[str, Any]:
         raise UserError(f"--config {path}: not valid TOML ({exc})") from None
     except UnicodeDecodeError as exc:
         raise UserError(f"--config {path}: not UTF-8 text (byte {exc.start}), which TOML must be") from None
+    command = p.prog.split()[-1]
     keys = _keyed_actions(p)
     values: dict[str, Any] = {}
-    for key, value in data.items():
-        a = keys.get(key)
-        if a is None:
-            raise UserError(
-                f"{path}: key {key!r}: unknown; valid keys: "
-                f"{', '.join(sorted(key_of(x) for x in config_actions(p)))}"
-            )
-        values[a.dest] = _convert(path, key, a, value)
+    # Top-level keys first, then this command's own table over them: one file serves two
+    # commands whose options differ (tune's best point, for bench and for run).
+    own = data.get(command) if isinstance(data.get(command), dict) else {}
+    for scope, items in (("", data), (f"[{command}] ", own)):
+        for key, value in items.items():
+            if isinstance(value, dict) and not scope:
+                if key not in commands:
+                    raise UserError(
+                        f"{path}: [{key}]: a table, and the only tables a config may hold are "
+                        f"a command's own ([bench], [run], ...)"
+                    )
+                continue  # this command's (read next) or another command's
+            a = keys.get(key)
+            if a is None:
+                raise UserError(
+                    f"{path}: {scope}key {key!r}: unknown; valid keys: "
+                    f"{', '.join(sorted(key_of(x) for x in config_actions(p)))}"
+                )
+            values[a.dest] = _convert(path, key, a, value, scope)
     return values
 
 
-def _subparser(parser: argparse.ArgumentParser, argv: list[str]):
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     subs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-    name = next((t for t in argv if not t.startswith("-")), None)
-    return subs.choices.get(name) if subs and name else None
+    return dict(subs.choices) if subs else {}
+
+
+def subparser(parser: argparse.ArgumentParser, name: str | None) -> argparse.ArgumentParser | None:
+    """The parser of command ``name`` (None if there is no such command)."""
+    return _commands(parser).get(name) if name else None
+
+
+def _subparser(parser: argparse.ArgumentParser, argv: list[str]):
+    return subparser(parser, next((t for t in argv if not t.startswith("-")), None))
 
 
 def _config_path(argv: list[str]) -> str | None:
@@ -202,7 +226,7 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
     if sub is None or path is None or "_config_parser" not in sub._defaults:
         return parser.parse_args(argv)
     try:
-        values = read_config(path, sub)
+        values = read_config(path, sub, _commands(parser))
     except UserError as exc:
         sub.error(str(exc))
     for a in sub._actions:

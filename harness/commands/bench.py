@@ -98,7 +98,8 @@ def add_backend_options(g) -> None:
     )
 
 
-def _options(args) -> dict:
+def backend_options(args) -> dict:
+    """The backend options the flags and ``-O`` gave (bench's and run's alike)."""
     from dlbench.core.errors import UserError
     from dlbench.harness.backends import declared_options
 
@@ -120,7 +121,9 @@ def request_from(args, argv=None):
     from dlbench.harness.bench.request import BenchRequest
     from dlbench.harness.cli.config import resolved
 
-    return flags.from_args(BenchRequest, args, options=_options(args), argv=argv, config=resolved(args))
+    return flags.from_args(
+        BenchRequest, args, options=backend_options(args), argv=argv, config=resolved(args)
+    )
 
 
 def run(args) -> int:

@@ -25,6 +25,7 @@ def add_arguments(p) -> None:
     from dlbench.core import flags
     from dlbench.harness.cli.config import add_config_arguments
     from dlbench.harness.commands import add_user_model_arguments
+    from dlbench.harness.commands.bench import add_backend_options
     from dlbench.harness.pipeline.runner import OUTPUT, RunRequest
     from dlbench.models.user.hub import named
 
@@ -44,6 +45,12 @@ def add_arguments(p) -> None:
     )
     output = p.add_argument_group(OUTPUT)
     flags.add_arguments(p, RunRequest)
+    add_backend_options(
+        p.add_argument_group(
+            "backend options of the benchmark cells (each backend's declared options; "
+            "'dlbench backends --options')"
+        )
+    )
     output.add_argument(
         "--quiet",
         "-q",
@@ -118,6 +125,7 @@ def request_from(args, argv=None):
 
     from dlbench.core import flags
     from dlbench.harness.cli.config import resolved
+    from dlbench.harness.commands.bench import backend_options
     from dlbench.harness.pipeline.runner import RunRequest
     from dlbench.models.user import record_name
 
@@ -133,6 +141,7 @@ def request_from(args, argv=None):
         args,
         model=name,
         user=user,
+        backend_options=backend_options(args),
         show_progress=not args.quiet,
         argv=argv,
         config=resolved(args),

@@ -47,5 +47,5 @@ def run(args) -> int:
     result = tune(req, say, argv=sys.argv)
     print("\n\n".join(result["tables"]))
     for path in result["configs"]:
-        print(f"\nreproduce: dlbench bench --config {path}")
+        print(f"\nreproduce: dlbench bench --config {path}   (the whole chain: dlbench run --config {path})")
     return 0 if result["records"] else 1

@@ -26,7 +26,9 @@ class BenchStage(Stage):
 
     def argv(self, req, wd, plan):
         """The files the plan foresees (at run time: those the stages did produce)."""
-        return ["dlbench", "bench", *to_argv(self.request(req, plan.bench_artifacts()))]
+        bench = self.request(req, plan.bench_artifacts())
+        options = [a for k, v in bench.options.items() for a in ("-O", f"{k}={v}")]
+        return ["dlbench", "bench", *to_argv(bench), *options]
 
     @staticmethod
     def request(req, paths: list[str], run_id: str | None = None):
@@ -45,6 +47,8 @@ class BenchStage(Stage):
             devices=req.bench_devices,
             batch_sizes=req.batch_sizes,
             threads=[req.threads] if req.threads else None,
+            inter_op_threads=req.inter_op_threads,
+            options=dict(req.backend_options),
             allocator=req.allocator,
             shapes=shapes,
             int_ranges=ranges,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dlbench.core.atomic import sole_writer
@@ -92,6 +92,16 @@ class RunRequest:
     threads: int | None = flag(
         "--threads", default=None, type=int, help="intra-op threads (default: physical cores)"
     )
+    # The benchmark cells' (training sets its own pools: harness.training).
+    inter_op_threads: int | None = flag(
+        "--inter-op-threads",
+        default=None,
+        type=int,
+        help="inter-op threads of the benchmark cells (default 1)",
+    )
+    # The backends' declared options (commands.bench.add_backend_options), given to the
+    # bench stage's cells: what tune's best point sets, among them.
+    backend_options: dict[str, Any] = field(default_factory=dict)
     # The allocator of the timed stages' processes (train, bench); conversions and
     # verifications are not timed and run with the default (harness.cells.allocator).
     allocator: str = flag(
@@ -222,7 +232,7 @@ def _resolve_user(req: RunRequest) -> RunRequest:
 
 def validate(req: RunRequest) -> None:
     """Bad input fails here, before any stage runs (exit 2)."""
-    from dlbench.harness.backends import get_backend
+    from dlbench.harness.backends import check_options, get_backend
     from dlbench.harness.machine.frameworks import FRAMEWORKS, get_framework, is_installed
     from dlbench.harness.training.runner import validate as validate_train
     from dlbench.models.registry import get_model
@@ -246,6 +256,7 @@ def validate(req: RunRequest) -> None:
     for name in req.backends:
         if name != "all":
             get_backend(name)
+    check_options(req.backend_options, [n for n in req.backends if n != "all"])
     for p in req.precisions:
         if p not in BUILD_PRECISIONS:
             raise UserError(f"--precisions {p}: choose from {', '.join(BUILD_PRECISIONS)}")

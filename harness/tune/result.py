@@ -11,7 +11,7 @@ from typing import Any
 
 from dlbench.harness.output.tables import markdown, milliseconds
 from dlbench.harness.tune.search import Measured, Search, bench_request, score
-from dlbench.harness.tune.space import NOT_DEFAULTS, Point, key
+from dlbench.harness.tune.space import NOT_DEFAULTS, SOURCE, Point, key
 
 UNITS = {"throughput": "samples/s", "latency": "ms p99 at batch 1"}
 
@@ -87,6 +87,60 @@ def bench_config(artifact: str, search: Search, point: Point, device: str) -> di
     bare = resolved(parse_args(build_parser(), ["bench", artifact, "-b", search.space.backend.name]))
     full = resolved(parse_args(build_parser(), argv))
     return {k: v for k, v in full.items() if k in ("artifacts", "backend") or bare.get(k) != v}
+
+
+# bench's keys that run spells another way: the model it runs the chain on, its backends.
+RUN_KEYS = {"artifacts": "model", "backend": "backends"}
+
+
+def run_config(bench: dict[str, Any], source: str, build: str) -> tuple[dict[str, Any], list[str]]:
+    """The same point as ``dlbench run`` keys, and bench's keys run has no way to say.
+
+    run starts from the file or name that was tuned and makes the build itself
+    (``--precisions``), so its model is the source, not the build's file."""
+    from dlbench.core.devices import training_name
+    from dlbench.harness.cli import build_parser
+    from dlbench.harness.cli.config import config_actions, key_of, subparser
+    from dlbench.harness.pipeline.runner import BUILD_PRECISIONS
+
+    run_parser = subparser(build_parser(), "run")
+    assert run_parser is not None
+    known = {key_of(a) for a in config_actions(run_parser)}
+    out: dict[str, Any] = {}
+    left: list[str] = []
+    for k, v in bench.items():
+        if k == "artifacts":
+            out["model"] = source
+        elif k == "device":
+            out["device"] = training_name(v[0] if isinstance(v, list) else v)
+        elif k == "threads" and isinstance(v, list) and len(v) == 1:
+            out["threads"] = v[0]  # run's is one count, bench's a list to sweep
+        elif RUN_KEYS.get(k, k) in known:
+            out[RUN_KEYS.get(k, k)] = v
+        else:
+            left.append(k)
+    if build != SOURCE:
+        if build in BUILD_PRECISIONS:
+            out["precisions"] = [build]
+        else:
+            left.append(f"build {build}")
+    return out, left
+
+
+def config_text(bench: dict[str, Any], run: dict[str, Any], left: list[str]) -> str:
+    """One file both commands read: the keys they share at the top, each one's own in its
+    table (``harness.cli.config``)."""
+    from dlbench.harness.cli.config import to_toml
+
+    shared = {k: v for k, v in bench.items() if run.get(k, object()) == v}
+    head = "# dlbench bench --config THIS (the point as tuned), dlbench run --config THIS (the chain)\n"
+    if left:
+        head += f"# run cannot say, and runs its default for: {', '.join(left)}\n"
+    own = [
+        (name, {k: v for k, v in d.items() if k not in shared})
+        for name, d in (("bench", bench), ("run", run))
+    ]
+    return head + to_toml(shared) + "".join(f"\n[{name}]\n{to_toml(d)}" for name, d in own if d)
 
 
 def tables(search: Search, objectives: list[str], max_p99_ms: float | None) -> str:

@@ -62,11 +62,10 @@ def tune(req: TuneRequest, say=lambda line: None, argv: list[str] | None = None)
     """Search every backend within ``req.budget_s``; write the configs; store the records.
     Returns the tables' text, the config files, the records and the searches."""
     from dlbench.core.atomic import write_text
-    from dlbench.harness.cli.config import to_toml
     from dlbench.harness.machine.fingerprint import fingerprint
     from dlbench.harness.store.context import new_run_id, now_iso
     from dlbench.harness.store.results import ResultStore
-    from dlbench.harness.tune.result import bench_config, tables, tune_records
+    from dlbench.harness.tune.result import bench_config, config_text, run_config, tables, tune_records
     from dlbench.harness.tune.search import run_search
 
     req.check()
@@ -108,8 +107,9 @@ def tune(req: TuneRequest, say=lambda line: None, argv: list[str] | None = None)
             if top is None:
                 continue
             path = out / f"{space.backend.name}.{objective}.toml"
-            config = bench_config(files[top.point.get(BUILD, SOURCE)], search, top.point, req.device)
-            write_text(path, to_toml(config))
+            build = top.point.get(BUILD, SOURCE)
+            config = bench_config(files[build], search, top.point, req.device)
+            write_text(path, config_text(config, *run_config(config, files[SOURCE], build)))
             result["configs"].append(str(path))
         for record in tune_records(search, run_id, started, argv, req.max_p99_ms):
             record["duration_s"] = time.monotonic() - start

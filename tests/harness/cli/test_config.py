@@ -4,6 +4,7 @@ defaults read from the request dataclasses (one place per default)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import tomllib
@@ -12,7 +13,7 @@ from dlbench.core import flags
 from dlbench.core.errors import UserError
 from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.bench.request import BenchRequest
-from dlbench.harness.cli import build_parser, config
+from dlbench.harness.cli import COMMANDS, build_parser, config
 from dlbench.harness.pipeline.runner import RunRequest
 from tests.utils import benchmodels
 from tests.utils.clitools import assert_usage_error
@@ -99,9 +100,38 @@ def test_print_config_round_trips(tmp_path):
 def test_a_bad_file_is_one_line_naming_file_key_and_allowed_values(tmp_path, text, needles):
     f = write(tmp_path / "b.toml", text)
     with pytest.raises(UserError) as exc:
-        config.read_config(f, subparser("bench"))
+        config.read_config(f, subparser("bench"), COMMANDS)
     for n in needles:
         assert n in str(exc.value)
+
+
+def test_a_commands_table_is_read_by_that_command_alone(tmp_path):
+    """tune writes one file for bench and run, whose options differ: the keys they share at
+    the top, each one's own in a table of its name, which the other command passes over."""
+    f = write(
+        tmp_path / "both.toml",
+        'batch-sizes = [4]\nwarmup = 3\n\n[bench]\nbackend = ["onnxruntime"]\nwarmup = 4\n\n'
+        '[run]\nmodel = "m.onnx"\nbackends = ["onnxruntime"]\n',
+    )
+    bench = config.read_config(f, subparser("bench"), COMMANDS)
+    assert bench["batch_sizes"] == [4] and bench["backends"] == ["onnxruntime"]
+    assert bench["warmup"] == 4  # its own table over the shared key
+    assert "model" not in bench
+    run = config.read_config(f, subparser("run"), COMMANDS)
+    assert run["warmup"] == 3 and run["model"] == "m.onnx" and run["batch_sizes"] == [4]
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("[benchmark]\nwarmup = 1\n", "[benchmark]: a table, and the only tables"),
+        ("[bench]\ntrain-steps = 1\n", "[bench] key 'train-steps': unknown"),
+        ('[bench]\nwarmup = "x"\n', "[bench] key 'warmup': 'x' is not an integer"),
+    ],
+)
+def test_a_bad_table_is_one_line_naming_it(tmp_path, text, needle):
+    with pytest.raises(UserError, match=re.escape(needle)):
+        config.read_config(write(tmp_path / "t.toml", text), subparser("bench"), COMMANDS)
 
 
 def test_bad_file_through_the_cli(cli, workdir, tmp_path):

@@ -83,6 +83,34 @@ def test_a_named_backend_that_cannot_run_here_is_skipped_and_the_others_measure(
     assert {r["backend"] for r in recs} == {"onnxruntime"} and len(recs) == 2
 
 
-def test_a_file_run_cannot_take_is_one_line(cli, workdir):
+def test_the_bench_cells_take_the_runs_backend_options(cli, workdir):
+    """What tune's best point sets (its config is run's too): the backends' declared
+    options and the inter-op threads reach every cell of the bench stage, and its step."""
     tiny_onnx.save(tiny_onnx.classifier(), workdir / "tiny.onnx")
-    assert_usage_error(cli("run", "tiny.onnx", "--frameworks", "pytorch"), "is an ONNX file")
+    common = ["tiny.onnx", "--precisions", "", "-O", "graph_optimization=basic", "--spin", "off"]
+    common += ["--inter-op-threads", "2", *QUICK, "--workdir", "w"]
+    steps = cli("run", *common, "--print-steps")
+    assert steps.returncode == 0, steps.stderr[-3000:]
+    [bench] = [ln for ln in steps.stdout.splitlines() if ln.startswith("dlbench bench ")]
+    assert "--inter-op-threads 2" in bench and "-O graph_optimization=basic -O spin=off" in bench, bench
+    out = cli("run", *common, "-q")
+    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
+    recs = ResultStore(workdir / "results.sqlite").records("kind = 'bench'", [])
+    assert len(recs) == 2 and all(r["inter_op_threads"] == 2 for r in recs)
+    assert all(
+        (r["context"]["options"]["graph_optimization"], r["context"]["options"]["spin"]) == ("basic", "off")
+        for r in recs
+    )
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--frameworks", "pytorch"], "is an ONNX file"),
+        (["--backends", "pytorch", "--graph-optimization", "basic"], "applies to none of the backends"),
+        (["-O", "graph_optimization=fastest"], "graph_optimization: 'fastest' is not one of"),
+    ],
+)
+def test_a_file_run_cannot_take_is_one_line(cli, workdir, args, needle):
+    tiny_onnx.save(tiny_onnx.classifier(), workdir / "tiny.onnx")
+    assert_usage_error(cli("run", "tiny.onnx", *args), needle)

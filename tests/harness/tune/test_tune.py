@@ -124,12 +124,24 @@ def test_bench_reads_the_config_back_and_shows_the_headroom(tuned, cli):
     d, model, env, out, _ = tuned
     config = d / "best" / "onnxruntime.throughput.toml"
     assert f"dlbench bench --config {config}" in out.stdout
+    import tomllib
+
+    from dlbench.harness.cli.config import to_toml
+
     text = config.read_text()
     assert str(model) in text and "threads = " in text
-    printed = cli("bench", "--config", str(config), "--print-config", env={"DLBENCH_DB": env["DLBENCH_DB"]})
-    assert printed.returncode == 0, printed.stderr
-    for line in text.splitlines():  # every tuned setting is in force
-        assert line in printed.stdout, (line, printed.stdout)
+    data = tomllib.loads(text)
+    # One file for both commands: each reads the shared keys and its own table, and every
+    # setting tuned is in force in each (run: the chain on the same file, its cells so set).
+    shared = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    assert "backend-option" in shared and "batch-sizes" in shared
+    for command in ("bench", "run"):
+        db = {"DLBENCH_DB": env["DLBENCH_DB"]}
+        printed = cli(command, "--config", str(config), "--print-config", env=db)
+        assert printed.returncode == 0, printed.stderr
+        for line in to_toml({**shared, **data[command]}).splitlines():
+            assert line in printed.stdout, (command, line, printed.stdout)
+    assert data["run"]["model"] == str(model) and data["run"]["backends"] == ["onnxruntime"]
     # Default settings on the same model: the row says how far it is from the tuned best.
     bench = cli(
         "bench",
