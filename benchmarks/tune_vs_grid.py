@@ -1,19 +1,25 @@
 """Does ``dlbench tune`` find what an exhaustive grid finds, in a quarter of its time?
 
 For each model and backend, every point of the space (``--space`` entries as tune takes
-them) is measured as one bench cell of ``--window`` seconds: the grid, timed.  Then the
+them; ``--space BACKEND:NAME=V1,V2`` for one backend's) is measured as one bench cell of
+``--window`` seconds (bench's default measured window): the grid, timed.  Then the
 tune's search runs over the same space with a quarter of the grid's time as its budget.
-The tune's pick is judged by the grid's own figure for that point, so both sides are one
-measurement of each point: target, the pick within 3 % of the grid's best.  The default
-point's grid figure says what the defaults lose here.
+
+One grid cell per point is not enough to judge "within 3 %": on this 2-core machine two
+fresh processes of the same OpenVINO point read 15 % apart.  So the final round measures
+the grid's three best points, the tune's pick and the default again, ``--repeats``
+fresh processes each, interleaved so drift hits all alike, and compares medians: the
+target is the tune's pick within 3 % of the best of them.  The default's median says what
+the defaults lose here.
 
     .venv/bin/python benchmarks/tune_vs_grid.py a.onnx b.onnx --backends onnxruntime,openvino \
-        --space threads=1,2 --space batch_size=1,16
+        --space threads=1,2 --space batch_size=1,16 --space onnxruntime:spin=on
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
@@ -27,9 +33,65 @@ from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.output.tables import markdown
 from dlbench.harness.tune.request import space_entries
 from dlbench.harness.tune.search import bench_request, run_search
-from dlbench.harness.tune.space import SOURCE, declared, key, narrowed
+from dlbench.harness.tune.space import SOURCE, Point, Space, declared, key, narrowed
 
 TARGET = 0.97
+TOP = 3  # the grid's best points measured again in the final round
+
+
+def entries_for(backend: str, given: list[str]) -> list[str]:
+    """The ``--space`` entries for one backend: the shared ones and its own."""
+    out = []
+    for e in given:
+        owner, sep, rest = e.partition(":")
+        if not sep or "=" in owner:
+            out.append(e)
+        elif owner == backend:
+            out.append(rest)
+    return out
+
+
+def figure(path: str, space: Space, p: Point, window: float, db: str) -> float:
+    rule = StopRule(warmup=3, min_iterations=5, min_duration_s=window)
+    r = run_bench(bench_request(path, space, p, "cpu", rule, db, 0, None), show_progress=False)[0]
+    return r["throughput_sps"] or 0.0
+
+
+def one(path: str, name: str, a, db: str) -> tuple[list[str], bool]:
+    whole = declared(get_backend(name), "cpu", [1], [], False)
+    space = narrowed(whole, space_entries(entries_for(name, a.space)))
+    points = {key(p): p for p in space.sample(space.size())}
+    t0 = time.monotonic()
+    grid = {k: figure(path, space, p, a.window, db) for k, p in points.items()}
+    grid_s = time.monotonic() - t0
+    t0 = time.monotonic()
+    search = run_search(space, {SOURCE: path}, "cpu", ["throughput"], None, 3, grid_s * a.share, db)
+    tune_s = time.monotonic() - t0
+    pick = search.winner("throughput", None)
+    top = sorted(grid, key=lambda k: -grid[k])[:TOP]
+    default = key(space.default())
+    final = list(dict.fromkeys([*top, *([key(pick.point)] if pick else []), default]))
+    again: dict[tuple, list[float]] = {k: [] for k in final}
+    for _ in range(a.repeats):  # interleaved: each round measures every finalist once
+        for k in final:
+            again[k].append(figure(path, space, points[k], a.window, db))
+    med = {k: statistics.median(v) for k, v in again.items()}
+    best = max(top, key=lambda k: med[k])
+    picked = med[key(pick.point)] if pick else 0.0
+    shown = ", ".join(f"{n}={v}" for n, v in (pick.point if pick else {}).items())
+    best_shown = ", ".join(f"{n}={v}" for n, v in points[best].items() if v != space.default()[n])
+    row = [
+        Path(path).name,
+        name,
+        str(space.size()),
+        f"{grid_s:.0f} s",
+        f"{tune_s:.0f} s ({tune_s / grid_s:.0%})",
+        f"{med[best]:.4g} ({best_shown or 'defaults'})",
+        f"{picked:.4g} ({picked / med[best]:.1%})",
+        f"{med[default]:.4g} ({med[default] / med[best] - 1:+.0%})",
+        shown,
+    ]
+    return row, picked >= TARGET * med[best]
 
 
 def main() -> int:
@@ -37,61 +99,32 @@ def main() -> int:
     ap.add_argument("models", nargs="+")
     ap.add_argument("--backends", default="onnxruntime,openvino")
     ap.add_argument("--space", action="append", default=[])
-    ap.add_argument("--window", type=float, default=1.0, help="seconds each grid cell measures")
+    ap.add_argument("--window", type=float, default=2.0, help="seconds each cell measures (bench's default)")
     ap.add_argument("--share", type=float, default=0.25, help="the tune's budget, of the grid's time")
+    ap.add_argument("--repeats", type=int, default=3, help="fresh processes per finalist, final round")
     a = ap.parse_args()
     rows, ok = [], True
     with tempfile.TemporaryDirectory() as tmp:
         db = str(Path(tmp, "cells.sqlite"))
         for model in a.models:
-            path = str(Path(model).resolve())
             for name in a.backends.split(","):
-                space = narrowed(declared(get_backend(name), "cpu", [1], [], False), space_entries(a.space))
-                grid: dict[tuple, float] = {}
-                t0 = time.monotonic()
-                for p in space.sample(space.size()):
-                    rule = StopRule(warmup=3, min_iterations=5, min_duration_s=a.window)
-                    r = run_bench(
-                        bench_request(path, space, p, "cpu", rule, db, 0, None), show_progress=False
-                    )[0]
-                    grid[key(p)] = r["throughput_sps"] or 0.0
-                grid_s = time.monotonic() - t0
-                t0 = time.monotonic()
-                search = run_search(
-                    space, {SOURCE: path}, "cpu", ["throughput"], None, 3, grid_s * a.share, db
-                )
-                tune_s = time.monotonic() - t0
-                pick = search.winner("throughput", None)
-                best = max(grid.values())
-                picked = grid[key(pick.point)] if pick else 0.0
-                default = grid[key(space.default())]
-                ok &= picked >= TARGET * best
-                rows.append(
-                    [
-                        Path(model).name,
-                        name,
-                        space.size(),
-                        f"{best:.4g}",
-                        f"{grid_s:.0f} s",
-                        f"{tune_s:.0f} s ({tune_s / grid_s:.0%})",
-                        f"{picked:.4g} ({picked / best:.1%})",
-                        f"{default:.4g} ({default / best - 1:+.0%})",
-                        ", ".join(f"{k}={v}" for k, v in (pick.point if pick else {}).items()),
-                    ]
-                )
-                print(rows[-1], file=sys.stderr, flush=True)
+                row, good = one(str(Path(model).resolve()), name, a, db)
+                rows.append(row)
+                ok &= good
+                print(row, file=sys.stderr, flush=True)
     headers = (
         "Model",
         "Backend",
         "Points",
-        "Grid best (samples/s)",
         "Grid time",
         "Tune time",
-        "Tune's pick, per the grid",
-        "Default, per the grid",
+        f"Best of the grid's top {TOP}, again (median)",
+        "Tune's pick, again",
+        "Default, again",
         "Pick",
     )
     print(markdown(headers, rows))
+    print(f"target: the pick within {1 - TARGET:.0%} of the best: {'met' if ok else 'MISSED'}")
     return 0 if ok else 1
 
 

@@ -63,3 +63,8 @@ def check_options(options: dict[str, Any], names: list[str]) -> None:
             raise UserError(f"option {key!r} applies to none of the backends ({offered})")
         for b, o in declared:
             o.parse(b.name, value)
+
+
+def options_argv(options: dict[str, Any]) -> list[str]:
+    """``options`` as bench's command line gives them (``-O NAME=VALUE`` each)."""
+    return [a for k, v in options.items() for a in ("-O", f"{k}={v}")]

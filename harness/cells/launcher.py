@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.core.atomic import scratch, write_json
+from dlbench.harness.cells import allocator
 
 STDERR_TAIL = 4000
 # The parent shares the cores with the cell it measures: it sleeps between
@@ -57,6 +58,33 @@ def _signal_reason(sig: int) -> str:
     if sig == signal.SIGSEGV:
         return f"crashed with {name} (segmentation fault inside native code)"
     return f"killed by signal {name}"
+
+
+# What glibc prints, then aborts, when free() or realloc() get a block its own malloc did
+# not make.  Under a preloaded allocator that means a library bound glibc's functions past
+# the preload: OpenVINO 2026.4's CPU plugin under jemalloc or tcmalloc, on this project's
+# machines, at its first property query.
+HEAP_ABORTS = (
+    "free(): invalid pointer",
+    "munmap_chunk(): invalid pointer",
+    "realloc(): invalid pointer",
+    "free(): invalid size",
+    "double free or corruption",
+)
+
+
+def allocator_clash(tail: str, env: dict[str, str] | None) -> str:
+    """Why a cell that ran under a preloaded allocator aborted in glibc's heap checks, in
+    words a user can act on; "" when that is not what happened."""
+    name = (env or {}).get(allocator.MARKER)
+    said = next((m for m in HEAP_ABORTS if m in tail), None)
+    if name not in allocator.LIBRARIES or said is None:
+        return ""
+    return (
+        f" (glibc: {said!r}: a block freed by another allocator than the one that made it; "
+        f"under the preloaded {name}, a library of this engine calls glibc's own malloc or "
+        f"free: --allocator tuned or system runs it)"
+    )
 
 
 def _last_line(text: str) -> str:
@@ -133,7 +161,7 @@ def run_cell(
         if (failed_rank := _failed_rank(out)) is not None:
             outcome.error, outcome.traceback = failed_rank
         elif proc.returncode is not None and proc.returncode < 0:
-            outcome.error = _signal_reason(-proc.returncode)
+            outcome.error = _signal_reason(-proc.returncode) + allocator_clash(tail, env)
         else:
             outcome.error = f"exited with status {proc.returncode} without a result" + (
                 f": {_last_line(tail)}" if _last_line(tail) else ""

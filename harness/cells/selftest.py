@@ -1,5 +1,6 @@
 """A cell that misbehaves on request, so the launcher's failure paths are tested
-with real processes: a raise, a hard crash, a hang, a large allocation; and one
+with real processes: a raise, a hard crash, a hang, a large allocation, a block freed by
+another allocator than the one that made it; and one
 that reports the environment and allocator it started with, as the cell sees them."""
 
 from __future__ import annotations
@@ -24,9 +25,26 @@ def child(payload: dict) -> dict:
         for i in range(0, len(block), 4096):  # touch every page so it is resident
             block[i] = 1
         return {"allocated_mib": payload["mib"]}
+    if action == "foreign_free":
+        return _foreign_free()
     if action == "environment":
         return {"environ": dict(os.environ), "mapped": _mapped_libraries()}
     return {"echo": payload.get("value"), "omp": os.environ.get("OMP_NUM_THREADS")}
+
+
+def _foreign_free() -> dict:
+    """What OpenVINO's CPU plugin does under a preloaded jemalloc or tcmalloc (2026.4, seen
+    here): a block made by the process's malloc, the preloaded one, handed to glibc's own
+    free.  glibc aborts ("free(): invalid pointer"); without a preload both are glibc's."""
+    import ctypes
+
+    process = ctypes.CDLL(None)
+    process.malloc.restype = ctypes.c_void_p
+    blocks = [process.malloc(64) for _ in range(8)]
+    glibc = ctypes.CDLL("libc.so.6")
+    glibc.free.argtypes = [ctypes.c_void_p]
+    glibc.free(blocks[4])
+    return {"freed": True}
 
 
 def _mapped_libraries() -> list[str]:

@@ -27,8 +27,9 @@ class BenchStage(Stage):
     def argv(self, req, wd, plan):
         """The files the plan foresees (at run time: those the stages did produce)."""
         bench = self.request(req, plan.bench_artifacts())
-        options = [a for k, v in bench.options.items() for a in ("-O", f"{k}={v}")]
-        return ["dlbench", "bench", *to_argv(bench), *options]
+        from dlbench.harness.backends import options_argv
+
+        return ["dlbench", "bench", *to_argv(bench), *options_argv(bench.options)]
 
     @staticmethod
     def request(req, paths: list[str], run_id: str | None = None):

@@ -77,13 +77,13 @@ def bench_config(artifact: str, search: Search, point: Point, device: str) -> di
     """The ``bench --config`` keys that measure ``point`` as bench does by default: read back
     through bench's own parser, only the keys away from its defaults (and what it runs)."""
     from dlbench.core import flags
+    from dlbench.harness.backends import options_argv
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.cli import build_parser
     from dlbench.harness.cli.config import parse_args, resolved
 
     req = replace(bench_request(artifact, search.space, point, device, StopRule(), None, 0, None), db=None)
-    options = [f"{k}={v}" for k, v in req.options.items()]
-    argv = ["bench", *flags.to_argv(req), *[a for o in options for a in ("-O", o)]]
+    argv = ["bench", *flags.to_argv(req), *options_argv(req.options)]
     bare = resolved(parse_args(build_parser(), ["bench", artifact, "-b", search.space.backend.name]))
     full = resolved(parse_args(build_parser(), argv))
     return {k: v for k, v in full.items() if k in ("artifacts", "backend") or bare.get(k) != v}

@@ -56,6 +56,20 @@ def test_the_cell_starts_with_its_allocator(name, monkeypatch):
         assert allocs == [] and "LD_PRELOAD" not in seen
 
 
+@pytest.mark.parametrize("name", sorted(allocator.LIBRARIES))
+def test_a_library_that_frees_past_the_preload_is_said_so(name):
+    """OpenVINO 2026.4 aborted in every cell under a preloaded jemalloc or tcmalloc ("killed
+    by signal SIGABRT", half of a tune's points): its plugin hands the preload's blocks to
+    glibc's own free.  The cell doing the same gets the reason and the way out."""
+    _need(name)
+    out = run_cell("selftest", {"action": "foreign_free"}, env=cell_environment(ThreadConfig(1), name))
+    assert out.status == "failed" and "SIGABRT" in out.error, out.error
+    assert "free(): invalid pointer" in out.error and f"under the preloaded {name}" in out.error
+    assert "--allocator tuned or system runs it" in out.error
+    # Without a preload both are glibc's: nothing breaks, nothing to explain.
+    assert run_cell("selftest", {"action": "foreign_free"}, env=cell_environment(ThreadConfig(1), "tuned")).ok
+
+
 def test_a_preload_the_dynamic_linker_ignores_fails_the_cell():
     _need("jemalloc")
     env = cell_environment(ThreadConfig(1), "jemalloc")
