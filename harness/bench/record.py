@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from dlbench.harness import stats
-from dlbench.harness.bench import peak as peak_mod
+from dlbench.harness.bench import peak_share
 from dlbench.harness.bench.artifacts import Artifact
 from dlbench.harness.bench.plan import Cell, identity
 from dlbench.harness.bench.request import BenchRequest
@@ -121,7 +121,7 @@ def _metrics(
     if g and metrics["throughput_sps"]:
         metrics["achieved_gflops"] = g * metrics["throughput_sps"]
         metrics.update(
-            peak_mod.share_of_peak(
+            peak_share.share_of_peak(
                 store, machine_id, c.device, c.precision, c.intra_op, metrics["achieved_gflops"]
             )
         )

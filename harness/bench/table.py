@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dlbench.harness.bench.peak import beyond_peak
+from dlbench.harness.bench.peak_share import beyond_peak
 from dlbench.harness.output.footnotes import footnote_long_cells
 from dlbench.harness.output.tables import (
     ROUGH_P99,

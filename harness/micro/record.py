@@ -2,7 +2,7 @@
 
 The stability rule is bench's (``stats.stability``: IQR / median of the
 per-iteration times), and the share of peak is bench's
-(``bench.peak.share_of_peak``), so a micro cell and a model cell are read the
+(``bench.peak_share.share_of_peak``), so a micro cell and a model cell are read the
 same way.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from dlbench.harness import stats
-from dlbench.harness.bench import peak as peak_mod
+from dlbench.harness.bench import peak_share
 from dlbench.harness.cells import envs
 from dlbench.harness.micro import engines
 from dlbench.harness.store import records
@@ -109,7 +109,7 @@ def make_record(
         m["gbps"] = m["bytes_per_call"] * calls / 1e9
         if op.kind != "memory":
             m.update(
-                peak_mod.share_of_peak(
+                peak_share.share_of_peak(
                     store, fp["machine_id"], req.device, cell.precision, cell.threads, m["gflops"]
                 )
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.harness.bench.peak import beyond_peak
+from dlbench.harness.bench.peak_share import beyond_peak
 from dlbench.harness.output.tables import markdown
 
 HEADERS = ["Op", "Engine", "Precision", "Threads", "With", "GFLOP/s", "GB/s", "% of peak", "p50 ms", "Status"]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dlbench.harness import stats
-from dlbench.harness.bench.peak import PEAK_NOISE_PCT, beyond_peak
+from dlbench.harness.bench.peak_share import PEAK_NOISE_PCT, beyond_peak
 from dlbench.harness.output.tables import ROUGH_P99, artifact_label, cpu_mark, milliseconds, network_name
 from dlbench.harness.report.tables import (
     Table,

@@ -16,7 +16,7 @@ import sqlite3
 import pytest
 
 from dlbench.harness import report
-from dlbench.harness.bench.peak import beyond_peak
+from dlbench.harness.bench.peak_share import beyond_peak
 from dlbench.harness.report import tables
 from dlbench.harness.report.inference import ABOVE_PEAK, UNVERIFIED
 from dlbench.harness.store.results import ResultStore

@@ -160,7 +160,7 @@ def test_a_peak_measured_on_a_busy_machine_is_used_only_until_a_quiet_one_exists
     """A peak others' processes pushed down reads low, and every cell's share then reads
     high ("INVALID: 162 % of peak"): it is flagged, and a quiet peak wins over it, even a
     lower one."""
-    from dlbench.harness.bench.peak import lookup, share_of_peak
+    from dlbench.harness.bench.peak_share import lookup, share_of_peak
 
     store = new_store()
     _peak(store, 2, 80.0, contended=0.45)
@@ -180,7 +180,7 @@ def test_peak_is_matched_on_thread_count_and_the_best_one_counts(new_store):
     """The class of bug behind "176.6 % of peak": a 1-thread cell divided by a 2-thread peak
     that other processes had pushed down.  Each thread count has its own peak, and a later,
     lower measurement (a busy machine) does not replace a better one."""
-    from dlbench.harness.bench.peak import lookup, missing_thread_counts, share_of_peak
+    from dlbench.harness.bench.peak_share import lookup, missing_thread_counts, share_of_peak
 
     store = new_store()
     assert share_of_peak(store, "m1", "cpu", "fp32", 1, 50.0) == {}  # no peak: nothing
@@ -209,7 +209,7 @@ def test_a_share_just_above_the_peak_is_the_peak_within_noise(new_store):
     """The same GEMM timed again reads a little above the peak measured before it (100.7 %
     on an H100): that is noise, not a wrong count.  Beyond the noise band it is no result,
     in the record and in every table that prints the share."""
-    from dlbench.harness.bench.peak import PEAK_NOISE_PCT, beyond_peak, share_of_peak
+    from dlbench.harness.bench.peak_share import PEAK_NOISE_PCT, beyond_peak, share_of_peak
 
     store = new_store()
     _peak(store, 1, 100.0)
