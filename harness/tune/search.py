@@ -9,9 +9,10 @@ in every rung, so the final default-versus-best comparison is made at the same l
 
 Rung 0 is sized from the budget as it goes, each cell saying what a cell costs beyond
 its measured window (process start, load, warm-up): it takes the one-factor points first
-(what each setting is worth on its own, which also ranks the effects), then random
-points, while the time left covers the later rungs of its size; one point made of each
-dimension's best one-factor value joins rung 1.  Before each cell the remaining budget is
+(what each setting is worth on its own, which also ranks the effects), then the points
+one setting away from the best of those, then random points, while the time left covers
+the later rungs of its size; points made of the best moves around that leader join
+rung 1.  Before each cell the remaining budget is
 checked, so the search ends within it, keeping what the rungs so far measured.
 """
 
@@ -119,18 +120,20 @@ def keep_best(
     return list(out.values())
 
 
-def combined(space: Space, rung0: list[Measured], objective: str, max_p99_ms: float | None) -> list[Point]:
-    """The settings' one-factor gains put together, measured first in rung 1: the two
-    largest, then all of them, then all but the smallest and so on, since gains may not
-    combine (OpenVINO's streams need threads to share out) and a small budget measures
-    only the first."""
-    base = space.default()
+def combined(
+    space: Space, rung0: list[Measured], objective: str, max_p99_ms: float | None, base: Point | None = None
+) -> list[Point]:
+    """The settings' one-factor gains around ``base`` (rung 0's leader; the default when
+    none is given) put together, measured first in rung 1: the two largest, then all of
+    them, then all but the smallest and so on, since gains may not combine (OpenVINO's
+    streams need threads to share out) and a small budget measures only the first."""
+    base = base or space.default()
     by_key = {key(m.point): m for m in rung0}
     reference = by_key.get(key(base))
     top = score(reference, objective, max_p99_ms) if reference else None
     gains: list[tuple[float, str, Any]] = []
     for dim, values in space.dims.items():
-        alone = [(by_key.get(key({**base, dim: v})), v) for v in values[1:]]
+        alone = [(by_key.get(key({**base, dim: v})), v) for v in values if v != base[dim]]
         scored = [(score(m, objective, max_p99_ms), v) for m, v in alone if m is not None]
         ranked = sorted(((s, v) for s, v in scored if s is not None), key=lambda sv: -sv[0])
         if ranked and (top is None or ranked[0][0] > top):
@@ -227,15 +230,30 @@ def run_search(
     # Rung 0: every one-factor point the budget allows, then random points while what is
     # left covers the later rungs of its size (a cell's cost re-estimated after each: the
     # first cell's includes one-off costs).
+    # After the one-factor points, the points one setting away from the leader so far: a
+    # setting's worth depends on where it is tried (on lstm-tiny one thread won at batch 1
+    # and lost at 16, the batch that won), so rung 1 combines the gains around the leader.
     pool = space.sample(min(space.size(), MAX_POINTS), seed)
     alone = {key(p) for p in space.one_factor()}
-    for p in (p for p in pool if key(p) != key(base)):
+    leaders: dict[str, Point] = {}
+    queue = [p for p in pool if key(p) != key(base)]
+    while queue:
+        p = queue.pop(0)
+        if key(p) in {key(m.point) for m in result.runs}:
+            continue
         n = len(result.at_rung(0)) + 1
         later = later_rungs(n, cost["overhead"], eta)
         if key(p) not in alone and left() < cost["overhead"] + FIRST_RUNG_S + later:
             break
         if measure(p, 0, FIRST_RUNG_S) is None:
             break
+        if not any(key(q) in alone for q in queue) and not leaders:
+            for o in objectives:
+                top = best(result.at_rung(0), o, max_p99_ms)
+                if top is not None and key(top.point) != key(base):
+                    leaders[o] = top.point
+            around = [q for lead in leaders.values() for q in space.neighbours(lead)]
+            queue = list({key(q): q for q in [*around, *queue]}.values())
     rungs = max(1, math.ceil(math.log(max(len(result.at_rung(0)), 2), eta)))
     result.plan = (
         f"{len(result.at_rung(0))} of {space.size()} points in rung 0, up to {rungs + 1} rungs "
@@ -250,7 +268,11 @@ def run_search(
         survivors = keep_best(current, n, objectives, max_p99_ms)
         # The combined points (rung 1), the leader, then the default: a rung the budget cuts
         # short has still measured the likeliest best and the reference.
-        lead = [p for o in objectives for p in combined(space, current, o, max_p99_ms)] if rung == 1 else []
+        lead = (
+            [p for o in objectives for p in combined(space, current, o, max_p99_ms, leaders.get(o))]
+            if rung == 1
+            else []
+        )
         why = {key(p): "kept" for p in survivors} | {key(p): "combined" for p in lead}
         why[key(base)] = "default"
         survivors = list({key(p): p for p in [*lead, *survivors[:1], base, *survivors[1:]]}.values())

@@ -52,6 +52,10 @@ class Space:
         base = self.default()
         return [base] + [{**base, k: v} for k, values in self.dims.items() for v in values[1:]]
 
+    def neighbours(self, p: Point) -> list[Point]:
+        """Each point one dimension away from ``p``."""
+        return [{**p, k: v} for k, values in self.dims.items() for v in values if v != p[k]]
+
     def sample(self, n: int, seed: int = 0) -> list[Point]:
         """``n`` distinct points: the one-factor points first, then random ones (the whole
         grid when it is small enough)."""
