@@ -26,9 +26,9 @@ class BenchStage(Stage):
 
     def argv(self, req, wd, plan):
         """The files the plan foresees (at run time: those the stages did produce)."""
-        bench = self.request(req, plan.bench_artifacts())
         from dlbench.harness.backends import options_argv
 
+        bench = self.request(req, plan.bench_artifacts())
         return ["dlbench", "bench", *to_argv(bench), *options_argv(bench.options)]
 
     @staticmethod

@@ -227,12 +227,12 @@ def run_search(
     first = measure(base, 0, FIRST_RUNG_S, "default")
     if first is None:
         return result
-    # Rung 0: every one-factor point the budget allows, then random points while what is
-    # left covers the later rungs of its size (a cell's cost re-estimated after each: the
-    # first cell's includes one-off costs).
-    # After the one-factor points, the points one setting away from the leader so far: a
-    # setting's worth depends on where it is tried (on lstm-tiny one thread won at batch 1
-    # and lost at 16, the batch that won), so rung 1 combines the gains around the leader.
+    # Rung 0: every one-factor point the budget allows, then the points one setting away
+    # from the leader so far, then random points, while what is left covers the later rungs
+    # of its size (a cell's cost re-estimated after each: the first cell's includes one-off
+    # costs).  A setting's worth depends on where it is tried (on lstm-tiny one thread won
+    # at batch 1 and lost at 16, the batch that won), so rung 1 combines the gains around
+    # the leader, not around the default.
     pool = space.sample(min(space.size(), MAX_POINTS), seed)
     alone = {key(p) for p in space.one_factor()}
     leaders: dict[str, Point] = {}
