@@ -17,6 +17,7 @@ from dlbench.converters.base import EXPORT_HOPS
 from dlbench.core.atomic import check_can_create
 from dlbench.core.errors import UserError
 from dlbench.harness.convert.request import ExportRequest
+from dlbench.harness.formats import ZOO
 from dlbench.harness.store.results import ResultStore
 from dlbench.harness.verify import inputs as vin
 
@@ -107,6 +108,12 @@ def _user_artifacts(req: ExportRequest) -> list[Any]:
     filled = weights_for(sources, req.model_from, req.weights)
     arts = [resolve(src, weights=filled.get(src), **hints) for src in sources]
     for art in arts:
+        if art.format == ZOO:  # "already zoo" said nothing to someone who wants its ONNX
+            raise UserError(
+                f"{art.label}: a zoo name; export takes the checkpoint 'dlbench train {art.label} "
+                f"--out DIR' saves (DIR/{art.label}/FRAMEWORK), or your own model file; "
+                f"'dlbench run {art.label}' trains and exports in one command"
+            )
         if not art.user:
             raise UserError(f"{art.label}: already {art.format}; export takes a framework's model")
     if req.model_from:

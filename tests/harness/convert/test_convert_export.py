@@ -220,6 +220,8 @@ def test_bad_checkpoints_are_one_line_and_exit_2(cli, workdir, minis):
     )
     _one_line(cli("export", str(ck / "model.pt")), "torch.save pickle", "--model ZOO_NAME")
     _one_line(cli("export", "missing/manifest.json"), "no such file")
+    # A zoo name is no checkpoint: the line says which command makes one ("already zoo" did not).
+    _one_line(cli("export", "resnet50-mini"), "a zoo name", "dlbench train resnet50-mini --out DIR")
     (workdir / "notes.txt").write_text("hello")
     _one_line(cli("export", "notes.txt", "--model", "resnet50-mini"), "cannot tell the framework from '.txt'")
     (workdir / "manifest.json").write_text("{not json")
