@@ -347,9 +347,10 @@ TOY_BOUND = 0.10
 # The static prediction prices each instance at what it cost in an earlier network,
 # profiled minutes before on a machine whose load moves in between: with one or two
 # instances per unit, one mispriced unit moves a class share by tenths.  CI's loaded
-# 2-core run predicted 0.128 for a network whose own profile measured 0.069; a broken fit
-# (a class left out, counts off by a factor) predicts 0.3 and more.
-TOY_PREDICTED_BOUND = 0.15
+# 2-core run predicted 0.128 for a network whose own profile measured 0.069, and a fresh
+# clone's (two workers on two cores) 0.182 for one that measured 0.157; a broken fit (a
+# class left out, counts off by a factor) predicts 0.3 and more.
+TOY_PREDICTED_BOUND = 0.20
 
 
 def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
