@@ -54,8 +54,7 @@ def check_options(options: dict[str, Any], names: list[str]) -> None:
     with a value each of them takes: bench and run refuse the rest before any cell runs."""
     backends = [get_backend(n) for n in names] or all_backends()
     for key, value in options.items():
-        owners = [(b, b.option(key)) for b in backends]
-        declared = [(b, o) for b, o in owners if o is not None]
+        declared = [(b, o) for b in backends if (o := b.option(key)) is not None]
         if not declared:
             offered = "; ".join(
                 f"{b.name}: {', '.join(o.name for o in b.options) or 'none'}" for b in backends

@@ -233,27 +233,33 @@ def run_search(
     # costs).  A setting's worth depends on where it is tried (on lstm-tiny one thread won
     # at batch 1 and lost at 16, the batch that won), so rung 1 combines the gains around
     # the leader, not around the default.
+    # The pool holds the one-factor points first (Space.sample), so the first point beyond
+    # them is where the leader is known and its neighbours go ahead of the rest.
     pool = space.sample(min(space.size(), MAX_POINTS), seed)
     alone = {key(p) for p in space.one_factor()}
     leaders: dict[str, Point] = {}
+    looked_around = False
+    seen = {key(base)}
     queue = [p for p in pool if key(p) != key(base)]
     while queue:
         p = queue.pop(0)
-        if key(p) in {key(m.point) for m in result.runs}:
+        if key(p) in seen:
+            continue
+        if key(p) not in alone and not looked_around:
+            looked_around = True
+            for o in objectives:
+                top = best(result.at_rung(0), o, max_p99_ms)
+                if top is not None and key(top.point) != key(base):
+                    leaders[o] = top.point
+            queue = [q for lead in leaders.values() for q in space.neighbours(lead)] + [p, *queue]
             continue
         n = len(result.at_rung(0)) + 1
         later = later_rungs(n, cost["overhead"], eta)
         if key(p) not in alone and left() < cost["overhead"] + FIRST_RUNG_S + later:
             break
+        seen.add(key(p))
         if measure(p, 0, FIRST_RUNG_S) is None:
             break
-        if not any(key(q) in alone for q in queue) and not leaders:
-            for o in objectives:
-                top = best(result.at_rung(0), o, max_p99_ms)
-                if top is not None and key(top.point) != key(base):
-                    leaders[o] = top.point
-            around = [q for lead in leaders.values() for q in space.neighbours(lead)]
-            queue = list({key(q): q for q in [*around, *queue]}.values())
     rungs = max(1, math.ceil(math.log(max(len(result.at_rung(0)), 2), eta)))
     result.plan = (
         f"{len(result.at_rung(0))} of {space.size()} points in rung 0, up to {rungs + 1} rungs "

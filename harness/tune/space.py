@@ -50,7 +50,7 @@ class Space:
     def one_factor(self) -> list[Point]:
         """The default, then each point one dimension away from it."""
         base = self.default()
-        return [base] + [{**base, k: v} for k, values in self.dims.items() for v in values[1:]]
+        return [base, *self.neighbours(base)]
 
     def neighbours(self, p: Point) -> list[Point]:
         """Each point one dimension away from ``p``."""
