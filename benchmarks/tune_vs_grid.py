@@ -1,7 +1,7 @@
 """Does ``dlbench tune`` find what an exhaustive grid finds, in a quarter of its time?
 
 For each model and backend, every point of the space (``--space`` entries as tune takes
-them; ``--space BACKEND:NAME=V1,V2`` for one backend's) is measured as one bench cell of
+them: a backend option applies to the backends that declare it) is measured as one bench cell of
 ``--window`` seconds (bench's default measured window): the grid, timed.  Then the
 tune's search runs over the same space with a quarter of the grid's time as its budget.
 
@@ -13,7 +13,7 @@ target is the tune's pick within 3 % of the best of them.  The default's median 
 the defaults lose here.
 
     .venv/bin/python benchmarks/tune_vs_grid.py a.onnx b.onnx --backends onnxruntime,openvino \
-        --space threads=1,2 --space batch_size=1,16 --space onnxruntime:spin=on
+        --space threads=1,2 --space batch_size=1,16 --space spin=on
 """
 
 from __future__ import annotations
@@ -33,22 +33,10 @@ from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.output.tables import markdown
 from dlbench.harness.tune.request import space_entries
 from dlbench.harness.tune.search import bench_request, run_search
-from dlbench.harness.tune.space import SOURCE, Point, Space, declared, key, narrowed
+from dlbench.harness.tune.space import SOURCE, Point, Space, applying, declared, key, narrowed
 
 TARGET = 0.97
 TOP = 3  # the grid's best points measured again in the final round
-
-
-def entries_for(backend: str, given: list[str]) -> list[str]:
-    """The ``--space`` entries for one backend: the shared ones and its own."""
-    out = []
-    for e in given:
-        owner, sep, rest = e.partition(":")
-        if not sep or "=" in owner:
-            out.append(e)
-        elif owner == backend:
-            out.append(rest)
-    return out
 
 
 def figure(path: str, space: Space, p: Point, window: float, db: str) -> float:
@@ -58,8 +46,8 @@ def figure(path: str, space: Space, p: Point, window: float, db: str) -> float:
 
 
 def one(path: str, name: str, a, db: str) -> tuple[list[str], bool]:
-    whole = declared(get_backend(name), "cpu", [1], [], False)
-    space = narrowed(whole, space_entries(entries_for(name, a.space)))
+    backend = get_backend(name)
+    space = narrowed(declared(backend, "cpu", [1], [], False), applying(space_entries(a.space), backend))
     points = {key(p): p for p in space.sample(space.size())}
     t0 = time.monotonic()
     grid = {k: figure(path, space, p, a.window, db) for k, p in points.items()}

@@ -16,7 +16,7 @@ from typing import Any
 
 from dlbench.core.errors import UserError
 from dlbench.harness.tune.request import TuneRequest
-from dlbench.harness.tune.space import BUILD, COMMON, SOURCE, Space, declared, narrowed
+from dlbench.harness.tune.space import BUILD, COMMON, SOURCE, Space, applying, declared, narrowed
 
 
 def _spaces(req: TuneRequest, onnx: bool) -> list[Space]:
@@ -33,10 +33,7 @@ def _spaces(req: TuneRequest, onnx: bool) -> list[Space]:
         if name not in known:
             raise UserError(f"--space {name}: not a setting to tune; choose from {', '.join(sorted(known))}")
     return [
-        narrowed(
-            declared(b, req.device, req.batch_sizes, req.builds, onnx),
-            {k: v for k, v in req.space.items() if k in COMMON or b.option(k) is not None},
-        )
+        narrowed(declared(b, req.device, req.batch_sizes, req.builds, onnx), applying(req.space, b))
         for b in backends
     ]
 

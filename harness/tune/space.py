@@ -123,6 +123,12 @@ def declared(
     return Space(backend, dims)
 
 
+def applying(given: dict[str, list[str]], backend: Backend) -> dict[str, list[str]]:
+    """The ``--space`` entries that apply to ``backend``: every common dimension, and the
+    options it declares (one command line tunes backends whose options differ)."""
+    return {k: v for k, v in given.items() if k in COMMON or backend.option(k) is not None}
+
+
 def narrowed(space: Space, given: dict[str, list[str]]) -> Space:
     """``--space`` applied: each named dimension takes exactly the values given, the
     declared default first where it is among them (else the first given stands in for
