@@ -3,11 +3,12 @@
 
 The search is successive halving over fresh-process bench cells: many points measured
 briefly, the best third measured three times longer, and so on; a point a short
-measurement ruled out never gets a long one.  Each objective's best point is written as a
-config (FOLDER/BACKEND.OBJECTIVE.toml) that 'dlbench bench --config' runs as it is, and
-stored as a 'tune' record that later bench tables and reports compare their rows with
-("-18 % vs tuned").  Exit status: 0 a best was found, 1 no point could be measured,
-2 bad input.
+measurement ruled out never gets a long one.  The last few points are measured three
+times each, in fresh processes taken in turn, and ranked by the median.  Each objective's
+best point is written as a config (FOLDER/BACKEND.OBJECTIVE.toml) that 'dlbench bench
+--config' runs as it is, and stored as a 'tune' record that later bench tables and
+reports compare their rows with ("-18 % vs tuned").  Exit status: 0 a best was found,
+1 no point could be measured, 2 bad input.
 """
 
 from __future__ import annotations

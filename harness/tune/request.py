@@ -128,7 +128,8 @@ class TuneRequest:
         type=int,
         group=SEARCH,
         help="successive halving: each rung keeps 1/ETA of the points and measures them "
-        "ETA times longer (default {default})",
+        "ETA times longer; the last measures its few points ETA times each, in turn, "
+        "and ranks them by the median (default {default})",
     )
     out: str | None = flag(
         "--out",

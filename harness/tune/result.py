@@ -32,10 +32,10 @@ def gain(s: float | None, reference: float | None, objective: str) -> float | No
     return s / reference if objective == "throughput" else reference / s
 
 
-def same_length(search: Search, point: Point, rung: int) -> Measured | None:
-    """``point``'s measurement at ``rung`` (the best's), else its longest."""
-    at = [m for m in search.runs if key(m.point) == key(point)]
-    return next((m for m in at if m.rung == rung), at[-1] if at else None)
+def turns(search: Search, m: Measured) -> str:
+    """How the best's figure was had: the median of the last rung's fresh processes."""
+    n = sum(1 for r in search.runs if r.rung == m.rung and key(r.point) == key(m.point) and r.ok())
+    return f", median of {n} processes" if n > 1 else ""
 
 
 def effects(search: Search, winner: Point, objective: str, max_p99_ms: float | None) -> list[dict[str, Any]]:
@@ -151,12 +151,16 @@ def tables(search: Search, objectives: list[str], max_p99_ms: float | None) -> s
         if top is None:
             parts.append(f"{search.space.backend.name}, {objective}: no point met the objective")
             continue
-        ref = same_length(search, base, top.rung)
+        ref = search.at(base, top.rung, objective, max_p99_ms)
         ref_score = score(ref, objective, max_p99_ms) if ref else None
         times = gain(score(top, objective, max_p99_ms), ref_score, objective)
         rows = [
             ["default", figure(ref, objective), ""],
-            [f"best (rung {top.rung})", figure(top, objective), f"{times - 1:+.0%}" if times else ""],
+            [
+                f"best (rung {top.rung}{turns(search, top)})",
+                figure(top, objective),
+                f"{times - 1:+.0%}" if times else "",
+            ],
         ]
         head = f"{search.space.backend.name}, {objective} ({UNITS[objective]})"
         parts.append(f"{head}\n\n" + markdown(("", "Measured", "vs default"), rows))
@@ -223,6 +227,7 @@ def tune_records(
                         {
                             "settings": m.point,
                             "rung": m.rung,
+                            "repeat": m.repeat,
                             "throughput_sps": m.throughput(),
                             "p99_ms": m.p99(),
                             "error": m.error,

@@ -7,6 +7,14 @@ keeps the best 1/ETA of them (per objective) and measures them ETA times longer:
 a short measurement already ruled out never gets a long one.  The default point is kept
 in every rung, so the final default-versus-best comparison is made at the same length.
 
+The last rung, which picks the winner among a few close points, does not lengthen the
+window: it measures each of its points ETA times, in fresh processes taken in turn, and
+ranks them by the median.  What separates the last few points is a few per cent, and on
+a 2-core machine two fresh processes of one point differ by that much however long each
+measures (lstm-tiny on ONNX Runtime: one 2.7 s cell each picked glibc over jemalloc, which
+three interleaved processes of each put 4-6 % ahead).  Taking turns makes drift hit all
+alike, and a budget that ends the rung early has still measured every point once.
+
 Rung 0 is sized from the budget as it goes, each cell saying what a cell costs beyond
 its measured window (process start, load, warm-up): it takes the one-factor points first
 (what each setting is worth on its own, which also ranks the effects), then the points
@@ -45,6 +53,7 @@ class Measured:
     # Why the point is in its rung: "sampled" (rung 0), "kept" (among the best of the
     # rung before), "combined" (one-factor gains put together) or "default".
     why: str = "sampled"
+    repeat: int = 0  # which of the last rung's fresh processes of the point
 
     def ok(self) -> bool:
         return self.record is not None and self.record["status"] != "failed"
@@ -71,6 +80,12 @@ class Search:
     def at_rung(self, rung: int) -> list[Measured]:
         return [m for m in self.runs if m.rung == rung]
 
+    def at(self, point: Point, rung: int, objective: str, max_p99_ms: float | None) -> Measured | None:
+        """``point``'s figure at ``rung`` (its median repeat there), else at its longest rung."""
+        mine = [m for m in self.runs if key(m.point) == key(point)]
+        there = [m for m in mine if m.rung == rung] or [m for m in mine if m.rung == mine[-1].rung]
+        return pooled(there, objective, max_p99_ms)[0] if there else None
+
     def winner(
         self, objective: str, max_p99_ms: float | None, precision: str | None = None
     ) -> Measured | None:
@@ -82,7 +97,7 @@ class Search:
                 for m in self.at_rung(rung)
                 if precision is None or (m.record or {}).get("precision") == precision
             ]
-            top = best(at, objective, max_p99_ms)
+            top = best(pooled(at, objective, max_p99_ms), objective, max_p99_ms)
             if top is not None:
                 return top
         return None
@@ -99,6 +114,22 @@ def score(m: Measured, objective: str, max_p99_ms: float | None) -> float | None
     if thr is None or (max_p99_ms is not None and (p99 is None or p99 > max_p99_ms)):
         return None
     return thr
+
+
+def pooled(measured: list[Measured], objective: str, max_p99_ms: float | None) -> list[Measured]:
+    """One measurement per point, in first-seen order: of a point measured more than once
+    (the last rung's repeats), the one with the median score, the lower of the two middle
+    ones for an even count and a repeat that failed or missed the bound counting lowest, so
+    a point that is fast once and fails once does not win."""
+    groups: dict[tuple, list[Measured]] = {}
+    for m in measured:
+        groups.setdefault(key(m.point), []).append(m)
+    out = []
+    for ms in groups.values():
+        figures = [score(m, objective, max_p99_ms) for m in ms]
+        ranked = sorted(zip(figures, ms), key=lambda fm: -math.inf if fm[0] is None else fm[0])
+        out.append(ranked[(len(ranked) - 1) // 2][1])
+    return out
 
 
 def best(measured: list[Measured], objective: str, max_p99_ms: float | None) -> Measured | None:
@@ -195,7 +226,7 @@ def run_search(
     def left() -> float:
         return budget_s * STOP_AT - (time.monotonic() - start)
 
-    def measure(p: Point, rung: int, window: float, why: str = "sampled") -> Measured | None:
+    def measure(p: Point, rung: int, window: float, why: str = "sampled", turn: int = 0) -> Measured | None:
         if left() < cost["overhead"] + window:
             result.stopped_early = True
             return None
@@ -206,9 +237,9 @@ def run_search(
             recs = run_bench(
                 bench_request(art, space, p, device, rule, db, seed, timeout), show_progress=False
             )
-            m = Measured(p, rung, record=recs[0], error=recs[0].get("error"), why=why)
+            m = Measured(p, rung, record=recs[0], error=recs[0].get("error"), why=why, repeat=turn)
         except UserError as exc:  # a combination the backend refuses: not a candidate
-            m = Measured(p, rung, error=str(exc), why=why)
+            m = Measured(p, rung, error=str(exc), why=why, repeat=turn)
         wall = time.monotonic() - t0
         if m.ok():
             cost["overhead"] = max(0.2, wall - window)
@@ -217,8 +248,9 @@ def run_search(
         eta_s = max(0.0, left())
         shown = ", ".join(f"{k}={v}" for k, v in p.items() if v != space.default()[k]) or "defaults"
         figure = f"{m.throughput():.4g} samples/s, p99 {m.p99():.3g} ms" if m.ok() else f"FAILED: {m.error}"
+        turn_shown = f", turn {turn + 1}" if turn else ""
         say(
-            f"[rung {rung}, {window:g} s, cell {done}] {space.backend.name} {shown}: {figure} "
+            f"[rung {rung}, {window:g} s{turn_shown}, cell {done}] {space.backend.name} {shown}: {figure} "
             f"(elapsed {clock(time.monotonic() - start)}, at most {clock(eta_s)} left)"
         )
         return m
@@ -251,7 +283,9 @@ def run_search(
                 top = best(result.at_rung(0), o, max_p99_ms)
                 if top is not None and key(top.point) != key(base):
                     leaders[o] = top.point
-            queue = [q for lead in leaders.values() for q in space.neighbours(lead)] + [p, *queue]
+            around = [q for lead in leaders.values() for q in space.neighbours(lead)]
+            alone |= {key(q) for q in around}  # what rung 1 combines: measured like the first
+            queue = around + [p, *queue]
             continue
         n = len(result.at_rung(0)) + 1
         later = later_rungs(n, cost["overhead"], eta)
@@ -260,7 +294,12 @@ def run_search(
         seen.add(key(p))
         if measure(p, 0, FIRST_RUNG_S) is None:
             break
-    rungs = max(1, math.ceil(math.log(max(len(result.at_rung(0)), 2), eta)))
+    # As many rungs as the time left covers (a rung 0 of one-factor points alone may
+    # already be more than a short budget's halving can go through): fewer rungs leave
+    # more points to the last, which measures each of them in turns.
+    rungs = rung_count(len(result.at_rung(0)), eta)
+    while rungs > 1 and plan_cost(len(result.at_rung(0)), rungs, cost["overhead"], eta) > left():
+        rungs -= 1
     result.plan = (
         f"{len(result.at_rung(0))} of {space.size()} points in rung 0, up to {rungs + 1} rungs "
         f"(a cell costs {cost['overhead']:.1f} s besides its window)"
@@ -280,28 +319,55 @@ def run_search(
             else []
         )
         why = {key(p): "kept" for p in survivors} | {key(p): "combined" for p in lead}
+        candidates = set(why)
         why[key(base)] = "default"
         survivors = list({key(p): p for p in [*lead, *survivors[:1], base, *survivors[1:]]}.values())
         if len(survivors) < 2 and rung > 1:
             break
-        window *= eta
-        measured = [m for m in (measure(p, rung, window, why[key(p)]) for p in survivors) if m is not None]
+        last = rung == rungs or len(survivors) <= 2
+        if not last:
+            window *= eta
+        # The last rung: ETA turns over its candidates at the window of the rung before
+        # (the same measured time as one window ETA times longer); the default, when it is
+        # only the table's reference and not a candidate, once.
+        again = [p for p in survivors if key(p) in candidates]
+        turns = [survivors, *[again] * (eta - 1)] if last else [survivors]
+        measured = [
+            m
+            for turn, points in enumerate(turns)
+            for m in (measure(p, rung, window, why[key(p)], turn) for p in points)
+            if m is not None
+        ]
         if not measured:
             break
         result.rungs = rung + 1
         current = measured
-        if result.stopped_early or len(survivors) <= 2:
+        if result.stopped_early or last:
             break
     return result
 
 
+def rung_count(n: int, eta: int) -> int:
+    """The rungs after a rung 0 of ``n`` points: until one point is kept."""
+    return max(1, math.ceil(math.log(max(n, 2), eta)))
+
+
 def later_rungs(n: int, overhead: float, eta: int) -> float:
-    """Seconds the rungs after a rung 0 of ``n`` points take: rung k measures n / eta^k
-    of them and the default (rung 1 also the combined point) for FIRST_RUNG_S eta^k."""
-    total, k = 0.0, 1
-    while True:
-        count = math.ceil(n / eta**k) + (2 if k == 1 else 1)
-        total += count * (overhead + FIRST_RUNG_S * eta**k)
-        if math.ceil(n / eta**k) <= 1:
-            return total
-        k += 1
+    """Seconds the rungs after a rung 0 of ``n`` points take when halving runs its course."""
+    return plan_cost(n, rung_count(n, eta), overhead, eta)
+
+
+def plan_cost(n: int, rungs: int, overhead: float, eta: int) -> float:
+    """Seconds ``rungs`` rungs after a rung 0 of ``n`` points take, as ``run_search`` runs
+    them: rung k keeps 1/eta of the one before, rung 1 adds the combined points (two, as a
+    rule), each adds the default, at FIRST_RUNG_S eta^k; the last, at the window before,
+    measures its points eta times and the default once."""
+    total, count, window = 0.0, n, FIRST_RUNG_S
+    for k in range(1, rungs + 1):
+        points = math.ceil(count / eta) + (2 if k == 1 else 0)
+        if k == rungs or points <= 1:
+            return total + (eta * points + 1) * (overhead + window)
+        window *= eta
+        total += (points + 1) * (overhead + window)
+        count = points + 1
+    return total

@@ -123,6 +123,28 @@ def test_halving_never_measures_long_what_a_short_rung_ruled_out(tuned):
                 assert p["why"] == "kept" and key(p["settings"]) in kept, (rung, p, before)
 
 
+def test_the_last_rung_ranks_its_points_by_the_median_of_turns(tuned):
+    """The last rung measures each candidate three times, in turns (every candidate once
+    before any twice), and the stored best is its median turn, not its luckiest."""
+    import json
+    import statistics
+
+    d = tuned[0]
+    (record,) = _tune_records(d / "results.sqlite")
+    metrics = json.loads(record["metrics"])
+    points = metrics["points"]
+    last = [p for p in points if p["rung"] == max(p["rung"] for p in points)]
+    assert [p["repeat"] for p in last] == sorted(p["repeat"] for p in last), last  # in turns
+    turns: dict[tuple, list[float]] = {}
+    for p in last:
+        turns.setdefault(key(p["settings"]), []).append(p["throughput_sps"])
+    best = key(metrics["settings"])
+    assert len(turns[best]) == 3, last  # the budget covers the turns of a small space
+    assert record["throughput_sps"] == statistics.median_low(turns[best])
+    defaults = [p for p in last if p["why"] == "default"]
+    assert len(defaults) in (1, len(turns[best]))  # once as the reference, else a candidate
+
+
 def test_bench_reads_the_config_back_and_shows_the_headroom(tuned, cli):
     d, model, env, out, _ = tuned
     config = d / "best" / "onnxruntime.throughput.toml"
