@@ -11,7 +11,8 @@ test-core`, `make test-pytorch`, ...); other arguments are passed to every pytes
 Each group runs on every core (pytest-xdist, one test file per worker so a
 module's fixtures are built once): most of a test's time is a single process
 importing a framework or waiting for a cell, which leaves the other core idle.
-``DLBENCH_TEST_WORKERS=1`` runs a group in one process.
+``DLBENCH_TEST_WORKERS=1`` runs a group in one process.  Each group's 15 slowest tests
+are listed, so a fresh clone's log says where its minutes went.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def main(argv: list[str]) -> int:
         print(f"\n===== dlbench tests: {group} =====", flush=True)
         env = dict(os.environ, DLBENCH_TEST_GROUP=group)
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-m", expr, *workers(), *argv],
+            [sys.executable, "-m", "pytest", "-m", expr, *workers(), "--durations=15", *argv],
             env=env,
             stdout=subprocess.PIPE,
             text=True,

@@ -163,6 +163,8 @@ def tables(search: Search, objectives: list[str], max_p99_ms: float | None) -> s
             ],
         ]
         head = f"{search.space.backend.name}, {objective} ({UNITS[objective]})"
+        if search.stopped_early:
+            head += ": the budget ended the search before its last rung was through"
         parts.append(f"{head}\n\n" + markdown(("", "Measured", "vs default"), rows))
         ranked = effects(search, top.point, objective, max_p99_ms)
         if ranked:
@@ -223,6 +225,7 @@ def tune_records(
                     "one_factor": one_factor(search, max_p99_ms),
                     "defaults": {k: v for k, v in search.space.default().items() if k not in NOT_DEFAULTS},
                     "plan": search.plan,
+                    "stopped_early": search.stopped_early,
                     "points": [
                         {
                             "settings": m.point,

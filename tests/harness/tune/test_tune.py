@@ -139,7 +139,8 @@ def test_the_last_rung_ranks_its_points_by_the_median_of_turns(tuned):
     for p in last:
         turns.setdefault(key(p["settings"]), []).append(p["throughput_sps"])
     best = key(metrics["settings"])
-    assert len(turns[best]) == 3, last  # the budget covers the turns of a small space
+    # A loaded machine may spend the budget before the last turn; the record says so.
+    assert len(turns[best]) == 3 or metrics["stopped_early"], last
     assert record["throughput_sps"] == statistics.median_low(turns[best])
     defaults = [p for p in last if p["why"] == "default"]
     assert len(defaults) in (1, len(turns[best]))  # once as the reference, else a candidate
