@@ -11,9 +11,9 @@ The last rung, which picks the winner among a few close points, does not lengthe
 window: it measures each of its points ETA times, in fresh processes taken in turn, and
 ranks them by the median.  What separates the last few points is a few per cent, and on
 a 2-core machine two fresh processes of one point differ by that much however long each
-measures (lstm-tiny on ONNX Runtime: one 2.7 s cell each picked glibc over jemalloc, which
-three interleaved processes of each put 4-6 % ahead).  Taking turns makes drift hit all
-alike, and a budget that ends the rung early has still measured every point once.
+measures, so one cell per point left the pick to one process's luck.  Taking turns makes
+drift hit all alike, and a budget that ends the rung early has still measured every
+point once.
 
 Rung 0 is sized from the budget as it goes, each cell saying what a cell costs beyond
 its measured window (process start, load, warm-up): it takes the one-factor points first

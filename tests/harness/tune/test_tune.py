@@ -237,3 +237,21 @@ def test_env_hints_at_a_default_most_tuned_models_beat(cli, workdir):
     env = cli("env").stdout
     assert "hint: selftest's default service_ms=1.0 lost" in env and "service_ms=0.2" in env, env
     assert "per_sample_ms" not in env
+
+
+def test_a_point_measured_in_turns_counts_at_its_median_and_a_failed_turn_lowest():
+    from dlbench.harness.tune.search import Measured, best, pooled
+
+    def cell(p, thr, status="ok"):
+        return Measured(p, 1, record={"status": status, "throughput_sps": thr, "latency_ms": {"p99": 1.0}})
+
+    steady, lucky = {"threads": 1}, {"threads": 2}
+    runs = [cell(steady, 100.0), cell(lucky, 130.0), cell(steady, 98.0), cell(lucky, 0.0, "failed")]
+    runs += [cell(steady, 103.0), cell(lucky, 125.0)]
+    by = {key(m.point): m.throughput() for m in pooled(runs, "throughput", None)}
+    # steady: 98, 100, 103 -> 100; lucky: failed, 125, 130 -> 125 (a failure counts lowest)
+    assert by == {key(steady): 100.0, key(lucky): 125.0}
+    two = pooled([cell(steady, 100.0), cell(steady, 90.0)], "throughput", None)
+    assert [m.throughput() for m in two] == [90.0]  # an even count: the lower middle
+    flaky = pooled([cell(lucky, 200.0), cell(lucky, 0.0, "failed")], "throughput", None)
+    assert best(flaky, "throughput", None) is None  # fast once and failed once: no winner
