@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dlbench.converters import onnx_io, onnx_normalize, onnx_summary
+from dlbench.converters import onnx_io, onnx_ir, onnx_normalize, onnx_summary
 from dlbench.core.atomic import scratch, stage_beside, write_json
 from dlbench.core.errors import UserError, first_line
 from dlbench.core.version import __version__
@@ -310,7 +310,7 @@ def _name_of(source: Path) -> str:
 def _finish_onnx(path: Path, p: Plan, source_sha: str):
     """Check the hop's ONNX output, make ONNX Runtime able to read it, label it."""
     m = onnx_io.load(path, label=p.out)
-    onnx_io.lower_ir_version(m, p.out)
+    onnx_ir.lower_ir_version(m, p.out)
     meta = dict(p.summary.metadata)
     meta.update(
         {

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dlbench.converters import onnx_io, onnx_summary
+from dlbench.converters import onnx_io, onnx_ir, onnx_summary
 from dlbench.core.atomic import stage_beside, write_json
 from dlbench.core.errors import UserError
 from dlbench.core.tensors import fixed_batch, follow_batch
@@ -319,7 +319,7 @@ def _finish_onnx(
     ``own_names``: a user's model keeps its inputs' and outputs' names (the exporter was
     given them), instead of dlbench's ``input``/``logits``."""
     m = onnx_io.load(raw, label=f"the {hop} exporter's output")
-    ir = onnx_io.lower_ir_version(m, raw)
+    ir = onnx_ir.lower_ir_version(m, raw)
     if not own_names:
         onnx_io.normalize_io(m, dynamic_batch=dynamic_batch)
     elif dynamic_batch:

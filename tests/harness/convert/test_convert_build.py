@@ -18,7 +18,7 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from dlbench.converters import onnx_io, onnx_summary
+from dlbench.converters import onnx_io, onnx_ir, onnx_summary
 from dlbench.harness.backends.tensorrt import availability_problems
 from dlbench.harness.store.results import ResultStore
 from tests.utils import tiny_onnx
@@ -124,7 +124,7 @@ def test_int8_static_qdq_per_channel_is_verified_against_fp32(cli, workdir, onnx
     meta = onnx_io.metadata(model)
     assert meta["precision"] == "int8" and meta["hop"] == "onnx->int8"
     assert meta["model"] == "resnet50-mini" and meta["source_sha256"] == onnx_io.sha256(onnx_mini)
-    assert model.ir_version <= onnx_io.ort_max_ir_version()
+    assert model.ir_version <= onnx_ir.ort_max_ir_version()
 
     art = ResultStore(workdir / "results.sqlite").artifact(onnx_io.sha256(workdir / "model.int8.onnx"))
     assert art["verified"] is True and art["format"] == "onnx" and art["precision"] == "int8"

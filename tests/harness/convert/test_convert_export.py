@@ -19,7 +19,7 @@ from pathlib import Path
 import onnx
 import pytest
 
-from dlbench.converters import onnx_io, onnx_summary
+from dlbench.converters import onnx_io, onnx_ir, onnx_summary
 from dlbench.harness.store.results import ResultStore
 from tests.utils import ROOT, tiny_onnx
 from tests.utils.clitools import assert_usage_error as _one_line
@@ -107,7 +107,7 @@ def test_resnet50_from_every_framework_is_verified_at_batch_1_and_8(exported):
 
 def test_every_exported_file_looks_the_same(exported, resnet50):
     _, records, _ = exported
-    limit = onnx_io.ort_max_ir_version()
+    limit = onnx_ir.ort_max_ir_version()
     for r in records:
         path = Path(r["context"]["artifact"]["path"])
         assert path == (resnet50[r["framework"]] / "model.onnx").resolve()

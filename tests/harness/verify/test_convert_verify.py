@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 import pytest
 
-from dlbench.converters import onnx_io, onnx_summary
+from dlbench.converters import onnx_io, onnx_ir, onnx_summary
 from dlbench.core.errors import UserError
 from dlbench.harness.store.results import ARTIFACT_COLUMNS, ResultStore
 from dlbench.harness.verify import compare as cmp
@@ -165,12 +165,12 @@ def test_verification_inputs_are_fixed_and_independent_of_calibration():
 
 def test_ir_version_is_lowered_to_what_onnxruntime_reads(tmp_path):
     model = tiny_onnx.classifier(ir_version=onnx.IR_VERSION)
-    limit = onnx_io.ort_max_ir_version()
+    limit = onnx_ir.ort_max_ir_version()
     path = tiny_onnx.save(model, tmp_path / "new.onnx")
     if onnx.IR_VERSION > limit:
         with pytest.raises(UserError, match=f"reads at most {limit}"):
             onnx_io.session(path)
-    before, after = onnx_io.lower_ir_version(model)
+    before, after = onnx_ir.lower_ir_version(model)
     assert before == onnx.IR_VERSION and after == min(before, limit) and after >= 8
     onnx_io.session(tiny_onnx.save(model, tmp_path / "lowered.onnx"))
 
@@ -178,11 +178,11 @@ def test_ir_version_is_lowered_to_what_onnxruntime_reads(tmp_path):
 def test_ir_version_is_not_lowered_below_what_the_content_needs():
     model = tiny_onnx.classifier(ir_version=onnx.IR_VERSION)
     model.graph.initializer.append(onnx.helper.make_tensor("f6", onnx.TensorProto.FLOAT6E2M3, [1], [0.5]))
-    need, why = onnx_io.required_ir_version(model)
+    need, why = onnx_ir.required_ir_version(model)
     assert need == 14 and "FLOAT6E2M3" in why
-    if onnx_io.ort_max_ir_version() < 14:
+    if onnx_ir.ort_max_ir_version() < 14:
         with pytest.raises(UserError, match="needs ONNX IR version 14 .element type FLOAT6E2M3"):
-            onnx_io.lower_ir_version(model, "f6.onnx")
+            onnx_ir.lower_ir_version(model, "f6.onnx")
 
 
 def test_normalize_io_and_metadata():
