@@ -32,10 +32,12 @@ def gain(s: float | None, reference: float | None, objective: str) -> float | No
     return s / reference if objective == "throughput" else reference / s
 
 
-def turns(search: Search, m: Measured) -> str:
-    """How the best's figure was had: the median of the last rung's fresh processes."""
+def how(search: Search, m: Measured) -> str:
+    """How the best was chosen (the median of the last rung's fresh processes) and where
+    its figure comes from (a measurement after the choice, as bench measures)."""
     n = sum(1 for r in search.runs if r.rung == m.rung and key(r.point) == key(m.point) and r.ok())
-    return f", median of {n} processes" if n > 1 else ""
+    chosen = f"rung {m.rung}" + (f", median of {n} processes" if n > 1 else "")
+    return chosen + ("; measured again as bench does" if m.why == "confirmed" else "")
 
 
 def effects(search: Search, winner: Point, objective: str, max_p99_ms: float | None) -> list[dict[str, Any]]:
@@ -151,13 +153,14 @@ def tables(search: Search, objectives: list[str], max_p99_ms: float | None) -> s
         if top is None:
             parts.append(f"{search.space.backend.name}, {objective}: no point met the objective")
             continue
-        ref = search.at(base, top.rung, objective, max_p99_ms)
+        ref = search.confirmed.get(key(base)) if top.why == "confirmed" else None
+        ref = ref or search.at(base, top.rung, objective, max_p99_ms)
         ref_score = score(ref, objective, max_p99_ms) if ref else None
         times = gain(score(top, objective, max_p99_ms), ref_score, objective)
         rows = [
             ["default", figure(ref, objective), ""],
             [
-                f"best (rung {top.rung}{turns(search, top)})",
+                f"best ({how(search, top)})",
                 figure(top, objective),
                 f"{times - 1:+.0%}" if times else "",
             ],
@@ -225,6 +228,10 @@ def tune_records(
                     "one_factor": one_factor(search, max_p99_ms),
                     "defaults": {k: v for k, v in search.space.default().items() if k not in NOT_DEFAULTS},
                     "plan": search.plan,
+                    "confirmed": [
+                        {"settings": m.point, "throughput_sps": m.throughput(), "p99_ms": m.p99()}
+                        for m in search.confirmed.values()
+                    ],
                     "stopped_early": search.stopped_early,
                     "points": [
                         {
