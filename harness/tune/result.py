@@ -34,10 +34,10 @@ def gain(s: float | None, reference: float | None, objective: str) -> float | No
 
 def how(search: Search, m: Measured) -> str:
     """How the best was chosen (the median of the last rung's fresh processes) and where
-    its figure comes from (a measurement after the choice, as bench measures)."""
+    its figure comes from (one more process after the choice)."""
     n = sum(1 for r in search.runs if r.rung == m.rung and key(r.point) == key(m.point) and r.ok())
     chosen = f"rung {m.rung}" + (f", median of {n} processes" if n > 1 else "")
-    return chosen + ("; measured again as bench does" if m.why == "confirmed" else "")
+    return chosen + ("; its figure from one more after the choice" if m.why == "confirmed" else "")
 
 
 def effects(search: Search, winner: Point, objective: str, max_p99_ms: float | None) -> list[dict[str, Any]]:
@@ -153,8 +153,7 @@ def tables(search: Search, objectives: list[str], max_p99_ms: float | None) -> s
         if top is None:
             parts.append(f"{search.space.backend.name}, {objective}: no point met the objective")
             continue
-        ref = search.confirmed.get(key(base)) if top.why == "confirmed" else None
-        ref = ref or search.at(base, top.rung, objective, max_p99_ms)
+        ref = search.at(base, top.rung, objective, max_p99_ms)
         ref_score = score(ref, objective, max_p99_ms) if ref else None
         times = gain(score(top, objective, max_p99_ms), ref_score, objective)
         rows = [

@@ -15,11 +15,10 @@ measures, so one cell per point left the pick to one process's luck.  Taking tur
 drift hit all alike, and a budget that ends the rung early has still measured every
 point once.
 
-The best point's figure is then measured once more, with bench's own stop rule, with the
-default's beside it: the median that won is the highest of several, and stored as the
-tuned figure it would read a few per cent high, which every bench row's "vs tuned" and
-``bench --config`` would then fall short of.  One measurement taken after the choice is
-free of that selection.
+The best point is then measured once more, as one more turn: the median that won is the
+highest of several, and stored as the tuned figure it would read a few per cent high,
+which every bench row's "vs tuned" and ``bench --config`` would then fall short of.  A
+measurement taken after the choice is free of that selection.
 
 Rung 0 is sized from the budget as it goes, each cell saying what a cell costs beyond
 its measured window (process start, load, warm-up): it takes the one-factor points first
@@ -46,7 +45,6 @@ from dlbench.harness.output.progress import clock
 from dlbench.harness.tune.space import ALLOCATOR, BATCH, BUILD, INTER_OP, THREADS, Point, Space, key
 
 FIRST_RUNG_S = 0.3  # rung 0's measured window: enough iterations of a small model to rank
-CONFIRM = StopRule()  # the best's measurement after the choice: as bench measures by default
 STOP_AT = 0.95  # of the budget: the record, the configs and the table come after
 MAX_POINTS = 4096  # rung 0's pool: a larger space is sampled
 
@@ -83,7 +81,7 @@ class Search:
     rungs: int = 0
     stopped_early: bool = False
     plan: str = ""
-    # Each objective's best and the default measured again after the choice, by point.
+    # Each objective's best measured once more after the choice, by point.
     confirmed: dict[tuple, Measured] = field(default_factory=dict)
 
     def at_rung(self, rung: int) -> list[Measured]:
@@ -236,13 +234,11 @@ def run_search(
     def left() -> float:
         return budget_s * STOP_AT - (time.monotonic() - start)
 
-    def measure(
-        p: Point, rung: int, window: float, why: str = "sampled", turn: int = 0, rule: StopRule | None = None
-    ) -> Measured | None:
+    def measure(p: Point, rung: int, window: float, why: str = "sampled", turn: int = 0) -> Measured | None:
         if left() < cost["overhead"] + window:
             result.stopped_early = True
             return None
-        rule = rule or StopRule(warmup=3, min_iterations=5, min_duration_s=window)
+        rule = StopRule(warmup=3, min_iterations=5, min_duration_s=window)
         art = artifacts[p.get(BUILD, next(iter(artifacts)))]
         t0 = time.monotonic()
         try:
@@ -253,7 +249,7 @@ def run_search(
         except UserError as exc:  # a combination the backend refuses: not a candidate
             m = Measured(p, rung, error=str(exc), why=why, repeat=turn)
         wall = time.monotonic() - t0
-        if m.ok() and why != "confirmed":  # bench's own warm-up and minimum are not a rung's
+        if m.ok():
             cost["overhead"] = max(0.2, wall - window)
         result.runs.append(m)
         done = len(result.runs) + len(result.confirmed)
@@ -266,11 +262,6 @@ def run_search(
             f"(elapsed {clock(time.monotonic() - start)}, at most {clock(eta_s)} left)"
         )
         return m
-
-    def confirming() -> float:
-        """Seconds the measurements after the choice take: each objective's best and the
-        default, at bench's window (warm-up included in a cell's cost)."""
-        return (len(objectives) + 1) * (cost["overhead"] + CONFIRM.min_duration_s)
 
     base = space.default()
     first = measure(base, 0, FIRST_RUNG_S, "default")
@@ -305,7 +296,7 @@ def run_search(
             queue = around + [p, *queue]
             continue
         n = len(result.at_rung(0)) + 1
-        later = later_rungs(n, cost["overhead"], eta) + confirming()
+        later = later_rungs(n, cost["overhead"], eta, len(objectives))
         if key(p) not in alone and left() < cost["overhead"] + FIRST_RUNG_S + later:
             break
         seen.add(key(p))
@@ -316,7 +307,7 @@ def run_search(
     # more points to the last, which measures each of them in turns.
     n0 = len(result.at_rung(0))
     rungs = rung_count(n0, eta)
-    while rungs > 1 and plan_cost(n0, rungs, cost["overhead"], eta) > left() - confirming():
+    while rungs > 1 and plan_cost(n0, rungs, cost["overhead"], eta, len(objectives)) > left():
         rungs -= 1
     result.plan = (
         f"{len(result.at_rung(0))} of {space.size()} points in rung 0, up to {rungs + 1} rungs "
@@ -362,13 +353,13 @@ def run_search(
         current = measured
         if result.stopped_early or last:
             break
-    # Once more after the choice, the default last (only the table reads it).
+    # Once more after the choice: one more turn of each objective's best, kept apart.
     again = [top.point for o in objectives if (top := result.winner(o, max_p99_ms)) is not None]
-    for p in {key(q): q for q in [*again, base]}.values():
-        m = measure(p, result.rungs - 1, CONFIRM.min_duration_s, "confirmed", rule=CONFIRM)
+    for p in {key(q): q for q in again}.values():
+        m = measure(p, result.rungs - 1, window, "confirmed", eta)
         if m is None:
             break
-        result.runs.remove(m)  # not a turn of the last rung: kept apart
+        result.runs.remove(m)  # not one of the turns the choice was made on
         result.confirmed[key(p)] = m
     return result
 
@@ -378,21 +369,22 @@ def rung_count(n: int, eta: int) -> int:
     return max(1, math.ceil(math.log(max(n, 2), eta)))
 
 
-def later_rungs(n: int, overhead: float, eta: int) -> float:
+def later_rungs(n: int, overhead: float, eta: int, objectives: int = 1) -> float:
     """Seconds the rungs after a rung 0 of ``n`` points take when halving runs its course."""
-    return plan_cost(n, rung_count(n, eta), overhead, eta)
+    return plan_cost(n, rung_count(n, eta), overhead, eta, objectives)
 
 
-def plan_cost(n: int, rungs: int, overhead: float, eta: int) -> float:
+def plan_cost(n: int, rungs: int, overhead: float, eta: int, objectives: int = 1) -> float:
     """Seconds ``rungs`` rungs after a rung 0 of ``n`` points take, as ``run_search`` runs
     them: rung k keeps 1/eta of the one before, rung 1 adds the combined points (two, as a
     rule), each adds the default, at FIRST_RUNG_S eta^k; the last, at the window before,
-    measures its points eta times and the default once."""
+    measures its points eta times and the default once, then each objective's best once
+    more."""
     total, count, window = 0.0, n, FIRST_RUNG_S
     for k in range(1, rungs + 1):
         points = math.ceil(count / eta) + (2 if k == 1 else 0)
         if k == rungs or points <= 1:
-            return total + (eta * points + 1) * (overhead + window)
+            return total + (eta * points + 1 + objectives) * (overhead + window)
         window *= eta
         total += (points + 1) * (overhead + window)
         count = points + 1
