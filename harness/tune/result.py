@@ -37,7 +37,10 @@ def how(search: Search, m: Measured) -> str:
     its figure comes from (one more process after the choice)."""
     n = sum(1 for r in search.runs if r.rung == m.rung and key(r.point) == key(m.point) and r.ok())
     chosen = f"rung {m.rung}" + (f", median of {n} processes" if n > 1 else "")
-    return chosen + ("; its figure from one more after the choice" if m.why == "confirmed" else "")
+    if m.why != "confirmed":
+        return chosen
+    again = "; its figure from one more after the choice"
+    return chosen + again + (", as bench measures" if m.bench_rule else "")
 
 
 def effects(search: Search, winner: Point, objective: str, max_p99_ms: float | None) -> list[dict[str, Any]]:
@@ -228,7 +231,12 @@ def tune_records(
                     "defaults": {k: v for k, v in search.space.default().items() if k not in NOT_DEFAULTS},
                     "plan": search.plan,
                     "confirmed": [
-                        {"settings": m.point, "throughput_sps": m.throughput(), "p99_ms": m.p99()}
+                        {
+                            "settings": m.point,
+                            "throughput_sps": m.throughput(),
+                            "p99_ms": m.p99(),
+                            "as_bench": m.bench_rule,
+                        }
                         for m in search.confirmed.values()
                     ],
                     "stopped_early": search.stopped_early,

@@ -15,10 +15,12 @@ measures, so one cell per point left the pick to one process's luck.  Taking tur
 drift hit all alike, and a budget that ends the rung early has still measured every
 point once.
 
-The best point is then measured once more, as one more turn: the median that won is the
-highest of several, and stored as the tuned figure it would read a few per cent high,
-which every bench row's "vs tuned" and ``bench --config`` would then fall short of.  A
-measurement taken after the choice is free of that selection.
+The best point is then measured once more: the median that won is the highest of
+several, and stored as the tuned figure it would read a few per cent high, which every
+bench row's "vs tuned" and ``bench --config`` would then fall short of.  A measurement
+taken after the choice is free of that selection.  It measures as bench does by default
+(its window, warm-up and minimum) where the time left allows, which a search that ends
+early mostly leaves; the plan only reserves one more turn at the last rung's window.
 
 Rung 0 is sized from the budget as it goes, each cell saying what a cell costs beyond
 its measured window (process start, load, warm-up): it takes the one-factor points first
@@ -45,6 +47,7 @@ from dlbench.harness.output.progress import clock
 from dlbench.harness.tune.space import ALLOCATOR, BATCH, BUILD, INTER_OP, THREADS, Point, Space, key
 
 FIRST_RUNG_S = 0.3  # rung 0's measured window: enough iterations of a small model to rank
+BENCH = StopRule()  # how bench measures by default: the best's figure where time allows
 STOP_AT = 0.95  # of the budget: the record, the configs and the table come after
 MAX_POINTS = 4096  # rung 0's pool: a larger space is sampled
 
@@ -59,6 +62,7 @@ class Measured:
     # rung before), "combined" (one-factor gains put together) or "default".
     why: str = "sampled"
     repeat: int = 0  # which of the last rung's fresh processes of the point
+    bench_rule: bool = False  # measured as bench measures by default (the best, at the end)
 
     def ok(self) -> bool:
         return self.record is not None and self.record["status"] != "failed"
@@ -234,11 +238,13 @@ def run_search(
     def left() -> float:
         return budget_s * STOP_AT - (time.monotonic() - start)
 
-    def measure(p: Point, rung: int, window: float, why: str = "sampled", turn: int = 0) -> Measured | None:
+    def measure(
+        p: Point, rung: int, window: float, why: str = "sampled", turn: int = 0, rule: StopRule | None = None
+    ) -> Measured | None:
         if left() < cost["overhead"] + window:
             result.stopped_early = True
             return None
-        rule = StopRule(warmup=3, min_iterations=5, min_duration_s=window)
+        rule = rule or StopRule(warmup=3, min_iterations=5, min_duration_s=window)
         art = artifacts[p.get(BUILD, next(iter(artifacts)))]
         t0 = time.monotonic()
         try:
@@ -248,8 +254,9 @@ def run_search(
             m = Measured(p, rung, record=recs[0], error=recs[0].get("error"), why=why, repeat=turn)
         except UserError as exc:  # a combination the backend refuses: not a candidate
             m = Measured(p, rung, error=str(exc), why=why, repeat=turn)
+        m.bench_rule = rule is BENCH
         wall = time.monotonic() - t0
-        if m.ok():
+        if m.ok() and rule is not BENCH:  # bench's own warm-up and minimum are not a rung's
             cost["overhead"] = max(0.2, wall - window)
         result.runs.append(m)
         done = len(result.runs) + len(result.confirmed)
@@ -353,10 +360,15 @@ def run_search(
         current = measured
         if result.stopped_early or last:
             break
-    # Once more after the choice: one more turn of each objective's best, kept apart.
+    # Each objective's best once more after the choice, kept apart from the turns.
     again = [top.point for o in objectives if (top := result.winner(o, max_p99_ms)) is not None]
     for p in {key(q): q for q in again}.values():
-        m = measure(p, result.rungs - 1, window, "confirmed", eta)
+        # bench's own rule where the time left covers it with a cell's cost to spare (its
+        # warm-up and minimum iterations are more than a rung's), else one more turn.
+        if left() >= 2 * cost["overhead"] + BENCH.min_duration_s:
+            m = measure(p, result.rungs - 1, BENCH.min_duration_s, "confirmed", eta, BENCH)
+        else:
+            m = measure(p, result.rungs - 1, window, "confirmed", eta)
         if m is None:
             break
         result.runs.remove(m)  # not one of the turns the choice was made on
