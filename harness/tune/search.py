@@ -258,7 +258,10 @@ def run_search(
         wall = time.monotonic() - t0
         if m.ok() and rule is not BENCH:  # bench's own warm-up and minimum are not a rung's
             cost["overhead"] = max(0.2, wall - window)
-        result.runs.append(m)
+        if why == "confirmed":  # not one of the turns the choice was made on: kept apart
+            result.confirmed[key(p)] = m
+        else:
+            result.runs.append(m)
         done = len(result.runs) + len(result.confirmed)
         eta_s = max(0.0, left())
         shown = ", ".join(f"{k}={v}" for k, v in p.items() if v != space.default()[k]) or "defaults"
@@ -361,8 +364,8 @@ def run_search(
         if result.stopped_early or last:
             break
     # Each objective's best once more after the choice, kept apart from the turns.
-    again = [top.point for o in objectives if (top := result.winner(o, max_p99_ms)) is not None]
-    for p in {key(q): q for q in again}.values():
+    bests = [top.point for o in objectives if (top := result.winner(o, max_p99_ms)) is not None]
+    for p in {key(q): q for q in bests}.values():
         # bench's own rule where the time left covers it with a cell's cost to spare (its
         # warm-up and minimum iterations are more than a rung's), else one more turn.
         if left() >= 2 * cost["overhead"] + BENCH.min_duration_s:
@@ -371,8 +374,6 @@ def run_search(
             m = measure(p, result.rungs - 1, window, "confirmed", eta)
         if m is None:
             break
-        result.runs.remove(m)  # not one of the turns the choice was made on
-        result.confirmed[key(p)] = m
     return result
 
 
