@@ -218,6 +218,7 @@ def generate(
     from dlbench.core.atomic import scratch, write_json
     from dlbench.harness.synth.emit import network, spec
     from dlbench.harness.synth.frameworks import write_versions
+    from dlbench.harness.synth.micro_cells import write as write_cells
     from dlbench.harness.synth.validate import build_all
     from dlbench.harness.synth.workload import Reference, built_for, profile_at
 
@@ -288,6 +289,8 @@ def generate(
     built, left = build_all([str(out)], list(BUILDS), out.parent / "builds", say)
     description["builds"] = {t: Path(p).name for t, p in built[str(out)].items() if t != "fp32"}
     description["builds_left_out"] = left
+    # The micro baseline validate scores beside it, from the same workload.
+    description["micro_cells"] = write_cells(workload, out.parent, out.stem, seed, say)
     # The network measured as it runs: its own profile's class shares against the
     # workload's (noise included, which the static check above has none of).
     shares = [{c["class"]: c["share"] for c in m["classes"]} for m in measured]

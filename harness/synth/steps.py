@@ -106,11 +106,11 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     backends = [b for b in req.backends if get_backend(b).availability().available]
     if not backends:
         raise UserError(f"--backends {','.join(req.backends)}: none is available here")
-    natives = {b: str(home / f) for b, f in (described.get("frameworks") or {}).items()}
+    own = {b: str(home / f) for b, f in (described.get("frameworks") or {}).items()}
     for b in backends:
-        if not takes_onnx(b) and b not in natives:
+        if not takes_onnx(b) and b not in own:
             raise UserError(
-                f"--backends {b}: the network has no {b} version (synth generate makes {list(natives)})"
+                f"--backends {b}: the network has no {b} version (synth generate makes {list(own)})"
             )
     _check_matrix(req)
     matrix = Matrix(backends, req.builds, req.batch_sizes, req.threads, req.allocators, ["", *req.envs])
@@ -119,6 +119,12 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     sources = {a["source"]: a.get("native") for a in described["applications"]}
     extra = [_exported(Application.parse(b), workdir, say) for b in req.baselines]
     sources.update({b.source: b.native for b in extra})
+    cells = described.get("micro_cells") or []
+    micro = {str(home / c["onnx"]): c["weight"] for c in cells}
+    natives = {
+        synth: own,
+        **{str(home / c["onnx"]): {b: str(home / f) for b, f in c["frameworks"].items()} for c in cells},
+    }
     ready = {synth: {t: str(home / "builds" / f) for t, f in (described.get("builds") or {}).items()}}
     results, left = measure(
         sources,
@@ -134,7 +140,7 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     baselines = tuple(b.source for b in extra)
     # The network is fitted to the profile of ONNX files: any other backend is held out.
     fitted_on = {profiler.backend} if (profiler := for_format(ONNX)) else set()
-    verdict = validate(results, apps, synth, fitted_on, DEFAULT_FLOOR, baselines)
+    verdict = validate(results, apps, synth, fitted_on, DEFAULT_FLOOR, baselines, micro)
     verdict["matrix"] = {
         "configurations": len(matrix.configs(takes_onnx)),
         "backends": backends,

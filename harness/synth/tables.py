@@ -65,7 +65,13 @@ def network_table(d: dict[str, Any]) -> str:
         f"{checks} (limit {d['divergence_limit']}; self-check {d['self_check']}), measured {measured} "
         f"(two profiles of the network itself differ by {noise}).\n"
         f"Its run time against the whole application set's, per reference: {time}."
+        + _micro(d.get("micro_cells") or [])
     )
+
+
+def _micro(cells: list[dict[str, Any]]) -> str:
+    made = ", ".join(f"{c['shape_class']} (weight {c['weight']:.2f})" for c in cells)
+    return f"\nThe micro baseline validate scores beside it: {made}." if cells else ""
 
 
 def validation_table(v: dict[str, Any]) -> str:
@@ -90,6 +96,10 @@ def validation_table(v: dict[str, Any]) -> str:
     ]
     left = v.get("matrix", {}).get("left_out") or []
     left_out = f"\nLeft out (their configurations lose the artifact): {'; '.join(left)}." if left else ""
+    if v.get("predictors_left_out"):
+        left_out += (
+            f"\nNot judged (did not run on every configuration): {', '.join(v['predictors_left_out'])}."
+        )
     return (
         f"{markdown(headers, rows)}\n\n{v['configurations']} configurations, "
         f"baseline {v['baseline']}{left_out}\n"

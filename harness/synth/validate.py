@@ -82,7 +82,7 @@ def takes_onnx(backend: str) -> bool:
 def measure(
     apps: dict[str, str | None],
     synth: str,
-    natives: dict[str, str],
+    natives: dict[str, dict[str, str]],
     matrix: Matrix,
     workdir: Path,
     *,
@@ -95,7 +95,8 @@ def measure(
     matrix, and what was left out: builds that failed or did not verify, and the
     applications with no native form for a native backend.  ``apps`` maps each
     application's ONNX file to the model by name it came from (None: a file);
-    ``natives`` the network's own version per native backend; ``ready`` builds already
+    ``natives`` the framework versions of the generated networks (the synthetic one, the
+    micro cells) by their ONNX file and native backend; ``ready`` builds already
     made and verified (the network's, by generate), which are not made again."""
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.measure import StopRule
@@ -103,7 +104,8 @@ def measure(
     from dlbench.harness.synth.frameworks import VERSIONS
 
     onnx_builds = [b for b in matrix.builds if b != "fp32"] if any(map(takes_onnx, matrix.backends)) else []
-    built, left = build_all([*apps, synth], onnx_builds, workdir, say, ready)
+    generated = [synth, *(n for n in natives if n != synth)]
+    built, left = build_all([*apps, *generated], onnx_builds, workdir, say, ready)
     results: dict[str, dict[str, float]] = {}
     rule = StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30)
     for backend in matrix.backends:
@@ -117,12 +119,16 @@ def measure(
             # network's framework version records none, and is given its own.
             requests: list[tuple[dict[str, str], dict[str, tuple[int, ...]]]]
             if onnx:
-                requests = [({built[a][build]: a for a in [*apps, synth] if build in built[a]}, {})]
+                requests = [({built[a][build]: a for a in [*apps, *generated] if build in built[a]}, {})]
             else:
+                # The generated networks' versions record no input shape in every format,
+                # and each has its own width: one request each.
                 requests = [({n: a for a, n in apps.items() if n}, {})]
-                if backend in natives:
-                    name = VERSIONS[backend].shape_input
-                    requests.append(({natives[backend]: synth}, {name: (1, _width(synth))} if name else {}))
+                name = VERSIONS[backend].shape_input
+                for source in generated:
+                    if backend in natives.get(source, {}):
+                        shape: dict[str, tuple[int, ...]] = {name: (1, _width(source))} if name else {}
+                        requests.append(({natives[source][backend]: source}, shape))
             for named, shapes in (r for r in requests if r[0]):
                 where = f"{backend}, {build}, allocator {allocator}{', ' + env if env else ''}"
                 say(f"bench {len(named)} on {where}")
@@ -138,11 +144,11 @@ def measure(
                     db=db,
                 )
                 for r in run_bench(req, show_progress=False):
-                    source = named.get(r["context"]["artifact"].get("label"))
-                    if source is None or r["status"] not in ("ok", "unstable") or not r.get("throughput_sps"):
+                    ran = named.get(r["context"]["artifact"].get("label"))
+                    if ran is None or r["status"] not in ("ok", "unstable") or not r.get("throughput_sps"):
                         continue
                     config = Config(backend, build, r["batch_size"], r["intra_op_threads"], allocator, env)
-                    results.setdefault(config.label, {})[source] = r["throughput_sps"]
+                    results.setdefault(config.label, {})[ran] = r["throughput_sps"]
     return results, left
 
 
@@ -169,11 +175,17 @@ def build_all(
     return out, failed
 
 
-def scores(results: dict[str, dict[str, float]], apps: dict[str, float], predictors: dict[str, list[str]]):
-    """The applications' score and each predictor's on every configuration where all the
-    artifacts they need ran, each relative to the first such configuration.  A predictor
-    of several applications (the best pair) is their weighted geometric mean."""
-    configs = [c for c, got in results.items() if all(a in got for a in apps)]
+def scores(
+    results: dict[str, dict[str, float]],
+    apps: dict[str, float],
+    predictors: dict[str, dict[str, float]],
+    among: list[str] | None = None,
+):
+    """The applications' score and each predictor's on every configuration (of ``among``,
+    when given) where all the artifacts they need ran, each relative to the first such
+    configuration.  A predictor of several artifacts (the best pair, the micro cells) is
+    their geometric mean, each by the weight the predictor gives it."""
+    configs = [c for c, got in results.items() if all(a in got for a in apps) and c in (among or results)]
     configs = [c for c in configs if all(a in results[c] for need in predictors.values() for a in need)]
     if len(configs) < 2:
         return [], {}, {}
@@ -185,10 +197,7 @@ def scores(results: dict[str, dict[str, float]], apps: dict[str, float], predict
         return math.exp(logs / total)
 
     actual = {c: mean(c, apps) for c in configs}
-    predicted = {
-        name: {c: mean(c, {a: apps.get(a, 1.0) for a in need}) for c in configs}
-        for name, need in predictors.items()
-    }
+    predicted = {name: {c: mean(c, need) for c in configs} for name, need in predictors.items()}
     return configs, actual, predicted
 
 
@@ -242,19 +251,36 @@ def validate(
     generated_on: set[str],
     floor: float,
     baselines: tuple[str, ...] = (),
+    micro: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """The synthetic network and the baselines, judged on the measured matrix:
-    ``baselines`` are models outside the set (ResNet-50), each a predictor alone."""
-    predictors: dict[str, list[str]] = {"synthetic": [synth]}
-    predictors.update({f"{Path(b).stem} alone (not in the set)": [b] for b in baselines})
-    predictors.update({f"{Path(a).stem} alone": [a] for a in apps})
-    configs, actual, predicted = scores(results, apps, predictors)
+    ``baselines`` are models outside the set (ResNet-50), each a predictor alone;
+    ``micro`` the micro cells with their FLOP weights (``micro_cells``), one predictor."""
+    from dlbench.harness.synth.micro_cells import PREDICTOR
+
+    predictors: dict[str, dict[str, float]] = {"synthetic": {synth: 1.0}}
+    predictors.update({f"{Path(b).stem} alone (not in the set)": {b: 1.0} for b in baselines})
+    if micro:
+        predictors[PREDICTOR] = micro
+    predictors.update({f"{Path(a).stem} alone": {a: 1.0} for a in apps})
+    # The configurations are those the applications and the network ran on; a baseline
+    # that did not run on all of them (a build of it that did not verify, a version not
+    # written) is left out and named, rather than taking configurations out of the score.
+    ran = [c for c, got in results.items() if all(a in got for a in [*apps, synth])]
+    missing = sorted(
+        n for n, need in predictors.items() if any(a not in results[c] for c in ran for a in need)
+    )
+    predictors = {n: need for n, need in predictors.items() if n not in missing}
+    configs, actual, predicted = scores(results, apps, predictors, ran)
     if not configs:
         return {"configurations": 0, "note": "fewer than two configurations ran every artifact"}
     judged = {name: judge(configs, actual, p, floor) for name, p in predicted.items()}
     if len(apps) > 2:  # the best pair, picked with hindsight: an upper bound for two models
-        pairs = {f"{Path(a).stem} + {Path(b).stem}": [a, b] for a, b in itertools.combinations(apps, 2)}
-        _, _, paired = scores(results, apps, pairs)
+        pairs = {
+            f"{Path(a).stem} + {Path(b).stem}": {a: apps[a], b: apps[b]}
+            for a, b in itertools.combinations(apps, 2)
+        }
+        _, _, paired = scores(results, apps, pairs, configs)
         best = max(paired, key=lambda n: judge(configs, actual, paired[n], floor)["spearman"] or -1)
         judged[f"best pair ({best})"] = judge(configs, actual, paired[best], floor)
     held_out = {}
@@ -269,6 +295,7 @@ def validate(
         "baseline": configs[0],
         "noise_floor": floor,
         "predictors": judged,
+        "predictors_left_out": missing,
         "held_out_spearman": held_out,
         "scores": {c: {"actual": actual[c], **{n: p[c] for n, p in predicted.items()}} for c in configs},
     }

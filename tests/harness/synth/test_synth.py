@@ -16,8 +16,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 from dlbench.harness.synth import emit, fit
 from dlbench.harness.synth.generate import divergence
+from dlbench.harness.synth.micro_cells import PREDICTOR, cells
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
-from dlbench.harness.synth.validate import judge, spearman
+from dlbench.harness.synth.validate import judge, spearman, validate
 
 OPSET = 17
 
@@ -143,6 +144,42 @@ def test_rank_correlation_and_judgement_on_hand_counted_cases():
     assert j["pairs_beyond_noise"] == 5 and j["pairwise_agreement"] == 1.0
     assert j["median_error"] == pytest.approx((0 + (1 - 1.9 / 2.01)) / 2)  # of 0, 0, 0.055, 0.1
     assert j["p90_error"] == pytest.approx(0.1)
+
+
+def test_micro_cells_are_the_heaviest_real_shapes_weighted_by_each_applications_flop_split():
+    conv = Unit("Conv", "convolution", (16, 8, 8), (16, 8, 8), 0, 0, {"kernel_shape": [3, 3]})
+    small = Unit("Conv", "convolution", (4, 8, 8), (4, 8, 8), 0, 0, {"kernel_shape": [1, 1]})
+    gemm = Unit("MatMul", "matmul / gemm", (8, 64), (8, 64), 0, 0, {})
+    relu = Unit("Relu", "activation", (16, 8, 8), (16, 8, 8), 0, 0, {})
+
+    def node(app, unit):
+        return {"app": app, "unit": unit.to_json()}
+
+    workload = {
+        "applications": [{"weight": 1.0}, {"weight": 3.0}],
+        # app 0: all conv (the 3x3 twice, the 1x1 once); app 1: all GEMM.  An activation
+        # and a node with no unit are no micro kind.
+        "nodes": [node(0, conv), node(0, conv), node(0, small), node(0, relu), {"app": 0, "unit": None}]
+        + [node(1, gemm)],
+    }
+    got = {kind: (unit, weight) for kind, unit, weight in cells(workload)}
+    # Each application's split counts by its weight, not by how many FLOPs it does.
+    assert got["conv"][1] == pytest.approx(0.25) and got["gemm"][1] == pytest.approx(0.75)
+    assert got["conv"][0] == conv and got["gemm"][0] == gemm
+
+
+def test_a_weighted_predictor_and_one_that_missed_configurations():
+    """The micro cells count by their weights; a baseline that did not run everywhere is
+    left out and named instead of shrinking the configurations."""
+    results = {
+        "c0": {"a": 10.0, "s": 5.0, "gemm": 100.0, "conv": 50.0, "r": 1.0},
+        "c1": {"a": 20.0, "s": 9.0, "gemm": 400.0, "conv": 50.0},
+        "c2": {"a": 40.0, "s": 21.0, "gemm": 800.0, "conv": 100.0, "r": 3.0},
+    }
+    v = validate(results, {"a": 1.0}, "s", {"onnxruntime"}, 0.02, ("r",), {"gemm": 0.5, "conv": 0.5})
+    assert v["configurations"] == 3 and v["predictors_left_out"] == ["r alone (not in the set)"]
+    micro = {c: s[PREDICTOR] for c, s in v["scores"].items()}
+    assert micro["c1"] == pytest.approx(math.sqrt(4 * 1)) and micro["c2"] == pytest.approx(math.sqrt(8 * 2))
 
 
 def test_divergence_is_total_variation_of_normalized_shares():
@@ -390,10 +427,12 @@ def test_validate_scores_the_network_against_the_applications_over_a_matrix(synt
     assert v["matrix"]["configurations"] == 8  # 2 builds x 2 batch sizes x 2 allocators
     # A configuration counts where every artifact ran: an application whose INT8 build
     # did not verify takes its INT8 configurations out, and says so.
-    complete = [c for c, got in v["measured"].items() if len(got) == 3]
+    synth = str(d / "net" / "synthetic.onnx")
+    complete = [c for c, got in v["measured"].items() if all(a in got for a in [*apps, synth])]
     left = v["matrix"]["left_out"]
     assert v["configurations"] == len(complete) >= 4 and len(complete) == (8 if not left else 4)
-    assert set(v["predictors"]) == {"synthetic", "cnn alone", "attention alone"}
+    assert set(v["predictors"]) == {"synthetic", "cnn alone", "attention alone", PREDICTOR}
+    assert v["predictors_left_out"] == []
     for j in v["predictors"].values():
         assert -1 <= j["spearman"] <= 1 and 0 <= j["median_error"] <= j["p90_error"]
     # Each config's actual score is the weighted geometric mean of the two applications'.
@@ -453,9 +492,13 @@ def test_validate_runs_the_networks_own_framework_versions_on_the_native_backend
         for app in ("attention", "cnn")
         for backend in ("pytorch", "tensorflow")
     ]
-    synth = str(d / "net" / "synthetic.onnx")
-    assert {c: list(got) for c, got in v["measured"].items()} == {
-        f"{backend} fp32 b2 1t tuned": [synth] for backend in ("pytorch", "tensorflow")
+    # The network and its micro baseline's cells, each through its own framework version.
+    made = [str(d / "net" / f"synthetic{s}.onnx") for s in ("", ".micro-conv", ".micro-gemm")]
+    assert all(c["frameworks"] == {"pytorch": f"synthetic.micro-{c['kind']}.pt",
+                                   "tensorflow": f"synthetic.micro-{c['kind']}.keras"}
+               for c in net["micro_cells"]), net["micro_cells"]  # fmt: skip
+    assert {c: sorted(got) for c, got in v["measured"].items()} == {
+        f"{backend} fp32 b2 1t tuned": sorted(made) for backend in ("pytorch", "tensorflow")
     }
 
 
