@@ -224,20 +224,34 @@ class OnnxToInt8(BuildHop):
             symmetric = options.target == "tensorrt"
             activation = quant.QuantType.QInt8 if symmetric else quant.QuantType.QUInt8
             extra = {"ActivationSymmetric": symmetric, "WeightSymmetric": True}
-            quant.quantize_static(
-                str(pre),
-                str(out),
-                _Reader(names, batches),
-                quant_format=quant.QuantFormat.QDQ,
-                per_channel=options.per_channel,
-                reduce_range=False,
-                activation_type=activation,
-                weight_type=quant.QuantType.QInt8,
-                calibrate_method=quant.CalibrationMethod.MinMax,
-                nodes_to_exclude=exclude,
-                op_types_to_quantize=only,
-                extra_options=extra,
-            )
+
+            def static() -> None:
+                quant.quantize_static(
+                    str(pre),
+                    str(out),
+                    _Reader(names, batches),
+                    quant_format=quant.QuantFormat.QDQ,
+                    per_channel=options.per_channel,
+                    reduce_range=False,
+                    activation_type=activation,
+                    weight_type=quant.QuantType.QInt8,
+                    calibrate_method=quant.CalibrationMethod.MinMax,
+                    nodes_to_exclude=exclude,
+                    op_types_to_quantize=only,
+                    extra_options=extra,
+                )
+
+            try:
+                static()
+            except ValueError as exc:
+                # The QDQ quantizer's int32-bias adjustment compares a scale array as if it
+                # were one number when a Gemm's bias is 2-D ([1, N], what a MatMul + Add of
+                # a row vector fuses into): onnxruntime issue 24815.  Without the
+                # adjustment the bias is quantized as before that step existed.
+                if not _raised_in(exc, "_adjust_weight_scale_for_int32_bias"):
+                    raise
+                extra[INT32_BIAS_OFF] = True
+                static()
             info["recipe"] = {
                 "mode": "static",
                 "mode_chosen_by": chosen_by,
@@ -248,6 +262,7 @@ class OnnxToInt8(BuildHop):
                 "per_channel": options.per_channel,
                 "calibration_method": "MinMax",
                 "reduce_range": False,
+                "int32_bias_weight_adjust": not extra.get(INT32_BIAS_OFF, False),
                 "float_tail": options.float_tail,
                 "float_nodes": floats,
                 "quantized_op_types": only or "every type the quantizer handles",
@@ -261,3 +276,16 @@ class OnnxToInt8(BuildHop):
 
 
 HOP = OnnxToInt8()
+
+
+INT32_BIAS_OFF = "QDQDisableWeightAdjustForInt32Bias"
+
+
+def _raised_in(exc: BaseException, function: str) -> bool:
+    """Whether ``exc`` was raised inside ``function`` (any frame of its traceback)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == function:
+            return True
+        tb = tb.tb_next
+    return False

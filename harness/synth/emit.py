@@ -242,4 +242,92 @@ def network(lanes: list[tuple[Unit, int]], seed: int = 0, name: str = "synthetic
     model.ir_version = 8
     helper.set_model_props(model, spec(lanes))
     checker.check_model(model)
+    return balanced(model)
+
+
+# Ops whose output scales with their input (f(cx) = c f(x), c > 0), or whose output does not
+# depend on its scale at all: across them a weight's correction is known without running
+# the network again.  Every other op (a softmax, a recurrent cell, an erf, an added
+# constant) answers a rescaled input in its own way.
+HOMOGENEOUS = {
+    "Conv", "MatMul", "Relu", "LeakyRelu", "MaxPool", "AveragePool", "GlobalAveragePool", "Reshape",
+    "Tile", "Slice", "Transpose", "Identity", "Flatten", "ReduceMean", "Mul", "BatchNormalization",
+}  # fmt: skip
+SCALE_FREE = {"LayerNormalization"}
+BALANCE_TOLERANCE = 1.25  # a rescale an op outside HOMOGENEOUS may see before it is measured again
+BALANCE_RUNS = 200
+
+
+def balanced(model: Any) -> Any:
+    """``model`` with each convolution's and projection's weights rescaled so its output's
+    RMS is about 1 on a standard-normal input, the way data-dependent initialization
+    (LSUV) does.  Fan-in scaling alone keeps a few layers in range, not a chain of
+    thousands: ReLUs that halve, strided pools that take maxima, residual doublings and
+    softmaxes compound, and a zoo-sized network drifted from 1e-5 to 1e5, which an FP16
+    build turns into Inf (and an INT8 calibration into coarse ranges).  Values only: the
+    ops, shapes and cost are those emitted.
+
+    One run of the network measures every weighted op's output.  Going down the chain, an
+    op's correction is exact while only ``HOMOGENEOUS`` ops separate it from the ops
+    already corrected (their corrections carry through them); past any other op that saw
+    its input rescaled by more than ``BALANCE_TOLERANCE`` the measurement is stale, and
+    the network is run again from there."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = {i.name: i for i in model.graph.initializer}
+    order = list(model.graph.node)
+    weighted = [i for i, n in enumerate(order) if n.op_type in ("Conv", "MatMul") and n.input[1] in inits]
+    if not weighted:
+        return model
+    width = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value
+    x = np.random.default_rng(0).standard_normal((1, width)).astype(np.float32)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = 1
+    # One session for every run: the weights being rescaled are fed to it as inputs.
+    names = [order[i].input[1] for i in weighted]
+    weights = {name: numpy_helper.to_array(inits[name]) for name in names}
+    probe = type(model)()
+    probe.CopyFrom(model)
+    kept = [i for i in probe.graph.initializer if i.name not in weights]
+    del probe.graph.initializer[:]
+    probe.graph.initializer.extend(kept)
+    probe.graph.input.extend(
+        helper.make_tensor_value_info(name, TensorProto.FLOAT, list(w.shape)) for name, w in weights.items()
+    )
+    del probe.graph.output[:]
+    probe.graph.output.extend(
+        helper.make_tensor_value_info(order[i].output[0], TensorProto.FLOAT, None) for i in weighted
+    )
+    session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+    def stale(t: int, c: float) -> bool:
+        n = order[t]
+        homogeneous = n.op_type in HOMOGENEOUS or (n.op_type == "Add" and not set(n.input) & set(inits))
+        return not homogeneous and abs(math.log(c)) > math.log(BALANCE_TOLERANCE)
+
+    start = runs = 0
+    while start < len(weighted) and runs < BALANCE_RUNS:
+        outs = session.run(None, {INPUT: x, **weights})
+        rms = [float(np.sqrt(np.mean(np.square(v, dtype=np.float64)))) for v in outs]
+        runs += 1
+        c, prev = 1.0, weighted[start - 1] if start else -1
+        for k in range(start, len(weighted)):
+            i = weighted[k]
+            for t in range(prev + 1, i):
+                if order[t].op_type in SCALE_FREE:
+                    c = 1.0
+                elif stale(t, c):
+                    break
+            else:
+                r = rms[k]
+                if r > 0 and math.isfinite(r):
+                    weights[names[k]] = weights[names[k]] / np.float32(r * c)
+                    c = 1.0 / r
+                prev, start = i, k + 1
+                continue
+            break
+    for name, w in weights.items():
+        inits[name].CopyFrom(numpy_helper.from_array(w, name))
     return model

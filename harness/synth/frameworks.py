@@ -29,26 +29,54 @@ VERSIONS: dict[str, Version] = {  # by the backend that runs it
 }
 
 
-def write_versions(out: Path, say: Any) -> tuple[dict[str, str], dict[str, str]]:
-    """The network's version per native backend whose framework is installed, and why
+def write_versions(networks: list[Path], say: Any) -> list[tuple[dict[str, str], dict[str, str]]]:
+    """Each network's version per native backend whose framework is installed, and why
     any other was not written (the PyTorch one is checked against ONNX Runtime, the
-    Keras one by its shapes, by the module that writes it)."""
+    Keras one by its shapes, by the module that writes it).  One process per framework
+    writes every network's: a framework's import is most of a small network's cost."""
     import importlib.util
+    import json
     import subprocess
     import sys
 
-    made, errors = {}, {}
+    out: list[tuple[dict[str, str], dict[str, str]]] = [({}, {}) for _ in networks]
     for backend, v in VERSIONS.items():
         if importlib.util.find_spec(v.package) is None:
-            errors[backend] = f"{v.package} is not installed"
+            for _, errors in out:
+                errors[backend] = f"{v.package} is not installed"
             continue
-        path = out.with_suffix(v.suffix)
-        say(f"write the {backend} version {path.name}")
+        paths = [n.with_suffix(v.suffix) for n in networks]
+        say(f"write the {backend} versions {', '.join(p.name for p in paths)}")
+        pairs = [str(p) for n, path in zip(networks, paths) for p in (n, path)]
         proc = subprocess.run(
-            [sys.executable, "-m", v.module, str(out), str(path)], capture_output=True, text=True, timeout=600
+            [sys.executable, "-m", v.module, *pairs],
+            capture_output=True,
+            text=True,
+            timeout=300 + 120 * len(networks),
         )
-        if proc.returncode == 0 and path.is_file():
-            made[backend] = path.name
-        else:
-            errors[backend] = (proc.stderr.strip().splitlines() or ["failed"])[-1]
-    return made, errors
+        said = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        crashed = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+        for i, path in enumerate(paths):
+            made, errors = out[i]
+            result = said[i] if i < len(said) else {"error": crashed}
+            if "error" not in result and path.is_file():
+                made[backend] = path.name
+            else:
+                errors[backend] = result.get("error", crashed)
+    return out
+
+
+def main(convert: Any, argv: list[str]) -> int:
+    """``python -m MODULE NET.onnx OUT [NET.onnx OUT ...]``: one JSON line per network,
+    its conversion's result or its error, so one failure leaves the others written."""
+    import json
+
+    failed = 0
+    for network, out in zip(argv[0::2], argv[1::2]):
+        try:
+            result = convert(network, out)
+        except Exception as exc:  # noqa: BLE001 - reported per network, in its line
+            failed += 1
+            result = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+        print(json.dumps(result), flush=True)
+    return 1 if failed else 0

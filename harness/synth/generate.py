@@ -216,9 +216,9 @@ def generate(
     import onnx
 
     from dlbench.core.atomic import scratch, write_json
+    from dlbench.harness.synth.baselines import write as write_baselines
     from dlbench.harness.synth.emit import network, spec
     from dlbench.harness.synth.frameworks import write_versions
-    from dlbench.harness.synth.micro_cells import write as write_cells
     from dlbench.harness.synth.validate import build_all
     from dlbench.harness.synth.workload import Reference, built_for, profile_at
 
@@ -284,13 +284,17 @@ def generate(
         "self_check": "ok" if max(checks) <= DIVERGENCE_LIMIT else "over the limit",
     }
     # Its other forms: the framework versions (the same graph, checked against ONNX
-    # Runtime) and its builds through the build path any model takes, verified.
-    description["frameworks"], description["framework_errors"] = write_versions(out, say)
+    # Runtime) and its builds through the build path any model takes, verified; and the
+    # baselines validate scores beside it, from the same workload, whose framework
+    # versions are written with the network's (one process per framework).
+    description.update(write_baselines(workload, out.parent, out.stem, seed))
+    made = [description, *description["micro_cells"], *description["replays"]]
+    networks = [out] + [out.parent / e["onnx"] for e in made[1:]]
+    for entry, (versions, errors) in zip(made, write_versions(networks, say)):
+        entry["frameworks"], entry["framework_errors"] = versions, errors
     built, left = build_all([str(out)], list(BUILDS), out.parent / "builds", say)
     description["builds"] = {t: Path(p).name for t, p in built[str(out)].items() if t != "fp32"}
     description["builds_left_out"] = left
-    # The micro baseline validate scores beside it, from the same workload.
-    description["micro_cells"] = write_cells(workload, out.parent, out.stem, seed, say)
     # The network measured as it runs: its own profile's class shares against the
     # workload's (noise included, which the static check above has none of).
     shares = [{c["class"]: c["share"] for c in m["classes"]} for m in measured]

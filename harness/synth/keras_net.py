@@ -12,7 +12,7 @@ op with a per-element constant becomes a scalar scale or offset (``Rescaling``),
 reduction over the last axis a pooling over it, and shape arithmetic (tiny units) is
 left out, its dispatch cost being the only thing it has.
 
-Run as ``python -m dlbench.harness.synth.keras_net NETWORK.onnx OUT.keras``: the lanes
+Run as ``python -m dlbench.harness.synth.keras_net NETWORK.onnx OUT.keras [...]``: the lanes
 come from the network's own metadata, and the parent never imports TensorFlow.
 """
 
@@ -158,4 +158,6 @@ def convert(onnx_path: str, out: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(convert(sys.argv[1], sys.argv[2])))
+    from dlbench.harness.synth.frameworks import main
+
+    sys.exit(main(convert, sys.argv[1:]))

@@ -88,6 +88,7 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     from dlbench.harness.compare.noise import DEFAULT_FLOOR
     from dlbench.harness.formats import ONNX
     from dlbench.harness.profile.profilers import for_format
+    from dlbench.harness.synth.baselines import MICRO, REPLAY
     from dlbench.harness.synth.generate import NETWORK_KIND
     from dlbench.harness.synth.tables import validation_table
     from dlbench.harness.synth.validate import Matrix, measure, takes_onnx, validate
@@ -119,14 +120,17 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     sources = {a["source"]: a.get("native") for a in described["applications"]}
     extra = [_exported(Application.parse(b), workdir, say) for b in req.baselines]
     sources.update({b.source: b.native for b in extra})
-    cells = described.get("micro_cells") or []
-    micro = {str(home / c["onnx"]): c["weight"] for c in cells}
-    natives = {
-        synth: own,
-        **{str(home / c["onnx"]): {b: str(home / f) for b, f in c["frameworks"].items()} for c in cells},
+    made = {name: described.get(key) or [] for name, key in ((MICRO, "micro_cells"), (REPLAY, "replays"))}
+    generated = {
+        name: {str(home / e["onnx"]): e["weight"] for e in entries} for name, entries in made.items()
     }
+    natives = {synth: own}
+    natives.update(
+        {str(home / e["onnx"]): {b: str(home / f) for b, f in e["frameworks"].items()}
+         for entries in made.values() for e in entries}
+    )  # fmt: skip
     ready = {synth: {t: str(home / "builds" / f) for t, f in (described.get("builds") or {}).items()}}
-    results, left = measure(
+    results, left, unverified = measure(
         sources,
         synth,
         natives,
@@ -140,11 +144,12 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     baselines = tuple(b.source for b in extra)
     # The network is fitted to the profile of ONNX files: any other backend is held out.
     fitted_on = {profiler.backend} if (profiler := for_format(ONNX)) else set()
-    verdict = validate(results, apps, synth, fitted_on, DEFAULT_FLOOR, baselines, micro)
+    verdict = validate(results, apps, synth, fitted_on, DEFAULT_FLOOR, baselines, generated)
     verdict["matrix"] = {
         "configurations": len(matrix.configs(takes_onnx)),
         "backends": backends,
         "left_out": left,
+        "timed_unverified": unverified,
     }
     verdict["measured"] = results
     write_json(req.out or str(home / "validation.json"), verdict)

@@ -64,14 +64,19 @@ def network_table(d: dict[str, Any]) -> str:
         f"{table}\n\nOp-class time-share divergence from the workload, per reference: predicted "
         f"{checks} (limit {d['divergence_limit']}; self-check {d['self_check']}), measured {measured} "
         f"(two profiles of the network itself differ by {noise}).\n"
-        f"Its run time against the whole application set's, per reference: {time}."
-        + _micro(d.get("micro_cells") or [])
+        f"Its run time against the whole application set's, per reference: {time}." + _baselines(d)
     )
 
 
-def _micro(cells: list[dict[str, Any]]) -> str:
-    made = ", ".join(f"{c['shape_class']} (weight {c['weight']:.2f})" for c in cells)
-    return f"\nThe micro baseline validate scores beside it: {made}." if cells else ""
+def _baselines(d: dict[str, Any]) -> str:
+    cells = ", ".join(f"{c['shape_class']} (weight {c['weight']:.2f})" for c in d.get("micro_cells") or [])
+    replays = len(d.get("replays") or [])
+    return (
+        f"\nThe baselines validate scores beside it: micro cells {cells or 'none'}; "
+        f"{replays} layer replays (one per application)."
+        if cells or replays
+        else ""
+    )
 
 
 def validation_table(v: dict[str, Any]) -> str:
@@ -96,6 +101,9 @@ def validation_table(v: dict[str, Any]) -> str:
     ]
     left = v.get("matrix", {}).get("left_out") or []
     left_out = f"\nLeft out (their configurations lose the artifact): {'; '.join(left)}." if left else ""
+    timed = v.get("matrix", {}).get("timed_unverified") or []
+    if timed:
+        left_out += f"\nTimed though over their accuracy tolerance: {'; '.join(timed)}."
     if v.get("predictors_left_out"):
         left_out += (
             f"\nNot judged (did not run on every configuration): {', '.join(v['predictors_left_out'])}."

@@ -8,7 +8,7 @@ format ``bench`` reads for the PyTorch backend, with the batch left free (every 
 target keeps the -1 the generator wrote).  Only the ops the generator emits are here;
 anything else is refused by name.
 
-Run as ``python -m dlbench.harness.synth.torch_net NETWORK.onnx OUT.pt``: a process of
+Run as ``python -m dlbench.harness.synth.torch_net NETWORK.onnx OUT.pt [...]``: a process of
 its own, so the parent never imports torch.
 """
 
@@ -225,6 +225,6 @@ def _exposing_last_activations(model):
 
 
 if __name__ == "__main__":
-    import json
+    from dlbench.harness.synth.frameworks import main
 
-    print(json.dumps(convert(sys.argv[1], sys.argv[2])))
+    sys.exit(main(convert, sys.argv[1:]))

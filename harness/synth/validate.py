@@ -90,13 +90,15 @@ def measure(
     say: Callable[[str], None] = lambda _: None,
     db: str | None = None,
     ready: dict[str, dict[str, str]] | None = None,
-) -> tuple[dict[str, dict[str, float]], list[str]]:
+) -> tuple[dict[str, dict[str, float]], list[str], list[str]]:
     """{config label: {application or network (its ONNX file): samples/s}} over the
-    matrix, and what was left out: builds that failed or did not verify, and the
-    applications with no native form for a native backend.  ``apps`` maps each
+    matrix, what was left out (builds that failed or gave NaN, the applications with no
+    native form for a native backend), and the builds timed though over their accuracy
+    tolerance: what is predicted is speed, and an INT8 build a calibration left a few
+    per cent off runs the kernels a better one would, so a configuration keeps them.  ``apps`` maps each
     application's ONNX file to the model by name it came from (None: a file);
     ``natives`` the framework versions of the generated networks (the synthetic one, the
-    micro cells) by their ONNX file and native backend; ``ready`` builds already
+    generated baselines) by their ONNX file and native backend; ``ready`` builds already
     made and verified (the network's, by generate), which are not made again."""
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.measure import StopRule
@@ -105,7 +107,8 @@ def measure(
 
     onnx_builds = [b for b in matrix.builds if b != "fp32"] if any(map(takes_onnx, matrix.backends)) else []
     generated = [synth, *(n for n in natives if n != synth)]
-    built, left = build_all([*apps, *generated], onnx_builds, workdir, say, ready)
+    unverified: list[str] = []
+    built, left = build_all([*apps, *generated], onnx_builds, workdir, say, ready, unverified)
     results: dict[str, dict[str, float]] = {}
     rule = StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30)
     for backend in matrix.backends:
@@ -149,7 +152,7 @@ def measure(
                         continue
                     config = Config(backend, build, r["batch_size"], r["intra_op_threads"], allocator, env)
                     results.setdefault(config.label, {})[ran] = r["throughput_sps"]
-    return results, left
+    return results, left, unverified
 
 
 def _width(network: str) -> int:
@@ -160,17 +163,25 @@ def _width(network: str) -> int:
 
 
 def build_all(
-    sources: list[str], targets: list[str], workdir: Path, say, ready: dict[str, dict[str, str]] | None = None
+    sources: list[str],
+    targets: list[str],
+    workdir: Path,
+    say,
+    ready: dict[str, dict[str, str]] | None = None,
+    unverified: list[str] | None = None,
 ) -> tuple[dict[str, dict[str, str]], list[str]]:
     """Each source's verified builds ({"fp32": itself, target: path}); a build that failed
     or did not verify is absent, and the configurations that need it lose that source.
-    A build in ``ready`` (source -> target -> file, verified before) is taken as it is."""
+    A build in ``ready`` (source -> target -> file, verified before) is taken as it is;
+    with ``unverified``, builds over tolerance are kept and listed there."""
     from dlbench.harness.convert.builds import verified_builds
 
     out: dict[str, dict[str, str]] = {}
     failed: list[str] = []
     for source in sources:
-        out[source], left = verified_builds(source, targets, workdir, say, ready=(ready or {}).get(source))
+        out[source], left = verified_builds(
+            source, targets, workdir, say, ready=(ready or {}).get(source), unverified=unverified
+        )
         failed += left
     return out, failed
 
@@ -251,17 +262,15 @@ def validate(
     generated_on: set[str],
     floor: float,
     baselines: tuple[str, ...] = (),
-    micro: dict[str, float] | None = None,
+    generated: dict[str, dict[str, float]] | None = None,
 ) -> dict[str, Any]:
     """The synthetic network and the baselines, judged on the measured matrix:
     ``baselines`` are models outside the set (ResNet-50), each a predictor alone;
-    ``micro`` the micro cells with their FLOP weights (``micro_cells``), one predictor."""
-    from dlbench.harness.synth.micro_cells import PREDICTOR
-
+    ``generated`` the baselines generate wrote (``synth.baselines``), each a predictor of
+    its files by their weights."""
     predictors: dict[str, dict[str, float]] = {"synthetic": {synth: 1.0}}
     predictors.update({f"{Path(b).stem} alone (not in the set)": {b: 1.0} for b in baselines})
-    if micro:
-        predictors[PREDICTOR] = micro
+    predictors.update({name: files for name, files in (generated or {}).items() if files})
     predictors.update({f"{Path(a).stem} alone": {a: 1.0} for a in apps})
     # The configurations are those the applications and the network ran on; a baseline
     # that did not run on all of them (a build of it that did not verify, a version not

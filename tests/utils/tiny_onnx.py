@@ -67,8 +67,10 @@ def classifier(
     return model
 
 
-def mlp(seed: int = 0, hidden: int = 64) -> onnx.ModelProto:
-    """Flatten + MatMul/Add/Relu + MatMul/Add: what dynamic quantization is for."""
+def mlp(seed: int = 0, hidden: int = 64, row_bias: bool = False) -> onnx.ModelProto:
+    """Flatten + MatMul/Add/Relu + MatMul/Add: what dynamic quantization is for.
+    ``row_bias``: the biases as [1, N] rows (some exporters' form), which ONNX Runtime's
+    pre-processing fuses into Gemms with 2-D biases."""
     rng = np.random.default_rng(seed)
     d = int(np.prod(CHW))
     w1 = rng.normal(0, 1 / np.sqrt(d), (d, hidden)).astype(np.float32)
@@ -88,9 +90,9 @@ def mlp(seed: int = 0, hidden: int = 64) -> onnx.ModelProto:
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", CLASSES])],
         [
             _init("w1", w1),
-            _init("b1", rng.normal(0, 0.1, hidden).astype(np.float32)),
+            _init("b1", rng.normal(0, 0.1, (1, hidden) if row_bias else hidden).astype(np.float32)),
             _init("w2", w2),
-            _init("b2", rng.normal(0, 0.1, CLASSES).astype(np.float32)),
+            _init("b2", rng.normal(0, 0.1, (1, CLASSES) if row_bias else CLASSES).astype(np.float32)),
         ],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])

@@ -218,6 +218,23 @@ def test_int8_dynamic_on_a_matmul_model(cli, workdir):
     assert rec["metrics"]["verdict"]["outputs"]["logits"]["top1"] >= 0.9
 
 
+def test_static_int8_of_gemms_with_row_biases(cli, workdir):
+    """A MatMul + Add of a [1, N] row fuses into a Gemm whose 2-D bias broke the
+    quantizer's int32-bias adjustment (onnxruntime issue 24815): the build goes on
+    without that step, verified, and its recipe says so."""
+    tiny_onnx.save(tiny_onnx.mlp(row_bias=True), workdir / "rows.onnx")
+    out = cli("build", "rows.onnx", "--to", "int8", "--static", "--json", "r.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    recipe = only_record(workdir, "r.json")["context"]["build_info"]["recipe"]
+    assert recipe["mode"] == "static" and recipe["int32_bias_weight_adjust"] is False
+    # An ordinary graph keeps the adjustment.
+    tiny_onnx.save(tiny_onnx.mlp(), workdir / "plain.onnx")
+    out = cli("build", "plain.onnx", "--to", "int8", "--static", "--json", "p.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    plain = only_record(workdir, "p.json")["context"]["build_info"]["recipe"]
+    assert plain["int32_bias_weight_adjust"] is True
+
+
 @pytest.mark.parametrize("keep_io", [True, False])
 def test_fp16_is_verified_against_fp32(cli, workdir, onnx_mini, keep_io):
     flag = "--keep-io-types" if keep_io else "--no-keep-io-types"

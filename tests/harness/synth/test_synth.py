@@ -15,8 +15,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from dlbench.harness.synth import emit, fit
+from dlbench.harness.synth.baselines import MICRO, REPLAY, cells, replays
 from dlbench.harness.synth.generate import divergence
-from dlbench.harness.synth.micro_cells import PREDICTOR, cells
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
 from dlbench.harness.synth.validate import judge, spearman, validate
 
@@ -146,7 +146,7 @@ def test_rank_correlation_and_judgement_on_hand_counted_cases():
     assert j["p90_error"] == pytest.approx(0.1)
 
 
-def test_micro_cells_are_the_heaviest_real_shapes_weighted_by_each_applications_flop_split():
+def test_micro_cells_are_the_heaviest_real_shapes_by_flop_split_and_replays_every_layer():
     conv = Unit("Conv", "convolution", (16, 8, 8), (16, 8, 8), 0, 0, {"kernel_shape": [3, 3]})
     small = Unit("Conv", "convolution", (4, 8, 8), (4, 8, 8), 0, 0, {"kernel_shape": [1, 1]})
     gemm = Unit("MatMul", "matmul / gemm", (8, 64), (8, 64), 0, 0, {})
@@ -166,6 +166,8 @@ def test_micro_cells_are_the_heaviest_real_shapes_weighted_by_each_applications_
     # Each application's split counts by its weight, not by how many FLOPs it does.
     assert got["conv"][1] == pytest.approx(0.25) and got["gemm"][1] == pytest.approx(0.75)
     assert got["conv"][0] == conv and got["gemm"][0] == gemm
+    # The replays: every node with a unit, each unit as often as the application has it.
+    assert [dict(lanes) for lanes in replays(workload)] == [{conv: 2, small: 1, relu: 1}, {gemm: 1}]
 
 
 def test_a_weighted_predictor_and_one_that_missed_configurations():
@@ -176,9 +178,9 @@ def test_a_weighted_predictor_and_one_that_missed_configurations():
         "c1": {"a": 20.0, "s": 9.0, "gemm": 400.0, "conv": 50.0},
         "c2": {"a": 40.0, "s": 21.0, "gemm": 800.0, "conv": 100.0, "r": 3.0},
     }
-    v = validate(results, {"a": 1.0}, "s", {"onnxruntime"}, 0.02, ("r",), {"gemm": 0.5, "conv": 0.5})
+    v = validate(results, {"a": 1.0}, "s", {"onnxruntime"}, 0.02, ("r",), {MICRO: {"gemm": 0.5, "conv": 0.5}})
     assert v["configurations"] == 3 and v["predictors_left_out"] == ["r alone (not in the set)"]
-    micro = {c: s[PREDICTOR] for c, s in v["scores"].items()}
+    micro = {c: s[MICRO] for c, s in v["scores"].items()}
     assert micro["c1"] == pytest.approx(math.sqrt(4 * 1)) and micro["c2"] == pytest.approx(math.sqrt(8 * 2))
 
 
@@ -431,7 +433,7 @@ def test_validate_scores_the_network_against_the_applications_over_a_matrix(synt
     complete = [c for c, got in v["measured"].items() if all(a in got for a in [*apps, synth])]
     left = v["matrix"]["left_out"]
     assert v["configurations"] == len(complete) >= 4 and len(complete) == (8 if not left else 4)
-    assert set(v["predictors"]) == {"synthetic", "cnn alone", "attention alone", PREDICTOR}
+    assert set(v["predictors"]) == {"synthetic", "cnn alone", "attention alone", MICRO, REPLAY}
     assert v["predictors_left_out"] == []
     for j in v["predictors"].values():
         assert -1 <= j["spearman"] <= 1 and 0 <= j["median_error"] <= j["p90_error"]
@@ -492,11 +494,13 @@ def test_validate_runs_the_networks_own_framework_versions_on_the_native_backend
         for app in ("attention", "cnn")
         for backend in ("pytorch", "tensorflow")
     ]
-    # The network and its micro baseline's cells, each through its own framework version.
-    made = [str(d / "net" / f"synthetic{s}.onnx") for s in ("", ".micro-conv", ".micro-gemm")]
-    assert all(c["frameworks"] == {"pytorch": f"synthetic.micro-{c['kind']}.pt",
-                                   "tensorflow": f"synthetic.micro-{c['kind']}.keras"}
-               for c in net["micro_cells"]), net["micro_cells"]  # fmt: skip
+    # The network and its generated baselines (micro cells, the two applications' layer
+    # replays), each through its own framework version.
+    parts = ["", ".micro-conv", ".micro-gemm", ".replay-0", ".replay-1"]
+    made = [str(d / "net" / f"synthetic{s}.onnx") for s in parts]
+    for entry in net["micro_cells"] + net["replays"]:
+        stem = entry["onnx"].removesuffix(".onnx")
+        assert entry["frameworks"] == {"pytorch": f"{stem}.pt", "tensorflow": f"{stem}.keras"}, entry
     assert {c: sorted(got) for c, got in v["measured"].items()} == {
         f"{backend} fp32 b2 1t tuned": sorted(made) for backend in ("pytorch", "tensorflow")
     }
