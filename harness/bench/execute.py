@@ -166,12 +166,18 @@ def _run_repeats(
 
 
 def run_bench(
-    req: BenchRequest, show_progress: bool = True, on_record: Callable[[dict[str, Any]], None] | None = None
+    req: BenchRequest,
+    show_progress: bool = True,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+    refusals: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Run the sweep; return one record per cell (failures included).
 
     Raises UserError for bad input — before any cell runs, or when a cell
     finds the request unsatisfiable (records finished until then are kept).
+    Given ``refusals`` (a list), a cell's refusal goes there instead and the sweep
+    goes on: a caller sweeping files it made itself (``synth validate``), where one
+    file a backend cannot read is that file's problem, not the request's.
     """
     cells, notes = validate(req)
     store = sweep_store(req.db, req.json_path)
@@ -190,7 +196,13 @@ def run_bench(
                 continue
             bar.start(cell.label)
             started = now_iso()
-            outcomes, ran = _run_repeats(cell, req, executor, bar, progress_path)
+            try:
+                outcomes, ran = _run_repeats(cell, req, executor, bar, progress_path)
+            except UserError as exc:
+                if refusals is None:
+                    raise
+                refusals.append(str(exc))
+                continue
             record = make_record(cell, req, outcomes, fp, run_id, started, store, ran)
             keep(record, store, fp, records, req.json_path, on_record, only_if_absent=req.resume)
             bar.finish(summary(record))

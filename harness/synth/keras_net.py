@@ -114,8 +114,9 @@ def _apply(u: Unit, x, layers) -> Any:
         return pool(tuple(a["kernel_shape"]), tuple(a.get("strides", a["kernel_shape"])), padding=padding)(x)
     if u.op == "GlobalAveragePool":
         return layers.GlobalAveragePooling2D(keepdims=True)(x)
-    if u.op == "ReduceMean":
-        return layers.Reshape((-1, 1))(layers.GlobalAveragePooling1D(data_format="channels_first")(x))
+    if u.op == "ReduceMean":  # over the last axis, whatever the rank: rows of it pooled
+        rows = layers.Reshape((-1, x.shape[-1]))(x)
+        return layers.Reshape((-1, 1))(layers.GlobalAveragePooling1D(data_format="channels_first")(rows))
     if u.op == "Add":
         return layers.Rescaling(1.0, offset=0.05)(x)
     if u.op == "Mul":
@@ -160,4 +161,7 @@ def convert(onnx_path: str, out: str) -> dict[str, Any]:
 if __name__ == "__main__":
     from dlbench.harness.synth.frameworks import main
 
+    # Keras serializes a functional model's layers recursively: a zoo-sized network of
+    # thousands of layers in a chain passes Python's default depth of 1,000.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 50_000))
     sys.exit(main(convert, sys.argv[1:]))

@@ -87,12 +87,14 @@ def validation_table(v: dict[str, Any]) -> str:
         rho = "-" if j["spearman"] is None else f"{j['spearman']:.3f}"
         held = [h.get(name) for h in v["held_out_spearman"].values()]
         rows.append([
-            name, rho, _pct(j["median_error"]), _pct(j["p90_error"]), _pct(j["pairwise_agreement"]),
+            name, j.get("configurations", v["configurations"]), rho, _pct(j["median_error"]),
+            _pct(j["p90_error"]), _pct(j["pairwise_agreement"]),
             ", ".join("-" if h is None else f"{h:.3f}" for h in held) or "-",
         ])  # fmt: skip
     held_names = ", ".join(v["held_out_spearman"]) or "none"
     headers = [
         "Predictor",
+        "Configurations",
         "Spearman ρ",
         "Median error",
         "p90 error",
@@ -106,7 +108,7 @@ def validation_table(v: dict[str, Any]) -> str:
         left_out += f"\nTimed though over their accuracy tolerance: {'; '.join(timed)}."
     if v.get("predictors_left_out"):
         left_out += (
-            f"\nNot judged (did not run on every configuration): {', '.join(v['predictors_left_out'])}."
+            f"\nNot judged (ran on fewer than three configurations): {', '.join(v['predictors_left_out'])}."
         )
     return (
         f"{markdown(headers, rows)}\n\n{v['configurations']} configurations, "

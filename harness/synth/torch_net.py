@@ -80,7 +80,9 @@ def build(model) -> Any:
                 elif op == "Softmax":
                     y = torch.softmax(v[0], a.get("axis", -1))
                 elif op in ("Add", "Mul"):
-                    y = v[0] + v[1] if op == "Add" else v[0] * v[1]
+                    # The shape lane adds an integer constant, held as a Python list.
+                    other = torch.as_tensor(v[1]) if isinstance(v[1], list) else v[1]
+                    y = v[0] + other if op == "Add" else v[0] * other
                 elif op == "Sum":
                     y = v[0]
                     for t in v[1:]:

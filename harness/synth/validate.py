@@ -146,7 +146,10 @@ def measure(
                     shapes=shapes,
                     db=db,
                 )
-                for r in run_bench(req, show_progress=False):
+                refused: list[str] = []
+                records = run_bench(req, show_progress=False, refusals=refused)
+                left += refused
+                for r in records:
                     ran = named.get(r["context"]["artifact"].get("label"))
                     if ran is None or r["status"] not in ("ok", "unstable") or not r.get("throughput_sps"):
                         continue
@@ -272,18 +275,24 @@ def validate(
     predictors.update({f"{Path(b).stem} alone (not in the set)": {b: 1.0} for b in baselines})
     predictors.update({name: files for name, files in (generated or {}).items() if files})
     predictors.update({f"{Path(a).stem} alone": {a: 1.0} for a in apps})
-    # The configurations are those the applications and the network ran on; a baseline
-    # that did not run on all of them (a build of it that did not verify, a version not
-    # written) is left out and named, rather than taking configurations out of the score.
+    # The configurations are those the applications and the network ran on.  A baseline
+    # that missed some of them (a build of it a backend could not read, a version not
+    # written) is judged on those it ran, and its row says how many, rather than taking
+    # configurations out of everyone's score; one that ran on fewer than three is named.
     ran = [c for c, got in results.items() if all(a in got for a in [*apps, synth])]
-    missing = sorted(
-        n for n, need in predictors.items() if any(a not in results[c] for c in ran for a in need)
-    )
-    predictors = {n: need for n, need in predictors.items() if n not in missing}
-    configs, actual, predicted = scores(results, apps, predictors, ran)
+    configs, actual, _ = scores(results, apps, {}, ran)
     if not configs:
         return {"configurations": 0, "note": "fewer than two configurations ran every artifact"}
-    judged = {name: judge(configs, actual, p, floor) for name, p in predicted.items()}
+    judged: dict[str, dict[str, Any]] = {}
+    own: dict[str, tuple[list[str], dict[str, float], dict[str, float]]] = {}
+    missing = []
+    for name, need in predictors.items():
+        mine, mine_actual, predicted = scores(results, apps, {name: need}, ran)
+        if len(mine) < 3:
+            missing.append(name)
+            continue
+        own[name] = (mine, mine_actual, predicted[name])
+        judged[name] = {**judge(mine, mine_actual, predicted[name], floor), "configurations": len(mine)}
     if len(apps) > 2:  # the best pair, picked with hindsight: an upper bound for two models
         pairs = {
             f"{Path(a).stem} + {Path(b).stem}": {a: apps[a], b: apps[b]}
@@ -291,20 +300,30 @@ def validate(
         }
         _, _, paired = scores(results, apps, pairs, configs)
         best = max(paired, key=lambda n: judge(configs, actual, paired[n], floor)["spearman"] or -1)
-        judged[f"best pair ({best})"] = judge(configs, actual, paired[best], floor)
-    held_out = {}
+        judged[f"best pair ({best})"] = {
+            **judge(configs, actual, paired[best], floor),
+            "configurations": len(configs),
+        }
+    held_out: dict[str, dict[str, float | None]] = {}
     backends = {c.split(" ")[0] for c in configs}
     for backend in sorted(backends - generated_on):
-        mine = [c for c in configs if c.split(" ")[0] == backend]
-        x = [actual[c] for c in mine]
-        held_out[backend] = {n: spearman(x, [p[c] for c in mine]) for n, p in predicted.items()}
+        held_out[backend] = {}
+        for name, (mine, mine_actual, predicted) in own.items():
+            here = [c for c in mine if c.split(" ")[0] == backend]
+            held_out[backend][name] = spearman([mine_actual[c] for c in here], [predicted[c] for c in here])
+    table = {c: {"actual": actual[c]} for c in configs}
+    for name, (mine, _, predicted) in own.items():
+        # A predictor's ratios are against the first configuration it ran on: put on the
+        # matrix's scale (its baseline's) by the actual score there.
+        for c in mine:
+            table[c][name] = predicted[c] * actual[mine[0]]
     return {
         "derived": DERIVED,
         "configurations": len(configs),
         "baseline": configs[0],
         "noise_floor": floor,
         "predictors": judged,
-        "predictors_left_out": missing,
+        "predictors_left_out": sorted(missing),
         "held_out_spearman": held_out,
-        "scores": {c: {"actual": actual[c], **{n: p[c] for n, p in predicted.items()}} for c in configs},
+        "scores": table,
     }

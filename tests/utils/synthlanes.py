@@ -24,7 +24,13 @@ def lanes():
         (Unit("HardSwish", "activation", (12, 48), (12, 48)), 1),
         (Unit("Transpose", "data movement", (12, 48), (12, 48)), 1),
         (Unit("ReduceMean", "reduction", (12, 48), (12, 1), 0, 0, {"axes": [1], "keepdims": 1}), 1),
+        # over the last axis of an image's (Keras pools rows of it, whatever the rank)
+        (
+            Unit("ReduceMean", "reduction", (1, 16, 4, 4), (1, 16, 4, 1), 0, 0, {"axes": [3], "keepdims": 1}),
+            1,
+        ),
         (Unit("LSTM", "other", (6, 1, 10), (6, 2, 1, 8), 1, 2, lstm), 1),
         (Unit("GRU", "other", (6, 1, 10), (6, 1, 1, 8), 1, 2, {"hidden_size": 8}), 1),
         (Unit("Gather", "data movement", (2,), (2,), None, None), 2),
+        (Unit("Add", "elementwise", (2,), (2,), None, None), 1),  # shape arithmetic's other kind
     ]

@@ -170,18 +170,29 @@ def test_micro_cells_are_the_heaviest_real_shapes_by_flop_split_and_replays_ever
     assert [dict(lanes) for lanes in replays(workload)] == [{conv: 2, small: 1, relu: 1}, {gemm: 1}]
 
 
-def test_a_weighted_predictor_and_one_that_missed_configurations():
-    """The micro cells count by their weights; a baseline that did not run everywhere is
-    left out and named instead of shrinking the configurations."""
+def test_a_weighted_predictor_and_baselines_that_missed_configurations():
+    """The micro cells count by their weights; a baseline that missed some configurations
+    is judged on those it ran (its row says how many, its ratios against its own first
+    one) instead of shrinking everyone's, and one that ran on fewer than three is named."""
     results = {
-        "c0": {"a": 10.0, "s": 5.0, "gemm": 100.0, "conv": 50.0, "r": 1.0},
-        "c1": {"a": 20.0, "s": 9.0, "gemm": 400.0, "conv": 50.0},
-        "c2": {"a": 40.0, "s": 21.0, "gemm": 800.0, "conv": 100.0, "r": 3.0},
+        "c0": {"a": 10.0, "s": 5.0, "gemm": 100.0, "conv": 50.0, "q": 1.0},
+        "c1": {"a": 20.0, "s": 9.0, "gemm": 400.0, "conv": 50.0, "r": 2.0},
+        "c2": {"a": 40.0, "s": 21.0, "gemm": 800.0, "conv": 100.0, "r": 3.0, "q": 1.0},
+        "c3": {"a": 30.0, "s": 16.0, "gemm": 600.0, "conv": 100.0, "r": 4.0},
     }
-    v = validate(results, {"a": 1.0}, "s", {"onnxruntime"}, 0.02, ("r",), {MICRO: {"gemm": 0.5, "conv": 0.5}})
-    assert v["configurations"] == 3 and v["predictors_left_out"] == ["r alone (not in the set)"]
-    micro = {c: s[MICRO] for c, s in v["scores"].items()}
-    assert micro["c1"] == pytest.approx(math.sqrt(4 * 1)) and micro["c2"] == pytest.approx(math.sqrt(8 * 2))
+    micro = {MICRO: {"gemm": 0.5, "conv": 0.5}}
+    v = validate(results, {"a": 1.0}, "s", {"onnxruntime"}, 0.02, ("r", "q"), micro)
+    assert v["configurations"] == 4 and v["predictors_left_out"] == ["q alone (not in the set)"]
+    scores = v["scores"]
+    assert scores["c1"][MICRO] == pytest.approx(math.sqrt(4 * 1))
+    assert scores["c2"][MICRO] == pytest.approx(math.sqrt(8 * 2))
+    r = v["predictors"]["r alone (not in the set)"]
+    assert r["configurations"] == 3 and v["predictors"]["synthetic"]["configurations"] == 4
+    # r's ratios run from c1 (r: 2 -> 3 -> 4), put on the matrix's scale by a's score there.
+    assert "r alone (not in the set)" not in scores["c0"]
+    assert scores["c2"]["r alone (not in the set)"] == pytest.approx(2.0 * 3 / 2)
+    # Its errors on c1, c2, c3: 0, |1.5 / 2 - 1|, |2 / 1.5 - 1|.
+    assert r["median_error"] == pytest.approx(0.25) and r["p90_error"] == pytest.approx(1 / 3)
 
 
 def test_divergence_is_total_variation_of_normalized_shares():
