@@ -21,6 +21,7 @@ def verified_builds(
     db: str | None = None,
     ready: dict[str, str] | None = None,
     unverified: list[str] | None = None,
+    dynamic: bool | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """({"fp32": source, target: file, ...} for the targets that verified, one line per
     target left out saying why).  A file in ``ready`` (target -> file, verified before)
@@ -28,7 +29,11 @@ def verified_builds(
     any build) is left out like a build that failed.  Given ``unverified`` (a list), a
     build over its accuracy tolerance whose outputs are finite and of the right shapes is
     kept too, and its line goes there: whoever asks only times it (a speed is a speed
-    whatever the calibration's accuracy), and says so."""
+    whatever the calibration's accuracy), and says so.  ``dynamic``: the INT8 mode
+    (None: the graph's choice)."""
+    from dataclasses import replace
+
+    from dlbench.converters.base import BuildOptions
     from dlbench.harness.convert.build import build
     from dlbench.harness.convert.request import BuildRequest
 
@@ -42,7 +47,8 @@ def verified_builds(
         out = dest / f"{Path(source).stem}.{target}.onnx"
         say(f"build {Path(source).name} --to {target}")
         try:
-            record = build(BuildRequest(source=source, to=target, out=str(out), db=db))
+            options = replace(BuildOptions(), dynamic=dynamic)
+            record = build(BuildRequest(source=source, to=target, out=str(out), db=db, options=options))
         except UserError as exc:
             why = str(exc)
         else:

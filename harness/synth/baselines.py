@@ -94,21 +94,22 @@ def write(workload: dict[str, Any], home: Path, stem: str, seed: int = 0) -> dic
     import onnx
 
     from dlbench.harness.synth.emit import network, spec
-    from dlbench.harness.synth.workload import shape_class
+    from dlbench.harness.synth.workload import int8_dynamic, set_mode, shape_class
 
+    # INT8 modes: a replay's is its application's, the cells' the set's (``set_mode``).
+    dynamic = set_mode(workload["applications"])
     micro = [
-        (
-            f"{stem}.micro-{kind}.onnx",
-            [(unit, 1)],
-            {"kind": kind, "shape_class": shape_class(unit), "weight": weight},
-        )
+        (f"{stem}.micro-{kind}.onnx", [(unit, 1)],
+         {"kind": kind, "shape_class": shape_class(unit), "weight": weight, "int8_dynamic": dynamic})
         for kind, unit, weight in cells(workload)
-    ]
+    ]  # fmt: skip
     replayed = [
-        (f"{stem}.replay-{i}.onnx", lanes, {"application": app["source"], "weight": app["weight"]})
+        (f"{stem}.replay-{i}.onnx", lanes,
+         {"application": app["source"], "weight": app["weight"],
+          "int8_dynamic": app["int8_dynamic"] if "int8_dynamic" in app else int8_dynamic(app["source"])})
         for i, (app, lanes) in enumerate(zip(workload["applications"], replays(workload)))
         if any(u.batched for u, _ in lanes)
-    ]
+    ]  # fmt: skip
     for name, lanes, _ in micro + replayed:
         model = network(lanes, seed, name=Path(name).stem)
         onnx.helper.set_model_props(model, {"dlbench.model": Path(name).stem, **spec(lanes)})

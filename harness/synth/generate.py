@@ -220,9 +220,10 @@ def generate(
     from dlbench.harness.synth.emit import network, spec
     from dlbench.harness.synth.frameworks import write_versions
     from dlbench.harness.synth.validate import build_all
-    from dlbench.harness.synth.workload import Reference, built_for, profile_at
+    from dlbench.harness.synth.workload import Reference, built_for, profile_at, set_mode
 
     refs = [Reference.from_json(r) for r in workload["references"]]
+    dynamic = set_mode(workload["applications"])
     units, owner = medoids(workload, clusters)
     say(f"{len(units)} representatives from {len(workload['nodes'])} nodes")
 
@@ -230,7 +231,12 @@ def generate(
         onnx.save(network(list(zip(units, counts)), seed, name=out.stem), str(path))
         profiles = [
             profile_at(
-                built_for(str(path), ref.build, path.parent, _quiet), ref, warmup, iterations, timeout, say
+                built_for(str(path), ref.build, path.parent, _quiet, dynamic),
+                ref,
+                warmup,
+                iterations,
+                timeout,
+                say,
             )
             for ref in refs
         ]
@@ -273,6 +279,7 @@ def generate(
             {"source": a["source"], "weight": a["weight"], "native": a.get("native")} for a in apps
         ],
         "budget_fraction": used,
+        "int8_dynamic": dynamic,
         "units": [
             {**u.to_json(), "count": int(n), "cost_us": [c[j] for c in main]}  # as it ran there
             for j, (u, n) in enumerate(lanes)
@@ -292,7 +299,7 @@ def generate(
     networks = [out] + [out.parent / e["onnx"] for e in made[1:]]
     for entry, (versions, errors) in zip(made, write_versions(networks, say)):
         entry["frameworks"], entry["framework_errors"] = versions, errors
-    built, left = build_all([str(out)], list(BUILDS), out.parent / "builds", say)
+    built, left = build_all([str(out)], list(BUILDS), out.parent / "builds", say, modes={str(out): dynamic})
     description["builds"] = {t: Path(p).name for t, p in built[str(out)].items() if t != "fp32"}
     description["builds_left_out"] = left
     # The network measured as it runs: its own profile's class shares against the
@@ -304,7 +311,9 @@ def generate(
     # The same network profiled once more: how far two measurements of one network are
     # apart here and now, the noise any measured divergence carries.
     again = [
-        profile_at(built_for(str(out), ref.build, out.parent, _quiet), ref, warmup, iterations, timeout, say)
+        profile_at(
+            built_for(str(out), ref.build, out.parent, _quiet, dynamic), ref, warmup, iterations, timeout, say
+        )
         for ref in refs
     ]
     repeat = [{c["class"]: c["share"] for c in m["classes"]} for m in again]

@@ -130,6 +130,10 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
          for entries in made.values() for e in entries}
     )  # fmt: skip
     ready = {synth: {t: str(home / "builds" / f) for t, f in (described.get("builds") or {}).items()}}
+    # The generated networks' INT8 modes are their applications' (``workload.set_mode``).
+    modes = {
+        str(home / e["onnx"]): e["int8_dynamic"] for es in made.values() for e in es if "int8_dynamic" in e
+    }
     results, left, unverified = measure(
         sources,
         synth,
@@ -140,6 +144,7 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
         say=say,
         db=req.db,
         ready=ready,
+        modes=modes,
     )
     baselines = tuple(b.source for b in extra)
     # The network is fitted to the profile of ONNX files: any other backend is held out.

@@ -90,6 +90,7 @@ def measure(
     say: Callable[[str], None] = lambda _: None,
     db: str | None = None,
     ready: dict[str, dict[str, str]] | None = None,
+    modes: dict[str, bool] | None = None,
 ) -> tuple[dict[str, dict[str, float]], list[str], list[str]]:
     """{config label: {application or network (its ONNX file): samples/s}} over the
     matrix, what was left out (builds that failed or gave NaN, the applications with no
@@ -99,7 +100,8 @@ def measure(
     application's ONNX file to the model by name it came from (None: a file);
     ``natives`` the framework versions of the generated networks (the synthetic one, the
     generated baselines) by their ONNX file and native backend; ``ready`` builds already
-    made and verified (the network's, by generate), which are not made again."""
+    made and verified (the network's, by generate), which are not made again; ``modes``
+    the generated networks' INT8 modes (their applications', not their graphs' choice)."""
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import BenchRequest
@@ -108,7 +110,7 @@ def measure(
     onnx_builds = [b for b in matrix.builds if b != "fp32"] if any(map(takes_onnx, matrix.backends)) else []
     generated = [synth, *(n for n in natives if n != synth)]
     unverified: list[str] = []
-    built, left = build_all([*apps, *generated], onnx_builds, workdir, say, ready, unverified)
+    built, left = build_all([*apps, *generated], onnx_builds, workdir, say, ready, unverified, modes)
     results: dict[str, dict[str, float]] = {}
     rule = StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30)
     for backend in matrix.backends:
@@ -172,18 +174,26 @@ def build_all(
     say,
     ready: dict[str, dict[str, str]] | None = None,
     unverified: list[str] | None = None,
+    modes: dict[str, bool] | None = None,
 ) -> tuple[dict[str, dict[str, str]], list[str]]:
     """Each source's verified builds ({"fp32": itself, target: path}); a build that failed
     or did not verify is absent, and the configurations that need it lose that source.
     A build in ``ready`` (source -> target -> file, verified before) is taken as it is;
-    with ``unverified``, builds over tolerance are kept and listed there."""
+    with ``unverified``, builds over tolerance are kept and listed there; ``modes`` the
+    INT8 mode of a source whose graph should not choose it (a generated network's)."""
     from dlbench.harness.convert.builds import verified_builds
 
     out: dict[str, dict[str, str]] = {}
     failed: list[str] = []
     for source in sources:
         out[source], left = verified_builds(
-            source, targets, workdir, say, ready=(ready or {}).get(source), unverified=unverified
+            source,
+            targets,
+            workdir,
+            say,
+            ready=(ready or {}).get(source),
+            unverified=unverified,
+            dynamic=(modes or {}).get(source),
         )
         failed += left
     return out, failed

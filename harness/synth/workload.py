@@ -150,10 +150,37 @@ class ProfileFailed(RuntimeError):
     """A profile cell failed (a crash, a timeout): the step fails, with its reason."""
 
 
-def built_for(source: str, build: str, home: Path, say: Callable[[str], None]) -> str:
+def int8_dynamic(source: str) -> bool:
+    """Whether ``source``'s INT8 build quantizes dynamically: the choice the build path
+    makes from its graph (recurrent layers, attention) when nobody asks."""
+    import onnx
+
+    from dlbench.converters.int8_recipe import choose_mode
+
+    return choose_mode(onnx.load(source, load_external_data=False).graph, None)[0]
+
+
+def set_mode(apps: list[dict[str, Any]]) -> bool:
+    """The INT8 mode of a network that stands for ``apps``: the one most of their weight
+    is quantized in.  A network's graph would choose by its own units (one recurrent unit
+    among hundreds of convolutions makes it dynamic), while what it must reproduce is how
+    the set responds to its builds: CNNs quantized statically respond nothing like a
+    dynamically quantized chain of convolutions."""
+    modes = [a["int8_dynamic"] if "int8_dynamic" in a else int8_dynamic(a["source"]) for a in apps]
+    dynamic = sum(a["weight"] for a, mode in zip(apps, modes) if mode)
+    return dynamic > sum(a["weight"] for a in apps) / 2
+
+
+def built_for(
+    source: str, build: str, home: Path, say: Callable[[str], None], dynamic: bool | None = None
+) -> str:
     """``source`` itself for fp32, else its build through the build path any model takes
-    (in ``home``/builds).  A build over its tolerance is still what the backend runs, so
-    it is profiled all the same; one that failed outright fails the step."""
+    (in ``home``/builds; ``dynamic`` the INT8 mode, None: the graph's choice).  A build
+    over its tolerance is still what the backend runs, so it is profiled all the same;
+    one that failed outright fails the step."""
+    from dataclasses import replace
+
+    from dlbench.converters.base import BuildOptions
     from dlbench.harness.convert.build import build as make
     from dlbench.harness.convert.request import BuildRequest
 
@@ -162,7 +189,8 @@ def built_for(source: str, build: str, home: Path, say: Callable[[str], None]) -
     out = home / "builds" / f"{Path(source).stem}.{build}.onnx"
     out.parent.mkdir(parents=True, exist_ok=True)
     say(f"build {Path(source).name} --to {build}")
-    record = make(BuildRequest(source=source, to=build, out=str(out)))
+    options = replace(BuildOptions(), dynamic=dynamic)
+    record = make(BuildRequest(source=source, to=build, out=str(out), options=options))
     if not out.is_file():
         raise ProfileFailed(f"{source}: its {build} build failed: {record.get('error')}")
     return str(out)
@@ -232,6 +260,7 @@ def _application(index: int, app: Application, refs, profiles: list[dict[str, An
         "label": Path(app.source).stem,
         "weight": app.weight,
         "native": app.native,
+        "int8_dynamic": int8_dynamic(app.source),
         "node_ms": [p["node_ms_per_run"] for p in profiles],
         "wall_ms": [p["wall_ms_per_run"] for p in profiles],
         "classes": [{c["class"]: c["share"] for c in p["classes"]} for p in profiles],

@@ -170,6 +170,17 @@ def test_micro_cells_are_the_heaviest_real_shapes_by_flop_split_and_replays_ever
     assert [dict(lanes) for lanes in replays(workload)] == [{conv: 2, small: 1, relu: 1}, {gemm: 1}]
 
 
+def test_a_generated_networks_int8_mode_is_the_one_most_of_its_applications_weight_takes():
+    """Not the network's own graph's choice: one recurrent unit among its convolutions
+    would quantize it dynamically while most of the set it stands for is static CNNs."""
+    from dlbench.harness.synth.workload import set_mode
+
+    cnn, rnn = {"weight": 1.0, "int8_dynamic": False}, {"weight": 1.0, "int8_dynamic": True}
+    assert set_mode([cnn, cnn, rnn]) is False
+    assert set_mode([cnn, {**rnn, "weight": 3.0}]) is True
+    assert set_mode([cnn, rnn]) is False  # a tie: static, what the CNNs' builds are
+
+
 def test_a_weighted_predictor_and_baselines_that_missed_configurations():
     """The micro cells count by their weights; a baseline that missed some configurations
     is judged on those it ran (its row says how many, its ratios against its own first
@@ -408,6 +419,10 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
     assert net["self_check"] == (
         "ok" if max(net["predicted_divergence"]) <= net["divergence_limit"] else "over the limit"
     )
+    # Neither toy application has recurrent layers or attention products: static INT8 for
+    # the network, its cells and replays, as for the applications.
+    assert net["int8_dynamic"] is False
+    assert not any(e["int8_dynamic"] for e in net["micro_cells"] + net["replays"])
     assert out.returncode == (0 if net["self_check"] == "ok" else 1)
     # and it carries the noise of the profiles it was priced on: on a machine loaded enough
     # that two profiles of one network differ by tenths, so may the prediction.
