@@ -31,9 +31,6 @@ def verified_builds(
     kept too, and its line goes there: whoever asks only times it (a speed is a speed
     whatever the calibration's accuracy), and says so.  ``dynamic``: the INT8 mode
     (None: the graph's choice)."""
-    from dataclasses import replace
-
-    from dlbench.converters.base import BuildOptions
     from dlbench.harness.convert.build import build
     from dlbench.harness.convert.request import BuildRequest
 
@@ -47,7 +44,7 @@ def verified_builds(
         out = dest / f"{Path(source).stem}.{target}.onnx"
         say(f"build {Path(source).name} --to {target}")
         try:
-            options = replace(BuildOptions(), dynamic=dynamic)
+            options = with_mode(target, dynamic)
             record = build(BuildRequest(source=source, to=target, out=str(out), db=db, options=options))
         except UserError as exc:
             why = str(exc)
@@ -75,3 +72,14 @@ def _timeable(record: dict[str, Any]) -> bool:
         and bool(outputs)
         and all(math.isfinite(o["max_abs"]) for o in outputs.values())
     )
+
+
+def with_mode(target: str, dynamic: bool | None) -> Any:
+    """Build options with the INT8 mode set where ``target`` reads it (the build refuses a
+    mode given to a target that has none, --to fp16)."""
+    from dataclasses import replace
+
+    from dlbench.converters.base import BuildOptions, option_targets
+
+    takes = target in option_targets().get("dynamic", ())
+    return replace(BuildOptions(), dynamic=dynamic if takes else None)

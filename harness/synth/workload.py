@@ -178,10 +178,8 @@ def built_for(
     (in ``home``/builds; ``dynamic`` the INT8 mode, None: the graph's choice).  A build
     over its tolerance is still what the backend runs, so it is profiled all the same;
     one that failed outright fails the step."""
-    from dataclasses import replace
-
-    from dlbench.converters.base import BuildOptions
     from dlbench.harness.convert.build import build as make
+    from dlbench.harness.convert.builds import with_mode
     from dlbench.harness.convert.request import BuildRequest
 
     if build == "fp32":
@@ -189,8 +187,7 @@ def built_for(
     out = home / "builds" / f"{Path(source).stem}.{build}.onnx"
     out.parent.mkdir(parents=True, exist_ok=True)
     say(f"build {Path(source).name} --to {build}")
-    options = replace(BuildOptions(), dynamic=dynamic)
-    record = make(BuildRequest(source=source, to=build, out=str(out), options=options))
+    record = make(BuildRequest(source=source, to=build, out=str(out), options=with_mode(build, dynamic)))
     if not out.is_file():
         raise ProfileFailed(f"{source}: its {build} build failed: {record.get('error')}")
     return str(out)

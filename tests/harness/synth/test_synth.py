@@ -422,6 +422,7 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
     # Neither toy application has recurrent layers or attention products: static INT8 for
     # the network, its cells and replays, as for the applications.
     assert net["int8_dynamic"] is False
+    assert set(net["builds"]) == {"int8", "fp16"}, net["builds_left_out"]  # the mode only where read
     assert not any(e["int8_dynamic"] for e in net["micro_cells"] + net["replays"])
     assert out.returncode == (0 if net["self_check"] == "ok" else 1)
     # and it carries the noise of the profiles it was priced on: on a machine loaded enough
