@@ -5,9 +5,9 @@ and scored by validate like it.
 FLOPs each kind does: what a person predicting a set of applications from ``dlbench
 micro`` would do.  Each cell is the FLOP-weighted medoid of its kind's shapes (every
 application by its weight): a real layer, as ``dlbench micro --model`` takes them, not a
-library's peak size.  What they cannot see is the point of
-the comparison: the element-wise, normalization and data-movement time the set also
-spends, and how fusion changes across engines.
+library's peak size.  What they cannot see is the point of the comparison: the
+element-wise, normalization and data-movement time the set also spends, and how fusion
+changes across engines.
 
 **Layer replays.**  Each application's layers, every one at its own shapes and count,
 replayed one after another as a network of their own (fresh weights, bridged where one

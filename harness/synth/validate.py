@@ -94,9 +94,10 @@ def measure(
 ) -> tuple[dict[str, dict[str, float]], list[str], list[str]]:
     """{config label: {application or network (its ONNX file): samples/s}} over the
     matrix, what was left out (builds that failed or gave NaN, the applications with no
-    native form for a native backend), and the builds timed though over their accuracy
-    tolerance: what is predicted is speed, and an INT8 build a calibration left a few
-    per cent off runs the kernels a better one would, so a configuration keeps them.  ``apps`` maps each
+    native form for a native backend, cells a backend refused), and the builds timed
+    though over their accuracy tolerance: what is predicted is speed, and an INT8 build
+    a calibration left a few per cent off runs the kernels a better one would, so a
+    configuration keeps them.  ``apps`` maps each
     application's ONNX file to the model by name it came from (None: a file);
     ``natives`` the framework versions of the generated networks (the synthetic one, the
     generated baselines) by their ONNX file and native backend; ``ready`` builds already
