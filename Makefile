@@ -27,13 +27,15 @@ SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 install: $(STAMP) allocators
 
-# --no-compile: pip would byte-compile every module of every wheel (PyTorch, TensorFlow,
-# MindSpore: ~30 s of a 2-core machine's install); Python compiles the few it imports
-# the first time, into the same __pycache__.
+# pip byte-compiles every module it installs (~30 s of a 2-core machine's install), and
+# that is kept on purpose: where PYTHONDONTWRITEBYTECODE is set (this machine kind sets
+# it), Python never caches what it imports, and without pip's .pyc files every cell's
+# `import tensorflow` compiled TensorFlow from source again (8.2 s of CPU, not 6.3 s):
+# a fresh-clone core group took 20 minutes and more, not 14.
 $(STAMP): setup.py pyproject.toml Makefile $(LOCK)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --no-compile -c $(LOCK) $(TORCH)
-	$(PY) -m pip install --quiet --no-compile -c $(LOCK) -e '.[cpu,test,docs]'
+	$(PY) -m pip install --quiet -c $(LOCK) $(TORCH)
+	$(PY) -m pip install --quiet -c $(LOCK) -e '.[cpu,test,docs]'
 	@touch $(STAMP)
 
 # Re-pin the lock to what is installed now: a deliberate step, followed by `make test`
