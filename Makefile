@@ -25,13 +25,19 @@ SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install lock demo test $(addprefix test-,$(TEST_GROUPS)) docs docs-serve docs-figures browser allocators postgres clean
 
+# The checkout's own modules byte-compiled too (pip compiles only the wheels it installs;
+# dlbench is an editable install): where PYTHONDONTWRITEBYTECODE is set, every CLI and
+# cell process would otherwise compile the dlbench modules it imports from source again.
+# Cheap when nothing changed; a module edited later is compiled in memory, as before.
 install: $(STAMP) allocators
+	@$(PY) -m compileall -q harness models converters core dlbench >/dev/null
 
 # pip byte-compiles every module it installs (~30 s of a 2-core machine's install), and
 # that is kept on purpose: where PYTHONDONTWRITEBYTECODE is set (this machine kind sets
 # it), Python never caches what it imports, and without pip's .pyc files every cell's
 # `import tensorflow` compiled TensorFlow from source again (8.2 s of CPU, not 6.3 s):
-# a fresh-clone core group took 20 minutes and more, not 14.
+# a fresh-clone core group took 20 minutes and more, not 14.  The checkout's own modules
+# are compiled by `install` (below).
 $(STAMP): setup.py pyproject.toml Makefile $(LOCK)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -c $(LOCK) $(TORCH)
