@@ -93,6 +93,7 @@ def test_int8_static_qdq_per_channel_is_verified_against_fp32(cli, workdir, onnx
         "per_channel": True,
         "calibration_method": "MinMax",
         "reduce_range": False,
+        "int32_bias_weight_adjust": True,
         "float_tail": True,
         "float_nodes": [],
         "quantized_op_types": "every type the quantizer handles",
