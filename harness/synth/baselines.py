@@ -94,7 +94,7 @@ def write(workload: dict[str, Any], home: Path, stem: str, seed: int = 0) -> dic
     import onnx
 
     from dlbench.harness.synth.emit import network, spec
-    from dlbench.harness.synth.workload import int8_dynamic, set_mode, shape_class
+    from dlbench.harness.synth.workload import app_int8_dynamic, set_mode, shape_class
 
     # INT8 modes: a replay's is its application's, the cells' the set's (``set_mode``).
     dynamic = set_mode(workload["applications"])
@@ -106,7 +106,7 @@ def write(workload: dict[str, Any], home: Path, stem: str, seed: int = 0) -> dic
     replayed = [
         (f"{stem}.replay-{i}.onnx", lanes,
          {"application": app["source"], "weight": app["weight"],
-          "int8_dynamic": app["int8_dynamic"] if "int8_dynamic" in app else int8_dynamic(app["source"])})
+          "int8_dynamic": app_int8_dynamic(app)})
         for i, (app, lanes) in enumerate(zip(workload["applications"], replays(workload)))
         if any(u.batched for u, _ in lanes)
     ]  # fmt: skip

@@ -302,9 +302,11 @@ def balanced(model: Any) -> Any:
     )
     session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
+    constants = set(inits)
+
     def stale(t: int, c: float) -> bool:
         n = order[t]
-        homogeneous = n.op_type in HOMOGENEOUS or (n.op_type == "Add" and not set(n.input) & set(inits))
+        homogeneous = n.op_type in HOMOGENEOUS or (n.op_type == "Add" and not constants.intersection(n.input))
         return not homogeneous and abs(math.log(c)) > math.log(BALANCE_TOLERANCE)
 
     start = runs = 0

@@ -87,7 +87,7 @@ def validation_table(v: dict[str, Any]) -> str:
         rho = "-" if j["spearman"] is None else f"{j['spearman']:.3f}"
         held = [h.get(name) for h in v["held_out_spearman"].values()]
         rows.append([
-            name, j.get("configurations", v["configurations"]), rho, _pct(j["median_error"]),
+            name, j["configurations"], rho, _pct(j["median_error"]),
             _pct(j["p90_error"]), _pct(j["pairwise_agreement"]),
             ", ".join("-" if h is None else f"{h:.3f}" for h in held) or "-",
         ])  # fmt: skip

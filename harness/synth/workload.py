@@ -166,9 +166,14 @@ def set_mode(apps: list[dict[str, Any]]) -> bool:
     among hundreds of convolutions makes it dynamic), while what it must reproduce is how
     the set responds to its builds: CNNs quantized statically respond nothing like a
     dynamically quantized chain of convolutions."""
-    modes = [a["int8_dynamic"] if "int8_dynamic" in a else int8_dynamic(a["source"]) for a in apps]
-    dynamic = sum(a["weight"] for a, mode in zip(apps, modes) if mode)
+    dynamic = sum(a["weight"] for a in apps if app_int8_dynamic(a))
     return dynamic > sum(a["weight"] for a in apps) / 2
+
+
+def app_int8_dynamic(app: dict[str, Any]) -> bool:
+    """An application's INT8 mode as its workload entry records it (profiled before the
+    entry had one: read from its graph)."""
+    return app["int8_dynamic"] if "int8_dynamic" in app else int8_dynamic(app["source"])
 
 
 def built_for(
