@@ -194,8 +194,10 @@ def sequence(left: dict[int, tuple[Unit, int]], shapes: dict[int, tuple[int, ...
 
 def network(lanes: list[tuple[Unit, int]], seed: int = 0, name: str = "synthetic") -> Any:
     """The ONNX model: input [batch, F] (F: the first batched unit's per-sample size), each
-    lane's unit ``count`` times in turn, one output [batch, 1] (the chain's mean: the
-    values returned cost nothing to copy), and the tiny lane's int64 output."""
+    lane's unit ``count`` times in turn, one output [batch, 1] (the mean of the chain's
+    squares: the values returned cost nothing to copy, and, positive, they never cancel
+    to ~0 the way a plain mean after a layer norm does, where a build's verification
+    then compared rounding), and the tiny lane's int64 output."""
     from onnx import TensorProto, checker, helper
 
     g = _Graph(seed)
@@ -219,7 +221,7 @@ def network(lanes: list[tuple[Unit, int]], seed: int = 0, name: str = "synthetic
         x = cur if (have, axis) == (u.x, u.axis) else _bridge(g, cur, have, u, prefix)
         cur, have, axis = _apply(g, u, x, prefix), shapes[j], u.yaxis
     flat = g.op("Reshape", [cur, g.ints("flat", [-1, math.prod(have)])], "end")
-    result = g.op("ReduceMean", [flat], "end", axes=[-1], keepdims=1)
+    result = g.op("ReduceMean", [g.op("Mul", [flat, flat], "end")], "end", axes=[-1], keepdims=1)
     g.nodes.append(helper.make_node("Identity", [result], [OUTPUT], name="end_output"))
     outputs = [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, ["batch", 1])]
     if tiny:
