@@ -87,6 +87,7 @@ def test_backends_lists_every_named_backend_with_reasons(cli):
         (["train", "resnet50-mini", "--db", "afile/r.sqlite"], ["cannot write", "not a directory"]),
         (["train", "resnet50-mini", "--db", "afile"], ["not a dlbench results database"]),
         (["train", "resnet50-mini", "--json", "afile/x.json"], ["cannot write", "not a directory"]),
+        (["train", "resnet50-mini", "--devices", "2", "--eager"], ["--eager", "steps run compiled"]),
         (["nosuchcommand"], ["invalid choice"]),
     ],
 )

@@ -237,6 +237,10 @@ def validate(req: BenchRequest) -> tuple[list[Cell], list[str]]:
     """Every cell of the sweep, or a UserError; plus notes for the user."""
     req.check()
     hints = {"shapes": req.shapes, "inputs": req.inputs, "timeout": req.timeout}
+    if req.model is None:
+        from dlbench.harness.usermodel import probe_files
+
+        probe_files(req.artifacts, req.timeout)
     filled = weights_for(req.artifacts, req.model_from, req.weights)
     artifacts = [resolve(a, req.model, weights=filled.get(a), **hints) for a in req.artifacts]
     if req.model_from:

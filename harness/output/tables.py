@@ -194,6 +194,8 @@ def train_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
     for r in records:
         fw = FRAMEWORKS.get(r["framework"])
         framework = f"{fw.display if fw else r['framework']} {r.get('framework_version') or ''}"
+        if r.get("context", {}).get("config", {}).get("eager") and r["framework"] != "pytorch":
+            framework = f"{framework.strip()} (eager)"  # its steps are not the compiled graph's
         network = network_name(r["model"])
         m = r.get("metrics", {})
         resource = r.get("context", {}).get("resource") or r.get("device")

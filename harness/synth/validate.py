@@ -112,6 +112,10 @@ def measure(
     generated = [synth, *(n for n in natives if n != synth)]
     unverified: list[str] = []
     built, left = build_all([*apps, *generated], onnx_builds, workdir, say, ready, unverified, modes)
+    if not all(map(takes_onnx, matrix.backends)):
+        from dlbench.harness.usermodel import probe_files
+
+        probe_files([f for by_backend in natives.values() for f in by_backend.values()])
     results: dict[str, dict[str, float]] = {}
     rule = StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30)
     for backend in matrix.backends:

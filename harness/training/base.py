@@ -42,6 +42,7 @@ class TrainConfig:
     momentum: float = 0.9
     eval: bool = False  # evaluate on the held-out split after training
     eval_samples: int | None = None  # at most this many held-out samples (None: all)
+    eager: bool = False  # no tf.function, MindSpore's PyNative mode (train's --eager)
     # One rank of a data-parallel cell (harness.training.ranks): the session joins its
     # framework's process group and averages gradients over it.
     distributed: bool = False

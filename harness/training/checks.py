@@ -84,6 +84,8 @@ def validate(req: TrainRequest, spec=None) -> None:
             raise UserError("--devices: give at least one count, e.g. --devices 1,2")
         if req.user:
             raise UserError("--devices: data-parallel training is for zoo models")
+        if req.eager:
+            raise UserError("--eager: data-parallel steps run compiled; leave out --eager or --devices")
         for n in req.devices:
             scaling.check(
                 scaling.Topology(

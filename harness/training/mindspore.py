@@ -181,7 +181,7 @@ class Session(TrainSession):
         self.target = select_device(cfg.device)
         self.math = mathmode.mindspore_math(ms, self.target, cfg.precision)  # refuses tf32
         self.threads = apply_threads(cfg.intra_op_threads, cfg.inter_op_threads)
-        ms.set_context(mode=ms.GRAPH_MODE)
+        ms.set_context(mode=ms.PYNATIVE_MODE if cfg.eager else ms.GRAPH_MODE)
         if cfg.distributed:
             self._join_cluster()
         ms.set_seed(cfg.seed)

@@ -116,6 +116,17 @@ class TrainRequest(CommandOptions):
         type=int,
         help="evaluate at most this many held-out samples (default: the whole split; synthetic: 256)",
     )
+    # Graph compiles are most of a one-step run's time (a tiny DenseNet: TensorFlow 16 s
+    # against 8 s eager, MindSpore 13 s against 4 s): a quick checkpoint to export need not
+    # pay them.  Recorded in the run's identity, so its times never pass for compiled ones.
+    eager: bool = flag(
+        "--eager",
+        default=False,
+        switch=True,
+        help="run each step eagerly, with no graph compile: TensorFlow without tf.function, "
+        "MindSpore in PyNative mode (PyTorch always runs eagerly); for a quick checkpoint, "
+        "not for the compiled network's step times",
+    )
     seed: int = flag("--seed", default=0, type=int)
     learning_rate: float | None = flag(  # None: the model's default_lr
         "--lr",

@@ -92,6 +92,7 @@ def train(req: TrainRequest, progress: Callable[[str], None] = _progress) -> lis
             learning_rate=lr,
             eval=req.eval,
             eval_samples=req.eval_samples,
+            eager=req.eager,
             distributed=topo is not None,
         )
         overlay, env_error = envs.prepare(with_spec) if with_spec else (None, None)
@@ -220,6 +221,8 @@ def _record(
     }
     if cfg.eval:  # only then, so that runs without --eval keep their keys
         identity["eval"] = [True, cfg.eval_samples]
+    if cfg.eager:  # likewise
+        identity["eager"] = True
     user = spec.config.get("user") if spec.family == USER_FAMILY else None
     if user:
         identity.update(

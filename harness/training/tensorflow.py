@@ -153,7 +153,7 @@ class Session(TrainSession):
             def step(inputs, labels):
                 return self.strategy.run(self._step_graph, args=(inputs, labels))
 
-        self._train_step = tf.function(step, jit_compile=False)
+        self._train_step = step if cfg.eager else tf.function(step, jit_compile=False)
 
     def _scope(self):
         """Where variables are made: the strategy's scope (mirrored, all-reduced by the
@@ -225,7 +225,11 @@ class Session(TrainSession):
 
     def eval_outputs(self, batches):
         # reduce_retracing: the last, shorter batch reuses a shape-generic graph.
-        graph = tf.function(self._eval_graph, jit_compile=False, reduce_retracing=True)
+        graph = (
+            self._eval_graph
+            if self.cfg.eager
+            else tf.function(self._eval_graph, jit_compile=False, reduce_retracing=True)
+        )
         for batch in batches:
             inputs, _ = self.place(batch)
             yield tuple(o.numpy() for o in graph(*inputs)), batch[1]
@@ -249,6 +253,7 @@ class Session(TrainSession):
             "dtype_policy": self._policy,
             "loss_scaling": isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer),
             "xla": False,
+            "execution": "eager" if self.cfg.eager else "tf.function",
             "keras_version": keras.__version__,
             "math_mode": self.math,
             "soft_device_placement": bool(tf.config.get_soft_device_placement()),

@@ -297,6 +297,38 @@ def test_a_model_that_runs_code_when_loaded_needs_trust(framework, cli, workdir,
         assert savedmodel_risks(str(request.getfixturevalue("saved_tensorflow") / "mm_saved")) == []
 
 
+@pytest.mark.pytorch
+def test_files_of_one_framework_are_probed_in_one_process(saved_pytorch, cli, workdir, monkeypatch):
+    """bench probes its user files in one process per framework (each probe imports the
+    framework); a file that fails there is probed alone, so its refusal is its own line,
+    and a file that runs code when loaded runs none in the shared probe either."""
+    from dlbench.harness import usermodel
+    from dlbench.harness.cells import launcher
+    from dlbench.models.user import sniff
+
+    marker = workdir / "planted"
+    evil = _pt2_with_a_planted_pickle(saved_pytorch, workdir, marker)
+    launched = []
+
+    def counted(kind, *args, **kwargs):
+        launched.append(kind)
+        return real(kind, *args, **kwargs)
+
+    real = launcher.run_cell
+    monkeypatch.setattr(launcher, "run_cell", counted)
+    good, program, bad = (sniff(p) for p in (saved_pytorch / "small.pt", saved_pytorch / "two.pt2", evil))
+    usermodel.probe_all([good, program, bad])
+    assert launched == ["probe"]
+    assert [i["name"] for i in usermodel.probe(program)["inputs"]] == ["image", "tokens"]
+    assert [i["name"] for i in usermodel.probe(good)["inputs"]] == ["image"] and launched == ["probe"]
+    with pytest.raises(usermodel.UserError, match="--trust-model"):
+        usermodel.probe(bad)
+    assert launched == ["probe", "probe"] and not marker.exists()
+    out = cli("bench", str(saved_pytorch / "two.pt2"), str(evil), "-b", "pytorch", *FAST)
+    assert_usage_error(out, "can run code when loaded", "--trust-model")
+    assert not marker.exists()
+
+
 # A saved inference graph: (its file in the saved_<framework> fixture, an objective, what the
 # refusal says).
 GRAPHS = {
