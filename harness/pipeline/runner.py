@@ -35,6 +35,7 @@ from dlbench.harness.pipeline.resume import LOCK, finished, open_workdir
 from dlbench.harness.pipeline.stages import Context, TrainStage
 from dlbench.harness.pipeline.workdir import Workdir
 from dlbench.harness.store.context import DB, OUTPUT, RUN_ID_ENV
+from dlbench.harness.training.request import EAGER
 
 BUILD_PRECISIONS = ("fp32", "fp16", "int8")
 # A CPU run must finish in minutes (make demo: under 15 on 2 cores); a run on a
@@ -82,6 +83,7 @@ class RunRequest:
     train_batch_size: int | None = flag(
         "--train-batch-size", default=None, type=int, help="training batch (default: the model's own)"
     )
+    eager: bool = field_of(EAGER, default=False)
     train_data: str | None = None
     eval: bool | None = None
     learning_rate: float | None = None
@@ -169,6 +171,7 @@ class RunRequest:
             "train_data": self.train_data,
             "learning_rate": self.learning_rate,
             "allocator": self.allocator,
+            **({"eager": True} if self.eager else {}),  # a run without it keeps its keys
             **({"user": self.user.options()} if self.user else {}),
         }
 

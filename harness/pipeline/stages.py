@@ -140,6 +140,7 @@ class TrainStage(Stage):
             argv=req.argv,
             data=req.train_data,
             eval=req.eval,
+            eager=req.eager,
             learning_rate=req.learning_rate,
             extra_context={"pipeline": {"run_id": run_id, "stage": self.name}} if run_id else {},
         )

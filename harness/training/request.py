@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.core.flags import comma_list, field_of, flag, split
+from dlbench.core.flags import Flag, comma_list, field_of, flag, split
 from dlbench.harness.bench.input_args import range_texts, ranges_from
 from dlbench.harness.cells import envs
 from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
@@ -42,6 +42,17 @@ def _objective_help() -> str:
     )
 
 
+# Graph compiles are most of a one-step run's time (a tiny DenseNet: TensorFlow 16 s
+# against 8 s eager, MindSpore 13 s against 4 s): a quick checkpoint to export need not
+# pay them.  Recorded in the run's identity, so its times never pass for compiled ones;
+# train's flag and run's.
+EAGER = Flag(
+    ("--eager",),
+    switch=True,
+    help="run each training step eagerly, with no graph compile: TensorFlow without "
+    "tf.function, MindSpore in PyNative mode (PyTorch always runs eagerly); for a quick "
+    "checkpoint, not for the compiled network's step times",
+)
 SCALING = "data-parallel scaling"
 LOOPBACK = scaling.LOOPBACK  # the module's name is a field's below
 
@@ -116,17 +127,7 @@ class TrainRequest(CommandOptions):
         type=int,
         help="evaluate at most this many held-out samples (default: the whole split; synthetic: 256)",
     )
-    # Graph compiles are most of a one-step run's time (a tiny DenseNet: TensorFlow 16 s
-    # against 8 s eager, MindSpore 13 s against 4 s): a quick checkpoint to export need not
-    # pay them.  Recorded in the run's identity, so its times never pass for compiled ones.
-    eager: bool = flag(
-        "--eager",
-        default=False,
-        switch=True,
-        help="run each step eagerly, with no graph compile: TensorFlow without tf.function, "
-        "MindSpore in PyNative mode (PyTorch always runs eagerly); for a quick checkpoint, "
-        "not for the compiled network's step times",
-    )
+    eager: bool = field_of(EAGER, default=False)
     seed: int = flag("--seed", default=0, type=int)
     learning_rate: float | None = flag(  # None: the model's default_lr
         "--lr",

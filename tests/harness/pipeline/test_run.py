@@ -204,6 +204,7 @@ def test_lstm_tiny_runs_every_stage_in_every_framework(tmp_path):
             "1",
             "--train-batch-size",
             "4",
+            "--eager",  # the stages' chain is tested here; the compiled steps in training's
             "--batch-sizes",
             "2",  # one: each more is six bench processes, three of them a framework's
             "--iterations",
@@ -236,6 +237,7 @@ def test_lstm_tiny_runs_every_stage_in_every_framework(tmp_path):
     for fw, r in train.items():
         assert r["status"] == "ok", r["error"]
         assert r["context"]["config"]["learning_rate"] == spec.default_lr != 0.05
+        assert r["context"]["config"]["eager"] is True  # the stage passed run's --eager on
         m = r["metrics"]
         assert m["loss_end"] < m["loss_start"], (fw, m["losses"])
     exports = [r for r in store.records("kind = 'convert'") if r["context"]["hop"].endswith("->onnx")]
