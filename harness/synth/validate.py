@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dlbench.harness.stats import percentile
+
 DERIVED = (
     "Derived score (MLPerf's sense): a prediction of the applications' weighted geometric-mean "
     "speed ratio, not a measurement of any application."
@@ -267,7 +269,7 @@ def judge(
     return {
         "spearman": spearman([actual[c] for c in configs], [predicted[c] for c in configs]),
         "median_error": statistics.median(errors),
-        "p90_error": errors[min(len(errors) - 1, math.ceil(0.9 * len(errors)) - 1)],
+        "p90_error": percentile(errors, 90),  # interpolated, as every p90 dlbench reports
         "pairwise_agreement": agree / pairs if pairs else None,
         "pairs_beyond_noise": pairs,
     }
