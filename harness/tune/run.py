@@ -32,6 +32,10 @@ def _spaces(req: TuneRequest, onnx: bool) -> list[Space]:
     for name in req.space:
         if name not in known:
             raise UserError(f"--space {name}: not a setting to tune; choose from {', '.join(sorted(known))}")
+        if not any(applying({name: []}, b) for b in backends):  # inter-op threads: no pool
+            raise UserError(
+                f"--space {name}: {', '.join(b.name for b in backends)} has no inter-op thread pool to size"
+            )
     return [
         narrowed(declared(b, req.device, req.batch_sizes, req.builds, onnx), applying(req.space, b))
         for b in backends

@@ -124,9 +124,14 @@ def declared(
 
 
 def applying(given: dict[str, list[str]], backend: Backend) -> dict[str, list[str]]:
-    """The ``--space`` entries that apply to ``backend``: every common dimension, and the
-    options it declares (one command line tunes backends whose options differ)."""
-    return {k: v for k, v in given.items() if k in COMMON or backend.option(k) is not None}
+    """The ``--space`` entries that apply to ``backend``: every common dimension (inter-op
+    threads only where it has an inter-op pool, as ``declared`` says), and the options it
+    declares (one command line tunes backends whose options differ)."""
+    return {
+        k: v
+        for k, v in given.items()
+        if (k in COMMON and (k != INTER_OP or backend.inter_op_pool)) or backend.option(k) is not None
+    }
 
 
 def narrowed(space: Space, given: dict[str, list[str]]) -> Space:

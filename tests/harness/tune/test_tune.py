@@ -216,6 +216,21 @@ def test_bad_input_is_one_line_and_status_2(cli, workdir, args, needle):
     assert_usage_error(cli("tune", str(model), "-b", "onnxruntime", *args), needle)
 
 
+def test_inter_op_threads_are_tuned_only_where_a_backend_has_that_pool(cli, workdir):
+    """Each cell of a backend without an inter-op pool (OpenVINO's streams are its own
+    option) would have measured the same thing under two names."""
+    from dlbench.harness.backends import get_backend
+    from dlbench.harness.tune.space import applying
+
+    given = {"inter_op_threads": ["1", "2"], "threads": ["1"]}
+    assert applying(given, get_backend("onnxruntime")) == given
+    assert applying(given, get_backend("openvino")) == {"threads": ["1"]}
+    model = benchmodels.mlp(workdir / "m.onnx")
+    out = cli("tune", str(model), "-b", "openvino", "--space", "inter_op_threads=1,2")
+    assert_usage_error(out, "--space inter_op_threads: openvino has no inter-op thread pool")
+    assert sorted(p.name for p in workdir.iterdir()) == ["m.onnx"]
+
+
 @pytest.mark.parametrize("target", ["missing.onnx", "nosuchnet", "timm:"])
 def test_a_target_that_is_nothing_is_one_line_and_writes_nothing(cli, workdir, target):
     """Found by the config fuzzer: tune ran every cell of its search on a missing file,
