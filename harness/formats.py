@@ -89,7 +89,7 @@ FORMATS.register(
         (".onnx",),
         "onnxruntime",
         True,
-        "dlbench.harness.bench.artifacts:load_onnx",
+        "dlbench.harness.bench.loaders:load_onnx",
         _looks_like_onnx,
     ),
 )
@@ -101,7 +101,7 @@ FORMATS.register(
         ENGINE_SUFFIXES,
         "tensorrt",
         True,
-        "dlbench.harness.bench.artifacts:load_engine",
+        "dlbench.harness.bench.loaders:load_engine",
     ),
 )
 FORMATS.register(
@@ -112,7 +112,7 @@ FORMATS.register(
         (".mindir",),
         "mindspore",
         True,
-        "dlbench.harness.bench.artifacts:load_mindir",
+        "dlbench.harness.bench.loaders:load_mindir",
     ),
 )
 FORMATS.register(ZOO, ArtifactFormat(ZOO, "a zoo model name: the native network with seeded random weights"))

@@ -37,7 +37,7 @@ from typing import Any
 from dlbench.core.errors import UserError
 from dlbench.harness import formats
 from dlbench.harness.backends.base import ArtifactRef, TensorInfo
-from dlbench.harness.formats import MINDIR, ONNX, TRT_ENGINE, ZOO, checkpoint_format, user_format
+from dlbench.harness.formats import ZOO, checkpoint_format, user_format
 from dlbench.models.native import SUFFIXES as NATIVE_SUFFIXES
 
 CHECKPOINT_SUFFIXES = tuple(NATIVE_SUFFIXES)
@@ -97,7 +97,7 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def _neighbour_manifest(path: Path) -> dict[str, Any]:
+def neighbour_manifest(path: Path) -> dict[str, Any]:
     manifest = path.parent / "manifest.json"
     if manifest.is_file():
         try:
@@ -132,10 +132,10 @@ def resolve(
         from dlbench.models.user import hub
 
         if arg in list_models():
-            return _zoo(arg)
+            return zoo_artifact(arg)
         named = hub.parse(arg)
         if named is not None:
-            return _user(replace(named, weights=weights), arg, shapes, inputs, timeout)
+            return user_artifact(replace(named, weights=weights), arg, shapes, inputs, timeout)
         raise UserError(
             f"{arg}: no such file or directory, not a zoo model (known: {', '.join(list_models())}), "
             f"and not a model by name ({hub.prefixes()})"
@@ -147,7 +147,7 @@ def resolve(
     if model is None and not manifest:
         source = user.sniff(path)
         if source is not None:
-            return _user(source, arg, shapes, inputs, timeout)
+            return user_artifact(source, arg, shapes, inputs, timeout)
         raise UserError(
             f"{arg}: {user.what_is(path)}; dlbench reads {_file_formats()}, "
             f"TorchScript, torch.export (.pt2), .keras, Keras .h5, "
@@ -200,10 +200,10 @@ def resolve_code(
     from dlbench.models.user import from_code
 
     source = from_code(model_from, weights)
-    return _user(source, source.label, shapes, inputs, timeout)
+    return user_artifact(source, source.label, shapes, inputs, timeout)
 
 
-def _user(source, arg: str, shapes, inputs, timeout) -> Artifact:
+def user_artifact(source, arg: str, shapes, inputs, timeout) -> Artifact:
     from dlbench.harness import usermodel
     from dlbench.harness.bench.given import read_all
 
@@ -227,7 +227,7 @@ def _user(source, arg: str, shapes, inputs, timeout) -> Artifact:
     return art
 
 
-def _zoo(name: str) -> Artifact:
+def zoo_artifact(name: str) -> Artifact:
     from dlbench.models.registry import get_model
 
     spec = get_model(name)
@@ -243,153 +243,6 @@ def spec_ranges(spec) -> dict[str, tuple[int, int]]:
     from dlbench.models.synthetic import box_ranges
 
     return {**{i.name: tuple(i.int_range) for i in spec.inputs if i.int_range}, **box_ranges(spec)}
-
-
-def load_onnx(path: Path, arg: str, **_context: Any) -> Artifact:
-    from dlbench.harness.bench import onnxinfo
-
-    model = onnxinfo.load(path)
-    inputs, _ = onnxinfo.signature(model)
-    meta = onnxinfo.metadata(model)
-    manifest = _neighbour_manifest(path)
-    # onnx_io.metadata strips the "dlbench." prefix of the keys it returns.
-    name = meta.get("model") or manifest.get("model") or path.stem
-    framework = meta.get("framework") or manifest.get("framework")
-    ref = ArtifactRef(
-        str(path.resolve()),
-        ONNX,
-        name,
-        framework,
-        None,
-        {
-            "opset": [{"domain": o.domain, "version": o.version} for o in model.opset_import],
-            "ir_version": model.ir_version,
-            "producer": model.producer_name,
-        },
-    )
-    # The graph's tables first; a dlbench zoo model's spec fills what the graph hides
-    # (Keras' embedding wraps its index in a negative-index select the search stops at).
-    ranges = {**_zoo_ranges(name), **onnxinfo.embedding_ranges(model)}
-    art = Artifact(ref, arg, sha256_of(path), inputs, onnxinfo.precision(model), ranges, model)
-    art.default_shapes, whence = _zoo_shapes(name, inputs), f"zoo model {name!r}"
-    if not art.default_shapes:
-        art.default_shapes, whence = _recorded_shapes(meta, inputs), "the shapes its export recorded"
-    if art.default_shapes:
-        dims = ", ".join(f"{k}=" + "x".join(["N", *map(str, v[1:])]) for k, v in art.default_shapes.items())
-        art.default_shapes_note = (
-            f"dynamic dimensions sized from {whence} ({dims}, N the batch size); --shape overrides"
-        )
-        art.notes.append(f"{arg}: {art.default_shapes_note}")
-    return art
-
-
-def _recorded_shapes(meta: dict[str, str], signature: list[TensorInfo]) -> dict[str, tuple[int, ...]]:
-    """The sizes a dlbench export verified at (``dlbench.input_shapes``) for the inputs whose
-    non-batch dimensions the graph leaves dynamic: a transformer's sequence length."""
-    try:
-        recorded = json.loads(meta.get("input_shapes") or "{}")
-    except ValueError:
-        return {}
-    out = {}
-    for t in signature:
-        shape = recorded.get(t.name) if isinstance(recorded, dict) else None
-        dynamic = any(not isinstance(d, int) or d < 0 for d in t.shape[1:])
-        if dynamic and isinstance(shape, list) and len(shape) == len(t.shape):
-            if all(isinstance(d, int) and d > 0 for d in shape):
-                out[t.name] = (1, *shape[1:])
-    return out
-
-
-def _spec_inputs(name: str | None) -> dict[str, Any]:
-    """A zoo model's inputs by the names its ONNX export gives them."""
-    from dlbench.models.registry import get_model, list_models
-
-    if not name or name not in list_models():
-        return {}
-    spec = get_model(name)
-    # A one-input export names its input "input" (converters.onnx_io.input_names).
-    if len(spec.inputs) == 1:
-        return {"input": spec.inputs[0], spec.inputs[0].name: spec.inputs[0]}
-    return {i.name: i for i in spec.inputs}
-
-
-def _zoo_shapes(name: str | None, signature: list[TensorInfo]) -> dict[str, tuple[int, ...]]:
-    """Full shapes (batch 1) for the inputs whose non-batch dimensions the graph leaves
-    dynamic, from the zoo spec the file was exported from; {} when nothing is dynamic
-    or the file is not a zoo model's."""
-    known = _spec_inputs(name)
-    out = {}
-    for t in signature:
-        i = known.get(t.name)
-        dynamic = any(not isinstance(d, int) or d < 0 for d in t.shape[1:])
-        if i is not None and dynamic and len(t.shape) == len(i.shape) + 1:
-            out[t.name] = (1, *i.shape)
-    return out
-
-
-def _zoo_ranges(name: str | None) -> dict[str, tuple[int, int]]:
-    from dlbench.models.registry import get_model, list_models
-
-    if not name or name not in list_models():
-        return {}
-    spec = get_model(name)
-    ranges = spec_ranges(spec)
-    # A one-input export names its input "input" (converters.onnx_io.input_names).
-    if len(spec.inputs) == 1 and spec.inputs[0].name in ranges:
-        ranges = {"input": ranges[spec.inputs[0].name]}
-    return ranges
-
-
-def load_engine(path: Path, arg: str, **_context: Any) -> Artifact:
-    """A TensorRT engine and the sidecar ``dlbench build`` wrote next to it (required: it is
-    what says which TensorRT and GPU the engine belongs to)."""
-    from dlbench.converters.tensorrt_runtime import read_sidecar
-
-    sidecar = read_sidecar(path)
-    source = (sidecar.get("source") or {}).get("path") or sidecar.get("prepared_onnx")
-    ref = ArtifactRef(
-        str(path.resolve()),
-        TRT_ENGINE,
-        sidecar.get("model") or path.stem,
-        sidecar.get("framework"),
-        None,
-        sidecar,
-    )
-    art = Artifact(ref, arg, sha256_of(path), None, sidecar.get("precision"), _zoo_ranges(ref.model))
-    if source and Path(source).is_file():
-        # The engine's inputs are its ONNX source's; the graph also gives FLOPs and tables.
-        from dlbench.harness.bench import onnxinfo
-
-        model = onnxinfo.load(source)
-        art.signature = onnxinfo.signature(model)[0]
-        art.graph_ranges = {**art.graph_ranges, **onnxinfo.embedding_ranges(model)}
-        art.onnx_model = model
-    return art
-
-
-def load_mindir(path: Path, arg: str, shapes=None, inputs=None, timeout=None) -> Artifact:
-    sidecar: dict[str, Any] = {}
-    for candidate in (path.with_name(path.name + ".json"), path.with_suffix(".json")):
-        if candidate.is_file():
-            sidecar = json.loads(candidate.read_text())
-            break
-    manifest = _neighbour_manifest(path)
-    name = sidecar.get("model") or manifest.get("model") or path.stem
-    if sidecar.get("inputs"):
-        sig = [TensorInfo(i["name"], i.get("dtype", "float32"), tuple(i["shape"])) for i in sidecar["inputs"]]
-    else:
-        from dlbench.models.registry import list_models
-
-        if name not in list_models():  # a user's graph: it records its inputs
-            from dlbench.models.user import sniff
-
-            return _user(sniff(path), arg, shapes, inputs, timeout)
-        sig = _zoo(name).signature  # dlbench export writes a dynamic batch
-        sidecar = dict(
-            sidecar, inputs=[{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)} for t in sig]
-        )
-    ref = ArtifactRef(str(path.resolve()), MINDIR, name, "mindspore", None, sidecar)
-    return Artifact(ref, arg, sha256_of(path), sig, sidecar.get("precision", "fp32"), _zoo_ranges(name))
 
 
 def _checkpoint(path: Path, arg: str, model: str | None, framework: str | None = None) -> Artifact:
