@@ -111,14 +111,19 @@ def main(argv: list[str]) -> int:
                 roundtrip=max_diff(w, back),
             )
             continue
+        # One network takes each source's weights in turn: every weight and statistic is
+        # overwritten by an import, so a second import into it is as into a fresh one (a
+        # weight an import missed keeps its seed-2 value either way), for one build.
+        net = before = None
         for source in FRAMEWORKS:
             path = directory / f"{name}.{source}.weights.npz"
             if source == framework or not path.exists():
                 continue
             w, meta = canonical.load(path)
             assert meta["model"] == name, meta
-            net = spec.build(framework, seed=2)
-            before = predict(framework, net, x)
+            if net is None:
+                net = spec.build(framework, seed=2)
+                before = predict(framework, net, x)
             tool.import_weights(net, w)
             after = predict(framework, net, x)
             np.savez(
