@@ -3,7 +3,7 @@
 Not listed by ``dlbench backends``; tests reach it with ``--backend
 selftest``.  It takes an ONNX file (for its input signature), "runs" a batch
 by sleeping ``service_ms + per_sample_ms * batch`` (optionally jittered) —
-a model with a known service time — and on request raises, hangs, crashes
+a model with a known service time — and on request raises, refuses, hangs, crashes
 or pretends to have run on another device, only in cells whose batch is
 ``fail_batch`` (0: every cell), so one sweep mixes good and bad cells.
 ``touch_mib`` allocates, fills and frees that many MiB in every run, as an
@@ -18,6 +18,7 @@ import signal
 import time
 from typing import Any
 
+from dlbench.core.errors import UserError
 from dlbench.harness.backends.base import ArtifactRef, Backend, Option, RunConfig, Runner, TensorInfo, region
 from dlbench.harness.formats import ONNX
 
@@ -45,6 +46,8 @@ class SelftestRunner(Runner):
             return
         if o["fail"] == "raise":
             raise RuntimeError(f"selftest: raised inside run at batch {batch}")
+        if o["fail"] == "refuse":  # what a backend finding the request unsatisfiable does
+            raise UserError(f"selftest: refused batch {batch}")
         if o["fail"] == "hang":
             time.sleep(3600)
         if o["fail"] == "segfault":
@@ -93,7 +96,7 @@ class Selftest(Backend):
         Option("service_ms", 1.0, kind=float, help="time per batch"),
         Option("per_sample_ms", 0.0, kind=float, help="extra time per sample"),
         Option("jitter", 0.0, kind=float, help="relative random spread of the service time"),
-        Option("fail", "none", ("none", "raise", "hang", "segfault", "fallback")),
+        Option("fail", "none", ("none", "raise", "refuse", "hang", "segfault", "fallback")),
         Option("fail_batch", 0, kind=int, help="misbehave only at this batch (0: always)"),
         Option("touch_mib", 0, kind=int, help="allocate, fill and free this many MiB per run"),
     )

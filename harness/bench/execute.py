@@ -176,8 +176,8 @@ def run_bench(
     Raises UserError for bad input — before any cell runs, or when a cell
     finds the request unsatisfiable (records finished until then are kept).
     Given ``refusals`` (a list), a cell's refusal goes there instead and the sweep
-    goes on: a caller sweeping files it made itself (``synth validate``), where one
-    file a backend cannot read is that file's problem, not the request's.
+    goes on: one file a backend cannot read is that cell's problem, not the sweep's
+    (the CLI then ends with the refusals; ``synth validate`` leaves the file out).
     """
     cells, notes = validate(req)
     store = sweep_store(req.db, req.json_path)
@@ -206,6 +206,6 @@ def run_bench(
             record = make_record(cell, req, outcomes, fp, run_id, started, store, ran)
             keep(record, store, fp, records, req.json_path, on_record, only_if_absent=req.resume)
             bar.finish(summary(record))
-    if req.json_path:
+    if req.json_path and (records or not refusals):  # every cell refused: nothing to write
         write_json(req.json_path, records)
     return records

@@ -138,7 +138,10 @@ def run(args) -> int:
         validate(req)
         print(to_toml(req.config), end="")
         return 0
-    records = run_bench(req, show_progress=not args.quiet)
+    # A cell's refusal (a file one backend cannot read) is that cell's: the sweep's other
+    # cells run, as train's do, and the refusals end the command after the tables.
+    refused: list[str] = []
+    records = run_bench(req, show_progress=not args.quiet, refusals=refused)
     from dlbench.harness.store.results import ResultStore
     from dlbench.harness.tune.headroom import annotate
 
@@ -155,4 +158,8 @@ def run(args) -> int:
                 f"{r['batch_size']}: latency-throughput points"
             )
             print(server_points_table(r))
+    if refused:
+        from dlbench.core.errors import UserError
+
+        raise UserError("; ".join(refused))
     return 0 if all(r["status"] != "failed" for r in records) else 1

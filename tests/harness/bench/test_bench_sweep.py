@@ -102,6 +102,21 @@ def test_onnxruntime_sweep_records_every_cell_with_its_context(cli, workdir, mlp
     assert "onnxruntime" in out.stdout and "Throughput" in out.stdout
 
 
+def test_a_refused_cell_ends_the_command_after_the_sweeps_other_cells(cli, workdir, mlp):
+    """A backend that finds one cell's request unsatisfiable refuses that cell: the other
+    cells run and are stored, as train's do, and the command then exits 2 with the
+    refusal as its one line.  Every cell refused: nothing is written."""
+    base = ("bench", str(mlp), "-b", "selftest", "-O", "fail=refuse", "-q", *FAST)
+    out = cli(*base, "--batch-sizes", "1,2,4", "-O", "fail_batch=2", "--json", "some.json")
+    _one_line_error(out, "selftest: refused batch 2")
+    records = json.loads((workdir / "some.json").read_text())
+    assert [(r["batch_size"], r["status"]) for r in records] == [(1, "ok"), (4, "ok")]
+    assert "| 4 " in out.stdout  # the table of what ran, before the refusal
+    out = cli(*base, "--batch-sizes", "1,2", "--json", "none.json")
+    _one_line_error(out, "selftest: refused batch 1", "selftest: refused batch 2")
+    assert not (workdir / "none.json").exists()
+
+
 def test_a_crashing_and_a_hanging_cell_fail_while_the_sweep_goes_on(cli, workdir, mlp):
     out = cli(
         "bench",
