@@ -93,15 +93,21 @@ class BenchStage(Stage):
         bench.backends, skipped = _running(bench, ctx.req)
         if not bench.backends:
             return stage_result("failed", f"nothing to benchmark: {skipped}")
+        # A cell its backend refuses (a build one backend cannot read) is that cell's, as
+        # in 'dlbench bench': the stage measures the rest and names the refusals.
+        refused: list[str] = []
         try:
-            records = run_bench(bench, show_progress=ctx.req.show_progress)
+            records = run_bench(bench, show_progress=ctx.req.show_progress, refusals=refused)
         except UserError as exc:
             return stage_result("failed", first_line(exc))
         failed = [r for r in records if r["status"] == "failed"]
-        reasons = ([f"{len(failed)} of {len(records)} cells failed"] if failed else []) + (
-            [skipped] if skipped else []
+        reasons = (
+            ([f"{len(failed)} of {len(records)} cells failed"] if failed else [])
+            + ([f"{len(refused)} refused ({'; '.join(refused)})"] if refused else [])
+            + ([skipped] if skipped else [])
         )
-        result = stage_result("ok", "; ".join(reasons) or None, {"cells": len(records)}, records)
+        status = "ok" if records or not refused else "failed"
+        result = stage_result(status, "; ".join(reasons) or None, {"cells": len(records)}, records)
         # Why a build did not pay, as 'dlbench bench' says it: kept with the stage, so the
         # run's report (and a resumed run's) carries the lines beside the tables.
         from dlbench.harness.profile.advice import advise

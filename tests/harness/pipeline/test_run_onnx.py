@@ -54,6 +54,24 @@ def test_an_onnx_file_runs_the_chain_from_the_builds(cli, workdir):
     assert stages["bench"].get("advice", []) == [ln[2:] for ln in report.splitlines() if ln.startswith("- ")]
 
 
+def test_a_refused_cell_leaves_the_bench_stage_measuring_the_rest(cli, workdir):
+    """As in 'dlbench bench': one cell its backend refuses is named in the stage's reason,
+    and the stage keeps the cells that ran (it failed whole, with none, before)."""
+    tiny_onnx.save(tiny_onnx.classifier(), workdir / "tiny.onnx")
+    knobs = ["-O", "fail=refuse", "-O", "fail_batch=2", "--precisions", "", "--workdir", "w", "-q"]
+    out = cli(
+        "run", "tiny.onnx", "--backends", "selftest", "--batch-sizes", "1,2", "--iterations", "3", *knobs
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    stage = json.loads((workdir / "w" / "stages" / "bench.json").read_text())
+    assert stage["status"] == "ok" and stage["reason"].startswith("1 refused ("), stage
+    assert "selftest: refused batch 2" in stage["reason"]
+    recs = ResultStore(workdir / "results.sqlite").records("kind = 'bench'", [])
+    assert [(r["batch_size"], r["status"]) for r in recs] == [(1, "ok")] and stage["records"] == [
+        recs[0]["id"]
+    ]
+
+
 def test_a_dynamic_sequence_onnx_file_runs_with_its_shapes(cli, workdir):
     """A transformer export keeps its sequence dynamic: --shape sizes every stage."""
     benchmodels.embedding(workdir / "emb.onnx")
