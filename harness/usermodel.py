@@ -219,10 +219,6 @@ def probe_all(sources: list[Source], timeout: float | None = None) -> None:
     a process importing the framework (TensorFlow: ~3 s), and a sweep over ten Keras
     files spent 22 s of its 48 probing them.  A source whose batch failed (one that
     cannot load, a crash) is left to ``probe``, which says why for it alone."""
-    from dlbench.harness.cells.cellenv import cell_environment
-    from dlbench.harness.cells.launcher import run_cell
-    from dlbench.harness.cells.threads import ThreadConfig
-
     todo: dict[str, dict[str, Source]] = {}
     for source in sources:
         key = _probe_key(source)
@@ -232,16 +228,22 @@ def probe_all(sources: list[Source], timeout: float | None = None) -> None:
         if len(group) < 2:
             continue
         first, *more = (s.to_dict() for s in group.values())
-        outcome = run_cell(
-            "probe",
-            ProbePayload(first, None, more).to_json(),
-            env=cell_environment(ThreadConfig.default(None)),
-            timeout=(timeout or PROBE_TIMEOUT_S) * len(group),
-        )
+        outcome = _probe_cell(ProbePayload(first, None, more), (timeout or PROBE_TIMEOUT_S) * len(group))
         if outcome.ok:
             for key, got in zip(group, outcome.result["probed"]):
                 if "probed" in got:
                     _PROBED[key] = got["probed"]
+
+
+def _probe_cell(payload: ProbePayload, timeout: float):
+    """The probe cell, one source's or a batch's: the framework's default threads."""
+    from dlbench.harness.cells.cellenv import cell_environment
+    from dlbench.harness.cells.launcher import run_cell
+    from dlbench.harness.cells.threads import ThreadConfig
+
+    return run_cell(
+        "probe", payload.to_json(), env=cell_environment(ThreadConfig.default(None)), timeout=timeout
+    )
 
 
 def probe_files(paths: list[str], timeout: float | None = None) -> None:
@@ -268,20 +270,11 @@ def outputs(
 
 
 def _probe(source: Source, timeout: float | None, run: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    from dlbench.harness.cells.cellenv import cell_environment
-    from dlbench.harness.cells.launcher import run_cell
-    from dlbench.harness.cells.threads import ThreadConfig
-
     if source.framework:
         from dlbench.harness.machine.frameworks import require
 
         require(source.framework)  # the install hint, before any process
-    outcome = run_cell(
-        "probe",
-        ProbePayload(source.to_dict(), run).to_json(),
-        env=cell_environment(ThreadConfig.default(None)),
-        timeout=timeout or PROBE_TIMEOUT_S,
-    )
+    outcome = _probe_cell(ProbePayload(source.to_dict(), run), timeout or PROBE_TIMEOUT_S)
     if outcome.status == "usage_error":
         raise UserError(outcome.error)
     if not outcome.ok:
