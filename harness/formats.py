@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.converters.tensorrt_runtime import ENGINE_SUFFIXES
+from dlbench.core.frameworks import NAMES
 from dlbench.core.registry import Registry, resolve
 from dlbench.models.native import SUFFIXES as CHECKPOINT_SUFFIX_FRAMEWORKS
 
@@ -30,7 +31,7 @@ MINDIR = "mindir"
 ZOO = "zoo"  # a zoo model name: the native network, random weights
 CHECKPOINT = "{}-checkpoint"  # a `dlbench train` output, per framework
 USER_MODEL = "{}-model"  # a user's own model file or code (harness.usermodel)
-NATIVE_FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
+NATIVE_FRAMEWORKS = NAMES
 
 
 def checkpoint_format(framework: str) -> str:

@@ -22,7 +22,9 @@ import re
 import subprocess
 import sys
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
+from dlbench.core.frameworks import NAMES
+
+FRAMEWORKS = NAMES
 GROUPS = [("core", "not (" + " or ".join(FRAMEWORKS) + ")")] + [(f, f) for f in FRAMEWORKS]
 COUNT = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected|xfailed|xpassed)")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlbench.core.frameworks import FRAMEWORKS
 from dlbench.harness import stats
 from dlbench.harness.bench import peak_share
 from dlbench.harness.bench.artifacts import Artifact
@@ -17,7 +18,7 @@ from dlbench.harness.bench.plan import Cell, identity
 from dlbench.harness.bench.request import BenchRequest
 from dlbench.harness.cells import envs, mathmode
 from dlbench.harness.cells.launcher import CellOutcome
-from dlbench.harness.machine.frameworks import FRAMEWORKS, distribution_version
+from dlbench.harness.machine.frameworks import distribution_version
 from dlbench.harness.store import records
 from dlbench.harness.store.results import ResultStore
 

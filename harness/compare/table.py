@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlbench.core.frameworks import FRAMEWORKS
 from dlbench.harness.compare.match import field
 from dlbench.harness.compare.pairs import Comparison, Pair
 from dlbench.harness.compare.sources import INSTALLED
-from dlbench.harness.machine.frameworks import FRAMEWORKS
 from dlbench.harness.output.tables import markdown, network_name
 
 # Kinds whose cells are named by their backend (engine), not their framework.

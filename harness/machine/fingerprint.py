@@ -20,9 +20,10 @@ from typing import Any
 
 import psutil
 
+from dlbench.core.frameworks import FRAMEWORKS
 from dlbench.harness.backends import all_backends
 from dlbench.harness.machine import lock
-from dlbench.harness.machine.frameworks import FRAMEWORKS, OTHER_PACKAGES, distribution_version
+from dlbench.harness.machine.frameworks import OTHER_PACKAGES, distribution_version
 from dlbench.harness.machine.hardware import ascend_npus, command_output, cpu, nvidia_gpus
 
 

@@ -10,29 +10,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-from dataclasses import dataclass
 
 from dlbench.core.errors import UserError
+from dlbench.core.frameworks import Framework, get_framework
 from dlbench.models.user.hub import HUBS
-
-
-@dataclass(frozen=True)
-class Framework:
-    name: str  # the name users type (--framework)
-    module: str  # the top-level import name
-    distribution: str  # the PyPI distribution that carries it
-    extra: str  # the dlbench extra that installs it
-    display: str  # how tables name it
-
-
-FRAMEWORKS: dict[str, Framework] = {
-    f.name: f
-    for f in (
-        Framework("pytorch", "torch", "torch", "pytorch", "PyTorch"),
-        Framework("tensorflow", "tensorflow", "tensorflow", "tensorflow", "TensorFlow"),
-        Framework("mindspore", "mindspore", "mindspore", "mindspore", "MindSpore"),
-    )
-}
 
 # Packages whose versions belong in a machine's fingerprint besides the frameworks' and
 # the backends' (which each backend declares: Backend.packages): the conversions' and
@@ -40,13 +21,6 @@ FRAMEWORKS: dict[str, Framework] = {
 OTHER_PACKAGES = tuple(
     dict.fromkeys(("numpy", "keras", "onnx", "tf2onnx", *(h.package for h in HUBS.values())))
 )
-
-
-def get_framework(name: str) -> Framework:
-    try:
-        return FRAMEWORKS[name]
-    except KeyError:
-        raise UserError(f"unknown framework {name!r}; choose from: {', '.join(FRAMEWORKS)}") from None
 
 
 def is_installed(module: str) -> bool:

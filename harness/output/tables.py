@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dlbench.harness.machine.frameworks import FRAMEWORKS
+from dlbench.core.frameworks import FRAMEWORKS
 from dlbench.harness.stats import CONTENDED_BOUND, contended
 from dlbench.models.registry import get_model
 
@@ -194,7 +194,7 @@ def train_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
     for r in records:
         fw = FRAMEWORKS.get(r["framework"])
         framework = f"{fw.display if fw else r['framework']} {r.get('framework_version') or ''}"
-        if r.get("context", {}).get("config", {}).get("eager") and r["framework"] != "pytorch":
+        if r.get("context", {}).get("config", {}).get("eager") and (fw is None or fw.compiles_steps):
             framework = f"{framework.strip()} (eager)"  # its steps are not the compiled graph's
         network = network_name(r["model"])
         m = r.get("metrics", {})

@@ -83,7 +83,8 @@ class Plan:
 
 def build_plan(req, wd: Workdir) -> Plan:
     """The stages in order, each marked with why it cannot run here (if so)."""
-    from dlbench.harness.machine.frameworks import FRAMEWORKS, is_installed
+    from dlbench.core.frameworks import FRAMEWORKS
+    from dlbench.harness.machine.frameworks import is_installed
 
     if req.user is not None:
         from dlbench.harness.pipeline.user import UserExportStage

@@ -235,8 +235,9 @@ def _resolve_user(req: RunRequest) -> RunRequest:
 
 def validate(req: RunRequest) -> None:
     """Bad input fails here, before any stage runs (exit 2)."""
+    from dlbench.core.frameworks import FRAMEWORKS, get_framework
     from dlbench.harness.backends import check_options, get_backend
-    from dlbench.harness.machine.frameworks import FRAMEWORKS, get_framework, is_installed
+    from dlbench.harness.machine.frameworks import is_installed
     from dlbench.harness.training.checks import validate as validate_train
     from dlbench.models.registry import get_model
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dlbench.harness.machine.frameworks import FRAMEWORKS
+from dlbench.core.frameworks import FRAMEWORKS
 from dlbench.harness.output.tables import network_name
 from dlbench.harness.report.figures import Plot, bar_plots, line_plots
 from dlbench.harness.report.roofline import roofline

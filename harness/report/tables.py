@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dlbench.harness.machine.frameworks import FRAMEWORKS
+from dlbench.core.frameworks import FRAMEWORKS
 from dlbench.harness.output.footnotes import footnote_long_cells
 from dlbench.harness.output.tables import (
     add_context_columns,

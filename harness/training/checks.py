@@ -8,10 +8,11 @@ from pathlib import Path
 
 from dlbench.core.atomic import check_can_create
 from dlbench.core.errors import UserError
+from dlbench.core.frameworks import get_framework
 from dlbench.harness.cells import envs, mathmode
 from dlbench.harness.cells.allocator import check as check_allocator
 from dlbench.harness.machine.fingerprint import fingerprint
-from dlbench.harness.machine.frameworks import get_framework, require
+from dlbench.harness.machine.frameworks import require
 from dlbench.harness.store.results import ResultStore
 from dlbench.harness.training import scaling
 from dlbench.harness.training.base import DEVICES, PRECISIONS

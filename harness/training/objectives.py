@@ -38,10 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.core.errors import UserError
+from dlbench.core.frameworks import NAMES
 from dlbench.core.registry import Registry
 from dlbench.models.registry import ModelSpec
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
+FRAMEWORKS = NAMES
 
 
 @dataclass(frozen=True)

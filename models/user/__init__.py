@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.core.errors import UserError
+from dlbench.core.frameworks import NAMES
 
 # kind -> (framework, what the user is told it is)
 KINDS: dict[str, tuple[str | None, str]] = {
@@ -36,7 +37,7 @@ KINDS: dict[str, tuple[str | None, str]] = {
     "code": (None, "a model built by code (--model-from)"),
     "hub": (None, "a model by name from a library (models.user.hub)"),
 }
-FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
+FRAMEWORKS = NAMES
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 _CALLABLE = re.compile(r"[A-Za-z_][\w.]*")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")

@@ -71,10 +71,11 @@ import numpy as np
 
 from dlbench.core.atomic import ensure_writable
 from dlbench.core.errors import UserError
+from dlbench.core.frameworks import NAMES
 
 FORMAT = "dlbench-weights/1"
 META_KEY = "__meta__"
-FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
+FRAMEWORKS = NAMES
 
 Weights = "OrderedDict[str, np.ndarray]"
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mindspore")
+from dlbench.core.frameworks import NAMES
+
+FRAMEWORKS = NAMES  # each is a pytest marker and a group of its own
 
 
 def frameworks(*names: str) -> list:

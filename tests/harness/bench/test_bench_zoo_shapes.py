@@ -10,9 +10,10 @@ import pytest
 from onnx import TensorProto, helper
 
 from dlbench.converters import onnx_io
+from dlbench.core.frameworks import FRAMEWORKS
 from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.bench.artifacts import resolve
-from dlbench.harness.output.tables import train_headers
+from dlbench.harness.output.tables import train_headers, train_rows
 
 
 def _token_model(path, names, model=None):
@@ -74,3 +75,26 @@ def test_train_table_unit_follows_the_model(model, unit):
 
 def test_mixed_train_table_says_samples():
     assert "Throughput (samples/sec)" in train_headers([{"model": "bert-tiny"}, {"model": "resnet50-mini"}])
+
+
+def test_an_eager_run_is_marked_only_where_the_framework_compiles_its_steps():
+    """--eager in a record's config: TensorFlow's and MindSpore's steps are not their compiled
+    graphs' and the row says so; PyTorch's steps are the same either way and are not marked."""
+
+    def row(framework, eager):
+        record = {
+            "framework": framework,
+            "framework_version": "9.9",
+            "model": "resnet50-mini",
+            "status": "failed",
+            "error": "x",
+            "precision": "fp32",
+            "batch_size": 4,
+            "context": {"config": {"eager": True} if eager else {}},
+        }
+        return train_rows([record])[0][1]
+
+    for name, fw in FRAMEWORKS.items():
+        assert row(name, eager=False) == f"{fw.display} 9.9"
+        assert row(name, eager=True) == f"{fw.display} 9.9" + (" (eager)" if fw.compiles_steps else "")
+    assert [n for n, fw in FRAMEWORKS.items() if not fw.compiles_steps] == ["pytorch"]
