@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import Any
 
 # The engine sidecar contract (ENGINE.json: TensorRT version, GPU, precision, profile,
-# source ONNX) and the cuda-python helpers are shared with converters/ (dlbench build).
+# source ONNX), the cuda-python helpers and the engine build are shared with converters/
+# (dlbench build).
+from dlbench.converters.tensorrt_build import build_in_cell
 from dlbench.converters.tensorrt_runtime import (
     check,
     check_sidecar,
@@ -99,7 +101,15 @@ class TrtRunner(Runner):
             self.built_here = False
             self.tf32_flag = self.artifact.meta.get("tf32")  # None: built before it was kept
         else:
-            serialized = self._build(trt)
+            serialized, self.tf32_flag = build_in_cell(
+                trt,
+                self.logger,
+                self.artifact.path,
+                workspace_mb=self.cfg.options["workspace_mb"],
+                tf32=self.cfg.precision == mathmode.TF32,
+                shapes=self.cfg.shapes,
+                batch_range=(self.cfg.min_batch, self.cfg.max_batch),
+            )
             self.built_here = True
         self.math = mathmode.tensorrt_math(self.tf32_flag, self.cfg.precision)
         self.engine = runtime.deserialize_cuda_engine(serialized)
@@ -124,58 +134,6 @@ class TrtRunner(Runner):
             "event_query_host_ms": [],
         }
         self._note_memory()
-
-    def _build(self, trt) -> bytes:
-        """Build an engine from the ONNX file, strongly typed, with one optimization profile."""
-        builder = trt.Builder(self.logger)
-        flags = 0
-        if hasattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED"):
-            flags |= 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
-        network = builder.create_network(flags)
-        parser = trt.OnnxParser(network, self.logger)
-        if not parser.parse_from_file(str(self.artifact.path)):
-            errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
-            raise UserError(
-                f"TensorRT's ONNX parser rejects {self.artifact.path}: "
-                f"{errors[0].splitlines()[0] if errors else 'unknown error'}"
-            )
-        config = builder.create_builder_config()
-        config.set_memory_pool_limit(
-            trt.MemoryPoolType.WORKSPACE, int(self.cfg.options["workspace_mb"]) << 20
-        )
-        self.tf32_flag = None
-        if hasattr(trt.BuilderFlag, "TF32"):
-            # "fp32" means IEEE float32, as in dlbench build; tf32 is its own precision.
-            if self.cfg.precision == mathmode.TF32:
-                config.set_flag(trt.BuilderFlag.TF32)
-            else:
-                config.clear_flag(trt.BuilderFlag.TF32)
-            self.tf32_flag = bool(config.get_flag(trt.BuilderFlag.TF32))
-        profile = builder.create_optimization_profile()
-        dynamic = False
-        for i in range(network.num_inputs):
-            tensor = network.get_input(i)
-            shape = list(tensor.shape)
-            if all(d >= 0 for d in shape):
-                continue
-            dynamic = True
-            full = self.cfg.shapes.get(tensor.name)
-            if full is None:
-                raise UserError(
-                    f"input {tensor.name!r} has dynamic dimensions {shape}: give them with --shape"
-                )
-            rest = [int(d) for d in full[1:]]
-            lo = [self.cfg.min_batch] + rest
-            hi = [self.cfg.max_batch] + rest
-            profile.set_shape(tensor.name, lo, hi, hi)
-        if dynamic:
-            config.add_optimization_profile(profile)
-        serialized = builder.build_serialized_network(network, config)
-        if serialized is None:
-            raise RuntimeError(
-                f"TensorRT failed to build an engine from {self.artifact.path} (see the log above)"
-            )
-        return bytes(serialized)
 
     def inputs(self) -> list[TensorInfo]:
         out = []
