@@ -29,16 +29,31 @@ __all__ = ["UserError", "__version__", "bench", "build", "run"]
 
 
 def bench(
-    artifacts: list[str], backends: list[str], *, show_progress: bool = False, **fields: Any
+    artifacts: list[str],
+    backends: list[str],
+    *,
+    show_progress: bool = False,
+    refusals: list[str] | None = None,
+    **fields: Any,
 ) -> list[dict[str, Any]]:
-    """Benchmark ``artifacts`` on ``backends``: one record per cell (``dlbench bench``)."""
+    """Benchmark ``artifacts`` on ``backends``: one record per cell (``dlbench bench``).
+
+    A cell its backend refuses (a file that backend cannot read) does not end the sweep,
+    as in the CLI: the other cells run and are stored.  Given a ``refusals`` list, each
+    refusal's line is appended to it and the records come back; without one, the
+    refusals are raised together as one UserError after the sweep."""
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.request import BenchRequest
 
-    return run_bench(
+    refused: list[str] = [] if refusals is None else refusals
+    records = run_bench(
         BenchRequest(artifacts=list(artifacts), backends=list(backends), **fields),
         show_progress=show_progress,
+        refusals=refused,
     )
+    if refused and refusals is None:
+        raise UserError("; ".join(refused))
+    return records
 
 
 def build(source: str, to: str, *, options: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:

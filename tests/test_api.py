@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from importlib.metadata import version
+
+import pytest
 
 import dlbench
 from tests.utils import ROOT, tiny_onnx
@@ -31,6 +34,26 @@ def test_bench_runs_cells_and_returns_their_records(tmp_path):
     assert [r["batch_size"] for r in records] == [1, 2]
     assert all(r["status"] in ("ok", "unstable") for r in records), records
     assert all(r["throughput_sps"] > 0 for r in records)
+
+
+def test_a_refused_cell_leaves_the_others_measured_as_in_the_cli(tmp_path):
+    """The API's sweep goes on past a refused cell, as 'dlbench bench' does: with a list
+    the refusals come back beside the records, without one they are raised after the sweep
+    (the cells that ran are stored either way)."""
+    path = tiny_onnx.save(tiny_onnx.classifier(), tmp_path / "tiny.onnx")
+    from dlbench.harness.bench.measure import StopRule
+
+    fast = StopRule(warmup=1, max_warmup=5, min_iterations=3, min_duration_s=0.05)
+    ask = dict(batch_sizes=[1, 2, 4], options={"fail": "refuse", "fail_batch": 2}, rule=fast, threads=[1])
+    refused: list[str] = []
+    records = dlbench.bench([path], ["selftest"], refusals=refused, db=str(tmp_path / "a.db"), **ask)
+    assert [(r["batch_size"], r["status"] in ("ok", "unstable")) for r in records] == [(1, True), (4, True)]
+    assert len(refused) == 1 and refused[0].endswith("batch 2 offline (1 threads): selftest: refused batch 2")
+    with pytest.raises(dlbench.UserError, match="batch 2 offline .*: selftest: refused batch 2$"):
+        dlbench.bench(
+            [path], ["selftest"], db=str(tmp_path / "b.db"), json_path=str(tmp_path / "b.json"), **ask
+        )
+    assert [r["batch_size"] for r in json.loads((tmp_path / "b.json").read_text())] == [1, 4]
 
 
 def test_build_verifies_and_returns_the_record(tmp_path):

@@ -110,7 +110,8 @@ def test_a_refused_cell_ends_the_command_after_the_sweeps_other_cells(cli, workd
     out = cli(*base, "--batch-sizes", "1,2,4", "-O", "fail_batch=2", "--json", "some.json")
     _one_line_error(out, "selftest: refused batch 2")
     records = json.loads((workdir / "some.json").read_text())
-    assert [(r["batch_size"], r["status"]) for r in records] == [(1, "ok"), (4, "ok")]
+    # measured: "unstable" is a measured cell's verdict on a busy machine, not a failure
+    assert [(r["batch_size"], r["status"] in ("ok", "unstable")) for r in records] == [(1, True), (4, True)]
     assert "| 4 " in out.stdout  # the table of what ran, before the refusal
     out = cli(*base, "--batch-sizes", "1,2", "--json", "none.json")
     _one_line_error(out, "selftest: refused batch 1", "selftest: refused batch 2")

@@ -67,9 +67,9 @@ def test_a_refused_cell_leaves_the_bench_stage_measuring_the_rest(cli, workdir):
     assert stage["status"] == "ok" and stage["reason"].startswith("1 refused ("), stage
     assert "selftest: refused batch 2" in stage["reason"]
     recs = ResultStore(workdir / "results.sqlite").records("kind = 'bench'", [])
-    assert [(r["batch_size"], r["status"]) for r in recs] == [(1, "ok")] and stage["records"] == [
-        recs[0]["id"]
-    ]
+    # measured: "unstable" is a measured cell's verdict on a busy machine, not a failure
+    assert [(r["batch_size"], r["status"] in ("ok", "unstable")) for r in recs] == [(1, True)]
+    assert stage["records"] == [recs[0]["id"]]
 
 
 def test_a_dynamic_sequence_onnx_file_runs_with_its_shapes(cli, workdir):
