@@ -271,6 +271,13 @@ class Runner(ABC):
     def close(self) -> None:
         """Release the engine (the process ends right after; override if it matters)."""
 
+    def network(self) -> Any:
+        """The framework's network exactly as the checkpoint loads it (float32, unwrapped),
+        or None where this runner holds something else.  The export cell exports the very
+        network its reference outputs came from instead of loading the checkpoint again
+        (2 s of a TensorFlow cell for a small DenseNet)."""
+        return None
+
 
 def with_tf32(precisions: tuple[str, ...], device: str) -> tuple[str, ...]:
     """``precisions`` plus ``tf32`` where this machine's GPU has TensorFloat-32 (compute

@@ -102,6 +102,12 @@ class TfRunner(NativeRunner):
         self.xla = self.cfg.options["xla"] == "on"
         self.fn = tf.function(forward, jit_compile=self.xla)
 
+    def network(self) -> Any:
+        # Loaded under the float32 policy, a zoo checkpoint is native.load's model itself and
+        # a user's file is usermodel.load's: what the export cell would load again.
+        plain = (self.user or self.artifact.checkpoint) and self.policy == "float32"
+        return self.model if plain else None
+
     def prepare(self, feeds: dict[str, Any]) -> Any:
         from dlbench.models.native.tensorflow import nhwc
 

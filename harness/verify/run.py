@@ -14,7 +14,8 @@ the parent may import ONNX Runtime); everything else runs in a cell of kind
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import numpy as np
 
 from dlbench.core.atomic import scratch
 from dlbench.core.errors import UserError, first_line
-from dlbench.harness.backends.base import ArtifactRef, RunConfig
+from dlbench.harness.backends.base import ArtifactRef, RunConfig, Runner
 from dlbench.harness.cells.payload import Payload
 from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.formats import default_backend
@@ -98,14 +99,12 @@ def run_batches(runner, batches: Sequence[Any], label: str) -> list[dict[str, np
     return out
 
 
-def run_here(
-    ref: ArtifactRef,
-    batches: Sequence[Any],
-    threads: ThreadConfig,
-    precision: str = "fp32",
-    backend: str | None = None,
-) -> tuple[list[dict], dict]:
-    """Load, run and check the runner in this process: (outputs per batch, what ran)."""
+@contextmanager
+def loaded(
+    ref: ArtifactRef, threads: ThreadConfig, precision: str = "fp32", backend: str | None = None
+) -> Iterator[tuple[Runner, dict[str, Any]]]:
+    """The runner loaded in this process and what loaded it, closed after the block: for a
+    caller that uses the loaded network again (the export cell exports it)."""
     from dlbench.harness.backends import get_backend
 
     backend = backend or backend_for(ref)
@@ -114,14 +113,31 @@ def run_here(
     runner.load()
     load_s = time.perf_counter() - start
     try:
-        start = time.perf_counter()
-        outputs = run_batches(runner, batches, ref.path or ref.model)
-        run_s = time.perf_counter() - start
-        runtime = runner.runtime()
-        runner.verify(runtime)
+        yield runner, {"backend": backend, "load_s": load_s}
     finally:
         runner.close()
-    return outputs, {"backend": backend, "runtime": runtime, "load_s": load_s, "run_s": run_s}
+
+
+def run_loaded(runner: Runner, loaded_as: dict[str, Any], batches: Sequence[Any], label: str):
+    """(outputs per batch, what ran) from a runner ``loaded`` gave, checked where it ran."""
+    start = time.perf_counter()
+    outputs = run_batches(runner, batches, label)
+    run_s = time.perf_counter() - start
+    runtime = runner.runtime()
+    runner.verify(runtime)
+    return outputs, {**loaded_as, "runtime": runtime, "run_s": run_s}
+
+
+def run_here(
+    ref: ArtifactRef,
+    batches: Sequence[Any],
+    threads: ThreadConfig,
+    precision: str = "fp32",
+    backend: str | None = None,
+) -> tuple[list[dict], dict]:
+    """Load, run and check the runner in this process: (outputs per batch, what ran)."""
+    with loaded(ref, threads, precision, backend) as (runner, loaded_as):
+        return run_loaded(runner, loaded_as, batches, ref.path or ref.model)
 
 
 def outputs(
