@@ -15,7 +15,53 @@ from typing import Any
 
 from dlbench.converters import tensorrt_runtime as trt_rt
 from dlbench.converters.base import BuildOptions, ConversionError
-from dlbench.converters.onnx_to_tensorrt import prepare_typed_onnx, profile_of, strongly_typed
+
+
+def trt_major(version: str | None) -> int | None:
+    try:
+        return int(str(version).split(".")[0])
+    except (TypeError, ValueError):
+        return None
+
+
+def profile_of(batch_sizes) -> tuple[int, int, int]:
+    sizes = sorted(set(int(b) for b in batch_sizes))
+    return sizes[0], sizes[len(sizes) // 2], sizes[-1]
+
+
+def strongly_typed(trt_version: str, model_precision: str) -> bool:
+    """TensorRT 11 knows no other way; any version builds a typed model in its own types."""
+    major = trt_major(trt_version)
+    return model_precision != "fp32" or (major is not None and major >= 11)
+
+
+def prepare_typed_onnx(
+    source: Path, scratch: Path, options: BuildOptions, calibration: list
+) -> tuple[Path, str]:
+    """For a strongly typed build of an fp32 model: the fp16 / int8 ONNX to build from."""
+    from dlbench.converters import onnx_io
+
+    if options.precision == "fp16":
+        from dlbench.converters.onnx_to_fp16 import HOP as fp16
+
+        out = scratch / "model.fp16.onnx"
+        fp16.build(source, out, BuildOptions(keep_io_types=True))
+        how = "float16 ONNX from the fp16 hop (float32 I/O)"
+    else:
+        from dlbench.converters.onnx_to_int8 import HOP as int8
+
+        out = scratch / "model.int8.onnx"
+        int8.build(
+            source,
+            out,
+            BuildOptions(
+                **{**options.to_dict(), "target": "tensorrt", "batch_sizes": tuple(options.batch_sizes)}
+            ),
+            calibration=calibration,
+        )
+        how = "symmetric int8 Q/DQ ONNX from the int8 hop (target tensorrt)"
+    onnx_io.load(out)  # the intermediate must itself be a valid model
+    return out, how
 
 
 def _calibrator(trt, batches, cache_path: str | None, log: dict[str, Any]):
