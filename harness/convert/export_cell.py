@@ -17,6 +17,8 @@ The parent compares (``harness.verify.compare``); it never imports the framework
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,19 +69,11 @@ def child(message: dict[str, Any]) -> dict[str, Any]:
     spec = get_model(payload.model)
     ckpt = str(payload.checkpoint)
     ref = ArtifactRef(ckpt, checkpoint_format(framework), spec.name, framework, ckpt)
-    with loaded(ref, threads) as (runner, loaded_as):
-        outputs, info = run_loaded(runner, loaded_as, batches, ckpt)
-        result["reference_s"] = info["load_s"] + info["run_s"]
-        result["reference_run"] = info
-        save_outputs(payload.reference_out, outputs)
-        # The network the reference outputs came from, where the runner holds it as the
-        # checkpoint loads it; otherwise loaded again, as the exporter wants it.
-        start = time.perf_counter()
-        model = runner.network()
-        result["exported_the_reference_network"] = model is not None
-        if model is None:
-            model = native.module(framework).load(spec, ckpt)
-        result["load_s"] = time.perf_counter() - start
+
+    def reload():
+        return native.module(framework).load(spec, ckpt)
+
+    with _reference(payload, ref, batches, result, reload) as (_, model):
         start = time.perf_counter()
         result["export"] = hop.export(model, spec, Path(payload.out), payload.options)
         result["convert_s"] = time.perf_counter() - start
@@ -94,14 +88,13 @@ def child(message: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _user(payload: ExportPayload, hop, batches, result) -> dict[str, Any]:
-    """A user's model: the reference through its framework's runner, then the export with
-    the model's own names (the reference's output names) and its largest batch as example."""
-    from dlbench.harness import usermodel
-
-    ref = payload.artifact
-    assert ref is not None
-    source = usermodel.source_of(ref)
+@contextmanager
+def _reference(
+    payload: ExportPayload, ref: ArtifactRef, batches, result: dict[str, Any], reload: Callable[[], Any]
+) -> Iterator[tuple[list[dict], Any]]:
+    """The reference outputs through the framework's runner (saved for the parent), then
+    the network to export: the runner's own where it holds it as the file loads it
+    (``Runner.network``), else ``reload()``'s.  The runner stays open through the export."""
     with loaded(ref, payload.threads) as (runner, loaded_as):
         outputs, info = run_loaded(runner, loaded_as, batches, ref.path or ref.model)
         result.update(reference_s=info["load_s"] + info["run_s"], reference_run=info)
@@ -110,8 +103,20 @@ def _user(payload: ExportPayload, hop, batches, result) -> dict[str, Any]:
         model = runner.network()
         result["exported_the_reference_network"] = model is not None
         if model is None:
-            _, model = usermodel.load(source)
+            model = reload()
         result["load_s"] = time.perf_counter() - start
+        yield outputs, model
+
+
+def _user(payload: ExportPayload, hop, batches, result) -> dict[str, Any]:
+    """A user's model: the reference through its framework's runner, then the export with
+    the model's own names (the reference's output names) and its largest batch as example."""
+    from dlbench.harness import usermodel
+
+    ref = payload.artifact
+    assert ref is not None
+    source = usermodel.source_of(ref)
+    with _reference(payload, ref, batches, result, lambda: usermodel.load(source)[1]) as (outputs, model):
         example = max(batches, key=lambda b: len(b[0]) if isinstance(b, tuple) else len(b))
         example = example if isinstance(example, tuple) else (example,)
         start = time.perf_counter()
