@@ -178,7 +178,8 @@ def test_int8_calibrates_from_a_file(cli, workdir, onnx_mini):
     )
     rec = only_record(workdir, "c.json")
     info = rec["context"]["build_info"]
-    assert info["calibration"] == {"source": str(workdir / "calib.npz"), "samples": 12, "batch": 4}
+    want = {"source": str(workdir / "calib.npz"), "samples": 12, "batch": 4, "passes": 1}
+    assert info["calibration"] == want
     assert info["recipe"]["activations"] == "int8 symmetric"
     model = onnx.load(workdir / "trt.int8.onnx")
     inits = {t.name: t for t in model.graph.initializer}
@@ -226,14 +227,16 @@ def test_static_int8_of_gemms_with_row_biases(cli, workdir):
     tiny_onnx.save(tiny_onnx.mlp(row_bias=True), workdir / "rows.onnx")
     out = cli("build", "rows.onnx", "--to", "int8", "--static", "--json", "r.json")
     assert out.returncode == 0, out.stderr[-3000:]
-    recipe = only_record(workdir, "r.json")["context"]["build_info"]["recipe"]
+    info = only_record(workdir, "r.json")["context"]["build_info"]
+    recipe = info["recipe"]
     assert recipe["mode"] == "static" and recipe["int32_bias_weight_adjust"] is False
+    assert info["calibration"]["passes"] == 1  # the 2-D bias seen first: no failed pass to redo
     # An ordinary graph keeps the adjustment.
     tiny_onnx.save(tiny_onnx.mlp(), workdir / "plain.onnx")
     out = cli("build", "plain.onnx", "--to", "int8", "--static", "--json", "p.json")
     assert out.returncode == 0, out.stderr[-3000:]
-    plain = only_record(workdir, "p.json")["context"]["build_info"]["recipe"]
-    assert plain["int32_bias_weight_adjust"] is True
+    plain = only_record(workdir, "p.json")["context"]["build_info"]
+    assert plain["recipe"]["int32_bias_weight_adjust"] is True and plain["calibration"]["passes"] == 1
 
 
 @pytest.mark.parametrize("keep_io", [True, False])
