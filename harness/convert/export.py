@@ -234,7 +234,7 @@ def _export_one(req: ExportRequest, p: Plan, run_id: str) -> dict[str, Any]:
         final.replace(p.out)
         sha = onnx_io.sha256(p.out)
         record["context"]["artifact"]["sha256"] = sha
-        if "exported_the_reference_network" in result:  # a zoo checkpoint's cell says which
+        if "exported_the_reference_network" in result:  # the export cell says which it exported
             record["context"]["exported_network"] = (
                 "the reference's" if result["exported_the_reference_network"] else "loaded again"
             )
