@@ -193,7 +193,7 @@ class OutputsPayload(Payload):
     backend: str
     artifact: ArtifactRef
     threads: ThreadConfig
-    precision: str | None
+    precision: str
     inputs: str  # .npz of the batches (verify.inputs.save_batches)
     outputs: str  # where the cell writes what the model returned
 
