@@ -44,9 +44,9 @@ from dlbench.harness.bench.measure import StopRule
 from dlbench.harness.bench.request import BenchRequest
 from dlbench.harness.cells.allocator import DEFAULT_ALLOCATOR
 from dlbench.harness.output.progress import clock
+from dlbench.harness.tune.rungs import FIRST_RUNG_S, later_rungs, plan_cost, rung_count
 from dlbench.harness.tune.space import ALLOCATOR, BATCH, BUILD, INTER_OP, THREADS, Point, Space, key
 
-FIRST_RUNG_S = 0.3  # rung 0's measured window: enough iterations of a small model to rank
 BENCH = StopRule()  # how bench measures by default: the best's figure where time allows
 STOP_AT = 0.95  # of the budget: the record, the configs and the table come after
 MAX_POINTS = 4096  # rung 0's pool: a larger space is sampled
@@ -375,30 +375,3 @@ def run_search(
         if m is None:
             break
     return result
-
-
-def rung_count(n: int, eta: int) -> int:
-    """The rungs after a rung 0 of ``n`` points: until one point is kept."""
-    return max(1, math.ceil(math.log(max(n, 2), eta)))
-
-
-def later_rungs(n: int, overhead: float, eta: int, objectives: int = 1) -> float:
-    """Seconds the rungs after a rung 0 of ``n`` points take when halving runs its course."""
-    return plan_cost(n, rung_count(n, eta), overhead, eta, objectives)
-
-
-def plan_cost(n: int, rungs: int, overhead: float, eta: int, objectives: int = 1) -> float:
-    """Seconds ``rungs`` rungs after a rung 0 of ``n`` points take, as ``run_search`` runs
-    them: rung k keeps 1/eta of the one before, rung 1 adds the combined points (two, as a
-    rule), each adds the default, at FIRST_RUNG_S eta^k; the last, at the window before,
-    measures its points eta times and the default once, then each objective's best once
-    more."""
-    total, count, window = 0.0, n, FIRST_RUNG_S
-    for k in range(1, rungs + 1):
-        points = math.ceil(count / eta) + (2 if k == 1 else 0)
-        if k == rungs or points <= 1:
-            return total + (eta * points + 1 + objectives) * (overhead + window)
-        window *= eta
-        total += (points + 1) * (overhead + window)
-        count = points + 1
-    return total
