@@ -19,7 +19,7 @@ import traceback
 from dlbench.core.errors import UserError
 from dlbench.core.registry import load_plugins
 from dlbench.core.version import __version__
-from dlbench.harness.cli.config import blame, parse_args
+from dlbench.harness.cli.config import blame, command_word, parse_args
 from dlbench.harness.store.url import exposed_password
 from dlbench.models.user import trust
 
@@ -106,9 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"dlbench: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    # The command is the first word that is not an option (the top-level options take no
-    # value); anything else (none, a typo) builds every command, for the help and the error.
-    word = next((t for t in argv if not t.startswith("-")), None)
+    # No command or an unknown one builds every command, for the help and the error.
+    word = command_word(argv)
     parser = build_parser(word if word in COMMANDS else None)
     args = parse_args(parser, argv)
     if not getattr(args, "_run", None):

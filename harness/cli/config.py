@@ -205,8 +205,14 @@ def subparser(parser: argparse.ArgumentParser, name: str | None) -> argparse.Arg
     return _commands(parser).get(name) if name else None
 
 
+def command_word(argv: list[str]) -> str | None:
+    """The command a command line names: its first word that is not an option (dlbench's
+    own options take no value)."""
+    return next((t for t in argv if not t.startswith("-")), None)
+
+
 def _subparser(parser: argparse.ArgumentParser, argv: list[str]):
-    return subparser(parser, next((t for t in argv if not t.startswith("-")), None))
+    return subparser(parser, command_word(argv))
 
 
 def _config_path(argv: list[str]) -> str | None:
