@@ -111,9 +111,10 @@ def main(argv: list[str]) -> int:
                 roundtrip=max_diff(w, back),
             )
             continue
-        # One network takes each source's weights in turn: every weight and statistic is
-        # overwritten by an import, so a second import into it is as into a fresh one (a
-        # weight an import missed keeps its seed-2 value either way), for one build.
+        # One network takes each source's weights in turn, for one build.  A weight the
+        # second import missed keeps the first source's value, not seed 2's: the sources
+        # are perturbed with different seeds, so it is as wrong for the second source's
+        # logits as a fresh network's would be, and the comparison still fails on it.
         net = before = None
         for source in FRAMEWORKS:
             path = directory / f"{name}.{source}.weights.npz"
