@@ -8,9 +8,8 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.dlbench-installed
-# torch 2.13.0 is pinned exactly because that version is the CPU build on hand;
-# installed first, so `dlbench[cpu]`'s torch>=2.13.0 is already satisfied and
-# pip never pulls a multi-GB CUDA build.
+# torch 2.13.0 is pinned exactly because that version is the CPU build on hand (a local
+# 2.13.0+cpu wheel, which outranks PyPI's 2.13.0): nothing pulls a multi-GB CUDA build.
 TORCH  := torch==2.13.0
 # The exact CPU stack the suite passed with, applied as pip constraints.
 LOCK   := harness/constraints-cpu.txt
@@ -25,23 +24,28 @@ SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install lock demo test $(addprefix test-,$(TEST_GROUPS)) docs docs-serve docs-figures browser allocators postgres clean
 
-# The checkout's own modules byte-compiled too (pip compiles only the wheels it installs;
+# The checkout's own modules byte-compiled too (the install compiles only the wheels;
 # dlbench is an editable install): where PYTHONDONTWRITEBYTECODE is set, every CLI and
 # cell process would otherwise compile the dlbench modules it imports from source again.
 # Cheap when nothing changed; a module edited later is compiled in memory, as before.
 install: $(STAMP) allocators
 	@$(PY) -m compileall -q harness models converters core dlbench >/dev/null
 
-# pip byte-compiles every module it installs (~30 s of a 2-core machine's install), and
-# that is kept on purpose: where PYTHONDONTWRITEBYTECODE is set (this machine kind sets
-# it), Python never caches what it imports, and without pip's .pyc files every cell's
-# `import tensorflow` compiled TensorFlow from source again (8.2 s of CPU, not 6.3 s):
-# a fresh-clone core group took 20 minutes and more, not 14.  The checkout's own modules
-# are compiled by `install` (below).
-$(STAMP): setup.py pyproject.toml Makefile $(LOCK)
+# uv installs the lock (tools/pip_sources.py hands it pip's configured sources): ~40 s on
+# a 2-core machine with nothing cached, where pip took ~100 s with its cache warm.  Every
+# module is byte-compiled as it is installed (--compile-bytecode), and that is kept on
+# purpose: where PYTHONDONTWRITEBYTECODE is set (this machine kind sets it), Python never
+# caches what it imports, and without those .pyc files every cell's `import tensorflow`
+# compiled TensorFlow from source again (8.2 s of CPU, not 6.3 s): a fresh-clone core
+# group took 20 minutes and more, not 14.  The checkout's own modules are compiled by
+# `install` (above).  Should uv fail on some machine, pip installs the same lock.
+PIP_INSTALL := -c $(LOCK) $(TORCH) -e '.[cpu,test,docs]'
+$(STAMP): setup.py pyproject.toml Makefile $(LOCK) tools/pip_sources.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -c $(LOCK) $(TORCH)
-	$(PY) -m pip install --quiet -c $(LOCK) -e '.[cpu,test,docs]'
+	$(PY) -m pip install --quiet -c $(LOCK) uv
+	$(VENV)/bin/uv pip install --python $(PY) --quiet --compile-bytecode $$($(PY) tools/pip_sources.py) $(PIP_INSTALL) \
+	  || { echo "make: uv could not install the lock; pip installs it instead" >&2; \
+	       $(PY) -m pip install --quiet -c $(LOCK) $(TORCH) && $(PY) -m pip install --quiet $(PIP_INSTALL); }
 	@touch $(STAMP)
 
 # Re-pin the lock to what is installed now: a deliberate step, followed by `make test`
