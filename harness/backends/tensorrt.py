@@ -30,7 +30,6 @@ machine without either, where ``dlbench backends`` says why.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,19 +59,11 @@ from dlbench.harness.backends.base import (
     region,
     with_tf32,
 )
+from dlbench.harness.backends.cuda_buffers import Buffers, allocate, capture_graph, upload
 from dlbench.harness.cells import mathmode
 from dlbench.harness.formats import ONNX, TRT_ENGINE
 from dlbench.harness.machine.fingerprint import fingerprint
 from dlbench.harness.machine.frameworks import is_installed
-
-
-@dataclass
-class _Buffers:
-    shapes: dict[str, tuple[int, ...]]
-    device: dict[str, int] = field(default_factory=dict)
-    host: dict[str, Any] = field(default_factory=dict)  # pinned numpy views
-    nbytes: dict[str, int] = field(default_factory=dict)
-    graph_exec: Any = None
 
 
 class TrtRunner(Runner):
@@ -126,7 +117,7 @@ class TrtRunner(Runner):
         self.output_names = [n for n in self.names if n not in self.input_names]
         self.with_transfers = self.cfg.options["with_transfers"] == "on"
         self.use_graph = self.cfg.options["cuda_graph"] == "on"
-        self._current: _Buffers | None = None
+        self._current: Buffers | None = None
         self._times: dict[str, list[float]] = {
             "h2d_ms": [],
             "compute_ms": [],
@@ -151,11 +142,11 @@ class TrtRunner(Runner):
         except TypeError:
             raise UserError(f"tensor {name!r} is {dtype}, which has no numpy type") from None
 
-    def prepare(self, feeds: dict[str, Any]) -> _Buffers:
+    def prepare(self, feeds: dict[str, Any]) -> Buffers:
         import numpy as np
 
         rt = self.rt
-        buf = _Buffers({n: tuple(a.shape) for n, a in feeds.items()})
+        buf = Buffers({n: tuple(a.shape) for n, a in feeds.items()})
         for name in self.input_names:
             array = np.ascontiguousarray(feeds[name], dtype=self._np_dtype(name))
             if not self.context.set_input_shape(name, array.shape):
@@ -164,58 +155,20 @@ class TrtRunner(Runner):
                     f"input {name!r} shape {array.shape} is outside the engine's "
                     f"profile {tuple(lo)}..{tuple(hi)}"
                 )
-            self._allocate(buf, name, array.shape, array.dtype)
+            allocate(rt, buf, name, array.shape, array.dtype)
             np.copyto(buf.host[name], array)
-            check(
-                rt.cudaMemcpy(
-                    buf.device[name],
-                    buf.host[name].ctypes.data,
-                    buf.nbytes[name],
-                    rt.cudaMemcpyKind.cudaMemcpyHostToDevice,
-                )
-            )
+            upload(rt, buf, name)
         for name in self.output_names:
             shape = tuple(self.context.get_tensor_shape(name))
             buf.shapes[name] = shape
-            self._allocate(buf, name, shape, np.dtype(self._np_dtype(name)))
+            allocate(rt, buf, name, shape, np.dtype(self._np_dtype(name)))
         self._bind(buf)
         if self.use_graph:
-            # An enqueue before capture lets TensorRT finish lazy setup outside the graph.
-            if not self.context.execute_async_v3(int(self.stream)):
-                raise RuntimeError("execute_async_v3 failed before graph capture")
-            check(rt.cudaStreamSynchronize(self.stream))
-            check(
-                rt.cudaStreamBeginCapture(
-                    self.stream, rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal
-                )
-            )
-            ok = self.context.execute_async_v3(int(self.stream))
-            graph = check(rt.cudaStreamEndCapture(self.stream))
-            if not ok:
-                raise RuntimeError("execute_async_v3 failed during CUDA graph capture")
-            try:
-                buf.graph_exec = check(rt.cudaGraphInstantiate(graph, 0))
-            except TypeError:  # CUDA 11 bindings: (graph, error node buffer, size)
-                buf.graph_exec = check(rt.cudaGraphInstantiate(graph, b"", 0))[0]
-            check(rt.cudaGraphDestroy(graph))
+            buf.graph_exec = capture_graph(rt, self.context, self.stream)
         self._note_memory()
         return buf
 
-    def _allocate(self, buf: _Buffers, name: str, shape, dtype) -> None:
-        import ctypes
-
-        import numpy as np
-
-        rt = self.rt
-        count = int(np.prod(shape)) if len(shape) else 1
-        nbytes = max(1, count * np.dtype(dtype).itemsize)
-        buf.device[name] = int(check(rt.cudaMalloc(nbytes)))
-        host_ptr = int(check(rt.cudaMallocHost(nbytes)))
-        raw = (ctypes.c_byte * nbytes).from_address(host_ptr)
-        buf.host[name] = np.frombuffer(raw, dtype=dtype, count=count).reshape(shape)
-        buf.nbytes[name] = nbytes
-
-    def _bind(self, buf: _Buffers) -> None:
+    def _bind(self, buf: Buffers) -> None:
         for name in self.input_names:
             self.context.set_input_shape(name, buf.shapes[name])
         for name in self.names:
@@ -229,7 +182,7 @@ class TrtRunner(Runner):
             check(result)  # raises with CUDA's name for the error
             raise RuntimeError(f"{call} failed: {result[0]}")
 
-    def run(self, buf: _Buffers) -> None:
+    def run(self, buf: Buffers) -> None:
         rt, stream, ev, ok = self.rt, self.stream, self.events, self._ok
         if buf is not self._current:
             self._bind(buf)
