@@ -40,6 +40,7 @@ from typing import Any
 
 from dlbench.converters import int8_recipe, onnx_io, onnx_normalize, onnx_summary
 from dlbench.converters.base import BuildHop, BuildOptions, ConversionError
+from dlbench.converters.ort_tools import kept_log
 from dlbench.core.atomic import scratch
 from dlbench.core.errors import first_line
 
@@ -189,7 +190,9 @@ class OnnxToInt8(BuildHop):
         _check_normalized(source_model, source.name, self.min_opset)
 
         info: dict[str, Any] = {"tool": f"onnxruntime {onnxruntime.__version__} quantization"}
-        with scratch("dlbench-int8") as tmp:
+        # What the quantizer logged, by message: filled as the build ends (ort_tools.kept_log).
+        said = info["quantizer_log"] = {}
+        with scratch("dlbench-int8") as tmp, kept_log(said):
             pre = Path(tmp, "pre.onnx")
             info.update(prepare(source, pre))
             pre_model = onnx_io.load(pre, check=False)

@@ -1,5 +1,5 @@
 """ONNX Runtime's Python tools (the quantizer's shape inference, symbolic shape inference)
-without PyTorch.
+without PyTorch, and with their log lines kept for the record instead of printed.
 
 ``onnxruntime/tools/__init__.py`` imports torch whenever torch is installed, for one
 helper (``infer_input_info``) that exporting from PyTorch uses.  dlbench never calls it,
@@ -11,8 +11,13 @@ placed before ``onnxruntime.tools`` is first imported, keeps PyTorch out.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import re
 import sys
 import types
+from collections.abc import Iterator
+from typing import Any
 
 _HELPERS = "onnxruntime.tools.pytorch_export_helpers"
 
@@ -29,3 +34,31 @@ def without_torch() -> None:
 
     stand_in.infer_input_info = infer_input_info  # type: ignore[attr-defined]
     sys.modules[_HELPERS] = stand_in
+
+
+_QUOTED = re.compile(r"'[^']*'")
+
+
+@contextlib.contextmanager
+def kept_log(into: dict[str, Any]) -> Iterator[None]:
+    """The quantizer reports through the root logger, one line per tensor: a per-channel
+    request it cannot honour (a rank-1 LayerNorm scale) is one "Axis 1 is out-of-range
+    for weight 'gamma_12' with rank 1" each, 289 lines on stderr for one generated network,
+    with no handler configured to hold them.  Here they are counted by message (names in
+    quotes elided) with the first example, for the build's record, and not printed."""
+    counts: dict[str, dict[str, Any]] = {}
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            text = record.getMessage()
+            kind = counts.setdefault(_QUOTED.sub("'...'", text), {"count": 0, "example": text})
+            kind["count"] += 1
+
+    root = logging.getLogger()
+    keep = _Keep(logging.WARNING)
+    root.addHandler(keep)
+    try:
+        yield
+    finally:
+        root.removeHandler(keep)
+        into.update({k: v for k, v in sorted(counts.items(), key=lambda kv: -kv[1]["count"])})

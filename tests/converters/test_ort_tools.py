@@ -2,8 +2,11 @@
 package's ``__init__`` imports torch whenever it is installed (CI installs it), which
 every INT8 build and every FLOP count of a symbolic graph used to pay for."""
 
+import json
 import subprocess
 import sys
+
+from tests.utils import benchmodels
 
 CODE = """
 import sys
@@ -33,3 +36,22 @@ def test_the_quantizer_and_symbolic_inference_import_no_torch():
         timeout=300,
     )
     assert "dlbench's stand-in" in probe.stdout, probe.stderr[-2000:]
+
+
+def test_what_the_quantizer_logs_goes_into_the_record_not_onto_stderr(cli, workdir):
+    """ONNX Runtime's quantizer logs a line per tensor through the root logger (a rank-1
+    LayerNorm scale it cannot quantize per channel): 289 lines for one generated synth
+    network.  The build keeps them, counted by message, in its record."""
+    benchmodels.layer_norm(workdir / "ln.onnx")
+    out = cli("build", "ln.onnx", "--to", "int8", "--static", "--json", "b.json")
+    [record] = json.loads((workdir / "b.json").read_text())
+    assert record["status"] in ("ok", "unverified"), (record["status"], record["error"])
+    assert "out-of-range" not in out.stderr, out.stderr[-2000:]
+    log = record["context"]["build_info"]["quantizer_log"]
+    said = log["Axis 1 is out-of-range for weight '...' with rank 1"]
+    assert said == {"count": 1, "example": "Axis 1 is out-of-range for weight 'gamma' with rank 1"}, log
+    # A build with nothing to say says so with an empty log, not a missing key.
+    benchmodels.mlp(workdir / "mlp.onnx")
+    assert cli("build", "mlp.onnx", "--to", "int8", "--static", "--json", "m.json").returncode == 0
+    [plain] = json.loads((workdir / "m.json").read_text())
+    assert plain["context"]["build_info"]["quantizer_log"] == {}

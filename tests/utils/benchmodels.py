@@ -95,6 +95,28 @@ def image_any_size(path: Path) -> Path:
     return _save(g, path)
 
 
+def layer_norm(path: Path, width: int = 16) -> Path:
+    """MatMul, LayerNormalization, MatMul: a transformer block's shape, whose rank-1 scale
+    ONNX Runtime's quantizer cannot quantize per channel (it says so in its log)."""
+    scale = numpy_helper.from_array(
+        (1 + 0.1 * np.random.default_rng(1).standard_normal(width)).astype(np.float32), "gamma"
+    )
+    beta = _init("beta", (width,), seed=2)
+    weights = [_init("w1", (width, width)), scale, beta, _init("w2", (width, 4), seed=3)]
+    g = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w1"], ["h"]),
+            helper.make_node("LayerNormalization", ["h", "gamma", "beta"], ["n"], axis=-1),
+            helper.make_node("MatMul", ["n", "w2"], ["y"]),
+        ],
+        "ln",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+        weights,
+    )
+    return _save(g, path)
+
+
 def two_in_two_out(path: Path) -> Path:
     """Two float inputs (one with a bool flag), two outputs."""
     g = helper.make_graph(
