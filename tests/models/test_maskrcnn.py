@@ -498,19 +498,12 @@ def test_counts_and_canonical_weights_match_the_contract(framework, net):
         assert net.get_layer("backbone.layer1.0.downsample.conv") is not None
 
 
-@pytest.mark.parametrize("framework", frameworks())
-def test_full_size_builds_at_the_published_size(framework):
-    """Construction only (no forward, but Keras' MACs read off the graph): ResNet-50-FPN
-    at 800 px, R = 1000, D = 100."""
+def test_full_size_is_the_published_size():
+    """ResNet-50-FPN at 800 px, R = 1000, D = 100: the spec's count is the published one.
+    tests/models/test_models.py builds it in every framework and holds each network to
+    the spec's parameters and multiply-adds."""
     spec = get_model("maskrcnn")
-    counting = per_framework.counting(framework)
-    full = spec.build(framework, seed=0)
-    assert counting.trainable_parameters(full) == spec.parameter_count == spec.params_fn(spec) == 44_400_693
-    if framework == "tensorflow":
-        import keras
-
-        assert counting.forward_macs(full, spec) == spec.macs_per_sample
-        keras.backend.clear_session()
+    assert spec.parameter_count == spec.params_fn(spec) == 44_400_693
 
 
 @pytest.mark.parametrize("framework", frameworks())
