@@ -2,7 +2,7 @@
 that replays one enqueue.
 
 Apart from the runner (backends/tensorrt.py) so that what it times reads on its own:
-everything here happens in ``prepare``, before the timed region.  Imports CUDA nothing:
+everything here happens in ``prepare``, before the timed region.  It imports no CUDA module:
 the runner passes its cuda-python ``cudart`` module in, and every call's status is
 checked (``converters.tensorrt_runtime.check``).
 """

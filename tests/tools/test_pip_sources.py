@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shlex
 import subprocess
 import sys
 
 from tests.utils import ROOT
-from tools.pip_sources import sources
+
+SCRIPT = ROOT / "tools" / "pip_sources.py"
+# By its path: "tools" is no package of ours, and tf2onnx installs a folder of that name.
+_spec = importlib.util.spec_from_file_location("pip_sources", SCRIPT)
+assert _spec is not None and _spec.loader is not None
+pip_sources = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pip_sources)
+sources = pip_sources.sources
 
 LISTING = """\
 :env:.default-timeout='180'
@@ -39,9 +47,7 @@ def test_nothing_configured_leaves_uv_on_its_defaults():
 
 
 def test_the_script_prints_options_a_shell_splits_back():
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "pip_sources.py")], capture_output=True, text=True, timeout=60
-    )
+    out = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     args = shlex.split(out.stdout)
     assert args[:2] == ["--index-strategy", "unsafe-best-match"]
