@@ -16,11 +16,12 @@ from typing import Any
 
 from dlbench.core.errors import UserError
 from dlbench.core.flags import Flag
+from dlbench.core.frameworks import get_framework
 from dlbench.harness.backends.base import ArtifactRef, TensorInfo
 from dlbench.harness.bench.input_args import shape_texts, shapes_from, value_texts, values_from
 from dlbench.harness.cells.payload import Payload
 from dlbench.harness.formats import user_format
-from dlbench.models.user import FRAMEWORKS, Source
+from dlbench.models.user import Source
 
 
 def model_from_flag(verb: str, group: str | None = None) -> Flag:
@@ -70,8 +71,7 @@ PROBE_TIMEOUT_S = 600.0
 
 def framework_module(framework: str):
     """``models.user.<framework>`` (imports the framework: cells only)."""
-    if framework not in FRAMEWORKS:
-        raise UserError(f"unknown framework {framework!r}")
+    get_framework(framework)  # an unknown one is a UserError naming the choices
     return importlib.import_module(f"dlbench.models.user.{framework}")
 
 

@@ -23,15 +23,14 @@ from types import ModuleType
 from typing import Any
 
 from dlbench.core.errors import UserError
-from dlbench.core.frameworks import NAMES
+from dlbench.core.frameworks import get_framework
 
 SUFFIXES = {".pt": "pytorch", ".pth": "pytorch", ".keras": "tensorflow", ".ckpt": "mindspore"}
 MANIFEST = "manifest.json"
 
 
 def module(framework: str) -> ModuleType:
-    if framework not in NAMES:
-        raise UserError(f"unknown framework {framework!r}")
+    get_framework(framework)  # an unknown one is a UserError naming the choices
     return importlib.import_module(f"dlbench.models.native.{framework}")
 
 

@@ -71,7 +71,7 @@ import numpy as np
 
 from dlbench.core.atomic import ensure_writable
 from dlbench.core.errors import UserError
-from dlbench.core.frameworks import NAMES
+from dlbench.core.frameworks import NAMES, get_framework
 
 FORMAT = "dlbench-weights/1"
 META_KEY = "__meta__"
@@ -88,8 +88,7 @@ def module(framework: str):
     """The export/import module of ``framework`` (imports that framework)."""
     import importlib
 
-    if framework not in FRAMEWORKS:
-        raise UserError(f"unknown framework {framework!r}; choose {', '.join(FRAMEWORKS)}")
+    get_framework(framework)  # an unknown one is a UserError naming the choices
     return importlib.import_module(f"dlbench.models.weights.{framework}")
 
 
