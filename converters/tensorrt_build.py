@@ -7,7 +7,6 @@ creation and the parse.  Imports TensorRT inside each function, in the process t
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 from dlbench.converters import tensorrt_runtime as trt_rt
 from dlbench.converters.base import BuildOptions, ConversionError
+from dlbench.core.atomic import write_bytes
 
 
 def trt_major(version: str | None) -> int | None:
@@ -94,19 +94,10 @@ def _calibrator(trt, batches, cache_path: str | None, log: dict[str, Any]):
 
         def write_calibration_cache(self, cache):
             if cache_path:
-                _write_bytes(cache_path, bytes(cache))
+                write_bytes(cache_path, bytes(cache))
                 log["calibration_cache"] = log.get("calibration_cache") or "written"
 
     return EntropyCalibrator()
-
-
-def _write_bytes(path: str | Path, data: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
 
 
 def _parse(trt, network, logger, onnx_path: str):
@@ -253,9 +244,9 @@ def build_engine(
     del parser
     if serialized is None:
         raise RuntimeError("TensorRT could not build an engine (its log above says why)")
-    _write_bytes(out, bytes(serialized))
+    write_bytes(out, bytes(serialized))
     if cache_path:
-        _write_bytes(cache_path, bytes(memoryview(config.get_timing_cache().serialize())))
+        write_bytes(cache_path, bytes(memoryview(config.get_timing_cache().serialize())))
 
     gpu = trt_rt.device_properties(0)
     sidecar = {

@@ -81,14 +81,20 @@ def _umask() -> int:
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Staged beside ``path`` and renamed over it: a crash or a full disk leaves the old
+    file or none, never half of one."""
     path = ensure_writable(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp makes the file 0600; results and reports are for sharing, so the
         # file gets the mode a plain open() would have given it.
         os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
         os.replace(tmp, path)
     except OSError as exc:  # the file it was for, not the staging name (a full disk says which)
         Path(tmp).unlink(missing_ok=True)

@@ -134,3 +134,22 @@ def test_scratch_folders_of_killed_processes_are_swept_and_its_own_removed(tmp_p
         assert os.path.basename(tmp).startswith(f"dlbench-cell-{os.getpid()}-")
         assert not stale.exists() and live.exists() and other.exists()
     assert not os.path.exists(tmp)
+
+
+def test_bytes_are_staged_renamed_and_shared_like_text(tmp_path):
+    """An engine or a cache (write_bytes) gets what a JSON file gets (write_text): parents
+    made, the file replaced whole, the mode a plain open() gives, no staging file left,
+    and a failed write leaves the old file as it was."""
+    import os
+
+    target = tmp_path / "engines" / "m.plan"
+    atomic.write_bytes(target, b"\x00\x01old")
+    atomic.write_bytes(target, b"\x00\x01new")
+    assert target.read_bytes() == b"\x00\x01new"
+    mask = os.umask(0)
+    os.umask(mask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~mask
+    with pytest.raises(TypeError):
+        atomic.write_bytes(target, "not bytes")  # type: ignore[arg-type]
+    assert target.read_bytes() == b"\x00\x01new"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["m.plan"]
