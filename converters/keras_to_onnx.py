@@ -112,7 +112,7 @@ class KerasToOnnx(ExportHop):
             args = [tf.transpose(x, (0, 2, 3, 1)) if image else x for x, image in zip(xs, images)]
             return {OUTPUT_NAME: model(args[0] if len(args) == 1 else args, training=False)}
 
-        proto, storage, fixes = convert(tf2onnx, nchw_model, options.opset)
+        proto, storage, fixes, call = convert(tf2onnx, nchw_model, options.opset)
         inline_external_tensors(proto.graph, storage.name_to_tensor_data)
         import onnx
 
@@ -120,7 +120,7 @@ class KerasToOnnx(ExportHop):
         left = sum(1 for n in proto.graph.node if n.op_type == "Transpose")
         how = "NCHW input transposed to NHWC" if any(images) else "token inputs as they are"
         return {
-            "exporter": f"tf2onnx {tf2onnx.__version__} convert.from_graph_def (frozen tf.function, {how})",
+            "exporter": f"tf2onnx {tf2onnx.__version__} {call} over a tf.function, {how}",
             "opset_requested": options.opset,
             "transposes_left": left,
             "rewrites": fixes,
@@ -159,14 +159,13 @@ class KerasToOnnx(ExportHop):
         def fn(*xs):
             return flatten(call(*xs), output_names)
 
-        proto, storage, fixes = convert(tf2onnx, fn, options.opset)
+        proto, storage, fixes, call = convert(tf2onnx, fn, options.opset)
         inline_external_tensors(proto.graph, storage.name_to_tensor_data)
         import onnx
 
         onnx.save(proto, str(out))
         return {
-            "exporter": f"tf2onnx {tf2onnx.__version__} convert.from_graph_def "
-            f"(frozen tf.function, the model's own layout)",
+            "exporter": f"tf2onnx {tf2onnx.__version__} {call} over a tf.function, the model's own layout",
             "opset_requested": options.opset,
             "rewrites": fixes,
         }

@@ -127,13 +127,14 @@ def needs_freezing(fn: Any) -> list[str]:
     return why
 
 
-def convert(tf2onnx: Any, fn: Any, opset: int) -> tuple[Any, Any, list[str]]:
-    """(ONNX proto, tf2onnx's external tensor storage, fixes applied)."""
+def convert(tf2onnx: Any, fn: Any, opset: int) -> tuple[Any, Any, list[str], str]:
+    """(ONNX proto, tf2onnx's external tensor storage, fixes applied, the tf2onnx call that
+    converted it: the record names the path taken, not the one that might have been)."""
     if not needs_freezing(fn):
         proto, storage = tf2onnx.convert.from_function(
             fn, input_signature=fn.input_signature, opset=opset, large_model=True
         )
-        return proto, storage, []
+        return proto, storage, [], "convert.from_function"
     graph_def, inputs, outputs, renames, fixes = frozen(fn)
     proto, storage = tf2onnx.convert.from_graph_def(
         graph_def,
@@ -144,4 +145,4 @@ def convert(tf2onnx: Any, fn: Any, opset: int) -> tuple[Any, Any, list[str]]:
         large_model=True,
         tensors_to_rename=renames,
     )
-    return proto, storage, fixes
+    return proto, storage, fixes, "convert.from_graph_def (the function frozen)"

@@ -729,6 +729,7 @@ def test_constants_xla_functions_and_erfc_export_whole(cli, workdir):
     assert not {n.op_type for n in g.node} & {"StatefulPartitionedCall", "PartitionedCall"}
     fixes = " ".join(json.dumps(r["context"]).split("rewrites")[1:])
     assert "Erfc rewritten" in fixes and "XLA-only function marks dropped" in fixes
+    assert "convert.from_graph_def (the function frozen)" in r["context"]["export"]["exporter"]
 
 
 @pytest.mark.tensorflow
