@@ -62,6 +62,10 @@ def check_options(options: dict[str, Any], names: list[str]) -> None:
             raise UserError(f"option {key!r} applies to none of the backends ({offered})")
         for b, o in declared:
             o.parse(b.name, value)
+    for b in backends:
+        why = b.conflict(b.resolve_options({k: v for k, v in options.items() if b.option(k) is not None}))
+        if why:
+            raise UserError(f"{b.name}: {why}")
 
 
 def options_argv(options: dict[str, Any]) -> list[str]:

@@ -156,6 +156,18 @@ class Backend:
     def option(self, name: str) -> Option | None:
         return next((o for o in self.options if o.name == name), None)
 
+    def verify_options(self, artifact: ArtifactRef) -> dict[str, Any]:
+        """Options a verification runs ``artifact`` with, over the defaults: a setting a
+        benchmark can ask for too, never one of verification's own.  A framework that
+        compiles its call once per input shape runs its reference eagerly here, because a
+        verification needs each batch size's outputs once, not fast."""
+        return {}
+
+    def conflict(self, options: dict[str, Any]) -> str | None:
+        """Why these resolved options cannot run together (None: they can): said before any
+        cell starts, where a cell would only fail on it."""
+        return None
+
     def resolve_options(self, given: dict[str, Any]) -> dict[str, Any]:
         """This backend's options: defaults, overridden by the ones it declares in ``given``."""
         return {

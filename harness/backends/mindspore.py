@@ -2,7 +2,8 @@
 
 Runs the zoo network from a ``dlbench train`` checkpoint (or random weights
 for a zoo name) or a MindIR graph (``mindspore.load`` + ``nn.GraphCell``),
-compiled in GRAPH_MODE.  Inputs are MindSpore tensors moved to the device
+compiled in GRAPH_MODE; ``--eager`` runs a network (not a MindIR) op by op in
+PYNATIVE_MODE instead, as verification's reference does.  Inputs are MindSpore tensors moved to the device
 before timing where the device is not the host: ``Tensor.move_to`` is
 documented for PyNative mode only, so the copy runs with the context
 switched to PYNATIVE_MODE and back (``place``), and each input's ``device``
@@ -22,7 +23,7 @@ from typing import Any
 
 from dlbench.core.devices import training_name
 from dlbench.core.errors import UserError
-from dlbench.harness.backends.base import ArtifactRef, Option, RunConfig, Runner, TensorInfo, region
+from dlbench.harness.backends.base import ON_OFF, ArtifactRef, Option, RunConfig, Runner, TensorInfo, region
 from dlbench.harness.backends.native import NativeFramework, NativeRunner, native_formats
 from dlbench.harness.cells import mathmode
 from dlbench.harness.formats import MINDIR
@@ -80,7 +81,10 @@ class MsRunner(NativeRunner):
                 setter(value)
             except RuntimeError:  # settable once per process
                 pass
-        ms.set_context(mode=ms.GRAPH_MODE)
+        self.eager = self.cfg.options.get("eager") == "on"
+        if self.eager and self.artifact.format == MINDIR:
+            raise UserError("--eager: a MindIR file is a compiled graph, run in GRAPH_MODE only")
+        ms.set_context(mode=ms.PYNATIVE_MODE if self.eager else ms.GRAPH_MODE)
         if self.artifact.format == MINDIR:
             self.net = nn.GraphCell(ms.load(self.artifact.path))
         else:
@@ -133,7 +137,8 @@ class MsRunner(NativeRunner):
     def timed_region(self) -> dict[str, Any]:
         copies = any(d != self.cfg.device for d in getattr(self, "input_devices", []))
         return region(
-            f"net(*inputs) compiled in GRAPH_MODE on {self.target}, then "
+            f"net(*inputs) {'run op by op in PYNATIVE_MODE' if self.eager else 'compiled in GRAPH_MODE'} "
+            f"on {self.target}, then "
             f"mindspore.runtime.synchronize"
             + (
                 "; the inputs are not (known to be) on the device ahead of the "
@@ -183,7 +188,20 @@ class MsRunner(NativeRunner):
 class MindSpore(NativeFramework):
     framework = "mindspore"
     formats = native_formats("mindspore") + (MINDIR,)
-    options: tuple[Option, ...] = ()
+    options: tuple[Option, ...] = (
+        Option(
+            "eager",
+            "off",
+            ON_OFF,
+            help="run the network in PYNATIVE_MODE, op by op, not compiled in GRAPH_MODE "
+            "(verification's reference runs so)",
+            switch=True,
+        ),
+    )
+
+    def verify_options(self, artifact: ArtifactRef) -> dict[str, Any]:
+        # A MindIR is a compiled graph: GRAPH_MODE is the only way it runs.
+        return {} if artifact.format == MINDIR else {"eager": "on"}
 
     def precisions(self, device):
         return ("fp32", "fp16")

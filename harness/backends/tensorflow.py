@@ -36,6 +36,13 @@ from dlbench.harness.cells import mathmode
 POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
+def conflict(options: dict[str, Any]) -> str | None:
+    """The options' one impossible pair (cpu-mkl's runner declares no ``eager``)."""
+    if options.get("eager") == "on" and options.get("xla") == "on":
+        return "--eager with --xla: XLA compiles a tf.function, and an eager call makes none"
+    return None
+
+
 class TfRunner(NativeRunner):
     framework = "tensorflow"
 
@@ -100,7 +107,10 @@ class TfRunner(NativeRunner):
                 return call(*xs)
 
         self.xla = self.cfg.options["xla"] == "on"
-        self.fn = tf.function(forward, jit_compile=self.xla)
+        self.eager = self.cfg.options.get("eager") == "on"
+        if why := conflict(self.cfg.options):
+            raise UserError(why)
+        self.fn = forward if self.eager else tf.function(forward, jit_compile=self.xla)
 
     def network(self) -> Any:
         # Loaded under the float32 policy, a zoo checkpoint is native.load's model itself and
@@ -137,8 +147,12 @@ class TfRunner(NativeRunner):
             else "none needed: the CPU call returns when the outputs exist"
         )
         return region(
-            f"a tf.function around model(x, training=False){' with XLA' if self.xla else ''}"
-            f", {self.layout} input already on {self.tf_device}; {sync}",
+            (
+                "model(x, training=False) called eagerly, op by op"
+                if self.eager
+                else f"a tf.function around model(x, training=False){' with XLA' if self.xla else ''}"
+            )
+            + f", {self.layout} input already on {self.tf_device}; {sync}",
             host_device_copies=False,
             io_binding=False,
             cuda_graph=False,
@@ -194,6 +208,7 @@ class TfRunner(NativeRunner):
             "keras": self.keras.__version__,
             "dtype_policy": self.policy,
             "xla": self.xla,
+            "execution": "eager" if self.eager else "tf.function",
             "onednn_enabled": bool(_pywrap_util_port.IsMklEnabled()),
             "intra_op_threads": threading.get_intra_op_parallelism_threads(),
             "inter_op_threads": threading.get_inter_op_parallelism_threads(),
@@ -218,7 +233,20 @@ class TensorFlow(NativeFramework):
     inter_op_pool = True
     options = (
         Option("xla", "off", ON_OFF, help="compile the tf.function with XLA", tune_on=("cpu", "cuda")),
+        Option(
+            "eager",
+            "off",
+            ON_OFF,
+            help="call model(x) eagerly, op by op, in no tf.function (verification's reference runs so)",
+            switch=True,
+        ),
     )
+
+    def verify_options(self, artifact: ArtifactRef) -> dict[str, Any]:
+        return {"eager": "on"}
+
+    def conflict(self, options: dict[str, Any]) -> str | None:
+        return conflict(options)
 
     def precisions(self, device):
         return with_tf32(("fp32", "fp16", "bf16"), device) if device == "cuda" else ("fp32", "bf16")

@@ -25,7 +25,6 @@ from dlbench.core.atomic import scratch, stage_beside, write_json
 from dlbench.core.errors import UserError, first_line
 from dlbench.core.version import __version__
 from dlbench.harness.backends.base import ArtifactRef
-from dlbench.harness.cells import mathmode
 from dlbench.harness.cells.cellenv import cell_environment
 from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.convert import calibration
@@ -187,7 +186,7 @@ def build(req: BuildRequest) -> dict[str, Any]:
                 candidate, cand_info = runners.outputs(_onnx_ref(staged, meta), inputs, threads=threads)
             except UserError as exc:
                 return _stored(req, records.finish(record, None, error=str(exc)), None, start)
-        record["context"]["math_mode"] = mathmode.of_runs(reference=ref_info, candidate=cand_info)
+        record["context"].update(runners.what_ran(ref_info, cand_info))
         verdict = cmp.compare(
             reference, candidate, cmp.tolerance(p.precision), p.batch_sizes, req.seed, model=meta.get("model")
         )

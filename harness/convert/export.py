@@ -27,7 +27,6 @@ from dlbench.core.errors import UserError
 from dlbench.core.tensors import fixed_batch, follow_batch
 from dlbench.core.version import __version__
 from dlbench.harness.backends.base import ArtifactRef
-from dlbench.harness.cells import mathmode
 from dlbench.harness.cells.cellenv import cell_environment
 from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.convert.export_cell import ExportPayload
@@ -221,9 +220,7 @@ def _export_one(req: ExportRequest, p: Plan, run_id: str) -> dict[str, Any]:
             )
         except UserError as exc:
             return _stored(req, records.finish(record, None, error=str(exc)), None, start)
-        record["context"]["math_mode"] = mathmode.of_runs(
-            reference=result.get("reference_run"), candidate=cand_info
-        )
+        record["context"].update(runners.what_ran(result.get("reference_run"), cand_info))
         verdict = cmp.compare(reference, candidate, cmp.tolerance("fp32"), batch_sizes, req.seed, model=model)
         verify_s = (
             time.perf_counter()

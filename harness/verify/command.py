@@ -23,7 +23,6 @@ from dlbench.core.flags import comma_list, flag
 from dlbench.core.tensors import follow_batch
 from dlbench.harness.bench.artifacts import Artifact, resolve
 from dlbench.harness.bench.input_args import InputFields
-from dlbench.harness.cells import mathmode
 from dlbench.harness.cells.cellenv import cell_environment
 from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.formats import MINDIR, ONNX, TRT_ENGINE, ZOO
@@ -228,11 +227,7 @@ def verify_files(req: VerifyRequest) -> dict[str, Any]:
         cand_out, cand_info = runners.outputs(
             cand.ref, inputs, env=env, timeout=req.timeout, threads=threads, precision=precision
         )
-        record["context"].update(
-            reference_run=ref_info,
-            candidate_run=cand_info,
-            math_mode=mathmode.of_runs(reference=ref_info, candidate=cand_info),
-        )
+        record["context"].update(runners.what_ran(ref_info, cand_info))
         verdict = compare(ref_out, cand_out, tol, batch_sizes, req.seed, model=record["model"])
         if req.layers:
             from dlbench.harness.verify.layers import layer_errors

@@ -1,10 +1,13 @@
 """Outputs of any artifact for verification, through the one runner family.
 
-Verification runs a model exactly as a benchmark does: the backend's
-``Runner`` loads it, ``prepare`` places a batch, ``run`` + ``sync`` compute,
-``outputs`` reads the result; only the clock is missing.  So "verified" and
-"benchmarked" describe the same execution path, and a runner that silently
-falls back to another device fails here too (``Runner.verify``).
+Verification runs a model as a benchmark does: the backend's ``Runner``
+loads it, ``prepare`` places a batch, ``run`` + ``sync`` compute, ``outputs``
+reads the result; only the clock is missing.  So "verified" and "benchmarked"
+describe the same runner, and one that silently falls back to another device
+fails here too (``Runner.verify``).  The settings are the backend's defaults
+but for its ``verify_options``: TensorFlow and MindSpore run the reference
+eagerly (``--eager``, which a benchmark can ask for too), because compiling
+once per verification batch size bought nothing but seconds.
 
 ONNX models run in this process on ONNX Runtime's CPU provider (cheap, and
 the parent may import ONNX Runtime); everything else runs in a cell of kind
@@ -56,9 +59,10 @@ def backend_for(ref: ArtifactRef) -> str:
     raise UserError(f"{ref.path}: dlbench cannot run a {ref.format} artifact to verify it")
 
 
-def run_config(backend: str, threads: ThreadConfig, precision: str = "fp32") -> RunConfig:
-    """The backend's defaults, on the device it must run on: verification asks for nothing
-    a benchmark would not, so its numbers and its outputs come from the same settings."""
+def run_config(backend: str, ref: ArtifactRef, threads: ThreadConfig, precision: str = "fp32") -> RunConfig:
+    """The backend's defaults and its ``verify_options`` for ``ref``, on the device it must
+    run on: verification asks for nothing a benchmark could not, so its outputs come from
+    settings a benchmark can reproduce, and the record's ``runtime`` says which."""
     from dlbench.harness.backends import get_backend
 
     b = get_backend(backend)
@@ -67,7 +71,7 @@ def run_config(backend: str, threads: ThreadConfig, precision: str = "fp32") -> 
         precision=precision,
         intra_op_threads=threads.intra_op,
         inter_op_threads=threads.inter_op,
-        options=b.resolve_options({}),
+        options=b.resolve_options(b.verify_options(ref)),
     )
 
 
@@ -108,7 +112,7 @@ def loaded(
     from dlbench.harness.backends import get_backend
 
     backend = backend or backend_for(ref)
-    runner = get_backend(backend).runner(ref, run_config(backend, threads, precision))
+    runner = get_backend(backend).runner(ref, run_config(backend, ref, threads, precision))
     start = time.perf_counter()
     runner.load()
     load_s = time.perf_counter() - start
@@ -126,6 +130,19 @@ def run_loaded(runner: Runner, loaded_as: dict[str, Any], batches: Sequence[Any]
     runtime = runner.runtime()
     runner.verify(runtime)
     return outputs, {**loaded_as, "runtime": runtime, "run_s": run_s}
+
+
+def what_ran(reference: dict[str, Any] | None, candidate: dict[str, Any] | None) -> dict[str, Any]:
+    """A verification's two sides for a record's context, one shape in ``verify``, ``convert``
+    (export, build) records alike: what ran each (backend, load and run seconds, the runner's
+    ``runtime``, such as an eager reference's mode) and the math modes each read back."""
+    from dlbench.harness.cells import mathmode
+
+    return {
+        "reference_run": reference,
+        "candidate_run": candidate,
+        "math_mode": mathmode.of_runs(reference=reference, candidate=candidate),
+    }
 
 
 def run_here(

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from dlbench.models.registry import get_model
+from tests.utils.clitools import assert_usage_error
 
 FAST = ("--iterations", "3", "--warmup", "1", "--max-warmup", "3")
 
@@ -112,6 +113,37 @@ def test_cpu_mkl_onednn_off_is_the_unoptimized_row(cli, workdir, runs):
     assert r["context"]["thread_environment"]["TF_ENABLE_ONEDNN_OPTS"] == "0"
     assert r["context"]["runtime"]["onednn_enabled"] is False
     assert r["context"]["options"]["onednn"] == "off"
+
+
+def test_eager_runs_tensorflow_and_mindspore_op_by_op(cli, workdir, runs):
+    """--eager: the call verification's reference makes (Backend.verify_options), measurable
+    too; the record and the timed region say which way the network ran."""
+    out = cli(
+        "bench",
+        str(runs / "tensorflow"),
+        str(runs / "mindspore"),
+        "-b",
+        "tensorflow,mindspore",
+        "--eager",
+        "--batch-sizes",
+        "2",
+        *FAST,
+        "--json",
+        "e.json",
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    records = {r["backend"]: r for r in json.loads((workdir / "e.json").read_text())}
+    for backend, r in records.items():
+        assert r["status"] in ("ok", "unstable"), (backend, r["error"])
+        assert r["context"]["options"]["eager"] == "on"
+        assert "op by op" in r["context"]["timed_region"]["summary"], r["context"]["timed_region"]
+    assert records["tensorflow"]["context"]["runtime"]["execution"] == "eager"
+    assert records["mindspore"]["context"]["runtime"]["mode"] == "PYNATIVE_MODE"
+    assert_usage_error(
+        cli("bench", str(runs / "tensorflow"), "-b", "tensorflow", "--eager", "--xla", "on"),
+        "--eager with --xla",
+    )
+    assert_usage_error(cli("bench", "resnet50-mini", "-b", "pytorch", "--eager"), "option 'eager'")
 
 
 def test_zoo_model_with_random_weights_in_bf16(cli, workdir):

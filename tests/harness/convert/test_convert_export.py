@@ -158,8 +158,14 @@ def test_mindir_export_is_verified_in_mindspore(cli, workdir, minis):
     path = Path(r["context"]["artifact"]["path"])
     assert path.suffix == ".mindir" and path.stat().st_size > 100_000
     assert oct(path.stat().st_mode & 0o777) != "0o400"  # MindSpore writes 0400; we publish
-    out = cli("verify", str(minis["mindspore"]), str(path))
+    out = cli("verify", str(minis["mindspore"]), str(path), "--json", "v.json")
     assert out.returncode == 0, out.stderr[-3000:]
+    # The checkpoint's reference runs eagerly (Backend.verify_options); a MindIR, a compiled
+    # graph, in GRAPH_MODE, the only way it runs: --eager on one is refused.
+    [v] = json.loads((workdir / "v.json").read_text())
+    modes = [v["context"][side]["runtime"]["mode"] for side in ("reference_run", "candidate_run")]
+    assert modes == ["PYNATIVE_MODE", "GRAPH_MODE"], modes
+    _one_line(cli("bench", str(path), "-b", "mindspore", "--eager"), "a MindIR file is a compiled graph")
 
 
 def test_mindir_is_for_mindspore_checkpoints_only(cli, workdir, minis):

@@ -28,6 +28,8 @@ from tests.utils.clitools import assert_usage_error
 from tests.utils.frameworks import FRAMEWORKS
 
 MODELS = ("vgg16-mini", "densenet121-mini", "din-mini", "deepspeech2-mini", "ssd300-mini", "maskrcnn-mini")
+# How each framework's reference ran: (TensorFlow's execution, MindSpore's mode).
+EAGER = {"pytorch": (None, None), "tensorflow": ("eager", None), "mindspore": (None, "PYNATIVE_MODE")}
 # The detectors' own held-out figures that dlbench eval reports beside the loss.
 EVAL_KEYS = {"ssd300-mini": ("mean_top_iou", "map", "map50"), "maskrcnn-mini": ("mask_iou",)}
 
@@ -85,6 +87,12 @@ def test_trained_in_every_framework_and_exported_verified(model, cli, workdir):
         # exports the network its reference outputs came from instead of loading it again.
         reused = "the reference's" if r["framework"] == "tensorflow" else "loaded again"
         assert r["context"]["exported_network"] == reused
+        # The reference ran eagerly (Backend.verify_options), the file in ONNX Runtime.
+        runtime = r["context"]["reference_run"]["runtime"]
+        assert (runtime.get("execution"), runtime.get("mode")) == EAGER[r["framework"]], runtime
+        assert r["context"]["candidate_run"]["backend"] == "onnxruntime"
+        if r["framework"] == "tensorflow":  # nothing in a zoo network needs freezing
+            assert " convert.from_function over a tf.function" in r["context"]["export"]["exporter"]
     if model in EVAL_KEYS:
         # A detector's exported file is scored with its own tally, on its own held-out
         # scenes; class-labelled images are refused.
