@@ -3,11 +3,11 @@
 Runs the zoo network from a ``dlbench train`` checkpoint (or random weights
 for a zoo name) or a MindIR graph (``mindspore.load`` + ``nn.GraphCell``),
 compiled in GRAPH_MODE; ``--eager`` runs a network (not a MindIR) op by op in
-PYNATIVE_MODE instead, as verification's reference does.  Inputs are MindSpore tensors moved to the device
-before timing where the device is not the host: ``Tensor.move_to`` is
-documented for PyNative mode only, so the copy runs with the context
-switched to PYNATIVE_MODE and back (``place``), and each input's ``device``
-says where it landed.  ``sync`` is ``mindspore.runtime.synchronize``.  fp16
+PYNATIVE_MODE instead, as verification's reference does.  Inputs are MindSpore
+tensors moved to the device before timing where the device is not the host:
+``Tensor.move_to`` is documented for PyNative mode only, so the copy runs with
+the context switched to PYNATIVE_MODE and back (``place``), and each input's
+``device`` says where it landed.  ``sync`` is ``mindspore.runtime.synchronize``.  fp16
 is ``amp.auto_mixed_precision`` at level "auto", as in training; float32 is
 IEEE float32 (on Ascend, CANN's ``must_keep_origin_dtype`` with HF32 off,
 set and read back by ``harness.cells.mathmode``).

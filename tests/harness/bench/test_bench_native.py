@@ -31,6 +31,9 @@ def runs(tmp_path_factory):
             "0",
             "--batch-size",
             "2",
+            # A checkpoint is all the benches need: no compiled step (TensorFlow's trace,
+            # MindSpore's graph compile) to pay for.
+            "--eager",
             "--out",
             str(root / "runs"),
             "--db",
