@@ -18,6 +18,7 @@ from dlbench.harness.output.tables import (
     ROUGH_P99,
     add_context_columns,
     artifact_label,
+    backend_label,
     cpu_mark,
     cpu_note,
     markdown,
@@ -47,7 +48,7 @@ def bench_rows(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
     rows = []
     for r in records:
         m, c = r.get("metrics") or {}, r.get("context") or {}
-        backend = f"{r['backend']} {r.get('backend_version') or ''}".strip()
+        backend = backend_label(r)
         resource = c.get("resource") or r.get("device")
         rss = f"{r['peak_rss_mb']:.0f} MB" if r.get("peak_rss_mb") else ""
         head = [

@@ -170,6 +170,33 @@ def artifact_label(record: dict[str, Any]) -> str:
     return f"{label} ({name})" if name and fmt in ("onnx", "tensorrt-engine", "mindir") else label
 
 
+def backend_label(record: dict[str, Any]) -> str:
+    """The backend, its version and every option the record ran with that is not the
+    backend's default ("tensorflow 2.21.0 (eager)", "pytorch 2.13.0 (compile=default)"):
+    two rows that differ only in an option would otherwise read alike."""
+    label = f"{record.get('backend')} {record.get('backend_version') or ''}".strip()
+    given = (record.get("context") or {}).get("options") or {}
+    changed = _changed_options(str(record.get("backend")), given)
+    return f"{label} ({', '.join(changed)})" if changed else label
+
+
+def _changed_options(backend: str, given: dict[str, Any]) -> list[str]:
+    from dlbench.core.errors import UserError
+    from dlbench.harness.backends import get_backend
+
+    try:
+        declared = get_backend(backend)
+    except UserError:  # a plugin's backend that is not installed here: no defaults to read
+        return []
+    out = []
+    for name, value in given.items():
+        option = declared.option(name)
+        if option is None or value == option.default:
+            continue
+        out.append(name if option.switch and value == "on" else f"{name}={value}")
+    return out
+
+
 def model_unit(model: str | None) -> str | None:
     """``spec_unit`` of a zoo model by name; None when the name is not a zoo model."""
     spec = zoo_spec(model)

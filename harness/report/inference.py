@@ -8,7 +8,14 @@ from typing import Any
 
 from dlbench.harness import stats
 from dlbench.harness.bench.peak_share import PEAK_NOISE_PCT, beyond_peak
-from dlbench.harness.output.tables import ROUGH_P99, artifact_label, cpu_mark, milliseconds, network_name
+from dlbench.harness.output.tables import (
+    ROUGH_P99,
+    artifact_label,
+    backend_label,
+    cpu_mark,
+    milliseconds,
+    network_name,
+)
 from dlbench.harness.report.tables import (
     Table,
     failed_text,
@@ -97,7 +104,7 @@ def inference(records: Sequence[dict[str, Any]], verdicts: dict[str, dict[str, A
         head = [
             network_name(r.get("model")),
             label,
-            f"{r.get('backend')} {r.get('backend_version') or ''}".strip(),
+            backend_label(r),
             c.get("resource") or r.get("device"),
             r.get("precision"),
             r.get("batch_size"),

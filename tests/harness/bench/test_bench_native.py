@@ -2,6 +2,7 @@
 trained for one step, through the real CLI (each cell in its own process)."""
 
 import json
+import re
 
 import pytest
 
@@ -116,6 +117,7 @@ def test_cpu_mkl_onednn_off_is_the_unoptimized_row(cli, workdir, runs):
     assert r["context"]["thread_environment"]["TF_ENABLE_ONEDNN_OPTS"] == "0"
     assert r["context"]["runtime"]["onednn_enabled"] is False
     assert r["context"]["options"]["onednn"] == "off"
+    assert re.search(r"cpu-mkl \S+ \(onednn=off\) *\|", out.stdout), out.stdout
 
 
 def test_eager_runs_tensorflow_and_mindspore_op_by_op(cli, workdir, runs):
@@ -141,6 +143,7 @@ def test_eager_runs_tensorflow_and_mindspore_op_by_op(cli, workdir, runs):
         assert r["context"]["options"]["eager"] == "on"
         assert "op by op" in r["context"]["timed_region"]["summary"], r["context"]["timed_region"]
     assert records["tensorflow"]["context"]["runtime"]["execution"] == "eager"
+    assert len(re.findall(r" \(eager\) *\|", out.stdout)) == 2, out.stdout  # the table says so too
     assert records["mindspore"]["context"]["runtime"]["mode"] == "PYNATIVE_MODE"
     assert_usage_error(
         cli("bench", str(runs / "tensorflow"), "-b", "tensorflow", "--eager", "--xla", "on"),
