@@ -62,3 +62,18 @@ def kept_log(into: dict[str, Any]) -> Iterator[None]:
     finally:
         root.removeHandler(keep)
         into.update({k: v for k, v in sorted(counts.items(), key=lambda kv: -kv[1]["count"])})
+
+
+def kept_log_note(log: dict[str, dict[str, Any]]) -> str | None:
+    """One line for the user about what ``kept_log`` kept (None: nothing was said), so a
+    build that silenced 289 warnings still says that there were some, and where they are."""
+    if not log:
+        return None
+    count = sum(kind["count"] for kind in log.values())
+    first = next(iter(log.values()))["example"]
+    first = first if len(first) <= 120 else first[:117] + "..."
+    kinds = f"{len(log)} kinds" if len(log) > 1 else "one kind"
+    return (
+        f"ONNX Runtime's quantizer logged {count} message{'s' if count > 1 else ''} ({kinds}, "
+        f"the most frequent: {first}); all of them are in the record's build_info.quantizer_log"
+    )

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.converters import onnx_io, onnx_ir, onnx_normalize, onnx_summary
+from dlbench.converters.ort_tools import kept_log_note
 from dlbench.core.atomic import scratch, stage_beside, write_json
 from dlbench.core.errors import UserError, first_line
 from dlbench.core.version import __version__
@@ -179,6 +180,8 @@ def build(req: BuildRequest) -> dict[str, Any]:
 
             record["backend_version"] = f"onnxruntime {onnxruntime.__version__}"
         record["context"]["build_info"] = {k: v for k, v in info.items() if k != "sidecar"}
+        if said := kept_log_note(info.get("quantizer_log") or {}):
+            record["notes"].append(said)
         verify_start = time.perf_counter()
         cand_info = info.get("candidate_run")  # the TensorRT cell's own run
         if candidate is None:
