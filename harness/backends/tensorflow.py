@@ -36,13 +36,6 @@ from dlbench.harness.cells import mathmode
 POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
-def conflict(options: dict[str, Any]) -> str | None:
-    """The options' one impossible pair (cpu-mkl's runner declares no ``eager``)."""
-    if options.get("eager") == "on" and options.get("xla") == "on":
-        return "--eager with --xla: XLA compiles a tf.function, and an eager call makes none"
-    return None
-
-
 class TfRunner(NativeRunner):
     framework = "tensorflow"
 
@@ -107,9 +100,9 @@ class TfRunner(NativeRunner):
                 return call(*xs)
 
         self.xla = self.cfg.options["xla"] == "on"
+        # cpu-mkl's runner is this one and declares no eager; --eager with --xla never gets
+        # here (TensorFlow.conflict refuses it before any cell starts).
         self.eager = self.cfg.options.get("eager") == "on"
-        if why := conflict(self.cfg.options):
-            raise UserError(why)
         self.fn = forward if self.eager else tf.function(forward, jit_compile=self.xla)
 
     def network(self) -> Any:
@@ -246,7 +239,9 @@ class TensorFlow(NativeFramework):
         return {"eager": "on"}
 
     def conflict(self, options: dict[str, Any]) -> str | None:
-        return conflict(options)
+        if options["eager"] == "on" and options["xla"] == "on":
+            return "--eager with --xla: XLA compiles a tf.function, and an eager call makes none"
+        return None
 
     def precisions(self, device):
         return with_tf32(("fp32", "fp16", "bf16"), device) if device == "cuda" else ("fp32", "bf16")

@@ -28,6 +28,7 @@ import numpy as np
 from dlbench.core.atomic import scratch
 from dlbench.core.errors import UserError, first_line
 from dlbench.harness.backends.base import ArtifactRef, RunConfig, Runner
+from dlbench.harness.cells import mathmode
 from dlbench.harness.cells.payload import Payload
 from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.formats import default_backend
@@ -136,8 +137,6 @@ def what_ran(reference: dict[str, Any] | None, candidate: dict[str, Any] | None)
     """A verification's two sides for a record's context, one shape in ``verify``, ``convert``
     (export, build) records alike: what ran each (backend, load and run seconds, the runner's
     ``runtime``, such as an eager reference's mode) and the math modes each read back."""
-    from dlbench.harness.cells import mathmode
-
     return {
         "reference_run": reference,
         "candidate_run": candidate,
