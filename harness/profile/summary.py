@@ -67,6 +67,8 @@ def summarize(
     return {
         "profiler": profiler.tool,
         "wall_ms_per_run": result["wall_ms_per_run"],
+        # The same runs with no profiler (absent from records made before it was measured).
+        "plain_ms_per_run": result.get("plain_ms_per_run"),
         "node_ms_per_run": total_us / 1000,
         "node_time": result.get("node_time", "kernel time"),  # what a node's time is
         "classes": out,

@@ -30,6 +30,7 @@ def profile_tables(record: dict[str, Any]) -> str:
         f"{record.get('backend')} {record.get('backend_version')}{on}, batch {p['batch_size']}, "
         f"{record.get('intra_op_threads')} threads: {p['wall_ms_per_run']:.3g} ms a run "
         f"({p['node_ms_per_run']:.3g} ms in {p['node_count']} nodes)"
+        + (f"; {p['plain_ms_per_run']:.3g} ms a run unprofiled" if p.get("plain_ms_per_run") else "")
     )
     per_op = any("bytes_per_run" in c for c in p["classes"])  # the profiler counts per op
     headers = ["Op class", "Share", "ms / run", "Nodes", "Op types", "GFLOP / run", "GFLOP/s"]

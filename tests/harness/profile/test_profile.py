@@ -34,6 +34,9 @@ def test_a_profile_says_where_the_time_goes_and_is_stored(cli, workdir):
     assert conv["flop_per_byte"] == conv["gflop_per_run"] * 1e9 / conv["bytes_per_run"]
     assert "| MB / run | FLOP / B |" in out.stdout
     assert p["node_count"] >= 3 and p["nodes"][0]["us"] >= p["nodes"][-1]["us"]
+    # The same runs timed with no profiler too (what the profiler's own cost is measured
+    # against), on the title line.
+    assert p["plain_ms_per_run"] > 0 and f"; {p['plain_ms_per_run']:.3g} ms a run unprofiled" in out.stdout
     assert [i["shape"] for i in rec["context"]["inputs"]] == [[4, *tiny_onnx.CHW]]
     assert ResultStore(workdir / "results.sqlite").records("kind = 'profile'", [])
     report = cli("report")

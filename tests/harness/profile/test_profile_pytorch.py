@@ -33,7 +33,7 @@ def test_a_zoo_model_on_pytorch_says_where_the_time_goes_and_is_reported(cli, wo
     assert abs(sum(n["us"] for n in p["nodes"]) / 1000 - p["node_ms_per_run"]) < 1e-6  # every node kept
     # One thread: the nodes' times are disjoint stretches of the runs, each nested op
     # counted once, in the op the model called.
-    assert 0 < p["node_ms_per_run"] <= p["wall_ms_per_run"]
+    assert 0 < p["node_ms_per_run"] <= p["wall_ms_per_run"] and p["plain_ms_per_run"] > 0
     classes = _classes(rec)
     # LeNet-5 at batch 4 (1x32x32): conv1 5x5, 1->6 channels, to 28x28; conv2 5x5, 6->16, to
     # 10x10; fc 400->120->84->10.  The profiler's FLOPs are 2 per multiply-add.
