@@ -56,17 +56,40 @@ class SynthProfileRequest(ProfileRuns):
 class SynthGenerateRequest(ProfileRuns):
     workload: str = flag("workload", metavar="WORKLOAD.json", help="dlbench synth profile's output")
     out: str = flag(
-        "--out", "-o", default="synth/synthetic.onnx", help="the network; its description beside it (.json)"
+        "--out",
+        "-o",
+        default="synth/synthetic.onnx",
+        help="the network (numbered, synthetic-1.onnx, ..., where there are several); their "
+        "description beside it (.json)",
+    )
+    networks: int = flag(
+        "--networks",
+        default=1,
+        type=int,
+        help="networks at most, each timed on its own for a group of applications that responded "
+        "alike to the references; the score is their weighted geometric mean (default {default})",
     )
     clusters: int = flag(
-        "--clusters", default=24, type=int, help="representatives over all op classes (default {default})"
+        "--clusters",
+        default=24,
+        type=int,
+        help="representatives over all op classes, shared among the networks by their weights "
+        "(default {default})",
     )
     budget: float = flag(
         "--budget",
         default=0.1,
         type=float,
-        help="the network's run time as a fraction of the whole application set's, on the first "
-        "reference; doubled until the time shares are met (default {default})",
+        help="the benchmark's run time as a fraction of the whole application set's, on the "
+        "first reference, shared among the networks by weight; a network's share is doubled "
+        "until its time shares are met (default {default})",
+    )
+    max_budget: float = flag(
+        "--max-budget",
+        default=1.0,
+        type=float,
+        help="the most the doubling may reach, as the same fraction: the run time the benchmark "
+        "may take, whatever the time shares (default {default})",
     )
     seed: int = flag("--seed", default=0, type=int, help="seed of the weights (default {default})")
 

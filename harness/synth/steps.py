@@ -62,16 +62,22 @@ def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, 
     workload = _read(req.workload, KIND, "dlbench synth profile")
     if req.clusters < 1:
         raise UserError(f"--clusters {req.clusters}: give at least 1")
+    if req.networks < 1:
+        raise UserError(f"--networks {req.networks}: give at least 1")
     if not 0 < req.budget <= 1:
         raise UserError(f"--budget {req.budget}: give a fraction in (0, 1]")
+    if not req.budget <= req.max_budget <= 1:
+        raise UserError(f"--max-budget {req.max_budget}: give a fraction in [--budget, 1]")
     out = Path(req.out)
     if out.suffix != ".onnx":
         raise UserError(f"--out {req.out}: the network is an ONNX file (.onnx)")
     described = make(
         workload,
         out,
+        networks=req.networks,
         clusters=req.clusters,
         fraction=req.budget,
+        ceiling=req.max_budget,
         warmup=req.warmup,
         iterations=req.iterations,
         timeout=req.timeout,
@@ -96,9 +102,13 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
 
     described = _read(req.network, NETWORK_KIND, "dlbench synth generate")
     home = Path(req.network).parent
-    synth = str(home / described["onnx"])
+    if "networks" not in described:
+        raise UserError(f"{req.network}: written by an older dlbench synth generate; generate it again")
+    nets = described["networks"]
+    # The synthetic score: the networks' weighted geometric mean, as the applications' is.
+    synth = {str(home / n["onnx"]): n["weight"] for n in nets}
     apps = {a["source"]: a["weight"] for a in described["applications"]}
-    missing = [p for p in [synth, *apps] if not Path(p).is_file()]
+    missing = [p for p in [*synth, *apps] if not Path(p).is_file()]
     if missing:
         raise UserError(f"{missing[0]}: no such file (the network's description names it)")
     unknown = [b for b in req.backends if b not in BACKENDS.names()]
@@ -107,11 +117,13 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     backends = [b for b in req.backends if get_backend(b).availability().available]
     if not backends:
         raise UserError(f"--backends {','.join(req.backends)}: none is available here")
-    own = {b: str(home / f) for b, f in (described.get("frameworks") or {}).items()}
+    natives = {str(home / n["onnx"]): {b: str(home / f) for b, f in n["frameworks"].items()} for n in nets}
     for b in backends:
-        if not takes_onnx(b) and b not in own:
+        lacking = [Path(n).name for n, own in natives.items() if not takes_onnx(b) and b not in own]
+        if lacking:
+            versions = sorted(set().union(*natives.values()))
             raise UserError(
-                f"--backends {b}: the network has no {b} version (synth generate makes {list(own)})"
+                f"--backends {b}: {lacking[0]} has no {b} version (synth generate makes {versions})"
             )
     _check_matrix(req)
     matrix = Matrix(backends, req.builds, req.batch_sizes, req.threads, req.allocators, ["", *req.envs])
@@ -124,19 +136,22 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     generated = {
         name: {str(home / e["onnx"]): e["weight"] for e in entries} for name, entries in made.items()
     }
-    natives = {synth: own}
     natives.update(
         {str(home / e["onnx"]): {b: str(home / f) for b, f in e["frameworks"].items()}
          for entries in made.values() for e in entries}
     )  # fmt: skip
-    ready = {synth: {t: str(home / "builds" / f) for t, f in (described.get("builds") or {}).items()}}
+    ready = {
+        str(home / n["onnx"]): {t: str(home / "builds" / f) for t, f in n["builds"].items()} for n in nets
+    }
     # The generated networks' INT8 modes are their applications' (``workload.set_mode``).
     modes = {
-        str(home / e["onnx"]): e["int8_dynamic"] for es in made.values() for e in es if "int8_dynamic" in e
+        str(home / e["onnx"]): e["int8_dynamic"]
+        for e in [*nets, *(e for es in made.values() for e in es)]
+        if "int8_dynamic" in e
     }
     results, left, unverified = measure(
         sources,
-        synth,
+        list(synth),
         natives,
         matrix,
         workdir,

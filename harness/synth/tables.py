@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from dlbench.harness.output.tables import markdown
@@ -29,12 +30,13 @@ def workload_tables(w: dict[str, Any]) -> str:
                     a["label"] if i == 0 else "",
                     a["weight"] if i == 0 else "",
                     ref,
-                    f"{a['node_ms'][i]:.3f}",
+                    f"{a['node_ms'][i]:.3f} ({a.get('profiled_ms', a['node_ms'])[i]:.3f})",
                     shares,
                     motifs,
                 ]
             )
-    out = markdown(["Application", "Weight", "Reference", "Node ms", "Top classes", "Motifs"], rows)
+    headers = ["Application", "Weight", "Reference", "ms a run (profiled)", "Top classes", "Motifs"]
+    out = markdown(headers, rows)
     shapes: dict[str, list[float]] = {}
     for n in w["nodes"]:
         if n.get("shape_class"):
@@ -48,23 +50,35 @@ def workload_tables(w: dict[str, Any]) -> str:
 
 
 def network_table(d: dict[str, Any]) -> str:
+    """Each network's units and checks, then the benchmark's run time against the set's."""
+    parts = [_one_network(n, d["divergence_limit"]) for n in d["networks"]]
+    time = ", ".join(f"{s / a:.1%}" for s, a in zip(d["measured_ms"], d["applications_ms"]))
+    return (
+        "\n\n".join(parts) + f"\n\nThe synthetic benchmark's run time (every network once) against "
+        f"the whole application set's, per reference: {time}." + _baselines(d)
+    )
+
+
+def _one_network(n: dict[str, Any], limit: float) -> str:
     rows = [
         [u["op"], u["cls"], "x".join(map(str, u["x"])), "x".join(map(str, u["y"])), u["count"],
          " / ".join(f"{c:.1f}" for c in u["cost_us"])]
-        for u in d["units"] if u["count"]
+        for u in n["units"] if u["count"]
     ]  # fmt: skip
     table = markdown(
         ["Op", "Class", "Input (per sample)", "Output", "Count", "µs each (per reference)"], rows
     )
-    checks = ", ".join(f"{x:.3f}" for x in d["predicted_divergence"])
-    measured = ", ".join(f"{x:.3f}" for x in d["measured_divergence"])
-    noise = ", ".join(f"{x:.3f}" for x in d["repeat_divergence"])
-    time = ", ".join(f"{s / a:.1%}" for s, a in zip(d["measured_ms"], d["applications_ms"]))
+    apps = ", ".join(Path(a).name for a in n["applications"])
+    checks = ", ".join(f"{x:.3f}" for x in n["predicted_divergence"])
+    measured = ", ".join(f"{x:.3f}" for x in n["measured_divergence"])
+    noise = ", ".join(f"{x:.3f}" for x in n["repeat_divergence"])
+    time = ", ".join(f"{s / a:.1%}" for s, a in zip(n["measured_ms"], n["applications_ms"]))
     return (
-        f"{table}\n\nOp-class time-share divergence from the workload, per reference: predicted "
-        f"{checks} (limit {d['divergence_limit']}; self-check {d['self_check']}), measured {measured} "
+        f"{n['onnx']} (weight {n['weight']:.2f}), for {apps}:\n\n{table}\n\n"
+        f"Op-class time-share divergence from its applications' workload, per reference: predicted "
+        f"{checks} (limit {limit}; self-check {n['self_check']}), measured {measured} "
         f"(two profiles of the network itself differ by {noise}).\n"
-        f"Its run time against the whole application set's, per reference: {time}." + _baselines(d)
+        f"Its run time against its applications', per reference: {time}."
     )
 
 
@@ -72,7 +86,7 @@ def _baselines(d: dict[str, Any]) -> str:
     cells = ", ".join(f"{c['shape_class']} (weight {c['weight']:.2f})" for c in d.get("micro_cells") or [])
     replays = len(d.get("replays") or [])
     return (
-        f"\nThe baselines validate scores beside it: micro cells {cells or 'none'}; "
+        f"\nThe baselines validate scores beside the networks: micro cells {cells or 'none'}; "
         f"{replays} layer replays (one per application)."
         if cells or replays
         else ""

@@ -1,10 +1,11 @@
-"""``dlbench synth validate``: does the one network's speed ratio predict the applications'?
+"""``dlbench synth validate``: do the synthetic networks' speed ratios predict the applications'?
 
 Every configuration of the matrix (backend x build x batch x threads x allocator x
-library environment) runs every application and the synthetic network through bench's
+library environment) runs every application and the synthetic networks through bench's
 own cells.  The applications' score on a configuration is the weighted geometric mean of
 their throughputs, each divided by its throughput on the baseline configuration (the
-matrix's first); a predictor's score is its own throughput ratio.  Relative accuracy
+matrix's first); a predictor's score is the same mean over its own artifacts (the
+synthetic benchmark's networks by the weight of the applications each stands for).  Relative accuracy
 across changes is what is judged, not absolute time (the lesson of the synthetic-proxy
 literature):
 
@@ -15,7 +16,7 @@ literature):
 * the same rank correlation on each backend family held out of the generation (the
   network was fitted to ONNX Runtime's profile; OpenVINO's configurations never were).
 
-Beside the synthetic network, the baselines it must beat are scored the same way: each
+Beside the synthetic networks, the baselines it must beat are scored the same way: each
 application alone, and the best two-application subset (chosen with hindsight, so an
 upper bound on what picking two models could do).  The score is derived, in MLPerf's
 sense, and every report says so.
@@ -83,7 +84,7 @@ def takes_onnx(backend: str) -> bool:
 
 def measure(
     apps: dict[str, str | None],
-    synth: str,
+    synth: list[str],
     natives: dict[str, dict[str, str]],
     matrix: Matrix,
     workdir: Path,
@@ -100,10 +101,11 @@ def measure(
     though over their accuracy tolerance: what is predicted is speed, and an INT8 build
     a calibration left a few per cent off runs the kernels a better one would, so a
     configuration keeps them.  ``apps`` maps each
-    application's ONNX file to the model by name it came from (None: a file);
-    ``natives`` the framework versions of the generated networks (the synthetic one, the
-    generated baselines) by their ONNX file and native backend; ``ready`` builds already
-    made and verified (the network's, by generate), which are not made again; ``modes``
+    application's ONNX file to the model by name it came from (None: a file); ``synth``
+    the synthetic networks' files; ``natives`` the framework versions of the generated
+    networks (the synthetic ones, the generated baselines) by their ONNX file and native
+    backend; ``ready`` builds already made and verified (the networks', by generate),
+    which are not made again; ``modes``
     the generated networks' INT8 modes (their applications', not their graphs' choice)."""
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.measure import StopRule
@@ -111,7 +113,7 @@ def measure(
     from dlbench.harness.synth.frameworks import VERSIONS
 
     onnx_builds = [b for b in matrix.builds if b != "fp32"] if any(map(takes_onnx, matrix.backends)) else []
-    generated = [synth, *(n for n in natives if n != synth)]
+    generated = [*synth, *(n for n in natives if n not in synth)]
     unverified: list[str] = []
     built, left = build_all([*apps, *generated], onnx_builds, workdir, say, ready, unverified, modes)
     if not all(map(takes_onnx, matrix.backends)):
@@ -278,17 +280,17 @@ def judge(
 def validate(
     results: dict[str, dict[str, float]],
     apps: dict[str, float],
-    synth: str,
+    synth: dict[str, float],
     generated_on: set[str],
     floor: float,
     baselines: tuple[str, ...] = (),
     generated: dict[str, dict[str, float]] | None = None,
 ) -> dict[str, Any]:
-    """The synthetic network and the baselines, judged on the measured matrix:
+    """The synthetic networks (file -> weight) and the baselines, judged on the measured matrix:
     ``baselines`` are models outside the set (ResNet-50), each a predictor alone;
     ``generated`` the baselines generate wrote (``synth.baselines``), each a predictor of
     its files by their weights."""
-    predictors: dict[str, dict[str, float]] = {"synthetic": {synth: 1.0}}
+    predictors: dict[str, dict[str, float]] = {"synthetic": dict(synth)}
     predictors.update({f"{Path(b).stem} alone (not in the set)": {b: 1.0} for b in baselines})
     predictors.update({name: files for name, files in (generated or {}).items() if files})
     predictors.update({f"{Path(a).stem} alone": {a: 1.0} for a in apps})
@@ -296,7 +298,7 @@ def validate(
     # that missed some of them (a build of it a backend could not read, a version not
     # written) is judged on those it ran, and its row says how many, rather than taking
     # configurations out of everyone's score; one that ran on fewer than three is named.
-    ran = [c for c, got in results.items() if all(a in got for a in [*apps, synth])]
+    ran = [c for c, got in results.items() if all(a in got for a in [*apps, *synth])]
     configs, actual, _ = scores(results, apps, {}, ran)
     if not configs:
         return {"configurations": 0, "note": "fewer than two configurations ran every artifact"}

@@ -16,9 +16,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 from dlbench.harness.synth import emit, fit
 from dlbench.harness.synth.baselines import MICRO, REPLAY, cells, replays
-from dlbench.harness.synth.generate import divergence
+from dlbench.harness.synth.counts import divergence
+from dlbench.harness.synth.groups import split, subset
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
 from dlbench.harness.synth.validate import judge, spearman, validate
+from dlbench.harness.synth.workload import without_profiler
 
 OPSET = 17
 
@@ -194,7 +196,7 @@ def test_a_weighted_predictor_and_baselines_that_missed_configurations():
         "c3": {"a": 30.0, "s": 16.0, "gemm": 600.0, "conv": 100.0, "r": 4.0},
     }
     micro = {MICRO: {"gemm": 0.5, "conv": 0.5}}
-    v = validate(results, {"a": 1.0}, "s", {"onnxruntime"}, 0.02, ("r", "q"), micro)
+    v = validate(results, {"a": 1.0}, {"s": 1.0}, {"onnxruntime"}, 0.02, ("r", "q"), micro)
     assert v["configurations"] == 4 and v["predictors_left_out"] == ["q alone (not in the set)"]
     scores = v["scores"]
     assert scores["c1"][MICRO] == pytest.approx(math.sqrt(4 * 1))
@@ -206,6 +208,58 @@ def test_a_weighted_predictor_and_baselines_that_missed_configurations():
     assert scores["c2"]["r alone (not in the set)"] == pytest.approx(2.0 * 3 / 2)
     # Its errors on c1, c2, c3: 0, |1.5 / 2 - 1|, |2 / 1.5 - 1|.
     assert r["median_error"] == pytest.approx(0.25) and r["p90_error"] == pytest.approx(0.25 + 0.8 / 12)
+
+
+def _app(name: str, *ms: float, weight: float = 1.0):
+    return {"source": name, "weight": weight, "node_ms": list(ms)}
+
+
+def test_applications_that_responded_alike_share_a_network():
+    """Grouped by their time on each reference relative to the first: a network timed
+    whole reads the harmonic mean of its parts' ratios, and the score is their geometric
+    mean, so each network holds applications that moved alike."""
+    refs = [{"batch": 1}, {"batch": 8}, {"batch": 1, "build": "int8"}]
+    apps = [
+        _app("cnn-a", 1, 4, 0.5),
+        _app("rnn", 2, 2.2, 2),
+        _app("cnn-b", 3, 12.5, 1.4),
+        _app("mlp", 1, 1, 1),
+    ]
+    w = {"references": refs, "applications": apps, "nodes": [{"app": i, "us": [1]} for i in (0, 1, 2, 3, 3)]}
+    assert split(w, 2) == [[0, 2], [1, 3]]
+    assert split(w, 3) == [[0, 2], [1], [3]]
+    assert split(w, 9) == [[0], [1], [2], [3]]  # no more networks than applications
+    assert split(w, 1) == [[0, 1, 2, 3]]
+    same = {**w, "applications": [_app("x", 1, 2, 1), _app("y", 3, 6, 3)]}
+    assert split(same, 2) == [[0, 1]]  # identical responses: one network stands for both
+    part = subset(w, [1, 3])
+    assert [a["source"] for a in part["applications"]] == ["rnn", "mlp"]
+    assert [n["app"] for n in part["nodes"]] == [0, 1, 1] and part["references"] == refs
+
+
+def test_the_profilers_cost_per_node_is_taken_off_each_node():
+    """The fit works in the time bench measures: the profiler's few µs a node come off every
+    node alike (none below a tenth of its profiled time), so the nodes sum to the unprofiled
+    run and the small ops' shares fall back to what they are without it."""
+    nodes = [
+        {"node": "conv", "class": "convolution", "us": 100.0},
+        {"node": "relu", "class": "activation", "us": 40.0},
+        {"node": "add", "class": "elementwise", "us": 5.0},
+        {"node": "shape", "class": "shape", "us": 1.0},
+    ]
+    prof = {"nodes": nodes, "node_ms_per_run": 0.146, "plain_ms_per_run": 0.120, "classes": []}
+    fixed = without_profiler(prof)
+    us = [n["us"] for n in fixed["nodes"]]
+    # The same 10.3 µs off the conv and the ReLU; the add and the shape at their floor.
+    assert us == pytest.approx([89.7, 29.7, 0.5, 0.1])
+    assert fixed["node_ms_per_run"] == pytest.approx(0.120) and fixed["profiled_node_ms_per_run"] == 0.146
+    shares = {c["class"]: c["share"] for c in fixed["classes"]}
+    assert shares["convolution"] == pytest.approx(89.7 / 120) and sum(shares.values()) == pytest.approx(1)
+    # An unprofiled run longer than the nodes' sum (time between them) scales them up; a
+    # profile without one (an older record) is left as it is.
+    longer = without_profiler({**prof, "plain_ms_per_run": 0.292})
+    assert [n["us"] for n in longer["nodes"]] == pytest.approx([200, 80, 10, 2])
+    assert without_profiler({k: v for k, v in prof.items() if k != "plain_ms_per_run"})["nodes"] == nodes
 
 
 def test_divergence_is_total_variation_of_normalized_shares():
@@ -221,7 +275,7 @@ def test_the_fit_meets_the_class_shares_when_the_costs_are_the_workloads_own():
     """The fit without the clock: each unit's cost per instance is what its nodes cost in
     the workload, so the shares the counts predict can match the mix on both references
     (the end-to-end test below prices units on a loaded machine and gets what it gets)."""
-    from dlbench.harness.synth.generate import solve
+    from dlbench.harness.synth.counts import solve
 
     # Two applications at two batch sizes: convolutions and a softmax; GEMMs and a softmax.
     nodes = [  # (application, unit, µs at batch 1, µs at batch 4)
@@ -405,7 +459,9 @@ def synthesized(home, cli_module):
         "synth", "profile", apps[0], f"{apps[1]}=2", "--reference", "1x1,4x1", "-o", str(workload), "-q"
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    out = cli_module("synth", "generate", str(workload), "-o", str(net), "--clusters", "16", "-q")
+    out = cli_module(
+        "synth", "generate", str(workload), "-o", str(net), "--networks", "2", "--clusters", "16", "-q"
+    )
     assert out.returncode in (0, 1), out.stderr[-3000:]
     return d, apps, json.loads(workload.read_text()), json.loads(net.with_suffix(".json").read_text()), out
 
@@ -446,33 +502,48 @@ TOY_BOUND = 0.20
 
 
 def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
-    d, _, _, net, out = synthesized
-    assert net["self_check"] == (
-        "ok" if max(net["predicted_divergence"]) <= net["divergence_limit"] else "over the limit"
-    )
-    # Neither toy application has recurrent layers or attention products: static INT8 for
-    # the network, its cells and replays, as for the applications.
-    assert net["int8_dynamic"] is False
-    assert set(net["builds"]) == {"int8", "fp16"}, net["builds_left_out"]  # the mode only where read
-    assert not any(e["int8_dynamic"] for e in net["micro_cells"] + net["replays"])
+    d, apps, _, net, out = synthesized
+    # Two applications that responded differently to the references: a network each, each
+    # weighing what its application weighs (1 and 2), named after --out.
+    nets = net["networks"]
+    assert [(n["onnx"], n["applications"], n["weight"]) for n in nets] == [
+        ("synthetic-1.onnx", [apps[0]], pytest.approx(1 / 3)),
+        ("synthetic-2.onnx", [apps[1]], pytest.approx(2 / 3)),
+    ]
+    assert not (d / "net" / "synthetic.onnx").exists()
+    assert net["self_check"] == ("ok" if all(n["self_check"] == "ok" for n in nets) else "over the limit")
     assert out.returncode == (0 if net["self_check"] == "ok" else 1)
-    # and it carries the noise of the profiles it was priced on: on a machine loaded enough
-    # that two profiles of one network differ by tenths, so may the prediction.
-    noise = max(net["repeat_divergence"])
-    assert max(net["predicted_divergence"]) <= TOY_BOUND + 2 * noise, out.stdout
-    # Measured, as it runs: its own profile's class shares against the workload's, within
-    # the bound plus twice what two profiles of the same network differ by here and now
-    # (a loaded machine moves both; a quiet one leaves the bound).
-    for measured, noise in zip(net["measured_divergence"], net["repeat_divergence"]):
-        assert measured <= TOY_BOUND + 2 * noise, out.stdout
-    model = onnx.load(str(d / "net" / "synthetic.onnx"))
-    kinds = {n.op_type for n in model.graph.node}
-    assert {"Conv", "MatMul"} <= kinds
-    # The record says what the graph holds: the units it placed cover both workloads' heavy
-    # classes.  How many instances it took is the fit's to choose (CI's loaded run met the
+    # Neither toy application has recurrent layers or attention products: static INT8 for
+    # the networks, the cells and replays, as for the applications.
+    assert not any(e["int8_dynamic"] for e in nets + net["micro_cells"] + net["replays"])
+    for n in nets:
+        assert n["self_check"] == (
+            "ok" if max(n["predicted_divergence"]) <= net["divergence_limit"] else "over the limit"
+        )
+        # Both builds made through the build path; one the verification could not pass (a
+        # toy network's output washed out by its chain, or over its tolerance) is listed
+        # with the verdict, and a failed build would name no verdict.
+        judged = {x.split(" --to ")[1].split(":")[0] for x in n["builds_left_out"]}
+        assert set(n["builds"]) | judged == {"int8", "fp16"}, n["builds_left_out"]
+        assert all("cannot judge" in x or "tolerance" in x for x in n["builds_left_out"]), n
+        # and it carries the noise of the profiles it was priced on: on a machine loaded
+        # enough that two profiles of one network differ by tenths, so may the prediction.
+        noise = max(n["repeat_divergence"])
+        assert max(n["predicted_divergence"]) <= TOY_BOUND + 2 * noise, out.stdout
+        # Measured, as it runs: its own profile's class shares against its workload's,
+        # within the bound plus twice what two profiles of the same network differ by
+        # here and now (a loaded machine moves both; a quiet one leaves the bound).
+        for measured, noise in zip(n["measured_divergence"], n["repeat_divergence"]):
+            assert measured <= TOY_BOUND + 2 * noise, out.stdout
+    # The benchmark's run time is its networks' together.
+    assert net["measured_ms"] == pytest.approx([sum(x) for x in zip(*(n["measured_ms"] for n in nets))])
+    kinds = [{n.op_type for n in onnx.load(str(d / "net" / e["onnx"])).graph.node} for e in nets]
+    assert "Conv" in kinds[0] and "MatMul" in kinds[1]
+    # The record says what each graph holds: the units it placed cover its workload's heavy
+    # class.  How many instances it took is the fit's to choose (CI's loaded run met the
     # shares to 0.007 with one of each), so no count is asked for.
-    placed = {u["cls"] for u in net["units"] if u["count"]}
-    assert {"convolution", "matmul / gemm"} <= placed, net["units"]
+    placed = [{u["cls"] for u in n["units"] if u["count"]} for n in nets]
+    assert "convolution" in placed[0] and "matmul / gemm" in placed[1], nets
     assert "divergence" in out.stdout and "application set" in out.stdout
 
 
@@ -487,21 +558,23 @@ def test_validate_scores_the_network_against_the_applications_over_a_matrix(synt
     assert v["matrix"]["configurations"] == 8  # 2 builds x 2 batch sizes x 2 allocators
     # A configuration counts where every artifact ran: an application whose INT8 build
     # did not verify takes its INT8 configurations out, and says so.
-    synth = str(d / "net" / "synthetic.onnx")
-    complete = [c for c, got in v["measured"].items() if all(a in got for a in [*apps, synth])]
+    synth = [str(d / "net" / f"synthetic-{i}.onnx") for i in (1, 2)]
+    complete = [c for c, got in v["measured"].items() if all(a in got for a in [*apps, *synth])]
     left = v["matrix"]["left_out"]
     assert v["configurations"] == len(complete) >= 4 and len(complete) == (8 if not left else 4)
     assert set(v["predictors"]) == {"synthetic", "cnn alone", "attention alone", MICRO, REPLAY}
     assert v["predictors_left_out"] == []
     for j in v["predictors"].values():
         assert -1 <= j["spearman"] <= 1 and 0 <= j["median_error"] <= j["p90_error"]
-    # Each config's actual score is the weighted geometric mean of the two applications'.
+    # Each config's actual score is the weighted geometric mean of the two applications',
+    # and the synthetic one the same mean of its two networks' (weights 1/3 and 2/3).
     got = v["measured"]
     for config, s in v["scores"].items():
         base = v["baseline"]
-        ratio = [got[config][a] / got[base][a] for a in apps]
-        assert s["actual"] == pytest.approx(math.exp((math.log(ratio[0]) + 2 * math.log(ratio[1])) / 3))
-    assert (d / "net" / "builds" / "synthetic.int8.onnx").is_file()  # verified through build
+        for files, key in ((apps, "actual"), (synth, "synthetic")):
+            ratio = [got[config][a] / got[base][a] for a in files]
+            assert s[key] == pytest.approx(math.exp((math.log(ratio[0]) + 2 * math.log(ratio[1])) / 3))
+    assert (d / "net" / "builds" / "synthetic-1.int8.onnx").is_file()  # verified through build
     assert "Derived score" in out.stdout
 
 
@@ -513,11 +586,14 @@ def test_validate_scores_the_network_against_the_applications_over_a_matrix(synt
         (["profile", "a.onnx", "--reference", "1x1,1xall"], "different batch sizes"),
         (["generate", "notes.json"], "cannot read it"),
         (["validate", "workload.json"], "not dlbench synth generate's output"),
+        (["validate", "old.json"], "written by an older dlbench synth generate; generate it again"),
+        (["generate", "workload.json", "--networks", "0"], "--networks 0: give at least 1"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, cli, args, says):
     (tmp_path / "a.onnx").write_bytes(b"")
     (tmp_path / "workload.json").write_text(json.dumps({"kind": "dlbench-synth-workload"}))
+    (tmp_path / "old.json").write_text(json.dumps({"kind": "dlbench-synth-network", "onnx": "a.onnx"}))
     fixed = [str(tmp_path / a) if a.endswith((".onnx", ".json")) and "=" not in a else a for a in args]
     fixed = [str(tmp_path / a) if "=" in a else a for a in fixed]
     out = cli("synth", *fixed)
@@ -530,9 +606,9 @@ def test_validate_runs_the_networks_own_framework_versions_on_the_native_backend
     applications given as ONNX files have no native form, so those configurations cannot
     score them, and say so."""
     d, _, _, net, _ = synthesized
-    assert net["frameworks"] == {"pytorch": "synthetic.pt", "tensorflow": "synthetic.keras"}, net[
-        "framework_errors"
-    ]
+    for i, n in enumerate(net["networks"], 1):
+        versions = {"pytorch": f"synthetic-{i}.pt", "tensorflow": f"synthetic-{i}.keras"}
+        assert n["frameworks"] == versions, n["framework_errors"]
     args = [
         "--backends",
         "pytorch,tensorflow",
@@ -552,9 +628,9 @@ def test_validate_runs_the_networks_own_framework_versions_on_the_native_backend
         for app in ("attention", "cnn")
         for backend in ("pytorch", "tensorflow")
     ]
-    # The network and its generated baselines (micro cells, the two applications' layer
+    # The networks and the generated baselines (micro cells, the two applications' layer
     # replays), each through its own framework version.
-    parts = ["", ".micro-conv", ".micro-gemm", ".replay-0", ".replay-1"]
+    parts = ["-1", "-2", ".micro-conv", ".micro-gemm", ".replay-0", ".replay-1"]
     made = [str(d / "net" / f"synthetic{s}.onnx") for s in parts]
     for entry in net["micro_cells"] + net["replays"]:
         stem = entry["onnx"].removesuffix(".onnx")
@@ -581,7 +657,8 @@ def test_a_built_reference_fits_the_network_to_the_applications_int8_builds(tmp_
         "synth", "generate", str(tmp_path / "w.json"), "-o", str(tmp_path / "s.onnx"), "--clusters", "6", "-q"
     )
     assert out.returncode in (0, 1), out.stderr[-3000:]
-    net = json.loads((tmp_path / "s.json").read_text())
+    [net] = json.loads((tmp_path / "s.json").read_text())["networks"]  # one application: one network
+    assert net["onnx"] == "s.onnx" and net["weight"] == 1
     assert len(net["predicted_divergence"]) == len(net["measured_divergence"]) == 3
     ran = [u for u in net["units"] if u["count"] and u["cls"] == "convolution"]
     assert ran and all(u["cost_us"][2] > 0 for u in ran)  # found in the quantized graph

@@ -1,0 +1,128 @@
+"""How often each representative runs: what the counts aim at on every reference, and the
+fit that picks them within a time budget.
+
+The targets are the applications' time per op class on each reference, each application
+counted by its weight rather than its run time (``contributions``, ``class_targets``).
+``solve`` gives integer counts for one budget; ``fit_budget`` doubles the budget until
+the class shares pass the self-check.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+DIVERGENCE_LIMIT = 0.05
+
+
+def divergence(p: dict[str, float], q: dict[str, float]) -> float:
+    """Total-variation distance between two time-share vectors (each normalized first)."""
+    keys = sorted(set(p) | set(q))
+    return _tv(np.array([p.get(k, 0.0) for k in keys]), np.array([q.get(k, 0.0) for k in keys]))
+
+
+def contributions(workload: dict[str, Any]) -> np.ndarray:
+    """[nodes, refs]: each node's time as a fraction of its application's time on the first
+    reference, times the application's normalized weight (0 on a built reference, whose
+    graph has other nodes)."""
+    apps = workload["applications"]
+    total = sum(a["weight"] for a in apps)
+    scale = [a["weight"] / total / (a["node_ms"][0] * 1000) for a in apps]
+    return np.array([[us * scale[n["app"]] for us in n["us"]] for n in workload["nodes"]])
+
+
+def class_targets(workload: dict[str, Any]) -> list[dict[str, float]]:
+    """Per reference, each op class's time in the weighted mix (fractions of the first
+    reference's): from the applications' class shares, so a built reference counts too."""
+    apps = workload["applications"]
+    total = sum(a["weight"] for a in apps)
+    out: list[dict[str, float]] = []
+    for r in range(len(workload["references"])):
+        mix: dict[str, float] = {}
+        for a in apps:
+            scale = a["weight"] / total * a["node_ms"][r] / a["node_ms"][0]
+            for c, share in a["classes"][r].items():
+                mix[c] = mix.get(c, 0.0) + share * scale
+        out.append(mix)
+    return out
+
+
+def solve(
+    workload: dict[str, Any], owner: list[int], costs, main, budget_us: float
+) -> tuple[np.ndarray, list[dict[str, float]], list[dict[str, float]]]:
+    """Integer counts per unit; the target and the predicted µs per class on each reference."""
+    from dlbench.harness.synth.fit import integer_counts, nnls
+    from dlbench.harness.synth.workload import Reference, matched
+
+    contrib = contributions(workload) * budget_us
+    same = matched([Reference.from_json(r) for r in workload["references"]])
+    target_classes = [{c: t * budget_us for c, t in mix.items()} for mix in class_targets(workload)]
+    names = sorted({c for t in target_classes for c in t} | {c for ref in costs for u in ref for c in u})
+    refs, k = len(target_classes), len(main[0])
+    rows, targets, weights = [], [], []
+    for r in range(refs):
+        scale = 1.0 / (sum(target_classes[r].values()) or 1.0)
+        for c in names:
+            rows.append([costs[r][j].get(c, 0.0) for j in range(k)])
+            targets.append(target_classes[r].get(c, 0.0))
+            weights.append(scale)
+        if r not in same:
+            continue  # a built graph's nodes are not the clusters'
+        for j in range(k):
+            rows.append([main[r][j] if i == j else 0.0 for i in range(k)])
+            targets.append(float(contrib[[i for i, o in enumerate(owner) if o == j], r].sum()))
+            weights.append(0.5 * scale)
+    w = np.array(weights)[:, None]
+    a, b = np.array(rows) * w, np.array(targets) * w[:, 0]
+    spent = np.array([[[costs[r][j].get(c, 0.0) for j in range(k)] for c in names] for r in range(refs)])
+    goal = [np.array([t.get(c, 0.0) for c in names]) for t in target_classes]
+    fitted = float(np.sum(b**2)) or 1.0
+
+    def error(n: np.ndarray) -> float:
+        """What the self-check judges (the worst reference's class divergence); how far
+        the network's time on each reference, relative to the first, is from the mix's
+        (the speed ratio between references, which is what the score predicts); and the
+        least-squares residual, relative, to keep the cluster mix and the time scale."""
+        times = [float((spent[r] @ n).sum()) for r in range(refs)]
+        if not times[0]:
+            return math.inf
+        worst = max(_tv(spent[r] @ n, goal[r]) for r in range(refs))
+        ratios = sum(
+            abs(math.log(max(times[r], 1e-12) / times[0]) - math.log(goal[r].sum() / goal[0].sum()))
+            for r in range(1, refs)
+        )
+        return worst + ratios + 0.1 * float(np.sum((a @ n - b) ** 2)) / fitted
+
+    counts = integer_counts(a, b, integer_counts(a, b, nnls(a, b)), error=error)
+    predicted = [{c: float(v) for c, v in zip(names, spent[r] @ counts)} for r in range(refs)]
+    return counts, target_classes, predicted
+
+
+def _tv(p: np.ndarray, q: np.ndarray) -> float:
+    """``divergence`` on aligned arrays: the form the integer search evaluates often."""
+    return 0.5 * float(np.abs(p / (p.sum() or 1.0) - q / (q.sum() or 1.0)).sum())
+
+
+def fit_budget(workload, owner, costs, main, budget_us: float, ceiling_us: float = math.inf):
+    """Counts for the smallest budget (µs on the first reference), from ``budget_us``
+    doubling up to ``ceiling_us`` or the network's applications' own time, whose predicted
+    class shares pass the self-check; where none does (a class no unit reproduces), the
+    smallest within 0.01 of the best divergence seen.  Returns the counts, the budget
+    used, the targets and the prediction."""
+    top = min(sum(a["node_ms"][0] for a in workload["applications"]) * 1000, ceiling_us)
+    tried = []
+    used = min(budget_us, top)
+    while True:
+        counts, targets, predicted = solve(workload, owner, costs, main, used)
+        worst = max(divergence(p, t) for p, t in zip(predicted, targets))
+        tried.append((worst, used, counts, targets, predicted))
+        if worst <= DIVERGENCE_LIMIT or used >= top:
+            break
+        used = min(top, used * 2)
+    best = min(t[0] for t in tried)
+    worst, used, counts, targets, predicted = next(
+        t for t in tried if t[0] <= max(best + 0.01, DIVERGENCE_LIMIT)
+    )
+    return counts, used, targets, predicted
