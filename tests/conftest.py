@@ -9,7 +9,6 @@ process, and the core group fails if anything imported a framework.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pytest
@@ -142,15 +141,8 @@ def workdir(tmp_path, monkeypatch):
 
 @pytest.fixture
 def cli():
-    """The real CLI in a subprocess, as a user runs it."""
+    """The real CLI as a user runs it (``tests.utils.clitools.run_cli``: in this process
+    unless ``process=True`` asks for one of its own)."""
+    from tests.utils.clitools import run_cli
 
-    def run(*args: str, env: dict | None = None, timeout: float = 900):
-        return subprocess.run(
-            [sys.executable, "-m", "dlbench.harness", *args],
-            capture_output=True,
-            text=True,
-            env=dict(os.environ, **(env or {})),
-            timeout=timeout,
-        )
-
-    return run
+    return run_cli

@@ -9,9 +9,6 @@ cuda-python, and skip with the reason elsewhere.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import onnx
@@ -22,18 +19,11 @@ from dlbench.converters import onnx_io, onnx_ir, onnx_summary
 from dlbench.harness.backends.tensorrt import availability_problems
 from dlbench.harness.store.results import ResultStore
 from tests.utils import tiny_onnx
-from tests.utils.clitools import only_record
+from tests.utils.clitools import only_record, run_cli
 
 
 def _cli(*args, db, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "dlbench.harness", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, DLBENCH_DB=str(db)),
-        cwd=cwd,
-        timeout=900,
-    )
+    return run_cli(*args, env={"DLBENCH_DB": str(db)}, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

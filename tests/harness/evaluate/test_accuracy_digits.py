@@ -15,15 +15,12 @@ reads JSON files and the results database.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dlbench.harness.store.results import ResultStore
-from tests.utils.clitools import assert_usage_error
+from tests.utils.clitools import assert_usage_error, run_cli
 from tests.utils.frameworks import FRAMEWORKS
 
 STEPS, BATCH, LR = 500, 64, 0.02
@@ -33,15 +30,7 @@ REDUCED_PRECISION_PP = 0.01  # INT8 / FP16 against fp32 ONNX
 
 
 def _run(tmp: Path, *args: str, timeout: float = 600):
-    env = dict(os.environ, DLBENCH_DB=str(tmp / "results.sqlite"))
-    return subprocess.run(
-        [sys.executable, "-m", "dlbench.harness", *args],
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_cli(*args, env={"DLBENCH_DB": str(tmp / "results.sqlite")}, cwd=tmp, timeout=timeout)
 
 
 def _ok(out) -> None:

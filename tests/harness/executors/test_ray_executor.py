@@ -117,7 +117,7 @@ def cluster():
 @pytest.fixture
 def ray_cli(cli, cluster):
     def run(*args, env=None, **kw):
-        return cli(*args, env={**LOOPBACK, **(env or {})}, **kw)
+        return cli(*args, env={**LOOPBACK, **(env or {})}, process=True, **kw)
 
     return run
 

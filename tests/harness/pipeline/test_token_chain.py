@@ -10,15 +10,13 @@ wall time, mostly framework start-ups); the tests below read its results.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 
+from tests.utils.clitools import run_cli
 from tests.utils.frameworks import FRAMEWORKS
 
 MODEL = "lstm-tiny"
@@ -29,18 +27,11 @@ QUICK = ("--iterations", "5", "--warmup", "1", "--max-warmup", "1", "--threads",
 class Chain:
     def __init__(self, root: Path):
         self.root, self.runs = root, root / "runs"
-        self.env = dict(os.environ, DLBENCH_DB=str(root / "results.sqlite"), CUDA_VISIBLE_DEVICES="")
+        self.env = {"DLBENCH_DB": str(root / "results.sqlite"), "CUDA_VISIBLE_DEVICES": ""}
 
     def __call__(self, name: str, *args: str) -> list[dict]:
         out = self.root / f"{name}.json"
-        done = subprocess.run(
-            [sys.executable, "-m", "dlbench.harness", *args, "--json", str(out)],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=900,
-            cwd=self.root,
-        )
+        done = run_cli(*args, "--json", out, env=self.env, cwd=self.root)
         self.last = done
         assert out.is_file(), (
             f"dlbench {args[0]} wrote no records (exit {done.returncode}):\n{done.stderr[-3000:]}"

@@ -17,6 +17,7 @@ from dlbench.harness.report import figures
 from dlbench.harness.report.plots import all_plots, fields
 from dlbench.harness.report.select import select
 from dlbench.harness.store.results import ResultStore
+from tests.utils.clitools import run_cli
 
 ARTIFACTS = 30
 LONG_NAMES = (
@@ -30,9 +31,6 @@ MAX_FIGURE_IN = 10  # a chart taller than a page is not one a reader takes in
 @pytest.fixture(scope="module")
 def crowded(tmp_path_factory):
     """The database, its records, and every chart's Figure, drawn once for the module."""
-    import os
-    import subprocess
-    import sys
 
     from tests.utils import tiny_onnx
 
@@ -40,14 +38,7 @@ def crowded(tmp_path_factory):
     db = tmp / "results.sqlite"
 
     def cli(*args, ok=(0,)):
-        res = subprocess.run(
-            [sys.executable, "-m", "dlbench.harness", *args],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env=dict(os.environ, DLBENCH_DB=str(db)),
-            cwd=tmp,
-        )
+        res = run_cli(*args, env={"DLBENCH_DB": str(db)}, cwd=tmp)
         assert res.returncode in ok, (args, res.stderr[-3000:])
         return res
 

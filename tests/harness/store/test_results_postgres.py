@@ -227,7 +227,7 @@ def test_a_server_gone_mid_sweep_keeps_the_record_in_the_spool(pg, url, workdir,
         # A command that starts now has measured nothing yet: it is told, in one line.
         with pytest.raises(UserError, match="cannot reach the results database"):
             ResultStore(url).check_writable()
-        out = cli("compare", "A", "B", "--db", url)
+        out = cli("compare", "A", "B", "--db", url, process=True)  # a new process: no memo
         assert_usage_error(out, "cannot reach the results database", "***")
         assert pg.password not in out.stdout + out.stderr
     finally:

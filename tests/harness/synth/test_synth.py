@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import onnx
@@ -21,6 +18,7 @@ from dlbench.harness.synth.groups import split, subset
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
 from dlbench.harness.synth.validate import judge, spearman, validate
 from dlbench.harness.synth.workload import without_profiler
+from tests.utils.clitools import run_cli
 
 OPSET = 17
 
@@ -433,19 +431,11 @@ def home(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cli_module(home):
-    """The real CLI in a subprocess, for a module's shared steps: in ``home``, with a
+    """The real CLI (``run_cli``), for a module's shared steps: in ``home``, with a
     results database of its own."""
 
     def run(*args: str):
-        env = dict(os.environ, DLBENCH_DB=str(home / "results.sqlite"))
-        return subprocess.run(
-            [sys.executable, "-m", "dlbench.harness", *args],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            cwd=home,
-            env=env,
-        )
+        return run_cli(*args, env={"DLBENCH_DB": str(home / "results.sqlite")}, cwd=home)
 
     return run
 
