@@ -94,7 +94,7 @@ def write(workload: dict[str, Any], home: Path, stem: str, seed: int = 0) -> dic
     import onnx
 
     from dlbench.harness.synth.emit import network, spec
-    from dlbench.harness.synth.workload import app_int8_dynamic, set_mode, shape_class
+    from dlbench.harness.synth.workload import app_int8_dynamic, named_in, set_mode, shape_class
 
     # INT8 modes: a replay's is its application's, the cells' the set's (``set_mode``).
     dynamic = set_mode(workload["applications"])
@@ -105,7 +105,7 @@ def write(workload: dict[str, Any], home: Path, stem: str, seed: int = 0) -> dic
     ]  # fmt: skip
     replayed = [
         (f"{stem}.replay-{i}.onnx", lanes,
-         {"application": app["source"], "weight": app["weight"],
+         {"application": named_in(home, app["source"]), "weight": app["weight"],
           "int8_dynamic": app_int8_dynamic(app)})
         for i, (app, lanes) in enumerate(zip(workload["applications"], replays(workload)))
         if any(u.batched for u, _ in lanes)

@@ -138,6 +138,7 @@ def generate(
     from dlbench.harness.synth.baselines import write as write_baselines
     from dlbench.harness.synth.frameworks import write_versions
     from dlbench.harness.synth.groups import split, subset
+    from dlbench.harness.synth.workload import named_in
 
     apps = workload["applications"]
     parts = split(workload, networks)
@@ -172,7 +173,8 @@ def generate(
         "kind": NETWORK_KIND,
         "references": workload["references"],
         "applications": [
-            {"source": a["source"], "weight": a["weight"], "native": a.get("native")} for a in apps
+            {"source": named_in(out.parent, a["source"]), "weight": a["weight"], "native": a.get("native")}
+            for a in apps
         ],
         "networks": made,
         "divergence_limit": DIVERGENCE_LIMIT,
@@ -212,7 +214,7 @@ def _network(
     from dlbench.core.atomic import scratch
     from dlbench.harness.synth.emit import network, spec
     from dlbench.harness.synth.validate import build_all
-    from dlbench.harness.synth.workload import Reference, built_for, profile_at, set_mode
+    from dlbench.harness.synth.workload import Reference, built_for, named_in, profile_at, set_mode
 
     refs = [Reference.from_json(r) for r in workload["references"]]
     dynamic = set_mode(workload["applications"])
@@ -279,7 +281,7 @@ def _network(
     repeat = [{c["class"]: c["share"] for c in m["classes"]} for m in again]
     return {
         "onnx": out.name,
-        "applications": [a["source"] for a in apps],
+        "applications": [named_in(out.parent, a["source"]) for a in apps],
         "budget_us": used,  # its time on the first reference, as fitted
         "int8_dynamic": dynamic,
         "units": [

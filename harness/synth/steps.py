@@ -18,7 +18,13 @@ Say = Callable[[str], None]
 def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, Any]:
     from dlbench.core.atomic import write_json
     from dlbench.harness.synth.tables import workload_tables
-    from dlbench.harness.synth.workload import Application, Reference, check_references, profile_workload
+    from dlbench.harness.synth.workload import (
+        Application,
+        Reference,
+        check_references,
+        named_in,
+        profile_workload,
+    )
     from dlbench.models.registry import list_models
     from dlbench.models.user import hub
 
@@ -49,6 +55,8 @@ def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, An
         db=req.db,
         home=Path(req.out).parent,
     )
+    for a in workload["applications"]:
+        a["source"] = named_in(Path(req.out).parent, a["source"])
     write_json(req.out, workload)
     say(f"workload written to {req.out}")
     return {"status": "ok", "workload": workload, "table": workload_tables(workload)}
@@ -57,7 +65,7 @@ def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, An
 def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, Any]:
     from dlbench.harness.synth.generate import generate as make
     from dlbench.harness.synth.tables import network_table
-    from dlbench.harness.synth.workload import KIND
+    from dlbench.harness.synth.workload import KIND, opened_from
 
     workload = _read(req.workload, KIND, "dlbench synth profile")
     if req.clusters < 1:
@@ -71,6 +79,8 @@ def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, 
     out = Path(req.out)
     if out.suffix != ".onnx":
         raise UserError(f"--out {req.out}: the network is an ONNX file (.onnx)")
+    for a in workload.get("applications", []):
+        a["source"] = opened_from(Path(req.workload).parent, a["source"])
     described = make(
         workload,
         out,
@@ -98,12 +108,14 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     from dlbench.harness.synth.generate import NETWORK_KIND
     from dlbench.harness.synth.tables import validation_table
     from dlbench.harness.synth.validate import Matrix, measure, takes_onnx, validate
-    from dlbench.harness.synth.workload import Application
+    from dlbench.harness.synth.workload import Application, opened_from
 
     described = _read(req.network, NETWORK_KIND, "dlbench synth generate")
     home = Path(req.network).parent
     if "networks" not in described:
         raise UserError(f"{req.network}: written by an older dlbench synth generate; generate it again")
+    for a in described["applications"]:
+        a["source"] = opened_from(home, a["source"])
     nets = described["networks"]
     # The synthetic score: the networks' weighted geometric mean, as the applications' is.
     synth = {str(home / n["onnx"]): n["weight"] for n in nets}

@@ -21,6 +21,7 @@ of speed ratios, in which a 1 ms model counts as much as a 1 s one.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +91,25 @@ def check_references(refs: tuple[Reference, ...]) -> None:
 
 
 DEFAULT_REFERENCES = (Reference(1, 1), Reference(8, None), Reference(1, 1, "int8"))
+
+
+def named_in(home: Path, source: str) -> str:
+    """``source`` as the JSON file in folder ``home`` names it: relative to that folder,
+    so that the workload or description works from any working directory and moves with
+    the files beside it (a model by name stays as it is)."""
+    if not Path(source).is_file():
+        return source
+    return os.path.relpath(Path(source).resolve(), Path(home).resolve())
+
+
+def opened_from(home: Path, source: str) -> str:
+    """The file a JSON file in folder ``home`` names, as this process opens it (the other
+    side of ``named_in``); a name relative to the working directory, as an older ``synth``
+    wrote, is taken where nothing is found beside the JSON."""
+    path = Path(source)
+    if path.is_absolute() or not (home / path).is_file():
+        return source
+    return os.path.normpath(home / path)
 
 
 @dataclass(frozen=True)

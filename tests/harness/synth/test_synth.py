@@ -447,9 +447,8 @@ def synthesized(home, cli_module):
     d = home
     apps = [cnn(d / "cnn.onnx"), attention(d / "attention.onnx")]
     workload, net = d / "workload.json", d / "net" / "synthetic.onnx"
-    out = cli_module(
-        "synth", "profile", apps[0], f"{apps[1]}=2", "--reference", "1x1,4x1", "-o", str(workload), "-q"
-    )
+    named = ["cnn.onnx", "attention.onnx=2"]  # as a user in their folder names them
+    out = cli_module("synth", "profile", *named, "--reference", "1x1,4x1", "-o", str(workload), "-q")
     assert out.returncode == 0, out.stderr[-3000:]
     out = cli_module(
         "synth", "generate", str(workload), "-o", str(net), "--networks", "2", "--clusters", "16", "-q"
@@ -459,11 +458,10 @@ def synthesized(home, cli_module):
 
 
 def test_profile_records_every_node_with_its_shapes_times_and_motifs(synthesized):
-    _, apps, w, _, _ = synthesized
-    assert [a["source"] for a in w["applications"]] == apps and [a["weight"] for a in w["applications"]] == [
-        1,
-        2,
-    ]
+    _, _, w, _, _ = synthesized
+    # Each named relative to the workload's folder, so it moves with its files.
+    assert [a["source"] for a in w["applications"]] == ["cnn.onnx", "attention.onnx"]
+    assert [a["weight"] for a in w["applications"]] == [1, 2]
     assert [r["batch"] for r in w["references"]] == [1, 4]
     convs = [n for n in w["nodes"] if n["app"] == 0 and n["class"] == "convolution"]
     assert len(convs) == 6 and all(n["unit"] and len(n["us"]) == 2 and n["flops"] > 0 for n in convs)
@@ -499,9 +497,10 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
     # weighing what its application weighs (1 and 2), named after --out.
     nets = net["networks"]
     assert [(n["onnx"], n["applications"], n["weight"]) for n in nets] == [
-        ("synthetic-1.onnx", [apps[0]], pytest.approx(1 / 3)),
-        ("synthetic-2.onnx", [apps[1]], pytest.approx(2 / 3)),
-    ]
+        ("synthetic-1.onnx", ["../cnn.onnx"], pytest.approx(1 / 3)),
+        ("synthetic-2.onnx", ["../attention.onnx"], pytest.approx(2 / 3)),
+    ]  # the applications named relative to the description, as in its list of them:
+    assert [a["source"] for a in net["applications"]] == ["../cnn.onnx", "../attention.onnx"]
     assert not (d / "net" / "synthetic.onnx").exists()
     assert net["self_check"] == ("ok" if all(n["self_check"] == "ok" for n in nets) else "over the limit")
     assert out.returncode == (0 if net["self_check"] == "ok" else 1)
@@ -542,9 +541,11 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
 def test_validate_scores_the_network_against_the_applications_over_a_matrix(synthesized, cli_module):
     d, apps, _, _, _ = synthesized
     args = ["--backends", "onnxruntime", "--builds", "fp32,int8", "--batch-sizes", "1,4", "--threads", "1"]
-    out = cli_module(
-        "synth", "validate", str(d / "net" / "synthetic.json"), *args, "--min-duration", "0.1", "-q"
-    )
+    # Run from the description's folder, not the one the applications were named from.
+    out = run_cli(
+        "synth", "validate", str(d / "net" / "synthetic.json"), *args, "--min-duration", "0.1", "-q",
+        env={"DLBENCH_DB": str(d / "results.sqlite")}, cwd=d / "net",
+    )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     v = json.loads((d / "net" / "validation.json").read_text())
     assert v["matrix"]["configurations"] == 8  # 2 builds x 2 batch sizes x 2 allocators
@@ -685,7 +686,7 @@ def test_a_zoo_model_is_exported_for_the_profile_and_kept_by_name(tmp_path, cli)
     out = cli("synth", "profile", "lenet5", "--reference", "1x1,4x1", "-o", str(tmp_path / "w.json"), "-q")
     assert out.returncode == 0, out.stderr[-3000:]
     [app] = json.loads((tmp_path / "w.json").read_text())["applications"]
-    assert app["native"] == "lenet5" and app["source"] == str(tmp_path / "lenet5.onnx")
+    assert app["native"] == "lenet5" and app["source"] == "lenet5.onnx"  # beside the workload
     assert (tmp_path / "lenet5.onnx").is_file() and app["classes"][0]["convolution"] > 0
 
 
