@@ -59,8 +59,8 @@ def run_cli(*args, env: dict | None = None, cwd=None, timeout: float = 900, proc
 
     In this process by default: ``dlbench.harness.cli.main`` with stdout and stderr
     captured and the environment, working directory, signal handler and argv put back
-    afterwards.  A CLI process costs 0.2-0.3 s of CPU before it does anything (interpreter,
-    site-packages, the harness's imports), and a core-group run started ~800 of them.
+    afterwards.  A CLI process cost 0.2-0.6 s of CPU (interpreter, site-packages, the
+    harness's imports, before its own work), and a core-group run started ~770 of them.
     The cells a command starts are real processes either way, so what is benchmarked is
     not affected.  A process of its own (``python -m dlbench.harness``) where the boundary
     is what is tested or state would outlive the command: ``process=True`` (signals, a new
