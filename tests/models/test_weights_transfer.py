@@ -10,8 +10,6 @@ and MindSpore cannot share one, and the core group imports no framework.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -50,15 +48,10 @@ MODELS = (
 RTOL, ATOL = 1e-4, 1e-5
 
 
-def _run_all(role: str, directory: Path) -> None:
-    run_in_each(CHILD, role, str(directory), ",".join(MODELS))
-
-
 @pytest.fixture(scope="module")
 def transferred(tmp_path_factory):
     directory = tmp_path_factory.mktemp("weights")
-    _run_all("source", directory)
-    _run_all("target", directory)
+    run_in_each(CHILD, str(directory), ",".join(MODELS))
     return directory
 
 

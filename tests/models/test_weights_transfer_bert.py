@@ -10,8 +10,6 @@ per framework (tests/utils/bert_transfer_child.py); the core group imports none.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -28,15 +26,10 @@ CHILD = ROOT / "tests" / "utils" / "bert_transfer_child.py"
 RTOL, ATOL = 2e-5, 1e-6
 
 
-def _run_all(role: str, directory: Path) -> None:
-    run_in_each(CHILD, role, str(directory))
-
-
 @pytest.fixture(scope="module")
 def transferred(tmp_path_factory):
     directory = tmp_path_factory.mktemp("bert-weights")
-    _run_all("source", directory)
-    _run_all("target", directory)
+    run_in_each(CHILD, str(directory))
     return directory
 
 

@@ -1,18 +1,20 @@
-"""One framework's half of the BERT weight-transfer test (tests/models/test_weights_transfer_bert.py).
+"""One framework's part of the BERT weight-transfer test (tests/models/test_weights_transfer_bert.py).
 
-Run as ``python tests/utils/bert_transfer_child.py source|target FRAMEWORK DIR``, one
-framework per process (TensorFlow and MindSpore cannot share a process).
+Run as ``python tests/utils/bert_transfer_child.py FRAMEWORK DIR``, one framework per
+process, the three side by side (TensorFlow and MindSpore cannot share a process), with a
+meeting point between the two halves (tests/utils/peers.py):
 
-* ``source``: build bert-tiny's classification and pre-training networks with
+* export: build bert-tiny's classification and pre-training networks with
   seeded weights, make them trained-like (a fresh BERT has LayerNorm at the
   identity, zero biases and tiny activations, which would hide a swapped
   gamma/beta, a dropped bias or an approximate GELU), load them back through
   ``import_weights``, and write the canonical weights (``HEAD.FW.weights.npz``)
   and the eval-mode outputs on fixed inputs (``HEAD.FW.out.npz``: ``out0``,
   ``out1``..., plus the export->import->export round-trip error).
-* ``target``: for every other framework's weights file in DIR, build the same
-  network with another seed, record its outputs before the import, import,
-  and write the outputs after (``HEAD.SRC-FW.out.npz``).
+* import, once every framework has exported: for every other framework's weights file
+  in DIR, take the network the export half built (its own trained-like weights, from
+  another seed than any other framework's), record its outputs before the import,
+  import, and write the outputs after (``HEAD.SRC-FW.out.npz``).
 The parent compares; this script only computes.
 """
 
@@ -81,7 +83,7 @@ def _save_outputs(path: Path, outputs: list[np.ndarray], **extra) -> None:
 
 
 def main(argv: list[str]) -> int:
-    role, framework, directory = argv
+    framework, directory = argv
     if framework == "mindspore":
         import mindspore as ms  # before anything that might load protobuf
 
@@ -89,13 +91,16 @@ def main(argv: list[str]) -> int:
     import dlbench.models.bert as bert
     from dlbench.models import weights as canonical
     from dlbench.models.registry import get_model
+    from tests.utils.peers import export_then_import
 
     tool = canonical.module(framework)
     directory = Path(directory)
     spec = get_model(MODEL)
     x = bert.example_inputs(spec.config, BATCH, seed=INPUT_SEED)
-    for head in HEADS:
-        if role == "source":
+
+    def export() -> dict:
+        nets = {}
+        for head in HEADS:
             net = spec.build(framework, seed=1, head=head)
             w = perturb(tool.export_weights(net), seed=FRAMEWORKS.index(framework))
             tool.import_weights(net, w)
@@ -113,23 +118,27 @@ def main(argv: list[str]) -> int:
                 roundtrip=max_diff(w, back),
                 names=np.array(list(back)),
             )
-            continue
-        for source in FRAMEWORKS:
-            path = directory / f"{head}.{source}.weights.npz"
-            if source == framework or not path.exists():
-                continue
-            w, meta = canonical.load(path)
-            assert (meta["model"], meta["head"]) == (MODEL, head), meta
-            net = spec.build(framework, seed=2, head=head)
+            nets[head] = net
+        return nets
+
+    def imports(nets: dict) -> None:
+        for head in HEADS:
+            net = nets[head]
             before = forward(framework, net, x)
-            tool.import_weights(net, w)
-            after = forward(framework, net, x)
-            _save_outputs(
-                directory / f"{head}.{source}-{framework}.out.npz",
-                after,
-                before0=before[0],
-                roundtrip=max_diff(w, tool.export_weights(net)),
-            )
+            for source in FRAMEWORKS:
+                if source == framework:
+                    continue
+                w, meta = canonical.load(directory / f"{head}.{source}.weights.npz")
+                assert (meta["model"], meta["head"]) == (MODEL, head), meta
+                tool.import_weights(net, w)
+                _save_outputs(
+                    directory / f"{head}.{source}-{framework}.out.npz",
+                    forward(framework, net, x),
+                    before0=before[0],
+                    roundtrip=max_diff(w, tool.export_weights(net)),
+                )
+
+    export_then_import(directory, framework, export, imports)
     return 0
 
 

@@ -25,9 +25,10 @@ def frameworks(*names: str) -> list:
     return [pytest.param(n, marks=getattr(pytest.mark, n), id=n) for n in chosen]
 
 
-def run_in_each(script, role: str, *rest: str) -> None:
-    """``python SCRIPT ROLE FRAMEWORK REST...`` for every framework, side by side
-    (start-up, not compute, dominates); fails with each failed child's output."""
+def run_in_each(script, *rest: str) -> None:
+    """``python SCRIPT FRAMEWORK REST...`` for every framework, side by side (start-up,
+    not compute, dominates; tests/utils/peers.py is where they wait for each other);
+    fails with each failed child's output."""
     import os
     import subprocess
     import sys
@@ -35,7 +36,7 @@ def run_in_each(script, role: str, *rest: str) -> None:
     env = dict(os.environ, GLOG_v="3", TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     procs = {
         fw: subprocess.Popen(
-            [sys.executable, str(script), role, fw, *rest],
+            [sys.executable, str(script), fw, *rest],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -47,5 +48,5 @@ def run_in_each(script, role: str, *rest: str) -> None:
     for fw, proc in procs.items():
         out, _ = proc.communicate(timeout=600)
         if proc.returncode != 0:
-            failed.append(f"{role} {fw} exited {proc.returncode}:\n{out[-3000:]}")
+            failed.append(f"{fw} exited {proc.returncode}:\n{out[-3000:]}")
     assert not failed, "\n".join(failed)

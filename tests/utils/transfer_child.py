@@ -1,17 +1,20 @@
-"""One framework's half of the weight-transfer test (tests/models/test_weights_transfer.py).
+"""One framework's part of the weight-transfer test (tests/models/test_weights_transfer.py).
 
-Run as ``python tests/utils/transfer_child.py source|target FRAMEWORK DIR MODEL[,MODEL...]``,
-one framework per process: TensorFlow and MindSpore cannot share a process.
+Run as ``python tests/utils/transfer_child.py FRAMEWORK DIR MODEL[,MODEL...]``, one
+framework per process, the three side by side: TensorFlow and MindSpore cannot share a
+process.  Two halves, with a meeting point between them (tests/utils/peers.py):
 
-* ``source``: build each model with seeded weights, make every batch-norm
+* export: build each model with seeded weights, make every batch-norm
   statistic, gamma, beta and bias non-trivial (a fresh network has BN at the
   identity and zero biases, which would hide a mixed-up gamma/beta or mean/var),
   load them back through ``import_weights``, and write the canonical weights
   (``MODEL.FW.weights.npz``) and the eval-mode logits on fixed inputs
   (``MODEL.FW.out.npz``, with the export->import->export round-trip error).
-* ``target``: for every other framework's weights file in DIR, build the model
-  with a different seed, record its logits before the import (to show the import
-  changed the function), import, and write the logits (``MODEL.SRC-FW.out.npz``).
+* import, once every framework has exported: for every other framework's weights file
+  in DIR, take the network the export half built (its own perturbed weights, from
+  another seed than any other framework's), record its logits before the import (to
+  show the import changed the function), import, and write the logits
+  (``MODEL.SRC-FW.out.npz``).
 The parent compares; this script only computes.
 """
 
@@ -86,18 +89,21 @@ def predict(framework: str, net, x: np.ndarray) -> np.ndarray:
 
 
 def main(argv: list[str]) -> int:
-    role, framework, directory, models = argv
+    framework, directory, models = argv
     if framework == "mindspore":
         importlib.import_module("mindspore")  # before anything that loads protobuf
     from dlbench.models import weights as canonical
     from dlbench.models.registry import get_model
+    from tests.utils.peers import export_then_import
 
     tool = canonical.module(framework)
     directory = Path(directory)
-    for name in models.split(","):
-        spec = get_model(name)
-        x = inputs(spec)
-        if role == "source":
+    names = models.split(",")
+
+    def export() -> dict:
+        nets = {}
+        for name in names:
+            spec = get_model(name)
             net = spec.build(framework, seed=1)
             w = perturb(tool.export_weights(net), seed=len(name) + FRAMEWORKS.index(framework))
             tool.import_weights(net, w)
@@ -107,32 +113,35 @@ def main(argv: list[str]) -> int:
             )
             np.savez(
                 directory / f"{name}.{framework}.out.npz",
-                logits=predict(framework, net, x),
+                logits=predict(framework, net, inputs(spec)),
                 roundtrip=max_diff(w, back),
             )
-            continue
-        # One network takes each source's weights in turn, for one build.  A weight the
-        # second import missed keeps the first source's value, not seed 2's: the sources
-        # are perturbed with different seeds, so it is as wrong for the second source's
-        # logits as a fresh network's would be, and the comparison still fails on it.
-        net = before = None
-        for source in FRAMEWORKS:
-            path = directory / f"{name}.{source}.weights.npz"
-            if source == framework or not path.exists():
-                continue
-            w, meta = canonical.load(path)
-            assert meta["model"] == name, meta
-            if net is None:
-                net = spec.build(framework, seed=2)
-                before = predict(framework, net, x)
-            tool.import_weights(net, w)
-            after = predict(framework, net, x)
-            np.savez(
-                directory / f"{name}.{source}-{framework}.out.npz",
-                logits=after,
-                before=before,
-                roundtrip=max_diff(w, tool.export_weights(net)),
-            )
+            nets[name] = net
+        return nets
+
+    def imports(nets: dict) -> None:
+        # The exported network takes each source's weights in turn.  A weight an import
+        # missed keeps this framework's perturbed value or the first source's, each from
+        # another seed than the source compared: as wrong for its logits as a fresh
+        # network's would be, so the comparison still fails on it.
+        for name in names:
+            spec, net = get_model(name), nets[name]
+            x = inputs(spec)
+            before = predict(framework, net, x)
+            for source in FRAMEWORKS:
+                if source == framework:
+                    continue
+                w, meta = canonical.load(directory / f"{name}.{source}.weights.npz")
+                assert meta["model"] == name, meta
+                tool.import_weights(net, w)
+                np.savez(
+                    directory / f"{name}.{source}-{framework}.out.npz",
+                    logits=predict(framework, net, x),
+                    before=before,
+                    roundtrip=max_diff(w, tool.export_weights(net)),
+                )
+
+    export_then_import(directory, framework, export, imports)
     return 0
 
 
