@@ -7,43 +7,30 @@ import re
 import pytest
 
 from dlbench.models.registry import get_model
-from tests.utils.clitools import assert_usage_error
+from tests.utils.clitools import assert_usage_error, run_cli
 
 FAST = ("--iterations", "3", "--warmup", "1", "--max-warmup", "3")
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    import os
-    import subprocess
-    import sys
-
     root = tmp_path_factory.mktemp("native")
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dlbench.harness",
-            "train",
-            "resnet50-mini",
-            "--steps",
-            "1",
-            "--warmup-steps",
-            "0",
-            "--batch-size",
-            "2",
-            # A checkpoint is all the benches need: no compiled step (TensorFlow's trace,
-            # MindSpore's graph compile) to pay for.
-            "--eager",
-            "--out",
-            str(root / "runs"),
-            "--db",
-            str(root / "train.sqlite"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=dict(os.environ),
+    out = run_cli(
+        "train",
+        "resnet50-mini",
+        "--steps",
+        "1",
+        "--warmup-steps",
+        "0",
+        "--batch-size",
+        "2",
+        # A checkpoint is all the benches need: no compiled step (TensorFlow's trace,
+        # MindSpore's graph compile) to pay for.
+        "--eager",
+        "--out",
+        root / "runs",
+        "--db",
+        root / "train.sqlite",
     )
     assert out.returncode == 0, out.stderr[-3000:]
     return root / "runs" / "resnet50-mini"

@@ -10,7 +10,6 @@ logits and a broken export cannot hide.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from dlbench.converters import onnx_io, onnx_ir, onnx_summary
 from dlbench.harness.store.results import ResultStore
 from tests.utils import ROOT, tiny_onnx
 from tests.utils.clitools import assert_usage_error as _one_line
+from tests.utils.clitools import run_cli
 from tests.utils.frameworks import FRAMEWORKS
 
 MAKE_CHECKPOINT = ROOT / "tests" / "utils" / "make_checkpoint.py"
@@ -62,21 +62,12 @@ def minis(tmp_path_factory):
 def exported(resnet50, tmp_path_factory):
     """One CLI call exports all three; the records and the database come back."""
     d = tmp_path_factory.mktemp("export")
-    env = dict(os.environ, DLBENCH_DB=str(d / "results.sqlite"))
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dlbench.harness",
-            "export",
-            *(str(resnet50[fw]) for fw in FRAMEWORKS),
-            "--json",
-            str(d / "export.json"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=1800,
+    out = run_cli(
+        "export",
+        *(resnet50[fw] for fw in FRAMEWORKS),
+        "--json",
+        d / "export.json",
+        env={"DLBENCH_DB": d / "results.sqlite"},
     )
     return out, json.loads((d / "export.json").read_text()), d / "results.sqlite"
 

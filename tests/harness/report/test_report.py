@@ -1,5 +1,5 @@
 """``dlbench report`` over REAL records: a tiny network trained, exported, quantized and
-benchmarked through the CLI (in subprocesses), then every table checked against the
+benchmarked through the CLI (each cell in a process of its own), then every table checked against the
 database rows, the CSV/JSON round trips, the HTML charts, and every bad input."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dlbench.harness.report import tables
 from dlbench.harness.report.inference import ABOVE_PEAK, UNVERIFIED
 from dlbench.harness.store.results import ResultStore
 from dlbench.models.registry import get_model
-from tests.utils.clitools import assert_usage_error
+from tests.utils.clitools import assert_usage_error, run_cli
 
 MODEL = "resnet50-mini"
 QUICK = ("--iterations", "5", "--warmup", "1", "--max-warmup", "2", "--no-progress")
@@ -30,22 +30,12 @@ QUICK = ("--iterations", "5", "--warmup", "1", "--max-warmup", "2", "--no-progre
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
     """One database with every kind of record a report shows, made once for the module."""
-    import os
-    import subprocess
-    import sys
-
     tmp = tmp_path_factory.mktemp("report")
     path, out = tmp / "results.sqlite", tmp / "runs"
     onnx = out / MODEL / "pytorch" / "model.onnx"
 
     def cli(*args, ok=(0,)):
-        res = subprocess.run(
-            [sys.executable, "-m", "dlbench.harness", *args, "--db", str(path)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env=dict(os.environ, DLBENCH_DB=str(path)),
-        )
+        res = run_cli(*args, "--db", path, env={"DLBENCH_DB": path})
         assert res.returncode in ok, (args, res.stderr[-3000:])
 
     cli(

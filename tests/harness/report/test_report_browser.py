@@ -7,9 +7,10 @@ import io
 import os
 import re
 import subprocess
-import sys
 
 import pytest
+
+from tests.utils.clitools import run_cli
 
 CHROMIUM = "/usr/bin/chromium"  # tests/conftest.py skips these tests where it is missing
 
@@ -25,13 +26,7 @@ def report_html(tmp_path_factory):
     db, out = tmp / "results.sqlite", tmp / "runs"
 
     def cli(*args):
-        res = subprocess.run(
-            [sys.executable, "-m", "dlbench.harness", *args],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env=dict(os.environ, DLBENCH_DB=str(db)),
-        )
+        res = run_cli(*args, env={"DLBENCH_DB": db})
         assert res.returncode == 0, (args, res.stderr[-3000:])
 
     cli(

@@ -13,7 +13,7 @@ import pytest
 
 from dlbench.harness.tune.space import key
 from tests.utils import benchmodels
-from tests.utils.clitools import assert_usage_error
+from tests.utils.clitools import assert_usage_error, run_cli
 
 BUDGET_S = 24
 SMALL = (
@@ -42,22 +42,22 @@ def _tune_records(db):
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory):
     """One tune of a small space, shared by the tests that read what it left."""
-    import os
-    import subprocess
-    import sys
-
     d = tmp_path_factory.mktemp("tune")
     model = benchmodels.mlp(d / "mlp.onnx", din=256, dout=256)
-    env = dict(os.environ, DLBENCH_DB=str(d / "results.sqlite"))
+    env = {"DLBENCH_DB": str(d / "results.sqlite")}
     t0 = time.monotonic()
-    out = subprocess.run(
-        [sys.executable, "-m", "dlbench.harness", "tune", str(model), "-b", "onnxruntime"]
-        + [*SMALL, "--budget", f"{BUDGET_S}s", "-o", str(d / "best")],
-        capture_output=True,
-        text=True,
+    out = run_cli(
+        "tune",
+        model,
+        "-b",
+        "onnxruntime",
+        *SMALL,
+        "--budget",
+        f"{BUDGET_S}s",
+        "-o",
+        d / "best",
         env=env,
         cwd=d,
-        timeout=120,
     )
     return d, model, env, out, time.monotonic() - t0
 
