@@ -48,7 +48,7 @@ def test_a_refused_cell_leaves_the_others_measured_as_in_the_cli(tmp_path):
     refused: list[str] = []
     records = dlbench.bench([path], ["selftest"], refusals=refused, db=str(tmp_path / "a.db"), **ask)
     assert [(r["batch_size"], r["status"] in ("ok", "unstable")) for r in records] == [(1, True), (4, True)]
-    assert len(refused) == 1 and refused[0].endswith("batch 2 offline (1 threads): selftest: refused batch 2")
+    assert len(refused) == 1 and refused[0].endswith("batch 2 offline (1 thread): selftest: refused batch 2")
     with pytest.raises(dlbench.UserError, match="batch 2 offline .*: selftest: refused batch 2$"):
         dlbench.bench(
             [path], ["selftest"], db=str(tmp_path / "b.db"), json_path=str(tmp_path / "b.json"), **ask

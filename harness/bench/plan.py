@@ -28,6 +28,7 @@ from dlbench.harness.cells.mathmode import TF32, check_env
 from dlbench.harness.cells.threads import ThreadConfig
 from dlbench.harness.formats import TRT_ENGINE
 from dlbench.harness.machine.fingerprint import fingerprint
+from dlbench.harness.output.tables import counted
 from dlbench.harness.store.context import cell_key
 
 
@@ -55,7 +56,7 @@ class Cell:
     def label(self) -> str:
         return (
             f"{self.artifact.ref.model} on {self.backend.name} {self.device} {self.precision} "
-            f"batch {self.batch_size} {self.scenario} ({self.intra_op} threads)"
+            f"batch {self.batch_size} {self.scenario} ({counted(self.intra_op, 'thread')})"
             + (f" [{self.env}]" if self.env else "")
         )
 

@@ -92,6 +92,7 @@ def run(args) -> int:
             + ": the suite passed with the lock's versions (make install applies it)"
         )
     if peaks:
+        from dlbench.harness.output.tables import counted
         from dlbench.harness.stats import contended
     for r in peaks or []:
         if r["status"] == "ok":
@@ -99,7 +100,7 @@ def run(args) -> int:
                 f"peak GEMM       {r['device']} {r['precision']}: "
                 f"{r['metrics']['gflops']:.1f} GFLOP/s ({r['context']['library']}, "
                 f"n={r['metrics']['n']}"
-                + (f", {r['intra_op_threads']} threads)" if r["device"] == "cpu" else ")")
+                + (f", {counted(r['intra_op_threads'], 'thread')})" if r["device"] == "cpu" else ")")
                 + (
                     f"; BUSY: others held {r['metrics']['contended_share']:.0%} of its CPUs, "
                     "so it reads low and is used only until a quiet one is measured"

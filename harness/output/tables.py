@@ -17,6 +17,11 @@ def cell(value: Any) -> str:
     return " ".join(text.split("\n")).replace("\r", " ").replace("|", "\\|")
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 thread``, ``2 threads``: titles and labels read as sentences."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def markdown(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[cell(c) for c in headers]] + [[cell(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]

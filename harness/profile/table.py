@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.harness.output.tables import markdown
+from dlbench.harness.output.tables import counted, markdown
 
 SLOWEST = 10
 PARTIAL = "≥"  # a sum over some of a class's nodes: the others have no count
@@ -19,16 +19,27 @@ def _g(value: float | None, partial: bool = False) -> str:
     return f"{PARTIAL if partial else ''}{value:.3g}" if value else ""
 
 
+def _filled(headers: list[str], rows: list[list[Any]]) -> str:
+    """The table without the columns no row fills: a profiler that never names the op a
+    node spent its time in (ONNX Runtime's) gets no empty "Spent in" column."""
+    keep = [i for i in range(len(headers)) if any(r[i] not in ("", None) for r in rows)] or range(
+        len(headers)
+    )
+    return markdown([headers[i] for i in keep], [[r[i] for i in keep] for r in rows])
+
+
 def profile_tables(record: dict[str, Any]) -> str:
     p = (record.get("metrics") or {}).get("profile")
     if not p:
         return f"{record.get('model')}: profile failed: {record.get('error')}"
     label = (record["context"].get("artifact") or {}).get("label")
     on = f" on {record.get('device')} {record.get('precision')}" if record.get("device") != "cpu" else ""
+    threads = record.get("intra_op_threads")
     title = (
         f"Where the time goes: {record.get('model')} ({label}), "
-        f"{record.get('backend')} {record.get('backend_version')}{on}, batch {p['batch_size']}, "
-        f"{record.get('intra_op_threads')} threads: {p['wall_ms_per_run']:.3g} ms a run "
+        f"{record.get('backend')} {record.get('backend_version')}{on}, batch {p['batch_size']}"
+        + (f", {counted(threads, 'thread')}" if threads else "")
+        + f": {p['wall_ms_per_run']:.3g} ms a run "
         f"({p['node_ms_per_run']:.3g} ms in {p['node_count']} nodes)"
         + (f"; {p['plain_ms_per_run']:.3g} ms a run unprofiled" if p.get("plain_ms_per_run") else "")
     )
@@ -62,7 +73,7 @@ def profile_tables(record: dict[str, Any]) -> str:
             flops = n["flops"] / 1e9 if n.get("flops") is not None else None
             row += [n.get("kernel") or "", _g(flops), _g(mb), _g(n.get("flop_per_byte"))]
         nodes.append(row)
-    text = f"{title}\n\n{markdown(headers, rows)}\n\nSlowest nodes:\n\n{markdown(headers_n, nodes)}"
+    text = f"{title}\n\n{_filled(headers, rows)}\n\nSlowest nodes:\n\n{_filled(headers_n, nodes)}"
     if per_op:
         text += (
             f"\n\nTimes: {p['node_time']}.  FLOPs: {p['flops_source']}; {PARTIAL}: a class with "

@@ -50,7 +50,7 @@ def test_a_zoo_model_on_pytorch_says_where_the_time_goes_and_is_reported(cli, wo
     assert conv1["flops"] == 2 * 4 * 6 * 28 * 28 * 25
     assert conv1["bytes"] == 4 * (4 * 32 * 32 + 6 * 25 + 6)  # input, weight, bias in float32
     assert conv1["flop_per_byte"] == conv1["flops"] / conv1["bytes"]
-    assert "| conv1/conv2d " in out.stdout and "MB / run" in out.stdout
+    assert "| conv1/conv2d " in out.stdout and "MB / run" in out.stdout and "| Spent in " in out.stdout
     assert ResultStore(workdir / "results.sqlite").records("kind = 'profile'", [])
     report = cli("report")
     assert report.returncode == 0, report.stderr
