@@ -3,10 +3,11 @@ dlbench.harness.docs.figures docs/figures``).
 
 A pasted screenshot of a table shows what some old version printed on some machine;
 these are what this version prints.  The run is small on purpose (the MLP ``compare
---calibrate`` measures, and its INT8 build, on ONNX Runtime at a few batch sizes:
-well under a minute on two cores), and goes through the CLI as a user's would, into
-a private database.  The charts are the report's own (``harness.report.plots``), the
-tables ``dlbench report``'s Markdown.
+--calibrate`` measures, and its INT8 build, on ONNX Runtime at a few batch sizes, then
+the INT8 build profiled: well under a minute on two cores), and goes through the CLI as
+a user's would, into a private database.  The charts are the report's own
+(``harness.report.plots``), the tables ``dlbench report``'s Markdown and ``dlbench
+profile``'s output as printed.
 
 The site build does not run this: its output is committed, with ``made.txt`` saying
 which command, version and machine made it, so a fresh clone builds the site offline
@@ -28,16 +29,21 @@ CHARTS = (
     ("latency-vs-throughput.svg", "latency_throughput"),
 )
 TABLES = "report.txt"  # dlbench report's Markdown, included in a page (pymdownx.snippets)
+PROFILE = "profile.txt"  # dlbench profile's output, included in the profile how-to
+# A batch whose QGemm time is not all dispatch, on one thread so the shares hold across machines.
+PROFILE_ARGS = ("--batch-size", "16", "--threads", "1")
 MADE = "made.txt"
 
 
-def _dlbench(cwd: Path, db: Path, *args: str) -> None:
+def _dlbench(cwd: Path, db: Path, *args: str) -> str:
+    """What ``dlbench ARGS`` printed on stdout, where it succeeded."""
     env = dict(os.environ, DLBENCH_DB=str(db))
     proc = subprocess.run(
         [sys.executable, "-m", "dlbench.harness", *args], cwd=cwd, env=env, capture_output=True, text=True
     )
     if proc.returncode != 0:
         raise SystemExit(f"dlbench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc.stdout
 
 
 def make(out: Path, min_duration: float = 1.0) -> list[Path]:
@@ -57,6 +63,9 @@ def make(out: Path, min_duration: float = 1.0) -> list[Path]:
         _dlbench(work, db, "build", "mlp.onnx", "--to", "int8", "--quiet")
         bench = ["-b", "onnxruntime", "--batch-sizes", BATCH_SIZES, "--min-duration", str(min_duration)]
         _dlbench(work, db, "bench", "mlp.onnx", "mlp.int8.onnx", *bench, "--quiet")
+        # A database of its own: the report's tables above are the sweep's alone.
+        profiled = _dlbench(work, work / "profile.sqlite", "profile", "mlp.int8.onnx", *PROFILE_ARGS)
+        (out / PROFILE).write_text(profiled.strip() + "\n")
         store = ResultStore(db)
         records, _ = select(store, None, None, False)
         for name, chart in CHARTS:
@@ -67,11 +76,12 @@ def make(out: Path, min_duration: float = 1.0) -> list[Path]:
             (out / name).write_bytes(svg(figure))
             written.append(out / name)
         (out / TABLES).write_text(_demoted(render(store, fmt="md")))
-        written.append(out / TABLES)
+        written += [out / TABLES, out / PROFILE]
     (out / MADE).write_text(
         f"Made by `make docs-figures` (dlbench {__version__}) on the machine the tables name: the MLP "
         f"`dlbench compare --calibrate` measures and its INT8 build, benchmarked on ONNX "
-        f"Runtime at batch sizes {BATCH_SIZES.replace(',', ', ')}.\n"
+        f"Runtime at batch sizes {BATCH_SIZES.replace(',', ', ')}; the INT8 build profiled with "
+        f"`dlbench profile mlp.int8.onnx {' '.join(PROFILE_ARGS)}`.\n"
     )
     return [*written, out / MADE]
 
