@@ -79,8 +79,9 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 # The figures and example tables on the site's pages, from a real run on this machine (a
-# small ONNX MLP and its INT8 build on ONNX Runtime, the INT8 build profiled, under a minute): rerun it when the
-# report's charts or tables change, and commit what it writes to docs/figures/.
+# small ONNX MLP and its INT8 build on ONNX Runtime, the INT8 build profiled, under a
+# minute): rerun it when the report's charts, tables or the profile's output change, and
+# commit what it writes to docs/figures/.
 docs-figures: $(STAMP)
 	$(PY) -m dlbench.harness.docs.figures docs/figures
 
