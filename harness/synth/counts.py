@@ -111,7 +111,9 @@ def fit_budget(workload, owner, costs, main, budget_us: float, ceiling_us: float
     class shares pass the self-check; where none does (a class no unit reproduces), the
     smallest within 0.01 of the best divergence seen.  Returns the counts, the budget
     used, the targets and the prediction."""
-    top = min(sum(a["node_ms"][0] for a in workload["applications"]) * 1000, ceiling_us)
+    from dlbench.harness.synth.workload import set_ms
+
+    top = min(set_ms(workload["applications"], 0) * 1000, ceiling_us)
     tried = []
     used = min(budget_us, top)
     while True:

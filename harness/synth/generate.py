@@ -138,7 +138,7 @@ def generate(
     from dlbench.harness.synth.baselines import write as write_baselines
     from dlbench.harness.synth.frameworks import write_versions
     from dlbench.harness.synth.groups import split, subset
-    from dlbench.harness.synth.workload import named_in
+    from dlbench.harness.synth.workload import named_in, set_ms
 
     apps = workload["applications"]
     parts = split(workload, networks)
@@ -157,7 +157,7 @@ def generate(
         # gets the time its weight earns, not a tenth of its own few milliseconds.
         weight = sum(apps[i]["weight"] for i in members) / total
         share = max(1, round(clusters * weight))
-        base_us = weight * sum(a["node_ms"][0] for a in apps) * 1000
+        base_us = weight * set_ms(apps, 0) * 1000
         entry = _network(
             subset(workload, members),
             path,
@@ -181,7 +181,7 @@ def generate(
         "self_check": "ok" if all(m["self_check"] == "ok" for m in made) else "over the limit",
         # The benchmark's run time (every network once) against the whole set's.
         "measured_ms": [sum(m["measured_ms"][r] for m in made) for r in refs],
-        "applications_ms": [sum(a["node_ms"][r] for a in apps) for r in refs],
+        "applications_ms": [set_ms(apps, r) for r in refs],
     }
     # Their other forms: the framework versions (the same graphs, checked against ONNX
     # Runtime) and the builds through the build path any model takes, verified; and the
@@ -214,7 +214,7 @@ def _network(
     from dlbench.core.atomic import scratch
     from dlbench.harness.synth.emit import network, spec
     from dlbench.harness.synth.validate import build_all
-    from dlbench.harness.synth.workload import Reference, built_for, named_in, profile_at, set_mode
+    from dlbench.harness.synth.workload import Reference, built_for, named_in, profile_at, set_mode, set_ms
 
     refs = [Reference.from_json(r) for r in workload["references"]]
     dynamic = set_mode(workload["applications"])
@@ -296,7 +296,7 @@ def _network(
         "measured_divergence": [divergence(m, t) for m, t in zip(shares, targets)],
         "measured_ms": [m["node_ms_per_run"] for m in measured],
         "repeat_divergence": [divergence(a, b) for a, b in zip(shares, repeat)],
-        "applications_ms": [sum(a["node_ms"][i] for a in apps) for i in range(len(refs))],
+        "applications_ms": [set_ms(apps, i) for i in range(len(refs))],
         "builds": {t: Path(p).name for t, p in built.items() if t != "fp32"},
         "builds_left_out": left_out,
     }

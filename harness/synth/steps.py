@@ -98,6 +98,15 @@ def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, 
     return {"status": status, "network": described, "table": network_table(described)}
 
 
+def _files_of(
+    entries: list[dict[str, Any]], key: str, home: Path, folder: Path | None = None
+) -> dict[str, dict[str, str]]:
+    """Each generated network's other files (``key``: its framework versions, or its builds
+    in ``folder``), by its ONNX path: the description names them relative to its folder."""
+    where = folder or home
+    return {str(home / e["onnx"]): {k: str(where / f) for k, f in e[key].items()} for e in entries}
+
+
 def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, Any]:
     from dlbench.core.atomic import write_json
     from dlbench.harness.backends import BACKENDS, get_backend
@@ -129,7 +138,7 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     backends = [b for b in req.backends if get_backend(b).availability().available]
     if not backends:
         raise UserError(f"--backends {','.join(req.backends)}: none is available here")
-    natives = {str(home / n["onnx"]): {b: str(home / f) for b, f in n["frameworks"].items()} for n in nets}
+    natives = _files_of(nets, "frameworks", home)
     for b in backends:
         lacking = [Path(n).name for n, own in natives.items() if not takes_onnx(b) and b not in own]
         if lacking:
@@ -148,13 +157,8 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     generated = {
         name: {str(home / e["onnx"]): e["weight"] for e in entries} for name, entries in made.items()
     }
-    natives.update(
-        {str(home / e["onnx"]): {b: str(home / f) for b, f in e["frameworks"].items()}
-         for entries in made.values() for e in entries}
-    )  # fmt: skip
-    ready = {
-        str(home / n["onnx"]): {t: str(home / "builds" / f) for t, f in n["builds"].items()} for n in nets
-    }
+    natives.update(_files_of([e for entries in made.values() for e in entries], "frameworks", home))
+    ready = _files_of(nets, "builds", home, workdir)
     # The generated networks' INT8 modes are their applications' (``workload.set_mode``).
     modes = {
         str(home / e["onnx"]): e["int8_dynamic"]

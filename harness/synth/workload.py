@@ -82,6 +82,12 @@ def matched(refs) -> list[int]:
     return [i for i, r in enumerate(refs) if r.build == refs[0].build]
 
 
+def set_ms(apps: list[dict[str, Any]], ref: int) -> float:
+    """The applications' node time on reference ``ref``, each run once (unweighted): what a
+    run of the whole set costs, the figure a benchmark's run time is held against."""
+    return sum(a["node_ms"][ref] for a in apps)
+
+
 def check_references(refs: tuple[Reference, ...]) -> None:
     if len({refs[i].batch for i in matched(refs)}) < 2:
         raise UserError(
