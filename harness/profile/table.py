@@ -22,9 +22,8 @@ def _g(value: float | None, partial: bool = False) -> str:
 def _filled(headers: list[str], rows: list[list[Any]]) -> str:
     """The table without the columns no row fills: a profiler that never names the op a
     node spent its time in (ONNX Runtime's) gets no empty "Spent in" column."""
-    keep = [i for i in range(len(headers)) if any(r[i] not in ("", None) for r in rows)] or range(
-        len(headers)
-    )
+    keep = [i for i in range(len(headers)) if any(r[i] not in ("", None) for r in rows)]
+    keep = keep or list(range(len(headers)))  # no rows: the headers alone
     return markdown([headers[i] for i in keep], [[r[i] for i in keep] for r in rows])
 
 
