@@ -99,6 +99,7 @@ def main(argv: list[str]) -> int:
     x = bert.example_inputs(spec.config, BATCH, seed=INPUT_SEED)
 
     def export() -> dict:
+        """Each head's network and its outputs, for the import half."""
         nets = {}
         for head in HEADS:
             net = spec.build(framework, seed=1, head=head)
@@ -112,19 +113,19 @@ def main(argv: list[str]) -> int:
                 framework=framework,
                 head=head,
             )
+            outputs = forward(framework, net, x)
             _save_outputs(
                 directory / f"{head}.{framework}.out.npz",
-                forward(framework, net, x),
+                outputs,
                 roundtrip=max_diff(w, back),
                 names=np.array(list(back)),
             )
-            nets[head] = net
+            nets[head] = (net, outputs)
         return nets
 
     def imports(nets: dict) -> None:
         for head in HEADS:
-            net = nets[head]
-            before = forward(framework, net, x)
+            net, before = nets[head]  # before: the export's own outputs, nothing imported yet
             for source in FRAMEWORKS:
                 if source == framework:
                     continue

@@ -101,9 +101,11 @@ def main(argv: list[str]) -> int:
     names = models.split(",")
 
     def export() -> dict:
+        """Each model's network, its inputs and its logits on them, for the import half."""
         nets = {}
         for name in names:
             spec = get_model(name)
+            x = inputs(spec)
             net = spec.build(framework, seed=1)
             w = perturb(tool.export_weights(net), seed=len(name) + FRAMEWORKS.index(framework))
             tool.import_weights(net, w)
@@ -111,12 +113,9 @@ def main(argv: list[str]) -> int:
             canonical.save(
                 directory / f"{name}.{framework}.weights.npz", back, model=name, framework=framework
             )
-            np.savez(
-                directory / f"{name}.{framework}.out.npz",
-                logits=predict(framework, net, inputs(spec)),
-                roundtrip=max_diff(w, back),
-            )
-            nets[name] = net
+            logits = predict(framework, net, x)
+            np.savez(directory / f"{name}.{framework}.out.npz", logits=logits, roundtrip=max_diff(w, back))
+            nets[name] = (net, x, logits)
         return nets
 
     def imports(nets: dict) -> None:
@@ -125,9 +124,7 @@ def main(argv: list[str]) -> int:
         # another seed than the source compared: as wrong for its logits as a fresh
         # network's would be, so the comparison still fails on it.
         for name in names:
-            spec, net = get_model(name), nets[name]
-            x = inputs(spec)
-            before = predict(framework, net, x)
+            net, x, before = nets[name]  # before: the export's own logits, nothing imported yet
             for source in FRAMEWORKS:
                 if source == framework:
                     continue
