@@ -167,8 +167,7 @@ def test_bench_reads_the_config_back_and_shows_the_headroom(tuned, cli):
     shared = {k: v for k, v in data.items() if not isinstance(v, dict)}
     assert "backend-option" in shared and "batch-sizes" in shared
     for command in ("bench", "run"):
-        db = {"DLBENCH_DB": env["DLBENCH_DB"]}
-        printed = cli(command, "--config", str(config), "--print-config", env=db)
+        printed = cli(command, "--config", str(config), "--print-config", env=env)
         assert printed.returncode == 0, printed.stderr
         for line in to_toml({**shared, **data[command]}).splitlines():
             assert line in printed.stdout, (command, line, printed.stdout)
@@ -183,7 +182,7 @@ def test_bench_reads_the_config_back_and_shows_the_headroom(tuned, cli):
         "1",
         *QUICK,
         "-q",
-        env={"DLBENCH_DB": env["DLBENCH_DB"]},
+        env=env,
     )
     assert bench.returncode == 0, bench.stderr
     import re
@@ -195,7 +194,7 @@ def test_bench_reads_the_config_back_and_shows_the_headroom(tuned, cli):
         "SELECT throughput_sps FROM records WHERE kind = 'bench' ORDER BY id DESC LIMIT 1"
     ).fetchone()
     assert int(pct.replace("−", "-")) == round((thr / best - 1) * 100)
-    report = cli("report", env={"DLBENCH_DB": env["DLBENCH_DB"]})
+    report = cli("report", env=env)
     assert report.returncode == 0, report.stderr
     assert "% vs tuned" in report.stdout
     assert ("‡" in report.stdout) == (thr / best - 1 < -0.05)
