@@ -97,8 +97,10 @@ def _apply(g: _Graph, u: Unit, x: str, p: str) -> str:
         h, dirs, gates = a["hidden_size"], u.dirs, 4 if u.op == "LSTM" else 3
         w = g.weights("w", (dirs, gates * h, u.x[-1]), u.x[-1] + h)
         r = g.weights("r", (dirs, gates * h, h), u.x[-1] + h)
-        y = g.op(u.op, [x, w, r], p, hidden_size=h, direction=a.get("direction", "forward"))
-        return y
+        # A GRU resets after its recurrent product, as PyTorch and Keras (reset_after)
+        # export theirs and their fused kernels compute it.
+        reset = {"linear_before_reset": 1} if u.op == "GRU" else {}
+        return g.op(u.op, [x, w, r], p, hidden_size=h, direction=a.get("direction", "forward"), **reset)
     if u.op == "BatchNormalization":
         c = u.x[1]
         ones, zeros = np.ones(c, np.float32), np.zeros(c, np.float32)

@@ -44,6 +44,10 @@ def build(model) -> Any:
     # Python values, so the trace keeps them as the constants they are.
     ints = {k: a.tolist() for k, a in arrays.items() if a.dtype.kind == "i"}
     inits = {k: a for k, a in arrays.items() if k not in ints}
+    nodes = [(n.op_type, list(n.input), list(n.output), _attrs(n)) for n in model.graph.node]
+    for op, ins, _, a in nodes:
+        if op in ("LSTM", "GRU"):
+            ins[1:] = _torch_weights(op, ins, inits, a)
 
     class Graph(torch.nn.Module):
         def __init__(self) -> None:
@@ -51,7 +55,7 @@ def build(model) -> Any:
             self.names = {name: f"w{i}" for i, name in enumerate(inits)}
             for name, array in inits.items():
                 self.register_buffer(self.names[name], torch.from_numpy(np.array(array)))
-            self.nodes = [(n.op_type, list(n.input), list(n.output), _attrs(n)) for n in model.graph.node]
+            self.nodes = nodes
             self.outputs = [o.name for o in model.graph.output]
 
         def value(self, env: dict[str, Any], name: str) -> Any:
@@ -139,37 +143,42 @@ def _activation(op: str, x, a: dict[str, Any]):
     return F.softplus(x)
 
 
+# ONNX's gate order within W and R, as torch's fused kernels want them: LSTM i, o, f, c
+# to torch's i, f, g, o; GRU z, r, h to torch's r, z, n.
+GATES = {"LSTM": [0, 2, 3, 1], "GRU": [1, 0, 2]}
+
+
+def _torch_weights(op: str, ins: list[str], inits: dict[str, Any], a: dict[str, Any]) -> list[str]:
+    """The node's W and R as torch's flat parameter list (w_ih, w_hh per direction), its
+    gates reordered, added to ``inits`` once: so the trace records one fused
+    ``aten::lstm``/``aten::gru`` per node, as an application's ``nn.LSTM`` runs, with no
+    slicing of the weights in every forward."""
+    if len(ins) > 3 and any(ins[3:]):
+        raise ValueError(f"{op} with a bias or initial state: not what the synthetic network emits")
+    if op == "GRU" and not a.get("linear_before_reset", 0):
+        raise ValueError("GRU without linear_before_reset: torch's kernel resets after the product")
+    names = []
+    for d in range(inits[ins[1]].shape[0]):
+        for which in ins[1:3]:
+            gates = np.split(inits[which][d], len(GATES[op]))
+            names.append(f"{which}:{d}")
+            inits[names[-1]] = np.ascontiguousarray(np.concatenate([gates[i] for i in GATES[op]]))
+    return names
+
+
 def _recurrent(op: str, v: list[Any], a: dict[str, Any]):
-    """ONNX's LSTM/GRU (gates i, o, f, c / z, r, h; no bias given) with torch's cells."""
+    """ONNX's LSTM/GRU (no bias; a GRU's reset after the product) as torch's fused kernel,
+    the one ``nn.LSTM``/``nn.GRU`` call; its output in ONNX's [seq, dirs, batch, hidden]."""
     import torch
 
-    h = a["hidden_size"]
-    dirs = 2 if a.get("direction") == "bidirectional" else 1
-    seq, batch = v[0].shape[0], v[0].shape[1]
-    ys = []
-    for d in range(dirs):
-        w, r = v[1][d], v[2][d]
-        state = torch.zeros(batch, h)
-        cell = torch.zeros(batch, h)
-        steps = range(seq - 1, -1, -1) if d == 1 else range(seq)
-        out = [torch.zeros(0)] * seq
-        for t in steps:
-            x = v[0][t]
-            if op == "LSTM":
-                g = x @ w.T + state @ r.T
-                i, o, f, c = g.chunk(4, dim=-1)
-                cell = torch.sigmoid(f) * cell + torch.sigmoid(i) * torch.tanh(c)
-                state = torch.sigmoid(o) * torch.tanh(cell)
-            else:
-                wz, wr, wh = w.chunk(3, dim=0)
-                rz, rr, rh = r.chunk(3, dim=0)
-                z = torch.sigmoid(x @ wz.T + state @ rz.T)
-                rg = torch.sigmoid(x @ wr.T + state @ rr.T)
-                n = torch.tanh(x @ wh.T + (rg * state) @ rh.T)
-                state = (1 - z) * n + z * state
-            out[t] = state
-        ys.append(torch.stack(out))
-    return torch.stack(ys, dim=1)  # [seq, dirs, batch, hidden]
+    h, dirs = a["hidden_size"], 2 if a.get("direction") == "bidirectional" else 1
+    x = v[0]
+    state = x.new_zeros(dirs, x.shape[1], h)
+    if op == "LSTM":  # [seq, batch, dirs x hidden]
+        y = torch.lstm(x, (state, state), v[1:], False, 1, 0.0, False, dirs == 2, False)[0]
+    else:
+        y = torch.gru(x, state, v[1:], False, 1, 0.0, False, dirs == 2, False)[0]
+    return y.reshape(x.shape[0], x.shape[1], dirs, h).transpose(1, 2)
 
 
 def convert(

@@ -79,6 +79,19 @@ def test_the_torchscript_version_computes_what_onnx_runtime_does(converted):
 
 
 @pytest.mark.pytorch
+def test_a_recurrent_unit_is_one_fused_kernel_call_as_an_applications_is(converted):
+    """An LSTM application runs ``nn.LSTM``: one fused kernel over the sequence.  A
+    step-by-step version would pay a dozen dispatches a time step, and the network's
+    PyTorch ratios would read its interpreter, not its applications' kernels."""
+    import torch
+
+    _, saved, _ = converted("pytorch")
+    kinds = [node.kind() for node in torch.jit.load(str(saved)).inlined_graph.nodes()]
+    assert kinds.count("aten::lstm") == 1 and kinds.count("aten::gru") == 1
+    assert kinds.count("aten::sigmoid") == 0 and kinds.count("aten::tanh") == 0
+
+
+@pytest.mark.pytorch
 def test_a_network_whose_mean_cancels_is_judged_on_its_activations(tmp_path):
     """A network that ends in a layer norm: its output, the mean of normalized values, is
     ~1e-9 and differs between two correct implementations by as much as itself.  CI's
