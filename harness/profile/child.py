@@ -53,7 +53,7 @@ def run(message: dict[str, Any]) -> dict[str, Any]:
     plan = inputs_mod.plan(signature, p.batch_size, shapes, int_ranges, ranges, {})
     backend = get_backend(profiler.backend)
     feeds = inputs_mod.synthesize(plan, 0)
-    plain_ms = unprofiled(backend.runner(p.artifact, p.run), feeds, p.warmup, p.iterations)
+    plain = unprofiled(backend.runner(p.artifact, p.run), feeds, p.warmup, p.iterations)
     runner = backend.runner(p.artifact, p.run)
     with scratch("dlbench-profile") as tmp:
         profiled = resolve(profiler.cell)(runner, feeds, p.warmup, p.iterations, tmp)
@@ -64,18 +64,48 @@ def run(message: dict[str, Any]) -> dict[str, Any]:
         "runtime": runtime,
         "inputs": plan.describe(),
         **profiled,
-        "plain_ms_per_run": plain_ms,
+        **plain,
     }
 
 
-def unprofiled(runner: Runner, feeds: dict[str, Any], warmup: int, iterations: int) -> float:
+# Seconds the unprofiled runs are timed for at least: every node's time is scaled to
+# their time (the synthetic benchmark's workload), so it is measured as bench measures.
+PLAIN_MIN_S = 0.3
+
+
+def unprofiled(runner: Runner, feeds: dict[str, Any], warmup: int, iterations: int) -> dict[str, Any]:
     """The same runs with no profiler, on a runner of their own (ONNX Runtime profiles from
     a session's creation), released before the profiled one loads: a profiler adds its own
     cost to every node it times, a few µs each on a CPU, which at batch 1 was more than
-    half of a small CNN's time (resnet50-mini: 0.51 ms of node time, 0.23 ms a run)."""
+    half of a small CNN's time (resnet50-mini: 0.51 ms of node time, 0.23 ms a run).
+
+    Timed as a bench cell is: its warm-up (longer while the time still falls) and its
+    loop, ``iterations`` runs and ``PLAIN_MIN_S`` at least: the window's mean per run,
+    and how many runs it took, in how long, after how many warm-up runs.
+    ``iterations`` runs alone were 6 ms of a 0.3 ms network, and one scheduler pause in
+    them moved a whole reference's target (resnet50-mini's batch-8 run read 5.1 ms
+    unprofiled, 2.4 ms profiled)."""
+    from dlbench.harness.bench.measure import Clock, StopRule, measure_loop, warm_up
+
     runner.load()
     try:
-        return timed_runs(runner, runner.prepare(feeds), warmup, iterations)
+        handle = runner.prepare(feeds)
+
+        def step() -> None:
+            runner.run(handle)
+            runner.sync()
+
+        rule = StopRule(warmup=warmup, min_iterations=iterations, min_duration_s=PLAIN_MIN_S)
+        rule.validate()
+        clock = Clock()
+        warm = warm_up(step, rule, clock)
+        times, window = measure_loop(step, rule, clock)
+        return {
+            "plain_ms_per_run": window * 1000 / len(times),
+            "plain_runs": len(times),
+            "plain_window_s": window,
+            "plain_warmup_runs": warm["iterations"],
+        }
     finally:
         runner.close()
 

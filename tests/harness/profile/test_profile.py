@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import zipfile
 
+import pytest
+
+from dlbench.harness.profile.child import PLAIN_MIN_S
 from dlbench.harness.profile.classes import ATEN, ATEN_CLASSES, OP_CLASSES, node_class, op_class
 from dlbench.harness.profile.ort_cell import node_times, traced_bytes
 from dlbench.harness.profile.summary import summarize
@@ -15,10 +18,14 @@ from dlbench.harness.store.results import ResultStore
 from tests.utils import tiny_onnx
 from tests.utils.clitools import assert_usage_error
 
+ITERATIONS = 20
+
 
 def test_a_profile_says_where_the_time_goes_and_is_stored(cli, workdir):
     tiny_onnx.save(tiny_onnx.classifier(), workdir / "tiny.onnx")
-    out = cli("profile", "tiny.onnx", "--batch-size", "4", "--iterations", "20", "--json", "p.json")
+    out = cli(
+        "profile", "tiny.onnx", "--batch-size", "4", "--iterations", str(ITERATIONS), "--json", "p.json"
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "Where the time goes: tiny" in out.stdout and "| convolution " in out.stdout
     [rec] = json.loads((workdir / "p.json").read_text())
@@ -39,6 +46,10 @@ def test_a_profile_says_where_the_time_goes_and_is_stored(cli, workdir):
     # The same runs timed with no profiler too (what the profiler's own cost is measured
     # against), on the title line.
     assert p["plain_ms_per_run"] > 0 and f"; {p['plain_ms_per_run']:.3g} ms a run unprofiled" in out.stdout
+    # Timed as a bench cell: a window of PLAIN_MIN_S at least, whatever the run count
+    # asked (a few runs of a small network were a few ms, one scheduler pause in them).
+    assert p["plain_window_s"] >= PLAIN_MIN_S and p["plain_runs"] >= ITERATIONS
+    assert p["plain_ms_per_run"] == pytest.approx(p["plain_window_s"] * 1000 / p["plain_runs"])
     assert [i["shape"] for i in rec["context"]["inputs"]] == [[4, *tiny_onnx.CHW]]
     assert ResultStore(workdir / "results.sqlite").records("kind = 'profile'", [])
     report = cli("report")
