@@ -77,25 +77,26 @@ def solve(
     w = np.array(weights)[:, None]
     a, b = np.array(rows) * w, np.array(targets) * w[:, 0]
     spent = np.array([[[costs[r][j].get(c, 0.0) for j in range(k)] for c in names] for r in range(refs)])
-    goal = [np.array([t.get(c, 0.0) for c in names]) for t in target_classes]
+    goal = np.array([[t.get(c, 0.0) for c in names] for t in target_classes])  # [refs, classes]
+    shares = goal / np.where(goal.sum(axis=1) > 0, goal.sum(axis=1), 1.0)[:, None]
+    aimed = np.log(goal.sum(axis=1)[1:] / goal[0].sum())[:, None] if refs > 1 else np.zeros((0, 1))
     fitted = float(np.sum(b**2)) or 1.0
 
-    def error(n: np.ndarray) -> float:
+    def errors(n: np.ndarray) -> np.ndarray:
         """What the self-check judges (the worst reference's class divergence); how far
         the network's time on each reference, relative to the first, is from the mix's
         (the speed ratio between references, which is what the score predicts); and the
-        least-squares residual, relative, to keep the cluster mix and the time scale."""
-        times = [float((spent[r] @ n).sum()) for r in range(refs)]
-        if not times[0]:
-            return math.inf
-        worst = max(_tv(spent[r] @ n, goal[r]) for r in range(refs))
-        ratios = sum(
-            abs(math.log(max(times[r], 1e-12) / times[0]) - math.log(goal[r].sum() / goal[0].sum()))
-            for r in range(1, refs)
-        )
-        return worst + ratios + 0.1 * float(np.sum((a @ n - b) ** 2)) / fitted
+        least-squares residual, relative, to keep the cluster mix and the time scale.
+        ``n``: candidate counts [m, k]; one error each."""
+        per_class = np.einsum("rcj,mj->rcm", spent, n)
+        times = per_class.sum(axis=1)  # [refs, m]
+        worst = 0.5 * np.abs(per_class / np.where(times > 0, times, 1.0)[:, None, :] - shares[:, :, None])
+        with np.errstate(divide="ignore"):
+            ratios = np.abs(np.log(np.maximum(times[1:], 1e-12) / times[0]) - aimed).sum(axis=0)
+        total = worst.sum(axis=1).max(axis=0) + ratios + 0.1 * np.sum((n @ a.T - b) ** 2, axis=1) / fitted
+        return np.where(times[0] > 0, total, np.inf)
 
-    counts = integer_counts(a, b, integer_counts(a, b, nnls(a, b)), error=error)
+    counts = integer_counts(a, b, integer_counts(a, b, nnls(a, b)), errors=errors)
     predicted = [{c: float(v) for c, v in zip(names, spent[r] @ counts)} for r in range(refs)]
     return counts, target_classes, predicted
 
