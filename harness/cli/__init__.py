@@ -93,7 +93,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _terminate(signum, frame):
-    """SIGTERM unwinds like Ctrl-C, so staged outputs are removed on the way out."""
+    """SIGTERM unwinds like Ctrl-C, so staged outputs are removed on the way out.  A
+    second one while that runs is ignored: raised again it cut the cleanup short, and
+    during the interpreter's shutdown it printed a traceback after "interrupted"."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
