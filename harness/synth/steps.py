@@ -165,6 +165,7 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
         for e in [*nets, *(e for es in made.values() for e in es)]
         if "int8_dynamic" in e
     }
+    cells: dict[str, list[str]] = {}
     results, left, unverified = measure(
         sources,
         list(synth),
@@ -176,6 +177,7 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
         db=req.db,
         ready=ready,
         modes=modes,
+        cells=cells,
     )
     baselines = tuple(b.source for b in extra)
     # The network is fitted to the profile of ONNX files: any other backend is held out.
@@ -186,6 +188,8 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
         "backends": backends,
         "left_out": left,
         "timed_unverified": unverified,
+        "cells": sum(map(len, cells.values())),
+        "unstable_cells": cells.get("unstable", []),
     }
     verdict["measured"] = results
     write_json(req.out or str(home / "validation.json"), verdict)

@@ -124,6 +124,18 @@ def validation_table(v: dict[str, Any]) -> str:
         left_out += (
             f"\nNot judged (ran on fewer than three configurations): {', '.join(v['predictors_left_out'])}."
         )
+    noisy = len(v.get("matrix", {}).get("unstable_cells") or [])
+    if noisy:
+        left_out += (
+            f"\n{noisy} of {v['matrix']['cells']} cells unstable (bench's spread test): the figures carry "
+            "their noise."
+        )
+    if "median_error_by_baseline" in v:
+        by = v["median_error_by_baseline"]
+        left_out += (
+            f"\nThe synthetic median error with each configuration as the baseline in turn: "
+            f"{_pct(by['min'])} to {_pct(by['max'])} (median {_pct(by['median'])})."
+        )
     return (
         f"{markdown(headers, rows)}\n\n{v['configurations']} configurations, "
         f"baseline {v['baseline']}{left_out}\n"

@@ -17,6 +17,7 @@ from dlbench.harness.synth import emit, fit
 from dlbench.harness.synth.baselines import MICRO, REPLAY, cells, replays
 from dlbench.harness.synth.counts import divergence
 from dlbench.harness.synth.groups import split, subset
+from dlbench.harness.synth.tables import validation_table
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
 from dlbench.harness.synth.validate import judge, spearman, validate
 from dlbench.harness.synth.workload import without_profiler
@@ -227,6 +228,23 @@ def test_a_weighted_predictor_and_baselines_that_missed_configurations():
     assert scores["c2"]["r alone (not in the set)"] == pytest.approx(2.0 * 3 / 2)
     # Its errors on c1, c2, c3: 0, |1.5 / 2 - 1|, |2 / 1.5 - 1|.
     assert r["median_error"] == pytest.approx(0.25) and r["p90_error"] == pytest.approx(0.25 + 0.8 / 12)
+
+
+def test_one_noisy_baseline_cell_is_shown_by_the_median_error_under_every_baseline():
+    """A network whose ratios are exact but for its baseline cell, read 20 % slow: against
+    that baseline every other configuration is 25 % off; against any other, one is."""
+    results = {
+        "c0": {"a": 10.0, "s": 4.0},
+        "c1": {"a": 20.0, "s": 10.0},
+        "c2": {"a": 40.0, "s": 20.0},
+        "c3": {"a": 30.0, "s": 15.0},
+    }
+    v = validate(results, {"a": 1.0}, {"s": 1.0}, {"onnxruntime"}, 0.02)
+    assert v["predictors"]["synthetic"]["median_error"] == pytest.approx(0.25)
+    assert v["median_error_by_baseline"] == pytest.approx({"min": 0.0, "median": 0.0, "max": 0.25})
+    said = validation_table({**v, "matrix": {"cells": 8, "unstable_cells": ["c0: s.onnx"]}})
+    assert "1 of 8 cells unstable" in said
+    assert "as the baseline in turn: 0.0 % to 25.0 % (median 0.0 %)" in said
 
 
 def _app(name: str, *ms: float, weight: float = 1.0):
@@ -578,6 +596,13 @@ def test_validate_scores_the_network_against_the_applications_over_a_matrix(synt
     assert v["configurations"] == len(complete) >= 4 and len(complete) == (8 if not left else 4)
     assert set(v["predictors"]) == {"synthetic", "cnn alone", "attention alone", MICRO, REPLAY}
     assert v["predictors_left_out"] == []
+    # Every timed cell counted, the unstable ones named: the noise the figures carry.
+    assert (
+        v["matrix"]["cells"] >= len(complete) * 4
+        and len(v["matrix"]["unstable_cells"]) <= v["matrix"]["cells"]
+    )
+    by = v["median_error_by_baseline"]
+    assert by["min"] <= v["predictors"]["synthetic"]["median_error"] <= by["max"]
     for j in v["predictors"].values():
         assert -1 <= j["spearman"] <= 1 and 0 <= j["median_error"] <= j["p90_error"]
     # Each config's actual score is the weighted geometric mean of the two applications',
