@@ -48,6 +48,9 @@ def build(model) -> Any:
     for op, ins, _, a in nodes:
         if op in ("LSTM", "GRU"):
             ins[1:] = _torch_weights(op, ins, inits, a)
+    # ONNX's own W and R, regrouped above, are read by no node: not kept as buffers too.
+    read = {i for _, ins, _, _ in nodes for i in ins}
+    inits = {k: v for k, v in inits.items() if k in read}
 
     class Graph(torch.nn.Module):
         def __init__(self) -> None:
