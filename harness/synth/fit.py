@@ -107,13 +107,13 @@ def integer_counts(
     best = float(errors(counts[None, :])[0])
     for _ in range(limit):
         trials = counts + moves
-        allowed = (trials >= 0).all(axis=1)
-        if not allowed.any():
+        trials = trials[(trials >= 0).all(axis=1)]
+        if not len(trials):
             break
-        found = errors(trials[allowed])
+        found = errors(trials)
         i = int(np.argmin(found))  # the first of equals: the lowest unit, down before up
         if found[i] >= best - 1e-15:
             break
         best = float(found[i])
-        counts = trials[allowed][i]
+        counts = trials[i]
     return counts
