@@ -515,18 +515,32 @@ def test_the_profiles_are_stored_and_the_report_shows_them(synthesized, cli_modu
     assert "cnn.onnx" in section and "attention.onnx" in section and "convolution" in section
 
 
-# Two applications of 6 and 5 nodes leave the fit few instances to place, and each bridge
-# between their shapes weighs.  The prediction prices each instance at what it cost in an
-# earlier network, profiled minutes before on a machine whose load moves in between: with
-# one or two instances per unit, one mispriced unit moves a class share by tenths, and the
-# network's own profile is against the workload's, taken minutes before too.  Seen on a
-# 2-core machine running two test workers: predicted 0.128 measured 0.069 (CI), predicted
-# 0.182 measured 0.157, predicted 0.091 measured 0.147.  A broken
-# fit (a class left out, counts off by a factor) predicts and measures 0.3 and more, so
-# one bound on what the network measures tells the two apart (its prediction can miss it
-# on a toy: below); the real models' figures (issue 33) meet the self-check's own 0.05
-# or say by how much they miss.
-TOY_BOUND = 0.20
+# Two applications of 6 and 5 nodes leave the fit one to three instances to place, and the
+# network's glue (its lanes' slicing, NCHWc reorders and balancing, which no unit is) weighs
+# beside so little work: 12 to 18 % of a toy network's time on a quiet machine, and more
+# under another test worker's load, which slows those small memory-bound nodes most and
+# leaves the applications (97 % convolution; matmul) nearly as they were.  CI's run
+# measured 0.237 against its workload, its two profiles 0.011 apart: a network of one
+# convolution whose glue had grown to a quarter of its time.  So the check holds apart
+# what the fit chose from what the emitter adds: the work classes (what is left once the
+# classes no placed unit has are set aside, on both sides) against a tight bound, which a
+# class left out of the fit breaks (attention without its layer norm measures 0.13); the
+# glue against a loose one, which a runaway emitter breaks.  The real models' figures
+# (issue 33) meet the self-check's own 0.05 or say by how much they miss.
+WORK_BOUND = 0.12
+GLUE_BOUND = 0.40
+
+
+def _work_and_glue(
+    share: dict[str, float], target: dict[str, float], placed: set[str]
+) -> tuple[float, float]:
+    """The divergence over the work classes, and the glue's share of the network's time."""
+    glue = {c for c in share if c not in placed}
+
+    def work(d: dict[str, float]) -> dict[str, float]:
+        return {c: x for c, x in d.items() if c not in glue}
+
+    return divergence(work(share), work(target)), sum(share[c] for c in glue) / sum(share.values())
 
 
 def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
@@ -555,16 +569,17 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
         judged = {x.split(" --to ")[1].split(":")[0] for x in n["builds_left_out"]}
         assert set(n["builds"]) | judged == {"int8", "fp16"}, n["builds_left_out"]
         assert all("cannot judge" in x or "tolerance" in x for x in n["builds_left_out"]), n
-        # The prediction is not held to the bound: it prices the network's glue (its lanes'
-        # data movement and balancing) on an earlier profile than the one it is checked
-        # against, and on a toy network that glue is most of what is not convolution.  A
-        # fresh-clone run on two busy workers predicted 0.319 for a network that measured
-        # 0.122, its two profiles 0.009 apart.  What it runs is the check:
-        # Measured, as it runs: its own profile's class shares against its workload's,
-        # within the bound plus twice what two profiles of the same network differ by
-        # here and now (a loaded machine moves both; a quiet one leaves the bound).
-        for measured, noise in zip(n["measured_divergence"], n["repeat_divergence"]):
-            assert measured <= TOY_BOUND + 2 * noise, out.stdout
+        # The prediction is not held to a bound: it prices the glue on an earlier profile
+        # than the one it is checked against (a fresh-clone run on two busy workers
+        # predicted 0.319 for a network that measured 0.122).  What it runs is the check,
+        # its record's measured divergence the one its shares give:
+        placed = {u["cls"] for u in n["units"] if u["count"]}
+        pairs = list(zip(n["measured_class_share"], n["target_class_us"]))
+        assert n["measured_divergence"] == pytest.approx([divergence(m, t) for m, t in pairs])
+        for (share, target), noise in zip(pairs, n["repeat_divergence"]):
+            work, glue = _work_and_glue(share, target, placed)
+            assert work <= WORK_BOUND + 2 * noise, (work, out.stdout)
+            assert glue <= GLUE_BOUND + noise, (glue, out.stdout)
     # The benchmark's run time is its networks' together.
     assert net["measured_ms"] == pytest.approx([sum(x) for x in zip(*(n["measured_ms"] for n in nets))])
     kinds = [{n.op_type for n in onnx.load(str(d / "net" / e["onnx"])).graph.node} for e in nets]
