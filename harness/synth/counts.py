@@ -106,12 +106,21 @@ def _tv(p: np.ndarray, q: np.ndarray) -> float:
     return 0.5 * float(np.abs(p / (p.sum() or 1.0) - q / (q.sum() or 1.0)).sum())
 
 
-def fit_budget(workload, owner, costs, main, budget_us: float, ceiling_us: float = math.inf):
+def fit_budget(
+    workload,
+    owner,
+    costs,
+    main,
+    budget_us: float,
+    ceiling_us: float = math.inf,
+    curve: list[tuple[float, float]] | None = None,
+):
     """Counts for the smallest budget (µs on the first reference), from ``budget_us``
     doubling up to ``ceiling_us`` or the network's applications' own time, whose predicted
     class shares pass the self-check; where none does (a class no unit reproduces), the
     smallest within 0.01 of the best divergence seen.  Returns the counts, the budget
-    used, the targets and the prediction."""
+    used, the targets and the prediction; ``curve`` gathers each budget tried with its
+    predicted divergence (the worst reference's), so the output can say why it grew."""
     from dlbench.harness.synth.workload import set_ms
 
     top = min(set_ms(workload["applications"], 0) * 1000, ceiling_us)
@@ -121,6 +130,8 @@ def fit_budget(workload, owner, costs, main, budget_us: float, ceiling_us: float
         counts, targets, predicted = solve(workload, owner, costs, main, used)
         worst = max(divergence(p, t) for p, t in zip(predicted, targets))
         tried.append((worst, used, counts, targets, predicted))
+        if curve is not None:
+            curve.append((used, worst))
         if worst <= DIVERGENCE_LIMIT or used >= top:
             break
         used = min(top, used * 2)

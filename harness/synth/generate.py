@@ -240,22 +240,26 @@ def _network(
         # earlier ones for the next fit, and the network whose own profile comes closest
         # to the workload's is the one kept, its profile the measured check.
         costs, main, _ = measure([CALIBRATION_REPEATS] * len(units), Path(tmp) / "calibration.onnx")
-        counts, used, targets, predicted = fit_budget(workload, owner, costs, main, *budget)
-        tried: list[tuple[float, Any, float, Any, Any, Any]] = []
+        curve: list[tuple[float, float]] = []
+        counts, used, targets, predicted = fit_budget(workload, owner, costs, main, *budget, curve)
+        tried: list[tuple[float, Any, float, Any, Any, Any, list[tuple[float, float]]]] = []
         for _ in range(1 + REFITS):
             if not any(counts) or any(np.array_equal(counts, t[1]) for t in tried):
                 break
             placed, own, profiles = measure(list(counts), Path(tmp) / "fitted.onnx")
             shares = [{c["class"]: c["share"] for c in m["classes"]} for m in profiles]
             worst = max(divergence(m, t) for m, t in zip(shares, targets))
-            tried.append((worst, counts, used, predicted, profiles, own))
+            tried.append((worst, counts, used, predicted, profiles, own, curve))
             for j, n in enumerate(counts):
                 for r in range(len(refs)):
                     costs[r][j], main[r][j] = (placed[r][j], own[r][j]) if n else (costs[r][j], main[r][j])
-            counts, used, targets, predicted = fit_budget(workload, owner, costs, main, used, budget[1])
+            curve = []
+            counts, used, targets, predicted = fit_budget(
+                workload, owner, costs, main, used, budget[1], curve
+            )
     if not tried:
         raise UserError("the fit gave no unit a count: the workload's nodes have no emittable work")
-    _, counts, used, predicted, measured, main = min(tried, key=lambda t: t[0])
+    _, counts, used, predicted, measured, main, curve = min(tried, key=lambda t: t[0])
     checks = [divergence(p, t) for p, t in zip(predicted, targets)]
     lanes = [(u, int(n)) for u, n in zip(units, counts)]
     model = network(lanes, seed, name=out.stem)
@@ -283,6 +287,8 @@ def _network(
         "onnx": out.name,
         "applications": [named_in(out.parent, a["source"]) for a in apps],
         "budget_us": used,  # its time on the first reference, as fitted
+        # The budgets its fit tried, each with the divergence its counts predicted.
+        "budget_curve": [{"budget_us": b, "predicted_divergence": d} for b, d in curve],
         "int8_dynamic": dynamic,
         "units": [
             {**u.to_json(), "count": int(n), "cost_us": [c[j] for c in main]}  # as it ran there

@@ -128,6 +128,14 @@ class SynthValidateRequest:
         type=float,
         help="seconds measured per cell at least (default {default})",
     )
+    rounds: int = flag(
+        "--rounds",
+        default=2,
+        type=int,
+        help="times the matrix runs, each round in the reverse order of the one before; a cell's "
+        "figure is its rounds' median, and how far the rounds land apart is the noise floor of the "
+        "pairwise verdicts (default {default})",
+    )
     baselines: list[str] = flag(
         "--baseline",
         factory=list,

@@ -73,12 +73,20 @@ def _one_network(n: dict[str, Any], limit: float) -> str:
     measured = ", ".join(f"{x:.3f}" for x in n["measured_divergence"])
     noise = ", ".join(f"{x:.3f}" for x in n["repeat_divergence"])
     time = ", ".join(f"{s / a:.1%}" for s, a in zip(n["measured_ms"], n["applications_ms"]))
+    tried = ", ".join(
+        f"{b['budget_us'] / 1000:.3g}: {b['predicted_divergence']:.3f}" for b in n.get("budget_curve", [])
+    )
     return (
         f"{n['onnx']} (weight {n['weight']:.2f}), for {apps}:\n\n{table}\n\n"
         f"Op-class time-share divergence from its applications' workload, per reference: predicted "
         f"{checks} (limit {limit}; self-check {n['self_check']}), measured {measured} "
         f"(two profiles of the network itself differ by {noise}).\n"
         f"Its run time against its applications', per reference: {time}."
+        + (
+            f"\nThe budgets its fit tried (ms on the first reference: predicted divergence): {tried}."
+            if tried
+            else ""
+        )
     )
 
 
@@ -123,6 +131,15 @@ def validation_table(v: dict[str, Any]) -> str:
     if v.get("predictors_left_out"):
         left_out += (
             f"\nNot judged (ran on fewer than three configurations): {', '.join(v['predictors_left_out'])}."
+        )
+    rounds = v.get("rounds") or {}
+    if "score_spread" in rounds:
+        cell, score = rounds["cell_spread"], rounds["score_spread"]
+        left_out += (
+            f"\nEach cell ran in {rounds['rounds']} rounds (each in the reverse order of the one "
+            f"before), its figure their median.  One cell's rounds differ by {_pct(cell['median'])} "
+            f"at the median (p90 {_pct(cell['p90'])}); one configuration's applications' score by "
+            f"{_pct(score['median'])} (p90 {_pct(score['p90'])}), the noise floor of the pairs."
         )
     noisy = len(v.get("matrix", {}).get("unstable_cells") or [])
     if noisy:

@@ -95,6 +95,8 @@ def measure(
     ready: dict[str, dict[str, str]] | None = None,
     modes: dict[str, bool] | None = None,
     cells: dict[str, list[str]] | None = None,
+    rounds: int = 1,
+    raw: dict[str, dict[str, list[float]]] | None = None,
 ) -> tuple[dict[str, dict[str, float]], list[str], list[str]]:
     """{config label: {application or network (its ONNX file): samples/s}} over the
     matrix, what was left out (builds that failed or gave NaN, the applications with no
@@ -109,11 +111,14 @@ def measure(
     which are not made again; ``modes``
     the generated networks' INT8 modes (their applications', not their graphs' choice);
     ``cells`` gathers the timed cells by status ("ok", "unstable": bench's spread test),
-    each as "configuration: file", so the output can say how much noise its figures carry."""
+    each as "configuration: file" (once per round), so the output can say how much noise
+    its figures carry; ``rounds`` times the matrix runs (``synth.rounds``: each cell's
+    figure its rounds' median), ``raw`` gathers every round's figure."""
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import BenchRequest
     from dlbench.harness.synth.frameworks import VERSIONS
+    from dlbench.harness.synth.rounds import medians, ordered
 
     onnx_builds = [b for b in matrix.builds if b != "fp32"] if any(map(takes_onnx, matrix.backends)) else []
     generated = [*synth, *(n for n in natives if n not in synth)]
@@ -123,8 +128,9 @@ def measure(
         from dlbench.harness.usermodel import probe_files
 
         probe_files([f for by_backend in natives.values() for f in by_backend.values()])
-    results: dict[str, dict[str, float]] = {}
     rule = StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30)
+    # Every bench request of the matrix first, then the rounds over them (``rounds``).
+    jobs: list[tuple[str, str, str, str, dict[str, str], dict[str, tuple[int, ...]]]] = []
     for backend in matrix.backends:
         onnx = takes_onnx(backend)
         if not onnx:
@@ -146,31 +152,35 @@ def measure(
                     if backend in natives.get(source, {}):
                         shape: dict[str, tuple[int, ...]] = {name: (1, _width(source))} if name else {}
                         requests.append(({natives[source][backend]: source}, shape))
-            for named, shapes in (r for r in requests if r[0]):
-                where = f"{backend}, {build}, allocator {allocator}{', ' + env if env else ''}"
-                say(f"bench {len(named)} on {where}")
-                req = BenchRequest(
-                    artifacts=list(named),
-                    backends=[backend],
-                    batch_sizes=matrix.batch_sizes,
-                    threads=matrix.threads,
-                    allocator=allocator,
-                    with_specs=[env] if env else [],
-                    rule=rule,
-                    shapes=shapes,
-                    db=db,
-                )
-                refused: list[str] = []
-                records = run_bench(req, show_progress=False, refusals=refused)
-                left += refused
-                for r in records:
-                    ran = named.get(r["context"]["artifact"].get("label"))
-                    if ran is None or r["status"] not in ("ok", "unstable") or not r.get("throughput_sps"):
-                        continue
-                    config = Config(backend, build, r["batch_size"], r["intra_op_threads"], allocator, env)
-                    results.setdefault(config.label, {})[ran] = r["throughput_sps"]
-                    if cells is not None:
-                        cells.setdefault(r["status"], []).append(f"{config.label}: {Path(ran).name}")
+            jobs += [(backend, build, allocator, env, *r) for r in requests if r[0]]
+    got: dict[str, dict[str, list[float]]] = raw if raw is not None else {}
+    for number, order in enumerate(ordered(jobs, rounds), 1):
+        for backend, build, allocator, env, named, shapes in order:
+            where = f"{backend}, {build}, allocator {allocator}{', ' + env if env else ''}"
+            say(f"bench {len(named)} on {where}" + (f" (round {number} of {rounds})" if rounds > 1 else ""))
+            req = BenchRequest(
+                artifacts=list(named),
+                backends=[backend],
+                batch_sizes=matrix.batch_sizes,
+                threads=matrix.threads,
+                allocator=allocator,
+                with_specs=[env] if env else [],
+                rule=rule,
+                shapes=shapes,
+                db=db,
+            )
+            refused: list[str] = []
+            records = run_bench(req, show_progress=False, refusals=refused)
+            left += [x for x in refused if x not in left]  # each round refuses alike
+            for r in records:
+                ran = named.get(r["context"]["artifact"].get("label"))
+                if ran is None or r["status"] not in ("ok", "unstable") or not r.get("throughput_sps"):
+                    continue
+                config = Config(backend, build, r["batch_size"], r["intra_op_threads"], allocator, env)
+                got.setdefault(config.label, {}).setdefault(ran, []).append(r["throughput_sps"])
+                if cells is not None:
+                    cells.setdefault(r["status"], []).append(f"{config.label}: {Path(ran).name}")
+    results = medians(got)
     return results, left, unverified
 
 

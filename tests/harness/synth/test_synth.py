@@ -13,13 +13,13 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from dlbench.harness.store.results import ResultStore
-from dlbench.harness.synth import emit, fit
+from dlbench.harness.synth import emit, fit, rounds
 from dlbench.harness.synth.baselines import MICRO, REPLAY, cells, replays
 from dlbench.harness.synth.counts import divergence
 from dlbench.harness.synth.groups import split, subset
 from dlbench.harness.synth.tables import validation_table
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
-from dlbench.harness.synth.validate import judge, spearman, validate
+from dlbench.harness.synth.validate import judge, scores, spearman, validate
 from dlbench.harness.synth.workload import without_profiler
 from tests.utils.clitools import run_cli
 
@@ -563,6 +563,14 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
         assert n["self_check"] == (
             "ok" if max(n["predicted_divergence"]) <= net["divergence_limit"] else "over the limit"
         )
+        # The budgets its fit tried, doubling; the one kept the smallest that passed, or
+        # none passing, the smallest within 0.01 of the best.
+        curve = [(b["budget_us"], b["predicted_divergence"]) for b in n["budget_curve"]]
+        assert all(b2 <= 2 * b1 * 1.000001 and b2 > b1 for (b1, _), (b2, _) in zip(curve, curve[1:]))
+        best = min(d for _, d in curve)
+        kept = min(b for b, d in curve if d <= max(best + 0.01, net["divergence_limit"]))
+        assert n["budget_us"] == pytest.approx(kept)
+        assert dict(curve)[n["budget_us"]] == pytest.approx(max(n["predicted_divergence"]))
         # Both builds made through the build path; one the verification could not pass (a
         # toy network's output washed out by its chain, or over its tolerance) is listed
         # with the verdict, and a failed build would name no verdict.
@@ -589,7 +597,11 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
     # shares to 0.007 with one of each), so no count is asked for.
     placed = [{u["cls"] for u in n["units"] if u["count"]} for n in nets]
     assert "convolution" in placed[0] and "matmul / gemm" in placed[1], nets
-    assert "divergence" in out.stdout and "application set" in out.stdout
+    assert (
+        "divergence" in out.stdout
+        and "application set" in out.stdout
+        and "budgets its fit tried" in out.stdout
+    )
 
 
 def test_validate_scores_the_network_against_the_applications_over_a_matrix(synthesized, cli_module):
@@ -597,11 +609,16 @@ def test_validate_scores_the_network_against_the_applications_over_a_matrix(synt
     args = ["--backends", "onnxruntime", "--builds", "fp32,int8", "--batch-sizes", "1,4", "--threads", "1"]
     # Run from the description's folder, not the one the applications were named from.
     out = run_cli(
-        "synth", "validate", str(d / "net" / "synthetic.json"), *args, "--min-duration", "0.1", "-q",
+        "synth", "validate", str(d / "net" / "synthetic.json"), *args, "--min-duration", "0.1",
         env={"DLBENCH_DB": str(d / "results.sqlite")}, cwd=d / "net",
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     v = json.loads((d / "net" / "validation.json").read_text())
+    # Two rounds by default, the second in the first's reverse order (A B, B A).
+    said = [line.split(" on ")[1] for line in out.stderr.splitlines() if line.startswith("bench ")]
+    first = [x.removesuffix(" (round 1 of 2)") for x in said if x.endswith("(round 1 of 2)")]
+    second = [x.removesuffix(" (round 2 of 2)") for x in said if x.endswith("(round 2 of 2)")]
+    assert len(first) >= 2 and second == first[::-1] and len(said) == 2 * len(first), said
     assert v["matrix"]["configurations"] == 8  # 2 builds x 2 batch sizes x 2 allocators
     # A configuration counts where every artifact ran: an application whose INT8 build
     # did not verify takes its INT8 configurations out, and says so.
@@ -618,6 +635,25 @@ def test_validate_scores_the_network_against_the_applications_over_a_matrix(synt
     )
     by = v["median_error_by_baseline"]
     assert by["min"] <= v["predictors"]["synthetic"]["median_error"] <= by["max"]
+    # Each cell's figure is its two rounds' median; the applications' score in each round
+    # against that round's baseline gives the floor the pairs are counted beyond.
+    per_round = v["measured_rounds"]
+    assert {c: sorted(x) for c, x in per_round.items()} == {c: sorted(x) for c, x in v["measured"].items()}
+    for c, got in per_round.items():
+        for a, figures in got.items():
+            assert len(figures) == 2 and v["measured"][c][a] == pytest.approx(sum(figures) / 2)
+    base = v["baseline"]
+
+    def score(config: str, r: int) -> float:
+        logs = [w * math.log(per_round[config][a][r] / per_round[base][a][r]) for a, w in zip(apps, (1, 2))]
+        return math.exp(sum(logs) / 3)
+
+    spreads = {c: abs(score(c, 0) - score(c, 1)) / ((score(c, 0) + score(c, 1)) / 2) for c in v["scores"]}
+    del spreads[base]
+    assert v["rounds"]["score_spread_by_configuration"] == pytest.approx(spreads)
+    assert v["rounds"]["rounds"] == v["rounds"]["asked"] == 2
+    assert v["noise_floor"] == pytest.approx(max(0.02, v["rounds"]["score_spread"]["median"]))
+    assert "Each cell ran in 2 rounds" in out.stdout
     for j in v["predictors"].values():
         assert -1 <= j["spearman"] <= 1 and 0 <= j["median_error"] <= j["p90_error"]
     # Each config's actual score is the weighted geometric mean of the two applications',
@@ -630,6 +666,30 @@ def test_validate_scores_the_network_against_the_applications_over_a_matrix(synt
             assert s[key] == pytest.approx(math.exp((math.log(ratio[0]) + 2 * math.log(ratio[1])) / 3))
     assert (d / "net" / "builds" / "synthetic-1.int8.onnx").is_file()  # verified through build
     assert "Derived score" in out.stdout
+
+
+def test_rounds_tell_a_drift_from_noise():
+    """A machine at half speed in the second round moves every cell by 67 % and no score
+    (each round's ratios are against that round's baseline); one cell slow in one round
+    moves its configuration's score, and its figure is the rounds' median."""
+    apps = {"a.onnx": 1.0, "b.onnx": 1.0}
+    raw = {
+        "base": {"a.onnx": [100.0, 50.0], "b.onnx": [10.0, 5.0]},
+        "drift": {"a.onnx": [200.0, 100.0], "b.onnx": [20.0, 10.0]},
+        "paused": {"a.onnx": [100.0, 50.0], "b.onnx": [10.0, 2.5]},
+    }
+    configs = list(raw)
+    got = rounds.noise(raw, configs, lambda r: scores(r, apps, {}, configs)[1])
+    assert got is not None and got["rounds"] == 2
+    # paused: sqrt(1 * 1) = 1 in round 1, sqrt(1 * 0.5) in round 2
+    assert got["score_spread_by_configuration"] == pytest.approx(
+        {"drift": 0.0, "paused": (1 - math.sqrt(0.5)) / ((1 + math.sqrt(0.5)) / 2)}
+    )
+    assert got["cell_spread"]["median"] == pytest.approx(50 / 75)
+    assert rounds.medians(raw)["paused"] == {"a.onnx": 75.0, "b.onnx": 6.25}
+    once = {c: {a: v[:1] for a, v in cells.items()} for c, cells in raw.items()}
+    assert rounds.noise(once, configs, lambda r: scores(r, apps, {}, configs)[1]) is None
+    assert rounds.ordered("abc", 3) == [["a", "b", "c"], ["c", "b", "a"], ["a", "b", "c"]]
 
 
 @pytest.mark.parametrize(
@@ -673,7 +733,8 @@ def test_validate_runs_the_networks_own_framework_versions_on_the_native_backend
         "--allocators",
         "tuned",
     ]
-    out = cli_module("synth", "validate", str(d / "net" / "synthetic.json"), *args, "-o", str(d / "v.json"))
+    args += ["--rounds", "1", "-o", str(d / "v.json")]
+    out = cli_module("synth", "validate", str(d / "net" / "synthetic.json"), *args)
     assert out.returncode == 1, out.stderr[-3000:]  # nothing to score
     v = json.loads((d / "v.json").read_text())
     assert v["matrix"]["configurations"] == 2  # builds are ONNX files: fp32 only on a native backend
@@ -733,6 +794,7 @@ def test_a_built_reference_fits_the_network_to_the_applications_int8_builds(tmp_
         (["--batch-sizes", "0"], "give positive numbers"),
         (["--allocators", "foo"], "--allocator must be one of"),
         (["--backends", "nosuch"], "no such backend"),
+        (["--rounds", "0"], "--rounds 0: give at least 1"),
     ],
 )
 def test_a_bad_matrix_is_refused_before_anything_runs(synthesized, cli_module, args, says):

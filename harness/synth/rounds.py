@@ -1,0 +1,69 @@
+"""Validate's rounds: the matrix run more than once, and what its repeats say about noise.
+
+A validation on a 2-core machine runs for most of an hour, and the machine's speed moves
+under it (the zoo set's resnet50-mini read 3,618 samples/s in one run and 1,839 an hour
+later).  Every score is a ratio against one baseline configuration, timed once, at one
+moment: a drift over the run, or one pause, moves whole predictors.  So the matrix runs in
+rounds, each in the reverse order of the one before (A B C, C B A: a configuration early
+in one round is late in the next, so a steady drift meets every configuration alike in
+their mean), and each cell's figure is its rounds' median.  The rounds also measure the
+noise the verdict carries: how far one configuration's applications' score lands from one
+round to the next, which is the floor a "which is faster" verdict must rise above.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from dlbench.harness.stats import percentile
+
+T = TypeVar("T")
+
+
+def ordered(jobs: Sequence[T], rounds: int) -> list[list[T]]:
+    """The jobs of each round: forwards, backwards, forwards..."""
+    return [list(jobs) if r % 2 == 0 else list(jobs)[::-1] for r in range(rounds)]
+
+
+def medians(raw: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
+    """Each cell's figure: the median of its rounds (those it ran in)."""
+    return {c: {a: statistics.median(v) for a, v in got.items() if v} for c, got in raw.items()}
+
+
+def spread(values: Sequence[float]) -> float:
+    """(max - min) / median: ``dlbench compare``'s noise statistic, over one cell's repeats."""
+    return (max(values) - min(values)) / statistics.median(values)
+
+
+def noise(
+    raw: dict[str, dict[str, list[float]]],
+    configs: list[str],
+    score: Callable[[dict[str, dict[str, float]]], dict[str, float]],
+) -> dict[str, Any] | None:
+    """How far the rounds land apart: per cell (each artifact's throughput), and per
+    configuration of ``configs`` (the first the baseline): the applications' ``score``
+    (results -> {configuration: score}) against the baseline timed in the same round, so
+    the baseline's own noise counts.  None without two rounds to compare."""
+    rounds = max((len(v) for c in configs for v in raw[c].values()), default=0)
+    cells = sorted(spread(v) for c in configs for v in raw[c].values() if len(v) > 1)
+    if rounds < 2 or len(configs) < 2 or not cells:
+        return None
+    by_config: dict[str, list[float]] = {c: [] for c in configs[1:]}
+    for r in range(rounds):
+        actual = score({c: {a: v[r] for a, v in raw[c].items() if len(v) > r} for c in configs})
+        if configs[0] in actual:  # a round without the baseline has no ratios to give
+            for c in by_config:
+                if c in actual:
+                    by_config[c].append(actual[c])
+    scored = {c: spread(v) for c, v in by_config.items() if len(v) > 1}
+    if not scored:
+        return None
+    values = sorted(scored.values())
+    return {
+        "rounds": rounds,
+        "cell_spread": {"median": statistics.median(cells), "p90": percentile(cells, 90)},
+        "score_spread": {"median": statistics.median(values), "p90": percentile(values, 90)},
+        "score_spread_by_configuration": scored,
+    }
