@@ -16,8 +16,9 @@
    cluster where the graph is the fp32 one), scaled to the time budget; an integer search
    then rounds the counts on what is judged: the class divergence and each reference's
    time relative to the first (the speed ratio the score predicts).
-4. The fitted network is profiled in its turn and refitted on its units' costs in place;
-   the network whose own profile comes closest to the workload is kept.
+4. The fitted network is profiled in its turn and refitted on its units' costs in place
+   (each fit's budget from the smallest again); the network whose own profile comes
+   closest to the workload is kept.
 5. The static self-check: the op-class time shares the counts predict, against the
    workload's, as a total-variation divergence on each reference.  A budget too small
    for integer counts to hit the shares is doubled until they do (or the ceiling, or its
@@ -240,26 +241,24 @@ def _network(
         # earlier ones for the next fit, and the network whose own profile comes closest
         # to the workload's is the one kept, its profile the measured check.
         costs, main, _ = measure([CALIBRATION_REPEATS] * len(units), Path(tmp) / "calibration.onnx")
-        curve: list[tuple[float, float]] = []
-        counts, used, targets, predicted = fit_budget(workload, owner, costs, main, *budget, curve)
-        tried: list[tuple[float, Any, float, Any, Any, Any, list[tuple[float, float]]]] = []
+        # Each fit doubles its budget from the smallest again: costs measured in place can
+        # meet the shares with fewer instances than the calibration's promised.
+        tried: list[tuple[float, Any, float, Any, Any, Any, Any, list[tuple[float, float]]]] = []
         for _ in range(1 + REFITS):
+            curve: list[tuple[float, float]] = []
+            counts, used, targets, predicted = fit_budget(workload, owner, costs, main, *budget, curve)
             if not any(counts) or any(np.array_equal(counts, t[1]) for t in tried):
                 break
             placed, own, profiles = measure(list(counts), Path(tmp) / "fitted.onnx")
             shares = [{c["class"]: c["share"] for c in m["classes"]} for m in profiles]
             worst = max(divergence(m, t) for m, t in zip(shares, targets))
-            tried.append((worst, counts, used, predicted, profiles, own, curve))
+            tried.append((worst, counts, used, targets, predicted, profiles, own, curve))
             for j, n in enumerate(counts):
                 for r in range(len(refs)):
                     costs[r][j], main[r][j] = (placed[r][j], own[r][j]) if n else (costs[r][j], main[r][j])
-            curve = []
-            counts, used, targets, predicted = fit_budget(
-                workload, owner, costs, main, used, budget[1], curve
-            )
     if not tried:
         raise UserError("the fit gave no unit a count: the workload's nodes have no emittable work")
-    _, counts, used, predicted, measured, main, curve = min(tried, key=lambda t: t[0])
+    _, counts, used, targets, predicted, measured, main, curve = min(tried, key=lambda t: t[0])
     checks = [divergence(p, t) for p, t in zip(predicted, targets)]
     lanes = [(u, int(n)) for u, n in zip(units, counts)]
     model = network(lanes, seed, name=out.stem)

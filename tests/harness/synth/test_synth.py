@@ -571,6 +571,7 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
         kept = min(b for b, d in curve if d <= max(best + 0.01, net["divergence_limit"]))
         assert n["budget_us"] == pytest.approx(kept)
         assert dict(curve)[n["budget_us"]] == pytest.approx(max(n["predicted_divergence"]))
+        assert sum(n["target_class_us"][0].values()) == pytest.approx(n["budget_us"])  # the kept fit's
         # Both builds made through the build path; one the verification could not pass (a
         # toy network's output washed out by its chain, or over its tolerance) is listed
         # with the verdict, and a failed build would name no verdict.
