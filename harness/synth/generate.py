@@ -16,9 +16,9 @@
    cluster where the graph is the fp32 one), scaled to the time budget; an integer search
    then rounds the counts on what is judged: the class divergence and each reference's
    time relative to the first (the speed ratio the score predicts).
-4. The fitted network is profiled in its turn and refitted on its units' costs in place
-   (each fit's budget from the smallest again); the network whose own profile comes
-   closest to the workload is kept.
+4. The fitted network is profiled in its turn and refitted on its units' costs in place,
+   pooled over every network each unit ran in (each fit's budget from the smallest
+   again); the network whose own profile comes closest to the workload is kept.
 5. The static self-check: the op-class time shares the counts predict, against the
    workload's, as a total-variation divergence on each reference.  A budget too small
    for integer counts to hit the shares is doubled until they do (or the ceiling, or its
@@ -111,6 +111,17 @@ def unit_costs(
         by_class.append(classes)
         main.append(own)
     return by_class, main
+
+
+def _pooled(measured: list[tuple[int, dict[str, float], float]]) -> tuple[dict[str, float], float]:
+    """A unit's cost by class and of its own class over the networks it ran in, each
+    weighted by its instances there."""
+    total = sum(n for n, _, _ in measured)
+    classes: dict[str, float] = {}
+    for n, by_class, _ in measured:
+        for c, us in by_class.items():
+            classes[c] = classes.get(c, 0.0) + n * us / total
+    return classes, sum(n * own for n, _, own in measured) / total
 
 
 def _quiet(_: str) -> None:
@@ -244,18 +255,26 @@ def _network(
         # Each fit doubles its budget from the smallest again: costs measured in place can
         # meet the shares with fewer instances than the calibration's promised.
         tried: list[tuple[float, Any, float, Any, Any, Any, Any, list[tuple[float, float]]]] = []
+        # Every in-place cost a unit was measured at, pooled by its instances: one profile's
+        # costs alone are noise on a busy machine (two profiles of one network differ by
+        # 0.03 to 0.16), and refitting on them swung the fit from one network to the next.
+        seen: list[list[list[tuple[int, dict[str, float], float]]]] = [[[] for _ in units] for _ in refs]
         for _ in range(1 + REFITS):
             curve: list[tuple[float, float]] = []
             counts, used, targets, predicted = fit_budget(workload, owner, costs, main, *budget, curve)
+            tried_here = ", ".join(f"{b / 1000:.3g} ms: {d:.3f}" for b, d in curve)
+            say(f"fit {len(tried) + 1}: {tried_here}; {used / 1000:.3g} ms kept")
             if not any(counts) or any(np.array_equal(counts, t[1]) for t in tried):
                 break
             placed, own, profiles = measure(list(counts), Path(tmp) / "fitted.onnx")
             shares = [{c["class"]: c["share"] for c in m["classes"]} for m in profiles]
             worst = max(divergence(m, t) for m, t in zip(shares, targets))
+            say(f"fit {len(tried) + 1} measured {worst:.3f}")
             tried.append((worst, counts, used, targets, predicted, profiles, own, curve))
             for j, n in enumerate(counts):
-                for r in range(len(refs)):
-                    costs[r][j], main[r][j] = (placed[r][j], own[r][j]) if n else (costs[r][j], main[r][j])
+                for r in range(len(refs)) if n else ():
+                    seen[r][j].append((int(n), placed[r][j], own[r][j]))
+                    costs[r][j], main[r][j] = _pooled(seen[r][j])
     if not tried:
         raise UserError("the fit gave no unit a count: the workload's nodes have no emittable work")
     _, counts, used, targets, predicted, measured, main, curve = min(tried, key=lambda t: t[0])
