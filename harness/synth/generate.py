@@ -252,14 +252,15 @@ def _network(
         # earlier ones for the next fit, and the network whose own profile comes closest
         # to the workload's is the one kept, its profile the measured check.
         costs, main, _ = measure([CALIBRATION_REPEATS] * len(units), Path(tmp) / "calibration.onnx")
-        # Each fit doubles its budget from the smallest again: costs measured in place can
-        # meet the shares with fewer instances than the calibration's promised.
         tried: list[tuple[float, Any, float, Any, Any, Any, Any, list[tuple[float, float]]]] = []
         # Every in-place cost a unit was measured at, pooled by its instances: one profile's
-        # costs alone are noise on a busy machine (two profiles of one network differ by
-        # 0.03 to 0.16), and refitting on them swung the fit from one network to the next.
+        # costs alone are noise on a busy machine (two profiles of one network differed by
+        # 0.02 to 0.2 on the zoo set), and refitting on them swung the fit from one network
+        # to the next.
         seen: list[list[list[tuple[int, dict[str, float], float]]]] = [[[] for _ in units] for _ in refs]
         for _ in range(1 + REFITS):
+            # Each fit doubles its budget from the smallest again: costs measured in place
+            # can meet the shares with fewer instances than the calibration's promised.
             curve: list[tuple[float, float]] = []
             counts, used, targets, predicted = fit_budget(workload, owner, costs, main, *budget, curve)
             tried_here = ", ".join(f"{b / 1000:.3g} ms: {d:.3f}" for b, d in curve)
