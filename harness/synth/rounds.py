@@ -17,7 +17,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from dlbench.harness.stats import percentile
+from dlbench.harness.stats import percentile, range_over_median
 
 T = TypeVar("T")
 
@@ -32,11 +32,6 @@ def medians(raw: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float
     return {c: {a: statistics.median(v) for a, v in got.items() if v} for c, got in raw.items()}
 
 
-def spread(values: Sequence[float]) -> float:
-    """(max - min) / median: ``dlbench compare``'s noise statistic, over one cell's repeats."""
-    return (max(values) - min(values)) / statistics.median(values)
-
-
 def noise(
     raw: dict[str, dict[str, list[float]]],
     configs: list[str],
@@ -47,7 +42,7 @@ def noise(
     (results -> {configuration: score}) against the baseline timed in the same round, so
     the baseline's own noise counts.  None without two rounds to compare."""
     rounds = max((len(v) for c in configs for v in raw[c].values()), default=0)
-    cells = sorted(spread(v) for c in configs for v in raw[c].values() if len(v) > 1)
+    cells = sorted(range_over_median(v) for c in configs for v in raw[c].values() if len(v) > 1)
     if rounds < 2 or len(configs) < 2 or not cells:
         return None
     by_config: dict[str, list[float]] = {c: [] for c in configs[1:]}
@@ -57,7 +52,7 @@ def noise(
             for c in by_config:
                 if c in actual:
                     by_config[c].append(actual[c])
-    scored = {c: spread(v) for c, v in by_config.items() if len(v) > 1}
+    scored = {c: range_over_median(v) for c, v in by_config.items() if len(v) > 1}
     if not scored:
         return None
     values = sorted(scored.values())

@@ -117,7 +117,7 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     from dlbench.harness.synth.generate import NETWORK_KIND
     from dlbench.harness.synth.rounds import noise
     from dlbench.harness.synth.tables import validation_table
-    from dlbench.harness.synth.validate import Matrix, measure, scores, takes_onnx, validate
+    from dlbench.harness.synth.validate import Matrix, complete, measure, scores, takes_onnx, validate
     from dlbench.harness.synth.workload import Application, opened_from
 
     described = _read(req.network, NETWORK_KIND, "dlbench synth generate")
@@ -186,7 +186,7 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     baselines = tuple(b.source for b in extra)
     # The rounds' own disagreement on the applications' score is the floor a "which is
     # faster" verdict must rise above here and now (never below compare's default).
-    ran = [c for c, got in results.items() if all(a in got for a in [*apps, *synth])]
+    ran = complete(results, [*apps, *synth])
     repeats = noise(raw, ran, lambda r: scores(r, apps, {}, ran)[1])
     floor = max(DEFAULT_FLOOR, repeats["score_spread"]["median"]) if repeats else DEFAULT_FLOOR
     # The network is fitted to the profile of ONNX files: any other backend is held out.

@@ -223,6 +223,11 @@ def build_all(
     return out, failed
 
 
+def complete(results: dict[str, dict[str, float]], artifacts: list[str]) -> list[str]:
+    """The configurations on which every one of ``artifacts`` ran."""
+    return [c for c, got in results.items() if all(a in got for a in artifacts)]
+
+
 def scores(
     results: dict[str, dict[str, float]],
     apps: dict[str, float],
@@ -313,7 +318,7 @@ def validate(
     # that missed some of them (a build of it a backend could not read, a version not
     # written) is judged on those it ran, and its row says how many, rather than taking
     # configurations out of everyone's score; one that ran on fewer than three is named.
-    ran = [c for c, got in results.items() if all(a in got for a in [*apps, *synth])]
+    ran = complete(results, [*apps, *synth])
     configs, actual, _ = scores(results, apps, {}, ran)
     if not configs:
         return {"configurations": 0, "note": "fewer than two configurations ran every artifact"}
