@@ -136,6 +136,15 @@ class SynthValidateRequest:
         "figure is its rounds' median, and how far the rounds land apart is the noise floor of the "
         "pairwise verdicts (default {default})",
     )
+    repeats: int | None = flag(
+        "--repeats",
+        default=None,
+        type=int,
+        help="processes each cell of a predictor's networks (the synthetic networks, the micro "
+        "cells, the replays, a --baseline) runs in, its figure their median (default: as many, over "
+        "the predictor's networks, as the set has applications, so a prediction rests on as many "
+        "processes as the score it predicts)",
+    )
     baselines: list[str] = flag(
         "--baseline",
         factory=list,

@@ -166,6 +166,9 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
         for e in [*nets, *(e for es in made.values() for e in es)]
         if "int8_dynamic" in e
     }
+    processes = _processes(
+        len(apps), req.repeats, synth, *generated.values(), *({b.source: 1.0} for b in extra)
+    )
     cells: dict[str, list[str]] = {}
     raw: dict[str, dict[str, list[float]]] = {}
     results, left, unverified = measure(
@@ -182,6 +185,7 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
         cells=cells,
         rounds=req.rounds,
         raw=raw,
+        processes=processes,
     )
     baselines = tuple(b.source for b in extra)
     # The rounds' own disagreement on the applications' score is the floor a "which is
@@ -193,6 +197,7 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     fitted_on = {profiler.backend} if (profiler := for_format(ONNX)) else set()
     verdict = validate(results, apps, synth, fitted_on, floor, baselines, generated)
     verdict["rounds"] = {"asked": req.rounds, **(repeats or {})}
+    verdict["processes"] = {Path(f).name: n for f, n in processes.items()}  # 1 for the others
     verdict["matrix"] = {
         "configurations": len(matrix.configs(takes_onnx)),
         "backends": backends,
@@ -206,6 +211,15 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     write_json(req.out or str(home / "validation.json"), verdict)
     return {"status": "ok" if verdict.get("predictors") else "too few configurations ran",
             "validation": verdict, "table": validation_table(verdict)}  # fmt: skip
+
+
+def _processes(applications: int, asked: int | None, *predictors: dict[str, float]) -> dict[str, int]:
+    """The processes each predictor's network runs a cell in.  One process of one network
+    is noisy (its throughput moved 20 % from one process to the next on a 2-core machine,
+    however long it was timed), and the applications' score is a mean over one process of
+    each application: a predictor of few networks is timed in as many processes, over its
+    networks, as the set has applications (``asked``: that many each)."""
+    return {f: asked or -(-applications // len(p)) for p in predictors for f in p}
 
 
 def _check_matrix(req: SynthValidateRequest) -> None:
@@ -222,8 +236,9 @@ def _check_matrix(req: SynthValidateRequest) -> None:
             raise UserError(f"{name} {','.join(map(str, values))}: give positive numbers")
     for name in req.allocators:
         allocator.check(name)
-    if req.rounds < 1:
-        raise UserError(f"--rounds {req.rounds}: give at least 1")
+    for name, value in (("--rounds", req.rounds), ("--repeats", req.repeats)):
+        if value is not None and value < 1:
+            raise UserError(f"{name} {value}: give at least 1")
     if not req.min_duration > 0:
         raise UserError(f"--min-duration {req.min_duration}: give a positive number of seconds")
 

@@ -141,6 +141,12 @@ def validation_table(v: dict[str, Any]) -> str:
             f"at the median (p90 {_pct(cell['p90'])}); one configuration's applications' score by "
             f"{_pct(score['median'])} (p90 {_pct(score['p90'])}), the noise floor of the pairs."
         )
+    by_count: dict[int, list[str]] = {}
+    for name, n in (v.get("processes") or {}).items():
+        by_count.setdefault(n, []).append(name)
+    if any(n > 1 for n in by_count):
+        each = "; ".join(f"{n} for {', '.join(sorted(names))}" for n, names in sorted(by_count.items()))
+        left_out += f"\nProcesses per cell, a cell's figure their median: {each}; one for each application."
     noisy = len(v.get("matrix", {}).get("unstable_cells") or [])
     if noisy:
         left_out += (

@@ -97,6 +97,7 @@ def measure(
     cells: dict[str, list[str]] | None = None,
     rounds: int = 1,
     raw: dict[str, dict[str, list[float]]] | None = None,
+    processes: dict[str, int] | None = None,
 ) -> tuple[dict[str, dict[str, float]], list[str], list[str]]:
     """{config label: {application or network (its ONNX file): samples/s}} over the
     matrix, what was left out (builds that failed or gave NaN, the applications with no
@@ -113,7 +114,9 @@ def measure(
     ``cells`` gathers the timed cells by status ("ok", "unstable": bench's spread test),
     each as "configuration: file" (once per round), so the output can say how much noise
     its figures carry; ``rounds`` times the matrix runs (``synth.rounds``: each cell's
-    figure its rounds' median), ``raw`` gathers every round's figure."""
+    figure its rounds' median), ``raw`` gathers every round's figure; ``processes`` the
+    processes an artifact's cells run in (by its source; one when not named), a cell's
+    figure their median."""
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import BenchRequest
@@ -130,7 +133,8 @@ def measure(
         probe_files([f for by_backend in natives.values() for f in by_backend.values()])
     rule = StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30)
     # Every bench request of the matrix first, then the rounds over them (``rounds``).
-    jobs: list[tuple[str, str, str, str, dict[str, str], dict[str, tuple[int, ...]]]] = []
+    jobs: list[tuple[str, str, str, str, dict[str, str], dict[str, tuple[int, ...]], int]] = []
+    times = processes or {}
     for backend in matrix.backends:
         onnx = takes_onnx(backend)
         if not onnx:
@@ -138,26 +142,34 @@ def measure(
         for build, allocator, env in itertools.product(
             matrix.builds if onnx else ["fp32"], matrix.allocators, matrix.envs
         ):
-            # One request per set of artifacts that share their input shapes: the
-            # network's framework version records none, and is given its own.
-            requests: list[tuple[dict[str, str], dict[str, tuple[int, ...]]]]
+            # One request per set of artifacts that share their input shapes (the
+            # network's framework version records none, and is given its own) and the
+            # processes their cells run in.
+            requests: list[tuple[dict[str, str], dict[str, tuple[int, ...]], int]]
             if onnx:
-                requests = [({built[a][build]: a for a in [*apps, *generated] if build in built[a]}, {})]
+                named = {built[a][build]: a for a in [*apps, *generated] if build in built[a]}
+                requests = [(files, {}, n) for files, n in _by_processes(named, times)]
             else:
                 # The generated networks' versions record no input shape in every format,
                 # and each has its own width: one request each.
-                requests = [({n: a for a, n in apps.items() if n}, {})]
+                requests = [
+                    (files, {}, n) for files, n in _by_processes({n: a for a, n in apps.items() if n}, times)
+                ]
                 name = VERSIONS[backend].shape_input
                 for source in generated:
                     if backend in natives.get(source, {}):
                         shape: dict[str, tuple[int, ...]] = {name: (1, _width(source))} if name else {}
-                        requests.append(({natives[source][backend]: source}, shape))
+                        requests.append(({natives[source][backend]: source}, shape, times.get(source, 1)))
             jobs += [(backend, build, allocator, env, *r) for r in requests if r[0]]
     got: dict[str, dict[str, list[float]]] = raw if raw is not None else {}
     for number, order in enumerate(ordered(jobs, rounds), 1):
-        for backend, build, allocator, env, named, shapes in order:
+        for backend, build, allocator, env, named, shapes, repeats in order:
             where = f"{backend}, {build}, allocator {allocator}{', ' + env if env else ''}"
-            say(f"bench {len(named)} on {where}" + (f" (round {number} of {rounds})" if rounds > 1 else ""))
+            each = f", each cell in {repeats} processes" if repeats > 1 else ""
+            say(
+                f"bench {len(named)} on {where}{each}"
+                + (f" (round {number} of {rounds})" if rounds > 1 else "")
+            )
             req = BenchRequest(
                 artifacts=list(named),
                 backends=[backend],
@@ -167,6 +179,7 @@ def measure(
                 with_specs=[env] if env else [],
                 rule=rule,
                 shapes=shapes,
+                repeats=repeats,
                 db=db,
             )
             refused: list[str] = []
@@ -182,6 +195,15 @@ def measure(
                     cells.setdefault(r["status"], []).append(f"{config.label}: {Path(ran).name}")
     results = medians(got)
     return results, left, unverified
+
+
+def _by_processes(named: dict[str, str], times: dict[str, int]) -> list[tuple[dict[str, str], int]]:
+    """A request's files (file -> source) split by the processes their cells run in: bench
+    gives every cell of one request the same ``repeats``."""
+    groups: dict[int, dict[str, str]] = {}
+    for file, source in named.items():
+        groups.setdefault(times.get(source, 1), {})[file] = source
+    return sorted(((files, n) for n, files in groups.items()), key=lambda g: g[1])
 
 
 def _width(network: str) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -614,9 +615,15 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
     )
 
 
+# The files synth generate writes for the two-application set, after "synthetic": the
+# networks, the micro cells and the applications' layer replays.
+GENERATED = ["-1", "-2", ".micro-conv", ".micro-gemm", ".replay-0", ".replay-1"]
+
+
 def test_validate_scores_the_network_against_the_applications_over_a_matrix(synthesized, cli_module):
     d, apps, _, _, _ = synthesized
     args = ["--backends", "onnxruntime", "--builds", "fp32,int8", "--batch-sizes", "1,4", "--threads", "1"]
+    args += ["--repeats", "2"]  # the networks' cells in two processes each, the applications' in one
     # Run from the description's folder, not the one the applications were named from.
     out = run_cli(
         "synth", "validate", str(d / "net" / "synthetic.json"), *args, "--min-duration", "0.1",
@@ -664,6 +671,21 @@ def test_validate_scores_the_network_against_the_applications_over_a_matrix(synt
     assert v["rounds"]["rounds"] == v["rounds"]["asked"] == 2
     assert v["noise_floor"] == pytest.approx(max(0.02, v["rounds"]["score_spread"]["median"]))
     assert "Each cell ran in 2 rounds" in out.stdout
+    # Every generated network's cell ran in two processes, its figure their median; each
+    # application's in one.
+    assert v["processes"] == {f"synthetic{s}.onnx": 2 for s in GENERATED}
+    assert "Processes per cell, a cell's figure their median: 2 for " in out.stdout
+    per_file: dict[str, set[int]] = {}
+    for r in ResultStore(str(d / "results.sqlite")).records("kind = 'bench'"):
+        name = Path(r["context"]["artifact"]["label"]).name
+        per_file.setdefault(name, set()).add(len(r["metrics"].get("repeats") or [None]))
+    assert {n: c for n, c in per_file.items() if not n.startswith("synthetic")} == {
+        n: {1} for n in per_file if not n.startswith("synthetic")
+    }
+    assert {n: c for n, c in per_file.items() if n.startswith("synthetic")} == {
+        n: {2} for n in per_file if n.startswith("synthetic")
+    }
+    assert len(per_file) >= 8, per_file
     for j in v["predictors"].values():
         assert -1 <= j["spearman"] <= 1 and 0 <= j["median_error"] <= j["p90_error"]
     # Each config's actual score is the weighted geometric mean of the two applications',
@@ -676,6 +698,19 @@ def test_validate_scores_the_network_against_the_applications_over_a_matrix(synt
             assert s[key] == pytest.approx(math.exp((math.log(ratio[0]) + 2 * math.log(ratio[1])) / 3))
     assert (d / "net" / "builds" / "synthetic-1.int8.onnx").is_file()  # verified through build
     assert "Derived score" in out.stdout
+
+
+def test_a_predictor_of_few_networks_is_timed_in_as_many_processes_as_the_set_has_applications():
+    """The applications' score is a mean over one process of each of ten applications; the
+    synthetic network alone is one network, the micro cells two, the replays one per
+    application: each predictor's processes together match the set's."""
+    from dlbench.harness.synth.steps import _processes
+
+    one, two, ten = {"s.onnx": 1.0}, {"m1.onnx": 0.5, "m2.onnx": 0.5}, {f"r{i}.onnx": 0.1 for i in range(10)}
+    got = _processes(10, None, one, two, ten, {})
+    assert got == {"s.onnx": 10, "m1.onnx": 5, "m2.onnx": 5, **dict.fromkeys(ten, 1)}
+    assert _processes(3, None, two) == {"m1.onnx": 2, "m2.onnx": 2}  # never fewer than the set's
+    assert _processes(10, 3, one, ten) == {"s.onnx": 3, **dict.fromkeys(ten, 3)}  # --repeats 3
 
 
 def test_rounds_tell_a_drift_from_noise():
@@ -755,8 +790,7 @@ def test_validate_runs_the_networks_own_framework_versions_on_the_native_backend
     ]
     # The networks and the generated baselines (micro cells, the two applications' layer
     # replays), each through its own framework version.
-    parts = ["-1", "-2", ".micro-conv", ".micro-gemm", ".replay-0", ".replay-1"]
-    made = [str(d / "net" / f"synthetic{s}.onnx") for s in parts]
+    made = [str(d / "net" / f"synthetic{s}.onnx") for s in GENERATED]
     for entry in net["micro_cells"] + net["replays"]:
         stem = entry["onnx"].removesuffix(".onnx")
         assert entry["frameworks"] == {"pytorch": f"{stem}.pt", "tensorflow": f"{stem}.keras"}, entry
@@ -805,6 +839,7 @@ def test_a_built_reference_fits_the_network_to_the_applications_int8_builds(tmp_
         (["--allocators", "foo"], "--allocator must be one of"),
         (["--backends", "nosuch"], "no such backend"),
         (["--rounds", "0"], "--rounds 0: give at least 1"),
+        (["--repeats", "0"], "--repeats 0: give at least 1"),
     ],
 )
 def test_a_bad_matrix_is_refused_before_anything_runs(synthesized, cli_module, args, says):
