@@ -69,6 +69,34 @@ def name_nodes(graph) -> int:
     return count
 
 
+def flat_gemm_biases(graph) -> int:
+    """Give every Gemm whose bias is a ``[1, N]`` initializer the same bias as ``[N]``.
+    ONNX Runtime's quantizer fuses MatMul + Add into Gemm and quantizes a Gemm's bias per
+    channel along axis 0: of a ``[1, N]`` bias that axis has one element and N scales, and
+    the INT8 graph fails at run time ("scale must be 1D tensor with size 1").  Gemm
+    broadcasts either shape alike, so the graph computes the same; a bias other nodes
+    also read is copied rather than reshaped."""
+    inits = {t.name: t for t in graph.initializer}
+    readers: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers[name] = readers.get(name, 0) + 1
+    count = 0
+    for node in graph.node:
+        bias = inits.get(node.input[2]) if node.op_type == "Gemm" and len(node.input) > 2 else None
+        if bias is None or len(bias.dims) != 2 or bias.dims[0] != 1:
+            continue
+        if readers[bias.name] > 1:
+            copy = graph.initializer.add()
+            copy.CopyFrom(bias)
+            copy.name = f"{node.name}_{bias.name}_flat"
+            readers[bias.name] -= 1
+            node.input[2], bias = copy.name, copy
+        bias.dims[:] = [bias.dims[1]]
+        count += 1
+    return count
+
+
 def float_tail(graph) -> list[dict[str, str]]:
     """Fixed-range ops and output-joining Concats at the graph outputs (through shape-only
     ops), and those shape-only ops."""

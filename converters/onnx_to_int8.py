@@ -107,7 +107,11 @@ def prepare(source: Path, out: Path) -> dict[str, Any]:
             info["quant_pre_process"] = f"without symbolic shape inference ({first_line(exc)})"
     onnx = onnx_io.onnx()
     model = onnx.load(str(out))
-    if int8_recipe.name_nodes(model.graph):
+    named = int8_recipe.name_nodes(model.graph)  # first: a copied bias is named by its node
+    flattened = int8_recipe.flat_gemm_biases(model.graph)
+    if flattened:
+        info["gemm_biases_flattened"] = flattened
+    if named + flattened:
         onnx.save(model, str(out))
     return info
 

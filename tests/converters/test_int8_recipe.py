@@ -11,6 +11,9 @@ the core group.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import onnx
 import pytest
@@ -365,8 +368,6 @@ def test_a_build_that_goes_dynamic_makes_no_calibration_set(tmp_path):
     choose goes dynamic and reads none; told --static, it reads it.  In a process of its
     own: ONNX Runtime's shape tools import torch where it is installed."""
     import json
-    import subprocess
-    import sys
 
     model = helper.make_model(_attention_graph(), opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
@@ -377,3 +378,80 @@ def test_a_build_that_goes_dynamic_makes_no_calibration_set(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     got = json.loads(res.stdout.strip().splitlines()[-1])
     assert got == {"auto": ["dynamic", 0, None], "static": ["static", 1, 2]}, got
+
+
+BUILD_AND_RUN_AT_8 = """
+import sys
+from pathlib import Path
+import numpy as np
+import onnxruntime as ort
+from dlbench.converters.base import BuildOptions
+from dlbench.converters.onnx_to_int8 import HOP
+from dlbench.harness.convert.calibration import Deferred
+
+source = Path(sys.argv[1])
+x = np.random.default_rng(0).normal(size=(8, 16)).astype(np.float32)
+out = source.with_name("int8.onnx")
+info = HOP.build(source, out, BuildOptions(dynamic=False), calibration=Deferred(lambda: [x]))
+# Unoptimized, so each DequantizeLinear runs as written (the default level fuses some away).
+options = ort.SessionOptions()
+options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+session = ort.InferenceSession(str(out), options, providers=["CPUExecutionProvider"])
+want = ort.InferenceSession(str(source), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+got = session.run(None, {"x": x})[0]
+print(info["gemm_biases_flattened"], float(np.abs(got - want).max() / np.abs(want).max()))
+"""
+
+
+def test_a_row_shaped_bias_after_a_matmul_quantizes_and_runs_at_any_batch(tmp_path):
+    """MatMul + Add of a ``[1, N]`` constant (a layer replay, some exporters' dense
+    layers): the quantizer fuses them into Gemm and quantized its bias along the axis of
+    one element with N scales, which ONNX Runtime refuses wherever that DequantizeLinear
+    runs unfused (a layer replay's build failed its check so).  Two Gemms share the bias."""
+    rng = np.random.default_rng(0)
+    init = [
+        numpy_helper.from_array(rng.normal(size=(16, 16)).astype(np.float32), "w"),
+        numpy_helper.from_array(rng.normal(size=(1, 16)).astype(np.float32), "row"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["m1"], "m1"),
+        helper.make_node("Add", ["m1", "row"], ["a1"], "a1"),
+        helper.make_node("Relu", ["a1"], ["r1"], "r1"),
+        helper.make_node("MatMul", ["r1", "w"], ["m2"], "m2"),
+        helper.make_node("Add", ["m2", "row"], ["y"], "a2"),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 16])
+    model = helper.make_model(
+        helper.make_graph(nodes, "dense", [x], [y], init), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "dense.onnx")
+    res = subprocess.run(
+        [sys.executable, "-c", BUILD_AND_RUN_AT_8, str(tmp_path / "dense.onnx")],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    flattened, error = res.stdout.split()[-2:]
+    assert int(flattened) == 2 and float(error) < 0.05, res.stdout
+
+
+def test_flat_gemm_biases_copies_a_shared_bias_and_leaves_the_rest():
+    bias = numpy_helper.from_array(np.ones((1, 4), np.float32), "row")
+    flat = numpy_helper.from_array(np.ones(4, np.float32), "flat")
+    nodes = [
+        helper.make_node("Gemm", ["x", "w", "row"], ["g1"], "g1"),
+        helper.make_node("Add", ["g1", "row"], ["a"], "a"),
+        helper.make_node("Gemm", ["a", "w", "flat"], ["g2"], "g2"),
+        helper.make_node("Gemm", ["g2", "w"], ["g3"], "g3"),
+    ]
+    graph = helper.make_graph(nodes, "g", [], [], [bias, flat])
+    assert int8_recipe.flat_gemm_biases(graph) == 1
+    inits = {t.name: list(t.dims) for t in graph.initializer}
+    assert inits == {"row": [1, 4], "flat": [4], "g1_row_flat": [4]}
+    assert list(graph.node[0].input) == ["x", "w", "g1_row_flat"] and list(graph.node[1].input) == [
+        "g1",
+        "row",
+    ]
+    assert numpy_helper.to_array(graph.initializer[2]).tolist() == [1.0] * 4
