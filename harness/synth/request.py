@@ -141,9 +141,9 @@ class SynthValidateRequest:
         default=None,
         type=int,
         help="processes each cell of a predictor's networks (the synthetic networks, the micro "
-        "cells, the replays, a --baseline) runs in, its figure their median (default: as many, over "
-        "the predictor's networks, as the set has applications, so a prediction rests on as many "
-        "processes as the score it predicts)",
+        "cells, the replays, a --baseline) runs in a round, taking turns with the applications', "
+        "its figure their median (default: as many, over the predictor's networks, as the set has "
+        "applications, so a prediction rests on as many processes as the score it predicts)",
     )
     baselines: list[str] = flag(
         "--baseline",

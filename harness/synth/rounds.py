@@ -22,9 +22,33 @@ from dlbench.harness.stats import percentile, range_over_median
 T = TypeVar("T")
 
 
+def in_order(items: Sequence[T], number: int) -> list[T]:
+    """``items`` in the order round ``number`` (from 1) runs them: every second one backwards."""
+    return list(items)[::-1] if number % 2 == 0 else list(items)
+
+
 def ordered(jobs: Sequence[T], rounds: int) -> list[list[T]]:
     """The jobs of each round: forwards, backwards, forwards..."""
-    return [list(jobs) if r % 2 == 0 else list(jobs)[::-1] for r in range(rounds)]
+    return [in_order(jobs, r) for r in range(1, rounds + 1)]
+
+
+def interleaved(slots: Sequence[T], processes: dict[T, int]) -> list[T]:
+    """The order one block of the matrix runs its processes in: each of ``slots`` (the
+    applications) once, and each network of ``processes`` that many times, spread evenly
+    among them (networks with as many processes taking turns), so that a predictor is
+    timed through the same minutes as the score it predicts.  The machine's speed moves
+    in spells of minutes: in one zoo validation every application of one block ran at
+    a third to a half of its speed in the next round, while the synthetic network, timed
+    after them, did not."""
+    placed: list[list[T]] = [[s] for s in slots] or [[]]
+    by_count: dict[int, list[T]] = {}
+    for network, n in processes.items():
+        by_count.setdefault(n, []).append(network)
+    for n, networks in by_count.items():
+        stream = [x for _ in range(n) for x in networks]
+        for j, x in enumerate(stream):
+            placed[int((j + 0.5) * len(placed) / len(stream))].append(x)
+    return [x for slot in placed for x in slot]
 
 
 def medians(raw: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:

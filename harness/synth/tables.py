@@ -146,7 +146,10 @@ def validation_table(v: dict[str, Any]) -> str:
         by_count.setdefault(n, []).append(name)
     if any(n > 1 for n in by_count):
         each = "; ".join(f"{n} for {', '.join(sorted(names))}" for n, names in sorted(by_count.items()))
-        left_out += f"\nProcesses per cell, a cell's figure their median: {each}; one for each application."
+        left_out += (
+            f"\nProcesses per cell and round, taking turns with the applications' (one each), a "
+            f"round's figure their median: {each}."
+        )
     noisy = len(v.get("matrix", {}).get("unstable_cells") or [])
     if noisy:
         left_out += (

@@ -112,16 +112,19 @@ def measure(
     which are not made again; ``modes``
     the generated networks' INT8 modes (their applications', not their graphs' choice);
     ``cells`` gathers the timed cells by status ("ok", "unstable": bench's spread test),
-    each as "configuration: file" (once per round), so the output can say how much noise
-    its figures carry; ``rounds`` times the matrix runs (``synth.rounds``: each cell's
-    figure its rounds' median), ``raw`` gathers every round's figure; ``processes`` the
-    processes an artifact's cells run in (by its source; one when not named), a cell's
-    figure their median."""
+    each as "configuration: file" (once per process and round), so the output can say
+    how much noise its figures carry; ``rounds`` times the matrix runs (``synth.rounds``:
+    each cell's figure its rounds' median), ``raw`` gathers every round's figure;
+    ``processes`` the predictors' networks (by source) and the processes each runs a
+    cell in, interleaved among the other artifacts' (``synth.rounds.interleaved``), a
+    round's figure their median."""
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import BenchRequest
     from dlbench.harness.synth.frameworks import VERSIONS
-    from dlbench.harness.synth.rounds import medians, ordered
+    from dlbench.harness.synth.rounds import in_order, interleaved, medians, ordered
+
+    times = processes or {}
 
     onnx_builds = [b for b in matrix.builds if b != "fp32"] if any(map(takes_onnx, matrix.backends)) else []
     generated = [*synth, *(n for n in natives if n not in synth)]
@@ -132,78 +135,73 @@ def measure(
 
         probe_files([f for by_backend in natives.values() for f in by_backend.values()])
     rule = StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30)
-    # Every bench request of the matrix first, then the rounds over them (``rounds``).
-    jobs: list[tuple[str, str, str, str, dict[str, str], dict[str, tuple[int, ...]], int]] = []
-    times = processes or {}
+    # Every block of the matrix (backend x build x allocator x environment) first, each
+    # its artifacts' processes in the order they run, then the rounds over them.
+    Step = tuple[str, str, dict[str, tuple[int, ...]]]  # file, its source, its input shapes
+    blocks: list[tuple[str, str, str, str, list[Step]]] = []
     for backend in matrix.backends:
         onnx = takes_onnx(backend)
         if not onnx:
             left += [f"{Path(a).name} on {backend}: not a model by name" for a, n in apps.items() if not n]
+        name = VERSIONS[backend].shape_input if not onnx else None
         for build, allocator, env in itertools.product(
             matrix.builds if onnx else ["fp32"], matrix.allocators, matrix.envs
         ):
-            # One request per set of artifacts that share their input shapes (the
-            # network's framework version records none, and is given its own) and the
-            # processes their cells run in.
-            requests: list[tuple[dict[str, str], dict[str, tuple[int, ...]], int]]
             if onnx:
-                named = {built[a][build]: a for a in [*apps, *generated] if build in built[a]}
-                requests = [(files, {}, n) for files, n in _by_processes(named, times)]
+                files = {a: built[a][build] for a in [*apps, *generated] if build in built[a]}
             else:
-                # The generated networks' versions record no input shape in every format,
-                # and each has its own width: one request each.
-                requests = [
-                    (files, {}, n) for files, n in _by_processes({n: a for a, n in apps.items() if n}, times)
-                ]
-                name = VERSIONS[backend].shape_input
-                for source in generated:
-                    if backend in natives.get(source, {}):
-                        shape: dict[str, tuple[int, ...]] = {name: (1, _width(source))} if name else {}
-                        requests.append(({natives[source][backend]: source}, shape, times.get(source, 1)))
-            jobs += [(backend, build, allocator, env, *r) for r in requests if r[0]]
+                files = {a: n for a, n in apps.items() if n}
+                files.update({s: natives[s][backend] for s in generated if backend in natives.get(s, {})})
+            steps: list[Step] = []
+            for source in interleaved(
+                [a for a in files if a not in times], {a: times[a] for a in files if a in times}
+            ):
+                # A generated network's framework version records no input shape in every
+                # format, and each has its own width.
+                shape: dict[str, tuple[int, ...]] = (
+                    {name: (1, _width(source))} if name and source in generated else {}
+                )
+                steps.append((files[source], source, shape))
+            if steps:
+                blocks.append((backend, build, allocator, env, steps))
     got: dict[str, dict[str, list[float]]] = raw if raw is not None else {}
-    for number, order in enumerate(ordered(jobs, rounds), 1):
-        for backend, build, allocator, env, named, shapes, repeats in order:
+    for number, order in enumerate(ordered(blocks, rounds), 1):
+        figures: dict[str, dict[str, list[float]]] = {}  # this round's, every process
+        for backend, build, allocator, env, steps in order:
             where = f"{backend}, {build}, allocator {allocator}{', ' + env if env else ''}"
-            each = f", each cell in {repeats} processes" if repeats > 1 else ""
             say(
-                f"bench {len(named)} on {where}{each}"
+                f"bench {len(steps)} processes a cell on {where}"
                 + (f" (round {number} of {rounds})" if rounds > 1 else "")
             )
-            req = BenchRequest(
-                artifacts=list(named),
-                backends=[backend],
-                batch_sizes=matrix.batch_sizes,
-                threads=matrix.threads,
-                allocator=allocator,
-                with_specs=[env] if env else [],
-                rule=rule,
-                shapes=shapes,
-                repeats=repeats,
-                db=db,
-            )
-            refused: list[str] = []
-            records = run_bench(req, show_progress=False, refusals=refused)
-            left += [x for x in refused if x not in left]  # each round refuses alike
-            for r in records:
-                ran = named.get(r["context"]["artifact"].get("label"))
-                if ran is None or r["status"] not in ("ok", "unstable") or not r.get("throughput_sps"):
-                    continue
-                config = Config(backend, build, r["batch_size"], r["intra_op_threads"], allocator, env)
-                got.setdefault(config.label, {}).setdefault(ran, []).append(r["throughput_sps"])
-                if cells is not None:
-                    cells.setdefault(r["status"], []).append(f"{config.label}: {Path(ran).name}")
+            for file, source, shapes in in_order(steps, number):
+                # Bench runs a request's cells by batch, then threads: a round that runs
+                # backwards does so within each step too.
+                req = BenchRequest(
+                    artifacts=[file],
+                    backends=[backend],
+                    batch_sizes=in_order(matrix.batch_sizes, number),
+                    threads=in_order(matrix.threads, number),
+                    allocator=allocator,
+                    with_specs=[env] if env else [],
+                    rule=rule,
+                    shapes=shapes,
+                    db=db,
+                )
+                refused: list[str] = []
+                records = run_bench(req, show_progress=False, refusals=refused)
+                left += [x for x in refused if x not in left]  # each round refuses alike
+                for r in records:
+                    if r["status"] not in ("ok", "unstable") or not r.get("throughput_sps"):
+                        continue
+                    config = Config(backend, build, r["batch_size"], r["intra_op_threads"], allocator, env)
+                    figures.setdefault(config.label, {}).setdefault(source, []).append(r["throughput_sps"])
+                    if cells is not None:
+                        cells.setdefault(r["status"], []).append(f"{config.label}: {Path(source).name}")
+        for label, by_source in medians(figures).items():
+            for source, figure in by_source.items():
+                got.setdefault(label, {}).setdefault(source, []).append(figure)
     results = medians(got)
     return results, left, unverified
-
-
-def _by_processes(named: dict[str, str], times: dict[str, int]) -> list[tuple[dict[str, str], int]]:
-    """A request's files (file -> source) split by the processes their cells run in: bench
-    gives every cell of one request the same ``repeats``."""
-    groups: dict[int, dict[str, str]] = {}
-    for file, source in named.items():
-        groups.setdefault(times.get(source, 1), {})[file] = source
-    return sorted(((files, n) for n, files in groups.items()), key=lambda g: g[1])
 
 
 def _width(network: str) -> int:

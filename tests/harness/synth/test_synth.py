@@ -674,18 +674,23 @@ def test_validate_scores_the_network_against_the_applications_over_a_matrix(synt
     # Every generated network's cell ran in two processes, its figure their median; each
     # application's in one.
     assert v["processes"] == {f"synthetic{s}.onnx": 2 for s in GENERATED}
-    assert "Processes per cell, a cell's figure their median: 2 for " in out.stdout
-    per_file: dict[str, set[int]] = {}
-    for r in ResultStore(str(d / "results.sqlite")).records("kind = 'bench'"):
-        name = Path(r["context"]["artifact"]["label"]).name
-        per_file.setdefault(name, set()).add(len(r["metrics"].get("repeats") or [None]))
-    assert {n: c for n, c in per_file.items() if not n.startswith("synthetic")} == {
-        n: {1} for n in per_file if not n.startswith("synthetic")
-    }
-    assert {n: c for n, c in per_file.items() if n.startswith("synthetic")} == {
-        n: {2} for n in per_file if n.startswith("synthetic")
-    }
-    assert len(per_file) >= 8, per_file
+    assert "Processes per cell and round, taking turns with the applications' (one each)" in out.stdout
+    # Round 2 ran every cell in round 1's reverse order, within each block too.
+    timed = ResultStore(str(d / "results.sqlite")).records("kind = 'bench'")
+    cell = [
+        (Path(r["context"]["artifact"]["label"]).name, r["batch_size"], r["context"]["allocator"]["name"])
+        for r in timed
+    ]
+    assert cell[len(cell) // 2 :] == cell[: len(cell) // 2][::-1], cell
+    # Each generated network's cell ran in two processes a round, the applications' in one,
+    # and a network's two took turns with the applications: one ran between them.
+    first = cell[: len(cell) // 2]
+    for name in {c[0] for c in first}:
+        runs = [c for c in first if c[0] == name]
+        assert len(runs) == len(set(runs)) * (2 if name.startswith("synthetic") else 1), (name, runs)
+    order = [c[0] for c in first if c[1:] == first[0][1:]]  # one cell's, through its block
+    network = [i for i, n in enumerate(order) if n == "synthetic-1.onnx"]
+    assert any(order[i] in ("cnn.onnx", "attention.onnx") for i in range(network[0], network[1])), order
     for j in v["predictors"].values():
         assert -1 <= j["spearman"] <= 1 and 0 <= j["median_error"] <= j["p90_error"]
     # Each config's actual score is the weighted geometric mean of the two applications',
@@ -698,6 +703,16 @@ def test_validate_scores_the_network_against_the_applications_over_a_matrix(synt
             assert s[key] == pytest.approx(math.exp((math.log(ratio[0]) + 2 * math.log(ratio[1])) / 3))
     assert (d / "net" / "builds" / "synthetic-1.int8.onnx").is_file()  # verified through build
     assert "Derived score" in out.stdout
+
+
+def test_a_predictors_processes_take_turns_with_the_applications():
+    """Four applications, a network of four processes, two of two, four of one each:
+    every application's turn is followed by one of each kind."""
+    spread = rounds.interleaved(list("abcd"), {"s": 4, "m1": 2, "m2": 2, "r0": 1, "r1": 1, "r2": 1, "r3": 1})
+    assert spread == ["a", "s", "m1", "r0", "b", "s", "m2", "r1", "c", "s", "m1", "r2", "d", "s", "m2", "r3"]
+    assert rounds.interleaved([], {"s": 2, "t": 1}) == ["s", "s", "t"]  # no application: in turn
+    assert rounds.interleaved(["a", "b"], {}) == ["a", "b"]
+    assert rounds.in_order([1, 2, 3], 1) == [1, 2, 3] and rounds.in_order([1, 2, 3], 2) == [3, 2, 1]
 
 
 def test_a_predictor_of_few_networks_is_timed_in_as_many_processes_as_the_set_has_applications():
