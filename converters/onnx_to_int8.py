@@ -296,9 +296,10 @@ INT32_BIAS_OFF = "QDQDisableWeightAdjustForInt32Bias"
 
 
 def _two_d_gemm_bias(graph) -> bool:
-    """A Gemm whose bias is a 2-D initializer ([1, N]), which ONNX Runtime's int32-bias
-    adjustment fails on (issue 24815) only after the whole calibration has run: seen
-    first, the step is left out and the model calibrated once, not twice."""
+    """A Gemm whose bias is a 2-D initializer, which ONNX Runtime's int32-bias adjustment
+    fails on (issue 24815) only after the whole calibration has run: seen first, the step
+    is left out and the model calibrated once, not twice.  A [1, N] row is flattened
+    before (``int8_recipe.flat_gemm_biases``): what is left is an [M, N] bias."""
     shapes = {t.name: len(t.dims) for t in graph.initializer}
     return any(n.op_type == "Gemm" and len(n.input) > 2 and shapes.get(n.input[2]) == 2 for n in graph.node)
 

@@ -212,15 +212,16 @@ def test_int8_dynamic_on_a_matmul_model(cli, workdir):
 
 def test_static_int8_of_gemms_with_row_biases(cli, workdir):
     """A MatMul + Add of a [1, N] row fuses into a Gemm whose 2-D bias broke the
-    quantizer's int32-bias adjustment (onnxruntime issue 24815): the build goes on
-    without that step, verified, and its recipe says so."""
+    quantizer's int32-bias adjustment (onnxruntime issue 24815) and its per-channel bias
+    scales: the build hands the quantizer each such bias as [N], the same sum, keeps the
+    adjustment, verifies, and says how many it flattened."""
     tiny_onnx.save(tiny_onnx.mlp(row_bias=True), workdir / "rows.onnx")
     out = cli("build", "rows.onnx", "--to", "int8", "--static", "--json", "r.json")
     assert out.returncode == 0, out.stderr[-3000:]
     info = only_record(workdir, "r.json")["context"]["build_info"]
     recipe = info["recipe"]
-    assert recipe["mode"] == "static" and recipe["int32_bias_weight_adjust"] is False
-    assert info["calibration"]["passes"] == 1  # the 2-D bias seen first: no failed pass to redo
+    assert recipe["mode"] == "static" and recipe["int32_bias_weight_adjust"] is True
+    assert info["gemm_biases_flattened"] == 2 and info["calibration"]["passes"] == 1
     # An ordinary graph keeps the adjustment.
     tiny_onnx.save(tiny_onnx.mlp(), workdir / "plain.onnx")
     out = cli("build", "plain.onnx", "--to", "int8", "--static", "--json", "p.json")
