@@ -129,11 +129,15 @@ def measure(
     onnx_builds = [b for b in matrix.builds if b != "fp32"] if any(map(takes_onnx, matrix.backends)) else []
     generated = [*synth, *(n for n in natives if n not in synth)]
     unverified: list[str] = []
+    widths: dict[str, int] = {}  # the generated networks', where a native backend runs them
     built, left = build_all([*apps, *generated], onnx_builds, workdir, say, ready, unverified, modes)
     if not all(map(takes_onnx, matrix.backends)):
         from dlbench.harness.usermodel import probe_files
 
         probe_files([f for by_backend in natives.values() for f in by_backend.values()])
+        # A generated network's framework version records no input shape in every format,
+        # and each has its own width: read once, each of its processes is given it.
+        widths = {s: _width(s) for s in generated if natives.get(s)}
     rule = StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30)
     # Every block of the matrix (backend x build x allocator x environment) first, each
     # its artifacts' processes in the order they run, then the rounds over them.
@@ -156,10 +160,8 @@ def measure(
             for source in interleaved(
                 [a for a in files if a not in times], {a: times[a] for a in files if a in times}
             ):
-                # A generated network's framework version records no input shape in every
-                # format, and each has its own width.
                 shape: dict[str, tuple[int, ...]] = (
-                    {name: (1, _width(source))} if name and source in generated else {}
+                    {name: (1, widths[source])} if name and source in generated else {}
                 )
                 steps.append((files[source], source, shape))
             if steps:
