@@ -231,8 +231,32 @@ def activation_products(graph) -> list[str]:
     ]
 
 
-def choose_mode(graph, asked: bool | None) -> tuple[bool, str]:
-    """(dynamic?, why): the user's --dynamic/--static, else what the graph is.
+MODE_PROP = "dlbench.int8_mode"  # a model's own INT8 mode, "static" or "dynamic"
+
+
+def mode_metadata(dynamic: bool) -> dict[str, str]:
+    """The metadata that declares an INT8 mode (``declared_mode`` reads it back)."""
+    return {MODE_PROP: "dynamic" if dynamic else "static"}
+
+
+def declared_mode(model) -> bool | None:
+    """Whether ``model``'s metadata declares its INT8 mode dynamic (None: it declares none).
+
+    A generated network stands for a set of applications: its graph would choose by its
+    own units (one recurrent unit among hundreds of convolutions makes it dynamic), while
+    what it must reproduce is how the set quantizes, so it carries the set's mode, and
+    every build of it, by whoever makes it, takes that mode."""
+    said = {p.key: p.value for p in model.metadata_props}.get(MODE_PROP)
+    if said is None:
+        return None
+    if said not in ("static", "dynamic"):
+        raise ConversionError(f"metadata {MODE_PROP}={said!r}: expected 'static' or 'dynamic'")
+    return said == "dynamic"
+
+
+def choose_mode(graph, asked: bool | None, declared: bool | None = None) -> tuple[bool, str]:
+    """(dynamic?, why): the user's --dynamic/--static, else the mode the model declares
+    (``declared_mode``), else what the graph is.
 
     ONNX Runtime's quantization guide recommends dynamic quantization for transformers
     and RNNs and static for CNNs: an attention's or a recurrent cell's activation ranges
@@ -241,6 +265,8 @@ def choose_mode(graph, asked: bool | None) -> tuple[bool, str]:
     gain the fused int8 chains that static Q/DQ allows."""
     if asked is not None:
         return asked, "--dynamic" if asked else "--static"
+    if declared is not None:
+        return declared, f"the model's {MODE_PROP} metadata ({'dynamic' if declared else 'static'})"
     recurrent = [n.op_type for n in graph.node if n.op_type in RECURRENT_OPS]
     products = activation_products(graph)
     if recurrent:

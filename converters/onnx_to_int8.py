@@ -192,6 +192,7 @@ class OnnxToInt8(BuildHop):
 
         source_model = onnx_io.load(source, check=False)
         _check_normalized(source_model, source.name, self.min_opset)
+        declared = int8_recipe.declared_mode(source_model)  # before preparing drops the metadata
 
         info: dict[str, Any] = {"tool": f"onnxruntime {onnxruntime.__version__} quantization"}
         # What the quantizer logged, by message: filled as the build ends (ort_tools.kept_log).
@@ -200,7 +201,7 @@ class OnnxToInt8(BuildHop):
             pre = Path(tmp, "pre.onnx")
             info.update(prepare(source, pre))
             pre_model = onnx_io.load(pre, check=False)
-            dynamic, chosen_by = int8_recipe.choose_mode(pre_model.graph, options.dynamic)
+            dynamic, chosen_by = int8_recipe.choose_mode(pre_model.graph, options.dynamic, declared)
             if not dynamic and not calibration:
                 raise ConversionError("static INT8 quantization needs calibration batches")
             floats = int8_recipe.float_nodes(pre_model.graph, source_model.graph, options, static=not dynamic)

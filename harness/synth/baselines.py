@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from dlbench.converters.int8_recipe import mode_metadata
 from dlbench.harness.synth.fit import kmedoids
 from dlbench.harness.synth.units import Unit
 
@@ -110,9 +111,11 @@ def write(workload: dict[str, Any], home: Path, stem: str, seed: int = 0) -> dic
         for i, (app, lanes) in enumerate(zip(workload["applications"], replays(workload)))
         if any(u.batched for u, _ in lanes)
     ]  # fmt: skip
-    for name, lanes, _ in micro + replayed:
+    for name, lanes, about in micro + replayed:
         model = network(lanes, seed, name=Path(name).stem)
-        onnx.helper.set_model_props(model, {"dlbench.model": Path(name).stem, **spec(lanes)})
+        # Its INT8 mode travels with it, as the network's does.
+        carried = {"dlbench.model": Path(name).stem, **mode_metadata(about["int8_dynamic"])}
+        onnx.helper.set_model_props(model, {**carried, **spec(lanes)})
         onnx.save(model, str(home / name))
     return {
         "micro_cells": [{"onnx": name, **about} for name, _, about in micro],

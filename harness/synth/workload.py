@@ -178,12 +178,14 @@ class ProfileFailed(RuntimeError):
 
 def int8_dynamic(source: str) -> bool:
     """Whether ``source``'s INT8 build quantizes dynamically: the choice the build path
-    makes from its graph (recurrent layers, attention) when nobody asks."""
+    makes when nobody asks (the mode the model declares, else its graph's: recurrent
+    layers, attention)."""
     import onnx
 
-    from dlbench.converters.int8_recipe import choose_mode
+    from dlbench.converters.int8_recipe import choose_mode, declared_mode
 
-    return choose_mode(onnx.load(source, load_external_data=False).graph, None)[0]
+    model = onnx.load(source, load_external_data=False)
+    return choose_mode(model.graph, None, declared_mode(model))[0]
 
 
 def set_mode(apps: list[dict[str, Any]]) -> bool:

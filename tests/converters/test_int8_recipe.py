@@ -340,6 +340,18 @@ def test_the_graph_chooses_dynamic_for_attention_and_recurrence_static_otherwise
     # The user's word wins either way.
     assert int8_recipe.choose_mode(attention, False) == (False, "--static")
     assert int8_recipe.choose_mode(cnn, True) == (True, "--dynamic")
+    # A model may declare its mode (a generated network stands for a set that quantizes
+    # otherwise than its own graph would): the declaration beats the graph, not the user.
+    declared = helper.make_model(lstm)
+    helper.set_model_props(declared, int8_recipe.mode_metadata(False))
+    said = int8_recipe.declared_mode(declared)
+    assert said is False and int8_recipe.declared_mode(helper.make_model(lstm)) is None
+    why = "the model's dlbench.int8_mode metadata (static)"
+    assert int8_recipe.choose_mode(lstm, None, said) == (False, why)
+    assert int8_recipe.choose_mode(lstm, True, said) == (True, "--dynamic")
+    helper.set_model_props(declared, {"dlbench.int8_mode": "fast"})
+    with pytest.raises(ConversionError, match="dlbench.int8_mode='fast': expected 'static' or 'dynamic'"):
+        int8_recipe.declared_mode(declared)
 
 
 BUILD_BOTH_WAYS = """
@@ -378,6 +390,13 @@ def test_a_build_that_goes_dynamic_makes_no_calibration_set(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     got = json.loads(res.stdout.strip().splitlines()[-1])
     assert got == {"auto": ["dynamic", 0, None], "static": ["static", 1, 2]}, got
+    # The same graph declaring itself static: left to choose, it is built static.
+    helper.set_model_props(model, int8_recipe.mode_metadata(False))
+    onnx.save(model, tmp_path / "declared.onnx")
+    declared = [sys.executable, "-c", BUILD_BOTH_WAYS, str(tmp_path / "declared.onnx")]
+    res = subprocess.run(declared, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert json.loads(res.stdout.strip().splitlines()[-1])["auto"] == ["static", 1, 2]
 
 
 BUILD_AND_RUN_AT_8 = """
