@@ -6,7 +6,9 @@
    network of its own, made as follows from its applications alone.
 1. Each op class's units are clustered (``fit.kmedoids``), weighted by the time their
    nodes take on the fp32 references (each application's time normalized to its own run
-   on the first reference, times its weight); clusters go to classes by time share.
+   on the first reference, times its share of the mix: its weight tilted so that the
+   mix's time moves between references as the score does, ``groups.tilted``); clusters
+   go to classes by time share.
 2. A calibration network (every medoid a few times) is profiled on every reference (a
    built reference profiles its build): a medoid's measured cost is what its instances
    take there, bridges and the runtime's own reorders included, the profiler's own cost
@@ -18,7 +20,9 @@
    time relative to the first (the speed ratio the score predicts).
 4. The fitted network is profiled in its turn and refitted on its units' costs in place,
    pooled over every network each unit ran in (each fit's budget from the smallest
-   again); the network whose own profile comes closest to the workload is kept.
+   again); the network whose own profile comes closest is kept, judged as the counts
+   were: its class divergence plus how far its time on each reference, relative to the
+   first, is from the score's.
 5. The static self-check: the op-class time shares the counts predict, against the
    workload's, as a total-variation divergence on each reference.  A budget too small
    for integer counts to hit the shares is doubled until they do (or the ceiling, or its
@@ -35,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from dlbench.converters.int8_recipe import mode_metadata
 from dlbench.core.errors import UserError
 from dlbench.harness.synth.counts import DIVERGENCE_LIMIT, contributions, divergence, fit_budget
 from dlbench.harness.synth.units import Unit
@@ -122,6 +127,37 @@ def _pooled(measured: list[tuple[int, dict[str, float], float]]) -> tuple[dict[s
         for c, us in by_class.items():
             classes[c] = classes.get(c, 0.0) + n * us / total
     return classes, sum(n * own for n, _, own in measured) / total
+
+
+def _ratio_misses(profiles: list[dict[str, Any]], score: np.ndarray) -> list[float]:
+    """The network's time on each reference after the first, relative to the first, over
+    the score's ratio there, less 1."""
+    first = profiles[0]["node_ms_per_run"]
+    return [float(p["node_ms_per_run"] / first / s - 1) for p, s in zip(profiles[1:], score)]
+
+
+def _tilted(
+    workload: dict[str, Any], say: Callable[[str], None]
+) -> tuple[dict[str, Any], list[float], np.ndarray]:
+    """The workload with each application weighing its tilted share of the fit's time
+    (``groups.tilted``): the applications' summed time then moves between the references
+    as their weighted geometric mean does, which a network fitted to their weights would
+    miss by the spread of their ratios, always on the slow side.  Also returns the mix
+    and the score's time ratio on each reference after the first."""
+    from dlbench.harness.synth.groups import response, tilted
+
+    apps = workload["applications"]
+    mix = tilted(workload)
+    weights = np.array([a["weight"] for a in apps], dtype=float)
+    ratios = np.exp(response(workload))
+    score = np.exp(weights @ np.log(ratios) / weights.sum())
+    summed = weights @ ratios / weights.sum() / score - 1
+    gaps = [f"{g:+.1%} -> {m:+.1%}" for g, m in zip(summed, mix @ ratios / score - 1)]
+    if gaps:
+        say(f"summed time against the score on the references after the first: {', '.join(gaps)}")
+    total = float(weights.sum())
+    tilted_apps = [{**a, "weight": float(t) * total} for a, t in zip(apps, mix)]
+    return {**workload, "applications": tilted_apps}, [float(t) for t in mix], score
 
 
 def _quiet(_: str) -> None:
@@ -230,6 +266,7 @@ def _network(
 
     refs = [Reference.from_json(r) for r in workload["references"]]
     dynamic = set_mode(workload["applications"])
+    workload, mix, score = _tilted(workload, say)
     units, owner = medoids(workload, clusters)
     say(f"{len(units)} representatives from {len(workload['nodes'])} nodes")
 
@@ -252,7 +289,7 @@ def _network(
         # earlier ones for the next fit, and the network whose own profile comes closest
         # to the workload's is the one kept, its profile the measured check.
         costs, main, _ = measure([CALIBRATION_REPEATS] * len(units), Path(tmp) / "calibration.onnx")
-        tried: list[tuple[float, Any, float, Any, Any, Any, Any, list[tuple[float, float]]]] = []
+        tried: list[dict[str, Any]] = []
         # Every in-place cost a unit was measured at, pooled by its instances: one profile's
         # costs alone are noise on a busy machine (two profiles of one network differed by
         # 0.02 to 0.2 on the zoo set), and refitting on them swung the fit from one network
@@ -265,24 +302,37 @@ def _network(
             counts, used, targets, predicted = fit_budget(workload, owner, costs, main, *budget, curve)
             tried_here = ", ".join(f"{b / 1000:.3g} ms: {d:.3f}" for b, d in curve)
             say(f"fit {len(tried) + 1}: {tried_here}; {used / 1000:.3g} ms kept")
-            if not any(counts) or any(np.array_equal(counts, t[1]) for t in tried):
+            if not any(counts) or any(np.array_equal(counts, t["counts"]) for t in tried):
                 break
             placed, own, profiles = measure(list(counts), Path(tmp) / "fitted.onnx")
             shares = [{c["class"]: c["share"] for c in m["classes"]} for m in profiles]
             worst = max(divergence(m, t) for m, t in zip(shares, targets))
-            say(f"fit {len(tried) + 1} measured {worst:.3f}")
-            tried.append((worst, counts, used, targets, predicted, profiles, own, curve))
+            off = _ratio_misses(profiles, score)
+            said = ", ".join(f"{m:+.1%}" for m in off)
+            said = f"; time ratios against the score {said}" if said else ""
+            say(f"fit {len(tried) + 1} measured {worst:.3f}{said}")
+            # Judged as the fit judges its counts: the worst class divergence plus how far
+            # each reference's time ratio is from the score's, the figure validate tests.
+            miss = worst + float(np.abs(np.log1p(off)).sum())
+            tried.append(
+                {"miss": miss, "counts": counts, "used": used, "targets": targets, "predicted": predicted}
+                | {"profiles": profiles, "own": own, "curve": curve}
+            )
             for j, n in enumerate(counts):
                 for r in range(len(refs)) if n else ():
                     seen[r][j].append((int(n), placed[r][j], own[r][j]))
                     costs[r][j], main[r][j] = _pooled(seen[r][j])
     if not tried:
         raise UserError("the fit gave no unit a count: the workload's nodes have no emittable work")
-    _, counts, used, targets, predicted, measured, main, curve = min(tried, key=lambda t: t[0])
+    kept = min(tried, key=lambda t: t["miss"])
+    counts, used, targets, predicted = kept["counts"], kept["used"], kept["targets"], kept["predicted"]
+    measured, main, curve = kept["profiles"], kept["own"], kept["curve"]
     checks = [divergence(p, t) for p, t in zip(predicted, targets)]
     lanes = [(u, int(n)) for u, n in zip(units, counts)]
     model = network(lanes, seed, name=out.stem)
-    onnx.helper.set_model_props(model, {"dlbench.model": out.stem, "dlbench.synthetic": "1", **spec(lanes)})
+    # Its INT8 mode travels with it: a build by any path, bench's or a user's, takes it.
+    about = {"dlbench.model": out.stem, "dlbench.synthetic": "1", **mode_metadata(dynamic)}
+    onnx.helper.set_model_props(model, {**about, **spec(lanes)})
     out.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(model, str(out))
     apps = workload["applications"]
@@ -305,6 +355,8 @@ def _network(
     return {
         "onnx": out.name,
         "applications": [named_in(out.parent, a["source"]) for a in apps],
+        # Each application's share of the time the network was fitted to (``_tilted``).
+        "fit_mix": mix,
         "budget_us": used,  # its time on the first reference, as fitted
         # The budgets its fit tried, each with the divergence its counts predicted.
         "budget_curve": [{"budget_us": b, "predicted_divergence": d} for b, d in curve],
@@ -320,6 +372,9 @@ def _network(
         "measured_class_share": shares,
         "measured_divergence": [divergence(m, t) for m, t in zip(shares, targets)],
         "measured_ms": [m["node_ms_per_run"] for m in measured],
+        # Its time on each reference after the first relative to the first, against the
+        # score's (the applications' weighted geometric mean): what validate will test.
+        "measured_ratio_miss": _ratio_misses(measured, score),
         "repeat_divergence": [divergence(a, b) for a, b in zip(shares, repeat)],
         "applications_ms": [set_ms(apps, i) for i in range(len(refs))],
         "builds": {t: Path(p).name for t, p in built.items() if t != "fp32"},

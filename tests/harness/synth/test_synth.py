@@ -17,7 +17,7 @@ from dlbench.harness.store.results import ResultStore
 from dlbench.harness.synth import emit, fit, rounds
 from dlbench.harness.synth.baselines import MICRO, REPLAY, cells, replays
 from dlbench.harness.synth.counts import divergence
-from dlbench.harness.synth.groups import split, subset
+from dlbench.harness.synth.groups import response, split, subset, tilted
 from dlbench.harness.synth.tables import validation_table
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
 from dlbench.harness.synth.validate import judge, scores, spearman, validate
@@ -282,6 +282,36 @@ def test_applications_that_responded_alike_share_a_network():
     part = subset(w, [1, 3])
     assert [a["source"] for a in part["applications"]] == ["rnn", "mlp"]
     assert [n["app"] for n in part["nodes"]] == [0, 1, 1] and part["references"] == refs
+
+
+def test_the_fit_mix_is_tilted_so_summed_time_moves_as_the_score():
+    """A network that copied its applications exactly would move by their summed time, the
+    harmonic mean of their speed ratios, and read the score's gains too small; the mix it
+    is fitted to gives the fast responders more of its time, as little as reaches the
+    weighted geometric mean on every reference after the first."""
+    refs = [{"batch": 1}, {"batch": 8}, {"batch": 1, "build": "int8"}]
+    apps = [
+        _app("cnn", 1, 3, 0.5),
+        _app("rnn", 2, 5, 2.4, weight=2),
+        _app("vit", 1, 2, 0.9),
+        _app("mlp", 1, 4, 1.2),
+    ]
+    w = {"references": refs, "applications": apps, "nodes": []}
+    weights = np.array([1, 2, 1, 1]) / 5
+    ratios = np.exp(response(w))
+    score = np.exp(weights @ np.log(ratios))
+    assert (weights @ ratios > score * 1.02).all()  # untilted: the summed time slower than the score
+    mix = tilted(w)
+    assert mix.sum() == pytest.approx(1.0)
+    # Within a fifth of the gap on each reference (the ridge keeps a little of it).
+    assert (np.abs(mix @ ratios / score - 1) < 0.2 * np.abs(weights @ ratios / score - 1)).all()
+    assert (mix > 0.25 * weights).all()  # a tilt, not one application standing for the set
+    assert mix[0] > weights[0] and mix[1] < weights[1]  # from the slow responder to the fast
+    alike = {**w, "applications": [_app("a", 1, 3, 2), _app("b", 2, 6, 4, weight=3)]}
+    assert tilted(alike) == pytest.approx([0.25, 0.75])  # nothing to correct: the weights
+    # Two references pulling apart, the score beyond any mix: the tilt stays bounded.
+    apart = {**w, "applications": [_app("x", 1, 4, 0.5), _app("y", 1, 1.1, 1), _app("z", 1, 4.2, 0.45)]}
+    assert (tilted(apart) > 0.5 / 3).all()
 
 
 def test_the_profilers_cost_per_node_is_taken_off_each_node():
@@ -569,7 +599,16 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
     # Neither toy application has recurrent layers or attention products: static INT8 for
     # the networks, the cells and replays, as for the applications.
     assert not any(e["int8_dynamic"] for e in nets + net["micro_cells"] + net["replays"])
+    # Each file carries its mode, so a build of it by any path takes the set's, not the
+    # one its own graph would choose.
+    for e in nets + net["micro_cells"] + net["replays"]:
+        carried = onnx.load(str(d / "net" / e["onnx"]), load_external_data=False).metadata_props
+        assert {p.key: p.value for p in carried}["dlbench.int8_mode"] == "static", e["onnx"]
     for n in nets:
+        # One application a network: its mix is that application, and the network's time
+        # ratios between references are measured against the score's.
+        assert n["fit_mix"] == [pytest.approx(1.0)]
+        assert len(n["measured_ratio_miss"]) == len(net["references"]) - 1
         assert n["self_check"] == (
             "ok" if max(n["predicted_divergence"]) <= net["divergence_limit"] else "over the limit"
         )
