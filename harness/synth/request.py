@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from dlbench.core.flags import comma_list, field_of, flag, split
 from dlbench.harness.store.context import DB
+from dlbench.harness.synth.workload import DEFAULT_REFERENCES
 
 ALL = "all"
 
@@ -38,7 +39,7 @@ class SynthProfileRequest(ProfileRuns):
     )
     references: list[str] = flag(
         "--reference",
-        factory=lambda: ["1x1", "8xall", "1x1:int8"],
+        factory=lambda: [r.text for r in DEFAULT_REFERENCES],
         many=True,
         read=split,
         help="reference configurations BATCHxTHREADS[:BUILD], at least two fp32 ones of different "

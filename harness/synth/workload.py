@@ -46,6 +46,11 @@ class Reference:
         threads = f"{self.threads or 'all'} thread{'s' if self.threads != 1 else ''}"
         return f"batch {self.batch}, {threads}" + (f", {self.build}" if self.build != "fp32" else "")
 
+    @property
+    def text(self) -> str:
+        """As ``--reference`` takes it (``parse`` reads it back)."""
+        return f"{self.batch}x{self.threads or 'all'}" + (f":{self.build}" if self.build != "fp32" else "")
+
     @classmethod
     def parse(cls, text: str) -> Reference:
         """``BATCHxTHREADS[:BUILD]``: ``1x1``, ``8xall``, ``1x1:int8``."""

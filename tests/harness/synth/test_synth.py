@@ -21,7 +21,7 @@ from dlbench.harness.synth.groups import response, split, subset, tilted
 from dlbench.harness.synth.tables import validation_table
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
 from dlbench.harness.synth.validate import judge, scores, spearman, validate
-from dlbench.harness.synth.workload import without_profiler
+from dlbench.harness.synth.workload import Reference, without_profiler
 from tests.utils.clitools import run_cli
 
 OPSET = 17
@@ -343,6 +343,13 @@ def test_divergence_is_total_variation_of_normalized_shares():
     assert divergence({"a": 2, "b": 2}, {"a": 1, "b": 1}) == 0
     assert divergence({"a": 1}, {"b": 5}) == pytest.approx(1.0)
     assert divergence({"a": 3, "b": 1}, {"a": 1, "b": 1}) == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("text", ["1x1", "8xall", "1x1:int8", "32x4:fp16"])
+def test_a_reference_reads_back_as_written(text):
+    """The profile's --reference default is written from the references it means."""
+    assert Reference.parse(text).text == text
+    assert Reference.parse(Reference(8, None, "int8").text) == Reference(8, None, "int8")
 
 
 # -- nodes into units, units into a network ----------------------------------------------
