@@ -29,6 +29,14 @@ VERSIONS: dict[str, Version] = {  # by the backend that runs it
 }
 
 
+def width(network: str) -> int:
+    """The network's per-sample input size, read from its ONNX file: a version whose
+    format records no input shape (``shape_input``) is given [1, width]."""
+    import onnx
+
+    return onnx.load(network, load_external_data=False).graph.input[0].type.tensor_type.shape.dim[1].dim_value
+
+
 def write_versions(networks: list[Path], say: Any) -> list[tuple[dict[str, str], dict[str, str]]]:
     """Each network's version per native backend whose framework is installed, and why
     any other was not written (the PyTorch one is checked against ONNX Runtime, the

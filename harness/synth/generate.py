@@ -20,9 +20,10 @@
    time relative to the first (the speed ratio the score predicts).
 4. The fitted network is profiled in its turn and refitted on its units' costs in place,
    pooled over every network each unit ran in (each fit's budget from the smallest
-   again); the network whose own profile comes closest is kept, judged as the counts
-   were: its class divergence plus how far its time on each reference, relative to the
-   first, is from the score's.
+   again); the network that comes closest is kept, judged as the counts were: its
+   profile's class divergence plus how far its time on each reference (the median of a
+   few bench processes, ``rounds.timed_in_turn``), relative to the first, is from the
+   score's.
 5. The static self-check: the op-class time shares the counts predict, against the
    workload's, as a total-variation divergence on each reference.  A budget too small
    for integer counts to hit the shares is doubled until they do (or the ceiling, or its
@@ -129,11 +130,10 @@ def _pooled(measured: list[tuple[int, dict[str, float], float]]) -> tuple[dict[s
     return classes, sum(n * own for n, _, own in measured) / total
 
 
-def _ratio_misses(profiles: list[dict[str, Any]], score: np.ndarray) -> list[float]:
-    """The network's time on each reference after the first, relative to the first, over
-    the score's ratio there, less 1."""
-    first = profiles[0]["node_ms_per_run"]
-    return [float(p["node_ms_per_run"] / first / s - 1) for p, s in zip(profiles[1:], score)]
+def _ratio_misses(ms: list[float], score: np.ndarray) -> list[float]:
+    """The network's time on each reference after the first (``ms``), relative to the
+    first, over the score's ratio there, less 1."""
+    return [float(m / ms[0] / s - 1) for m, s in zip(ms[1:], score)]
 
 
 def _tilted(
@@ -175,13 +175,16 @@ def generate(
     warmup: int = 5,
     iterations: int = 20,
     timeout: float | None = None,
+    timings: int = 3,
     seed: int = 0,
     say: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """The synthetic benchmark: at most ``networks`` networks, one per group of
     applications (``groups.split``), ``out`` itself where there is one and ``out``'s stem
     numbered (``synthetic-1.onnx``) where there are several; their description, with the
-    baselines validate scores beside them, at ``out`` with .json."""
+    baselines validate scores beside them, at ``out`` with .json.  Each fitted network is
+    timed on every reference in ``timings`` processes (``rounds.timed_in_turn``; 0: its
+    profiles' times alone) for the time ratios it is kept by."""
     from dlbench.core.atomic import write_json
     from dlbench.harness.synth.baselines import write as write_baselines
     from dlbench.harness.synth.frameworks import write_versions
@@ -212,6 +215,7 @@ def generate(
             share,
             (fraction * base_us, ceiling * base_us),
             (warmup, iterations, timeout),
+            timings,
             seed,
             say,
         )
@@ -250,6 +254,7 @@ def _network(
     clusters: int,
     budget: tuple[float, float],
     runs: tuple[int, int, float | None],
+    timings: int,
     seed: int,
     say: Callable[[str], None],
 ) -> dict[str, Any]:
@@ -261,6 +266,7 @@ def _network(
 
     from dlbench.core.atomic import scratch
     from dlbench.harness.synth.emit import network, spec
+    from dlbench.harness.synth.rounds import timed_in_turn
     from dlbench.harness.synth.validate import build_all
     from dlbench.harness.synth.workload import Reference, built_for, named_in, profile_at, set_mode, set_ms
 
@@ -270,25 +276,18 @@ def _network(
     units, owner = medoids(workload, clusters)
     say(f"{len(units)} representatives from {len(workload['nodes'])} nodes")
 
-    def measure(counts: list[int], path: Path) -> tuple[Any, Any, list[dict[str, Any]]]:
+    def measure(counts: list[int], path: Path) -> tuple[Any, Any, list[dict[str, Any]], list[str]]:
         onnx.save(network(list(zip(units, counts)), seed, name=out.stem), str(path))
-        profiles = [
-            profile_at(
-                built_for(str(path), ref.build, path.parent, _quiet, dynamic),
-                ref,
-                *runs,
-                say,
-            )
-            for ref in refs
-        ]
-        return (*unit_costs(units, profiles, counts), profiles)
+        files = [built_for(str(path), ref.build, path.parent, _quiet, dynamic) for ref in refs]
+        profiles = [profile_at(f, ref, *runs, say) for f, ref in zip(files, refs)]
+        return (*unit_costs(units, profiles, counts), profiles, files)
 
     with scratch("dlbench-synth") as tmp:
         # Calibration: every representative a few times.  Then each fitted network itself:
         # its units' costs in place (their neighbours, their lane's length) replace the
         # earlier ones for the next fit, and the network whose own profile comes closest
         # to the workload's is the one kept, its profile the measured check.
-        costs, main, _ = measure([CALIBRATION_REPEATS] * len(units), Path(tmp) / "calibration.onnx")
+        costs, main, _, _ = measure([CALIBRATION_REPEATS] * len(units), Path(tmp) / "calibration.onnx")
         tried: list[dict[str, Any]] = []
         # Every in-place cost a unit was measured at, pooled by its instances: one profile's
         # costs alone are noise on a busy machine (two profiles of one network differed by
@@ -304,10 +303,14 @@ def _network(
             say(f"fit {len(tried) + 1}: {tried_here}; {used / 1000:.3g} ms kept")
             if not any(counts) or any(np.array_equal(counts, t["counts"]) for t in tried):
                 break
-            placed, own, profiles = measure(list(counts), Path(tmp) / "fitted.onnx")
+            placed, own, profiles, files = measure(list(counts), Path(tmp) / "fitted.onnx")
             shares = [{c["class"]: c["share"] for c in m["classes"]} for m in profiles]
             worst = max(divergence(m, t) for m, t in zip(shares, targets))
-            off = _ratio_misses(profiles, score)
+            ms = [m["node_ms_per_run"] for m in profiles]
+            if timings:
+                say(f"time fitted.onnx in {timings} processes a reference")
+                ms = timed_in_turn(files, refs, timings, str(Path(tmp) / "timings.sqlite"))
+            off = _ratio_misses(ms, score)
             said = ", ".join(f"{m:+.1%}" for m in off)
             said = f"; time ratios against the score {said}" if said else ""
             say(f"fit {len(tried) + 1} measured {worst:.3f}{said}")
@@ -316,7 +319,7 @@ def _network(
             miss = worst + float(np.abs(np.log1p(off)).sum())
             tried.append(
                 {"miss": miss, "counts": counts, "used": used, "targets": targets, "predicted": predicted}
-                | {"profiles": profiles, "own": own, "curve": curve}
+                | {"profiles": profiles, "own": own, "curve": curve, "ms": ms}
             )
             for j, n in enumerate(counts):
                 for r in range(len(refs)) if n else ():
@@ -372,9 +375,10 @@ def _network(
         "measured_class_share": shares,
         "measured_divergence": [divergence(m, t) for m, t in zip(shares, targets)],
         "measured_ms": [m["node_ms_per_run"] for m in measured],
+        "timed_ms": kept["ms"],  # the median of its timing processes (its profiles' without)
         # Its time on each reference after the first relative to the first, against the
         # score's (the applications' weighted geometric mean): what validate will test.
-        "measured_ratio_miss": _ratio_misses(measured, score),
+        "measured_ratio_miss": _ratio_misses(kept["ms"], score),
         "repeat_divergence": [divergence(a, b) for a, b in zip(shares, repeat)],
         "applications_ms": [set_ms(apps, i) for i in range(len(refs))],
         "builds": {t: Path(p).name for t, p in built.items() if t != "fp32"},

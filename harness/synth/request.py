@@ -92,6 +92,14 @@ class SynthGenerateRequest(ProfileRuns):
         help="the most the doubling may reach, as the same fraction: the run time the benchmark "
         "may take, whatever the time shares (default {default})",
     )
+    timings: int = flag(
+        "--timings",
+        default=3,
+        type=int,
+        help="processes that time each fitted network on every reference, the references in turn; "
+        "the median's time ratios choose the network kept (0: its one profile a reference; "
+        "default {default})",
+    )
     seed: int = flag("--seed", default=0, type=int, help="seed of the weights (default {default})")
 
 

@@ -51,6 +51,44 @@ def interleaved(slots: Sequence[T], processes: dict[T, int]) -> list[T]:
     return [x for slot in placed for x in slot]
 
 
+def stop_rule(min_duration: float = 0.5) -> Any:
+    """How long a predictor's or a fitted network's process times it: ``min_duration``
+    seconds after at least three warm-up runs."""
+    from dlbench.harness.bench.measure import StopRule
+
+    return StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30)
+
+
+def timed_in_turn(files: Sequence[str], refs: Sequence[Any], processes: int, db: str) -> list[float]:
+    """Each reference's ms per run of its file (``files[i]`` runs ``refs[i]``): the median
+    of ``processes`` bench processes on ONNX Runtime, the references taken in turn and
+    backwards every second round.  One process's speed moves 10 to 20 % on a small
+    machine: a network chosen among others on one process a reference is the one whose
+    measurements were luckiest (the zoo set's kept network read 7.7 ms at its first
+    reference once, then 9.2 to 11.2 ms in seven profiles)."""
+    from dlbench.core.errors import UserError
+    from dlbench.harness.bench.execute import run_bench
+    from dlbench.harness.bench.request import BenchRequest
+
+    got: list[list[float]] = [[] for _ in refs]
+    for number in range(1, processes + 1):
+        for r in in_order(range(len(refs)), number):
+            ref = refs[r]
+            req = BenchRequest(
+                artifacts=[files[r]],
+                backends=["onnxruntime"],
+                batch_sizes=[ref.batch],
+                threads=[ref.threads] if ref.threads else None,
+                rule=stop_rule(),
+                db=db,
+            )
+            for record in run_bench(req, show_progress=False):
+                if record["status"] not in ("ok", "unstable") or not record.get("throughput_sps"):
+                    raise UserError(f"{files[r]}: its timing at {ref.label} failed: {record.get('error')}")
+                got[r].append(ref.batch * 1000 / record["throughput_sps"])
+    return [statistics.median(v) for v in got]
+
+
 def medians(raw: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
     """Each cell's figure: the median of its rounds (those it ran in)."""
     return {c: {a: statistics.median(v) for a, v in got.items() if v} for c, got in raw.items()}

@@ -72,6 +72,8 @@ def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, 
         raise UserError(f"--clusters {req.clusters}: give at least 1")
     if req.networks < 1:
         raise UserError(f"--networks {req.networks}: give at least 1")
+    if req.timings < 0:
+        raise UserError(f"--timings {req.timings}: give 0 or more processes")
     if not 0 < req.budget <= 1:
         raise UserError(f"--budget {req.budget}: give a fraction in (0, 1]")
     if not req.budget <= req.max_budget <= 1:
@@ -91,6 +93,7 @@ def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, 
         warmup=req.warmup,
         iterations=req.iterations,
         timeout=req.timeout,
+        timings=req.timings,
         seed=req.seed,
         say=say,
     )

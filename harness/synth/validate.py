@@ -119,10 +119,9 @@ def measure(
     cell in, interleaved among the other artifacts' (``synth.rounds.interleaved``), a
     round's figure their median."""
     from dlbench.harness.bench.execute import run_bench
-    from dlbench.harness.bench.measure import StopRule
     from dlbench.harness.bench.request import BenchRequest
-    from dlbench.harness.synth.frameworks import VERSIONS
-    from dlbench.harness.synth.rounds import in_order, interleaved, medians, ordered
+    from dlbench.harness.synth.frameworks import VERSIONS, width
+    from dlbench.harness.synth.rounds import in_order, interleaved, medians, ordered, stop_rule
 
     times = processes or {}
 
@@ -137,8 +136,8 @@ def measure(
         probe_files([f for by_backend in natives.values() for f in by_backend.values()])
         # A generated network's framework version records no input shape in every format,
         # and each has its own width: read once, each of its processes is given it.
-        widths = {s: _width(s) for s in generated if natives.get(s)}
-    rule = StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30)
+        widths = {s: width(s) for s in generated if natives.get(s)}
+    rule = stop_rule(min_duration)
     # Every block of the matrix (backend x build x allocator x environment) first, each
     # its artifacts' processes in the order they run, then the rounds over them.
     Step = tuple[str, str, dict[str, tuple[int, ...]]]  # file, its source, its input shapes
@@ -204,13 +203,6 @@ def measure(
                 got.setdefault(label, {}).setdefault(source, []).append(figure)
     results = medians(got)
     return results, left, unverified
-
-
-def _width(network: str) -> int:
-    """The network's per-sample input size: its framework versions take [batch, width]."""
-    import onnx
-
-    return onnx.load(network, load_external_data=False).graph.input[0].type.tensor_type.shape.dim[1].dim_value
 
 
 def build_all(

@@ -535,7 +535,18 @@ def synthesized(home, cli_module):
     out = cli_module("synth", "profile", *named, "--reference", "1x1,4x1", "-o", str(workload), "-q")
     assert out.returncode == 0, out.stderr[-3000:]
     out = cli_module(
-        "synth", "generate", str(workload), "-o", str(net), "--networks", "2", "--clusters", "16", "-q"
+        "synth",
+        "generate",
+        str(workload),
+        "-o",
+        str(net),
+        "--networks",
+        "2",
+        "--clusters",
+        "16",
+        "--timings",
+        "2",
+        "-q",
     )
     assert out.returncode in (0, 1), out.stderr[-3000:]
     return d, apps, json.loads(workload.read_text()), json.loads(net.with_suffix(".json").read_text()), out
@@ -591,7 +602,7 @@ def _work_and_glue(
 
 
 def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
-    d, apps, _, net, out = synthesized
+    d, apps, w, net, out = synthesized
     # Two applications that responded differently to the references: a network each, each
     # weighing what its application weighs (1 and 2), named after --out.
     nets = net["networks"]
@@ -615,7 +626,14 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
         # One application a network: its mix is that application, and the network's time
         # ratios between references are measured against the score's.
         assert n["fit_mix"] == [pytest.approx(1.0)]
-        assert len(n["measured_ratio_miss"]) == len(net["references"]) - 1
+        # Timed on every reference in its own processes (two each), apart from its profiles:
+        # the ratios it was kept by are those, against its application's.
+        [app] = [a for a in w["applications"] if Path(a["source"]).name == Path(n["applications"][0]).name]
+        timed, own = n["timed_ms"], app["node_ms"]
+        assert len(timed) == len(net["references"]) and min(timed) > 0
+        assert n["measured_ratio_miss"] == pytest.approx(
+            [t / timed[0] / (a / own[0]) - 1 for t, a in zip(timed[1:], own[1:])]
+        )
         assert n["self_check"] == (
             "ok" if max(n["predicted_divergence"]) <= net["divergence_limit"] else "over the limit"
         )
@@ -808,6 +826,7 @@ def test_rounds_tell_a_drift_from_noise():
         (["validate", "workload.json"], "not dlbench synth generate's output"),
         (["validate", "old.json"], "written by an older dlbench synth generate; generate it again"),
         (["generate", "workload.json", "--networks", "0"], "--networks 0: give at least 1"),
+        (["generate", "workload.json", "--timings", "-1"], "--timings -1: give 0 or more processes"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, cli, args, says):
@@ -874,7 +893,16 @@ def test_a_built_reference_fits_the_network_to_the_applications_int8_builds(tmp_
     assert int8.get("quantize / dequantize", 0) > 0 and int8.get("convolution", 0) > 0.3  # QLinearConv
     assert all(n["us"][2] == 0 for n in w["nodes"])  # another graph: no node of the fp32 one
     out = cli(
-        "synth", "generate", str(tmp_path / "w.json"), "-o", str(tmp_path / "s.onnx"), "--clusters", "6", "-q"
+        "synth",
+        "generate",
+        str(tmp_path / "w.json"),
+        "-o",
+        str(tmp_path / "s.onnx"),
+        "--clusters",
+        "6",
+        "--timings",
+        "1",
+        "-q",
     )
     assert out.returncode in (0, 1), out.stderr[-3000:]
     [net] = json.loads((tmp_path / "s.json").read_text())["networks"]  # one application: one network

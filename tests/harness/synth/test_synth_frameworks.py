@@ -15,11 +15,9 @@ import onnx
 import pytest
 
 from dlbench.harness.synth import emit
+from dlbench.harness.synth.frameworks import VERSIONS, width
 from tests.utils.frameworks import frameworks
 from tests.utils.synthlanes import lanes
-
-# The converter of each framework's version, and the file it writes.
-CONVERTER = {"pytorch": ("torch_net", "synthetic.pt"), "tensorflow": ("keras_net", "synthetic.keras")}
 
 
 @pytest.fixture(scope="module")
@@ -31,22 +29,18 @@ def converted(tmp_path_factory):
         root = tmp_path_factory.mktemp(f"synth-{framework}")
         path = root / "synthetic.onnx"
         onnx.save(emit.network(lanes(), seed=1), str(path))
-        module, name = CONVERTER[framework]
-        done = importlib.import_module(f"dlbench.harness.synth.{module}").convert(str(path), str(root / name))
-        return path, root / name, done
+        version = VERSIONS[framework]
+        saved = root / f"synthetic{version.suffix}"
+        done = importlib.import_module(version.module).convert(str(path), str(saved))
+        return path, saved, done
 
     return convert
-
-
-def _width(path) -> int:
-    """The network's input width (its one input is batch x width)."""
-    return onnx.load(str(path)).graph.input[0].type.tensor_type.shape.dim[1].dim_value
 
 
 @pytest.mark.parametrize("framework", frameworks("pytorch", "tensorflow"))
 def test_the_saved_version_runs_at_a_batch_it_was_not_traced_at(framework, converted):
     path, saved, _ = converted(framework)
-    x = np.random.default_rng(0).standard_normal((5, _width(path))).astype(np.float32)  # traced at 2
+    x = np.random.default_rng(0).standard_normal((5, width(str(path)))).astype(np.float32)  # traced at 2
     if framework == "pytorch":
         import torch
 
