@@ -309,7 +309,7 @@ def _network(
             ms = [m["node_ms_per_run"] for m in profiles]
             if timings:
                 say(f"time fitted.onnx in {timings} processes a reference")
-                ms = timed_in_turn(files, refs, timings, str(Path(tmp) / "timings.sqlite"))
+                ms = timed_in_turn(files, refs, timings, str(Path(tmp) / "timings.sqlite"), runs[2])
             off = _ratio_misses(ms, score)
             said = ", ".join(f"{m:+.1%}" for m in off)
             said = f"; time ratios against the score {said}" if said else ""

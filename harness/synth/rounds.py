@@ -59,16 +59,19 @@ def stop_rule(min_duration: float = 0.5) -> Any:
     return StopRule(min_duration_s=min_duration, warmup=3, max_warmup=30)
 
 
-def timed_in_turn(files: Sequence[str], refs: Sequence[Any], processes: int, db: str) -> list[float]:
+def timed_in_turn(
+    files: Sequence[str], refs: Sequence[Any], processes: int, db: str, timeout: float | None = None
+) -> list[float]:
     """Each reference's ms per run of its file (``files[i]`` runs ``refs[i]``): the median
     of ``processes`` bench processes on ONNX Runtime, the references taken in turn and
     backwards every second round.  One process's speed moves 10 to 20 % on a small
     machine: a network chosen among others on one process a reference is the one whose
     measurements were luckiest (the zoo set's kept network read 7.7 ms at its first
-    reference once, then 9.2 to 11.2 ms in seven profiles)."""
-    from dlbench.core.errors import UserError
+    reference once, then 9.2 to 11.2 ms in seven profiles).  ``timeout``: seconds a
+    process; one that fails fails the step, as a failed profile does."""
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.request import BenchRequest
+    from dlbench.harness.synth.workload import ProfileFailed
 
     got: list[list[float]] = [[] for _ in refs]
     for number in range(1, processes + 1):
@@ -80,11 +83,13 @@ def timed_in_turn(files: Sequence[str], refs: Sequence[Any], processes: int, db:
                 batch_sizes=[ref.batch],
                 threads=[ref.threads] if ref.threads else None,
                 rule=stop_rule(),
+                timeout=timeout,
                 db=db,
             )
             for record in run_bench(req, show_progress=False):
                 if record["status"] not in ("ok", "unstable") or not record.get("throughput_sps"):
-                    raise UserError(f"{files[r]}: its timing at {ref.label} failed: {record.get('error')}")
+                    why = record.get("error")
+                    raise ProfileFailed(f"{files[r]}: its timing at {ref.label} failed: {why}")
                 got[r].append(ref.batch * 1000 / record["throughput_sps"])
     return [statistics.median(v) for v in got]
 
