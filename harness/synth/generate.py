@@ -144,13 +144,13 @@ def _tilted(
     as their weighted geometric mean does, which a network fitted to their weights would
     miss by the spread of their ratios, always on the slow side.  Also returns the mix
     and the score's time ratio on each reference after the first."""
-    from dlbench.harness.synth.groups import response, tilted
+    from dlbench.harness.synth.groups import response, score_ratios, tilted
 
     apps = workload["applications"]
     mix = tilted(workload)
     weights = np.array([a["weight"] for a in apps], dtype=float)
     ratios = np.exp(response(workload))
-    score = np.exp(weights @ np.log(ratios) / weights.sum())
+    score = score_ratios(workload)
     summed = weights @ ratios / weights.sum() / score - 1
     gaps = [f"{g:+.1%} -> {m:+.1%}" for g, m in zip(summed, mix @ ratios / score - 1)]
     if gaps:

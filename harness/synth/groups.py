@@ -47,6 +47,13 @@ def response(workload: dict[str, Any]) -> np.ndarray:
     ).reshape(len(workload["applications"]), refs - 1)
 
 
+def score_ratios(workload: dict[str, Any]) -> np.ndarray:
+    """The score's time ratio on each reference after the first: the weighted geometric
+    mean of the applications' (``response``)."""
+    w = np.array([float(a["weight"]) for a in workload["applications"]])
+    return np.exp(w @ response(workload) / w.sum())
+
+
 def tilted(workload: dict[str, Any], ridge: float = 1e-2) -> np.ndarray:
     """Each application's share of the time a network is fitted to, on the first
     reference (summing to 1): its weight tilted, ``w * exp(l . ratios)``, with the ``l``
@@ -55,13 +62,10 @@ def tilted(workload: dict[str, Any], ridge: float = 1e-2) -> np.ndarray:
     found by Newton's method on its convex dual).  ``ridge`` bounds ``l`` where the
     geometric mean lies outside what any mix reaches (two references pulling apart):
     the tilt then comes as close as it can without handing the mix to one application."""
-    apps = workload["applications"]
-    w = np.array([float(a["weight"]) for a in apps])
+    w = np.array([float(a["weight"]) for a in workload["applications"]])
     w = w / w.sum()
-    logs = response(workload)
-    ratios = np.exp(logs)
-    aim = np.exp(w @ logs)  # the score's ratio on each reference after the first
-    x = ratios / aim - 1.0  # [apps, refs - 1]: each application's excess over the aim
+    # [apps, refs - 1]: each application's time ratio in excess of the score's
+    x = np.exp(response(workload)) / score_ratios(workload) - 1.0
     lam = np.zeros(x.shape[1])
 
     def dual(lam: np.ndarray) -> float:
