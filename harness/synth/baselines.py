@@ -95,7 +95,8 @@ def write(workload: dict[str, Any], home: Path, stem: str, seed: int = 0) -> dic
     import onnx
 
     from dlbench.harness.synth.emit import network, spec
-    from dlbench.harness.synth.workload import app_int8_dynamic, named_in, set_mode, shape_class
+    from dlbench.harness.synth.units import shape_class
+    from dlbench.harness.synth.workload import app_int8_dynamic, named_in, set_mode
 
     # INT8 modes: a replay's is its application's, the cells' the set's (``set_mode``).
     dynamic = set_mode(workload["applications"])

@@ -15,8 +15,12 @@ the counts are rounded to integers by a greedy search on the same weighted error
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from dlbench.harness.synth.units import Unit
 
 APART = 1e3  # the distance between points of different keys: beyond any within a key
 
@@ -117,3 +121,45 @@ def integer_counts(
         best = float(found[i])
         counts = trials[i]
     return counts
+
+
+def medoids(workload: dict[str, Any], contrib: np.ndarray, clusters: int) -> tuple[list[Unit], list[int]]:
+    """The representatives and, per node, the one that stands for it (-1: none does);
+    ``contrib``: each node's time in the weighted mix on each reference
+    (``counts.contributions``, which prices the same nodes for the counts)."""
+    from dlbench.harness.synth.units import Unit
+    from dlbench.harness.synth.workload import Reference, matched
+
+    same = matched([Reference.from_json(r) for r in workload["references"]])
+    contrib = contrib[:, same]
+    weight = (contrib / contrib.sum(axis=0)).mean(axis=1)
+    units = [Unit.from_json(n["unit"]) if n["unit"] else None for n in workload["nodes"]]
+    distinct: dict[Unit, float] = {}
+    for u, w in zip(units, weight):
+        if u is not None:
+            distinct[u] = distinct.get(u, 0.0) + w
+    by_class: dict[str, list[Unit]] = {}
+    for u in distinct:
+        by_class.setdefault(u.cls, []).append(u)
+    total = sum(distinct.values()) or 1.0
+    chosen: list[Unit] = []
+    for members in sorted(by_class.values(), key=lambda m: -sum(distinct[u] for u in m)):
+        w = np.array([distinct[u] for u in members])
+        keys = [u.key() for u in members]
+        heavy_keys = {k for k, wk in zip(keys, w) if wk >= 0.01 * w.sum()}
+        k = max(len(heavy_keys), round(clusters * w.sum() / total), 1)
+        points = np.array([u.features() for u in members])
+        picked, _ = kmedoids(points, w, keys, k)
+        chosen.extend(members[i] for i in picked)
+    feats = np.array([u.features() for u in chosen])
+    owner = []
+    for u in units:
+        if u is None:
+            owner.append(-1)
+            continue
+        candidates = [j for j, m in enumerate(chosen) if m.key() == u.key()] or [
+            j for j, m in enumerate(chosen) if m.cls == u.cls
+        ]
+        d = np.linalg.norm(feats[candidates] - np.array(u.features()), axis=1)
+        owner.append(candidates[int(np.argmin(d))])
+    return chosen, owner

@@ -51,46 +51,6 @@ REFITS = 3  # fits on the costs measured in the fitted network itself
 _INSTANCE = re.compile(r"u(\d+)_i\d+_")
 
 
-def medoids(workload: dict[str, Any], clusters: int) -> tuple[list[Unit], list[int]]:
-    """The representatives and, per node, the one that stands for it (-1: none does)."""
-    from dlbench.harness.synth.fit import kmedoids
-    from dlbench.harness.synth.workload import Reference, matched
-
-    same = matched([Reference.from_json(r) for r in workload["references"]])
-    contrib = contributions(workload)[:, same]
-    weight = (contrib / contrib.sum(axis=0)).mean(axis=1)
-    units = [Unit.from_json(n["unit"]) if n["unit"] else None for n in workload["nodes"]]
-    distinct: dict[Unit, float] = {}
-    for u, w in zip(units, weight):
-        if u is not None:
-            distinct[u] = distinct.get(u, 0.0) + w
-    by_class: dict[str, list[Unit]] = {}
-    for u in distinct:
-        by_class.setdefault(u.cls, []).append(u)
-    total = sum(distinct.values()) or 1.0
-    chosen: list[Unit] = []
-    for members in sorted(by_class.values(), key=lambda m: -sum(distinct[u] for u in m)):
-        w = np.array([distinct[u] for u in members])
-        keys = [u.key() for u in members]
-        heavy_keys = {k for k, wk in zip(keys, w) if wk >= 0.01 * w.sum()}
-        k = max(len(heavy_keys), round(clusters * w.sum() / total), 1)
-        points = np.array([u.features() for u in members])
-        picked, _ = kmedoids(points, w, keys, k)
-        chosen.extend(members[i] for i in picked)
-    feats = np.array([u.features() for u in chosen])
-    owner = []
-    for u in units:
-        if u is None:
-            owner.append(-1)
-            continue
-        candidates = [j for j, m in enumerate(chosen) if m.key() == u.key()] or [
-            j for j, m in enumerate(chosen) if m.cls == u.cls
-        ]
-        d = np.linalg.norm(feats[candidates] - np.array(u.features()), axis=1)
-        owner.append(candidates[int(np.argmin(d))])
-    return chosen, owner
-
-
 def unit_costs(
     units: list[Unit], profiles: list[dict[str, Any]], counts: list[int]
 ) -> tuple[list[list[dict[str, float]]], list[list[float]]]:
@@ -266,6 +226,7 @@ def _network(
 
     from dlbench.core.atomic import scratch
     from dlbench.harness.synth.emit import network, spec
+    from dlbench.harness.synth.fit import medoids
     from dlbench.harness.synth.rounds import timed_in_turn
     from dlbench.harness.synth.validate import build_all
     from dlbench.harness.synth.workload import Reference, built_for, named_in, profile_at, set_mode, set_ms
@@ -273,7 +234,7 @@ def _network(
     refs = [Reference.from_json(r) for r in workload["references"]]
     dynamic = set_mode(workload["applications"])
     workload, mix, score = _tilted(workload, say)
-    units, owner = medoids(workload, clusters)
+    units, owner = medoids(workload, contributions(workload), clusters)
     say(f"{len(units)} representatives from {len(workload['nodes'])} nodes")
 
     def measure(counts: list[int], path: Path) -> tuple[Any, Any, list[dict[str, Any]], list[str]]:

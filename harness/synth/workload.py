@@ -305,7 +305,7 @@ def without_profiler(prof: dict[str, Any]) -> dict[str, Any]:
 
 def _application(index: int, app: Application, refs, profiles: list[dict[str, Any]]):
     from dlbench.harness.profile.classes import node_class
-    from dlbench.harness.synth.units import unit_of
+    from dlbench.harness.synth.units import motifs, shape_class, unit_of
 
     same = matched(refs)
     by_name = [{n["node"]: n for n in p["nodes"]} if i in same else {} for i, p in enumerate(profiles)]
@@ -344,59 +344,3 @@ def _application(index: int, app: Application, refs, profiles: list[dict[str, An
         "motifs": motifs(app.source),
     }
     return entry, nodes
-
-
-def shape_class(u) -> str:
-    """A unit's shape class as people name them: "conv 3x3/2 depthwise", "gemm 128x768x3072"."""
-    if u.op == "Conv":
-        k = "x".join(map(str, u.attrs["kernel_shape"]))
-        stride = u.attrs.get("strides", [1])[0]
-        depthwise = u.attrs.get("group", 1) == u.x[1] > 1
-        return f"conv {k}{f'/{stride}' if stride != 1 else ''}{' depthwise' if depthwise else ''}"
-    if u.op == "MatMul":
-        rows = math.prod(u.y) // u.y[-1]
-        return f"gemm {rows}x{u.x[-1]}x{u.y[-1]}"
-    return u.op.lower()
-
-
-def motifs(source: str) -> dict[str, int]:
-    """The motifs counted on the graph as exported: Conv+BN+ReLU, depthwise then pointwise
-    convolution, attention (MatMul, optional scale and mask, Softmax, MatMul), recurrent cells."""
-    import onnx
-
-    graph = onnx.load(source, load_external_data=False).graph
-    consumers: dict[str, list[Any]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-    channels = {i.name: tuple(i.dims) for i in graph.initializer}
-    producer = {n.output[0]: n for n in graph.node if n.output}
-
-    def after(node, *ops: str):
-        found = consumers.get(node.output[0], []) if node.output else []
-        return found[0] if len(found) == 1 and found[0].op_type in ops else None
-
-    def group(node) -> int:
-        return next((a.i for a in node.attribute if a.name == "group"), 1)
-
-    counts = {"conv_bn_relu": 0, "depthwise_pointwise": 0, "attention": 0, "recurrent_cell": 0}
-    for node in graph.node:
-        if node.op_type == "Conv":
-            bn = after(node, "BatchNormalization")
-            if bn is not None and after(bn, "Relu", "Clip") is not None:
-                counts["conv_bn_relu"] += 1
-            weight = channels.get(node.input[1]) if len(node.input) > 1 else None
-            nxt = after(bn or node, "Conv", "Relu", "Clip")
-            nxt = after(nxt, "Conv") if nxt is not None and nxt.op_type != "Conv" else nxt
-            pointwise = nxt is not None and channels.get(nxt.input[1], (0, 0, 0))[2:] == (1, 1)
-            if weight is not None and group(node) > 1 and group(node) == weight[0] and pointwise:
-                counts["depthwise_pointwise"] += 1
-        elif node.op_type == "Softmax":
-            up = producer.get(node.input[0])
-            while up is not None and up.op_type in ("Add", "Mul", "Div", "Where"):
-                up = producer.get(up.input[0])
-            if up is not None and up.op_type == "MatMul" and after(node, "MatMul") is not None:
-                counts["attention"] += 1
-        elif node.op_type in ("LSTM", "GRU", "RNN"):
-            counts["recurrent_cell"] += 1
-    return counts
