@@ -44,8 +44,7 @@ def add_arguments(p) -> None:
 def run(args: argparse.Namespace) -> int:
     from dlbench.core import flags
     from dlbench.harness.output.progress import with_progress
-    from dlbench.harness.synth import request, steps
-    from dlbench.harness.synth.workload import ProfileFailed
+    from dlbench.harness.synth import ProfileFailed, request, steps
 
     req = flags.from_args(getattr(request, STEPS[args.step][0]), args)
     work = getattr(steps, args.step)

@@ -14,3 +14,8 @@ matrix of configurations, how well the one network's speed ratios predict the
 applications' weighted geometric mean, beside the baselines it must beat.  Its score is
 derived, in MLPerf's sense, and says so.
 """
+
+
+class ProfileFailed(RuntimeError):
+    """A profile, timing, export or training cell failed (a crash, a timeout): the step
+    fails, with its reason.  Here, below every step's module, so that each can raise it."""

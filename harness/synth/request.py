@@ -21,11 +21,20 @@ def threads_list(text: str) -> list[int]:
 
 @dataclass(kw_only=True)
 class ProfileRuns:
-    """How each profile cell runs: both steps that profile take these."""
+    """How each profile cell runs, and how often a profiled model is timed: both steps that
+    profile take these."""
 
     warmup: int = flag("--warmup", default=5, type=int, help="runs before profiling (default {default})")
     iterations: int = flag("--iterations", default=20, type=int, help="profiled runs (default {default})")
     timeout: float | None = flag("--timeout", default=None, type=float, help="seconds per profile cell")
+    timings: int = flag(
+        "--timings",
+        default=3,
+        type=int,
+        help="bench processes that time each profiled model (an application; a fitted network) on "
+        "every reference, the references in turn: the ratios of their median are the score's and "
+        "the network's, as validate measures them (0: the profiles' own times; default {default})",
+    )
 
 
 @dataclass(kw_only=True)
@@ -91,14 +100,6 @@ class SynthGenerateRequest(ProfileRuns):
         type=float,
         help="the most the doubling may reach, as the same fraction: the run time the benchmark "
         "may take, whatever the time shares (default {default})",
-    )
-    timings: int = flag(
-        "--timings",
-        default=3,
-        type=int,
-        help="processes that time each fitted network on every reference, the references in turn; "
-        "the median's time ratios choose the network kept (0: its one profile a reference; "
-        "default {default})",
     )
     seed: int = flag("--seed", default=0, type=int, help="seed of the weights (default {default})")
 

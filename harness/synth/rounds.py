@@ -60,25 +60,29 @@ def stop_rule(min_duration: float = 0.5) -> Any:
 
 
 def timed_in_turn(
-    files: Sequence[str], refs: Sequence[Any], processes: int, db: str, timeout: float | None = None
-) -> list[float]:
-    """Each reference's ms per run of its file (``files[i]`` runs ``refs[i]``): the median
-    of ``processes`` bench processes on ONNX Runtime, the references taken in turn and
-    backwards every second round.  One process's speed moves 10 to 20 % on a small
-    machine: a network chosen among others on one process a reference is the one whose
-    measurements were luckiest (the zoo set's kept network read 7.7 ms at its first
-    reference once, then 9.2 to 11.2 ms in seven profiles).  ``timeout``: seconds a
-    process; one that fails fails the step, as a failed profile does."""
+    jobs: Sequence[Sequence[str]], refs: Sequence[Any], processes: int, db: str, timeout: float | None = None
+) -> list[list[float]]:
+    """Per job (``jobs[j][i]``: the file that runs ``refs[i]``) and reference, ms per run:
+    the median of ``processes`` bench processes on ONNX Runtime, each round every job on
+    every reference in turn, backwards every second round.  One process's speed moves 10
+    to 20 % on a small machine, and it moves in spells: a network chosen among others on
+    one process a reference is the one whose measurements were luckiest (the zoo set's
+    kept network read 7.7 ms at its first reference once, then 9.2 to 11.2 ms in seven
+    profiles), and an application timed three times in a row at one reference read
+    googlenet-mini's batch-8 run twice as slow as validate found it; in turn, a slow spell
+    meets one of a job's processes, not all.  ``timeout``: seconds a process; one that
+    fails fails the step, as a failed profile does."""
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.request import BenchRequest
-    from dlbench.harness.synth.workload import ProfileFailed
+    from dlbench.harness.synth import ProfileFailed
 
-    got: list[list[float]] = [[] for _ in refs]
+    got: list[list[list[float]]] = [[[] for _ in refs] for _ in jobs]
+    cells = [(j, r) for j in range(len(jobs)) for r in range(len(refs))]
     for number in range(1, processes + 1):
-        for r in in_order(range(len(refs)), number):
-            ref = refs[r]
+        for j, r in in_order(cells, number):
+            ref, file = refs[r], jobs[j][r]
             req = BenchRequest(
-                artifacts=[files[r]],
+                artifacts=[file],
                 backends=["onnxruntime"],
                 batch_sizes=[ref.batch],
                 threads=[ref.threads] if ref.threads else None,
@@ -89,9 +93,9 @@ def timed_in_turn(
             for record in run_bench(req, show_progress=False):
                 if record["status"] not in ("ok", "unstable") or not record.get("throughput_sps"):
                     why = record.get("error")
-                    raise ProfileFailed(f"{files[r]}: its timing at {ref.label} failed: {why}")
-                got[r].append(ref.batch * 1000 / record["throughput_sps"])
-    return [statistics.median(v) for v in got]
+                    raise ProfileFailed(f"{file}: its timing at {ref.label} failed: {why}")
+                got[j][r].append(ref.batch * 1000 / record["throughput_sps"])
+    return [[statistics.median(v) for v in job] for job in got]
 
 
 def medians(raw: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:

@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.core.errors import UserError
-from dlbench.harness.synth.request import SynthGenerateRequest, SynthProfileRequest, SynthValidateRequest
+from dlbench.harness.synth.request import (
+    ProfileRuns,
+    SynthGenerateRequest,
+    SynthProfileRequest,
+    SynthValidateRequest,
+)
 
 Say = Callable[[str], None]
 
@@ -39,9 +44,7 @@ def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, An
                 f"{app.source}: no such file, not a zoo model (dlbench models) and not a model by name "
                 f"({hub.prefixes()})"
             )
-    for name, value in (("--iterations", req.iterations), ("--warmup", req.warmup + 1)):
-        if value < 1:
-            raise UserError(f"{name}: give at least {1 if name == '--iterations' else 0}")
+    _check_runs(req)
     refs = tuple(Reference.parse(r) for r in req.references)
     check_references(refs)
     apps = [_exported(app, Path(req.out).parent, say) for app in apps]
@@ -54,6 +57,7 @@ def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, An
         say=say,
         db=req.db,
         home=Path(req.out).parent,
+        timings=req.timings,
     )
     for a in workload["applications"]:
         a["source"] = named_in(Path(req.out).parent, a["source"])
@@ -72,8 +76,7 @@ def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, 
         raise UserError(f"--clusters {req.clusters}: give at least 1")
     if req.networks < 1:
         raise UserError(f"--networks {req.networks}: give at least 1")
-    if req.timings < 0:
-        raise UserError(f"--timings {req.timings}: give 0 or more processes")
+    _check_runs(req)
     if not 0 < req.budget <= 1:
         raise UserError(f"--budget {req.budget}: give a fraction in (0, 1]")
     if not req.budget <= req.max_budget <= 1:
@@ -99,6 +102,16 @@ def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, 
     )
     status = "ok" if described["self_check"] == "ok" else "self-check over the limit"
     return {"status": status, "network": described, "table": network_table(described)}
+
+
+def _check_runs(req: ProfileRuns) -> None:
+    for name, value, least in (
+        ("--iterations", req.iterations, 1),
+        ("--warmup", req.warmup, 0),
+        ("--timings", req.timings, 0),
+    ):
+        if value < least:
+            raise UserError(f"{name} {value}: give at least {least}")
 
 
 def _files_of(
@@ -255,7 +268,7 @@ def _exported(app, home: Path, say: Say):
 
     from dlbench.harness.convert.export import export
     from dlbench.harness.convert.request import ExportRequest
-    from dlbench.harness.synth.workload import ProfileFailed
+    from dlbench.harness.synth import ProfileFailed
     from dlbench.models.registry import list_models
 
     if Path(app.source).is_file():
@@ -273,7 +286,7 @@ def _exported(app, home: Path, say: Say):
 
 
 def _checkpoint(model: str, home: Path, say: Say) -> str:
-    from dlbench.harness.synth.workload import ProfileFailed
+    from dlbench.harness.synth import ProfileFailed
     from dlbench.harness.training.request import TrainRequest
     from dlbench.harness.training.runner import train
 

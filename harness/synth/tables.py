@@ -13,8 +13,8 @@ def _pct(x: float | None) -> str:
 
 
 def workload_tables(w: dict[str, Any]) -> str:
-    """Per application and reference: time, the top classes' shares, the motifs; then the
-    heaviest shape classes over the weighted set."""
+    """Per application and reference: time (its profile's nodes, and bench's median), the top
+    classes' shares, the motifs; then the heaviest shape classes over the weighted set."""
     refs = [
         f"b{r['batch']}/{r['threads'] or 'all'}t {r.get('build', 'fp32')}".removesuffix(" fp32")
         for r in w["references"]
@@ -31,11 +31,20 @@ def workload_tables(w: dict[str, Any]) -> str:
                     a["weight"] if i == 0 else "",
                     ref,
                     f"{a['node_ms'][i]:.3f} ({a.get('profiled_ms', a['node_ms'])[i]:.3f})",
+                    f"{a['timed_ms'][i]:.3f}" if a.get("timed_ms") else "-",
                     shares,
                     motifs,
                 ]
             )
-    headers = ["Application", "Weight", "Reference", "ms a run (profiled)", "Top classes", "Motifs"]
+    headers = [
+        "Application",
+        "Weight",
+        "Reference",
+        "ms a run (profiled)",
+        "Timed ms",
+        "Top classes",
+        "Motifs",
+    ]
     out = markdown(headers, rows)
     shapes: dict[str, list[float]] = {}
     for n in w["nodes"]:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.core.errors import UserError
+from dlbench.harness.synth import ProfileFailed
 
 KIND = "dlbench-synth-workload"
 VERSION = 1
@@ -93,6 +94,26 @@ def set_ms(apps: list[dict[str, Any]], ref: int) -> float:
     return sum(a["node_ms"][ref] for a in apps)
 
 
+def at_timed(workload: dict[str, Any]) -> dict[str, Any]:
+    """The workload in the times bench measures: each application's profile on every
+    reference scaled to its timing there (``timed_ms``), its nodes' times and node total,
+    its class shares as they were.  A profile is one process a reference, and a process
+    reads a whole model's speed up to twice off (a slow spell of the machine meets every
+    node of it alike); the median of a few processes in turn moves far less.  A workload
+    profiled without timings is returned as it is."""
+    apps = workload["applications"]
+    if not apps or not all(a.get("timed_ms") for a in apps):
+        return workload
+    scale = [[t / n if n > 0 else 1.0 for t, n in zip(a["timed_ms"], a["node_ms"])] for a in apps]
+    return {
+        **workload,
+        "applications": [{**a, "node_ms": list(a["timed_ms"])} for a in apps],
+        "nodes": [
+            {**n, "us": [us * scale[n["app"]][r] for r, us in enumerate(n["us"])]} for n in workload["nodes"]
+        ],
+    }
+
+
 def check_references(refs: tuple[Reference, ...]) -> None:
     if len({refs[i].batch for i in matched(refs)}) < 2:
         raise UserError(
@@ -153,21 +174,34 @@ def profile_workload(
     say: Callable[[str], None] = lambda _: None,
     db: str | None = None,
     home: Path = Path("."),
+    timings: int = 3,
 ) -> dict[str, Any]:
     """Every application profiled on every reference, each profile stored (``db``); the
-    workload the generator reads."""
+    workload the generator reads.  Each is also timed on every reference in ``timings``
+    bench processes, all in turn (``rounds.timed_in_turn``; 0: none), its ``timed_ms``:
+    the score is the ratios of those times, as validate measures them, not of the
+    profiles' one process a reference (one read vgg16-mini's batch 8 on every core 7.8x
+    its batch 1 on one, where validate's cells read 3.9 to 4.1x)."""
+    from dlbench.core.atomic import scratch
+    from dlbench.harness.synth.rounds import timed_in_turn
+
     check_references(refs)
     if not apps:
         raise UserError("give at least one application")
-    applications, nodes = [], []
+    applications, nodes, files = [], [], []
     for index, app in enumerate(apps):
-        profiles = [
-            profile_at(built_for(app.source, ref.build, home, say), ref, warmup, iterations, timeout, say, db)
-            for ref in refs
-        ]
+        files.append([built_for(app.source, ref.build, home, say) for ref in refs])
+        runs = (warmup, iterations, timeout)
+        profiles = [profile_at(f, ref, *runs, say, db) for f, ref in zip(files[-1], refs)]
         entry, app_nodes = _application(index, app, refs, profiles)
         applications.append(entry)
         nodes.extend(app_nodes)
+    if timings:
+        say(f"time the applications in {timings} processes a reference, in turn")
+        with scratch("dlbench-synth") as tmp:
+            timed = timed_in_turn(files, refs, timings, str(Path(tmp) / "timings.sqlite"), timeout)
+        for entry, ms in zip(applications, timed):
+            entry["timed_ms"] = ms
     return {
         "kind": KIND,
         "version": VERSION,
@@ -175,10 +209,6 @@ def profile_workload(
         "applications": applications,
         "nodes": nodes,
     }
-
-
-class ProfileFailed(RuntimeError):
-    """A profile cell failed (a crash, a timeout): the step fails, with its reason."""
 
 
 def int8_dynamic(source: str) -> bool:

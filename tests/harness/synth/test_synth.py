@@ -17,11 +17,11 @@ from dlbench.harness.store.results import ResultStore
 from dlbench.harness.synth import emit, fit, rounds
 from dlbench.harness.synth.baselines import MICRO, REPLAY, cells, replays
 from dlbench.harness.synth.counts import divergence
-from dlbench.harness.synth.groups import response, split, subset, tilted
+from dlbench.harness.synth.groups import response, score_ratios, split, subset, tilted
 from dlbench.harness.synth.tables import validation_table
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
 from dlbench.harness.synth.validate import judge, scores, spearman, validate
-from dlbench.harness.synth.workload import Reference, without_profiler
+from dlbench.harness.synth.workload import Reference, at_timed, without_profiler
 from tests.utils.clitools import run_cli
 
 OPSET = 17
@@ -314,6 +314,25 @@ def test_the_fit_mix_is_tilted_so_summed_time_moves_as_the_score():
     assert (tilted(apart) > 0.5 / 3).all()
 
 
+def test_a_workload_is_read_in_its_applications_timed_times():
+    """One profile process a reference reads a model's speed up to twice off; the profile
+    step's timings (a median of processes in turn) set each application's time on every
+    reference, its nodes scaled alike, its class shares as they were."""
+    refs = [{"batch": 1}, {"batch": 8}]
+    apps = [
+        {**_app("cnn", 1.0, 8.0), "timed_ms": [1.0, 4.0], "classes": [{"convolution": 1.0}] * 2},
+        {**_app("rnn", 2.0, 4.0), "timed_ms": [2.5, 5.0], "classes": [{"recurrent": 1.0}] * 2},
+    ]
+    nodes = [{"app": 0, "us": [600.0, 5000.0]}, {"app": 0, "us": [400.0, 3000.0]}]
+    nodes.append({"app": 1, "us": [2000.0, 4000.0]})
+    w = {"references": refs, "applications": apps, "nodes": nodes}
+    timed = at_timed(w)
+    assert [a["node_ms"] for a in timed["applications"]] == [[1.0, 4.0], [2.5, 5.0]]
+    assert [n["us"] for n in timed["nodes"]] == [[600.0, 2500.0], [400.0, 1500.0], [2500.0, 5000.0]]
+    assert score_ratios(timed) == pytest.approx([math.sqrt(4.0 * 2.0)])  # bench's, not 8x and 2x
+    assert at_timed({**w, "applications": [apps[0], _app("rnn", 2.0, 4.0)]})["nodes"] == nodes  # one untimed
+
+
 def test_the_profilers_cost_per_node_is_taken_off_each_node():
     """The fit works in the time bench measures: the profiler's few µs a node come off every
     node alike (none below a tenth of its profiled time), so the nodes sum to the unprofiled
@@ -532,7 +551,8 @@ def synthesized(home, cli_module):
     apps = [cnn(d / "cnn.onnx"), attention(d / "attention.onnx")]
     workload, net = d / "workload.json", d / "net" / "synthetic.onnx"
     named = ["cnn.onnx", "attention.onnx=2"]  # as a user in their folder names them
-    out = cli_module("synth", "profile", *named, "--reference", "1x1,4x1", "-o", str(workload), "-q")
+    refs = ["--reference", "1x1,4x1", "--timings", "2"]
+    out = cli_module("synth", "profile", *named, *refs, "-o", str(workload), "-q")
     assert out.returncode == 0, out.stderr[-3000:]
     out = cli_module(
         "synth",
@@ -626,14 +646,19 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
         # One application a network: its mix is that application, and the network's time
         # ratios between references are measured against the score's.
         assert n["fit_mix"] == [pytest.approx(1.0)]
-        # Timed on every reference in its own processes (two each), apart from its profiles:
-        # the ratios it was kept by are those, against its application's.
+        # Timed on every reference in its own processes (two each), apart from its profiles,
+        # as its application was by the profile step: the ratios it was kept by are its
+        # timings', against its application's timings' (the score validate measures).
         [app] = [a for a in w["applications"] if Path(a["source"]).name == Path(n["applications"][0]).name]
-        timed, own = n["timed_ms"], app["node_ms"]
-        assert len(timed) == len(net["references"]) and min(timed) > 0
+        timed, own = n["timed_ms"], app["timed_ms"]
+        assert len(timed) == len(own) == len(net["references"]) and min(timed + own) > 0
+        assert n["score_ratios"] == pytest.approx([a / own[0] for a in own[1:]])
         assert n["measured_ratio_miss"] == pytest.approx(
             [t / timed[0] / (a / own[0]) - 1 for t, a in zip(timed[1:], own[1:])]
         )
+        # Its profiles were scaled to its timings, and its run time is held against its
+        # application's timed one: bench's times on both sides.
+        assert n["measured_ms"] == pytest.approx(timed) and n["applications_ms"] == pytest.approx(own)
         assert n["self_check"] == (
             "ok" if max(n["predicted_divergence"]) <= net["divergence_limit"] else "over the limit"
         )
@@ -826,7 +851,8 @@ def test_rounds_tell_a_drift_from_noise():
         (["validate", "workload.json"], "not dlbench synth generate's output"),
         (["validate", "old.json"], "written by an older dlbench synth generate; generate it again"),
         (["generate", "workload.json", "--networks", "0"], "--networks 0: give at least 1"),
-        (["generate", "workload.json", "--timings", "-1"], "--timings -1: give 0 or more processes"),
+        (["generate", "workload.json", "--timings", "-1"], "--timings -1: give at least 0"),
+        (["profile", "a.onnx", "--timings", "-1"], "--timings -1: give at least 0"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, cli, args, says):
@@ -884,10 +910,12 @@ def test_a_built_reference_fits_the_network_to_the_applications_int8_builds(tmp_
     each instance's time found again in the quantized graph."""
     app = cnn(tmp_path / "cnn.onnx", width=16)
     refs = "1x1,4x1,1x1:int8"
-    out = cli("synth", "profile", app, "--reference", refs, "-o", str(tmp_path / "w.json"), "-q")
+    out = cli("synth", "profile", app, "--reference", refs, "--timings", "1", "-o", str(tmp_path / "w.json"))
     assert out.returncode == 0, out.stderr[-3000:]
     w = json.loads((tmp_path / "w.json").read_text())
     assert [r["build"] for r in w["references"]] == ["fp32", "fp32", "int8"] and "b1/1t int8" in out.stdout
+    # Timed on each reference in a bench process, the INT8 one on its build: so it said.
+    assert len(w["applications"][0]["timed_ms"]) == 3 and "time the applications in 1 processes" in out.stderr
     assert (tmp_path / "builds" / "cnn.int8.onnx").is_file()
     int8 = w["applications"][0]["classes"][2]
     assert int8.get("quantize / dequantize", 0) > 0 and int8.get("convolution", 0) > 0.3  # QLinearConv
@@ -915,9 +943,11 @@ def test_a_built_reference_fits_the_network_to_the_applications_int8_builds(tmp_
     where = "kind = 'convert' AND model = 's' AND precision = 'int8'"
     made = ResultStore(os.environ["DLBENCH_DB"]).records(where)
     assert len(made) == (1 if net["builds"].get("int8") == "s.int8.onnx" else 2), (net["builds"], made)
-    assert "b1/1t int8" in (
-        cli("synth", "profile", app, "--reference", refs, "-o", str(tmp_path / "w2.json")).stdout
+    again = cli(
+        "synth", "profile", app, "--reference", refs, "--timings", "0", "-o", str(tmp_path / "w2.json")
     )
+    [untimed] = json.loads((tmp_path / "w2.json").read_text())["applications"]
+    assert "b1/1t int8" in again.stdout and "timed_ms" not in untimed
 
 
 @pytest.mark.parametrize(
@@ -940,7 +970,8 @@ def test_a_bad_matrix_is_refused_before_anything_runs(synthesized, cli_module, a
 
 
 def test_a_zoo_model_is_exported_for_the_profile_and_kept_by_name(tmp_path, cli):
-    out = cli("synth", "profile", "lenet5", "--reference", "1x1,4x1", "-o", str(tmp_path / "w.json"), "-q")
+    refs = ["--reference", "1x1,4x1", "--timings", "0"]
+    out = cli("synth", "profile", "lenet5", *refs, "-o", str(tmp_path / "w.json"), "-q")
     assert out.returncode == 0, out.stderr[-3000:]
     [app] = json.loads((tmp_path / "w.json").read_text())["applications"]
     assert app["native"] == "lenet5" and app["source"] == "lenet5.onnx"  # beside the workload
