@@ -4,17 +4,23 @@ fit that picks them within a time budget.
 The targets are the applications' time per op class on each reference, each application
 counted by its weight rather than its run time (``contributions``, ``class_targets``).
 ``solve`` gives integer counts for one budget; ``fit_budget`` doubles the budget until
-the class shares pass the self-check.
+the class shares pass the self-check.  The costs they are priced on are read from a
+network's own profiles (``unit_costs``), pooled over every network a unit ran in.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from dlbench.harness.synth.units import Unit
+
 DIVERGENCE_LIMIT = 0.05
+_INSTANCE = re.compile(r"u(\d+)_i\d+_")  # a unit instance's node names, as emit names them
 
 
 def divergence(p: dict[str, float], q: dict[str, float]) -> float:
@@ -140,3 +146,49 @@ def fit_budget(
         t for t in tried if t[0] <= max(best + 0.01, DIVERGENCE_LIMIT)
     )
     return counts, used, targets, predicted
+
+
+def unit_costs(
+    units: list[Unit], profiles: list[dict[str, Any]], counts: list[int]
+) -> tuple[list[list[dict[str, float]]], list[list[float]]]:
+    """Per reference and unit: the µs per instance its nodes take by class (bridges and the
+    reorders that ran after it included), and the µs of its own op's class; a unit that
+    did not run (count 0) has none."""
+    from dlbench.harness.profile.classes import node_class
+
+    by_class: list[list[dict[str, float]]] = []
+    main: list[list[float]] = []
+    for prof in profiles:
+        classes: list[dict[str, float]] = [{} for _ in units]
+        own = [0.0] * len(units)
+        current = None
+        for n in sorted(prof["nodes"], key=lambda n: n.get("at", 0)):
+            found = _INSTANCE.search(n["node"])
+            current = int(found.group(1)) if found else current
+            if current is None or current >= len(units) or not counts[current]:
+                continue
+            cls = node_class(n)
+            classes[current][cls] = classes[current].get(cls, 0.0) + n["us"] / counts[current]
+            if cls == units[current].cls:
+                own[current] += n["us"] / counts[current]
+        by_class.append(classes)
+        main.append(own)
+    return by_class, main
+
+
+def pooled(measured: list[tuple[int, dict[str, float], float]]) -> tuple[dict[str, float], float]:
+    """A unit's cost by class and of its own class over the networks it ran in, each
+    weighted by its instances there."""
+    total = sum(n for n, _, _ in measured)
+    classes: dict[str, float] = {}
+    for n, by_class, _ in measured:
+        for c, us in by_class.items():
+            classes[c] = classes.get(c, 0.0) + n * us / total
+    return classes, sum(n * own for n, _, own in measured) / total
+
+
+def scaled(profile: dict[str, Any], ms: float) -> dict[str, Any]:
+    """``profile`` with every node's time scaled so that they sum to ``ms`` a run."""
+    k = ms / profile["node_ms_per_run"] if profile["node_ms_per_run"] > 0 else 1.0
+    nodes = [{**n, "us": n["us"] * k} for n in profile["nodes"]]
+    return {**profile, "nodes": nodes, "node_ms_per_run": ms}

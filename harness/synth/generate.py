@@ -36,7 +36,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,65 +44,25 @@ import numpy as np
 
 from dlbench.converters.int8_recipe import mode_metadata
 from dlbench.core.errors import UserError
-from dlbench.harness.synth.counts import DIVERGENCE_LIMIT, contributions, divergence, fit_budget
-from dlbench.harness.synth.units import Unit
+from dlbench.harness.synth.counts import (
+    DIVERGENCE_LIMIT,
+    contributions,
+    divergence,
+    fit_budget,
+    pooled,
+    scaled,
+    unit_costs,
+)
 
 NETWORK_KIND = "dlbench-synth-network"  # the description's kind: what validate reads
 CALIBRATION_REPEATS = 3
 REFITS = 3  # fits on the costs measured in the fitted network itself
-_INSTANCE = re.compile(r"u(\d+)_i\d+_")
-
-
-def unit_costs(
-    units: list[Unit], profiles: list[dict[str, Any]], counts: list[int]
-) -> tuple[list[list[dict[str, float]]], list[list[float]]]:
-    """Per reference and unit: the µs per instance its nodes take by class (bridges and the
-    reorders that ran after it included), and the µs of its own op's class; a unit that
-    did not run (count 0) has none."""
-    from dlbench.harness.profile.classes import node_class
-
-    by_class: list[list[dict[str, float]]] = []
-    main: list[list[float]] = []
-    for prof in profiles:
-        classes: list[dict[str, float]] = [{} for _ in units]
-        own = [0.0] * len(units)
-        current = None
-        for n in sorted(prof["nodes"], key=lambda n: n.get("at", 0)):
-            found = _INSTANCE.search(n["node"])
-            current = int(found.group(1)) if found else current
-            if current is None or current >= len(units) or not counts[current]:
-                continue
-            cls = node_class(n)
-            classes[current][cls] = classes[current].get(cls, 0.0) + n["us"] / counts[current]
-            if cls == units[current].cls:
-                own[current] += n["us"] / counts[current]
-        by_class.append(classes)
-        main.append(own)
-    return by_class, main
-
-
-def _pooled(measured: list[tuple[int, dict[str, float], float]]) -> tuple[dict[str, float], float]:
-    """A unit's cost by class and of its own class over the networks it ran in, each
-    weighted by its instances there."""
-    total = sum(n for n, _, _ in measured)
-    classes: dict[str, float] = {}
-    for n, by_class, _ in measured:
-        for c, us in by_class.items():
-            classes[c] = classes.get(c, 0.0) + n * us / total
-    return classes, sum(n * own for n, _, own in measured) / total
 
 
 def _ratio_misses(ms: list[float], score: np.ndarray) -> list[float]:
     """A network's time on each reference after the first (``ms``), relative to the
     first, over the score's ratio there, less 1."""
     return [float(m / ms[0] / s - 1) for m, s in zip(ms[1:], score)]
-
-
-def _scaled(profile: dict[str, Any], ms: float) -> dict[str, Any]:
-    """``profile`` with every node's time scaled so that they sum to ``ms`` a run."""
-    k = ms / profile["node_ms_per_run"] if profile["node_ms_per_run"] > 0 else 1.0
-    nodes = [{**n, "us": n["us"] * k} for n in profile["nodes"]]
-    return {**profile, "nodes": nodes, "node_ms_per_run": ms}
 
 
 def _tilted(
@@ -261,7 +220,7 @@ def _network(
         if timings:
             say(f"time {path.name} in {timings} processes a reference")
             ms = timed_in_turn([files], refs, timings, str(path.parent / "timings.sqlite"), runs[2])[0]
-            profiles = [_scaled(p, m) for p, m in zip(profiles, ms)]
+            profiles = [scaled(p, m) for p, m in zip(profiles, ms)]
         return (*unit_costs(units, profiles, counts), profiles, ms)
 
     with scratch("dlbench-synth") as tmp:
@@ -304,7 +263,7 @@ def _network(
             for j, n in enumerate(counts):
                 for r in range(len(refs)) if n else ():
                     seen[r][j].append((int(n), placed[r][j], own[r][j]))
-                    costs[r][j], main[r][j] = _pooled(seen[r][j])
+                    costs[r][j], main[r][j] = pooled(seen[r][j])
     if not tried:
         raise UserError("the fit gave no unit a count: the workload's nodes have no emittable work")
     kept = min(tried, key=lambda t: t["miss"])

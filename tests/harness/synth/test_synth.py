@@ -101,9 +101,9 @@ def attention(path, seq: int = 128, hidden: int = 256):
 def test_a_refit_prices_a_unit_over_every_network_it_ran_in():
     """Pooled by instances: one in a network where it cost 10 µs, three where it cost 20
     (4 of them in another class there, which counts as 3 over the four)."""
-    from dlbench.harness.synth.generate import _pooled
+    from dlbench.harness.synth.counts import pooled
 
-    classes, own = _pooled([(1, {"conv": 10.0}, 10.0), (3, {"conv": 20.0, "layout": 4.0}, 20.0)])
+    classes, own = pooled([(1, {"conv": 10.0}, 10.0), (3, {"conv": 20.0, "layout": 4.0}, 20.0)])
     assert classes == pytest.approx({"conv": 17.5, "layout": 3.0}) and own == pytest.approx(17.5)
 
 
