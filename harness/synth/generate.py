@@ -65,30 +65,6 @@ def _ratio_misses(ms: list[float], score: np.ndarray) -> list[float]:
     return [float(m / ms[0] / s - 1) for m, s in zip(ms[1:], score)]
 
 
-def _tilted(
-    workload: dict[str, Any], say: Callable[[str], None]
-) -> tuple[dict[str, Any], list[float], np.ndarray]:
-    """The workload with each application weighing its tilted share of the fit's time
-    (``groups.tilted``): the applications' summed time then moves between the references
-    as their weighted geometric mean does, which a network fitted to their weights would
-    miss by the spread of their ratios, always on the slow side.  Also returns the mix
-    and the score's time ratio on each reference after the first."""
-    from dlbench.harness.synth.groups import response, score_ratios, tilted
-
-    apps = workload["applications"]
-    mix = tilted(workload)
-    weights = np.array([a["weight"] for a in apps], dtype=float)
-    ratios = np.exp(response(workload))
-    score = score_ratios(workload)
-    summed = weights @ ratios / weights.sum() / score - 1
-    gaps = [f"{g:+.1%} -> {m:+.1%}" for g, m in zip(summed, mix @ ratios / score - 1)]
-    if gaps:
-        say(f"summed time against the score on the references after the first: {', '.join(gaps)}")
-    total = float(weights.sum())
-    tilted_apps = [{**a, "weight": float(t) * total} for a, t in zip(apps, mix)]
-    return {**workload, "applications": tilted_apps}, [float(t) for t in mix], score
-
-
 def _quiet(_: str) -> None:
     """The network's own builds, rebuilt each round, go unannounced."""
 
@@ -198,13 +174,14 @@ def _network(
     from dlbench.core.atomic import scratch
     from dlbench.harness.synth.emit import network, spec
     from dlbench.harness.synth.fit import medoids
+    from dlbench.harness.synth.groups import tilted_workload
     from dlbench.harness.synth.rounds import timed_in_turn
     from dlbench.harness.synth.validate import build_all
     from dlbench.harness.synth.workload import Reference, built_for, named_in, profile_at, set_mode, set_ms
 
     refs = [Reference.from_json(r) for r in workload["references"]]
     dynamic = set_mode(workload["applications"])
-    workload, mix, score = _tilted(workload, say)
+    workload, mix, score = tilted_workload(workload, say)
     units, owner = medoids(workload, contributions(workload), clusters)
     say(f"{len(units)} representatives from {len(workload['nodes'])} nodes")
 
@@ -297,7 +274,7 @@ def _network(
     return {
         "onnx": out.name,
         "applications": [named_in(out.parent, a["source"]) for a in apps],
-        # Each application's share of the time the network was fitted to (``_tilted``).
+        # Each application's share of the time the network was fitted to (``tilted_workload``).
         "fit_mix": mix,
         "budget_us": used,  # its time on the first reference, as fitted
         # The budgets its fit tried, each with the divergence its counts predicted.
