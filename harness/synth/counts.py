@@ -56,9 +56,17 @@ def class_targets(workload: dict[str, Any]) -> list[dict[str, float]]:
 
 
 def solve(
-    workload: dict[str, Any], owner: list[int], costs, main, budget_us: float
+    workload: dict[str, Any],
+    owner: list[int],
+    costs,
+    main,
+    budget_us: float,
+    near: tuple[np.ndarray, float] | None = None,
 ) -> tuple[np.ndarray, list[dict[str, float]], list[dict[str, float]]]:
-    """Integer counts per unit; the target and the predicted µs per class on each reference."""
+    """Integer counts per unit; the target and the predicted µs per class on each reference.
+    ``near``: counts to start from and the most of their time, on any reference, that the
+    search may move (a local refit, on costs measured in those counts' own network,
+    which hold only near it)."""
     from dlbench.harness.synth.fit import integer_counts, nnls
     from dlbench.harness.synth.workload import Reference, matched
 
@@ -100,9 +108,13 @@ def solve(
         with np.errstate(divide="ignore"):
             ratios = np.abs(np.log(np.maximum(times[1:], 1e-12) / times[0]) - aimed).sum(axis=0)
         total = worst.sum(axis=1).max(axis=0) + ratios + 0.1 * np.sum((n @ a.T - b) ** 2, axis=1) / fitted
+        if near is not None:
+            moved = np.abs(n - near[0]) @ spent.sum(axis=1).T / (spent.sum(axis=1) @ near[0])  # [m, refs]
+            total = np.where(moved.max(axis=1) > near[1], np.inf, total)
         return np.where(times[0] > 0, total, np.inf)
 
-    counts = integer_counts(a, b, integer_counts(a, b, nnls(a, b)), errors=errors)
+    start = integer_counts(a, b, nnls(a, b)) if near is None else near[0]
+    counts = integer_counts(a, b, start, errors=errors)
     predicted = [{c: float(v) for c, v in zip(names, spent[r] @ counts)} for r in range(refs)]
     return counts, target_classes, predicted
 

@@ -20,18 +20,23 @@
    time relative to the first (the speed ratio the score predicts).
 4. The fitted network is profiled in its turn and refitted on its units' costs in place,
    pooled over every network each unit ran in (each fit's budget from the smallest
-   again); the network that comes closest is kept, judged as the counts were: its
-   profile's class divergence plus how far its time on each reference, relative to the
-   first, is from the score's.  Times are bench's: each network is timed in a few bench
-   processes a reference (``rounds.timed_in_turn``) and its profiles scaled to their
-   median before its units are priced, as the applications' profiles are scaled to
-   their own timings (``workload.at_timed``): one profile process reads a network's
-   speed at batch 8 up to 30 % off, in either direction, from one fit to the next.
+   again); then refitted near the closest network so far, on the costs measured in that
+   network itself, moving a bounded share of its time (a trust region, halved after a
+   step that missed more).  Each is judged as the counts were: its profile's class
+   divergence plus how far its time on each reference, relative to the first, is from
+   the score's.  Times are bench's: each network is timed in a few bench processes a
+   reference (``rounds.timed_in_turn``) and its profiles scaled to their median before
+   its units are priced, as the applications' profiles are scaled to their own timings
+   (``workload.at_timed``): one profile process reads a network's speed at batch 8 up
+   to 30 % off, in either direction, from one fit to the next.  The closest few are
+   timed again in turn with the applications, and the one kept is judged on those
+   times and the score they give (``playoff``).
 5. The static self-check: the op-class time shares the counts predict, against the
    workload's, as a total-variation divergence on each reference.  A budget too small
    for integer counts to hit the shares is doubled until they do (or the ceiling, or its
-   applications' own time, is reached), and the budget used is stated.  The measured divergence follows,
-   with the divergence between two profiles of the network itself: its noise.
+   applications' own time, is reached), and the budget used is stated.  The measured
+   divergence follows, with the divergence between two profiles of the network itself:
+   its noise.
 """
 
 from __future__ import annotations
@@ -51,22 +56,20 @@ from dlbench.harness.synth.counts import (
     fit_budget,
     pooled,
     scaled,
+    solve,
     unit_costs,
 )
+from dlbench.harness.synth.playoff import playoff, quiet, ratio_misses
 
 NETWORK_KIND = "dlbench-synth-network"  # the description's kind: what validate reads
 CALIBRATION_REPEATS = 3
-REFITS = 3  # fits on the costs measured in the fitted network itself
+RADIUS = 0.3  # the most of that network's time the first local refit may move
 
 
-def _ratio_misses(ms: list[float], score: np.ndarray) -> list[float]:
-    """A network's time on each reference after the first (``ms``), relative to the
-    first, over the score's ratio there, less 1."""
-    return [float(m / ms[0] / s - 1) for m, s in zip(ms[1:], score)]
-
-
-def _quiet(_: str) -> None:
-    """The network's own builds, rebuilt each round, go unannounced."""
+def _near(own: list[list[Any]], pooled: list[list[Any]], counts: np.ndarray) -> list[list[Any]]:
+    """Per reference, each unit's cost in the network of ``counts`` where it ran there, and
+    its pooled cost where it did not."""
+    return [[o if n else p for o, p, n in zip(mine, theirs, counts)] for mine, theirs in zip(own, pooled)]
 
 
 def generate(
@@ -81,6 +84,7 @@ def generate(
     iterations: int = 20,
     timeout: float | None = None,
     timings: int = 3,
+    refits: tuple[int, int] = (3, 4),
     seed: int = 0,
     say: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
@@ -90,7 +94,8 @@ def generate(
     baselines validate scores beside them, at ``out`` with .json.  Each fitted network is
     timed on every reference in ``timings`` processes (``rounds.timed_in_turn``; 0: its
     profiles' times alone), its profiles scaled to them, as the applications' profiles
-    are to their timings where the workload has them (``workload.at_timed``)."""
+    are to their timings where the workload has them (``workload.at_timed``).  ``refits``:
+    the fits after the first on pooled costs, then the local ones (step 4 above)."""
     from dlbench.core.atomic import write_json
     from dlbench.harness.synth.baselines import write as write_baselines
     from dlbench.harness.synth.frameworks import write_versions
@@ -122,7 +127,7 @@ def generate(
             share,
             (fraction * base_us, ceiling * base_us),
             (warmup, iterations, timeout),
-            timings,
+            (timings, *refits),
             seed,
             say,
         )
@@ -161,14 +166,14 @@ def _network(
     clusters: int,
     budget: tuple[float, float],
     runs: tuple[int, int, float | None],
-    timings: int,
+    tries: tuple[int, int, int],
     seed: int,
     say: Callable[[str], None],
 ) -> dict[str, Any]:
     """One network at ``out`` for all of ``workload``'s applications, and its entry in the
     description: its run time on the first reference ``budget`` (µs, and the most it may
     be doubled to as ``counts.fit_budget`` needs), each profile ``runs`` (warm-up,
-    iterations, timeout)."""
+    iterations, timeout), ``tries`` the timings, refits and local refits."""
     import onnx
 
     from dlbench.core.atomic import scratch
@@ -180,70 +185,106 @@ def _network(
     from dlbench.harness.synth.workload import Reference, built_for, named_in, profile_at, set_mode, set_ms
 
     refs = [Reference.from_json(r) for r in workload["references"]]
+    timings, refits, local_refits = tries
     dynamic = set_mode(workload["applications"])
+    given = workload
     workload, mix, score = tilted_workload(workload, say)
+    apps_ms = [a["node_ms"] for a in given["applications"]]  # timed, where the workload was
     units, owner = medoids(workload, contributions(workload), clusters)
     say(f"{len(units)} representatives from {len(workload['nodes'])} nodes")
 
-    def measure(counts: list[int], path: Path) -> tuple[Any, Any, list[dict[str, Any]], list[float]]:
-        """Its units' costs, its profiles and its ms a run on each reference: with
-        ``timings``, the median of its timings, and its profiles scaled to them (as the
-        applications' are, ``at_timed``), so each unit's cost is freed of its profile
-        process's luck."""
+    def measure(counts: list[int], path: Path) -> tuple[Any, ...]:
+        """Its units' costs, its profiles, its ms a run on each reference (with
+        ``timings``, the median of its timings, and its profiles scaled to them, as the
+        applications' are, ``at_timed``, so each unit's cost is freed of its profile
+        process's luck) and the file that runs each reference."""
         onnx.save(network(list(zip(units, counts)), seed, name=out.stem), str(path))
-        files = [built_for(str(path), ref.build, path.parent, _quiet, dynamic) for ref in refs]
+        files = [built_for(str(path), ref.build, path.parent, quiet, dynamic) for ref in refs]
         profiles = [profile_at(f, ref, *runs, say) for f, ref in zip(files, refs)]
         ms = [p["node_ms_per_run"] for p in profiles]
         if timings:
             say(f"time {path.name} in {timings} processes a reference")
             ms = timed_in_turn([files], refs, timings, str(path.parent / "timings.sqlite"), runs[2])[0]
             profiles = [scaled(p, m) for p, m in zip(profiles, ms)]
-        return (*unit_costs(units, profiles, counts), profiles, ms)
+        return (*unit_costs(units, profiles, counts), profiles, ms, files)
 
     with scratch("dlbench-synth") as tmp:
         # Calibration: every representative a few times.  Then each fitted network itself:
         # its units' costs in place (their neighbours, their lane's length) replace the
         # earlier ones for the next fit, and the network whose own profile comes closest
         # to the workload's is the one kept, its profile the measured check.
-        costs, main, _, _ = measure([CALIBRATION_REPEATS] * len(units), Path(tmp) / "calibration.onnx")
+        costs, main, _, _, _ = measure([CALIBRATION_REPEATS] * len(units), Path(tmp) / "calibration.onnx")
         tried: list[dict[str, Any]] = []
         # Every in-place cost a unit was measured at, pooled by its instances: one profile's
         # costs alone are noise on a busy machine (two profiles of one network differed by
         # 0.02 to 0.2 on the zoo set), and refitting on them swung the fit from one network
         # to the next.
         seen: list[list[list[tuple[int, dict[str, float], float]]]] = [[[] for _ in units] for _ in refs]
-        for _ in range(1 + REFITS):
-            # Each fit doubles its budget from the smallest again: costs measured in place
-            # can meet the shares with fewer instances than the calibration's promised.
-            curve: list[tuple[float, float]] = []
-            counts, used, targets, predicted = fit_budget(workload, owner, costs, main, *budget, curve)
-            tried_here = ", ".join(f"{b / 1000:.3g} ms: {d:.3f}" for b, d in curve)
-            say(f"fit {len(tried) + 1}: {tried_here}; {used / 1000:.3g} ms kept")
+
+        def tried_out(
+            fitted: tuple[Any, ...], curve: list[tuple[float, float]], near: int | None = None
+        ) -> dict[str, Any] | None:
+            """The fit's network measured and judged, its units' in-place costs pooled
+            (None: no unit has a count, or these counts were tried already)."""
+            counts, used, targets, predicted = fitted
             if not any(counts) or any(np.array_equal(counts, t["counts"]) for t in tried):
-                break
-            placed, own, profiles, ms = measure(list(counts), Path(tmp) / "fitted.onnx")
+                return None
+            placed, own, profiles, ms, files = measure(list(counts), Path(tmp) / f"fit-{len(tried) + 1}.onnx")
             shares = [{c["class"]: c["share"] for c in m["classes"]} for m in profiles]
             worst = max(divergence(m, t) for m, t in zip(shares, targets))
-            off = _ratio_misses(ms, score)
+            off = ratio_misses(ms, score)
             # Beside what its counts predicted: where a miss came from, the fit or its costs.
             sums = [sum(p.values()) for p in predicted]
-            said = ", ".join(f"{m:+.1%} ({p:+.1%})" for m, p in zip(off, _ratio_misses(sums, score)))
+            said = ", ".join(f"{m:+.1%} ({p:+.1%})" for m, p in zip(off, ratio_misses(sums, score)))
             said = f"; time ratios against the score (predicted) {said}" if off else ""
             say(f"fit {len(tried) + 1} measured {worst:.3f}{said}")
             # Judged as the fit judges its counts: the worst class divergence plus how far
             # each reference's time ratio is from the score's, the figure validate tests.
-            miss = worst + float(np.abs(np.log1p(off)).sum())
-            tried.append(
-                {"miss": miss, "counts": counts, "used": used, "targets": targets, "predicted": predicted}
-                | {"profiles": profiles, "own": own, "curve": curve, "ms": ms}
-            )
+            entry = {"miss": worst + float(np.abs(np.log1p(off)).sum()), "counts": counts, "used": used}
+            entry |= {"targets": targets, "predicted": predicted, "profiles": profiles, "curve": curve}
+            entry |= {"placed": placed, "own": own, "ms": ms, "files": files, "worst": worst}
+            entry["fit"] = {"fit": len(tried) + 1, "near": near, "measured_divergence": worst}
+            entry["fit"] |= {"time_ratio_miss": off, "timed_again": None}
+            tried.append(entry)
             for j, n in enumerate(counts):
                 for r in range(len(refs)) if n else ():
                     seen[r][j].append((int(n), placed[r][j], own[r][j]))
                     costs[r][j], main[r][j] = pooled(seen[r][j])
+            return entry
+
+        for _ in range(1 + refits):
+            # Each fit doubles its budget from the smallest again: costs measured in place
+            # can meet the shares with fewer instances than the calibration's promised.
+            curve: list[tuple[float, float]] = []
+            fitted = fit_budget(workload, owner, costs, main, *budget, curve)
+            tried_here = ", ".join(f"{b / 1000:.3g} ms: {d:.3f}" for b, d in curve)
+            say(f"fit {len(tried) + 1}: {tried_here}; {fitted[1] / 1000:.3g} ms kept")
+            if tried_out(fitted, curve) is None:
+                break
+        # Then local refits, each from the best network so far on the costs measured in
+        # that network itself, moving at most ``radius`` of its time: the pooled costs
+        # predicted every fit's time ratios within 1 % and were timed 5-38 % off (a unit
+        # costs what its neighbours let it), where its own network's costs are exact for
+        # it and hold for a few instances more or less.  A step that misses more halves
+        # the radius (a trust region).
+        radius = RADIUS
+        for _ in range(local_refits if tried else 0):
+            best = min(tried, key=lambda t: t["miss"])
+            counts = np.asarray(best["counts"])
+            near, near_main = _near(best["placed"], costs, counts), _near(best["own"], main, counts)
+            say(f"fit {len(tried) + 1}: near fit {best['fit']['fit']}, moving {radius:.0%} of it at most")
+            fitted = solve(workload, owner, near, near_main, best["used"], (counts, radius))
+            # Fitted at one budget, its anchor's: that is the curve its record shows.
+            curve = [(best["used"], max(divergence(p, t) for p, t in zip(fitted[2], fitted[1])))]
+            step = tried_out((fitted[0], best["used"], *fitted[1:]), curve, best["fit"]["fit"])
+            if step is None or step["miss"] >= best["miss"]:
+                radius /= 2
+        finalists = tried
+        if timings and len(tried) > 1:
+            finalists, score, apps_ms = playoff(tried, given, refs, Path(tmp), timings, runs[2], say)
     if not tried:
         raise UserError("the fit gave no unit a count: the workload's nodes have no emittable work")
-    kept = min(tried, key=lambda t: t["miss"])
+    kept = min(finalists, key=lambda t: t["miss"])
     counts, used, targets, predicted = kept["counts"], kept["used"], kept["targets"], kept["predicted"]
     measured, main, curve = kept["profiles"], kept["own"], kept["curve"]
     checks = [divergence(p, t) for p, t in zip(predicted, targets)]
@@ -268,7 +309,7 @@ def _network(
     built = ready[source]
     again = []
     for ref in refs:
-        runs_on = built.get(ref.build) or built_for(source, ref.build, out.parent, _quiet, dynamic)
+        runs_on = built.get(ref.build) or built_for(source, ref.build, out.parent, quiet, dynamic)
         again.append(profile_at(runs_on, ref, *runs, say))
     repeat = [{c["class"]: c["share"] for c in m["classes"]} for m in again]
     return {
@@ -294,8 +335,16 @@ def _network(
         "timed_ms": kept["ms"],  # the median of its timing processes (its profiles' without)
         # Its time on each reference after the first relative to the first, against the
         # score's (the applications' weighted geometric mean): what validate will test.
-        "measured_ratio_miss": _ratio_misses(kept["ms"], score),
+        "measured_ratio_miss": ratio_misses(kept["ms"], score),
+        # The score it was kept by, and the applications' times it is the ratios of: the
+        # workload's, or their timings in turn with the closest fits (``_playoff``).
         "score_ratios": [float(x) for x in score],
+        "score_ms": apps_ms,
+        # Every fit tried: the network it was refitted near (None: a fit on the pooled
+        # costs), its profile's worst class divergence, its time ratio misses against the
+        # workload's score and, for the finalists, when timed again with the applications.
+        "fits": [t["fit"] for t in tried],
+        "kept_fit": kept["fit"]["fit"],
         "repeat_divergence": [divergence(a, b) for a, b in zip(shares, repeat)],
         "applications_ms": [set_ms(apps, i) for i in range(len(refs))],
         "builds": {t: Path(p).name for t, p in built.items() if t != "fp32"},

@@ -101,6 +101,21 @@ class SynthGenerateRequest(ProfileRuns):
         help="the most the doubling may reach, as the same fraction: the run time the benchmark "
         "may take, whatever the time shares (default {default})",
     )
+    refits: int = flag(
+        "--refits",
+        default=3,
+        type=int,
+        help="fits after the first on the costs of its units measured in the networks fitted "
+        "before, pooled (default {default})",
+    )
+    local_refits: int = flag(
+        "--local-refits",
+        default=4,
+        type=int,
+        help="then fits near the closest network so far, on the costs measured in it, moving a "
+        "bounded share of its time; the closest fits are timed again with the applications "
+        "for the one kept (default {default})",
+    )
     seed: int = flag("--seed", default=0, type=int, help="seed of the weights (default {default})")
 
 

@@ -72,11 +72,13 @@ def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, 
     from dlbench.harness.synth.workload import KIND, opened_from
 
     workload = _read(req.workload, KIND, "dlbench synth profile")
-    if req.clusters < 1:
-        raise UserError(f"--clusters {req.clusters}: give at least 1")
-    if req.networks < 1:
-        raise UserError(f"--networks {req.networks}: give at least 1")
     _check_runs(req)
+    _at_least(
+        ("--clusters", req.clusters, 1),
+        ("--networks", req.networks, 1),
+        ("--refits", req.refits, 0),
+        ("--local-refits", req.local_refits, 0),
+    )
     if not 0 < req.budget <= 1:
         raise UserError(f"--budget {req.budget}: give a fraction in (0, 1]")
     if not req.budget <= req.max_budget <= 1:
@@ -97,6 +99,7 @@ def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, 
         iterations=req.iterations,
         timeout=req.timeout,
         timings=req.timings,
+        refits=(req.refits, req.local_refits),
         seed=req.seed,
         say=say,
     )
@@ -105,11 +108,11 @@ def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, 
 
 
 def _check_runs(req: ProfileRuns) -> None:
-    for name, value, least in (
-        ("--iterations", req.iterations, 1),
-        ("--warmup", req.warmup, 0),
-        ("--timings", req.timings, 0),
-    ):
+    _at_least(("--iterations", req.iterations, 1), ("--warmup", req.warmup, 0), ("--timings", req.timings, 0))
+
+
+def _at_least(*flags: tuple[str, int, int]) -> None:
+    for name, value, least in flags:
         if value < least:
             raise UserError(f"{name} {value}: give at least {least}")
 

@@ -85,12 +85,18 @@ def _one_network(n: dict[str, Any], limit: float) -> str:
     tried = ", ".join(
         f"{b['budget_us'] / 1000:.3g}: {b['predicted_divergence']:.3f}" for b in n.get("budget_curve", [])
     )
+    misses = ", ".join(f"{m:+.1%}" for m in n.get("measured_ratio_miss", []))
+    said = "\nIts time ratios against the score's, on each reference after the first: "
+    fits = n.get("fits") or []
+    again = "timed again in turn with its applications" if any(f["timed_again"] for f in fits) else "timed"
+    kept = f"; fit {n['kept_fit']} of the {len(fits)} tried, {again}" if fits else ""
     return (
         f"{n['onnx']} (weight {n['weight']:.2f}), for {apps}:\n\n{table}\n\n"
         f"Op-class time-share divergence from its applications' workload, per reference: predicted "
         f"{checks} (limit {limit}; self-check {n['self_check']}), measured {measured} "
         f"(two profiles of the network itself differ by {noise}).\n"
         f"Its run time against its applications', per reference: {time}."
+        + (f"{said}{misses}{kept}." if misses else "")
         + (
             f"\nThe budgets its fit tried (ms on the first reference: predicted divergence): {tried}."
             if tried

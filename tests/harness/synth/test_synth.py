@@ -374,13 +374,10 @@ def test_a_reference_reads_back_as_written(text):
 # -- nodes into units, units into a network ----------------------------------------------
 
 
-def test_the_fit_meets_the_class_shares_when_the_costs_are_the_workloads_own():
-    """The fit without the clock: each unit's cost per instance is what its nodes cost in
-    the workload, so the shares the counts predict can match the mix on both references
-    (the end-to-end test below prices units on a loaded machine and gets what it gets)."""
-    from dlbench.harness.synth.counts import solve
-
-    # Two applications at two batch sizes: convolutions and a softmax; GEMMs and a softmax.
+def _priced_workload():
+    """Two applications at two batch sizes (convolutions and a softmax; GEMMs and a
+    softmax), and each unit priced at what its nodes cost in the workload: the workload,
+    each node's unit, the costs by class and of the unit's own class, and the set's µs."""
     nodes = [  # (application, unit, µs at batch 1, µs at batch 4)
         *[(0, 0, 100.0, 350.0)] * 4,
         (0, 2, 20.0, 60.0),
@@ -407,10 +404,43 @@ def test_the_fit_meets_the_class_shares_when_the_costs_are_the_workloads_own():
     costs = [[{classes[u]: per[u][0][2 + r]} for u in range(3)] for r in (0, 1)]
     main = [[per[u][0][2 + r] for u in range(3)] for r in (0, 1)]
     whole = sum(a["node_ms"][0] for a in apps) * 1000
-    counts, targets, predicted = solve(workload, [n[1] for n in nodes], costs, main, 10 * whole)
+    return workload, [n[1] for n in nodes], costs, main, whole
+
+
+def test_the_fit_meets_the_class_shares_when_the_costs_are_the_workloads_own():
+    """The fit without the clock: each unit's cost per instance is what its nodes cost in
+    the workload, so the shares the counts predict can match the mix on both references
+    (the end-to-end test below prices units on a loaded machine and gets what it gets)."""
+    from dlbench.harness.synth.counts import solve
+
+    workload, owner, costs, main, whole = _priced_workload()
+    counts, targets, predicted = solve(workload, owner, costs, main, 10 * whole)
     assert all(counts > 0)
     for p, t in zip(predicted, targets):
         assert divergence(p, t) <= 0.02, (counts, p, t)
+
+
+def test_a_local_refit_moves_at_most_its_radius_of_the_network_s_time():
+    """From counts far off the mix (convolutions alone), a refit near them moves toward
+    the mix but changes no more of their time, on either reference, than it is allowed;
+    allowed none, it keeps them."""
+    from dlbench.harness.synth.counts import solve
+
+    workload, owner, costs, main, whole = _priced_workload()
+    start = np.array([20, 0, 0])
+    per_unit = np.array([[sum(c.values()) for c in ref] for ref in costs])  # [refs, units]
+
+    def worst(counts):
+        spent = [{k: v * n for u, n in zip(ref, counts) for k, v in u.items()} for ref in costs]
+        return max(divergence(s, t) for s, t in zip(spent, targets))
+
+    for radius in (0.3, 0.6):
+        counts, targets, _ = solve(workload, owner, costs, main, 10 * whole, (start, radius))
+        moved = per_unit @ np.abs(counts - start) / (per_unit @ start)
+        assert (moved <= radius + 1e-9).all() and (moved > radius / 3).any(), (radius, counts, moved)
+        assert worst(counts) < worst(start) - 0.1, (radius, counts)
+    kept, _, _ = solve(workload, owner, costs, main, 10 * whole, (start, 0.0))
+    assert list(kept) == list(start)
 
 
 def test_batch_axis_is_the_one_that_grew_with_the_batch():
@@ -566,6 +596,10 @@ def synthesized(home, cli_module):
         "16",
         "--timings",
         "2",
+        "--refits",
+        "0",
+        "--local-refits",
+        "1",
         "-q",
     )
     assert out.returncode in (0, 1), out.stderr[-3000:]
@@ -647,15 +681,33 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
         # ratios between references are measured against the score's.
         assert n["fit_mix"] == [pytest.approx(1.0)]
         # Timed on every reference in its own processes (two each), apart from its profiles,
-        # as its application was by the profile step: the ratios it was kept by are its
-        # timings', against its application's timings' (the score validate measures).
+        # as its application was by the profile step; the closest fits timed again in turn
+        # with the application: the ratios it was kept by are those timings', against its
+        # application's (the score validate measures).
         [app] = [a for a in w["applications"] if Path(a["source"]).name == Path(n["applications"][0]).name]
-        timed, own = n["timed_ms"], app["timed_ms"]
-        assert len(timed) == len(own) == len(net["references"]) and min(timed + own) > 0
-        assert n["score_ratios"] == pytest.approx([a / own[0] for a in own[1:]])
+        timed, own, [again] = n["timed_ms"], app["timed_ms"], n["score_ms"]
+        assert len(timed) == len(own) == len(again) == len(net["references"]) and min(timed + own + again) > 0
+        assert n["score_ratios"] == pytest.approx([a / again[0] for a in again[1:]])
         assert n["measured_ratio_miss"] == pytest.approx(
-            [t / timed[0] / (a / own[0]) - 1 for t, a in zip(timed[1:], own[1:])]
+            [t / timed[0] / (a / again[0]) - 1 for t, a in zip(timed[1:], again[1:])]
         )
+        # Every fit is listed; a local refit was made near the closest fit before it (by
+        # its first timing); with more than one fit, the closest few were timed again and
+        # the one kept is the closest of those on them.
+        fits = n["fits"]
+        assert [f["fit"] for f in fits] == list(range(1, len(fits) + 1))
+
+        for i, f in enumerate(fits):
+            assert f["near"] is None or f["near"] == min(fits[:i], key=_first_miss)["fit"]
+        finals = [f for f in fits if f["timed_again"] is not None]
+        if len(fits) == 1:
+            assert not finals and again == pytest.approx(own) and n["kept_fit"] == 1
+        else:
+            first = sorted(fits, key=_first_miss)[: len(finals)]
+            assert 2 <= len(finals) <= 4 and {f["fit"] for f in finals} == {f["fit"] for f in first}
+            kept = min(finals, key=lambda f: _miss(f, f["timed_again"]))
+            assert n["kept_fit"] == kept["fit"]
+            assert n["measured_ratio_miss"] == pytest.approx(kept["timed_again"])
         # Its profiles were scaled to its timings, and its run time is held against its
         # application's timed one: bench's times on both sides.
         assert n["measured_ms"] == pytest.approx(timed) and n["applications_ms"] == pytest.approx(own)
@@ -701,7 +753,18 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
         "divergence" in out.stdout
         and "application set" in out.stdout
         and "budgets its fit tried" in out.stdout
+        and "time ratios against the score's" in out.stdout
     )
+
+
+def _miss(fit, ratio_misses):
+    """A fit as generate judges it: its profile's worst class divergence plus how far its
+    time ratios are from the score's."""
+    return fit["measured_divergence"] + sum(abs(math.log1p(m)) for m in ratio_misses)
+
+
+def _first_miss(fit):
+    return _miss(fit, fit["time_ratio_miss"])
 
 
 # The files synth generate writes for the two-application set, after "synthetic": the
@@ -852,6 +915,7 @@ def test_rounds_tell_a_drift_from_noise():
         (["validate", "old.json"], "written by an older dlbench synth generate; generate it again"),
         (["generate", "workload.json", "--networks", "0"], "--networks 0: give at least 1"),
         (["generate", "workload.json", "--timings", "-1"], "--timings -1: give at least 0"),
+        (["generate", "workload.json", "--local-refits", "-1"], "--local-refits -1: give at least 0"),
         (["profile", "a.onnx", "--timings", "-1"], "--timings -1: give at least 0"),
     ],
 )
@@ -929,6 +993,10 @@ def test_a_built_reference_fits_the_network_to_the_applications_int8_builds(tmp_
         "--clusters",
         "6",
         "--timings",
+        "1",
+        "--refits",
+        "0",
+        "--local-refits",
         "1",
         "-q",
     )
