@@ -211,8 +211,9 @@ def _network(
     with scratch("dlbench-synth") as tmp:
         # Calibration: every representative a few times.  Then each fitted network itself:
         # its units' costs in place (their neighbours, their lane's length) replace the
-        # earlier ones for the next fit, and the network whose own profile comes closest
-        # to the workload's is the one kept, its profile the measured check.
+        # earlier ones for the next fit, and the network that comes closest, timed again
+        # with the applications (``playoff``), is the one kept, its profile the measured
+        # check.
         costs, main, _, _, _ = measure([CALIBRATION_REPEATS] * len(units), Path(tmp) / "calibration.onnx")
         tried: list[dict[str, Any]] = []
         # Every in-place cost a unit was measured at, pooled by its instances: one profile's
@@ -337,7 +338,7 @@ def _network(
         # score's (the applications' weighted geometric mean): what validate will test.
         "measured_ratio_miss": ratio_misses(kept["ms"], score),
         # The score it was kept by, and the applications' times it is the ratios of: the
-        # workload's, or their timings in turn with the closest fits (``_playoff``).
+        # workload's, or their timings in turn with the closest fits (``playoff``).
         "score_ratios": [float(x) for x in score],
         "score_ms": apps_ms,
         # Every fit tried: the network it was refitted near (None: a fit on the pooled
