@@ -95,6 +95,8 @@ def solve(
     shares = goal / np.where(goal.sum(axis=1) > 0, goal.sum(axis=1), 1.0)[:, None]
     aimed = np.log(goal.sum(axis=1)[1:] / goal[0].sum())[:, None] if refs > 1 else np.zeros((0, 1))
     fitted = float(np.sum(b**2)) or 1.0
+    per_unit = spent.sum(axis=1)  # [refs, units]: a unit's µs on each reference
+    start_time = per_unit @ near[0] if near is not None else None  # [refs]
 
     def errors(n: np.ndarray) -> np.ndarray:
         """What the self-check judges (the worst reference's class divergence); how far
@@ -109,7 +111,7 @@ def solve(
             ratios = np.abs(np.log(np.maximum(times[1:], 1e-12) / times[0]) - aimed).sum(axis=0)
         total = worst.sum(axis=1).max(axis=0) + ratios + 0.1 * np.sum((n @ a.T - b) ** 2, axis=1) / fitted
         if near is not None:
-            moved = np.abs(n - near[0]) @ spent.sum(axis=1).T / (spent.sum(axis=1) @ near[0])  # [m, refs]
+            moved = np.abs(n - near[0]) @ per_unit.T / start_time  # [m, refs]
             total = np.where(moved.max(axis=1) > near[1], np.inf, total)
         return np.where(times[0] > 0, total, np.inf)
 

@@ -66,10 +66,10 @@ CALIBRATION_REPEATS = 3
 RADIUS = 0.3  # the most of that network's time the first local refit may move
 
 
-def _near(own: list[list[Any]], pooled: list[list[Any]], counts: np.ndarray) -> list[list[Any]]:
+def _near(own: list[list[Any]], elsewhere: list[list[Any]], counts: np.ndarray) -> list[list[Any]]:
     """Per reference, each unit's cost in the network of ``counts`` where it ran there, and
-    its pooled cost where it did not."""
-    return [[o if n else p for o, p, n in zip(mine, theirs, counts)] for mine, theirs in zip(own, pooled)]
+    its pooled cost (``elsewhere``) where it did not."""
+    return [[o if n else p for o, p, n in zip(mine, theirs, counts)] for mine, theirs in zip(own, elsewhere)]
 
 
 def generate(
@@ -243,7 +243,7 @@ def _network(
             # each reference's time ratio is from the score's, the figure validate tests.
             entry = {"miss": worst + float(np.abs(np.log1p(off)).sum()), "counts": counts, "used": used}
             entry |= {"targets": targets, "predicted": predicted, "profiles": profiles, "curve": curve}
-            entry |= {"placed": placed, "own": own, "ms": ms, "files": files, "worst": worst}
+            entry |= {"placed": placed, "own": own, "ms": ms, "files": files}
             entry["fit"] = {"fit": len(tried) + 1, "near": near, "measured_divergence": worst}
             entry["fit"] |= {"time_ratio_miss": off, "timed_again": None}
             tried.append(entry)

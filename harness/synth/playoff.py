@@ -64,7 +64,7 @@ def playoff(
         again = [m / was for m, was in zip(ms, t["ms"])]
         t["profiles"] = [scaled(p, m) for p, m in zip(t["profiles"], ms)]
         t["own"] = [[c * k for c in own] for own, k in zip(t["own"], again)]
-        t |= {"ms": ms, "miss": t["worst"] + float(np.abs(np.log1p(off)).sum())}
+        t |= {"ms": ms, "miss": t["fit"]["measured_divergence"] + float(np.abs(np.log1p(off)).sum())}
         t["fit"]["timed_again"] = off
         say(f"fit {t['fit']['fit']}: time ratios against the score {', '.join(f'{m:+.1%}' for m in off)}")
     return finalists, score, apps_ms
