@@ -5,7 +5,7 @@ path any model takes, kept only where it built and verified."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ def verified_builds(
     ready: dict[str, str] | None = None,
     unverified: list[str] | None = None,
     dynamic: bool | None = None,
+    name: str | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """({"fp32": source, target: file, ...} for the targets that verified, one line per
     target left out saying why).  A file in ``ready`` (target -> file, verified before)
@@ -30,7 +31,8 @@ def verified_builds(
     build over its accuracy tolerance whose outputs are finite and of the right shapes is
     kept too, and its line goes there: whoever asks only times it (a speed is a speed
     whatever the calibration's accuracy), and says so.  ``dynamic``: the INT8 mode
-    (None: the graph's choice)."""
+    (None: the graph's choice); ``name`` the builds' file stem (the source's by default:
+    sources sharing a folder take ``distinct_stems``)."""
     from dlbench.harness.convert.build import build
     from dlbench.harness.convert.request import BuildRequest
 
@@ -41,7 +43,7 @@ def verified_builds(
         if made and Path(made).is_file():
             files[target] = made
             continue
-        out = dest / f"{Path(source).stem}.{target}.onnx"
+        out = dest / f"{name or Path(source).stem}.{target}.onnx"
         say(f"build {Path(source).name} --to {target}")
         try:
             options = with_mode(target, dynamic)
@@ -61,6 +63,28 @@ def verified_builds(
         left.append(f"{Path(source).name} --to {target}: {why}")
         say(f"build {Path(source).name} --to {target} left out: {why}")
     return files, left
+
+
+def distinct_stems(sources: Iterable[str]) -> dict[str, str]:
+    """Each source's file stem, told apart where two files share one (every Hugging Face
+    export is a ``model.onnx``): their builds are written side by side in one folder by
+    these names, and each is shown by its own.  Sharers take their folder's name before
+    the stem (``bert-model``), then a number where that is shared too."""
+    paths = list(dict.fromkeys(sources))
+    stems = [Path(p).stem for p in paths]
+    names = [
+        f"{Path(p).resolve().parent.name}-{s}" if stems.count(s) > 1 else s for p, s in zip(paths, stems)
+    ]
+    taken: set[str] = set()
+    out = {}
+    for path, name in zip(paths, names):
+        unique, n = name, 1
+        while unique in taken:
+            n += 1
+            unique = f"{name}-{n}"
+        taken.add(unique)
+        out[path] = unique
+    return out
 
 
 def _timeable(record: dict[str, Any]) -> bool:

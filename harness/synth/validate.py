@@ -219,10 +219,11 @@ def build_all(
     A build in ``ready`` (source -> target -> file, verified before) is taken as it is;
     with ``unverified``, builds over tolerance are kept and listed there; ``modes`` the
     INT8 mode of a source whose graph should not choose it (a generated network's)."""
-    from dlbench.harness.convert.builds import verified_builds
+    from dlbench.harness.convert.builds import distinct_stems, verified_builds
 
     out: dict[str, dict[str, str]] = {}
     failed: list[str] = []
+    names = distinct_stems(sources)
     for source in sources:
         out[source], left = verified_builds(
             source,
@@ -232,6 +233,7 @@ def build_all(
             ready=(ready or {}).get(source),
             unverified=unverified,
             dynamic=(modes or {}).get(source),
+            name=names[source],
         )
         failed += left
     return out, failed
@@ -324,10 +326,13 @@ def validate(
     ``baselines`` are models outside the set (ResNet-50), each a predictor alone;
     ``generated`` the baselines generate wrote (``synth.baselines``), each a predictor of
     its files by their weights."""
+    from dlbench.harness.convert.builds import distinct_stems
+
+    named = distinct_stems([*apps, *baselines])
     predictors: dict[str, dict[str, float]] = {"synthetic": dict(synth)}
-    predictors.update({f"{Path(b).stem} alone (not in the set)": {b: 1.0} for b in baselines})
+    predictors.update({f"{named[b]} alone (not in the set)": {b: 1.0} for b in baselines})
     predictors.update({name: files for name, files in (generated or {}).items() if files})
-    predictors.update({f"{Path(a).stem} alone": {a: 1.0} for a in apps})
+    predictors.update({f"{named[a]} alone": {a: 1.0} for a in apps})
     # The configurations are those the applications and the network ran on.  A baseline
     # that missed some of them (a build of it a backend could not read, a version not
     # written) is judged on those it ran, and its row says how many, rather than taking
@@ -348,8 +353,7 @@ def validate(
         judged[name] = {**judge(mine, mine_actual, predicted[name], floor), "configurations": len(mine)}
     if len(apps) > 2:  # the best pair, picked with hindsight: an upper bound for two models
         pairs = {
-            f"{Path(a).stem} + {Path(b).stem}": {a: apps[a], b: apps[b]}
-            for a, b in itertools.combinations(apps, 2)
+            f"{named[a]} + {named[b]}": {a: apps[a], b: apps[b]} for a, b in itertools.combinations(apps, 2)
         }
         _, _, paired = scores(results, apps, pairs, configs)
         best = max(paired, key=lambda n: judge(configs, actual, paired[n], floor)["spearman"] or -1)

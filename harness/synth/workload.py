@@ -183,17 +183,21 @@ def profile_workload(
     profiles' one process a reference (one read vgg16-mini's batch 8 on every core 7.8x
     its batch 1 on one, where validate's cells read 3.9 to 4.1x)."""
     from dlbench.core.atomic import scratch
+    from dlbench.harness.convert.builds import distinct_stems
     from dlbench.harness.synth.rounds import timed_in_turn
 
     check_references(refs)
     if not apps:
         raise UserError("give at least one application")
+    # Their builds share a folder and are all timed after the last is made: two files
+    # of one name would time the second's build twice.
+    names = distinct_stems(a.source for a in apps)
     applications, nodes, files = [], [], []
     for index, app in enumerate(apps):
-        files.append([built_for(app.source, ref.build, home, say) for ref in refs])
+        files.append([built_for(app.source, ref.build, home, say, name=names[app.source]) for ref in refs])
         runs = (warmup, iterations, timeout)
         profiles = [profile_at(f, ref, *runs, say, db) for f, ref in zip(files[-1], refs)]
-        entry, app_nodes = _application(index, app, refs, profiles)
+        entry, app_nodes = _application(index, app, refs, profiles, names[app.source])
         applications.append(entry)
         nodes.extend(app_nodes)
     if timings:
@@ -240,19 +244,24 @@ def app_int8_dynamic(app: dict[str, Any]) -> bool:
 
 
 def built_for(
-    source: str, build: str, home: Path, say: Callable[[str], None], dynamic: bool | None = None
+    source: str,
+    build: str,
+    home: Path,
+    say: Callable[[str], None],
+    dynamic: bool | None = None,
+    name: str | None = None,
 ) -> str:
     """``source`` itself for fp32, else its build through the build path any model takes
-    (in ``home``/builds; ``dynamic`` the INT8 mode, None: the graph's choice).  A build
-    over its tolerance is still what the backend runs, so it is profiled all the same;
-    one that failed outright fails the step."""
+    (in ``home``/builds, by ``name`` or the source's stem; ``dynamic`` the INT8 mode,
+    None: the graph's choice).  A build over its tolerance is still what the backend
+    runs, so it is profiled all the same; one that failed outright fails the step."""
     from dlbench.harness.convert.build import build as make
     from dlbench.harness.convert.builds import with_mode
     from dlbench.harness.convert.request import BuildRequest
 
     if build == "fp32":
         return source
-    out = home / "builds" / f"{Path(source).stem}.{build}.onnx"
+    out = home / "builds" / f"{name or Path(source).stem}.{build}.onnx"
     out.parent.mkdir(parents=True, exist_ok=True)
     say(f"build {Path(source).name} --to {build}")
     record = make(BuildRequest(source=source, to=build, out=str(out), options=with_mode(build, dynamic)))
@@ -333,7 +342,7 @@ def without_profiler(prof: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _application(index: int, app: Application, refs, profiles: list[dict[str, Any]]):
+def _application(index: int, app: Application, refs, profiles: list[dict[str, Any]], label: str):
     from dlbench.harness.profile.classes import node_class
     from dlbench.harness.synth.units import motifs, shape_class, unit_of
 
@@ -363,7 +372,7 @@ def _application(index: int, app: Application, refs, profiles: list[dict[str, An
         nodes.append(row)
     entry = {
         "source": app.source,
-        "label": Path(app.source).stem,
+        "label": label,
         "weight": app.weight,
         "native": app.native,
         "int8_dynamic": int8_dynamic(app.source),

@@ -13,6 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from dlbench.harness.convert.builds import distinct_stems
 from dlbench.harness.store.results import ResultStore
 from dlbench.harness.synth import emit, fit, rounds
 from dlbench.harness.synth.baselines import MICRO, REPLAY, cells, replays
@@ -20,7 +21,7 @@ from dlbench.harness.synth.counts import divergence
 from dlbench.harness.synth.groups import response, score_ratios, split, subset, tilted
 from dlbench.harness.synth.tables import validation_table
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
-from dlbench.harness.synth.validate import judge, scores, spearman, validate
+from dlbench.harness.synth.validate import build_all, judge, scores, spearman, validate
 from dlbench.harness.synth.workload import Reference, at_timed, without_profiler
 from tests.utils.clitools import run_cli
 
@@ -1016,6 +1017,33 @@ def test_a_built_reference_fits_the_network_to_the_applications_int8_builds(tmp_
     )
     [untimed] = json.loads((tmp_path / "w2.json").read_text())["applications"]
     assert "b1/1t int8" in again.stdout and "timed_ms" not in untimed
+
+
+def test_applications_of_one_file_name_are_each_built_timed_and_named_as_themselves(tmp_path, cli):
+    """Every Hugging Face export is a ``model.onnx``: two in one set share the builds'
+    folder, and are all timed after the last build is made.  Each keeps its own build
+    (not the second's timed twice) and its own name in the tables."""
+    sides = {"big": 32, "small": 8}
+    for folder, side in sides.items():
+        (tmp_path / folder).mkdir()
+        cnn(tmp_path / folder / "model.onnx", width=4 * side // 8, side=side)
+    apps = [str(tmp_path / f / "model.onnx") for f in sides]
+    w = tmp_path / "w.json"
+    out = cli("synth", "profile", *apps, "--reference", "1x1,4x1,1x1:int8", "--timings", "1", "-o", str(w))
+    assert out.returncode == 0, out.stderr[-3000:]
+    labels = [a["label"] for a in json.loads(w.read_text())["applications"]]
+    assert labels == ["big-model", "small-model"] and "| big-model" in out.stdout
+
+    def side_of(path: Path) -> int:
+        return onnx.load(str(path)).graph.input[0].type.tensor_type.shape.dim[-1].dim_value
+
+    assert {n: side_of(tmp_path / "builds" / f"{n}-model.int8.onnx") for n in sides} == sides
+    # validate's builds, beside the generated networks' in one folder, alike.
+    built, left = build_all(apps, ["int8"], tmp_path / "v", lambda _: None)
+    assert not left and [side_of(Path(built[a]["int8"])) for a in apps] == list(sides.values())
+    # A third file whose own name is a sharer's new one is numbered, and one file twice is one.
+    named = distinct_stems([*apps, str(tmp_path / "x" / "big-model.onnx"), apps[0]])
+    assert list(named.values()) == ["big-model", "small-model", "big-model-2"]
 
 
 @pytest.mark.parametrize(
