@@ -128,7 +128,8 @@ def validation_table(v: dict[str, Any]) -> str:
             _pct(j["p90_error"]), _pct(j["pairwise_agreement"]),
             ", ".join("-" if h is None else f"{h:.3f}" for h in held) or "-",
         ])  # fmt: skip
-    held_names = ", ".join(v["held_out_spearman"]) or "none"
+    ran = [c.split(" ")[0] for c in v.get("scores", {})]
+    held_out = ", ".join(f"{b}, {ran.count(b)} configurations" for b in v["held_out_spearman"]) or "none"
     headers = [
         "Predictor",
         "Configurations",
@@ -136,7 +137,7 @@ def validation_table(v: dict[str, Any]) -> str:
         "Median error",
         "p90 error",
         "Pairwise agreement",
-        f"ρ held out ({held_names})",
+        f"ρ held out ({held_out})",
     ]
     left = v.get("matrix", {}).get("left_out") or []
     left_out = f"\nLeft out (their configurations lose the artifact): {'; '.join(left)}." if left else ""
@@ -177,8 +178,11 @@ def validation_table(v: dict[str, Any]) -> str:
             f"\nThe synthetic median error with each configuration as the baseline in turn: "
             f"{_pct(by['min'])} to {_pct(by['max'])} (median {_pct(by['median'])})."
         )
+    asked = v.get("matrix", {}).get("configurations", v["configurations"])
+    lost = asked > v["configurations"]
+    of = f" of the matrix's {asked} (the rest lost an application or the network)" if lost else ""
     return (
-        f"{markdown(headers, rows)}\n\n{v['configurations']} configurations, "
+        f"{markdown(headers, rows)}\n\n{v['configurations']} configurations{of}, "
         f"baseline {v['baseline']}{left_out}\n"
         f"Pairs counted beyond a noise floor of {_pct(v['noise_floor'])}.\n{v['derived']}"
     )

@@ -193,6 +193,9 @@ def measure(
                 left += [x for x in refused if x not in left]  # each round refuses alike
                 for r in records:
                     if r["status"] not in ("ok", "unstable") or not r.get("throughput_sps"):
+                        # Its configurations lose it (a crash, a hang): so the output says.
+                        why = f"{Path(file).name} on {backend}: {r.get('error') or r['status']}"
+                        left += [why] if why not in left else []
                         continue
                     config = Config(backend, build, r["batch_size"], r["intra_op_threads"], allocator, env)
                     figures.setdefault(config.label, {}).setdefault(source, []).append(r["throughput_sps"])

@@ -21,7 +21,7 @@ from dlbench.harness.synth.counts import divergence
 from dlbench.harness.synth.groups import response, score_ratios, split, subset, tilted
 from dlbench.harness.synth.tables import validation_table
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
-from dlbench.harness.synth.validate import build_all, judge, scores, spearman, validate
+from dlbench.harness.synth.validate import Matrix, build_all, judge, measure, scores, spearman, validate
 from dlbench.harness.synth.workload import Reference, at_timed, without_profiler
 from tests.utils.clitools import run_cli
 
@@ -239,6 +239,36 @@ def test_a_weighted_predictor_and_baselines_that_missed_configurations():
     assert scores["c2"]["r alone (not in the set)"] == pytest.approx(2.0 * 3 / 2)
     # Its errors on c1, c2, c3: 0, |1.5 / 2 - 1|, |2 / 1.5 - 1|.
     assert r["median_error"] == pytest.approx(0.25) and r["p90_error"] == pytest.approx(0.25 + 0.8 / 12)
+
+
+def test_a_failed_cell_is_named_and_its_configurations_lose_the_application(tmp_path):
+    """A cell that fails (an engine crashing on one build) takes its configurations out
+    of everyone's score: the output names it and says how many of the matrix's are left,
+    and the held-out figure how many it rests on."""
+    good = cnn(tmp_path / "good.onnx", width=4, side=8)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    shape = numpy_helper.from_array(np.array([1, 4], np.int64), "shape")
+    bad = _save(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])], [x], [y], [shape], tmp_path / "bad.onnx"
+    )
+    matrix = Matrix(["onnxruntime"], ["fp32"], [1, 2], [1], ["tuned"], [""])
+    db = str(tmp_path / "r.sqlite")
+    results, left, _ = measure({good: None, bad: None}, [], {}, matrix, tmp_path, min_duration=0.05, db=db)
+    assert sorted(results) == ["onnxruntime fp32 b1 1t tuned", "onnxruntime fp32 b2 1t tuned"]
+    assert set(results["onnxruntime fp32 b2 1t tuned"]) == {good}  # a batch of 2 into [1, 4]
+    [why] = left
+    assert why.startswith("bad.onnx on onnxruntime: ") and len(why) > len("bad.onnx on onnxruntime: ")
+    scored = {f"openvino c{i}": {"a": 10.0 + i, "s": 5.0 + i} for i in range(3)}
+    v = validate(
+        {"onnxruntime c": {"a": 9.0, "s": 4.0}, **scored}, {"a": 1.0}, {"s": 1.0}, {"onnxruntime"}, 0.02
+    )
+    said = validation_table({**v, "matrix": {"configurations": 6, "left_out": left}})
+    assert (
+        "4 configurations of the matrix's 6 (the rest lost" in said
+        and f"Left out (their configurations lose the artifact): {why}" in said
+    )
+    assert "ρ held out (openvino, 3 configurations)" in said
 
 
 def test_one_noisy_baseline_cell_is_shown_by_the_median_error_under_every_baseline():
