@@ -36,7 +36,7 @@ from dlbench.harness.backends.base import (
     region,
     with_tf32,
 )
-from dlbench.harness.cells import mathmode
+from dlbench.harness.cells import mathmode, stage
 from dlbench.harness.formats import ONNX
 from dlbench.harness.machine.frameworks import distribution_version
 
@@ -101,6 +101,13 @@ class OrtRunner(Runner):
             providers = ["CPUExecutionProvider"]
             self.expected = PROVIDERS["cpu"]
         self.session_options = so
+        level = o["graph_optimization"]
+        stage.enter(
+            f"creating ONNX Runtime's session (graph optimization {level}, {self.expected})",
+            f"-O graph_optimization=basic applies fewer fusions than {level}"
+            if level in ("all", "extended")
+            else None,
+        )
         try:
             self.session = ort.InferenceSession(self.artifact.path, sess_options=so, providers=providers)
         except Exception as exc:  # noqa: BLE001 - ORT raises its own types; classify by text

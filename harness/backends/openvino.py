@@ -16,7 +16,10 @@ run.  OpenVINO has no inter-op pool: streams are its closest thing.
 
 A symbolic batch is fixed at load where the cell runs one batch size (a
 static model is about 20 % faster on small graphs, with the same outputs);
-cells that take several (server scenario, eval) compile it dynamic.
+cells that take several (server scenario, eval) compile it dynamic.  The fixed shape is
+also where the plugin has crashed (2026.4 segfaults compiling densenet121-mini's INT8 build
+at 1x3x64x64, and runs it dynamic): a cell that dies compiling says so, and names
+``-O reshape=off`` (``harness.cells.stage``).
 """
 
 from __future__ import annotations
@@ -35,9 +38,11 @@ from dlbench.harness.backends.base import (
     TensorInfo,
     region,
 )
-from dlbench.harness.cells import mathmode
+from dlbench.harness.cells import mathmode, stage
 from dlbench.harness.formats import ONNX
 from dlbench.harness.machine.hardware import cpu
+
+OWN_SHAPES = "static (the model's own)"
 
 # dlbench precision -> INFERENCE_PRECISION_HINT (fp16 models: see _hint).
 HINTS = {"fp32": "f32", "bf16": "bf16", "int8": "f32"}
@@ -107,6 +112,11 @@ class OvRunner(Runner):
         ]
         self.output_names = [p.get_any_name() for p in model.outputs]
         self.shapes = self._fix_shapes(model)
+        fixed = self.shapes.startswith("static ") and self.shapes != OWN_SHAPES
+        stage.enter(
+            f"compiling the model in OpenVINO's CPU plugin (shapes: {self.shapes})",
+            "-O reshape=off compiles it with its dynamic dimensions" if fixed else None,
+        )
         try:
             self.compiled = core.compile_model(model, "CPU", self.asked)
         except Exception as exc:  # noqa: BLE001 - OpenVINO raises RuntimeError and its own types
@@ -122,7 +132,7 @@ class OvRunner(Runner):
         """Reshape symbolic dimensions to the cell's one shape; say what the model runs with."""
         dynamic = [t for t in self.signature if any(d is None for d in t.shape)]
         if not dynamic:
-            return "static (the model's own)"
+            return OWN_SHAPES
         why = (
             "-O reshape=off"
             if self.cfg.options["reshape"] == "off"

@@ -60,7 +60,7 @@ from dlbench.harness.backends.base import (
     with_tf32,
 )
 from dlbench.harness.backends.cuda_buffers import Buffers, allocate, capture_graph, upload
-from dlbench.harness.cells import mathmode
+from dlbench.harness.cells import mathmode, stage
 from dlbench.harness.formats import ONNX, TRT_ENGINE
 from dlbench.harness.machine.fingerprint import fingerprint
 from dlbench.harness.machine.frameworks import is_installed
@@ -92,6 +92,7 @@ class TrtRunner(Runner):
             self.built_here = False
             self.tf32_flag = self.artifact.meta.get("tf32")  # None: built before it was kept
         else:
+            stage.enter(f"building a TensorRT {trt.__version__} engine from the ONNX file")
             serialized, self.tf32_flag = build_in_cell(
                 trt,
                 self.logger,

@@ -22,6 +22,7 @@ from dlbench.harness.bench import inputs as inputs_mod
 from dlbench.harness.bench.measure import Clock
 from dlbench.harness.bench.payload import CellPayload
 from dlbench.harness.bench.scenarios import ScenarioContext, get_scenario
+from dlbench.harness.cells import stage
 from dlbench.harness.cells.envs import imported_packages
 
 PROGRESS_EVERY_S = 0.5
@@ -65,6 +66,7 @@ def run(message: dict[str, Any]) -> dict[str, Any]:
     runner = backend.runner(payload.artifact, cfg)
 
     progress.write(phase="loading")
+    stage.enter(f"loading the model on {payload.backend}")
     t0 = time.perf_counter()
     runner.load()
     load_s = time.perf_counter() - t0
@@ -92,8 +94,10 @@ def run(message: dict[str, Any]) -> dict[str, Any]:
     first_plan = inputs_mod.plan(signature, batch, shapes, int_ranges, graph_ranges, given)
     batch = first_plan.batch_size  # a fixed-batch model runs its own batch
     progress.write(phase="preparing inputs")
+    stage.enter(f"preparing the inputs (batch size {batch})")
     step_handle = prepared(batch)
     progress.write(phase="first inference")
+    stage.enter(f"running the first batch (batch size {batch})")
     t0 = time.perf_counter()
     runner.run(step_handle)
     runner.sync()
@@ -111,8 +115,10 @@ def run(message: dict[str, Any]) -> dict[str, Any]:
         seed=seed,
     )
     progress.write(phase="warm-up")
+    stage.enter(f"warming up and measuring ({payload.scenario} scenario)")
     metrics = scenario.run(ctx)
     progress.write(phase="checking")
+    stage.enter("asking the engine what ran")
 
     runtime = runner.runtime()
     runner.verify(runtime)

@@ -20,6 +20,7 @@ from typing import Any
 
 from dlbench.core.atomic import write_json
 from dlbench.core.errors import UserError
+from dlbench.harness.cells import stage
 from dlbench.harness.cells.allocator import check_loaded
 
 KINDS = {
@@ -89,6 +90,7 @@ def main(argv: list[str]) -> int:
     if kind == "train_rank":
         out = rank_output(out)
     die_with_parent()
+    stage.keep_at(out)
     with open(inp, encoding="utf-8") as fh:
         payload = json.load(fh)
     reply = _reply(lambda: _run(kind, payload))
@@ -108,6 +110,7 @@ def many(payload: dict[str, Any]) -> dict[str, Any]:
     func = resolve(payload["kind"])
     replies = []
     for cell in payload["payloads"]:
+        stage.clear()
         start = time.perf_counter()
         reply = _reply(lambda: func(cell))  # noqa: B023 - called before the next iteration
         reply.update(wall_s=time.perf_counter() - start, peak_rss_mb=own_peak_rss_mb())

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.core.atomic import scratch, write_json
-from dlbench.harness.cells import allocator
+from dlbench.harness.cells import allocator, stage
 
 STDERR_TAIL = 4000
 # The parent shares the cores with the cell it measures: it sleeps between
@@ -147,7 +147,7 @@ def run_cell(
         )
         if timed_out:
             outcome.status = "timeout"
-            outcome.error = f"timed out after {timeout:g} s (the cell was killed)"
+            outcome.error = f"timed out after {timeout:g} s (the cell was killed{stage.last_words(str(out))})"
             return outcome
         if out.exists():
             reply = json.loads(out.read_text())
@@ -161,10 +161,13 @@ def run_cell(
         if (failed_rank := _failed_rank(out)) is not None:
             outcome.error, outcome.traceback = failed_rank
         elif proc.returncode is not None and proc.returncode < 0:
-            outcome.error = _signal_reason(-proc.returncode) + allocator_clash(tail, env)
+            outcome.error = _signal_reason(-proc.returncode) + (
+                allocator_clash(tail, env) or stage.last_words(str(out))
+            )
         else:
-            outcome.error = f"exited with status {proc.returncode} without a result" + (
-                f": {_last_line(tail)}" if _last_line(tail) else ""
+            outcome.error = (
+                f"exited with status {proc.returncode} without a result{stage.last_words(str(out))}"
+                + (f": {_last_line(tail)}" if _last_line(tail) else "")
             )
         return outcome
 

@@ -1,6 +1,6 @@
 """A cell that misbehaves on request, so the launcher's failure paths are tested
 with real processes: a raise, a hard crash, a hang, a large allocation, a block freed by
-another allocator than the one that made it; and one
+another allocator than the one that made it, each in a step it names or not; and one
 that reports the environment and allocator it started with, as the cell sees them."""
 
 from __future__ import annotations
@@ -12,6 +12,10 @@ import time
 
 def child(payload: dict) -> dict:
     action = payload.get("action")
+    if payload.get("stage"):  # the step (and its hint) the action happens in
+        from dlbench.harness.cells import stage
+
+        stage.enter(*payload["stage"])
     if action == "raise":
         raise RuntimeError("raised on purpose")
     if action == "segfault":

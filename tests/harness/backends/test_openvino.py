@@ -131,6 +131,27 @@ def test_outputs_match_onnxruntime_static_and_dynamic(tiny):
         assert rt["shapes"].startswith("static" if static else "dynamic"), rt["shapes"]
 
 
+def test_a_crash_compiling_at_a_fixed_shape_would_name_the_shape_and_the_dynamic_way_round(
+    tiny, workdir, monkeypatch
+):
+    """OpenVINO 2026.4 segfaults compiling some INT8 graphs at a fixed shape and runs them
+    dynamic: the step a cell names before compiling is what its failure line would end with."""
+    from dlbench.harness.cells import stage
+
+    reply = str(workdir / "out.json")
+    monkeypatch.setattr(stage, "_path", None)
+    stage.keep_at(reply)
+    _runner(tiny, batches=(5, 5))
+    assert stage.last_words(reply) == (
+        " while compiling the model in OpenVINO's CPU plugin (shapes: static "
+        f"input=5x{'x'.join(map(str, CHW))}); -O reshape=off compiles it with its dynamic dimensions"
+    )
+    _runner(tiny, batches=(5, 5), reshape="off")  # already dynamic: nothing to suggest
+    assert stage.last_words(reply) == (
+        " while compiling the model in OpenVINO's CPU plugin (shapes: dynamic (-O reshape=off))"
+    )
+
+
 def test_a_plugin_that_lowers_what_was_asked_fails_the_cell(cli, workdir, tiny):
     # Two streams for one thread: the plugin quietly runs one.
     out = cli("bench", tiny, "-b", "openvino", "--threads", "1", "-O", "streams=2", *FAST, "--json", "s.json")

@@ -63,3 +63,32 @@ def test_a_hang_in_a_shared_process_times_out_that_cell_and_fails_the_rest():
     outs = run_cells("selftest", [{"value": 1}, {"action": "hang"}, {"value": 3}], timeout=1)
     assert [o.status for o in outs] == ["ok", "timeout", "failed"]
     assert "timed out after 3 s" in outs[1].error  # the process's: one second per cell
+
+
+def test_a_cell_that_dies_without_a_word_is_reported_with_the_step_it_died_in_and_its_hint():
+    """A segfault, an exit and a hang leave no reply: the step the cell named last (and what
+    gets round it) is all a user has to go on."""
+    step = ["compiling the model at 1x3x64x64", "-O reshape=off compiles it dynamic"]
+    crashed = run_cell("selftest", {"action": "segfault", "stage": step})
+    assert crashed.error == (
+        "crashed with SIGSEGV (segmentation fault inside native code) while compiling the model "
+        "at 1x3x64x64; -O reshape=off compiles it dynamic"
+    )
+    exited = run_cell("selftest", {"action": "exit", "stage": ["loading the model", None]})
+    assert exited.error.startswith("exited with status 3 without a result while loading the model")
+    hung = run_cell("selftest", {"action": "hang", "stage": ["warming up", None]}, timeout=2)
+    assert hung.error == "timed out after 2 s (the cell was killed while warming up)"
+    said = run_cell("selftest", {"action": "raise", "stage": step})
+    assert said.error == "RuntimeError: raised on purpose"  # its own words are enough
+
+
+def test_a_crash_in_a_shared_process_is_not_blamed_on_the_step_an_earlier_cell_ended_on():
+    from dlbench.harness.cells.launcher import run_cells
+
+    outs = run_cells(
+        "selftest",
+        [{"value": 1, "stage": ["an earlier cell's step", None]}, {"action": "segfault"}],
+        timeout=30,
+    )
+    assert outs[0].ok
+    assert outs[1].error == "crashed with SIGSEGV (segmentation fault inside native code)"
