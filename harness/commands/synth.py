@@ -38,6 +38,10 @@ def add_arguments(p) -> None:
     for name, (cls, help_) in STEPS.items():
         q = sub.add_parser(name, help=help_, description=help_)
         flags.add_arguments(q, getattr(request, cls))
+        if name == "validate":  # the matrix's cells are bench cells, with bench's options
+            from dlbench.harness.commands.bench import add_backend_options
+
+            add_backend_options(q.add_argument_group("backend options of every cell of the matrix"))
         q.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
@@ -46,7 +50,12 @@ def run(args: argparse.Namespace) -> int:
     from dlbench.harness.output.progress import with_progress
     from dlbench.harness.synth import ProfileFailed, request, steps
 
-    req = flags.from_args(getattr(request, STEPS[args.step][0]), args)
+    extra = {}
+    if args.step == "validate":
+        from dlbench.harness.commands.bench import backend_options
+
+        extra["options"] = backend_options(args)
+    req = flags.from_args(getattr(request, STEPS[args.step][0]), args, **extra)
     work = getattr(steps, args.step)
     try:
         result = with_progress(args, f"synth {args.step}", "synth", lambda say: work(req, say))

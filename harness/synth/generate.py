@@ -180,8 +180,8 @@ def _network(
     from dlbench.harness.synth.emit import network, spec
     from dlbench.harness.synth.fit import medoids
     from dlbench.harness.synth.groups import tilted_workload
+    from dlbench.harness.synth.matrix import build_all
     from dlbench.harness.synth.rounds import timed_in_turn
-    from dlbench.harness.synth.validate import build_all
     from dlbench.harness.synth.workload import Reference, built_for, named_in, profile_at, set_mode, set_ms
 
     refs = [Reference.from_json(r) for r in workload["references"]]

@@ -3,7 +3,8 @@ declares it (``core.flags``): the three parsers come from here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from dlbench.core.flags import comma_list, field_of, flag, split
 from dlbench.harness.store.context import DB
@@ -179,5 +180,7 @@ class SynthValidateRequest:
         "file or a model by name; repeatable",
     )
     out: str | None = flag("--out", "-o", default=None, help="the validation (default: beside the network)")
+    # Each backend's options for every cell it runs (bench's -O): generated apart, as bench's.
+    options: dict[str, Any] = field(default_factory=dict)
     # Every cell of the matrix is stored like any bench cell.
     db: str | None = field_of(DB, default=None)

@@ -128,15 +128,16 @@ def _files_of(
 
 def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, Any]:
     from dlbench.core.atomic import write_json
-    from dlbench.harness.backends import BACKENDS, get_backend
+    from dlbench.harness.backends import BACKENDS, check_options, get_backend
     from dlbench.harness.compare.noise import DEFAULT_FLOOR
     from dlbench.harness.formats import ONNX
     from dlbench.harness.profile.profilers import for_format
     from dlbench.harness.synth.baselines import MICRO, REPLAY
     from dlbench.harness.synth.generate import NETWORK_KIND
+    from dlbench.harness.synth.matrix import Matrix, measure, takes_onnx
     from dlbench.harness.synth.rounds import noise
     from dlbench.harness.synth.tables import validation_table
-    from dlbench.harness.synth.validate import Matrix, complete, measure, scores, takes_onnx, validate
+    from dlbench.harness.synth.validate import complete, scores, validate
     from dlbench.harness.synth.workload import Application, opened_from
 
     described = _read(req.network, NETWORK_KIND, "dlbench synth generate")
@@ -167,7 +168,10 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
                 f"--backends {b}: {lacking[0]} has no {b} version (synth generate makes {versions})"
             )
     _check_matrix(req)
-    matrix = Matrix(backends, req.builds, req.batch_sizes, req.threads, req.allocators, ["", *req.envs])
+    check_options(req.options, backends)
+    matrix = Matrix(
+        backends, req.builds, req.batch_sizes, req.threads, req.allocators, ["", *req.envs], req.options
+    )
     workdir = home / "builds"
     workdir.mkdir(parents=True, exist_ok=True)
     sources = {a["source"]: a.get("native") for a in described["applications"]}
@@ -220,6 +224,7 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     verdict["matrix"] = {
         "configurations": len(matrix.configs(takes_onnx)),
         "backends": backends,
+        "options": req.options,
         "left_out": left,
         "timed_unverified": unverified,
         "cells": sum(map(len, cells.values())),

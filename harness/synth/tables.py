@@ -181,6 +181,8 @@ def validation_table(v: dict[str, Any]) -> str:
     asked = v.get("matrix", {}).get("configurations", v["configurations"])
     lost = asked > v["configurations"]
     of = f" of the matrix's {asked} (the rest lost an application or the network)" if lost else ""
+    if options := v.get("matrix", {}).get("options"):
+        of += ", backend options " + ", ".join(f"{k}={val}" for k, val in options.items())
     return (
         f"{markdown(headers, rows)}\n\n{v['configurations']} configurations{of}, "
         f"baseline {v['baseline']}{left_out}\n"

@@ -19,9 +19,10 @@ from dlbench.harness.synth import emit, fit, rounds
 from dlbench.harness.synth.baselines import MICRO, REPLAY, cells, replays
 from dlbench.harness.synth.counts import divergence
 from dlbench.harness.synth.groups import response, score_ratios, split, subset, tilted
+from dlbench.harness.synth.matrix import Matrix, build_all, measure
 from dlbench.harness.synth.tables import validation_table
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
-from dlbench.harness.synth.validate import Matrix, build_all, judge, measure, scores, spearman, validate
+from dlbench.harness.synth.validate import judge, scores, spearman, validate
 from dlbench.harness.synth.workload import Reference, at_timed, without_profiler
 from tests.utils.clitools import run_cli
 
@@ -241,6 +242,11 @@ def test_a_weighted_predictor_and_baselines_that_missed_configurations():
     assert r["median_error"] == pytest.approx(0.25) and r["p90_error"] == pytest.approx(0.25 + 0.8 / 12)
 
 
+def _three_configurations() -> dict[str, dict[str, float]]:
+    """An application "a" and a network "s" that keep rank on three OpenVINO configurations."""
+    return {f"openvino c{i}": {"a": 10.0 + i, "s": 5.0 + i} for i in range(3)}
+
+
 def test_a_failed_cell_is_named_and_its_configurations_lose_the_application(tmp_path):
     """A cell that fails (an engine crashing on one build) takes its configurations out
     of everyone's score: the output names it and says how many of the matrix's are left,
@@ -259,9 +265,12 @@ def test_a_failed_cell_is_named_and_its_configurations_lose_the_application(tmp_
     assert set(results["onnxruntime fp32 b2 1t tuned"]) == {good}  # a batch of 2 into [1, 4]
     [why] = left
     assert why.startswith("bad.onnx on onnxruntime: ") and len(why) > len("bad.onnx on onnxruntime: ")
-    scored = {f"openvino c{i}": {"a": 10.0 + i, "s": 5.0 + i} for i in range(3)}
     v = validate(
-        {"onnxruntime c": {"a": 9.0, "s": 4.0}, **scored}, {"a": 1.0}, {"s": 1.0}, {"onnxruntime"}, 0.02
+        {"onnxruntime c": {"a": 9.0, "s": 4.0}, **_three_configurations()},
+        {"a": 1.0},
+        {"s": 1.0},
+        {"onnxruntime"},
+        0.02,
     )
     said = validation_table({**v, "matrix": {"configurations": 6, "left_out": left}})
     assert (
@@ -803,6 +812,24 @@ def _first_miss(fit):
 GENERATED = ["-1", "-2", ".micro-conv", ".micro-gemm", ".replay-0", ".replay-1"]
 
 
+def test_the_matrix_s_backend_options_reach_every_cell_of_their_backend(tmp_path):
+    """What gets round an engine's crash (OpenVINO's at a fixed shape: -O reshape=off) must
+    be settable for a whole validation; a backend that declares no such option ignores it."""
+    net = cnn(tmp_path / "net.onnx", width=4, side=8)
+    matrix = Matrix(["onnxruntime", "openvino"], ["fp32"], [2], [1], ["tuned"], [""], {"reshape": "off"})
+    db = str(tmp_path / "r.sqlite")
+    results, left, _ = measure({net: None}, [], {}, matrix, tmp_path, min_duration=0.05, db=db)
+    assert left == [] and sorted(results) == ["onnxruntime fp32 b2 1t tuned", "openvino fp32 b2 1t tuned"]
+    runtime = {r["backend"]: r["context"]["runtime"] for r in ResultStore(db).records()}
+    assert runtime["openvino"]["shapes"] == "dynamic (-O reshape=off)"
+    assert "reshape" not in runtime["onnxruntime"].get("options", {})
+    said = validation_table(
+        {**validate(_three_configurations(), {"a": 1.0}, {"s": 1.0}, {"onnxruntime"}, 0.02),
+         "matrix": {"configurations": 3, "options": {"reshape": "off"}}}
+    )  # fmt: skip
+    assert "3 configurations, backend options reshape=off" in said
+
+
 def test_validate_scores_the_network_against_the_applications_over_a_matrix(synthesized, cli_module):
     d, apps, _, _, _ = synthesized
     args = ["--backends", "onnxruntime", "--builds", "fp32,int8", "--batch-sizes", "1,4", "--threads", "1"]
@@ -1085,6 +1112,7 @@ def test_applications_of_one_file_name_are_each_built_timed_and_named_as_themsel
         (["--backends", "nosuch"], "no such backend"),
         (["--rounds", "0"], "--rounds 0: give at least 1"),
         (["--repeats", "0"], "--repeats 0: give at least 1"),
+        (["-O", "nosuch=1"], "option 'nosuch' applies to none of the backends"),
     ],
 )
 def test_a_bad_matrix_is_refused_before_anything_runs(synthesized, cli_module, args, says):
