@@ -180,7 +180,9 @@ def measure(
                 for r in records:
                     if r["status"] not in ("ok", "unstable") or not r.get("throughput_sps"):
                         # Its configurations lose it (a crash, a hang): so the output says.
-                        why = f"{Path(file).name} on {backend}: {r.get('error') or r['status']}"
+                        # An engine's message may run over lines (OpenVINO's does): one here.
+                        said = " ".join((r.get("error") or r["status"]).split())
+                        why = f"{Path(file).name} on {backend}: {said}"
                         left += [why] if why not in left else []
                         continue
                     config = Config(backend, build, r["batch_size"], r["intra_op_threads"], allocator, env)
