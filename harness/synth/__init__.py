@@ -15,6 +15,11 @@ applications' weighted geometric mean, beside the baselines it must beat.  Its s
 derived, in MLPerf's sense, and says so.
 """
 
+# How much a reference's speed-ratio miss (|log|) counts beside the worst class-share
+# divergence, in the fit and in the choice of the network kept (``counts.judged``,
+# ``--ratio-weight``).  Here, light, for the flag's default as for the fit.
+RATIO_WEIGHT = 1.0
+
 
 class ProfileFailed(RuntimeError):
     """A profile, timing, export or training cell failed (a crash, a timeout): the step

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dlbench.harness.synth import RATIO_WEIGHT
+
 if TYPE_CHECKING:
     from dlbench.harness.synth.units import Unit
 
@@ -27,6 +29,14 @@ def divergence(p: dict[str, float], q: dict[str, float]) -> float:
     """Total-variation distance between two time-share vectors (each normalized first)."""
     keys = sorted(set(p) | set(q))
     return _tv(np.array([p.get(k, 0.0) for k in keys]), np.array([q.get(k, 0.0) for k in keys]))
+
+
+def judged(worst: float, misses: list[float], ratio_weight: float = RATIO_WEIGHT) -> float:
+    """What a network is judged by, its counts as the fit predicts them and its profiles
+    and timings as measured alike: the worst reference's class divergence (the self-check)
+    plus the speed ratios' misses (the figure validate tests), ``misses`` being each
+    reference's time ratio over the score's, less 1."""
+    return worst + ratio_weight * float(np.abs(np.log1p(misses)).sum())
 
 
 def contributions(workload: dict[str, Any]) -> np.ndarray:
@@ -62,11 +72,12 @@ def solve(
     main,
     budget_us: float,
     near: tuple[np.ndarray, float] | None = None,
+    ratio_weight: float = RATIO_WEIGHT,
 ) -> tuple[np.ndarray, list[dict[str, float]], list[dict[str, float]]]:
     """Integer counts per unit; the target and the predicted µs per class on each reference.
     ``near``: counts to start from and the most of their time, on any reference, that the
     search may move (a local refit, on costs measured in those counts' own network,
-    which hold only near it)."""
+    which hold only near it); ``ratio_weight`` as ``judged``."""
     from dlbench.harness.synth.fit import integer_counts, nnls
     from dlbench.harness.synth.workload import Reference, matched
 
@@ -109,7 +120,8 @@ def solve(
         worst = 0.5 * np.abs(per_class / np.where(times > 0, times, 1.0)[:, None, :] - shares[:, :, None])
         with np.errstate(divide="ignore"):
             ratios = np.abs(np.log(np.maximum(times[1:], 1e-12) / times[0]) - aimed).sum(axis=0)
-        total = worst.sum(axis=1).max(axis=0) + ratios + 0.1 * np.sum((n @ a.T - b) ** 2, axis=1) / fitted
+        residual = 0.1 * np.sum((n @ a.T - b) ** 2, axis=1) / fitted
+        total = worst.sum(axis=1).max(axis=0) + ratio_weight * ratios + residual
         if near is not None:
             moved = np.abs(n - near[0]) @ per_unit.T / start_time  # [m, refs]
             total = np.where(moved.max(axis=1) > near[1], np.inf, total)
@@ -134,6 +146,7 @@ def fit_budget(
     budget_us: float,
     ceiling_us: float = math.inf,
     curve: list[tuple[float, float]] | None = None,
+    ratio_weight: float = RATIO_WEIGHT,
 ):
     """Counts for the smallest budget (µs on the first reference), from ``budget_us``
     doubling up to ``ceiling_us`` or the network's applications' own time, whose predicted
@@ -147,7 +160,7 @@ def fit_budget(
     tried = []
     used = min(budget_us, top)
     while True:
-        counts, targets, predicted = solve(workload, owner, costs, main, used)
+        counts, targets, predicted = solve(workload, owner, costs, main, used, ratio_weight=ratio_weight)
         worst = max(divergence(p, t) for p, t in zip(predicted, targets))
         tried.append((worst, used, counts, targets, predicted))
         if curve is not None:

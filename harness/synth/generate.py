@@ -49,11 +49,13 @@ import numpy as np
 
 from dlbench.converters.int8_recipe import mode_metadata
 from dlbench.core.errors import UserError
+from dlbench.harness.synth import RATIO_WEIGHT
 from dlbench.harness.synth.counts import (
     DIVERGENCE_LIMIT,
     contributions,
     divergence,
     fit_budget,
+    judged,
     pooled,
     scaled,
     solve,
@@ -85,6 +87,7 @@ def generate(
     timeout: float | None = None,
     timings: int = 3,
     refits: tuple[int, int] = (3, 4),
+    ratio_weight: float = RATIO_WEIGHT,
     seed: int = 0,
     say: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
@@ -95,7 +98,8 @@ def generate(
     timed on every reference in ``timings`` processes (``rounds.timed_in_turn``; 0: its
     profiles' times alone), its profiles scaled to them, as the applications' profiles
     are to their timings where the workload has them (``workload.at_timed``).  ``refits``:
-    the fits after the first on pooled costs, then the local ones (step 4 above)."""
+    the fits after the first on pooled costs, then the local ones (step 4 above);
+    ``ratio_weight`` as ``counts.judged``."""
     from dlbench.core.atomic import write_json
     from dlbench.harness.synth.baselines import write as write_baselines
     from dlbench.harness.synth.frameworks import write_versions
@@ -128,6 +132,7 @@ def generate(
             (fraction * base_us, ceiling * base_us),
             (warmup, iterations, timeout),
             (timings, *refits),
+            ratio_weight,
             seed,
             say,
         )
@@ -142,6 +147,7 @@ def generate(
         ],
         "networks": made,
         "divergence_limit": DIVERGENCE_LIMIT,
+        "ratio_weight": ratio_weight,
         "self_check": "ok" if all(m["self_check"] == "ok" for m in made) else "over the limit",
         # The benchmark's run time (every network once) against the whole set's.
         "measured_ms": [sum(m["measured_ms"][r] for m in made) for r in refs],
@@ -167,6 +173,7 @@ def _network(
     budget: tuple[float, float],
     runs: tuple[int, int, float | None],
     tries: tuple[int, int, int],
+    ratio_weight: float,
     seed: int,
     say: Callable[[str], None],
 ) -> dict[str, Any]:
@@ -241,7 +248,7 @@ def _network(
             say(f"fit {len(tried) + 1} measured {worst:.3f}{said}")
             # Judged as the fit judges its counts: the worst class divergence plus how far
             # each reference's time ratio is from the score's, the figure validate tests.
-            entry = {"miss": worst + float(np.abs(np.log1p(off)).sum()), "counts": counts, "used": used}
+            entry = {"miss": judged(worst, off, ratio_weight), "counts": counts, "used": used}
             entry |= {"targets": targets, "predicted": predicted, "profiles": profiles, "curve": curve}
             entry |= {"placed": placed, "own": own, "ms": ms, "files": files}
             entry["fit"] = {"fit": len(tried) + 1, "near": near, "measured_divergence": worst}
@@ -257,7 +264,7 @@ def _network(
             # Each fit doubles its budget from the smallest again: costs measured in place
             # can meet the shares with fewer instances than the calibration's promised.
             curve: list[tuple[float, float]] = []
-            fitted = fit_budget(workload, owner, costs, main, *budget, curve)
+            fitted = fit_budget(workload, owner, costs, main, *budget, curve, ratio_weight)
             tried_here = ", ".join(f"{b / 1000:.3g} ms: {d:.3f}" for b, d in curve)
             say(f"fit {len(tried) + 1}: {tried_here}; {fitted[1] / 1000:.3g} ms kept")
             if tried_out(fitted, curve) is None:
@@ -274,7 +281,7 @@ def _network(
             counts = np.asarray(best["counts"])
             near, near_main = _near(best["placed"], costs, counts), _near(best["own"], main, counts)
             say(f"fit {len(tried) + 1}: near fit {best['fit']['fit']}, moving {radius:.0%} of it at most")
-            fitted = solve(workload, owner, near, near_main, best["used"], (counts, radius))
+            fitted = solve(workload, owner, near, near_main, best["used"], (counts, radius), ratio_weight)
             # Fitted at one budget, its anchor's: that is the curve its record shows.
             curve = [(best["used"], max(divergence(p, t) for p, t in zip(fitted[2], fitted[1])))]
             step = tried_out((fitted[0], best["used"], *fitted[1:]), curve, best["fit"]["fit"])
@@ -282,7 +289,9 @@ def _network(
                 radius /= 2
         finalists = tried
         if timings and len(tried) > 1:
-            finalists, score, apps_ms = playoff(tried, given, refs, Path(tmp), timings, runs[2], say)
+            finalists, score, apps_ms = playoff(
+                tried, given, refs, Path(tmp), timings, runs[2], say, ratio_weight
+            )
     if not tried:
         raise UserError("the fit gave no unit a count: the workload's nodes have no emittable work")
     kept = min(finalists, key=lambda t: t["miss"])

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.harness.synth.counts import scaled
+from dlbench.harness.synth import RATIO_WEIGHT
+from dlbench.harness.synth.counts import judged, scaled
 
 FINALISTS = 4  # the fits timed again, in turn, for the one kept
 
@@ -33,6 +34,7 @@ def playoff(
     processes: int,
     timeout: float | None,
     say: Callable[[str], None],
+    ratio_weight: float = RATIO_WEIGHT,
 ) -> tuple[list[dict[str, Any]], np.ndarray, list[list[float]]]:
     """The ``FINALISTS`` fits that came closest, timed again in turn with the
     applications, ``processes`` a reference, and judged again against the score those
@@ -41,7 +43,8 @@ def playoff(
     finalists read their batch-8 ratio 12 % slower, all of them, timed together once
     more (one 38 % slower), so the fit that came closest was the luckiest as often as
     the best.  In turn, a slow spell meets finalists and applications alike.  Returns
-    the finalists, the score's ratios and each application's ms on every reference."""
+    the finalists, the score's ratios and each application's ms on every reference;
+    ``ratio_weight`` as ``counts.judged``."""
     from dlbench.harness.synth.groups import score_ratios
     from dlbench.harness.synth.rounds import timed_in_turn
     from dlbench.harness.synth.workload import built_for
@@ -64,7 +67,7 @@ def playoff(
         again = [m / was for m, was in zip(ms, t["ms"])]
         t["profiles"] = [scaled(p, m) for p, m in zip(t["profiles"], ms)]
         t["own"] = [[c * k for c in own] for own, k in zip(t["own"], again)]
-        t |= {"ms": ms, "miss": t["fit"]["measured_divergence"] + float(np.abs(np.log1p(off)).sum())}
+        t |= {"ms": ms, "miss": judged(t["fit"]["measured_divergence"], off, ratio_weight)}
         t["fit"]["timed_again"] = off
         say(f"fit {t['fit']['fit']}: time ratios against the score {', '.join(f'{m:+.1%}' for m in off)}")
     return finalists, score, apps_ms

@@ -8,6 +8,7 @@ from typing import Any
 
 from dlbench.core.flags import comma_list, field_of, flag, split
 from dlbench.harness.store.context import DB
+from dlbench.harness.synth import RATIO_WEIGHT
 from dlbench.harness.synth.workload import DEFAULT_REFERENCES
 
 ALL = "all"
@@ -116,6 +117,15 @@ class SynthGenerateRequest(ProfileRuns):
         help="then fits near the closest network so far, on the costs measured in it, moving a "
         "bounded share of its time; the closest fits are timed again with the applications "
         "for the one kept (default {default})",
+    )
+    ratio_weight: float = flag(
+        "--ratio-weight",
+        default=RATIO_WEIGHT,
+        type=float,
+        help="how much each reference's speed ratio counts beside the class time shares, in the "
+        "fit and in the choice of the network kept: a network's error is its worst class-share "
+        "divergence plus this times the summed |log| of its time ratios over the score's "
+        "(default {default})",
     )
     seed: int = flag("--seed", default=0, type=int, help="seed of the weights (default {default})")
 

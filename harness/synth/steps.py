@@ -79,6 +79,8 @@ def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, 
         ("--refits", req.refits, 0),
         ("--local-refits", req.local_refits, 0),
     )
+    if not req.ratio_weight >= 0:
+        raise UserError(f"--ratio-weight {req.ratio_weight}: give 0 or more")
     if not 0 < req.budget <= 1:
         raise UserError(f"--budget {req.budget}: give a fraction in (0, 1]")
     if not req.budget <= req.max_budget <= 1:
@@ -100,6 +102,7 @@ def generate(req: SynthGenerateRequest, say: Say = lambda _: None) -> dict[str, 
         timeout=req.timeout,
         timings=req.timings,
         refits=(req.refits, req.local_refits),
+        ratio_weight=req.ratio_weight,
         seed=req.seed,
         say=say,
     )
