@@ -4,8 +4,8 @@ A cell that raises reports its own error; one that dies in native code (a segfau
 engine's compiler), is killed for memory or hangs into its timeout says nothing, and "crashed
 with SIGSEGV" alone leaves a user nowhere.  So a cell names each step before it takes it, and
 a step that has a known way round, such as a setting that avoids the code that crashed, names
-that too: the parent's failure line ends "while compiling the model at 1x3x64x64 in OpenVINO's
-CPU plugin; -O reshape=off compiles it with its dynamic dimensions".
+that too: the parent's failure line ends "while compiling the model in OpenVINO's CPU plugin
+(shapes: static input=1x3x64x64); -O reshape=off compiles it with its dynamic dimensions".
 
 The step is one small file beside the cell's reply, replaced whole at each step; nothing is
 written while a cell is timed (steps are entered between phases, never inside the loop).
