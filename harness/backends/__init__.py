@@ -63,7 +63,7 @@ def check_options(options: dict[str, Any], names: list[str]) -> None:
         for b, o in declared:
             o.parse(b.name, value)
     for b in backends:
-        why = b.conflict(b.resolve_options({k: v for k, v in options.items() if b.option(k) is not None}))
+        why = b.conflict(b.resolve_options(b.own_options(options)))
         if why:
             raise UserError(f"{b.name}: {why}")
 

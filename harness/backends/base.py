@@ -156,6 +156,11 @@ class Backend:
     def option(self, name: str) -> Option | None:
         return next((o for o in self.options if o.name == name), None)
 
+    def own_options(self, given: dict[str, Any]) -> dict[str, Any]:
+        """The options of ``given`` this backend declares: a request naming several backends
+        (or a tuning point, or a matrix) gives each its own, and bench refuses the rest."""
+        return {k: v for k, v in given.items() if self.option(k) is not None}
+
     def verify_options(self, artifact: ArtifactRef) -> dict[str, Any]:
         """Options a verification runs ``artifact`` with, over the defaults: a setting a
         benchmark can ask for too, never one of verification's own.  A framework that

@@ -43,7 +43,7 @@ def verified_builds(
         if made and Path(made).is_file():
             files[target] = made
             continue
-        out = dest / f"{name or Path(source).stem}.{target}.onnx"
+        out = build_path(dest, source, target, name)
         say(f"build {Path(source).name} --to {target}")
         try:
             options = with_mode(target, dynamic)
@@ -63,6 +63,12 @@ def verified_builds(
         left.append(f"{Path(source).name} --to {target}: {why}")
         say(f"build {Path(source).name} --to {target} left out: {why}")
     return files, left
+
+
+def build_path(folder: Path, source: str, target: str, name: str | None = None) -> Path:
+    """Where ``source``'s build for ``target`` is written: ``<name>.<target>.onnx``, by the
+    source's stem unless ``name`` (``distinct_stems``) tells it from another's."""
+    return folder / f"{name or Path(source).stem}.{target}.onnx"
 
 
 def distinct_stems(sources: Iterable[str]) -> dict[str, str]:

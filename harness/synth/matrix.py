@@ -33,6 +33,11 @@ class Config:
         return f"{self.backend} {self.build} b{self.batch} {self.threads}t {self.allocator}{env}"
 
 
+def backend_of(label: str) -> str:
+    """The backend of a configuration's ``label``, as the validation's records key them."""
+    return label.split(" ", 1)[0]
+
+
 @dataclass
 class Matrix:
     backends: list[str]
@@ -42,12 +47,6 @@ class Matrix:
     allocators: list[str]
     envs: list[str]
     options: dict[str, Any] = field(default_factory=dict)  # each backend's, bench's -O
-
-    def options_of(self, backend: str) -> dict[str, Any]:
-        """The options ``backend`` declares: bench refuses any other (a typo, say)."""
-        from dlbench.harness.backends import get_backend
-
-        return {k: v for k, v in self.options.items() if get_backend(backend).option(k) is not None}
 
     def configs(self, takes_onnx: Callable[[str], bool] = lambda _: True) -> list[Config]:
         """Every configuration; a native backend (``takes_onnx`` false) runs fp32 only: the
@@ -103,6 +102,7 @@ def measure(
     ``processes`` the predictors' networks (by source) and the processes each runs a
     cell in, interleaved among the other artifacts' (``synth.rounds.interleaved``), a
     round's figure their median."""
+    from dlbench.harness.backends import get_backend
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.request import BenchRequest
     from dlbench.harness.synth.frameworks import VERSIONS, width
@@ -123,6 +123,8 @@ def measure(
         # and each has its own width: read once, each of its processes is given it.
         widths = {s: width(s) for s in generated if natives.get(s)}
     rule = stop_rule(min_duration)
+    # Each backend's own of the matrix's options: bench refuses one its backend lacks.
+    own = {b: get_backend(b).own_options(matrix.options) for b in matrix.backends}
     # Every block of the matrix (backend x build x allocator x environment) first, each
     # its artifacts' processes in the order they run, then the rounds over them.
     Step = tuple[str, str, dict[str, tuple[int, ...]]]  # file, its source, its input shapes
@@ -172,7 +174,7 @@ def measure(
                     rule=rule,
                     shapes=shapes,
                     db=db,
-                    options=matrix.options_of(backend),
+                    options=own[backend],
                 )
                 refused: list[str] = []
                 records = run_bench(req, show_progress=False, refusals=refused)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.harness.output.tables import markdown
+from dlbench.harness.synth.matrix import backend_of
 
 
 def _pct(x: float | None) -> str:
@@ -128,7 +129,7 @@ def validation_table(v: dict[str, Any]) -> str:
             _pct(j["p90_error"]), _pct(j["pairwise_agreement"]),
             ", ".join("-" if h is None else f"{h:.3f}" for h in held) or "-",
         ])  # fmt: skip
-    ran = [c.split(" ")[0] for c in v.get("scores", {})]
+    ran = [backend_of(c) for c in v.get("scores", {})]
     held_out = ", ".join(f"{b}, {ran.count(b)} configurations" for b in v["held_out_spearman"]) or "none"
     headers = [
         "Predictor",

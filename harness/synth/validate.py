@@ -30,6 +30,7 @@ import statistics
 from typing import Any
 
 from dlbench.harness.stats import percentile
+from dlbench.harness.synth.matrix import backend_of
 
 DERIVED = (
     "Derived score (MLPerf's sense): a prediction of the applications' weighted geometric-mean "
@@ -160,11 +161,11 @@ def validate(
             "configurations": len(configs),
         }
     held_out: dict[str, dict[str, float | None]] = {}
-    backends = {c.split(" ")[0] for c in configs}
+    backends = {backend_of(c) for c in configs}
     for backend in sorted(backends - generated_on):
         held_out[backend] = {}
         for name, (mine, mine_actual, predicted) in own.items():
-            here = [c for c in mine if c.split(" ")[0] == backend]
+            here = [c for c in mine if backend_of(c) == backend]
             held_out[backend][name] = spearman([mine_actual[c] for c in here], [predicted[c] for c in here])
     # Every ratio is against one cell per artifact, the baseline's: on a noisy machine
     # that one cell moves a predictor's errors as a whole (the zoo set's median error

@@ -259,12 +259,12 @@ def built_for(
     None: the graph's choice).  A build over its tolerance is still what the backend
     runs, so it is profiled all the same; one that failed outright fails the step."""
     from dlbench.harness.convert.build import build as make
-    from dlbench.harness.convert.builds import with_mode
+    from dlbench.harness.convert.builds import build_path, with_mode
     from dlbench.harness.convert.request import BuildRequest
 
     if build == "fp32":
         return source
-    out = home / "builds" / f"{name or Path(source).stem}.{build}.onnx"
+    out = build_path(home / "builds", source, build, name)
     out.parent.mkdir(parents=True, exist_ok=True)
     say(f"build {Path(source).name} --to {build}")
     record = make(BuildRequest(source=source, to=build, out=str(out), options=with_mode(build, dynamic)))

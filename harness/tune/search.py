@@ -197,7 +197,7 @@ def bench_request(
     timeout: float | None,
 ) -> BenchRequest:
     """The bench cell of a point: the same request ``bench --config`` rebuilds."""
-    options = {k: v for k, v in p.items() if space.backend.option(k) is not None}
+    options = space.backend.own_options(p)
     return BenchRequest(
         artifacts=[artifact],
         backends=[space.backend.name],
