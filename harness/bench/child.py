@@ -45,6 +45,12 @@ class ProgressWriter:
             json.dump({"pid": os.getpid(), **fields}, fh)
         os.replace(tmp, self.path)
 
+    def step(self, phase: str, doing: str) -> None:
+        """A new phase, for two readers: the live bar's word for it (``phase``) and, should
+        the cell die in it, the failure line's "while <doing>" (``stage``)."""
+        self.write(phase=phase)
+        stage.enter(doing)
+
     def iteration(self, phase: str, n: int, elapsed: float, samples: int) -> None:
         now = time.perf_counter()
         if now - self.last < PROGRESS_EVERY_S:
@@ -65,8 +71,7 @@ def run(message: dict[str, Any]) -> dict[str, Any]:
     cfg = payload.run
     runner = backend.runner(payload.artifact, cfg)
 
-    progress.write(phase="loading")
-    stage.enter(f"loading the model on {payload.backend}")
+    progress.step("loading", f"loading the model on {payload.backend}")
     t0 = time.perf_counter()
     runner.load()
     load_s = time.perf_counter() - t0
@@ -93,11 +98,9 @@ def run(message: dict[str, Any]) -> dict[str, Any]:
     batch = payload.batch_size
     first_plan = inputs_mod.plan(signature, batch, shapes, int_ranges, graph_ranges, given)
     batch = first_plan.batch_size  # a fixed-batch model runs its own batch
-    progress.write(phase="preparing inputs")
-    stage.enter(f"preparing the inputs (batch size {batch})")
+    progress.step("preparing inputs", f"preparing the inputs (batch size {batch})")
     step_handle = prepared(batch)
-    progress.write(phase="first inference")
-    stage.enter(f"running the first batch (batch size {batch})")
+    progress.step("first inference", f"running the first batch (batch size {batch})")
     t0 = time.perf_counter()
     runner.run(step_handle)
     runner.sync()
@@ -114,11 +117,9 @@ def run(message: dict[str, Any]) -> dict[str, Any]:
         on_iteration=progress.iteration,
         seed=seed,
     )
-    progress.write(phase="warm-up")
-    stage.enter(f"warming up and measuring ({payload.scenario} scenario)")
+    progress.step("warm-up", f"warming up and measuring ({payload.scenario} scenario)")
     metrics = scenario.run(ctx)
-    progress.write(phase="checking")
-    stage.enter("asking the engine what ran")
+    progress.step("checking", "asking the engine what ran")
 
     runtime = runner.runtime()
     runner.verify(runtime)

@@ -182,9 +182,7 @@ def measure(
                 for r in records:
                     if r["status"] not in ("ok", "unstable") or not r.get("throughput_sps"):
                         # Its configurations lose it (a crash, a hang): so the output says.
-                        # An engine's message may run over lines (OpenVINO's does): one here.
-                        said = " ".join((r.get("error") or r["status"]).split())
-                        why = f"{Path(file).name} on {backend}: {said}"
+                        why = failure_line(file, backend, r)
                         left += [why] if why not in left else []
                         continue
                     config = Config(backend, build, r["batch_size"], r["intra_op_threads"], allocator, env)
@@ -196,6 +194,13 @@ def measure(
                 got.setdefault(label, {}).setdefault(source, []).append(figure)
     results = medians(got)
     return results, left, unverified
+
+
+def failure_line(file: str, backend: str, record: dict[str, Any]) -> str:
+    """A failed cell as "Left out" lists it: one line, where an engine's message may run
+    over several, blank ones among them (OpenVINO's does)."""
+    said = " ".join((record.get("error") or record["status"]).split())
+    return f"{Path(file).name} on {backend}: {said}"
 
 
 def build_all(

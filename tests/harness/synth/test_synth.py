@@ -19,7 +19,7 @@ from dlbench.harness.synth import emit, fit, rounds
 from dlbench.harness.synth.baselines import MICRO, REPLAY, cells, replays
 from dlbench.harness.synth.counts import divergence
 from dlbench.harness.synth.groups import response, score_ratios, split, subset, tilted
-from dlbench.harness.synth.matrix import Matrix, build_all, measure
+from dlbench.harness.synth.matrix import Matrix, build_all, failure_line, measure
 from dlbench.harness.synth.tables import validation_table
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
 from dlbench.harness.synth.validate import judge, scores, spearman, validate
@@ -279,6 +279,21 @@ def test_a_failed_cell_is_named_and_its_configurations_lose_the_application(tmp_
         and f"Left out (their configurations lose the artifact): {why}" in said
     )
     assert "ρ held out (openvino, 3 configurations)" in said
+
+
+def test_an_engine_message_over_several_lines_takes_one_in_left_out():
+    """OpenVINO's shape-inference error runs over five lines with blank ones between; the
+    table lists one line a failure."""
+    said = "Exception from src/core:\n\n[CPU] Eltwise shape infer\n\n  input shapes dim index: 1 mismatch\n"
+    record = {"status": "error", "error": said}
+    assert failure_line("/r/din-mini.onnx", "openvino", record) == (
+        "din-mini.onnx on openvino: Exception from src/core: [CPU] Eltwise shape infer"
+        " input shapes dim index: 1 mismatch"
+    )
+    assert (
+        failure_line("m.onnx", "onnxruntime", {"status": "timeout", "error": None})
+        == "m.onnx on onnxruntime: timeout"
+    )
 
 
 def test_one_noisy_baseline_cell_is_shown_by_the_median_error_under_every_baseline():
