@@ -117,29 +117,47 @@ def _baselines(d: dict[str, Any]) -> str:
     )
 
 
+def _figures(j: dict[str, Any]) -> list[Any]:
+    rho = "-" if j["spearman"] is None else f"{j['spearman']:.3f}"
+    return [
+        j["configurations"],
+        rho,
+        _pct(j["median_error"]),
+        _pct(j["p90_error"]),
+        _pct(j["pairwise_agreement"]),
+    ]
+
+
+FIGURES = ["Configurations", "Spearman ρ", "Median error", "p90 error", "Pairwise agreement"]
+
+
+def _within(v: dict[str, Any]) -> str:
+    """The figures within each backend, for the network and the baselines outside the
+    set (each application alone is left to the main table)."""
+    rows = [
+        [backend, name, *_figures(j)]
+        for backend, judged in (v.get("within_backend") or {}).items()
+        for name, j in judged.items()
+        if not name.endswith(" alone")
+    ]
+    if not rows:
+        return ""
+    return (
+        "\n\nWithin each backend, its ratios against its own first configuration (the level "
+        "between engines taken out):\n\n" + markdown(["Backend", "Predictor", *FIGURES], rows)
+    )
+
+
 def validation_table(v: dict[str, Any]) -> str:
     if not v.get("predictors"):
         return v.get("note", "nothing to judge")
     rows = []
     for name, j in v["predictors"].items():
-        rho = "-" if j["spearman"] is None else f"{j['spearman']:.3f}"
         held = [h.get(name) for h in v["held_out_spearman"].values()]
-        rows.append([
-            name, j["configurations"], rho, _pct(j["median_error"]),
-            _pct(j["p90_error"]), _pct(j["pairwise_agreement"]),
-            ", ".join("-" if h is None else f"{h:.3f}" for h in held) or "-",
-        ])  # fmt: skip
+        rows.append([name, *_figures(j), ", ".join("-" if h is None else f"{h:.3f}" for h in held) or "-"])
     ran = [backend_of(c) for c in v.get("scores", {})]
     held_out = ", ".join(f"{b}, {ran.count(b)} configurations" for b in v["held_out_spearman"]) or "none"
-    headers = [
-        "Predictor",
-        "Configurations",
-        "Spearman ρ",
-        "Median error",
-        "p90 error",
-        "Pairwise agreement",
-        f"ρ held out ({held_out})",
-    ]
+    headers = ["Predictor", *FIGURES, f"ρ held out ({held_out})"]
     left = v.get("matrix", {}).get("left_out") or []
     left_out = f"\nLeft out (their configurations lose the artifact): {'; '.join(left)}." if left else ""
     timed = v.get("matrix", {}).get("timed_unverified") or []
@@ -185,7 +203,7 @@ def validation_table(v: dict[str, Any]) -> str:
     if options := v.get("matrix", {}).get("options"):
         of += ", backend options " + ", ".join(f"{k}={val}" for k, val in options.items())
     return (
-        f"{markdown(headers, rows)}\n\n{v['configurations']} configurations{of}, "
+        f"{markdown(headers, rows)}{_within(v)}\n\n{v['configurations']} configurations{of}, "
         f"baseline {v['baseline']}{left_out}\n"
         f"Pairs counted beyond a noise floor of {_pct(v['noise_floor'])}.\n{v['derived']}"
     )

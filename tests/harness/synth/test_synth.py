@@ -243,6 +243,31 @@ def test_a_weighted_predictor_and_baselines_that_missed_configurations():
     assert r["median_error"] == pytest.approx(0.25) and r["p90_error"] == pytest.approx(0.25 + 0.8 / 12)
 
 
+def test_each_backend_is_judged_again_against_its_own_first_configuration():
+    """A network that reads every ratio within each engine exactly and the level between
+    them half off: the figures over all configurations show the miss, those within each
+    backend show none, and the table says which is which (not for one backend alone)."""
+    ort = {"c0": (10.0, 5.0), "c1": (20.0, 10.0), "c2": (40.0, 20.0)}
+    results = {f"onnxruntime {c}": {"a": a, "s": s} for c, (a, s) in ort.items()}
+    results |= {f"openvino {c}": {"a": a * 0.75, "s": s * 0.375} for c, (a, s) in ort.items()}
+    v = validate(results, {"a": 1.0}, {"s": 1.0}, {"onnxruntime"}, 0.02)
+    assert v["predictors"]["synthetic"]["median_error"] == pytest.approx(0.25)  # 3 of 6 off by 1/2
+    within = v["within_backend"]
+    assert sorted(within) == ["onnxruntime", "openvino"]
+    for backend in within:
+        mine = within[backend]["synthetic"]
+        assert mine["configurations"] == 3 and mine["spearman"] == pytest.approx(1.0)
+        assert mine["median_error"] == pytest.approx(0.0) and mine["p90_error"] == pytest.approx(0.0)
+        assert mine["pairwise_agreement"] == 1.0
+    said = validation_table(v)
+    assert "Within each backend, its ratios against its own first configuration" in said
+    assert "| openvino    | synthetic | 3" in said and "a alone" not in said.split("Within")[1]
+    alone = validate(
+        {k: r for k, r in results.items() if k.startswith("onnx")}, {"a": 1.0}, {"s": 1.0}, set(), 0.02
+    )
+    assert alone["within_backend"] == {} and "Within each backend" not in validation_table(alone)
+
+
 def _three_configurations() -> dict[str, dict[str, float]]:
     """An application "a" and a network "s" that keep rank on three OpenVINO configurations."""
     return {f"openvino c{i}": {"a": 10.0 + i, "s": 5.0 + i} for i in range(3)}
