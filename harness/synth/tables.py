@@ -117,6 +117,10 @@ def _baselines(d: dict[str, Any]) -> str:
     )
 
 
+# A predictor's figures as both validation tables show them (``_figures``, in this order).
+FIGURES = ["Configurations", "Spearman ρ", "Median error", "p90 error", "Pairwise agreement"]
+
+
 def _figures(j: dict[str, Any]) -> list[Any]:
     rho = "-" if j["spearman"] is None else f"{j['spearman']:.3f}"
     return [
@@ -126,9 +130,6 @@ def _figures(j: dict[str, Any]) -> list[Any]:
         _pct(j["p90_error"]),
         _pct(j["pairwise_agreement"]),
     ]
-
-
-FIGURES = ["Configurations", "Spearman ρ", "Median error", "p90 error", "Pairwise agreement"]
 
 
 def _within(v: dict[str, Any]) -> str:
