@@ -162,26 +162,25 @@ def validate(
             **judge(configs, actual, paired[best], floor),
             "configurations": len(configs),
         }
-    held_out: dict[str, dict[str, float | None]] = {}
+    # Each backend judged on its own, against its own first configuration.  Across engines
+    # a predictor must also get the level between them (ONNX Runtime's batch 1 against
+    # OpenVINO's), which a network with more nodes a millisecond than the set misses
+    # wherever an engine charges each node; within one engine, only how it responds to the
+    # rest: judged apart, a user sees which of the two an error came from.  A rank
+    # correlation is the same on either scale, so the held-out figure is read from these.
     backends = {backend_of(c) for c in configs}
-    for backend in sorted(backends - generated_on):
-        held_out[backend] = {}
-        for name, (mine, mine_actual, predicted) in own.items():
-            here = [c for c in mine if backend_of(c) == backend]
-            held_out[backend][name] = spearman([mine_actual[c] for c in here], [predicted[c] for c in here])
-    # Across engines a predictor must also get the level between them (ONNX Runtime's
-    # batch 1 against OpenVINO's), which a network with more nodes a millisecond than the
-    # set misses wherever an engine charges each node; within one engine, only how it
-    # responds to the rest.  Judged apart, each engine's ratios against its own first
-    # configuration, a user sees which of the two an error came from.
     within: dict[str, dict[str, dict[str, Any]]] = {}
-    for backend in sorted(backends) if len(backends) > 1 else ():
+    for backend in sorted(backends):
         for name, (mine, _, _) in own.items():
             here = [c for c in mine if backend_of(c) == backend]
             here, here_actual, predicted = scores(results, apps, {name: predictors[name]}, here)
             if len(here) >= 3:
                 found = judge(here, here_actual, predicted[name], floor)
                 within.setdefault(backend, {})[name] = {**found, "configurations": len(here)}
+    held_out = {
+        backend: {name: within.get(backend, {}).get(name, {}).get("spearman") for name in own}
+        for backend in sorted(backends - generated_on)
+    }
     # Every ratio is against one cell per artifact, the baseline's: on a noisy machine
     # that one cell moves a predictor's errors as a whole (the zoo set's median error
     # ran from 13 % to 62 % by the configuration chosen as the baseline).
@@ -200,7 +199,7 @@ def validate(
         "predictors": judged,
         "predictors_left_out": sorted(missing),
         "held_out_spearman": held_out,
-        "within_backend": within,
+        "within_backend": within if len(backends) > 1 else {},
         "median_error_by_baseline": {
             "min": spread[0],
             "median": statistics.median(spread),
