@@ -5,9 +5,11 @@ left, by an instance whose input its output fits, as a real network's layers fol
 other).  Every instance reads the previous one's output, so what is in cache is what a
 real network would have there, and has weights of its own, so no instance finds
 another's weights warm.  Where one instance's output does not fit the next one's input
-the chain is bridged the cheapest way that keeps real values flowing: a reshape of the flat
-per-sample tensor, a slice where it is longer, a tile where it is shorter (zeros would
-decay the values towards denormals, which run slower on a CPU and would be measured).
+the chain is bridged with the fewest nodes that keep real values flowing (each costs a
+dispatch the applications did not pay): a slice where it is longer, a tile where it is
+shorter, within its rank where they can, else through the flat per-sample tensor (zeros
+would decay the values towards denormals, which run slower on a CPU and would be
+measured).
 Weights are scaled so the activations keep their magnitude through long chains, and an
 op whose values could run away (Div, Exp) was replaced by one that cannot
 (``units.unit_of``).  The graph's batch axis is symbolic: the network scales with the
@@ -69,15 +71,54 @@ def _target(shape: tuple[int, ...], axis: int | None) -> list[int]:
     return [-1 if i == axis else d for i, d in enumerate(shape)]
 
 
-def _bridge(g: _Graph, cur: str, have: tuple[int, ...], want: Unit, prefix: str) -> str:
-    """``cur`` (per-sample numel ``prod(have)``) reshaped, sliced or tiled to the unit's input."""
+Step = tuple[str, list[int], list[int]]  # an op, its target/repeats/slice ends, the slice's axes
+
+
+def bridge_steps(have: tuple[int, ...], axis: int | None, want: Unit) -> list[Step]:
+    """The fewest nodes that take a tensor of per-sample shape ``have`` (batch axis
+    ``axis``) to ``want``'s input, where each node beyond the first costs a dispatch the
+    applications did not pay (on OpenVINO with dynamic shapes, a shape inference each).
+    Two ways: within the rank, the dimensions cropped by one Slice and grown by one Tile
+    (a Slice after it where the growth overshoots); else through the flat per-sample
+    tensor, each reshape, tile or slice only where the sizes ask for it.  A tile within
+    the rank grows one axis with only the batch before it, a copy of whole blocks: any
+    other copies runs as short as its inner dimensions, which ONNX Runtime moved 4 to 15
+    times slower than the flat tile's whole samples (at batch 8, [20, 1] to [20, 16] and
+    [128, 1] to [128, 256]), data movement the applications did not have."""
+    ranked: list[Step] | None = None
+    same_batch = axis == want.axis == 0 and len(have) == len(want.x) and have[0] == want.x[0]
+    grow = [i for i, (h, w) in enumerate(zip(have, want.x)) if w > h]
+    if same_batch and (not grow or (len(grow) == 1 and all(d == 1 for d in have[: grow[0]]))):
+        ranked = []
+        crop = [i for i, (h, w) in enumerate(zip(have, want.x)) if w < h]
+        if crop:
+            ranked.append(("Slice", [want.x[i] for i in crop], crop))
+        if grow:
+            ranked.append(("Tile", [-(-w // h) for h, w in zip(have, want.x)], []))
+            if want.x[grow[0]] % have[grow[0]]:
+                ranked.append(("Slice", [want.x[grow[0]]], grow))
     got, need = math.prod(have), math.prod(want.x)
-    flat = g.op("Reshape", [cur, g.ints("flat", [-1, got])], prefix)
+    middle: list[Step] = []
     if got < need:
-        flat = g.op("Tile", [flat, g.ints("reps", [1, -(-need // got)])], prefix)
-    if got != need:
-        flat = g.op("Slice", [flat, g.ints("lo", [0]), g.ints("hi", [need]), g.ints("ax", [1])], prefix)
-    return g.op("Reshape", [flat, g.ints("shape", _target(want.x, want.axis))], prefix)
+        middle.append(("Tile", [1, -(-need // got)], []))
+    if (got * -(-need // got) if got < need else got) != need:
+        middle.append(("Slice", [need], [1]))
+    flat: list[Step] = [("Reshape", [-1, got], [])] if middle and (have, axis) != ((1, got), 0) else []
+    flat += middle
+    if (((1, need), 0) if middle else (have, axis)) != (want.x, want.axis):
+        flat.append(("Reshape", _target(want.x, want.axis), []))
+    return ranked if ranked is not None and len(ranked) <= len(flat) else flat
+
+
+def _bridge(g: _Graph, cur: str, have: tuple[int, ...], axis: int | None, want: Unit, prefix: str) -> str:
+    """``cur`` taken to the unit's input by ``bridge_steps``."""
+    for op, values, axes in bridge_steps(have, axis, want):
+        if op == "Slice":
+            bounds = [g.ints("lo", [0] * len(axes)), g.ints("hi", values), g.ints("ax", axes)]
+            cur = g.op(op, [cur, *bounds], prefix)
+        else:
+            cur = g.op(op, [cur, g.ints("shape" if op == "Reshape" else "reps", values)], prefix)
+    return cur
 
 
 def _apply(g: _Graph, u: Unit, x: str, p: str) -> str:
@@ -178,14 +219,21 @@ def spec(lanes: list[tuple[Unit, int]]) -> dict[str, str]:
 def sequence(left: dict[int, tuple[Unit, int]], shapes: dict[int, tuple[int, ...]]) -> list[int]:
     """The order the instances run in: after each, an instance whose input is its output
     (a 1x1 expansion after its projection, a convolution after the pooling that feeds it),
-    the one with most instances left; a bridge only where none fits.  Repeats of a unit
-    whose output is its input run as one lane."""
+    else the one its output reaches with the fewest bridge nodes (``bridge_steps``), the
+    one with most instances left among equals.  Repeats of a unit whose output is its
+    input run as one lane."""
     remaining = {j: n for j, (_, n) in left.items()}
     order: list[int] = []
     have: tuple[tuple[int, ...], int | None] | None = None
+
+    def cost(j: int) -> int:
+        u = left[j][0]
+        if have is None or have == (u.x, u.axis):
+            return 0
+        return len(bridge_steps(have[0], have[1], u))
+
     while remaining:
-        fitting = [j for j in remaining if have == (left[j][0].x, left[j][0].axis)]
-        j = max(fitting or remaining, key=lambda k: (remaining[k], -k))
+        j = min(remaining, key=lambda k: (cost(k), -remaining[k], k))
         order.append(j)
         remaining[j] -= 1
         if not remaining[j]:
@@ -212,7 +260,7 @@ def network(lanes: list[tuple[Unit, int]], seed: int = 0, name: str = "synthetic
     shapes = {j: emitted_shape(u) for j, u, _ in batched}
     order = sequence({j: (u, n) for j, u, n in batched}, shapes)
     first = lanes[order[0]][0]
-    have: tuple[int, ...] = (math.prod(first.x),)
+    have: tuple[int, ...] = (1, math.prod(first.x))  # the input, [batch, F]
     axis: int | None = 0
     cur = INPUT
     done: dict[int, int] = {}
@@ -220,7 +268,7 @@ def network(lanes: list[tuple[Unit, int]], seed: int = 0, name: str = "synthetic
         u = lanes[j][0]
         prefix = f"u{j}_i{done.get(j, 0)}"
         done[j] = done.get(j, 0) + 1
-        x = cur if (have, axis) == (u.x, u.axis) else _bridge(g, cur, have, u, prefix)
+        x = cur if (have, axis) == (u.x, u.axis) else _bridge(g, cur, have, axis, u, prefix)
         cur, have, axis = _apply(g, u, x, prefix), shapes[j], u.yaxis
     flat = g.op("Reshape", [cur, g.ints("flat", [-1, math.prod(have)])], "end")
     result = g.op("ReduceMean", [g.op("Mul", [flat, flat], "end")], "end", axes=[-1], keepdims=1)

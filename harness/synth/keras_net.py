@@ -4,13 +4,15 @@ Where the PyTorch version replays the ONNX graph op by op, a Keras network is wr
 the way a Keras user writes one: channels-last (TensorFlow's CPU convolutions take no
 other layout) and built-in layers only, so the .keras file loads anywhere without code
 of ours.  It is the same network in structure (the units, their counts, the order
-``emit.sequence`` gives, each instance with its own weights, the same bridges), not in
-numbers: channels-last flattening orders the values differently, so it is checked by
-its shapes and parameter count, not against ONNX Runtime.  What Keras cannot say is
-said the nearest way it can, and listed in the file's description: an element-wise
-op with a per-element constant becomes a scalar scale or offset (``Rescaling``), a
-reduction over the last axis a pooling over it, and shape arithmetic (tiny units) is
-left out, its dispatch cost being the only thing it has.
+``emit.sequence`` gives, each instance with its own weights, a bridge where ONNX's has
+one, always through the flat tensor: ONNX's within-rank tiles and slices are of the
+channels-first layout), not in numbers: channels-last flattening orders the values
+differently, so it is checked by its shapes and parameter count, not against ONNX
+Runtime.  What Keras cannot say is said the nearest way it can, and listed in the
+file's description: an element-wise op with a per-element constant becomes a scalar
+scale or offset (``Rescaling``), a reduction over the last axis a pooling over it, and
+shape arithmetic (tiny units) is left out, its dispatch cost being the only thing it
+has.
 
 Run as ``python -m dlbench.harness.synth.keras_net NETWORK.onnx OUT.keras [...]``: the lanes
 come from the network's own metadata, and the parent never imports TensorFlow.

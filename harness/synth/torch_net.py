@@ -97,7 +97,9 @@ def build(model) -> Any:
                 elif op == "Reshape":
                     y = torch.reshape(v[0], v[1])
                 elif op == "Slice":
-                    y = v[0].narrow(v[3][0], v[1][0], v[2][0] - v[1][0])
+                    y = v[0]
+                    for axis, lo, hi in zip(v[3], v[1], v[2]):
+                        y = y.narrow(axis, lo, hi - lo)
                 elif op == "Tile":
                     y = v[0].repeat(v[1])
                 elif op == "Transpose":

@@ -16,6 +16,8 @@ def lanes():
         (Unit("Conv", "convolution", (1, 16, 8, 8), (1, 16, 8, 8), 0, 0, depthwise), 2),
         (Unit("BatchNormalization", "normalization", (1, 16, 8, 8), (1, 16, 8, 8)), 1),
         (Unit("MaxPool", "pooling", (1, 16, 8, 8), (1, 16, 4, 4), 0, 0, pool), 1),
+        # cropped from an 8x8 map in both spatial axes: a bridge of one two-axis Slice
+        (Unit("MaxPool", "pooling", (1, 16, 6, 6), (1, 16, 3, 3), 0, 0, pool), 1),
         (Unit("GlobalAveragePool", "pooling", (1, 16, 4, 4), (1, 16, 1, 1)), 1),
         (Unit("MatMul", "matmul / gemm", (12, 32), (12, 48)), 2),
         (Unit("SkipLayerNormalization", "normalization", (12, 48), (12, 48)), 1),

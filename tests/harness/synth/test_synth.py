@@ -629,6 +629,59 @@ def test_the_network_runs_at_any_batch_and_keeps_its_values_bounded():
     assert 1e-3 < float(np.abs(deep).mean()) < 1e3
 
 
+def test_a_bridge_takes_the_fewest_nodes_and_keeps_each_sample_its_own():
+    """A bridge is a dispatch the applications did not pay: within the rank one Slice
+    where that crops to the next input, one Tile where it grows one axis of whole blocks,
+    one Reshape where only the shape differs; the flat path where a tile within the rank
+    would copy short runs (slower per byte than any application's data movement).
+    Across the chain a sample's values stay its own: a batch of three reads what each
+    sample reads alone."""
+    import onnxruntime as ort
+
+    add = Unit("Add", "elementwise", (1, 20, 16), (1, 20, 16))
+    mean = Unit("ReduceMean", "reduction", (1, 20, 16), (1, 20, 1), 0, 0, {"axes": [-1], "keepdims": 1})
+    pool = {"kernel_shape": [2, 2], "strides": [2, 2]}
+    crop = Unit("MaxPool", "pooling", (1, 16, 6, 6), (1, 16, 3, 3), 0, 0, pool)
+    wide = Unit("BatchNormalization", "normalization", (1, 40, 3, 3), (1, 40, 3, 3))
+    matmul = Unit("MatMul", "matmul / gemm", (48, 12), (48, 7))
+    assert emit.bridge_steps((1, 16, 8, 8), 0, crop) == [("Slice", [6, 6], [2, 3])]
+    assert emit.bridge_steps((1, 16, 3, 3), 0, wide) == [("Tile", [1, 3, 1, 1], []), ("Slice", [40], [1])]
+    assert emit.bridge_steps((12, 48), 0, matmul) == [("Reshape", [-1, 12], [])]
+    # short runs, or another rank: through the flat tensor, each step only where asked for
+    assert emit.bridge_steps((1, 20, 1), 0, add) == [
+        ("Reshape", [-1, 20], []),
+        ("Tile", [1, 16], []),
+        ("Reshape", [-1, 20, 16], []),
+    ]
+    assert emit.bridge_steps((1, 10), 0, add) == [("Tile", [1, 32], []), ("Reshape", [-1, 20, 16], [])]
+    rows = Unit("MatMul", "matmul / gemm", (12, 32), (12, 8))  # 12 rows a sample: runs of one value
+    assert emit.bridge_steps((12, 1), 0, rows) == [
+        ("Reshape", [-1, 12], []),
+        ("Tile", [1, 32], []),
+        ("Reshape", [-1, 32], []),
+    ]
+    assert emit.bridge_steps((1, 16, 4, 4), 0, crop) == [
+        ("Reshape", [-1, 256], []),
+        ("Tile", [1, 3], []),
+        ("Slice", [576], [1]),
+        ("Reshape", [-1, 16, 6, 6], []),
+    ]
+
+    lanes = [(add, 6), (mean, 6), (crop, 3), (wide, 2), (matmul, 2)]
+    model = emit.network(lanes, seed=1)
+    bridged = [n for n in model.graph.node if n.op_type in ("Reshape", "Tile", "Slice")]
+    for i in range(1, 5):  # each Add after a reduction: no Slice where the tile is exact
+        steps = [n.op_type for n in bridged if n.name.startswith(f"u0_i{i}_")]
+        assert steps == ["Reshape", "Tile", "Reshape"]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    width = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value
+    x = np.random.default_rng(2).standard_normal((3, width)).astype(np.float32)
+    together = session.run(["output"], {"input": x})[0]
+    alone = [session.run(["output"], {"input": x[i : i + 1]})[0] for i in range(3)]
+    np.testing.assert_allclose(together, np.concatenate(alone), rtol=1e-5)
+    assert len(set(np.round(together.ravel(), 6))) == 3  # three samples, three values
+
+
 def _conv_rms(model, x):
     """The RMS of every Conv's output in ``model`` on ``x``."""
     import onnxruntime as ort
