@@ -633,7 +633,7 @@ def test_a_bridge_takes_the_fewest_nodes_and_keeps_each_sample_its_own():
     """A bridge is a dispatch the applications did not pay: within the rank one Slice
     where that crops to the next input, one Tile where it grows one axis of whole blocks,
     one Reshape where only the shape differs; the flat path where a tile within the rank
-    would copy short runs (slower per byte than any application's data movement).
+    would copy short runs (which ONNX Runtime moves several times slower).
     Across the chain a sample's values stay its own: a batch of three reads what each
     sample reads alone."""
     import onnxruntime as ort
