@@ -76,7 +76,7 @@ Step = tuple[str, list[int], list[int]]  # an op, its target/repeats/slice ends,
 
 def bridge_steps(have: tuple[int, ...], axis: int | None, want: Unit) -> list[Step]:
     """The fewest nodes that take a tensor of per-sample shape ``have`` (batch axis
-    ``axis``) to ``want``'s input, where each node beyond the first costs a dispatch the
+    ``axis``) to ``want``'s input (none where it is that already), each a dispatch the
     applications did not pay (on OpenVINO with dynamic shapes, a shape inference each).
     Two ways: within the rank, the dimensions cropped by one Slice and grown by one Tile
     (a Slice after it where the growth overshoots); else through the flat per-sample
@@ -227,10 +227,7 @@ def sequence(left: dict[int, tuple[Unit, int]], shapes: dict[int, tuple[int, ...
     have: tuple[tuple[int, ...], int | None] | None = None
 
     def cost(j: int) -> int:
-        u = left[j][0]
-        if have is None or have == (u.x, u.axis):
-            return 0
-        return len(bridge_steps(have[0], have[1], u))
+        return 0 if have is None else len(bridge_steps(*have, left[j][0]))
 
     while remaining:
         j = min(remaining, key=lambda k: (cost(k), -remaining[k], k))
@@ -268,7 +265,7 @@ def network(lanes: list[tuple[Unit, int]], seed: int = 0, name: str = "synthetic
         u = lanes[j][0]
         prefix = f"u{j}_i{done.get(j, 0)}"
         done[j] = done.get(j, 0) + 1
-        x = cur if (have, axis) == (u.x, u.axis) else _bridge(g, cur, have, axis, u, prefix)
+        x = _bridge(g, cur, have, axis, u, prefix)
         cur, have, axis = _apply(g, u, x, prefix), shapes[j], u.yaxis
     flat = g.op("Reshape", [cur, g.ints("flat", [-1, math.prod(have)])], "end")
     result = g.op("ReduceMean", [g.op("Mul", [flat, flat], "end")], "end", axes=[-1], keepdims=1)

@@ -76,7 +76,7 @@ def _sample_shape(u: Unit) -> tuple[int, ...]:
 
 
 def _bridge(x, have: int, u: Unit, layers) -> Any:
-    """Flat, cropped or repeated to the unit's size, then its shape: the ONNX bridge."""
+    """Flat, cropped or repeated to the unit's size, then its shape: ONNX's flat bridge."""
     need = math.prod(u.x)
     x = layers.Reshape((have, 1))(x)
     if have < need:

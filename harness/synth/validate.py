@@ -164,9 +164,9 @@ def validate(
         }
     # Each backend judged on its own, against its own first configuration.  Across engines
     # a predictor must also get the level between them (ONNX Runtime's batch 1 against
-    # OpenVINO's), which a network with more nodes a millisecond than the set misses
-    # wherever an engine charges each node; within one engine, only how it responds to the
-    # rest: judged apart, a user sees which of the two an error came from.  A rank
+    # OpenVINO's), which representatives fitted on one engine's costs can miss on the
+    # other; within one engine, only how it responds to the rest: judged apart, a user
+    # sees which of the two an error came from.  A rank
     # correlation is the same on either scale, so the held-out figure is read from these.
     backends = {backend_of(c) for c in configs}
     within: dict[str, dict[str, dict[str, Any]]] = {}

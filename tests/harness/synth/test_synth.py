@@ -644,6 +644,8 @@ def test_a_bridge_takes_the_fewest_nodes_and_keeps_each_sample_its_own():
     crop = Unit("MaxPool", "pooling", (1, 16, 6, 6), (1, 16, 3, 3), 0, 0, pool)
     wide = Unit("BatchNormalization", "normalization", (1, 40, 3, 3), (1, 40, 3, 3))
     matmul = Unit("MatMul", "matmul / gemm", (48, 12), (48, 7))
+    assert emit.bridge_steps((1, 20, 16), 0, add) == []  # it fits: no bridge
+    assert emit.bridge_steps((6, 1, 10), 1, Unit("LSTM", "other", (6, 1, 10), (6, 2, 1, 8), 1, 2)) == []
     assert emit.bridge_steps((1, 16, 8, 8), 0, crop) == [("Slice", [6, 6], [2, 3])]
     assert emit.bridge_steps((1, 16, 3, 3), 0, wide) == [("Tile", [1, 3, 1, 1], []), ("Slice", [40], [1])]
     assert emit.bridge_steps((12, 48), 0, matmul) == [("Reshape", [-1, 12], [])]
