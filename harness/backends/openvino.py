@@ -78,6 +78,10 @@ class _Batch:
 
 
 class OvRunner(Runner):
+    # The profile cell's switch: the plugin's performance counters on (each node's time in
+    # the last run), which bench's cells leave off for what they cost every node.
+    perf_counts = False
+
     def load(self) -> None:
         import openvino as ov
 
@@ -98,6 +102,8 @@ class OvRunner(Runner):
             "PERFORMANCE_HINT": o["performance_hint"],
             "ENABLE_CPU_PINNING": o["pinning"] == "on",
         }
+        if self.perf_counts:
+            self.asked["PERF_COUNT"] = True
         try:
             model = core.read_model(self.artifact.path)
         except Exception as exc:  # noqa: BLE001 - OpenVINO raises RuntimeError for bad files
@@ -186,6 +192,10 @@ class OvRunner(Runner):
         if self._last is None:
             return {}
         return {name: self._last.get_output_tensor(i).data.copy() for i, name in enumerate(self.output_names)}
+
+    def last_profile(self) -> list[Any]:
+        """The performance counters of the last run: one entry per runtime-graph node."""
+        return list(self._last.get_profiling_info()) if self._last is not None else []
 
     def timed_region(self) -> dict[str, Any]:
         return region(

@@ -1,6 +1,7 @@
 """Where a model's time goes, per op class and per node: ONNX Runtime's profiler for an
-ONNX file, the PyTorch profiler for a PyTorch model (a zoo name, TorchScript, a
-torch.export .pt2, a model by name, --model-from code).
+ONNX file (OpenVINO's performance counters with --backend openvino), the PyTorch
+profiler for a PyTorch model (a zoo name, TorchScript, a torch.export .pt2, a model by
+name, --model-from code).
 
 One cell, like a benchmark's, on the backend's own runner (bench's threads, device,
 precision and math mode): warm-up runs excluded, then --iterations runs profiled; each
@@ -16,7 +17,7 @@ import sys
 
 HELP = (
     "where a model's time goes, per op class and per node: ONNX files (ONNX Runtime's "
-    "profiler) and PyTorch models (the PyTorch profiler)"
+    "profiler, or OpenVINO's counters) and PyTorch models (the PyTorch profiler)"
 )
 
 

@@ -1,13 +1,25 @@
 """Op types by class, declared once: the profile's rows, the advisor's reasons.
 
-ONNX's op types (and ONNX Runtime's fused ones) and PyTorch's ``aten::`` ops share the
-classes, so a model's profile on either backend reads the same way.
+ONNX's op types (and ONNX Runtime's fused ones), the node types of OpenVINO's CPU plugin
+(``Convolution``, ``FullyConnected``, its ``Reorder``) and PyTorch's ``aten::`` ops share
+the classes, so a model's profile on any of the three reads the same way.
 """
 
 from __future__ import annotations
 
 OP_CLASSES: dict[str, tuple[str, ...]] = {
-    "convolution": ("Conv", "FusedConv", "NchwcConv", "QLinearConv", "ConvInteger", "ConvTranspose"),
+    "convolution": (
+        "Conv",
+        "FusedConv",
+        "NchwcConv",
+        "QLinearConv",
+        "ConvInteger",
+        "ConvTranspose",
+        "Convolution",
+        "GroupConvolution",
+        "ConvolutionBackpropData",
+        "Deconvolution",
+    ),
     "matmul / gemm": (
         "MatMul",
         "FusedMatMul",
@@ -20,9 +32,16 @@ OP_CLASSES: dict[str, tuple[str, ...]] = {
         "QLinearMatMul",
         "MatMulNBits",
         "Einsum",
+        "FullyConnected",
     ),
-    "attention": ("Attention", "MultiHeadAttention", "GroupQueryAttention", "QAttention"),
-    "quantize / dequantize": ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"),
+    "attention": (
+        "Attention",
+        "MultiHeadAttention",
+        "GroupQueryAttention",
+        "QAttention",
+        "ScaledDotProductAttention",
+    ),
+    "quantize / dequantize": ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "FakeQuantize"),
     "normalization": (
         "LayerNormalization",
         "SkipLayerNormalization",
@@ -31,8 +50,10 @@ OP_CLASSES: dict[str, tuple[str, ...]] = {
         "BatchNormalization",
         "InstanceNormalization",
         "GroupNorm",
+        "MVN",
+        "NormalizeL2",
     ),
-    "softmax": ("Softmax", "LogSoftmax"),
+    "softmax": ("Softmax", "LogSoftmax", "SoftMax"),
     "activation": (
         "Relu",
         "Gelu",
@@ -52,6 +73,12 @@ OP_CLASSES: dict[str, tuple[str, ...]] = {
         "Mish",
         "QLinearSigmoid",
         "QLinearLeakyRelu",
+        "Clamp",
+        "Swish",
+        "HSwish",
+        "HSigmoid",
+        "SoftPlus",
+        "PRelu",
     ),
     "pooling": (
         "MaxPool",
@@ -60,10 +87,42 @@ OP_CLASSES: dict[str, tuple[str, ...]] = {
         "GlobalMaxPool",
         "QLinearGlobalAveragePool",
         "QLinearAveragePool",
+        "AvgPool",
+        "AdaptiveAvgPool",
+        "AdaptiveMaxPool",
+        "Pooling",
     ),
-    "reduction": ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ArgMax", "TopK"),
-    "layout (NCHWc reorder)": ("ReorderInput", "ReorderOutput"),
-    "elementwise": ("Add", "Mul", "Sub", "Div", "Pow", "Sqrt", "QLinearAdd", "QLinearMul", "Where", "Cast"),
+    "reduction": (
+        "ReduceMean",
+        "ReduceSum",
+        "ReduceMax",
+        "ReduceMin",
+        "ReduceProd",
+        "ArgMax",
+        "TopK",
+        "Reduce",
+    ),
+    "layout (NCHWc reorder)": ("ReorderInput", "ReorderOutput", "Reorder"),
+    "elementwise": (
+        "Add",
+        "Mul",
+        "Sub",
+        "Div",
+        "Pow",
+        "Sqrt",
+        "QLinearAdd",
+        "QLinearMul",
+        "Where",
+        "Cast",
+        "Eltwise",
+        "Subgraph",
+        "Multiply",
+        "Subtract",
+        "Divide",
+        "Power",
+        "Convert",
+        "Select",
+    ),
     "data movement": (
         "Reshape",
         "Transpose",
@@ -80,6 +139,12 @@ OP_CLASSES: dict[str, tuple[str, ...]] = {
         "Pad",
         "Tile",
         "Resize",
+        "Concatenation",
+        "StridedSlice",
+        "Broadcast",
+        "ShapeOf",
+        "VariadicSplit",
+        "Interpolate",
     ),
 }
 ATEN = "aten::"

@@ -4,8 +4,9 @@ A profile runs the backend's own runner (threads, device, precision, math mode a
 runtime record exactly as ``bench`` has them) with that backend's profiler around the
 measured runs.  Which profiler takes a model follows from the artifact's format: its
 default backend's (``harness.formats``), else the first declared whose backend takes the
-format (a zoo name: PyTorch's).  Adding a third is one ``PROFILERS.register`` call, under
-its backend's name, and its cell function; the refusals read this table.
+format (a zoo name: PyTorch's), unless ``--backend`` names another that takes it (OpenVINO
+for an ONNX file).  Adding another is one ``PROFILERS.register`` call, under its backend's
+name, and its cell function; the refusals read this table.
 """
 
 from __future__ import annotations
@@ -57,20 +58,36 @@ PROFILERS.register(
         "each op's tensor inputs as recorded (shape x dtype size; outputs are not recorded)",
     ),
 )
+PROFILERS.register(
+    "openvino",
+    Profiler(
+        "openvino",
+        "ONNX files with --backend openvino",
+        "OpenVINO's performance counters",
+        "dlbench.harness.profile.ov_cell:profile_runs",
+        "the source graph at the profiled shapes, by op class",
+        graph_flops=True,
+        devices=("cpu",),
+    ),
+)
 
 
-def for_format(fmt: str) -> Profiler | None:
-    """The profiler that takes an artifact of format ``fmt``; None: none does."""
+def for_format(fmt: str, backend: str | None = None) -> Profiler | None:
+    """The profiler that takes an artifact of format ``fmt`` (on ``backend``, where one is
+    asked for); None: none does."""
     from dlbench.harness.backends import get_backend
     from dlbench.harness.formats import default_backend
 
     declared = PROFILERS.all()
+    if backend is not None:
+        asked = [p for p in declared if p.backend == backend]
+        return asked[0] if asked and fmt in get_backend(backend).formats else None
     first = default_backend(fmt)
     found = next((p for p in declared if p.backend == first), None)
     return found or next((p for p in declared if fmt in get_backend(p.backend).formats), None)
 
 
 def what_profile_reads() -> str:
-    """ "ONNX files (ONNX Runtime's profiler) and PyTorch models (the PyTorch profiler)"."""
+    """ "ONNX files (ONNX Runtime's profiler), PyTorch models (the PyTorch profiler) and ..."."""
     parts = [f"{p.reads} ({p.tool})" for p in PROFILERS.all()]
     return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]

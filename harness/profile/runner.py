@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +45,22 @@ class ProfileRequest(InputFields, CommandOptions):
         default=None,
         help="fp32, tf32, fp16, bf16 for a PyTorch model (default fp32); an ONNX file runs in its own",
     )
+    backend: str | None = flag(
+        "--backend",
+        "-b",
+        default=None,
+        help="the backend whose runner and profiler run it (default: the format's own; "
+        "an ONNX file on openvino: the CPU plugin's performance counters)",
+    )
     graph_optimization: str | None = flag(
         "--graph-optimization",
         default=None,
         choices=LEVELS,
         help="ONNX Runtime's graph optimization level, as bench's (ONNX files; default all)",
     )
+    # Backend options (bench's -O): those the profiled backend declares are its settings, so
+    # a profile runs as the bench cells it explains (the synthetic benchmark's references).
+    options: dict[str, Any] = field(default_factory=dict)
     # False: the caller reads the profile and stores nothing (the advisor's own profiles).
     store: bool = True
     # True: the record keeps every node, not the slowest (the synthetic benchmark's workload).
@@ -86,7 +96,19 @@ def profile(req: ProfileRequest) -> dict[str, Any]:
     at = {i.name: i.shape for i in plan.inputs}
     by_type = flops.by_op_type(art.onnx_model, at) if profiler.graph_flops else None
     threads = ThreadConfig.default(req.threads)
-    run = RunConfig(device, precision, threads.intra_op, threads.inter_op, req.device_id, options)
+    # As bench's cell is told: its one batch size and every input's full shape, which an
+    # engine that compiles per shape fixes at load (OpenVINO, as bench's cells run it).
+    run = RunConfig(
+        device,
+        precision,
+        threads.intra_op,
+        threads.inter_op,
+        req.device_id,
+        options,
+        max_batch=req.batch_size,
+        min_batch=req.batch_size,
+        shapes={k: list(v) for k, v in at.items()},
+    )
     env = cell_environment(
         threads,
         extra={
@@ -182,13 +204,13 @@ def _cell_settings(req: ProfileRequest, art, profiler, backend) -> tuple[str, st
         raise UserError(f"--device {device}: {why or device_reason(backend, device)}")
     precision = cell_precision(art, backend, device, req.precision or "auto")
     check_env(precision)
-    given = {}
-    for field, spelled in OPTION_FIELDS.items():
-        value = getattr(req, field)
+    given = backend.own_options(req.options)
+    for name, spelled in OPTION_FIELDS.items():
+        value = getattr(req, name)
         if value is not None:
-            if backend.option(field) is None:
+            if backend.option(name) is None:
                 raise UserError(f"{spelled}: {art.label} runs on {backend.name}, which has no such option")
-            given[field] = value
+            given[name] = value
     return device, precision, backend.resolve_options(given)
 
 
@@ -196,7 +218,7 @@ def _resolve(req: ProfileRequest):
     """The artifact (bench's resolver) and the profiler its format takes."""
     from dlbench.harness.bench.artifacts import resolve, resolve_code
     from dlbench.harness.formats import FORMATS
-    from dlbench.harness.profile.profilers import for_format
+    from dlbench.harness.profile.profilers import PROFILERS, for_format
 
     if bool(req.artifact) == bool(req.model_from):
         raise UserError("give one model: a file, a zoo name, a model by name, or --model-from")
@@ -208,7 +230,10 @@ def _resolve(req: ProfileRequest):
         art = resolve_code(
             str(req.model_from), req.weights, shapes=req.shapes, inputs=req.inputs, timeout=req.timeout
         )
-    profiler = for_format(art.format)
+    profiler = for_format(art.format, req.backend)
+    if profiler is None and req.backend is not None:
+        takes = [p.backend for p in PROFILERS.all() if for_format(art.format, p.backend)]
+        raise UserError(f"--backend {req.backend}: {art.label} is profiled on {', '.join(takes)}, not there")
     if profiler is None:
         raise UserError(_refusal(art.label, FORMATS.get(art.format).description))
     return art, profiler

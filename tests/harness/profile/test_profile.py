@@ -75,7 +75,7 @@ def test_what_profile_cannot_read_is_one_line(cli, workdir):
         z.writestr("metadata.json", "{}")
     (workdir / "sm").mkdir()
     (workdir / "sm" / "saved_model.pb").write_bytes(b"")
-    reads = "dlbench profile reads ONNX files (ONNX Runtime's profiler) and PyTorch models"
+    reads = "dlbench profile reads ONNX files (ONNX Runtime's profiler), PyTorch models"
     assert_usage_error(cli("profile", "m.keras"), "m.keras: a Keras 3 model file", reads, "export it first")
     assert_usage_error(cli("profile", "sm"), "a TensorFlow SavedModel directory", reads)
     assert_usage_error(cli("profile", "keras:MobileNetV3Small"), "a keras.applications model", reads)
@@ -189,3 +189,78 @@ def test_an_int8_build_that_does_not_pay_is_explained_from_its_profiles():
     # With nothing else to try, the one suggestion reads on its own (no dangling "or").
     alone = reasons({"op_types": {"QLinearConv": 1.0}, "classes": []}, {"nodes": [], "classes": []})
     assert "Try: keep fp32 for this model" in alone, alone
+
+
+def test_an_onnx_file_profiles_on_openvino_by_its_counters(cli, workdir):
+    """``--backend openvino``: the CPU plugin's performance counters, read after every
+    measured run.  The plugin names a fused node after its last source node (the MLP's
+    MatMul, bias and Relu run as one FullyConnected named after the Relu's output): it is
+    classed by everything it was made of, so the time is the matmul's, not an activation's."""
+    tiny_onnx.save(tiny_onnx.mlp(hidden=256), workdir / "mlp.onnx")
+    tiny_onnx.save(tiny_onnx.classifier(), workdir / "tiny.onnx")
+    args = ["-b", "openvino", "--iterations", "50", "--batch-size", "8", "--threads", "1", "--json", "m.json"]
+    out = cli("profile", "mlp.onnx", *args)
+    assert out.returncode == 0, out.stderr[-3000:]
+    [rec] = json.loads((workdir / "m.json").read_text())
+    p = rec["metrics"]["profile"]
+    assert rec["backend"] == "openvino" and p["profiler"] == "OpenVINO's performance counters"
+    assert "openvino" in out.stdout.splitlines()[0] and "performance counters" in p["node_time"]
+    # Compiled at the one shape it runs, as bench's cells compile it (dynamic, the plugin
+    # left most of some graphs' nodes uncounted).
+    assert rec["context"]["runtime"]["shapes"] == "static input=8x3x16x16"
+    shares = {c["class"]: c["share"] for c in p["classes"]}
+    assert shares["matmul / gemm"] > 0.5, shares
+    assert all(n["kernel"] and n["us"] >= 0 for n in p["nodes"])
+    fused = [n for n in p["nodes"] if n["kernel"] == "FullyConnected"]
+    assert len(fused) == 2 and all(n["class"] == "matmul / gemm" for n in fused), p["nodes"]
+    assert {n["node"] for n in fused} <= {"h", "hb", "hr", "o", "logits"}  # source names
+    # Unprofiled runs timed on a runner of their own, as ONNX Runtime's profiles are; the
+    # profiled runs read one by one, a paused one left out (never most of them).
+    assert p["plain_ms_per_run"] > 0 and p["plain_runs"] >= 1 and 0 <= p["runs_left_out"] < 25
+    out = cli("profile", "tiny.onnx", "--backend", "openvino", "--iterations", "5", "--json", "t.json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    [rec] = json.loads((workdir / "t.json").read_text())
+    conv = next(c for c in rec["metrics"]["profile"]["classes"] if c["class"] == "convolution")
+    assert conv["ms_per_run"] > 0 and conv["gflop_per_run"] > 0  # the source graph's FLOPs
+    # What it cannot do is one line, before any cell.
+    there = "is profiled on onnxruntime, openvino, not there"
+    assert_usage_error(cli("profile", "tiny.onnx", "-b", "tensorflow"), "--backend tensorflow", there)
+    assert_usage_error(
+        cli("profile", "tiny.onnx", "-b", "openvino", "--graph-optimization", "basic"),
+        "runs on openvino, which has no such option",
+    )
+
+
+def test_a_paused_openvino_run_is_left_out_whole():
+    """The counters are read run by run: a run the machine paused in (here 5 ms inside the
+    pooling node of a 0.1 ms network) would make its node most of the profile; it is left
+    out, and the rest are the mean of the runs kept (whole-µs counts keep their fractions),
+    a node that did not run (an in-place Reshape) left out of the nodes."""
+    import datetime
+    from types import SimpleNamespace
+
+    from dlbench.harness.profile.ov_cell import node_times
+
+    class Info(SimpleNamespace):
+        Status = SimpleNamespace(EXECUTED="executed", NOT_RUN="not run")
+
+    def run(pool_us: int, conv_us: int) -> list[Info]:
+        def info(name, kind, us, status="executed"):
+            took = datetime.timedelta(microseconds=us)
+            return Info(node_name=name, node_type=kind, exec_type="jit", real_time=took, status=status)
+
+        return [
+            info("x", "Parameter", 0),
+            info("c1", "Convolution", conv_us),
+            info("p", "MaxPool", pool_us),
+            info("r", "Reshape", 0, "not run"),
+        ]
+
+    runs = [run(1, 90), run(0, 90), run(5000, 90), run(1, 100)]
+    found = node_times(runs, {"c1": ("Conv", "c1")})
+    assert found["runs_left_out"] == 1 and found["optimized_nodes"] == 2
+    conv, pool = found["nodes"]
+    assert conv["node"] == "c1" and conv["op"] == "Conv" and conv["kernel"] == "Convolution"
+    # Each reading truncated to whole µs gets half a µs back: a node under 1 µs reads 0.
+    assert conv["us"] == pytest.approx(280 / 3 + 0.5) and pool["us"] == pytest.approx(2 / 3 + 0.5)
+    assert [conv["at"], pool["at"]] == [0, 1]  # the order the plugin ran them in
