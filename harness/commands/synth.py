@@ -29,6 +29,11 @@ STEPS = {
     "validate": ("SynthValidateRequest", "the network's predictions against the applications, over a matrix"),
 }
 
+OPTIONS = {  # the steps that take backend options, and what they set
+    "profile": "backend options of every profile and timing (kept in the workload for generate)",
+    "validate": "backend options of every cell of the matrix",
+}
+
 
 def add_arguments(p) -> None:
     from dlbench.core import flags
@@ -38,10 +43,10 @@ def add_arguments(p) -> None:
     for name, (cls, help_) in STEPS.items():
         q = sub.add_parser(name, help=help_, description=help_)
         flags.add_arguments(q, getattr(request, cls))
-        if name == "validate":  # the matrix's cells are bench cells, with bench's options
+        if name in OPTIONS:  # their cells are bench's and profile's, with bench's options
             from dlbench.harness.commands.bench import add_backend_options
 
-            add_backend_options(q.add_argument_group("backend options of every cell of the matrix"))
+            add_backend_options(q.add_argument_group(OPTIONS[name]))
         q.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
@@ -51,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from dlbench.harness.synth import ProfileFailed, request, steps
 
     extra = {}
-    if args.step == "validate":
+    if args.step in OPTIONS:
         from dlbench.harness.commands.bench import backend_options
 
         extra["options"] = backend_options(args)

@@ -180,7 +180,8 @@ def unit_costs(
 ) -> tuple[list[list[dict[str, float]]], list[list[float]]]:
     """Per reference and unit: the µs per instance its nodes take by class (bridges and the
     reorders that ran after it included), and the µs of its own op's class; a unit that
-    did not run (count 0) has none."""
+    did not run (count 0) has none.  A node is a unit's by its name, or by the source
+    layer it was made of where a runtime named it (OpenVINO's ``LSTMSequence_41761``)."""
     from dlbench.harness.profile.classes import node_class
 
     by_class: list[list[dict[str, float]]] = []
@@ -190,7 +191,7 @@ def unit_costs(
         own = [0.0] * len(units)
         current = None
         for n in sorted(prof["nodes"], key=lambda n: n.get("at", 0)):
-            found = _INSTANCE.search(n["node"])
+            found = _INSTANCE.search(n["node"]) or _INSTANCE.search(n.get("source") or "")
             current = int(found.group(1)) if found else current
             if current is None or current >= len(units) or not counts[current]:
                 continue

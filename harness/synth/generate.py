@@ -192,6 +192,7 @@ def _network(
     from dlbench.harness.synth.workload import Reference, built_for, named_in, profile_at, set_mode, set_ms
 
     refs = [Reference.from_json(r) for r in workload["references"]]
+    options = workload.get("options", {})  # each backend's, as the applications ran
     timings, refits, local_refits = tries
     dynamic = set_mode(workload["applications"])
     given = workload
@@ -207,11 +208,12 @@ def _network(
         process's luck) and the file that runs each reference."""
         onnx.save(network(list(zip(units, counts)), seed, name=out.stem), str(path))
         files = [built_for(str(path), ref.build, path.parent, quiet, dynamic) for ref in refs]
-        profiles = [profile_at(f, ref, *runs, say) for f, ref in zip(files, refs)]
+        profiles = [profile_at(f, ref, *runs, say, options=options) for f, ref in zip(files, refs)]
         ms = [p["node_ms_per_run"] for p in profiles]
         if timings:
             say(f"time {path.name} in {timings} processes a reference")
-            ms = timed_in_turn([files], refs, timings, str(path.parent / "timings.sqlite"), runs[2])[0]
+            db = str(path.parent / "timings.sqlite")
+            ms = timed_in_turn([files], refs, timings, db, runs[2], options)[0]
             profiles = [scaled(p, m) for p, m in zip(profiles, ms)]
         return (*unit_costs(units, profiles, counts), profiles, ms, files)
 
@@ -320,7 +322,7 @@ def _network(
     again = []
     for ref in refs:
         runs_on = built.get(ref.build) or built_for(source, ref.build, out.parent, quiet, dynamic)
-        again.append(profile_at(runs_on, ref, *runs, say))
+        again.append(profile_at(runs_on, ref, *runs, say, options=options))
     repeat = [{c["class"]: c["share"] for c in m["classes"]} for m in again]
     return {
         "onnx": out.name,

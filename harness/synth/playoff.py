@@ -58,7 +58,8 @@ def playoff(
     files = [runs(i, a) for i, a in enumerate(apps)]
     say(f"time the {len(finalists)} closest fits again, in turn with the applications ({processes} each)")
     db = str(home / "timings.sqlite")
-    timed = timed_in_turn([*files, *(t["files"] for t in finalists)], refs, processes, db, timeout)
+    jobs = [*files, *(t["files"] for t in finalists)]
+    timed = timed_in_turn(jobs, refs, processes, db, timeout, workload.get("options"))
     apps_ms = timed[: len(apps)]
     score = score_ratios({**workload, "applications": [{**a, "node_ms": m} for a, m in zip(apps, apps_ms)]})
     for t, ms in zip(finalists, timed[len(apps) :]):

@@ -53,13 +53,16 @@ class SynthProfileRequest(ProfileRuns):
         factory=lambda: [r.text for r in DEFAULT_REFERENCES],
         many=True,
         read=split,
-        help="reference configurations BATCHxTHREADS[:BUILD], at least two fp32 ones of different "
-        "batch sizes; a BUILD (int8, fp16) profiles the applications' builds; repeat or "
-        "comma-separate (default {default})",
+        help="reference configurations BATCHxTHREADS[:BUILD][@BACKEND], at least two like the first "
+        "of different batch sizes; a BUILD (int8, fp16) profiles the applications' builds, a BACKEND "
+        "(openvino) profiles them there; repeat or comma-separate (default {default})",
     )
     out: str = flag(
         "--out", "-o", default="synth/workload.json", help="the workload file (default {default})"
     )
+    # Each backend's options for every profile and timing it runs (bench's -O), kept in the
+    # workload: the generator profiles its networks with them too.
+    options: dict[str, Any] = field(default_factory=dict)
     # Each application's profile is stored like any (kind profile): the report shows them.
     db: str | None = field_of(DB, default=None)
 

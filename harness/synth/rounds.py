@@ -60,10 +60,16 @@ def stop_rule(min_duration: float = 0.5) -> Any:
 
 
 def timed_in_turn(
-    jobs: Sequence[Sequence[str]], refs: Sequence[Any], processes: int, db: str, timeout: float | None = None
+    jobs: Sequence[Sequence[str]],
+    refs: Sequence[Any],
+    processes: int,
+    db: str,
+    timeout: float | None = None,
+    options: dict[str, Any] | None = None,
 ) -> list[list[float]]:
     """Per job (``jobs[j][i]``: the file that runs ``refs[i]``) and reference, ms per run:
-    the median of ``processes`` bench processes on ONNX Runtime, each round every job on
+    the median of ``processes`` bench processes on each reference's backend (with its own
+    of ``options``, bench's -O), each round every job on
     every reference in turn, backwards every second round.  One process's speed moves 10
     to 20 % on a small machine, and it moves in spells: a network chosen among others on
     one process a reference is the one whose measurements were luckiest (the zoo set's
@@ -72,6 +78,7 @@ def timed_in_turn(
     googlenet-mini's batch-8 run twice as slow as validate found it; in turn, a slow spell
     meets one of a job's processes, not all.  ``timeout``: seconds a process; one that
     fails fails the step, as a failed profile does."""
+    from dlbench.harness.backends import get_backend
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.request import BenchRequest
     from dlbench.harness.synth import ProfileFailed
@@ -83,7 +90,8 @@ def timed_in_turn(
             ref, file = refs[r], jobs[j][r]
             req = BenchRequest(
                 artifacts=[file],
-                backends=["onnxruntime"],
+                backends=[ref.runs_on],
+                options=get_backend(ref.runs_on).own_options(options or {}),
                 batch_sizes=[ref.batch],
                 threads=[ref.threads] if ref.threads else None,
                 rule=stop_rule(),

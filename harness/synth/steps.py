@@ -22,6 +22,7 @@ Say = Callable[[str], None]
 
 def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, Any]:
     from dlbench.core.atomic import write_json
+    from dlbench.harness.backends import check_options
     from dlbench.harness.synth.tables import workload_tables
     from dlbench.harness.synth.workload import (
         Application,
@@ -47,6 +48,7 @@ def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, An
     _check_runs(req)
     refs = tuple(Reference.parse(r) for r in req.references)
     check_references(refs)
+    check_options(req.options, sorted({r.runs_on for r in refs}))
     apps = [_exported(app, Path(req.out).parent, say) for app in apps]
     workload = profile_workload(
         apps,
@@ -58,6 +60,7 @@ def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, An
         db=req.db,
         home=Path(req.out).parent,
         timings=req.timings,
+        options=req.options,
     )
     for a in workload["applications"]:
         a["source"] = named_in(Path(req.out).parent, a["source"])
@@ -133,15 +136,13 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     from dlbench.core.atomic import write_json
     from dlbench.harness.backends import BACKENDS, check_options, get_backend
     from dlbench.harness.compare.noise import DEFAULT_FLOOR
-    from dlbench.harness.formats import ONNX
-    from dlbench.harness.profile.profilers import for_format
     from dlbench.harness.synth.baselines import MICRO, REPLAY
     from dlbench.harness.synth.generate import NETWORK_KIND
     from dlbench.harness.synth.matrix import Matrix, measure, takes_onnx
     from dlbench.harness.synth.rounds import noise
     from dlbench.harness.synth.tables import validation_table
     from dlbench.harness.synth.validate import complete, scores, validate
-    from dlbench.harness.synth.workload import Application, opened_from
+    from dlbench.harness.synth.workload import Application, Reference, opened_from
 
     described = _read(req.network, NETWORK_KIND, "dlbench synth generate")
     home = Path(req.network).parent
@@ -219,8 +220,8 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     ran = complete(results, [*apps, *synth])
     repeats = noise(raw, ran, lambda r: scores(r, apps, {}, ran)[1])
     floor = max(DEFAULT_FLOOR, repeats["score_spread"]["median"]) if repeats else DEFAULT_FLOOR
-    # The network is fitted to the profile of ONNX files: any other backend is held out.
-    fitted_on = {profiler.backend} if (profiler := for_format(ONNX)) else set()
+    # The network is fitted on its references' backends: any other is held out.
+    fitted_on = {Reference.from_json(r).runs_on for r in described["references"]}
     verdict = validate(results, apps, synth, fitted_on, floor, baselines, generated)
     verdict["rounds"] = {"asked": req.rounds, **(repeats or {})}
     verdict["processes"] = {Path(f).name: n for f, n in processes.items()}  # 1 for the others

@@ -18,6 +18,7 @@ def workload_tables(w: dict[str, Any]) -> str:
     classes' shares, the motifs; then the heaviest shape classes over the weighted set."""
     refs = [
         f"b{r['batch']}/{r['threads'] or 'all'}t {r.get('build', 'fp32')}".removesuffix(" fp32")
+        + (f" {r['backend']}" if r.get("backend") else "")
         for r in w["references"]
     ]
     rows = []

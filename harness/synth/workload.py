@@ -1,13 +1,15 @@
 """``dlbench synth profile``: the applications' workload, what the generator reproduces.
 
 Each application is profiled (``dlbench profile``'s cell: ONNX Runtime's profiler over
-the graph it runs after its own fusions) on every reference configuration.  Two fp32
+the graph it runs after its own fusions, or the reference's backend's) on every
+reference configuration.  Two fp32
 references must differ in batch size, which is how a node's batch axis is found
 (``units``), and they should differ in what they stress (one thread at batch 1 is
 dispatch- and latency-bound; every thread at a larger batch is throughput-bound), so that
 a generated network that matches both has the applications' mix of bound kinds, not one
 configuration's.  A built reference (``1x1:int8``) profiles each application's build,
-so the network also answers to quantization as the set does.
+so the network also answers to quantization as the set does; a reference on another
+engine (``1x1@openvino``) profiles it there, so the network answers to that engine too.
 
 Per node: its op class, its time on each reference, the unit that stands for it, its
 per-sample FLOPs, bytes and arithmetic intensity, and its shape class.  Per application:
@@ -41,30 +43,40 @@ class Reference:
     # A build target (int8): the applications' builds are profiled there, so the network
     # is fitted to how they respond to it, not only to batch and threads.
     build: str = "fp32"
+    # The backend that profiles and times it (None: the ONNX format's own, ONNX Runtime): a
+    # second engine's reference fits the network to how the set responds to that engine,
+    # where representatives priced on one engine carry that engine's response only.
+    backend: str | None = None
 
     @property
     def label(self) -> str:
         threads = f"{self.threads or 'all'} thread{'s' if self.threads != 1 else ''}"
-        return f"batch {self.batch}, {threads}" + (f", {self.build}" if self.build != "fp32" else "")
+        built = f", {self.build}" if self.build != "fp32" else ""
+        return f"batch {self.batch}, {threads}{built}" + (f", on {self.backend}" if self.backend else "")
 
     @property
     def text(self) -> str:
         """As ``--reference`` takes it (``parse`` reads it back)."""
-        return f"{self.batch}x{self.threads or 'all'}" + (f":{self.build}" if self.build != "fp32" else "")
+        built = f":{self.build}" if self.build != "fp32" else ""
+        return f"{self.batch}x{self.threads or 'all'}{built}" + (f"@{self.backend}" if self.backend else "")
 
     @classmethod
     def parse(cls, text: str) -> Reference:
-        """``BATCHxTHREADS[:BUILD]``: ``1x1``, ``8xall``, ``1x1:int8``."""
+        """``BATCHxTHREADS[:BUILD][@BACKEND]``: ``1x1``, ``8xall``, ``1x1:int8``, ``1x1@openvino``."""
         from dlbench.converters.base import BUILD_TARGETS
+        from dlbench.harness.formats import ONNX
+        from dlbench.harness.profile.profilers import PROFILERS, for_format
 
-        shape, _, build = text.partition(":")
+        rest, _, backend = text.partition("@")
+        shape, _, build = rest.partition(":")
         batch, _, threads = shape.partition("x")
         try:
             b = int(batch)
             t = None if threads in ("", "all") else int(threads)
         except ValueError:
             raise UserError(
-                f"--reference {text}: give BATCHxTHREADS[:BUILD], e.g. 1x1, 8xall or 1x1:int8"
+                f"--reference {text}: give BATCHxTHREADS[:BUILD][@BACKEND], e.g. 1x1, 8xall, 1x1:int8 "
+                "or 1x1@openvino"
             ) from None
         if b < 1 or (t is not None and t < 1):
             raise UserError(f"--reference {text}: batch and threads must be at least 1")
@@ -72,20 +84,34 @@ class Reference:
             raise UserError(
                 f"--reference {text}: no build target {build} (known: {', '.join(BUILD_TARGETS.names())})"
             )
-        return cls(b, t, build or "fp32")
+        if backend and for_format(ONNX, backend) is None:
+            profiled = [p.backend for p in PROFILERS.all() if for_format(ONNX, p.backend)]
+            raise UserError(
+                f"--reference {text}: no backend {backend} profiles ONNX files (those that do: "
+                f"{', '.join(profiled)})"
+            )
+        return cls(b, t, build or "fp32", backend or None)
 
     def to_json(self) -> dict[str, Any]:
-        return {"batch": self.batch, "threads": self.threads, "build": self.build}
+        return {"batch": self.batch, "threads": self.threads, "build": self.build, "backend": self.backend}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Reference:
-        return cls(d["batch"], d["threads"], d.get("build", "fp32"))
+        return cls(d["batch"], d["threads"], d.get("build", "fp32"), d.get("backend"))
+
+    @property
+    def runs_on(self) -> str:
+        """The backend's name, the ONNX format's own where none was asked for."""
+        from dlbench.harness.formats import ONNX, default_backend
+
+        return str(self.backend or default_backend(ONNX))
 
 
 def matched(refs) -> list[int]:
-    """The references whose graph is the first one's (its build): nodes match by name
-    across them; a built reference's graph is another, known by its class times only."""
-    return [i for i, r in enumerate(refs) if r.build == refs[0].build]
+    """The references whose graph is the first one's (its build, on its backend): nodes
+    match by name across them; a built reference's graph is another, and another
+    backend's runs its own fusions of it, known by their class times only."""
+    return [i for i, r in enumerate(refs) if (r.build, r.runs_on) == (refs[0].build, refs[0].runs_on)]
 
 
 def set_ms(apps: list[dict[str, Any]], ref: int) -> float:
@@ -178,13 +204,16 @@ def profile_workload(
     db: str | None = None,
     home: Path = Path("."),
     timings: int = 3,
+    options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Every application profiled on every reference, each profile stored (``db``); the
     workload the generator reads.  Each is also timed on every reference in ``timings``
     bench processes, all in turn (``rounds.timed_in_turn``; 0: none), its ``timed_ms``:
     the score is the ratios of those times, as validate measures them, not of the
     profiles' one process a reference (one read vgg16-mini's batch 8 on every core 7.8x
-    its batch 1 on one, where validate's cells read 3.9 to 4.1x)."""
+    its batch 1 on one, where validate's cells read 3.9 to 4.1x).  ``options``: backend
+    options (bench's -O) every profile and timing runs with, each backend its own; kept in
+    the workload, so the generator's profiles of its networks run as these did."""
     from dlbench.core.atomic import scratch
     from dlbench.harness.convert.builds import distinct_stems
     from dlbench.harness.synth.rounds import timed_in_turn
@@ -199,20 +228,21 @@ def profile_workload(
     for index, app in enumerate(apps):
         files.append([built_for(app.source, ref.build, home, say, name=names[app.source]) for ref in refs])
         runs = (warmup, iterations, timeout)
-        profiles = [profile_at(f, ref, *runs, say, db) for f, ref in zip(files[-1], refs)]
+        profiles = [profile_at(f, ref, *runs, say, db, options) for f, ref in zip(files[-1], refs)]
         entry, app_nodes = _application(index, app, refs, profiles, names[app.source])
         applications.append(entry)
         nodes.extend(app_nodes)
     if timings:
         say(f"time the applications in {timings} processes a reference, in turn")
         with scratch("dlbench-synth") as tmp:
-            timed = timed_in_turn(files, refs, timings, str(Path(tmp) / "timings.sqlite"), timeout)
+            timed = timed_in_turn(files, refs, timings, str(Path(tmp) / "timings.sqlite"), timeout, options)
         for entry, ms in zip(applications, timed):
             entry["timed_ms"] = ms
     return {
         "kind": KIND,
         "version": VERSION,
         "references": [r.to_json() for r in refs],
+        "options": options or {},
         "applications": applications,
         "nodes": nodes,
     }
@@ -281,14 +311,18 @@ def profile_at(
     timeout: float | None,
     say: Callable[[str], None],
     db: str | None | bool = False,
+    options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``source`` profiled on ``ref`` in its own cell, every node kept; stored as a
-    ``profile`` record in ``db`` (None: the default database), unless ``db`` is False."""
+    """``source`` profiled on ``ref`` in its own cell, every node kept, with its backend's
+    of ``options`` (bench's -O, the workload's); stored as a ``profile`` record in ``db``
+    (None: the default database), unless ``db`` is False."""
     from dlbench.harness.profile.runner import ProfileRequest, profile
 
     say(f"profile {Path(source).name} at {ref.label}")
     req = ProfileRequest(
         artifact=source,
+        backend=ref.runs_on,
+        options=options or {},
         batch_size=ref.batch,
         threads=ref.threads,
         warmup=warmup,

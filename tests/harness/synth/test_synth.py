@@ -24,7 +24,7 @@ from dlbench.harness.synth.tables import validation_table
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
 from dlbench.harness.synth.validate import judge, scores, spearman, validate
 from dlbench.harness.synth.workload import Reference, at_timed, without_profiler
-from tests.utils.clitools import run_cli
+from tests.utils.clitools import assert_usage_error, run_cli
 
 OPSET = 17
 RATIO_WEIGHT = 2.5  # generate's --ratio-weight in the end-to-end fixture (default 1)
@@ -445,7 +445,9 @@ def test_divergence_is_total_variation_of_normalized_shares():
     assert divergence({"a": 3, "b": 1}, {"a": 1, "b": 1}) == pytest.approx(0.25)
 
 
-@pytest.mark.parametrize("text", ["1x1", "8xall", "1x1:int8", "32x4:fp16"])
+@pytest.mark.parametrize(
+    "text", ["1x1", "8xall", "1x1:int8", "32x4:fp16", "8x1@openvino", "1x1:int8@openvino"]
+)
 def test_a_reference_reads_back_as_written(text):
     """The profile's --reference default is written from the references it means."""
     assert Reference.parse(text).text == text
@@ -1194,6 +1196,43 @@ def test_a_built_reference_fits_the_network_to_the_applications_int8_builds(tmp_
     )
     [untimed] = json.loads((tmp_path / "w2.json").read_text())["applications"]
     assert "b1/1t int8" in again.stdout and "timed_ms" not in untimed
+
+
+def test_a_reference_on_openvino_fits_the_network_to_that_engine(tmp_path, cli):
+    """``1x1@openvino``: the application is profiled and timed on OpenVINO (with the
+    workload's -O, kept for generate), and so is each network, each instance's time found
+    again in the plugin's runtime graph by the names it kept."""
+    app = cnn(tmp_path / "cnn.onnx", width=16)
+    refs = "1x1,4x1,1x1@openvino"
+    w = tmp_path / "w.json"
+    args = ["--reference", refs, "--timings", "1", "-O", "reshape=off", "-o", str(w)]
+    out = cli("synth", "profile", app, *args)
+    assert out.returncode == 0, out.stderr[-3000:]
+    workload = json.loads(w.read_text())
+    assert [r["backend"] for r in workload["references"]] == [None, None, "openvino"]
+    assert workload["options"] == {"reshape": "off"} and "b1/1t openvino" in out.stdout
+    assert "at batch 1, 1 thread, on openvino" in out.stderr
+    [entry] = workload["applications"]
+    assert len(entry["timed_ms"]) == 3 and entry["classes"][2]["convolution"] > 0.3, entry["classes"]
+    assert all(n["us"][2] == 0 for n in workload["nodes"])  # its own fusions: by class only
+    stored = ResultStore(os.environ["DLBENCH_DB"]).records("kind = 'profile' AND backend = 'openvino'")
+    assert [r["context"]["runtime"]["shapes"] for r in stored] == ["dynamic (-O reshape=off)"]
+    args = ["--clusters", "6", "--timings", "1", "--refits", "0", "--local-refits", "1", "-q"]
+    out = cli("synth", "generate", str(w), "-o", str(tmp_path / "s.onnx"), *args)
+    assert out.returncode in (0, 1), out.stderr[-3000:]
+    described = json.loads((tmp_path / "s.json").read_text())
+    [net] = described["networks"]
+    assert len(net["timed_ms"]) == len(net["measured_divergence"]) == 3 and min(net["timed_ms"]) > 0
+    ran = [u for u in net["units"] if u["count"] and u["cls"] == "convolution"]
+    assert ran and all(u["cost_us"][2] > 0 for u in ran)  # found in OpenVINO's runtime graph
+    # Every profile of the network on OpenVINO ran with the workload's options too.
+    shapes = {r["context"]["runtime"]["shapes"] for r in ResultStore(os.environ["DLBENCH_DB"]).records(
+        "kind = 'profile' AND backend = 'openvino'"
+    )}  # fmt: skip
+    assert shapes == {"dynamic (-O reshape=off)"}
+    # A reference's backend must profile ONNX files: one line, before anything runs.
+    said = "no backend pytorch profiles ONNX files (those that do: onnxruntime, openvino)"
+    assert_usage_error(cli("synth", "profile", app, "--reference", "1x1,4x1,1x1@pytorch"), said)
 
 
 def test_applications_of_one_file_name_are_each_built_timed_and_named_as_themselves(tmp_path, cli):
