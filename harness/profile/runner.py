@@ -231,7 +231,7 @@ def _resolve(req: ProfileRequest):
             str(req.model_from), req.weights, shapes=req.shapes, inputs=req.inputs, timeout=req.timeout
         )
     profiler = for_format(art.format, req.backend)
-    if profiler is None and req.backend is not None:
+    if profiler is None and req.backend is not None and for_format(art.format):
         takes = [p.backend for p in PROFILERS.all() if for_format(art.format, p.backend)]
         raise UserError(f"--backend {req.backend}: {art.label} is profiled on {', '.join(takes)}, not there")
     if profiler is None:

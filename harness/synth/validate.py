@@ -55,7 +55,8 @@ def scores(
     when given) where all the artifacts they need ran, each relative to the first such
     configuration.  A predictor of several artifacts (the best pair, the micro cells) is
     their geometric mean, each by the weight the predictor gives it."""
-    configs = [c for c, got in results.items() if all(a in got for a in apps) and c in (among or results)]
+    within = results if among is None else among  # an empty ``among`` is no configuration
+    configs = [c for c, got in results.items() if all(a in got for a in apps) and c in within]
     configs = [c for c in configs if all(a in results[c] for need in predictors.values() for a in need)]
     if len(configs) < 2:
         return [], {}, {}

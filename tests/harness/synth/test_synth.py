@@ -262,6 +262,16 @@ def test_each_backend_is_judged_again_against_its_own_first_configuration():
     said = validation_table(v)
     assert "Within each backend, its ratios against its own first configuration" in said
     assert "| openvino    | synthetic | 3" in said and "a alone" not in said.split("Within")[1]
+    # A baseline that ran on one backend only (an ONNX file on a native backend's matrix)
+    # is judged there alone: on the other it has no figure, not its overall ones again.
+    results |= {f"pytorch {c}": {"a": a * 2, "s": s * 2} for c, (a, s) in ort.items()}
+    for c, got in results.items():
+        if not c.startswith("pytorch"):
+            got["r"] = got["a"]
+    v = validate(results, {"a": 1.0}, {"s": 1.0}, {"onnxruntime", "openvino"}, 0.02, baselines=("r",))
+    assert "r alone (not in the set)" in v["within_backend"]["onnxruntime"]
+    assert "r alone (not in the set)" not in v["within_backend"]["pytorch"]
+    assert v["held_out_spearman"]["pytorch"]["r alone (not in the set)"] is None
     alone = validate(
         {k: r for k, r in results.items() if k.startswith("onnx")}, {"a": 1.0}, {"s": 1.0}, set(), 0.02
     )
