@@ -78,8 +78,8 @@ class _Batch:
 
 
 class OvRunner(Runner):
-    # The profile cell's switch: the plugin's performance counters on (each node's time in
-    # the last run), which bench's cells leave off for what they cost every node.
+    # The profile cell's switch: the plugin's performance counters on (each node's mean
+    # time), which bench's cells leave off for what they cost every node.
     perf_counts = False
 
     def load(self) -> None:
@@ -193,8 +193,9 @@ class OvRunner(Runner):
             return {}
         return {name: self._last.get_output_tensor(i).data.copy() for i, name in enumerate(self.output_names)}
 
-    def last_profile(self) -> list[Any]:
-        """The performance counters of the last run: one entry per runtime-graph node."""
+    def counters(self) -> list[Any]:
+        """The performance counters, one per runtime-graph node: each its mean time over
+        every run since the model was compiled (``profile.ov_cell`` takes the difference)."""
         return list(self._last.get_profiling_info()) if self._last is not None else []
 
     def timed_region(self) -> dict[str, Any]:

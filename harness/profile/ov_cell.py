@@ -1,16 +1,22 @@
-"""OpenVINO's side of the profile cell: the CPU plugin's performance counters, per run.
+"""OpenVINO's side of the profile cell: the CPU plugin's performance counters.
 
 The runner is the OpenVINO backend's own (``OvRunner``: precision hint, threads, streams
-and shapes as bench sets them), compiled with ``PERF_COUNT`` on.  The counters hold the
-last run only, so they are read after each measured run and summed; the warm-up runs
-are never read.  A counter names a node of the plugin's runtime graph, and a fused node takes its
-*last* source node's name: bert-tiny's MatMul and bias run as one ``FullyConnected``
-named after the Add, and its attention core as one ``Subgraph`` named after a Transpose.
-So a node is classed by everything it runs: the source ops of the layers the runtime
-graph says it was made of (``originalLayersNames``) and its own type (``Convolution``,
+and shapes as bench sets them), compiled with ``PERF_COUNT`` on.  Each node's counter is
+its mean time over every run since the model was compiled, warm-up included (each run
+truncated to whole µs, the mean an integer division): after 20 runs of resnet50-mini at
+batch 1 its stem read 54 µs, after one run at batch 64 1,235 µs, after one more at batch
+1 still 1,183 µs.  So the counters are read twice, after the warm-up and after the
+measured runs, and a node's time per measured run is the difference of the two totals
+over the measured runs' count: the warm-up is left out, as ONNX Runtime's profile leaves
+it out by its run windows.
+
+A counter names a node of the plugin's runtime graph, and a fused node takes its *last*
+source node's name: bert-tiny's MatMul and bias run as one ``FullyConnected`` named after
+the Add, and its attention core as one ``Subgraph`` named after a Transpose.  So a node is
+classed by everything it runs: the source ops of the layers the runtime graph says it
+was made of (``originalLayersNames``) and its own type (``Convolution``,
 ``FullyConnected``, ``Reorder``, declared in ``profile.classes`` too), the first of them
-in the classes' order, heaviest kinds of work first (that attention core: matmul).  The counters
-count whole microseconds: a node under 1 µs a run reads as a fraction only in the mean.
+in the classes' order, heaviest kinds of work first (that attention core: matmul).
 """
 
 from __future__ import annotations
@@ -23,10 +29,8 @@ from dlbench.harness.profile.child import timed_runs
 
 # Runtime-graph nodes that hold data rather than run: never timed.
 SILENT = ("Parameter", "Result", "Constant", "Input", "Output")
-SLOW_RUN = 1.5  # a run this many times the median run's node time was paused: left out
-# What a reading loses on average: the counters truncate to whole µs, so a node of 0.6 µs
-# reads 0 every run.  din-mini's ~70 small nodes read 1 µs in all at batch 1 (on
-# OpenVINO, 40 µs a run timed); half a µs each puts them back near their time.
+# What each run's reading loses on average: the counters truncate every run to whole µs,
+# so a node of 0.6 µs adds 0 every run.
 TRUNCATED_US = 0.5
 
 
@@ -34,17 +38,19 @@ def profile_runs(runner, feeds: dict[str, Any], warmup: int, iterations: int, tm
     runner.perf_counts = True
     runner.load()
     handle = runner.prepare(feeds)
-    runs: list[list[Any]] = []
+    read: dict[str, list[Any]] = {}
 
     @contextlib.contextmanager
-    def read() -> Iterator[None]:
+    def counted() -> Iterator[None]:
+        read["before"] = runner.counters() if warmup else []
         yield
-        runs.append(runner.last_profile())
+        read["after"] = runner.counters()
 
-    wall_ms = timed_runs(runner, handle, warmup, iterations, each=read)
+    wall_ms = timed_runs(runner, handle, warmup, iterations, profiled=counted)
     ops = fused_ops(runner.compiled, source_ops(runner.artifact.path))
     node_time = "real time of its runtime-graph node, from the CPU plugin's performance counters"
-    return {"wall_ms_per_run": wall_ms, **node_times(runs, ops), "node_time": node_time}
+    found = node_times(read["before"], read["after"], warmup, iterations, ops)
+    return {"wall_ms_per_run": wall_ms, **found, "node_time": node_time}
 
 
 def source_ops(path: str) -> dict[str, str]:
@@ -75,48 +81,32 @@ def fused_ops(compiled, source: dict[str, str]) -> dict[str, tuple[str, str | No
     return out
 
 
-def node_times(runs: list[list[Any]], ops: dict[str, tuple[str, str | None]]) -> dict[str, Any]:
-    """Each executed node's time per run (µs), in the order the plugin ran them, slowest
-    first; its op and source layer (``fused_ops``), the plugin's node type and kernel.
-
-    Runs are read one at a time, so a run the machine paused in (its nodes' total over
-    ``SLOW_RUN`` times the median run's) is left out whole: on a busy 2-core machine one
-    pause of tens of ms inside one node of a 0.1 ms network made it 90 % of the profile
-    (a convolution network read 7 % convolution).  The mean over the runs kept, not each
-    node's median, because the counters count whole µs and a small node's median is 0;
-    each executed node's reading gets back the ``TRUNCATED_US`` truncation took off."""
-    import statistics
-
-    def executed(run: list[Any]) -> list[Any]:
-        return [i for i in run if i.node_type not in SILENT]
-
-    totals = [sum(i.real_time.total_seconds() for i in executed(run)) for run in runs]
-    usual = statistics.median(totals) if totals else 0.0
-    kept = [run for run, t in zip(runs, totals) if t <= SLOW_RUN * usual]
-    rows: dict[str, dict[str, Any]] = {}
-    for run in kept:
-        for info in executed(run):
-            row = rows.get(info.node_name)
-            if row is None:
-                op, made_of = ops.get(info.node_name, (info.node_type, None))
-                row = rows[info.node_name] = {
-                    "node": info.node_name,
-                    "op": op,
-                    "source": made_of,
-                    "kernel": info.node_type,
-                    "provider": info.exec_type,
-                    "us": 0.0,
-                    "at": len(rows),
-                    "executed": False,
-                }
-            ran = info.status == info.Status.EXECUTED
-            row["us"] += info.real_time.total_seconds() * 1e6 + (TRUNCATED_US if ran else 0.0)
-            row["executed"] |= ran
-    nodes = [r for r in rows.values() if r.pop("executed")]
-    for row in nodes:
-        row["us"] /= len(kept) or 1
-    return {
-        "nodes": sorted(nodes, key=lambda r: -r["us"]),
-        "optimized_nodes": len(nodes),
-        "runs_left_out": len(runs) - len(kept),
-    }
+def node_times(
+    before: list[Any], after: list[Any], warmup: int, iterations: int, ops: dict[str, tuple[str, str | None]]
+) -> dict[str, Any]:
+    """Each executed node's time per measured run (µs), from its counter's mean after the
+    ``warmup`` runs (``before``) and after the ``iterations`` more (``after``), in the
+    order the plugin ran them, slowest first; its op and source layer (``fused_ops``), the
+    plugin's node type and kernel.  A node's mean is over every run it ran in, so a node
+    every run executes has run ``warmup`` and ``warmup + iterations`` times; each gets
+    back the ``TRUNCATED_US`` per run that truncation took off."""
+    mean_before = {i.node_name: i.real_time.total_seconds() * 1e6 for i in before}
+    nodes = []
+    for info in after:
+        if info.node_type in SILENT or info.status != info.Status.EXECUTED:
+            continue
+        total = info.real_time.total_seconds() * 1e6 * (warmup + iterations)
+        spent = total - mean_before.get(info.node_name, 0.0) * warmup
+        op, made_of = ops.get(info.node_name, (info.node_type, None))
+        nodes.append(
+            {
+                "node": info.node_name,
+                "op": op,
+                "source": made_of,
+                "kernel": info.node_type,
+                "provider": info.exec_type,
+                "us": max(0.0, spent / iterations) + TRUNCATED_US,
+                "at": len(nodes),
+            }
+        )
+    return {"nodes": sorted(nodes, key=lambda r: -r["us"]), "optimized_nodes": len(nodes)}

@@ -69,12 +69,7 @@ def summarize(
         "wall_ms_per_run": result["wall_ms_per_run"],
         # The same runs with no profiler (absent from records made before it was measured).
         "plain_ms_per_run": result.get("plain_ms_per_run"),
-        # How the runs were timed, and (OpenVINO's, read run by run) the paused ones left out.
-        **{
-            k: result[k]
-            for k in ("plain_runs", "plain_window_s", "plain_warmup_runs", "runs_left_out")
-            if k in result
-        },
+        **{k: result[k] for k in ("plain_runs", "plain_window_s", "plain_warmup_runs") if k in result},
         "node_ms_per_run": total_us / 1000,
         "node_time": result.get("node_time", "kernel time"),  # what a node's time is
         "classes": out,
