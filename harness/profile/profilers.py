@@ -87,6 +87,12 @@ def for_format(fmt: str, backend: str | None = None) -> Profiler | None:
     return found or next((p for p in declared if fmt in get_backend(p.backend).formats), None)
 
 
+def profiled_on(fmt: str) -> list[str]:
+    """The backends a profiler reads an artifact of format ``fmt`` on (``--backend``'s
+    choices for it), as the refusals name them."""
+    return [p.backend for p in PROFILERS.all() if for_format(fmt, p.backend)]
+
+
 def what_profile_reads() -> str:
     """ "ONNX files (ONNX Runtime's profiler), PyTorch models (the PyTorch profiler) and ..."."""
     parts = [f"{p.reads} ({p.tool})" for p in PROFILERS.all()]

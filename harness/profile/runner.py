@@ -218,7 +218,7 @@ def _resolve(req: ProfileRequest):
     """The artifact (bench's resolver) and the profiler its format takes."""
     from dlbench.harness.bench.artifacts import resolve, resolve_code
     from dlbench.harness.formats import FORMATS
-    from dlbench.harness.profile.profilers import PROFILERS, for_format
+    from dlbench.harness.profile.profilers import for_format, profiled_on
 
     if bool(req.artifact) == bool(req.model_from):
         raise UserError("give one model: a file, a zoo name, a model by name, or --model-from")
@@ -231,8 +231,8 @@ def _resolve(req: ProfileRequest):
             str(req.model_from), req.weights, shapes=req.shapes, inputs=req.inputs, timeout=req.timeout
         )
     profiler = for_format(art.format, req.backend)
-    if profiler is None and req.backend is not None and for_format(art.format):
-        takes = [p.backend for p in PROFILERS.all() if for_format(art.format, p.backend)]
+    takes = profiled_on(art.format)
+    if profiler is None and req.backend is not None and takes:
         raise UserError(f"--backend {req.backend}: {art.label} is profiled on {', '.join(takes)}, not there")
     if profiler is None:
         raise UserError(_refusal(art.label, FORMATS.get(art.format).description))

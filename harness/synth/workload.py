@@ -65,7 +65,7 @@ class Reference:
         """``BATCHxTHREADS[:BUILD][@BACKEND]``: ``1x1``, ``8xall``, ``1x1:int8``, ``1x1@openvino``."""
         from dlbench.converters.base import BUILD_TARGETS
         from dlbench.harness.formats import ONNX
-        from dlbench.harness.profile.profilers import PROFILERS, for_format
+        from dlbench.harness.profile.profilers import for_format, profiled_on
 
         rest, _, backend = text.partition("@")
         shape, _, build = rest.partition(":")
@@ -85,10 +85,9 @@ class Reference:
                 f"--reference {text}: no build target {build} (known: {', '.join(BUILD_TARGETS.names())})"
             )
         if backend and for_format(ONNX, backend) is None:
-            profiled = [p.backend for p in PROFILERS.all() if for_format(ONNX, p.backend)]
             raise UserError(
                 f"--reference {text}: no backend {backend} profiles ONNX files (those that do: "
-                f"{', '.join(profiled)})"
+                f"{', '.join(profiled_on(ONNX))})"
             )
         return cls(b, t, build or "fp32", backend or None)
 
