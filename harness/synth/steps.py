@@ -179,6 +179,15 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     workdir = home / "builds"
     workdir.mkdir(parents=True, exist_ok=True)
     sources = {a["source"]: a.get("native") for a in described["applications"]}
+    # A native backend runs an application by the name it was exported from; one given to
+    # synth profile as a file has none.  Said before the builds and the matrix, not after.
+    unnamed = [Path(s).name for s, native in sources.items() if not native]
+    for b in (b for b in backends if unnamed and not takes_onnx(b)):
+        say(
+            f"{b}: {len(unnamed)} of the {len(sources)} applications have no model name to run "
+            f"there ({unnamed[0]} first; synth profile keeps one for a model given by name), so "
+            f"none of its configurations can score the set"
+        )
     extra = [_exported(Application.parse(b), workdir, say) for b in req.baselines]
     sources.update({b.source: b.native for b in extra})
     made = {name: described.get(key) or [] for name, key in ((MICRO, "micro_cells"), (REPLAY, "replays"))}

@@ -1141,6 +1141,13 @@ def test_validate_runs_the_networks_own_framework_versions_on_the_native_backend
     args += ["--rounds", "1", "-o", str(d / "v.json")]
     out = cli_module("synth", "validate", str(d / "net" / "synthetic.json"), *args)
     assert out.returncode == 1, out.stderr[-3000:]  # nothing to score
+    # Said before anything is built or timed, once a backend.
+    lines = out.stderr.splitlines()
+    first_work = next(i for i, line in enumerate(lines) if line.startswith(("build ", "bench ")))
+    for backend in ("pytorch", "tensorflow"):
+        said = f"{backend}: 2 of the 2 applications have no model name to run there ("
+        at = [i for i, line in enumerate(lines) if line.startswith(said)]
+        assert len(at) == 1 and at[0] < first_work, out.stderr[:2000]
     v = json.loads((d / "v.json").read_text())
     assert v["matrix"]["configurations"] == 2  # builds are ONNX files: fp32 only on a native backend
     assert sorted(v["matrix"]["left_out"]) == [
