@@ -231,8 +231,7 @@ def _resolve(req: ProfileRequest):
             str(req.model_from), req.weights, shapes=req.shapes, inputs=req.inputs, timeout=req.timeout
         )
     profiler = for_format(art.format, req.backend)
-    takes = profiled_on(art.format)
-    if profiler is None and req.backend is not None and takes:
+    if profiler is None and req.backend is not None and (takes := profiled_on(art.format)):
         raise UserError(f"--backend {req.backend}: {art.label} is profiled on {', '.join(takes)}, not there")
     if profiler is None:
         raise UserError(_refusal(art.label, FORMATS.get(art.format).description))
