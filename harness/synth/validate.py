@@ -130,7 +130,9 @@ def validate(
     its files by their weights."""
     from dlbench.harness.convert.builds import distinct_stems
 
-    named = distinct_stems([*apps, *baselines])
+    # The networks' files are named with them, though no row shows their stems: a baseline
+    # that is an earlier network (``r26/synthetic.onnx``) must not read as this one's row.
+    named = distinct_stems([*apps, *synth, *baselines])
     predictors: dict[str, dict[str, float]] = {"synthetic": dict(synth)}
     predictors.update({f"{named[b]} alone (not in the set)": {b: 1.0} for b in baselines})
     predictors.update({name: files for name, files in (generated or {}).items() if files})

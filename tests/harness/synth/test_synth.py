@@ -241,6 +241,12 @@ def test_a_weighted_predictor_and_baselines_that_missed_configurations():
     assert scores["c2"]["r alone (not in the set)"] == pytest.approx(2.0 * 3 / 2)
     # Its errors on c1, c2, c3: 0, |1.5 / 2 - 1|, |2 / 1.5 - 1|.
     assert r["median_error"] == pytest.approx(0.25) and r["p90_error"] == pytest.approx(0.25 + 0.8 / 12)
+    # A baseline that is an earlier network, a file of the network's own name elsewhere,
+    # is told apart by its folder: not "synthetic alone" beside the network's own row.
+    new, old = "new/synthetic.onnx", "old/synthetic.onnx"
+    files = {c: {"a": got["a"], new: got["s"], old: got["r"]} for c, got in results.items() if "r" in got}
+    v = validate(files, {"a": 1.0}, {new: 1.0}, {"onnxruntime"}, 0.02, (old,))
+    assert sorted(v["predictors"])[-2:] == ["old-synthetic alone (not in the set)", "synthetic"]
 
 
 def test_each_backend_is_judged_again_against_its_own_first_configuration():
