@@ -130,8 +130,8 @@ def validate(
     its files by their weights."""
     from dlbench.harness.convert.builds import distinct_stems
 
-    # The networks' files are named with them, though no row shows their stems: a baseline
-    # that is an earlier network (``r26/synthetic.onnx``) must not read as this one's row.
+    # The networks' files are told apart with them, though their row is "synthetic": a
+    # baseline that is an earlier network (``r26/synthetic.onnx``) must not read as this one.
     named = distinct_stems([*apps, *synth, *baselines])
     predictors: dict[str, dict[str, float]] = {"synthetic": dict(synth)}
     predictors.update({f"{named[b]} alone (not in the set)": {b: 1.0} for b in baselines})
