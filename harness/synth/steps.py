@@ -182,12 +182,13 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     # A native backend runs an application by the name it was exported from; one given to
     # synth profile as a file has none.  Said before the builds and the matrix, not after.
     unnamed = [Path(s).name for s, native in sources.items() if not native]
-    for native_backend in [b for b in backends if not takes_onnx(b)] if unnamed else []:
-        say(
-            f"{native_backend}: {len(unnamed)} of the {len(sources)} applications have no model "
-            f"name to run there ({unnamed[0]} first; synth profile keeps one for a model given by "
-            f"name), so none of its configurations can score the set"
-        )
+    for backend in backends:
+        if unnamed and not takes_onnx(backend):
+            say(
+                f"{backend}: {len(unnamed)} of the {len(sources)} applications have no model "
+                f"name to run there ({unnamed[0]} first; synth profile keeps one for a model given "
+                f"by name), so none of its configurations can score the set"
+            )
     extra = [_exported(Application.parse(b), workdir, say) for b in req.baselines]
     sources.update({b.source: b.native for b in extra})
     made = {name: described.get(key) or [] for name, key in ((MICRO, "micro_cells"), (REPLAY, "replays"))}
