@@ -61,7 +61,14 @@ from dlbench.harness.synth.counts import (
     solve,
     unit_costs,
 )
-from dlbench.harness.synth.playoff import playoff, quiet, ratio_misses
+from dlbench.harness.synth.playoff import (
+    SCORE_MOVED_LIMIT,
+    moved_line,
+    playoff,
+    quiet,
+    ratio_misses,
+    score_moved,
+)
 
 NETWORK_KIND = "dlbench-synth-network"  # the description's kind: what validate reads
 CALIBRATION_REPEATS = 3
@@ -147,6 +154,7 @@ def generate(
         ],
         "networks": made,
         "divergence_limit": DIVERGENCE_LIMIT,
+        "score_moved_limit": SCORE_MOVED_LIMIT,
         "ratio_weight": ratio_weight,
         "self_check": "ok" if all(m["self_check"] == "ok" for m in made) else "over the limit",
         # The benchmark's run time (every network once) against the whole set's.
@@ -197,6 +205,7 @@ def _network(
     dynamic = set_mode(workload["applications"])
     given = workload
     workload, mix, score = tilted_workload(workload, say)
+    profiled, moved = score, None  # the score the fits aim at; how far the playoff's is
     apps_ms = [a["node_ms"] for a in given["applications"]]  # timed, where the workload was
     units, owner = medoids(workload, contributions(workload), clusters)
     say(f"{len(units)} representatives from {len(workload['nodes'])} nodes")
@@ -294,6 +303,9 @@ def _network(
             finalists, score, apps_ms = playoff(
                 tried, given, refs, Path(tmp), timings, runs[2], say, ratio_weight
             )
+            moved = score_moved(profiled, score)
+            if line := moved_line(moved, [r.text for r in refs[1:]]):
+                say(line)
     if not tried:
         raise UserError("the fit gave no unit a count: the workload's nodes have no emittable work")
     kept = min(finalists, key=lambda t: t["miss"])
@@ -352,6 +364,9 @@ def _network(
         # workload's, or their timings in turn with the closest fits (``playoff``).
         "score_ratios": [float(x) for x in score],
         "score_ms": apps_ms,
+        # The playoff's score against the workload's, on each reference after the first
+        # (None: no playoff); beyond the limit, the fits aimed at another score.
+        "score_moved": moved,
         # Every fit tried: the network it was refitted near (None: a fit on the pooled
         # costs), its profile's worst class divergence, its time ratio misses against the
         # workload's score and, for the finalists, when timed again with the applications.

@@ -14,6 +14,11 @@ from dlbench.harness.synth import RATIO_WEIGHT
 from dlbench.harness.synth.counts import judged, scaled
 
 FINALISTS = 4  # the fits timed again, in turn, for the one kept
+# How far the score the playoff times may move from the workload's before generate says
+# the fits aimed at the wrong one: a quiet re-profile of the zoo set read within 1.5 % of
+# its playoff; one timed in a slow spell read 7 to 16 % off it, and every fit on it
+# missed the score it was then judged by by 10 to 21 %.
+SCORE_MOVED_LIMIT = 0.05
 
 
 def quiet(_: str) -> None:
@@ -24,6 +29,27 @@ def ratio_misses(ms: list[float], score: np.ndarray) -> list[float]:
     """A network's time on each reference after the first (``ms``), relative to the
     first, over the score's ratio there, less 1."""
     return [float(m / ms[0] / s - 1) for m, s in zip(ms[1:], score)]
+
+
+def score_moved(profiled: np.ndarray, timed: np.ndarray) -> list[float]:
+    """How far the score timed in the playoff is from the workload's, on each reference
+    after the first."""
+    return [float(t / p - 1) for t, p in zip(timed, profiled)]
+
+
+def moved_line(moved: list[float] | None, refs: list[str]) -> str | None:
+    """A line naming the references (``refs``, after the first) where the score moved
+    beyond ``SCORE_MOVED_LIMIT`` (None: none did, or no playoff timed it).  The fits aimed
+    at the workload's score, so a move beyond noise means they aimed at a spell, not at
+    the applications, and only a profile timed again can say which."""
+    beyond = [f"{r} {m:+.1%}" for r, m in zip(refs, moved or []) if abs(m) > SCORE_MOVED_LIMIT]
+    if not beyond:
+        return None
+    return (
+        f"the applications' score moved since their profile (beyond {SCORE_MOVED_LIMIT:.0%}): "
+        f"{', '.join(beyond)}; the fits aimed at the profile's, so profile them again on a "
+        "quiet machine (synth profile) and generate again"
+    )
 
 
 def playoff(

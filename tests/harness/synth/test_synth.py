@@ -20,6 +20,7 @@ from dlbench.harness.synth.baselines import MICRO, REPLAY, cells, replays
 from dlbench.harness.synth.counts import divergence
 from dlbench.harness.synth.groups import response, score_ratios, split, subset, tilted
 from dlbench.harness.synth.matrix import Matrix, build_all, failure_line, measure
+from dlbench.harness.synth.playoff import SCORE_MOVED_LIMIT, moved_line, score_moved
 from dlbench.harness.synth.tables import validation_table
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
 from dlbench.harness.synth.validate import judge, scores, spearman, validate
@@ -844,7 +845,10 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
     assert [a["source"] for a in net["applications"]] == ["../cnn.onnx", "../attention.onnx"]
     assert not (d / "net" / "synthetic.onnx").exists()
     assert net["self_check"] == ("ok" if all(n["self_check"] == "ok" for n in nets) else "over the limit")
-    assert out.returncode == (0 if net["self_check"] == "ok" else 1)
+    texts = [Reference.from_json(r).text for r in net["references"][1:]]
+    moved = [line for n in nets if (line := moved_line(n["score_moved"], texts))]
+    assert out.returncode == (0 if net["self_check"] == "ok" and not moved else 1)
+    assert all(line in out.stdout for line in moved)
     # Neither toy application has recurrent layers or attention products: static INT8 for
     # the networks, the cells and replays, as for the applications.
     assert not any(e["int8_dynamic"] for e in nets + net["micro_cells"] + net["replays"])
@@ -883,7 +887,12 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
         finals = [f for f in fits if f["timed_again"] is not None]
         if len(fits) == 1:
             assert not finals and again == pytest.approx(own) and n["kept_fit"] == 1
+            assert n["score_moved"] is None
         else:
+            # The score the finalists were judged by, against the one the fits aimed at.
+            assert n["score_moved"] == pytest.approx(
+                [a / again[0] / (o / own[0]) - 1 for a, o in zip(again[1:], own[1:])]
+            )
             first = sorted(fits, key=_first_miss)[: len(finals)]
             assert 2 <= len(finals) <= 4 and {f["fit"] for f in finals} == {f["fit"] for f in first}
             kept = min(finals, key=lambda f: _miss(f, f["timed_again"], RATIO_WEIGHT))
@@ -1097,6 +1106,29 @@ def test_rounds_tell_a_drift_from_noise():
     once = {c: {a: v[:1] for a, v in cells.items()} for c, cells in raw.items()}
     assert rounds.noise(once, configs, lambda r: scores(r, apps, {}, configs)[1]) is None
     assert rounds.ordered("abc", 3) == [["a", "b", "c"], ["c", "b", "a"], ["a", "b", "c"]]
+
+
+def test_a_score_that_moved_since_the_profile_is_named_by_reference():
+    """The zoo set's profile timed in a slow spell, against its playoff an hour later
+    (session 25's r27): every fit aimed at the first.  A quiet profile read its playoff
+    within 1.5 %, which is not a move."""
+    refs = ["8x1", "1xall", "8xall", "1x1:int8", "1x1@openvino"]
+    profiled = np.array([6.24, 1.012, 4.146, 1.277, 0.891])
+    moved = score_moved(profiled, np.array([5.689, 0.946, 3.775, 1.105, 0.824]))
+    assert moved == pytest.approx(
+        [5.689 / 6.24 - 1, 0.946 / 1.012 - 1, 3.775 / 4.146 - 1, -0.1347, -0.0752], abs=1e-4
+    )
+    line = moved_line(moved, refs)
+    assert line is not None and line.startswith(
+        "the applications' score moved since their profile (beyond 5%)"
+    )
+    assert "8x1 -8.8%, 1xall -6.5%, 8xall -8.9%, 1x1:int8 -13.5%, 1x1@openvino -7.5%;" in line
+    assert "profile them again on a quiet machine" in line
+    quiet = score_moved(profiled, profiled * np.array([1.015, 0.99, 1.0, 1.01, 0.985]))
+    assert max(abs(m) for m in quiet) < SCORE_MOVED_LIMIT and moved_line(quiet, refs) is None
+    # Only the references beyond the limit are named; no playoff, no line.
+    assert moved_line([0.01, -0.06], ["8x1", "1xall"]) == moved_line([-0.06], ["1xall"])
+    assert "8x1" not in moved_line([0.01, -0.06], ["8x1", "1xall"]) and moved_line(None, refs) is None
 
 
 @pytest.mark.parametrize(
