@@ -181,19 +181,20 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     matrix = Matrix(
         backends, req.builds, req.batch_sizes, req.threads, req.allocators, ["", *req.envs], req.options
     )
-    workdir = home / "builds"
-    workdir.mkdir(parents=True, exist_ok=True)
     sources = {a["source"]: a.get("native") for a in described["applications"]}
     # A native backend runs an application by the name it was exported from; one given to
-    # synth profile as a file has none.  Said before the builds and the matrix, not after.
+    # synth profile as a file has none, and a configuration that cannot run one of the set
+    # cannot score it: refused before anything is built or timed.
     unnamed = [Path(s).name for s, native in sources.items() if not native]
-    for backend in backends:
-        if unnamed and not takes_onnx(backend):
-            say(
-                f"{backend}: {len(unnamed)} of the {len(sources)} applications have no model "
-                f"name to run there ({unnamed[0]} first; synth profile keeps one for a model given "
-                f"by name), so none of its configurations can score the set"
-            )
+    by_name = [b for b in backends if not takes_onnx(b)]
+    if unnamed and by_name:
+        raise UserError(
+            f"--backends {by_name[0]}: {len(unnamed)} of the {len(sources)} applications have no model "
+            f"name to run there ({unnamed[0]} first), so none of its configurations could score the "
+            f"set; give them to synth profile by name, or leave {by_name[0]} out"
+        )
+    workdir = home / "builds"
+    workdir.mkdir(parents=True, exist_ok=True)
     extra = [_exported(Application.parse(b), workdir, say) for b in req.baselines]
     sources.update({b.source: b.native for b in extra})
     made = {name: described.get(key) or [] for name, key in ((MICRO, "micro_cells"), (REPLAY, "replays"))}
