@@ -52,6 +52,15 @@ def moved_line(moved: list[float] | None, refs: list[str]) -> str | None:
     )
 
 
+def moved_lines(described: dict[str, Any]) -> list[str | None]:
+    """Each network's ``moved_line``, from the description generate writes: what its
+    report shows and its status counts."""
+    from dlbench.harness.synth.workload import Reference
+
+    refs = [Reference.from_json(r).text for r in described["references"][1:]]
+    return [moved_line(n.get("score_moved"), refs) for n in described["networks"]]
+
+
 def playoff(
     tried: list[dict[str, Any]],
     workload: dict[str, Any],

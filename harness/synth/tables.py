@@ -7,8 +7,7 @@ from typing import Any
 
 from dlbench.harness.output.tables import markdown
 from dlbench.harness.synth.matrix import backend_of
-from dlbench.harness.synth.playoff import moved_line
-from dlbench.harness.synth.workload import Reference
+from dlbench.harness.synth.playoff import moved_lines
 
 
 def _pct(x: float | None) -> str:
@@ -64,8 +63,7 @@ def workload_tables(w: dict[str, Any]) -> str:
 
 def network_table(d: dict[str, Any]) -> str:
     """Each network's units and checks, then the benchmark's run time against the set's."""
-    texts = [Reference.from_json(r).text for r in d["references"][1:]]
-    parts = [_one_network(n, d["divergence_limit"], texts) for n in d["networks"]]
+    parts = [_one_network(n, d["divergence_limit"], line) for n, line in zip(d["networks"], moved_lines(d))]
     time = ", ".join(f"{s / a:.1%}" for s, a in zip(d["measured_ms"], d["applications_ms"]))
     return (
         "\n\n".join(parts) + f"\n\nThe synthetic benchmark's run time (every network once) against "
@@ -73,7 +71,7 @@ def network_table(d: dict[str, Any]) -> str:
     )
 
 
-def _one_network(n: dict[str, Any], limit: float, refs: list[str]) -> str:
+def _one_network(n: dict[str, Any], limit: float, moved_line: str | None) -> str:
     rows = [
         [u["op"], u["cls"], "x".join(map(str, u["x"])), "x".join(map(str, u["y"])), u["count"],
          " / ".join(f"{c:.1f}" for c in u["cost_us"])]
@@ -95,15 +93,11 @@ def _one_network(n: dict[str, Any], limit: float, refs: list[str]) -> str:
     fits = n.get("fits") or []
     again = "timed again in turn with its applications" if any(f["timed_again"] for f in fits) else "timed"
     kept = f"; fit {n['kept_fit']} of the {len(fits)} tried, {again}" if fits else ""
-    moved = n.get("score_moved")
-    line = moved_line(moved, refs)
-    shown = ", ".join(f"{m:+.1%}" for m in moved or [])
-    moved_said = (
-        f"\nIts applications' score timed again with it, against their profile's: {shown}"
-        + (f"; {line}." if line else ".")
-        if moved
-        else ""
-    )
+    moved_said = ""
+    if moved := n.get("score_moved"):
+        shown = ", ".join(f"{m:+.1%}" for m in moved)
+        moved_said = f"\nIts applications' score timed again with it, against their profile's: {shown}"
+        moved_said += f"; {moved_line}." if moved_line else "."
     return (
         f"{n['onnx']} (weight {n['weight']:.2f}), for {apps}:\n\n{table}\n\n"
         f"Op-class time-share divergence from its applications' workload, per reference: predicted "
