@@ -130,6 +130,7 @@ def node_times(events, cuda: bool) -> list[dict[str, Any]]:
                     "op": e.name,
                     "kernel": _kernel(e, cuda).name,
                     "scope": scope,
+                    "at": len(totals),  # its place in the run: the order nodes first ran in
                     "shapes": [s for s, t in zip(e.input_shapes, e.input_dtypes) if t not in NOT_TENSORS],
                     "us": 0.0,
                     "flops": 0,

@@ -8,8 +8,8 @@ format ``bench`` reads for the PyTorch backend, with the batch left free (every 
 target keeps the -1 the generator wrote).  Only the ops the generator emits are here;
 anything else is refused by name.
 
-Run as ``python -m dlbench.harness.synth.torch_net NETWORK.onnx OUT.pt [...]``: a process of
-its own, so the parent never imports torch.
+Run as ``python -m dlbench.harness.synth.torch_net [--scoped] NETWORK.onnx OUT.pt [...]``: a
+process of its own, so the parent never imports torch.
 """
 
 from __future__ import annotations
@@ -33,11 +33,17 @@ def _attrs(node) -> dict[str, Any]:
     return {k: v.decode() if isinstance(v, bytes) else v for k, v in values.items()}
 
 
-def build(model) -> Any:
-    """A torch.nn.Module that runs ``model``'s nodes with torch ops."""
+def build(model, scoped: bool = False) -> Any:
+    """A torch.nn.Module that runs ``model``'s nodes with torch ops; ``scoped``: each node in
+    a profiler range of its name, as a profile names a module's ops (tracing keeps the
+    ranges), so that a profile's time is told to the generator's units by name."""
+    import contextlib
+
     import torch
     import torch.nn.functional as F
     from onnx import numpy_helper
+
+    from dlbench.harness.profile.torch_cell import SCOPE
 
     arrays = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     # Integer constants (reshape targets, slice bounds, tile counts, gather indices) are
@@ -45,6 +51,7 @@ def build(model) -> Any:
     ints = {k: a.tolist() for k, a in arrays.items() if a.dtype.kind == "i"}
     inits = {k: a for k, a in arrays.items() if k not in ints}
     nodes = [(n.op_type, list(n.input), list(n.output), _attrs(n)) for n in model.graph.node]
+    names = [n.name for n in model.graph.node]
     for op, ins, _, a in nodes:
         if op in ("LSTM", "GRU"):
             ins[1:] = _torch_weights(op, ins, inits, a)
@@ -68,66 +75,72 @@ def build(model) -> Any:
 
         def forward(self, x):
             env: dict[str, Any] = {model.graph.input[0].name: x}
-            for op, ins, outs, a in self.nodes:
-                v = [self.value(env, i) for i in ins if i]
-                if op == "Conv":
-                    pads = a.get("pads", [0] * (2 * (v[0].dim() - 2)))
-                    half = len(pads) // 2
-                    if pads[:half] != pads[half:]:
-                        raise ValueError("asymmetric padding is not emitted")
-                    conv = F.conv2d if v[0].dim() == 4 else F.conv1d
-                    y = conv(v[0], v[1], v[2] if len(v) > 2 else None, a.get("strides", 1), pads[:half],
-                             a.get("dilations", 1), a.get("group", 1))  # fmt: skip
-                elif op == "MatMul":
-                    y = torch.matmul(v[0], v[1])
-                elif op == "LayerNormalization":
-                    y = F.layer_norm(v[0], v[0].shape[-1:], v[1], v[2], a.get("epsilon", 1e-5))
-                elif op == "BatchNormalization":
-                    y = F.batch_norm(v[0], v[3], v[4], v[1], v[2], False, 0.0, a.get("epsilon", 1e-5))
-                elif op == "Softmax":
-                    y = torch.softmax(v[0], a.get("axis", -1))
-                elif op in ("Add", "Mul"):
-                    # The shape lane adds an integer constant, held as a Python list.
-                    other = torch.as_tensor(v[1]) if isinstance(v[1], list) else v[1]
-                    y = v[0] + other if op == "Add" else v[0] * other
-                elif op == "Sum":
-                    y = v[0]
-                    for t in v[1:]:
-                        y = y + t
-                elif op == "Reshape":
-                    y = torch.reshape(v[0], v[1])
-                elif op == "Slice":
-                    y = v[0]
-                    for axis, lo, hi in zip(v[3], v[1], v[2]):
-                        y = y.narrow(axis, lo, hi - lo)
-                elif op == "Tile":
-                    y = v[0].repeat(v[1])
-                elif op == "Transpose":
-                    y = v[0].permute(a["perm"])
-                elif op == "MaxPool" or op == "AveragePool":
-                    pool = F.max_pool2d if op == "MaxPool" else F.avg_pool2d
-                    pads = a.get("pads", [0, 0, 0, 0])
-                    y = pool(v[0], a["kernel_shape"], a.get("strides", a["kernel_shape"]), pads[:2],
-                             ceil_mode=bool(a.get("ceil_mode", 0)))  # fmt: skip
-                elif op == "GlobalAveragePool":
-                    y = v[0].mean(dim=list(range(2, v[0].dim())), keepdim=True)
-                elif op == "ReduceMean":
-                    y = v[0].mean(dim=a.get("axes", [-1]), keepdim=bool(a.get("keepdims", 1)))
-                elif op == "Shape":
-                    y = torch._shape_as_tensor(v[0])  # traced as the shape, not a constant
-                elif op == "Gather":
-                    y = v[0][v[1]]
-                elif op == "Identity":
-                    y = v[0]
-                elif op in ("LSTM", "GRU"):
-                    y = _recurrent(op, v, a)
-                elif op in ACTIVATIONS:
-                    name = ACTIVATIONS[op]
-                    y = getattr(torch, name)(v[0]) if name else _activation(op, v[0], a)
-                else:
-                    raise ValueError(f"{op}: not an op the synthetic network emits")
-                env[outs[0]] = y
+            for name, (op, ins, outs, a) in zip(names, self.nodes):
+                with torch.profiler.record_function(SCOPE + name) if scoped else contextlib.nullcontext():
+                    env[outs[0]] = self.run_node(op, [self.value(env, i) for i in ins if i], a)
             return tuple(env[o] for o in self.outputs)
+
+        def run_node(self, op: str, v: list[Any], a: dict[str, Any]) -> Any:
+            if op == "Conv":
+                pads = a.get("pads", [0] * (2 * (v[0].dim() - 2)))
+                half = len(pads) // 2
+                if pads[:half] != pads[half:]:
+                    raise ValueError("asymmetric padding is not emitted")
+                conv = F.conv2d if v[0].dim() == 4 else F.conv1d
+                y = conv(v[0], v[1], v[2] if len(v) > 2 else None, a.get("strides", 1), pads[:half],
+                         a.get("dilations", 1), a.get("group", 1))  # fmt: skip
+            elif op == "MatMul":
+                y = torch.matmul(v[0], v[1])
+            elif op == "LayerNormalization":
+                y = F.layer_norm(v[0], v[0].shape[-1:], v[1], v[2], a.get("epsilon", 1e-5))
+            elif op == "BatchNormalization":
+                y = F.batch_norm(v[0], v[3], v[4], v[1], v[2], False, 0.0, a.get("epsilon", 1e-5))
+            elif op == "Softmax":
+                y = torch.softmax(v[0], a.get("axis", -1))
+            elif op in ("Add", "Mul"):
+                # The shape lane adds an integer constant, held as a Python list.
+                other = torch.as_tensor(v[1]) if isinstance(v[1], list) else v[1]
+                y = v[0] + other if op == "Add" else v[0] * other
+            elif op == "Sum":
+                y = v[0]
+                for t in v[1:]:
+                    y = y + t
+            elif op == "Reshape":
+                y = torch.reshape(v[0], v[1])
+            elif op == "Slice":
+                y = v[0]
+                for axis, lo, hi in zip(v[3], v[1], v[2]):
+                    y = y.narrow(axis, lo, hi - lo)
+            elif op == "Tile":
+                y = v[0].repeat(v[1])
+            elif op == "Transpose":
+                y = v[0].permute(a["perm"])
+            elif op == "MaxPool" or op == "AveragePool":
+                pool = F.max_pool2d if op == "MaxPool" else F.avg_pool2d
+                pads = a.get("pads", [0, 0, 0, 0])
+                y = pool(v[0], a["kernel_shape"], a.get("strides", a["kernel_shape"]), pads[:2],
+                         ceil_mode=bool(a.get("ceil_mode", 0)))  # fmt: skip
+            elif op == "GlobalAveragePool":
+                # A pooling op, as an application's nn.AdaptiveAvgPool2d(1) calls (a mean is
+                # another class to the profile that prices the units).
+                adaptive = getattr(F, f"adaptive_avg_pool{v[0].dim() - 2}d", None)
+                y = adaptive(v[0], 1) if adaptive else v[0].mean(dim=list(range(2, v[0].dim())), keepdim=True)
+            elif op == "ReduceMean":
+                y = v[0].mean(dim=a.get("axes", [-1]), keepdim=bool(a.get("keepdims", 1)))
+            elif op == "Shape":
+                y = torch._shape_as_tensor(v[0])  # traced as the shape, not a constant
+            elif op == "Gather":
+                y = v[0][v[1]]
+            elif op == "Identity":
+                y = v[0]
+            elif op in ("LSTM", "GRU"):
+                y = _recurrent(op, v, a)
+            elif op in ACTIVATIONS:
+                name = ACTIVATIONS[op]
+                y = getattr(torch, name)(v[0]) if name else _activation(op, v[0], a)
+            else:
+                raise ValueError(f"{op}: not an op the synthetic network emits")
+            return y
 
     return Graph().eval()
 
@@ -187,10 +200,15 @@ def _recurrent(op: str, v: list[Any], a: dict[str, Any]):
 
 
 def convert(
-    onnx_path: str, out: str, batches: tuple[int, ...] = (1, 3), tolerance: float = 1e-3
+    onnx_path: str,
+    out: str,
+    batches: tuple[int, ...] = (1, 3),
+    tolerance: float = 1e-3,
+    scoped: bool = False,
 ) -> dict[str, Any]:
     """Trace the PyTorch version to TorchScript at ``out`` after checking it against ONNX
-    Runtime at each batch size; the largest relative difference seen."""
+    Runtime at each batch size; the largest relative difference seen.  ``scoped``: the
+    version a profile reads (``build``'s ranges), not the one bench times."""
     import onnx
     import onnxruntime as ort
     import torch
@@ -201,7 +219,7 @@ def convert(
     # a mean can cancel to near zero (a layer norm's output does), where a relative
     # difference measures nothing but rounding.
     checked = _exposing_last_activations(model)
-    net = build(checked)
+    net = build(checked, scoped)
     session = ort.InferenceSession(checked.SerializeToString(), providers=["CPUExecutionProvider"])
     worst = 0.0
     rng = np.random.default_rng(0)
@@ -241,6 +259,9 @@ def _exposing_last_activations(model):
 
 
 if __name__ == "__main__":
+    import functools
+
     from dlbench.harness.synth.frameworks import main
 
-    sys.exit(main(convert, sys.argv[1:]))
+    scoped = sys.argv[1:2] == ["--scoped"]  # [--scoped] NETWORK.onnx OUT.pt ...
+    sys.exit(main(functools.partial(convert, scoped=scoped), sys.argv[1 + scoped :]))

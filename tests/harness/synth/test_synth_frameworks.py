@@ -15,6 +15,7 @@ import onnx
 import pytest
 
 from dlbench.harness.synth import emit
+from dlbench.harness.synth.counts import unit_costs
 from dlbench.harness.synth.frameworks import VERSIONS, width
 from tests.utils.frameworks import frameworks
 from tests.utils.synthlanes import lanes
@@ -132,3 +133,35 @@ def test_the_keras_version_has_the_units_in_keras_layers(converted):
     assert kinds.count("Conv2D") == 3 and kinds.count("DepthwiseConv2D") == 2 and kinds.count("Dense") == 2
     assert kinds.count("Bidirectional") == 1 and "MaxPooling2D" in kinds
     assert done["parameters"] == model.count_params() > 0
+
+
+@pytest.mark.pytorch
+def test_the_scoped_version_tells_each_ops_time_to_the_unit_of_its_node(tmp_path):
+    """Every op of the scoped TorchScript version runs in its ONNX node's range, so the
+    PyTorch profile's nodes carry the names ONNX Runtime's do and ``unit_costs`` finds
+    each unit's instances there; the version bench times has no ranges."""
+    import torch
+
+    from dlbench.harness.profile.torch_cell import SCOPE, node_times
+    from dlbench.harness.synth.torch_net import convert
+
+    made = lanes()
+    units, counts = [u for u, _ in made], [n for _, n in made]
+    path = tmp_path / "n.onnx"
+    onnx.save(emit.network(made, seed=0), str(path))
+    convert(str(path), str(tmp_path / "plain.pt"))
+    convert(str(path), str(tmp_path / "scoped.pt"), scoped=True)
+    x, scoped = torch.randn(2, width(str(path))), torch.jit.load(str(tmp_path / "scoped.pt"))
+    for _ in range(3):  # the executor's own first runs, as a profile's warm-up
+        scoped(x)
+    with torch.profiler.profile() as prof, torch.profiler.record_function("dlbench.run"):
+        scoped(x)
+    nodes = node_times(prof.events(), cuda=False)
+    named = {n["node"].split("/")[0] for n in nodes}
+    assert named <= {n.name for n in onnx.load(str(path)).graph.node}, named
+    assert [n["at"] for n in sorted(nodes, key=lambda n: n["at"])] == list(range(len(nodes)))
+    by_class, own = unit_costs(units, [{"nodes": nodes}], counts)
+    # Every unit's time found, in its own class (the recurrent ones' fused kernels too).
+    assert all(c > 0 for c in own[0]), list(zip(units, own[0]))
+    assert all(sum(c.values()) >= o for c, o in zip(by_class[0], own[0]))
+    assert SCOPE not in str(torch.jit.load(str(tmp_path / "plain.pt")).graph)
