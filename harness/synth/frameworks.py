@@ -21,12 +21,54 @@ class Version:
     # The input's name where the format records no input shape (TorchScript): bench is
     # given [1, width] for it; None where the file records its own.
     shape_input: str | None = None
+    # Whether its module also writes a version to profile (``--scoped``): each ONNX node in
+    # a profiler range of its name, so a profile's time is told to the units that spent it
+    # and a reference on that backend can price them (``1x1@pytorch``).
+    scoped: bool = False
 
 
 VERSIONS: dict[str, Version] = {  # by the backend that runs it
-    "pytorch": Version("dlbench.harness.synth.torch_net", ".pt", "torch", shape_input="x"),
+    "pytorch": Version("dlbench.harness.synth.torch_net", ".pt", "torch", shape_input="x", scoped=True),
     "tensorflow": Version("dlbench.harness.synth.keras_net", ".keras", "keras"),
 }
+
+
+def profiled_natively() -> list[str]:
+    """The native backends a reference may name: those whose version can be profiled."""
+    return [b for b, v in VERSIONS.items() if v.scoped]
+
+
+def input_shape(network: Path, backend: str) -> dict[str, tuple[int, ...]]:
+    """What bench and profile are given for the network's version on ``backend``: [1, width]
+    for its input where the format records no shape, nothing where it does."""
+    name = VERSIONS[backend].shape_input
+    return {name: (1, width(str(network)))} if name else {}
+
+
+def native_versions(network: Path, backend: str) -> tuple[str, str]:
+    """The network's version on ``backend``, to time, and its scoped one, to profile,
+    written beside it (checked against ONNX Runtime as any version is).  A fit runs on a
+    native reference as these; one that cannot be written fails the step."""
+    import json
+    import subprocess
+    import sys
+
+    from dlbench.harness.synth import ProfileFailed
+
+    v = VERSIONS[backend]
+    timed, scoped = network.with_suffix(v.suffix), network.with_name(f"{network.stem}-scoped{v.suffix}")
+    for flags, out in (([], timed), (["--scoped"], scoped)):
+        proc = subprocess.run(
+            [sys.executable, "-m", v.module, *flags, str(network), str(out)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        said = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        if not out.is_file() or not said or "error" in said[0]:
+            why = said[0].get("error") if said else (proc.stderr.strip().splitlines() or ["failed"])[-1]
+            raise ProfileFailed(f"{network.name}: its {backend} version could not be written: {why}")
+    return str(timed), str(scoped)
 
 
 def width(network: str) -> int:

@@ -197,7 +197,7 @@ def _network(
     from dlbench.harness.synth.groups import tilted_workload
     from dlbench.harness.synth.matrix import build_all
     from dlbench.harness.synth.rounds import timed_in_turn
-    from dlbench.harness.synth.workload import Reference, built_for, named_in, profile_at, set_mode, set_ms
+    from dlbench.harness.synth.workload import Reference, named_in, profile_at, set_mode, set_ms
 
     refs = [Reference.from_json(r) for r in workload["references"]]
     options = workload.get("options", {})  # each backend's, as the applications ran
@@ -216,15 +216,17 @@ def _network(
         applications' are, ``at_timed``, so each unit's cost is freed of its profile
         process's luck) and the file that runs each reference."""
         onnx.save(network(list(zip(units, counts)), seed, name=out.stem), str(path))
-        files = [built_for(str(path), ref.build, path.parent, quiet, dynamic) for ref in refs]
-        profiles = [profile_at(f, ref, *runs, say, options=options) for f, ref in zip(files, refs)]
+        files, read, shapes = _runs(path, refs, dynamic)
+        profiles = [
+            profile_at(f, r, *runs, say, options=options, shapes=s) for f, r, s in zip(read, refs, shapes)
+        ]
         ms = [p["node_ms_per_run"] for p in profiles]
         if timings:
             say(f"time {path.name} in {timings} processes a reference")
             db = str(path.parent / "timings.sqlite")
-            ms = timed_in_turn([files], refs, timings, db, runs[2], options)[0]
+            ms = timed_in_turn([files], refs, timings, db, runs[2], options, [shapes])[0]
             profiles = [scaled(p, m) for p, m in zip(profiles, ms)]
-        return (*unit_costs(units, profiles, counts), profiles, ms, files)
+        return (*unit_costs(units, profiles, counts), profiles, ms, (files, shapes))
 
     with scratch("dlbench-synth") as tmp:
         # Calibration: every representative a few times.  Then each fitted network itself:
@@ -248,7 +250,9 @@ def _network(
             counts, used, targets, predicted = fitted
             if not any(counts) or any(np.array_equal(counts, t["counts"]) for t in tried):
                 return None
-            placed, own, profiles, ms, files = measure(list(counts), Path(tmp) / f"fit-{len(tried) + 1}.onnx")
+            placed, own, profiles, ms, (files, shapes) = measure(
+                list(counts), Path(tmp) / f"fit-{len(tried) + 1}.onnx"
+            )
             shares = [{c["class"]: c["share"] for c in m["classes"]} for m in profiles]
             worst = max(divergence(m, t) for m, t in zip(shares, targets))
             off = ratio_misses(ms, score)
@@ -261,7 +265,7 @@ def _network(
             # each reference's time ratio is from the score's, the figure validate tests.
             entry = {"miss": judged(worst, off, ratio_weight), "counts": counts, "used": used}
             entry |= {"targets": targets, "predicted": predicted, "profiles": profiles, "curve": curve}
-            entry |= {"placed": placed, "own": own, "ms": ms, "files": files}
+            entry |= {"placed": placed, "own": own, "ms": ms, "files": files, "shapes": shapes}
             entry["fit"] = {"fit": len(tried) + 1, "near": near, "measured_divergence": worst}
             entry["fit"] |= {"time_ratio_miss": off, "timed_again": None}
             tried.append(entry)
@@ -331,10 +335,14 @@ def _network(
     source = str(out)
     ready, left_out = build_all([source], list(BUILDS), out.parent / "builds", say, modes={source: dynamic})
     built = ready[source]
-    again = []
-    for ref in refs:
-        runs_on = built.get(ref.build) or built_for(source, ref.build, out.parent, quiet, dynamic)
-        again.append(profile_at(runs_on, ref, *runs, say, options=options))
+    with scratch("dlbench-synth") as tmp:
+        # Its native versions made in scratch: validate's are written with the description.
+        at = Path(tmp) / out.name
+        at.write_bytes(out.read_bytes())
+        _, read, shapes = _runs(at, refs, dynamic, built)
+        again = [
+            profile_at(f, r, *runs, say, options=options, shapes=s) for f, r, s in zip(read, refs, shapes)
+        ]
     repeat = [{c["class"]: c["share"] for c in m["classes"]} for m in again]
     return {
         "onnx": out.name,
@@ -380,3 +388,25 @@ def _network(
 
 
 BUILDS = ("int8", "fp16")
+
+
+def _runs(
+    network: Path, refs: list[Any], dynamic: bool, built: dict[str, str] | None = None
+) -> tuple[list[str], list[str], list[dict[str, tuple[int, ...]]]]:
+    """What runs ``network`` on each reference: the file bench times (its build, through
+    the build path, unless ``built`` has it; on a native backend its framework version),
+    the file a profile reads (there, the scoped version), and the inputs' shapes where
+    that format records none."""
+    from dlbench.harness.synth.frameworks import input_shape, native_versions
+    from dlbench.harness.synth.workload import built_for
+
+    versions = {r.runs_on: native_versions(network, r.runs_on) for r in refs if r.native}
+    made = built or {}
+    timed = [
+        versions[r.runs_on][0]
+        if r.native
+        else made.get(r.build) or built_for(str(network), r.build, network.parent, quiet, dynamic)
+        for r in refs
+    ]
+    read = [versions[r.runs_on][1] if r.native else f for f, r in zip(timed, refs)]
+    return timed, read, [input_shape(network, r.runs_on) if r.native else {} for r in refs]

@@ -82,19 +82,20 @@ def playoff(
     ``ratio_weight`` as ``counts.judged``."""
     from dlbench.harness.synth.groups import score_ratios
     from dlbench.harness.synth.rounds import timed_in_turn
-    from dlbench.harness.synth.workload import built_for
+    from dlbench.harness.synth.workload import run_at
 
     finalists = sorted(tried, key=lambda t: t["miss"])[:FINALISTS]
     apps = workload["applications"]
 
     def runs(i: int, app: dict[str, Any]) -> list[str]:
-        return [built_for(app["source"], r.build, home / f"app-{i}", quiet) for r in refs]
+        return [run_at(app["source"], app.get("native"), r, home / f"app-{i}", quiet) for r in refs]
 
     files = [runs(i, a) for i, a in enumerate(apps)]
     say(f"time the {len(finalists)} closest fits again, in turn with the applications ({processes} each)")
     db = str(home / "timings.sqlite")
     jobs = [*files, *(t["files"] for t in finalists)]
-    timed = timed_in_turn(jobs, refs, processes, db, timeout, workload.get("options"))
+    shapes = [*([{} for _ in refs] for _ in apps), *(t["shapes"] for t in finalists)]
+    timed = timed_in_turn(jobs, refs, processes, db, timeout, workload.get("options"), shapes)
     apps_ms = timed[: len(apps)]
     score = score_ratios({**workload, "applications": [{**a, "node_ms": m} for a, m in zip(apps, apps_ms)]})
     for t, ms in zip(finalists, timed[len(apps) :]):

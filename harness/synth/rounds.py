@@ -66,6 +66,7 @@ def timed_in_turn(
     db: str,
     timeout: float | None = None,
     options: dict[str, Any] | None = None,
+    shapes: Sequence[Sequence[dict[str, tuple[int, ...]]]] | None = None,
 ) -> list[list[float]]:
     """Per job (``jobs[j][i]``: the file that runs ``refs[i]``) and reference, ms per run:
     the median of ``processes`` bench processes on each reference's backend (with its own
@@ -77,7 +78,8 @@ def timed_in_turn(
     profiles), and an application timed three times in a row at one reference read
     googlenet-mini's batch-8 run twice as slow as validate found it; in turn, a slow spell
     meets one of a job's processes, not all.  ``timeout``: seconds a process; one that
-    fails fails the step, as a failed profile does."""
+    fails fails the step, as a failed profile does.  ``shapes[j][i]``: the inputs' shapes
+    of a file whose format records none (a network's TorchScript version)."""
     from dlbench.harness.backends import get_backend
     from dlbench.harness.bench.execute import run_bench
     from dlbench.harness.bench.request import BenchRequest
@@ -97,6 +99,7 @@ def timed_in_turn(
                 rule=stop_rule(),
                 timeout=timeout,
                 db=db,
+                shapes=dict(shapes[j][r]) if shapes else {},
             )
             for record in run_bench(req, show_progress=False):
                 if record["status"] not in ("ok", "unstable") or not record.get("throughput_sps"):

@@ -27,6 +27,7 @@ def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, An
     from dlbench.harness.synth.workload import (
         Application,
         Reference,
+        check_named,
         check_references,
         named_in,
         profile_workload,
@@ -49,6 +50,7 @@ def profile(req: SynthProfileRequest, say: Say = lambda _: None) -> dict[str, An
     refs = tuple(Reference.parse(r) for r in req.references)
     check_references(refs)
     check_options(req.options, sorted({r.runs_on for r in refs}))
+    check_named(refs, [Path(a.source).name for a in apps if Path(a.source).is_file()])
     apps = [_exported(app, Path(req.out).parent, say) for app in apps]
     workload = profile_workload(
         apps,

@@ -62,10 +62,12 @@ class Reference:
 
     @classmethod
     def parse(cls, text: str) -> Reference:
-        """``BATCHxTHREADS[:BUILD][@BACKEND]``: ``1x1``, ``8xall``, ``1x1:int8``, ``1x1@openvino``."""
+        """``BATCHxTHREADS[:BUILD][@BACKEND]``: ``1x1``, ``8xall``, ``1x1:int8``, ``1x1@openvino``,
+        ``1x1@pytorch``."""
         from dlbench.converters.base import BUILD_TARGETS
         from dlbench.harness.formats import ONNX
         from dlbench.harness.profile.profilers import for_format, profiled_on
+        from dlbench.harness.synth.frameworks import profiled_natively
 
         rest, _, backend = text.partition("@")
         shape, _, build = rest.partition(":")
@@ -84,10 +86,16 @@ class Reference:
             raise UserError(
                 f"--reference {text}: no build target {build} (known: {', '.join(BUILD_TARGETS.names())})"
             )
-        if backend and for_format(ONNX, backend) is None:
+        natively = profiled_natively()
+        if backend and for_format(ONNX, backend) is None and backend not in natively:
             raise UserError(
-                f"--reference {text}: no backend {backend} profiles ONNX files (those that do: "
-                f"{', '.join(profiled_on(ONNX))})"
+                f"--reference {text}: no backend {backend} profiles ONNX files or the network's "
+                f"framework version (those that do: {', '.join([*profiled_on(ONNX), *natively])})"
+            )
+        if backend in natively and build:
+            raise UserError(
+                f"--reference {text}: {backend} runs the applications by name and the network's "
+                "own version, which have no builds; leave :BUILD out"
             )
         return cls(b, t, build or "fp32", backend or None)
 
@@ -97,6 +105,15 @@ class Reference:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Reference:
         return cls(d["batch"], d["threads"], d.get("build", "fp32"), d.get("backend"))
+
+    @property
+    def native(self) -> bool:
+        """Whether its backend runs no ONNX file: the applications run there by the names
+        they were exported from, a network as its own framework version."""
+        from dlbench.harness.backends import get_backend
+        from dlbench.harness.formats import ONNX
+
+        return ONNX not in get_backend(self.runs_on).formats
 
     @property
     def runs_on(self) -> str:
@@ -144,6 +161,17 @@ def check_references(refs: tuple[Reference, ...]) -> None:
         raise UserError(
             f"--reference: give at least two {refs[0].build} references with different batch sizes "
             "(how each node's batch axis is found)"
+        )
+
+
+def check_named(refs: tuple[Reference, ...], unnamed: list[str]) -> None:
+    """A native reference runs every application by name: ``unnamed`` (files) are refused."""
+    native = next((r for r in refs if r.native), None)
+    if native and unnamed:
+        raise UserError(
+            f"--reference {native.text}: {native.runs_on} runs the applications by the names they "
+            f"were exported from, and {', '.join(unnamed)} has none; give it by name (a zoo model, "
+            "hf:..., timm:...) or leave the reference out"
         )
 
 
@@ -232,9 +260,10 @@ def profile_workload(
     # Their builds share a folder and are all timed after the last is made: two files
     # of one name would time the second's build twice.
     names = distinct_stems(a.source for a in apps)
+    check_named(refs, [Path(a.source).name for a in apps if not a.native])
     applications, nodes, files = [], [], []
     for index, app in enumerate(apps):
-        files.append([built_for(app.source, ref.build, home, say, name=names[app.source]) for ref in refs])
+        files.append([run_at(app.source, app.native, ref, home, say, name=names[app.source]) for ref in refs])
         runs = (warmup, iterations, timeout)
         profiles = [profile_at(f, ref, *runs, say, db, options) for f, ref in zip(files[-1], refs)]
         entry, app_nodes = _application(index, app, refs, profiles, names[app.source])
@@ -311,6 +340,24 @@ def built_for(
     return str(out)
 
 
+def run_at(
+    source: str,
+    native: str | None,
+    ref: Reference,
+    home: Path,
+    say: Callable[[str], None],
+    dynamic: bool | None = None,
+    name: str | None = None,
+) -> str:
+    """What runs an application (``source``, exported from ``native``) on ``ref``: its
+    build (``built_for``), or on a backend that runs no ONNX file the model by its name."""
+    if not ref.native:
+        return built_for(source, ref.build, home, say, dynamic, name)
+    if not native:
+        raise ProfileFailed(f"{source}: no model name to run it by on {ref.runs_on}")
+    return native
+
+
 def profile_at(
     source: str,
     ref: Reference,
@@ -320,10 +367,12 @@ def profile_at(
     say: Callable[[str], None],
     db: str | None | bool = False,
     options: dict[str, Any] | None = None,
+    shapes: dict[str, tuple[int, ...]] | None = None,
 ) -> dict[str, Any]:
     """``source`` profiled on ``ref`` in its own cell, every node kept, with its backend's
-    of ``options`` (bench's -O, the workload's); stored as a ``profile`` record in ``db``
-    (None: the default database), unless ``db`` is False."""
+    of ``options`` (bench's -O, the workload's) and its inputs' ``shapes`` where its format
+    records none; stored as a ``profile`` record in ``db`` (None: the default database),
+    unless ``db`` is False."""
     from dlbench.harness.profile.runner import ProfileRequest, profile
 
     say(f"profile {Path(source).name} at {ref.label}")
@@ -339,6 +388,7 @@ def profile_at(
         store=db is not False,
         db=db if isinstance(db, str) else None,
         all_nodes=True,
+        shapes=dict(shapes or {}),
     )
     record = profile(req)
     if record["status"] != "ok":

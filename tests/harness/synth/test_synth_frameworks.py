@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import json
 
 import numpy as np
 import onnx
@@ -17,6 +18,8 @@ import pytest
 from dlbench.harness.synth import emit
 from dlbench.harness.synth.counts import unit_costs
 from dlbench.harness.synth.frameworks import VERSIONS, width
+from dlbench.harness.synth.units import Unit
+from tests.utils.clitools import assert_usage_error
 from tests.utils.frameworks import frameworks
 from tests.utils.synthlanes import lanes
 
@@ -97,7 +100,6 @@ def test_a_network_whose_mean_cancels_is_judged_on_its_activations(tmp_path):
     toy workload generated one, and the check refused a right PyTorch version ("differs by
     2.8"); the activations it ends in agree to 1e-7."""
     from dlbench.harness.synth.torch_net import convert
-    from dlbench.harness.synth.units import Unit
 
     norm = Unit("LayerNormalization", "normalization", (1, 128, 256), (1, 128, 256))
     path = tmp_path / "norm.onnx"
@@ -133,6 +135,68 @@ def test_the_keras_version_has_the_units_in_keras_layers(converted):
     assert kinds.count("Conv2D") == 3 and kinds.count("DepthwiseConv2D") == 2 and kinds.count("Dense") == 2
     assert kinds.count("Bidirectional") == 1 and "MaxPooling2D" in kinds
     assert done["parameters"] == model.count_params() > 0
+
+
+@pytest.mark.pytorch
+def test_a_reference_on_pytorch_prices_each_unit_in_the_networks_scoped_version(tmp_path, cli):
+    """``1x1@pytorch``: the application runs there by its name and each network as its
+    TorchScript version, profiled through a version whose every ONNX node runs in a
+    profiler range of its name: each unit's PyTorch time is found by name, as ONNX
+    Runtime's is, and the fit answers to that engine's prices, not only ONNX Runtime's."""
+    w, s = tmp_path / "w.json", tmp_path / "s.onnx"
+    out = cli(
+        "synth", "profile", "lenet5", "--reference", "1x1,4x1,1x1@pytorch", "--timings", "1", "-o", str(w)
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    workload = json.loads(w.read_text())
+    assert [r["backend"] for r in workload["references"]] == [None, None, "pytorch"]
+    [app] = workload["applications"]
+    assert app["native"] == "lenet5" and "at batch 1, 1 thread, on pytorch" in out.stderr
+    assert len(app["timed_ms"]) == 3 and app["classes"][2]["convolution"] > 0.3, app["classes"]
+    assert all(n["us"][2] == 0 for n in workload["nodes"])  # its own ops: by class only
+    args = ["--clusters", "6", "--timings", "1", "--refits", "0", "--local-refits", "1"]
+    out = cli("synth", "generate", str(w), "-o", str(s), *args)
+    assert out.returncode in (0, 1), out.stderr[-3000:]
+    [net] = json.loads(s.with_suffix(".json").read_text())["networks"]
+    assert len(net["timed_ms"]) == len(net["measured_divergence"]) == 3 and min(net["timed_ms"]) > 0
+    assert len(net["measured_ratio_miss"]) == 2  # the score's ratio to PyTorch is judged too
+    ran = [u for u in net["units"] if u["count"]]
+    assert ran and all(u["cost_us"][2] > 0 for u in ran)  # each found in PyTorch's profile
+    # Profiled as the scoped version, timed (and validated) as the plain one, which has no
+    # ranges of its own: its trace is the version validate runs.
+    on_pytorch = [line for line in out.stderr.splitlines() if line.endswith("on pytorch")]
+    assert "profile fit-1-scoped.pt at batch 1, 1 thread, on pytorch" in on_pytorch, on_pytorch
+    assert "profile s-scoped.pt at batch 1, 1 thread, on pytorch" in on_pytorch, on_pytorch
+    assert all("-scoped.pt" in line for line in on_pytorch) and (tmp_path / "s.pt").is_file()
+    assert not (tmp_path / "s-scoped.pt").exists()  # made in scratch for the second profile
+    import torch
+
+    plain = str(torch.jit.load(str(tmp_path / "s.pt")).graph)
+    assert "record_function" not in plain and "aten::" in plain
+    # A reference there needs every application by name; a backend with no profiled
+    # version, or a build on a native backend, is refused in one line before anything runs.
+    lenet = str(tmp_path / "lenet5.onnx")  # the export profile made: a file, not a name
+    refused = tmp_path / "refused"  # where lenet5 by name would be exported first
+    got = cli(
+        "synth",
+        "profile",
+        "lenet5",
+        lenet,
+        "--reference",
+        "1x1,4x1,1x1@pytorch",
+        "-o",
+        str(refused / "w.json"),
+    )
+    assert_usage_error(got, "--reference 1x1@pytorch: pytorch runs the applications by the names they were")
+    assert "lenet5.onnx has none" in got.stderr and not refused.exists()
+    for refs, said in (
+        (
+            "1x1,4x1,1x1@tensorflow",
+            "no backend tensorflow profiles ONNX files or the network's framework version",
+        ),
+        ("1x1,4x1,1x1:int8@pytorch", "pytorch runs the applications by name and the network's own version"),
+    ):
+        assert_usage_error(cli("synth", "profile", "lenet5", "--reference", refs), said)
 
 
 @pytest.mark.pytorch
