@@ -12,7 +12,7 @@
 2. A calibration network (every medoid a few times) is profiled on every reference (a
    built reference profiles its build): a medoid's measured cost is what its instances
    take there, bridges and the runtime's own reorders included, the profiler's own cost
-   per node taken off as it is off the applications' (``workload.without_profiler``).
+   per node taken off as it is off the applications' (``runs.without_profiler``).
 3. Non-negative least squares (``counts``) gives each medoid a repetition count that
    reproduces, on every reference at once, the applications' time per class (and per
    cluster where the graph is the fp32 one), scaled to the time budget; an integer search
@@ -65,7 +65,6 @@ from dlbench.harness.synth.playoff import (
     SCORE_MOVED_LIMIT,
     moved_line,
     playoff,
-    quiet,
     ratio_misses,
     score_moved,
 )
@@ -197,7 +196,8 @@ def _network(
     from dlbench.harness.synth.groups import tilted_workload
     from dlbench.harness.synth.matrix import build_all
     from dlbench.harness.synth.rounds import timed_in_turn
-    from dlbench.harness.synth.workload import Reference, named_in, profile_at, set_mode, set_ms
+    from dlbench.harness.synth.runs import network_runs, profile_at
+    from dlbench.harness.synth.workload import Reference, named_in, set_mode, set_ms
 
     refs = [Reference.from_json(r) for r in workload["references"]]
     options = workload.get("options", {})  # each backend's, as the applications ran
@@ -216,7 +216,7 @@ def _network(
         applications' are, ``at_timed``, so each unit's cost is freed of its profile
         process's luck) and the file that runs each reference."""
         onnx.save(network(list(zip(units, counts)), seed, name=out.stem), str(path))
-        files, read, shapes = _runs(path, refs, dynamic)
+        files, read, shapes = network_runs(path, refs, dynamic)
         profiles = [
             profile_at(f, r, *runs, say, options=options, shapes=s) for f, r, s in zip(read, refs, shapes)
         ]
@@ -339,7 +339,7 @@ def _network(
         # Its native versions made in scratch: validate's are written with the description.
         at = Path(tmp) / out.name
         at.write_bytes(out.read_bytes())
-        _, read, shapes = _runs(at, refs, dynamic, built)
+        _, read, shapes = network_runs(at, refs, dynamic, built)
         again = [
             profile_at(f, r, *runs, say, options=options, shapes=s) for f, r, s in zip(read, refs, shapes)
         ]
@@ -388,25 +388,3 @@ def _network(
 
 
 BUILDS = ("int8", "fp16")
-
-
-def _runs(
-    network: Path, refs: list[Any], dynamic: bool, built: dict[str, str] | None = None
-) -> tuple[list[str], list[str], list[dict[str, tuple[int, ...]]]]:
-    """What runs ``network`` on each reference: the file bench times (its build, through
-    the build path, unless ``built`` has it; on a native backend its framework version),
-    the file a profile reads (there, the scoped version), and the inputs' shapes where
-    that format records none."""
-    from dlbench.harness.synth.frameworks import input_shape, native_versions
-    from dlbench.harness.synth.workload import built_for
-
-    versions = {r.runs_on: native_versions(network, r.runs_on) for r in refs if r.native}
-    made = built or {}
-    timed = [
-        versions[r.runs_on][0]
-        if r.native
-        else made.get(r.build) or built_for(str(network), r.build, network.parent, quiet, dynamic)
-        for r in refs
-    ]
-    read = [versions[r.runs_on][1] if r.native else f for f, r in zip(timed, refs)]
-    return timed, read, [input_shape(network, r.runs_on) if r.native else {} for r in refs]

@@ -21,10 +21,6 @@ FINALISTS = 4  # the fits timed again, in turn, for the one kept
 SCORE_MOVED_LIMIT = 0.05
 
 
-def quiet(_: str) -> None:
-    """Builds made again for each fit's profiles and timings go unannounced."""
-
-
 def ratio_misses(ms: list[float], score: np.ndarray) -> list[float]:
     """A network's time on each reference after the first (``ms``), relative to the
     first, over the score's ratio there, less 1."""
@@ -82,7 +78,7 @@ def playoff(
     ``ratio_weight`` as ``counts.judged``."""
     from dlbench.harness.synth.groups import score_ratios
     from dlbench.harness.synth.rounds import timed_in_turn
-    from dlbench.harness.synth.workload import run_at
+    from dlbench.harness.synth.runs import quiet, run_at
 
     finalists = sorted(tried, key=lambda t: t["miss"])[:FINALISTS]
     apps = workload["applications"]

@@ -9,7 +9,9 @@ dispatch- and latency-bound; every thread at a larger batch is throughput-bound)
 a generated network that matches both has the applications' mix of bound kinds, not one
 configuration's.  A built reference (``1x1:int8``) profiles each application's build,
 so the network also answers to quantization as the set does; a reference on another
-engine (``1x1@openvino``) profiles it there, so the network answers to that engine too.
+engine (``1x1@openvino``) profiles it there, so the network answers to that engine too;
+one on a framework (``1x1@pytorch``) runs each application by the name it was exported
+from, and each network as its framework version (``runs``).
 
 Per node: its op class, its time on each reference, the unit that stands for it, its
 per-sample FLOPs, bytes and arithmetic intensity, and its shape class.  Per application:
@@ -30,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.core.errors import UserError
-from dlbench.harness.synth import ProfileFailed
 
 KIND = "dlbench-synth-workload"
 VERSION = 1
@@ -253,6 +254,7 @@ def profile_workload(
     from dlbench.core.atomic import scratch
     from dlbench.harness.convert.builds import distinct_stems
     from dlbench.harness.synth.rounds import timed_in_turn
+    from dlbench.harness.synth.runs import profile_at, run_at
 
     check_references(refs)
     if not apps:
@@ -311,130 +313,6 @@ def app_int8_dynamic(app: dict[str, Any]) -> bool:
     """An application's INT8 mode as its workload entry records it (profiled before the
     entry had one: read from its graph)."""
     return app["int8_dynamic"] if "int8_dynamic" in app else int8_dynamic(app["source"])
-
-
-def built_for(
-    source: str,
-    build: str,
-    home: Path,
-    say: Callable[[str], None],
-    dynamic: bool | None = None,
-    name: str | None = None,
-) -> str:
-    """``source`` itself for fp32, else its build through the build path any model takes
-    (in ``home``/builds, by ``name`` or the source's stem; ``dynamic`` the INT8 mode,
-    None: the graph's choice).  A build over its tolerance is still what the backend
-    runs, so it is profiled all the same; one that failed outright fails the step."""
-    from dlbench.harness.convert.build import build as make
-    from dlbench.harness.convert.builds import build_path, with_mode
-    from dlbench.harness.convert.request import BuildRequest
-
-    if build == "fp32":
-        return source
-    out = build_path(home / "builds", source, build, name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    say(f"build {Path(source).name} --to {build}")
-    record = make(BuildRequest(source=source, to=build, out=str(out), options=with_mode(build, dynamic)))
-    if not out.is_file():
-        raise ProfileFailed(f"{source}: its {build} build failed: {record.get('error')}")
-    return str(out)
-
-
-def run_at(
-    source: str,
-    native: str | None,
-    ref: Reference,
-    home: Path,
-    say: Callable[[str], None],
-    dynamic: bool | None = None,
-    name: str | None = None,
-) -> str:
-    """What runs an application (``source``, exported from ``native``) on ``ref``: its
-    build (``built_for``), or on a backend that runs no ONNX file the model by its name."""
-    if not ref.native:
-        return built_for(source, ref.build, home, say, dynamic, name)
-    if not native:
-        raise ProfileFailed(f"{source}: no model name to run it by on {ref.runs_on}")
-    return native
-
-
-def profile_at(
-    source: str,
-    ref: Reference,
-    warmup: int,
-    iterations: int,
-    timeout: float | None,
-    say: Callable[[str], None],
-    db: str | None | bool = False,
-    options: dict[str, Any] | None = None,
-    shapes: dict[str, tuple[int, ...]] | None = None,
-) -> dict[str, Any]:
-    """``source`` profiled on ``ref`` in its own cell, every node kept, with its backend's
-    of ``options`` (bench's -O, the workload's) and its inputs' ``shapes`` where its format
-    records none; stored as a ``profile`` record in ``db`` (None: the default database),
-    unless ``db`` is False."""
-    from dlbench.harness.profile.runner import ProfileRequest, profile
-
-    say(f"profile {Path(source).name} at {ref.label}")
-    req = ProfileRequest(
-        artifact=source,
-        backend=ref.runs_on,
-        options=options or {},
-        batch_size=ref.batch,
-        threads=ref.threads,
-        warmup=warmup,
-        iterations=iterations,
-        timeout=timeout,
-        store=db is not False,
-        db=db if isinstance(db, str) else None,
-        all_nodes=True,
-        shapes=dict(shapes or {}),
-    )
-    record = profile(req)
-    if record["status"] != "ok":
-        raise ProfileFailed(f"{source}: its profile at {ref.label} failed: {record.get('error')}")
-    return without_profiler(record["metrics"]["profile"])
-
-
-PROFILED_FLOOR = 0.1  # the least of its profiled time a node keeps
-
-
-def without_profiler(prof: dict[str, Any]) -> dict[str, Any]:
-    """``prof`` with each node's time less the profiler's own cost, so that its nodes sum
-    to the run's unprofiled time (``plain_ms_per_run``), the time bench measures and the
-    score compares.  The profiler's cost is a few µs on every node it times (the same
-    constant ``c`` taken off each, none below a tenth of its profiled time): on the zoo's
-    small inference models at batch 1 it was 2.4 to 6 µs a node, half or more of
-    resnet50-mini's and din-mini's profiled time, and the fit would have reproduced it.
-    Where the unprofiled run is the longer (time outside the nodes), every node is scaled
-    up to it.  Class shares and the node total follow; the profiled total is kept."""
-    import numpy as np
-
-    plain, nodes = prof.get("plain_ms_per_run"), prof["nodes"]
-    us = np.array([n["us"] for n in nodes], dtype=float)
-    if not plain or not nodes or us.sum() <= 0:
-        return prof
-    target = plain * 1000
-    floor = PROFILED_FLOOR * us
-    if target >= us.sum() or floor.sum() >= target:
-        fixed = us * (target / us.sum())
-    else:
-        lo, hi = 0.0, float(us.max())
-        for _ in range(60):  # the cost per node, by bisection: the sum falls as it grows
-            c = (lo + hi) / 2
-            lo, hi = (c, hi) if np.maximum(us - c, floor).sum() > target else (lo, c)
-        fixed = np.maximum(us - hi, floor)
-    out = [{**n, "us": float(u)} for n, u in zip(nodes, fixed)]
-    shares: dict[str, float] = {}
-    for n in out:
-        shares[n["class"]] = shares.get(n["class"], 0.0) + n["us"] / fixed.sum()
-    return {
-        **prof,
-        "nodes": out,
-        "classes": [{"class": c, "share": v} for c, v in sorted(shares.items(), key=lambda kv: -kv[1])],
-        "node_ms_per_run": float(fixed.sum()) / 1000,
-        "profiled_node_ms_per_run": prof["node_ms_per_run"],
-    }
 
 
 def _application(index: int, app: Application, refs, profiles: list[dict[str, Any]], label: str):

@@ -21,10 +21,11 @@ from dlbench.harness.synth.counts import divergence
 from dlbench.harness.synth.groups import response, score_ratios, split, subset, tilted
 from dlbench.harness.synth.matrix import Matrix, build_all, failure_line, measure
 from dlbench.harness.synth.playoff import SCORE_MOVED_LIMIT, moved_line, score_moved
+from dlbench.harness.synth.runs import without_profiler
 from dlbench.harness.synth.tables import validation_table
 from dlbench.harness.synth.units import Unit, batch_axis, unit_of
 from dlbench.harness.synth.validate import judge, scores, spearman, validate
-from dlbench.harness.synth.workload import Reference, at_timed, without_profiler
+from dlbench.harness.synth.workload import Reference, at_timed
 from tests.utils.clitools import run_cli
 
 OPSET = 17

@@ -154,7 +154,7 @@ def test_a_reference_on_pytorch_prices_each_unit_in_the_networks_scoped_version(
     assert app["native"] == "lenet5" and "at batch 1, 1 thread, on pytorch" in out.stderr
     assert len(app["timed_ms"]) == 3 and app["classes"][2]["convolution"] > 0.3, app["classes"]
     assert all(n["us"][2] == 0 for n in workload["nodes"])  # its own ops: by class only
-    args = ["--clusters", "6", "--timings", "1", "--refits", "0", "--local-refits", "1"]
+    args = ["--clusters", "6", "--timings", "1", "--refits", "0", "--local-refits", "0"]
     out = cli("synth", "generate", str(w), "-o", str(s), *args)
     assert out.returncode in (0, 1), out.stderr[-3000:]
     [net] = json.loads(s.with_suffix(".json").read_text())["networks"]
