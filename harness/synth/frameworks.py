@@ -49,26 +49,38 @@ def native_versions(network: Path, backend: str) -> tuple[str, str]:
     """The network's version on ``backend``, to time, and its scoped one, to profile,
     written beside it (checked against ONNX Runtime as any version is).  A fit runs on a
     native reference as these; one that cannot be written fails the step."""
-    import json
-    import subprocess
-    import sys
-
     from dlbench.harness.synth import ProfileFailed
 
     v = VERSIONS[backend]
     timed, scoped = network.with_suffix(v.suffix), network.with_name(f"{network.stem}-scoped{v.suffix}")
     for flags, out in (([], timed), (["--scoped"], scoped)):
-        proc = subprocess.run(
-            [sys.executable, "-m", v.module, *flags, str(network), str(out)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        said = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-        if not out.is_file() or not said or "error" in said[0]:
-            why = said[0].get("error") if said else (proc.stderr.strip().splitlines() or ["failed"])[-1]
+        [result], crashed = _converted(v, [network], [out], flags)
+        if "error" in result or not out.is_file():
+            why = result.get("error", crashed)
             raise ProfileFailed(f"{network.name}: its {backend} version could not be written: {why}")
     return str(timed), str(scoped)
+
+
+def _converted(
+    v: Version, networks: list[Path], outs: list[Path], flags: list[str]
+) -> tuple[list[dict[str, Any]], str]:
+    """Each network's conversion result as ``v``'s module reports it in one process of its
+    own (``main``'s JSON line), and the process's last stderr line: the error of any
+    network it never reached or whose file is missing."""
+    import json
+    import subprocess
+    import sys
+
+    pairs = [str(p) for n, out in zip(networks, outs) for p in (n, out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", v.module, *flags, *pairs],
+        capture_output=True,
+        text=True,
+        timeout=300 + 120 * len(networks),
+    )
+    said = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    crashed = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+    return [said[i] if i < len(said) else {"error": crashed} for i in range(len(networks))], crashed
 
 
 def width(network: str) -> int:
@@ -85,9 +97,6 @@ def write_versions(networks: list[Path], say: Any) -> list[tuple[dict[str, str],
     Keras one by its shapes, by the module that writes it).  One process per framework
     writes every network's: a framework's import is most of a small network's cost."""
     import importlib.util
-    import json
-    import subprocess
-    import sys
 
     out: list[tuple[dict[str, str], dict[str, str]]] = [({}, {}) for _ in networks]
     for backend, v in VERSIONS.items():
@@ -97,18 +106,8 @@ def write_versions(networks: list[Path], say: Any) -> list[tuple[dict[str, str],
             continue
         paths = [n.with_suffix(v.suffix) for n in networks]
         say(f"write the {backend} versions {', '.join(p.name for p in paths)}")
-        pairs = [str(p) for n, path in zip(networks, paths) for p in (n, path)]
-        proc = subprocess.run(
-            [sys.executable, "-m", v.module, *pairs],
-            capture_output=True,
-            text=True,
-            timeout=300 + 120 * len(networks),
-        )
-        said = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-        crashed = (proc.stderr.strip().splitlines() or ["failed"])[-1]
-        for i, path in enumerate(paths):
-            made, errors = out[i]
-            result = said[i] if i < len(said) else {"error": crashed}
+        results, crashed = _converted(v, networks, paths, [])
+        for (made, errors), path, result in zip(out, paths, results):
             if "error" not in result and path.is_file():
                 made[backend] = path.name
             else:
