@@ -9,11 +9,14 @@ from dlbench.harness.synth.units import Unit
 def lanes():
     conv = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "group": 1, "activation": "Relu"}
     depthwise = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "group": 16}
+    # ONNX Runtime's form of a batch norm (its NCHWc pass): a per-channel scale and bias
+    per_channel = {"kernel_shape": [1, 1], "group": 16, "activation": "Relu"}
     pool = {"kernel_shape": [2, 2], "strides": [2, 2]}
     lstm = {"hidden_size": 8, "direction": "bidirectional"}
     return [
         (Unit("Conv", "convolution", (1, 8, 16, 16), (1, 16, 8, 8), 0, 0, conv), 3),
         (Unit("Conv", "convolution", (1, 16, 8, 8), (1, 16, 8, 8), 0, 0, depthwise), 2),
+        (Unit("Conv", "convolution", (1, 16, 8, 8), (1, 16, 8, 8), 0, 0, per_channel), 2),
         (Unit("BatchNormalization", "normalization", (1, 16, 8, 8), (1, 16, 8, 8)), 1),
         (Unit("MaxPool", "pooling", (1, 16, 8, 8), (1, 16, 4, 4), 0, 0, pool), 1),
         # cropped from an 8x8 map in both spatial axes: a bridge of one two-axis Slice
