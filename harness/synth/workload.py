@@ -158,6 +158,11 @@ def at_timed(workload: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_references(refs: tuple[Reference, ...]) -> None:
+    if refs[0].native:
+        raise UserError(
+            f"--reference {refs[0].text}: the first reference must run the ONNX files (its nodes "
+            f"become the units, and the others are timed against it); put {refs[0].text} after one"
+        )
     if len({refs[i].batch for i in matched(refs)}) < 2:
         raise UserError(
             f"--reference: give at least two {refs[0].build} references with different batch sizes "

@@ -543,6 +543,40 @@ def test_the_ratio_weight_trades_class_shares_for_the_speed_ratio_the_score_is_j
     assert worst[0] < worst[1] < worst[2], worst
 
 
+def test_a_native_reference_is_fitted_to_the_applications_total_time_alone():
+    """On PyTorch the applications run as their own modules and the network as TorchScript:
+    their class shares there (app 1 half in softmax) are the executor's, no counts of these
+    units meet them.  Fitted to its total time only, the fit still meets the ONNX
+    references' shares and the speed ratio to it; the same shares fitted (were the
+    reference to run the ONNX graph) pull the counts off the ONNX references' mix."""
+    from dlbench.harness.synth.counts import class_targets, shares_fitted, solve, worst_divergence
+
+    workload, owner, costs, main, whole = _priced_workload()
+    there = [150.0, 100.0, 20.0]  # each unit's µs on the third reference, as its nodes'
+    apps = workload["applications"]
+    ms = [(4 * there[0] + there[2]) / 1000, (3 * there[1] + there[2]) / 1000]
+    shares = [{"convolution": 0.97, "softmax": 0.03}, {"matmul / gemm": 0.5, "softmax": 0.5}]
+    for a, m, c in zip(apps, ms, shares):
+        a["node_ms"].append(m)
+        a["classes"].append(c)
+    for n in workload["nodes"]:
+        n["us"].append(0.0)  # its own ops: by class only
+    classes = ("convolution", "matmul / gemm", "softmax")
+    costs.append([{classes[u]: there[u]} for u in range(3)])
+    main.append(there)
+    found = {}
+    for backend in ("pytorch", "openvino"):
+        workload["references"] = [*workload["references"][:2], {"batch": 1, "threads": 1, "backend": backend}]
+        targets = class_targets(workload)
+        aimed = sum(targets[2].values()) / sum(targets[0].values())
+        _, targets, predicted = solve(workload, owner, costs, main, 10 * whole)
+        ratio = sum(predicted[2].values()) / sum(predicted[0].values())
+        found[backend] = (worst_divergence(predicted[:2], targets[:2], [True, True]), abs(ratio / aimed - 1))
+        assert shares_fitted(workload) == [True, True, backend == "openvino"]
+    assert found["pytorch"][0] <= 0.02 and found["pytorch"][1] < 0.01, found
+    assert found["openvino"][0] > found["pytorch"][0] + 0.02, found
+
+
 def test_a_local_refit_moves_at_most_its_radius_of_the_network_s_time():
     """From counts far off the mix (convolutions alone), a refit near them moves toward
     the mix but changes no more of their time, on either reference, than it is allowed;
@@ -903,6 +937,7 @@ def test_generate_meets_the_time_shares_it_was_fitted_to(synthesized):
         # Its profiles were scaled to its timings, and its run time is held against its
         # application's timed one: bench's times on both sides.
         assert n["measured_ms"] == pytest.approx(timed) and n["applications_ms"] == pytest.approx(own)
+        assert n["shares_fitted"] == [True] * len(net["references"])  # none is native
         assert n["self_check"] == (
             "ok" if max(n["predicted_divergence"]) <= net["divergence_limit"] else "over the limit"
         )
@@ -1139,6 +1174,10 @@ def test_a_score_that_moved_since_the_profile_is_named_by_reference():
         (["profile", "missing.onnx"], "no such file"),
         (["profile", "a.onnx=x"], "must be a number"),
         (["profile", "a.onnx", "--reference", "1x1,1xall"], "different batch sizes"),
+        (
+            ["profile", "a.onnx", "--reference", "1x1@pytorch,1x1,8x1"],
+            "the first reference must run the ONNX",
+        ),
         (["generate", "notes.json"], "cannot read it"),
         (["validate", "workload.json"], "not dlbench synth generate's output"),
         (["validate", "old.json"], "written by an older dlbench synth generate; generate it again"),

@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import re
 
 import numpy as np
 import onnx
 import pytest
 
 from dlbench.harness.synth import emit
-from dlbench.harness.synth.counts import unit_costs
+from dlbench.harness.synth.counts import DIVERGENCE_LIMIT, unit_costs
 from dlbench.harness.synth.frameworks import VERSIONS, width
 from dlbench.harness.synth.units import Unit
 from tests.utils.clitools import assert_usage_error
@@ -176,6 +177,12 @@ def test_a_reference_on_pytorch_prices_each_unit_in_the_networks_scoped_version(
     [net] = json.loads(s.with_suffix(".json").read_text())["networks"]
     assert len(net["timed_ms"]) == len(net["measured_divergence"]) == 3 and min(net["timed_ms"]) > 0
     assert len(net["measured_ratio_miss"]) == 2  # the score's ratio to PyTorch is judged too
+    # Fitted to the application's total time there, not to PyTorch's class shares: the
+    # self-check reads the ONNX references alone, and the report says which went unchecked.
+    assert net["shares_fitted"] == [True, True, False]
+    checked = max(net["predicted_divergence"][:2])
+    assert net["self_check"] == ("ok" if checked <= DIVERGENCE_LIMIT else "over the limit")
+    assert re.search(r"predicted [0-9.]+, [0-9.]+, [0-9.]+ \(time only\) \(limit", out.stdout), out.stdout
     ran = [u for u in net["units"] if u["count"]]
     assert ran and all(u["cost_us"][2] > 0 for u in ran)  # each found in PyTorch's profile
     # Profiled as the scoped version, timed (and validated) as the plain one, which has no
