@@ -63,41 +63,76 @@ def source_ops(path: str) -> dict[str, str]:
     return found | {n.name: n.op_type for n in graph.node if n.name}
 
 
-def fused_ops(compiled, source: dict[str, str]) -> dict[str, tuple[str, str | None]]:
+def fused_ops(compiled, source: dict[str, str]) -> dict[str, tuple[str, str | None, str | None]]:
     """Per runtime-graph node, the op it is classed by: of its source layers' ops and its
     own type, the one whose class comes first in ``OP_CLASSES`` (any declared before none);
-    and the last source layer it was made of (a node the plugin named for itself, like
-    ``LSTMSequence_41761``, is known by it)."""
+    the last source layer it was made of; and for a node made of none (one the plugin
+    named for itself, like ``LSTMSequence_41761`` of a bidirectional LSTM it split), the
+    nearest source layer upstream of it: what fed it.  The plugin's order does not tell
+    it: it runs independent branches interleaved, and a generated network's LSTM
+    sequences ran after a convolution of another lane (``counts.unit_costs``)."""
     from dlbench.harness.profile.classes import OP_CLASSES, op_class
 
     rank = {c: i for i, c in enumerate(OP_CLASSES)}
-    out = {}
-    for op in compiled.get_runtime_model().get_ordered_ops():
+    ordered = list(compiled.get_runtime_model().get_ordered_ops())
+    made: dict[str, list[str]] = {}
+    out: dict[str, tuple[str, str | None, str | None]] = {}
+    for op in ordered:
         info = op.get_rt_info()
         made_of = [n for n in info["originalLayersNames"].astype(str).split(",") if n in source]
+        made[op.get_friendly_name()] = made_of
         ops = [source[n] for n in made_of] + [info["layerType"].astype(str)]
         chosen = min(ops, key=lambda o: rank.get(op_class(o), len(rank)))
-        out[op.get_friendly_name()] = (chosen, made_of[-1] if made_of else None)
+        out[op.get_friendly_name()] = (chosen, made_of[-1] if made_of else None, None)
+    for op in ordered:
+        name = op.get_friendly_name()
+        if not made[name]:
+            out[name] = (out[name][0], None, _fed_by(op, made))
     return out
 
 
+def _fed_by(op, made: dict[str, list[str]]) -> str | None:
+    """The last source layer of the nearest node upstream of ``op`` made of one (breadth
+    first over its inputs)."""
+    seen, frontier = set(), [op]
+    while frontier:
+        nxt = []
+        for node in frontier:
+            for port in node.inputs():
+                up = port.get_source_output().get_node()
+                name = up.get_friendly_name()
+                if name in seen:
+                    continue
+                seen.add(name)
+                if made.get(name):
+                    return made[name][-1]
+                nxt.append(up)
+        frontier = nxt
+    return None
+
+
 def node_times(
-    before: list[Any], after: list[Any], warmup: int, iterations: int, ops: dict[str, tuple[str, str | None]]
+    before: list[Any],
+    after: list[Any],
+    warmup: int,
+    iterations: int,
+    ops: dict[str, tuple[str, str | None, str | None]],
 ) -> dict[str, Any]:
     """Each executed node's time per measured run (µs), from its counter's mean after the
     ``warmup`` runs (``before``) and after the ``iterations`` more (``after``), in the
-    order the plugin ran them, slowest first; its op and source layer (``fused_ops``), the
-    plugin's node type and kernel.  A node's mean is over every run it ran in, so a node
-    every run executes has run ``warmup`` and ``warmup + iterations`` times; each gets
-    back the ``TRUNCATED_US`` per run that truncation took off."""
+    order the plugin ran them, slowest first; its op and source layer (``fused_ops``; for
+    a node made of none, the layer that fed it), the plugin's node type and kernel.  A
+    node's mean is over every run it ran in, so a node every run executes has run
+    ``warmup`` and ``warmup + iterations`` times; each gets back the ``TRUNCATED_US`` per
+    run that truncation took off."""
     mean_before = {i.node_name: i.real_time.total_seconds() * 1e6 for i in before}
-    nodes = []
+    nodes: list[dict[str, Any]] = []
     for info in after:
         if info.node_type in SILENT or info.status != info.Status.EXECUTED:
             continue
         total = info.real_time.total_seconds() * 1e6 * (warmup + iterations)
         spent = total - mean_before.get(info.node_name, 0.0) * warmup
-        op, made_of = ops.get(info.node_name, (info.node_type, None))
+        op, made_of, fed_by = ops.get(info.node_name, (info.node_type, None, None))
         nodes.append(
             {
                 "node": info.node_name,
@@ -107,6 +142,7 @@ def node_times(
                 "provider": info.exec_type,
                 "us": max(0.0, spent / iterations) + TRUNCATED_US,
                 "at": len(nodes),
+                **({"fed_by": fed_by} if fed_by else {}),
             }
         )
     return {"nodes": sorted(nodes, key=lambda r: -r["us"]), "optimized_nodes": len(nodes)}

@@ -213,7 +213,9 @@ def unit_costs(
     """Per reference and unit: the µs per instance its nodes take by class (bridges and the
     reorders that ran after it included), and the µs of its own op's class; a unit that
     did not run (count 0) has none.  A node is a unit's by its name, or by the source
-    layer it was made of where a runtime named it (OpenVINO's ``LSTMSequence_41761``)."""
+    layer it was made of where a runtime named it, or by the layer that fed it where it
+    was made of none (OpenVINO's ``LSTMSequence_41761``, which the plugin ran after
+    another lane's convolution); else it is the unit's that ran before it."""
     from dlbench.harness.profile.classes import node_class
 
     by_class: list[list[dict[str, float]]] = []
@@ -223,8 +225,8 @@ def unit_costs(
         own = [0.0] * len(units)
         current = None
         for n in sorted(prof["nodes"], key=lambda n: n.get("at", 0)):
-            found = _INSTANCE.search(n["node"]) or _INSTANCE.search(n.get("source") or "")
-            current = int(found.group(1)) if found else current
+            found = _named_unit(n)
+            current = found if found is not None else current
             if current is None or current >= len(units) or not counts[current]:
                 continue
             cls = node_class(n)
@@ -234,6 +236,14 @@ def unit_costs(
         by_class.append(classes)
         main.append(own)
     return by_class, main
+
+
+def _named_unit(node: dict[str, Any]) -> int | None:
+    """The unit a profiled node names: by its own name, its source layer, or what fed it."""
+    for key in ("node", "source", "fed_by"):
+        if found := _INSTANCE.search(node.get(key) or ""):
+            return int(found.group(1))
+    return None
 
 
 def pooled(measured: list[tuple[int, dict[str, float], float]]) -> tuple[dict[str, float], float]:

@@ -257,7 +257,7 @@ def test_openvino_s_counters_are_read_after_the_warm_up_and_after_the_measured_r
 
     before = read((410 + 90) / 2, 1)  # whole µs, as the counters give them
     after = read((410 + 90 + 18 * 90) / 20, 1)
-    found = node_times(before, after, 2, 18, {"c1": ("Conv", "c1")})
+    found = node_times(before, after, 2, 18, {"c1": ("Conv", "c1", None)})
     assert found["optimized_nodes"] == 2
     conv, pool = found["nodes"]
     assert conv["node"] == "c1" and conv["op"] == "Conv" and conv["kernel"] == "Convolution"

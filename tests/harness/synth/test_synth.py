@@ -1325,6 +1325,61 @@ def test_a_built_reference_fits_the_network_to_the_applications_int8_builds(tmp_
     assert "b1/1t int8" in again.stdout and "timed_ms" not in untimed
 
 
+def test_a_node_the_runtime_named_is_the_unit_s_that_fed_it_not_the_one_before_it():
+    """OpenVINO runs independent lanes interleaved, and names the sequences it splits a
+    bidirectional LSTM into for itself: the one it ran after a convolution of another
+    lane is the LSTM unit's by what fed it, not the convolution's by order."""
+    from dlbench.harness.synth.counts import unit_costs
+
+    conv = Unit("Conv", "convolution", (1, 8, 8, 8), (1, 8, 8, 8), 0, 0, {"kernel_shape": [3, 3]})
+    lstm = Unit("LSTM", "other", (6, 1, 10), (6, 2, 1, 8), 1, 2, {"hidden_size": 8})
+    nodes = [
+        {"node": "u1_i0_tile_3", "op": "Tile", "us": 1.0, "at": 0},
+        {"node": "u0_i0_conv_7", "op": "Conv", "us": 10.0, "at": 1},
+        {"node": "LSTMSequence_41761", "op": "RNNSeq", "us": 50.0, "at": 2, "fed_by": "u1_i0_tile_3"},
+        {"node": "u0_i1_conv_9", "op": "Conv", "us": 10.0, "at": 3},
+        {"node": "Reorder_41770", "op": "Reorder", "us": 4.0, "at": 4},  # fed by nothing named
+    ]
+    by_class, _ = unit_costs([conv, lstm], [{"nodes": nodes}], [2, 1])
+    assert sum(by_class[0][1].values()) == pytest.approx(51.0), by_class
+    assert sum(by_class[0][0].values()) == pytest.approx(24.0 / 2), by_class  # by order: the one before
+
+
+def test_openvino_s_own_nodes_say_which_layer_fed_them(tmp_path):
+    """Every node of OpenVINO's runtime graph made of no source layer (its LSTM sequences,
+    their reshapes) records the nearest source layer upstream: for the recurrent lane's
+    sequences, a node of that lane's own unit."""
+    import re
+
+    from dlbench.harness.profile.runner import ProfileRequest, profile
+
+    conv = Unit(
+        "Conv",
+        "convolution",
+        (1, 8, 8, 8),
+        (1, 8, 8, 8),
+        0,
+        0,
+        {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]},
+    )
+    lstm = Unit(
+        "LSTM", "other", (6, 1, 10), (6, 2, 1, 8), 1, 2, {"hidden_size": 8, "direction": "bidirectional"}
+    )
+    path = tmp_path / "n.onnx"
+    onnx.save(emit.network([(conv, 3), (lstm, 2)], seed=0), str(path))
+    req = ProfileRequest(
+        artifact=str(path), backend="openvino", batch_size=1, threads=1, warmup=2, iterations=3
+    )
+    record = profile(req)
+    assert record["status"] == "ok", record.get("error")
+    nodes = record["metrics"]["profile"]["nodes"]
+    own = [n for n in nodes if not n["source"] and not re.match(r"u\d+_i\d+_", n["node"])]
+    assert own and all(n.get("fed_by") for n in own), own
+    sequences = [n for n in own if n["node"].startswith("LSTMSequence")]
+    assert len(sequences) == 2 * 2, sequences  # two instances, a sequence each way
+    assert all(n["fed_by"].startswith("u1_") for n in sequences), sequences
+
+
 def test_a_reference_on_openvino_fits_the_network_to_that_engine(tmp_path, cli):
     """``1x1@openvino``: the application is profiled and timed on OpenVINO (with the
     workload's -O, kept for generate), and so is each network, each instance's time found
