@@ -140,11 +140,10 @@ def solve(
 
     def errors(n: np.ndarray) -> np.ndarray:
         """What the self-check judges (the worst class divergence of the references whose
-        shares are fitted); how far
-        the network's time on each reference, relative to the first, is from the mix's
-        (the speed ratio between references, which is what the score predicts); and the
-        least-squares residual, relative, to keep the cluster mix and the time scale.
-        ``n``: candidate counts [m, k]; one error each."""
+        shares are fitted); how far the network's time on each reference, relative to the
+        first, is from the mix's (the speed ratio between references, which is what the
+        score predicts); and the least-squares residual, relative, to keep the cluster
+        mix and the time scale.  ``n``: candidate counts [m, k]; one error each."""
         per_class = np.einsum("rcj,mj->rcm", spent, n)
         times = per_class.sum(axis=1)  # [refs, m]
         worst = 0.5 * np.abs(per_class / np.where(times > 0, times, 1.0)[:, None, :] - shares[:, :, None])

@@ -34,11 +34,10 @@
    times and the score they give (``playoff``).
 5. The static self-check: the op-class time shares the counts predict, against the
    workload's, as a total-variation divergence on each reference whose shares are
-   fitted.  A budget too small
-   for integer counts to hit the shares is doubled until they do (or the ceiling, or its
-   applications' own time, is reached), and the budget used is stated.  The measured
-   divergence follows, with the divergence between two profiles of the network itself:
-   its noise.
+   fitted.  A budget too small for integer counts to hit the shares is doubled until
+   they do (or the ceiling, or its applications' own time, is reached), and the budget
+   used is stated.  The measured divergence follows, with the divergence between two
+   profiles of the network itself: its noise.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ class SynthProfileRequest(ProfileRuns):
         help="reference configurations BATCHxTHREADS[:BUILD][@BACKEND], at least two like the first "
         "of different batch sizes; a BUILD (int8, fp16) profiles the applications' builds, a BACKEND "
         "(openvino) profiles them there, pytorch by their names and the network as its PyTorch version "
-        "(fitted to their total time there, not the first); repeat or comma-separate (default {default})",
+        "(fitted to their total time there; never the first); repeat or comma-separate (default {default})",
     )
     out: str = flag(
         "--out", "-o", default="synth/workload.json", help="the workload file (default {default})"
