@@ -95,6 +95,25 @@ def test_a_recurrent_unit_is_one_fused_kernel_call_as_an_applications_is(convert
 
 
 @pytest.mark.pytorch
+def test_a_bridge_s_tile_is_one_copy_not_repeat_s_thirty_dispatches(converted):
+    """The lanes' four bridges tile 4, 32, 32 and 128 copies: the fewer concatenated, the
+    more expanded and copied once; ``Tensor.repeat`` would pay some 30 dispatches a bridge
+    that ONNX Runtime runs as one kernel and no application has."""
+    import torch
+
+    from dlbench.harness.synth.torch_net import _tile
+
+    _, saved, done = converted("pytorch")
+    assert done["max_relative_difference"] < 1e-3
+    kinds = [node.kind() for node in torch.jit.load(str(saved)).inlined_graph.nodes()]
+    assert "aten::repeat" not in kinds
+    assert kinds.count("aten::cat") == 1 and kinds.count("aten::expand") == 3
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    for reps in ([1, 1, 3], [1, 12, 1], [2, 1, 1], [1, 2, 9], [3, 1, 20]):
+        np.testing.assert_array_equal(_tile(torch.from_numpy(x), reps).numpy(), np.tile(x, reps))
+
+
+@pytest.mark.pytorch
 def test_a_per_channel_convolution_runs_as_the_batch_norm_it_stands_for(converted):
     """ONNX Runtime runs a batch norm as a depthwise 1x1 convolution, so applications'
     batch norms become such units.  PyTorch runs a grouped 1x1 convolution on one thread
