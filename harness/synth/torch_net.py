@@ -155,7 +155,7 @@ def _tile(x, reps: list[int]):
     """ONNX's Tile as the one copy it is in ONNX Runtime.  ``Tensor.repeat`` dispatches
     some 30 ops (32 profiler events): 16 to 20 us for a [1, 96] bridge on one thread,
     against 4 to 9 us as a concatenation of its copies and 9 to 13 us as an expanded
-    view copied once; on one zoo network's 40 bridges, 0.3 of its 11.4 ms at batch 1,
+    view copied once; on one zoo network's 40 bridges, 0.3 ms of its 11.4 at batch 1,
     dispatches no application pays.  Few copies are concatenated, many are one view
     copied (a concatenation of 512 ran 4x slower); the batch axis stays free."""
     import torch
