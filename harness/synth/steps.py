@@ -235,6 +235,11 @@ def validate(req: SynthValidateRequest, say: Say = lambda _: None) -> dict[str, 
     # faster" verdict must rise above here and now (never below compare's default).
     ran = complete(results, [*apps, *synth])
     repeats = noise(raw, ran, lambda r: scores(r, apps, {}, ran)[1])
+    # The synthetic score's own spread over the rounds beside it: an error no larger than
+    # the two together is one these rounds cannot tell from noise.
+    own = noise(raw, ran, lambda r: scores(r, synth, {}, ran)[1])
+    if repeats and own:
+        repeats["synthetic_spread"] = own["score_spread"]
     floor = max(DEFAULT_FLOOR, repeats["score_spread"]["median"]) if repeats else DEFAULT_FLOOR
     # The network is fitted on its references' backends: any other is held out.
     fitted_on = {Reference.from_json(r).runs_on for r in described["references"]}

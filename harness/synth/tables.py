@@ -189,6 +189,11 @@ def validation_table(v: dict[str, Any]) -> str:
             f"at the median (p90 {_pct(cell['p90'])}); one configuration's applications' score by "
             f"{_pct(score['median'])} (p90 {_pct(score['p90'])}), the noise floor of the pairs."
         )
+        if mine := rounds.get("synthetic_spread"):
+            left_out += (
+                f"  The synthetic score's own by {_pct(mine['median'])} (p90 {_pct(mine['p90'])}): "
+                "an error within the two together is one these rounds cannot tell from noise."
+            )
     by_count: dict[int, list[str]] = {}
     for name, n in (v.get("processes") or {}).items():
         by_count.setdefault(n, []).append(name)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from dlbench.harness.convert.builds import distinct_stems
+from dlbench.harness.stats import percentile
 from dlbench.harness.store.results import ResultStore
 from dlbench.harness.synth import emit, fit, rounds
 from dlbench.harness.synth.baselines import MICRO, REPLAY, cells, replays
@@ -1054,13 +1056,23 @@ def test_validate_scores_the_network_against_the_applications_over_a_matrix(synt
             assert len(figures) == 2 and v["measured"][c][a] == pytest.approx(sum(figures) / 2)
     base = v["baseline"]
 
-    def score(config: str, r: int) -> float:
-        logs = [w * math.log(per_round[config][a][r] / per_round[base][a][r]) for a, w in zip(apps, (1, 2))]
+    def score(config: str, r: int, files: list[str] = apps) -> float:
+        logs = [w * math.log(per_round[config][a][r] / per_round[base][a][r]) for a, w in zip(files, (1, 2))]
         return math.exp(sum(logs) / 3)
 
-    spreads = {c: abs(score(c, 0) - score(c, 1)) / ((score(c, 0) + score(c, 1)) / 2) for c in v["scores"]}
-    del spreads[base]
+    def spread(config: str, files: list[str] = apps) -> float:
+        one, two = score(config, 0, files), score(config, 1, files)
+        return abs(one - two) / ((one + two) / 2)
+
+    spreads = {c: spread(c) for c in v["scores"] if c != base}
     assert v["rounds"]["score_spread_by_configuration"] == pytest.approx(spreads)
+    # The synthetic score's own spread beside it, over the same rounds: its networks' in
+    # each round against that round's baseline, weighted as the score weights them.
+    own = sorted(spread(c, synth) for c in v["scores"] if c != base)
+    assert v["rounds"]["synthetic_spread"] == pytest.approx(
+        {"median": statistics.median(own), "p90": percentile(own, 90)}
+    )
+    assert "The synthetic score's own by" in out.stdout
     assert v["rounds"]["rounds"] == v["rounds"]["asked"] == 2
     assert v["noise_floor"] == pytest.approx(max(0.02, v["rounds"]["score_spread"]["median"]))
     assert "Each cell ran in 2 rounds" in out.stdout
