@@ -103,6 +103,8 @@ def build(model, scoped: bool = False) -> Any:
                 # The shape lane adds an integer constant, held as a Python list.
                 other = torch.as_tensor(v[1]) if isinstance(v[1], list) else v[1]
                 y = v[0] + other if op == "Add" else v[0] * other
+            elif op == "Pow":
+                y = torch.pow(v[0], v[1])
             elif op == "Sum":
                 y = v[0]
                 for t in v[1:]:

@@ -686,6 +686,27 @@ def test_the_network_runs_at_any_batch_and_keeps_its_values_bounded():
     assert 1e-3 < float(np.abs(deep).mean()) < 1e3
 
 
+def test_the_int8_build_leaves_the_networks_tail_in_float(tmp_path):
+    """The tail (the mean of the chain's squares) is the network's own, not a unit: were it
+    quantized, ONNX Runtime would move its QuantizeLinear back into the last unit, and a
+    final MaxPool there ran on uint8 in NCHW at 27x its float time, a cost no application
+    pays.  Built through the build path, as validate builds it."""
+    mean = Unit("ReduceMean", "reduction", (16, 32), (16, 1), 0, 0, {"axes": [-1], "keepdims": 1})
+    lanes = [(Unit("MatMul", "matmul / gemm", (16, 32), (16, 32)), 2), (mean, 1)]  # a float unit last
+    source = tmp_path / "net.onnx"
+    onnx.save(emit.network(lanes, seed=1), str(source))
+    static = {str(source): False}
+    built, left = build_all([str(source)], ["int8"], tmp_path / "builds", lambda _: None, modes=static)
+    assert not left and "int8" in built[str(source)], left
+    graph = onnx.load(built[str(source)]["int8"]).graph
+    made = {o: n for n in graph.node for o in n.output}
+    tail = [n for n in graph.node if n.name.startswith("end_")]
+    assert {n.op_type for n in tail} == {"Reshape", "Pow", "ReduceMean"}  # its Identity folded
+    quantized = [n.name for n in graph.node if n.op_type == "QuantizeLinear" and made[n.input[0]] in tail]
+    assert not quantized, quantized
+    assert any(n.op_type == "QuantizeLinear" for n in graph.node)  # the units themselves are quantized
+
+
 def test_a_bridge_takes_the_fewest_nodes_and_keeps_each_sample_its_own():
     """A bridge is a dispatch the applications did not pay: within the rank one Slice
     where that crops to the next input, one Tile where it grows one axis of whole blocks,
