@@ -121,6 +121,14 @@ def _bridge(g: _Graph, cur: str, have: tuple[int, ...], axis: int | None, want: 
     return cur
 
 
+def _held(g: _Graph, cur: str, rank: int, prefix: str) -> str:
+    """``cur`` through a Tile that copies it once: ONNX Runtime moves no QuantizeLinear or
+    DequantizeLinear across a Tile, so a MaxPool between two of these stays in float in
+    an INT8 build (see ``sequence``: a MaxPool an INT8 build runs on uint8 runs
+    channels-first, 27x its float time, unless a QLinearConv feeds it as it is)."""
+    return g.op("Tile", [cur, g.ints("reps", [1] * rank)], prefix)
+
+
 def _apply(g: _Graph, u: Unit, x: str, p: str) -> str:
     """One instance of ``u`` on ``x`` (already of the unit's input shape)."""
     a = u.attrs
@@ -228,7 +236,9 @@ def sequence(left: dict[int, tuple[Unit, int]], shapes: dict[int, tuple[int, ...
     Runtime runs it on uint8, in the channels-last layout of the QLinearConv before it
     (NhwcMaxPool), but after any other unit in the channels-first one, 27x its float
     time (a zoo network's 24 MaxPools after a Reshape made its INT8 build 2.3x slower
-    than fitted)."""
+    than fitted).  Where the convolution's output is not the MaxPool's input as it is (a
+    bridge between them breaks the layout), ``network`` keeps the MaxPools in float
+    between two Tiles (``_held``), as fast as the applications' NhwcMaxPool."""
     remaining = {j: n for j, (_, n) in left.items()}
     order: list[int] = []
     have: tuple[tuple[int, ...], int | None] | None = None
@@ -276,12 +286,21 @@ def network(lanes: list[tuple[Unit, int]], seed: int = 0, name: str = "synthetic
     axis: int | None = 0
     cur = INPUT
     done: dict[int, int] = {}
+    prev, floating = None, False
     for j in order:
         u = lanes[j][0]
         prefix = f"u{j}_i{done.get(j, 0)}"
         done[j] = done.get(j, 0) + 1
+        steps = bridge_steps(have, axis, u)
+        tiled = any(op == "Tile" for op, _, _ in steps)
+        if floating and u.op != "MaxPool" and not tiled:
+            cur = _held(g, cur, len(have), prefix)
+        opens = u.op == "MaxPool" and prev != "MaxPool"
+        floating = (floating and u.op == "MaxPool") or (opens and not (prev == "Conv" and not steps))
         x = _bridge(g, cur, have, axis, u, prefix)
-        cur, have, axis = _apply(g, u, x, prefix), shapes[j], u.yaxis
+        if opens and floating and not tiled:
+            x = _held(g, x, len(u.x), prefix)
+        cur, have, axis, prev = _apply(g, u, x, prefix), shapes[j], u.yaxis, u.op
     flat = g.op("Reshape", [cur, g.ints("flat", [-1, math.prod(have)])], "end")
     # Squared by Pow, not Mul: ONNX Runtime's static quantizer leaves Pow and ReduceMean in
     # float, and a quantized Mul here had its QuantizeLinear moved back by the runtime
