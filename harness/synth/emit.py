@@ -110,9 +110,9 @@ def bridge_steps(have: tuple[int, ...], axis: int | None, want: Unit) -> list[St
     return ranked if ranked is not None and len(ranked) <= len(flat) else flat
 
 
-def _bridge(g: _Graph, cur: str, have: tuple[int, ...], axis: int | None, want: Unit, prefix: str) -> str:
-    """``cur`` taken to the unit's input by ``bridge_steps``."""
-    for op, values, axes in bridge_steps(have, axis, want):
+def _bridge(g: _Graph, cur: str, steps: list[Step], prefix: str) -> str:
+    """``cur`` taken to the unit's input by ``steps`` (``bridge_steps``'s)."""
+    for op, values, axes in steps:
         if op == "Slice":
             bounds = [g.ints("lo", [0] * len(axes)), g.ints("hi", values), g.ints("ax", axes)]
             cur = g.op(op, [cur, *bounds], prefix)
@@ -297,7 +297,7 @@ def network(lanes: list[tuple[Unit, int]], seed: int = 0, name: str = "synthetic
             cur = _held(g, cur, len(have), prefix)
         opens = u.op == "MaxPool" and prev != "MaxPool"
         floating = (floating and u.op == "MaxPool") or (opens and not (prev == "Conv" and not steps))
-        x = _bridge(g, cur, have, axis, u, prefix)
+        x = _bridge(g, cur, steps, prefix)
         if opens and floating and not tiled:
             x = _held(g, x, len(u.x), prefix)
         cur, have, axis, prev = _apply(g, u, x, prefix), shapes[j], u.yaxis, u.op

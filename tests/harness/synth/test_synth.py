@@ -686,19 +686,24 @@ def test_the_network_runs_at_any_batch_and_keeps_its_values_bounded():
     assert 1e-3 < float(np.abs(deep).mean()) < 1e3
 
 
+def _int8_build(lanes, tmp_path) -> str:
+    """The network of ``lanes``, built to static INT8 through the build path, as validate
+    builds it (its file, verified)."""
+    source = str(tmp_path / "net.onnx")
+    onnx.save(emit.network(lanes, seed=1), source)
+    built, left = build_all([source], ["int8"], tmp_path / "builds", lambda _: None, modes={source: False})
+    assert not left and "int8" in built[source], left
+    return built[source]["int8"]
+
+
 def test_the_int8_build_leaves_the_networks_tail_in_float(tmp_path):
     """The tail (the mean of the chain's squares) is the network's own, not a unit: were it
     quantized, ONNX Runtime would move its QuantizeLinear back into the last unit, and a
     final MaxPool there ran on uint8 in NCHW at 27x its float time, a cost no application
-    pays.  Built through the build path, as validate builds it."""
+    pays."""
     mean = Unit("ReduceMean", "reduction", (16, 32), (16, 1), 0, 0, {"axes": [-1], "keepdims": 1})
     lanes = [(Unit("MatMul", "matmul / gemm", (16, 32), (16, 32)), 2), (mean, 1)]  # a float unit last
-    source = tmp_path / "net.onnx"
-    onnx.save(emit.network(lanes, seed=1), str(source))
-    static = {str(source): False}
-    built, left = build_all([str(source)], ["int8"], tmp_path / "builds", lambda _: None, modes=static)
-    assert not left and "int8" in built[str(source)], left
-    graph = onnx.load(built[str(source)]["int8"]).graph
+    graph = onnx.load(_int8_build(lanes, tmp_path)).graph
     made = {o: n for n in graph.node for o in n.output}
     tail = [n for n in graph.node if n.name.startswith("end_")]
     assert {n.op_type for n in tail} == {"Reshape", "Pow", "ReduceMean"}  # its Identity folded
@@ -725,14 +730,9 @@ def test_no_maxpool_runs_channels_first_on_uint8_in_the_int8_build(tmp_path, sid
     shapes = {j: emit.emitted_shape(u) for j, (u, _) in enumerate(lanes)}
     order = [lanes[j][0].op for j in emit.sequence(dict(enumerate(lanes)), shapes)]
     assert all(order[i - 1] in ("Conv", "MaxPool") for i, o in enumerate(order) if o == "MaxPool"), order
-    source = tmp_path / "net.onnx"
-    onnx.save(emit.network(lanes, seed=1), str(source))
-    static = {str(source): False}
-    built, left = build_all([str(source)], ["int8"], tmp_path / "builds", lambda _: None, modes=static)
-    assert not left, left
     options = ort.SessionOptions()
     options.enable_profiling, options.profile_file_prefix = True, str(tmp_path / "trace")
-    session = ort.InferenceSession(built[str(source)]["int8"], options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(_int8_build(lanes, tmp_path), options, providers=["CPUExecutionProvider"])
     x = np.ones((1, session.get_inputs()[0].shape[1]), np.float32)
     session.run(None, {session.get_inputs()[0].name: x})
     events = json.loads(Path(session.end_profiling()).read_text())
